@@ -1,0 +1,81 @@
+package org.mstar.device;
+
+/**
+ * Every compute op a model forward and the resources need, enqueued on the owning device's stream.
+ * Two implementations: {@code org.mstar.device.cpu} (the readable reference, the CI path) and
+ * {@code org.mstar.device.cuda}. All tensors of one call live on the same device.
+ *
+ * <p>Activations may be F32 or BF16 (outputs take the dtype of the {@code out} tensor); weights F32,
+ * BF16 or F16. Arithmetic accumulates in fp32 and rounds once on store.
+ *
+ * <p>The KV pool is one tensor {@code [layers, pages, 2, pageSize, kvHeads, headDim]} (index 0 of the
+ * third axis is K, 1 is V).
+ */
+public interface ComputeOps {
+
+    /** {@code out[i, :] = table[ids[i], :]}; table {@code [vocab, hidden]}, ids I32 {@code [n]}. */
+    void embedding(Tensor table, Tensor ids, Tensor out);
+
+    /**
+     * RMSNorm over the last dim: {@code out = x / sqrt(mean(x²) + eps) * weight}. With a non-null
+     * {@code residual} (fused add, F32 or the activation dtype) it first does {@code residual += x} and
+     * normalises the sum: {@code out = norm(residual)}.
+     */
+    void rmsNorm(Tensor x, Tensor residual, Tensor weight, float eps, Tensor out);
+
+    /**
+     * {@code out[n, N] = x[n, K] · wᵀ + bias}, with {@code w} {@code [N, K]} (one row per output, as in a
+     * Hugging Face Linear) and {@code bias} {@code [N]} or null.
+     */
+    void matmul(Tensor x, Tensor w, Tensor bias, Tensor out);
+
+    /** {@code out = a + b}, elementwise, same shapes. */
+    void add(Tensor a, Tensor b, Tensor out);
+
+    /** {@code out[n, I] = silu(gateUp[n, :I]) * gateUp[n, I:]}. */
+    void siluMul(Tensor gateUp, Tensor out);
+
+    /**
+     * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} in place at positions
+     * {@code posIds} (I32 {@code [n]}), as {@link RopeParams} defines. Angles are computed as
+     * {@code pos · invFreq} in fp32 from the fp32-rounded table.
+     */
+    void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params);
+
+    /**
+     * Write token i's K and V ({@code [n, kvHeads, headDim]}) into {@code pool[layer, pageIdx[i], 0|1,
+     * offsets[i]]}. Index tensors are I32 {@code [n]}.
+     */
+    void kvAppend(Tensor pool, int layer, Tensor k, Tensor v, Tensor pageIdx, Tensor offsets);
+
+    /**
+     * Paged attention of {@code q [totalQo, qoHeads, headDim]} against layer {@code layer} of the pool,
+     * as {@code plan} lays it out; grouped-query heads map query head h to KV head
+     * {@code h / (qoHeads / kvHeads)}. Writes {@code out [totalQo, qoHeads, headDim]}.
+     */
+    void pagedAttention(Tensor q, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out);
+
+    /** {@code out[j, :] = x[rows[j], :]}, rows I32 {@code [m]}. */
+    void gatherRows(Tensor x, Tensor rows, Tensor out);
+
+    /** {@code out[r] = argmax(logits[r, :])}, lowest index on ties; out I32 {@code [rows]}. */
+    void argmax(Tensor logits, Tensor out);
+
+    /** Steps 1-6 of the sampling pipeline ({@link SamplingBatch}): logits F32 {@code [rows, vocab]} → probs F32. */
+    void samplingProbs(Tensor logits, SamplingBatch batch, Tensor probs);
+
+    /**
+     * Step 7: draw one token per row from {@code probs} with the canonical {@link ProbabilitySampler}
+     * rule and Philox uniforms keyed by {@code seeds[r]} at counter {@code offsets[r]} (both I64).
+     */
+    void sampleFromProbs(Tensor probs, Tensor seeds, Tensor offsets, Tensor out);
+
+    /** Copy whole pages {@code src[i] → dst[i]} in every layer, K and V (I32 index tensors). */
+    void copyPages(Tensor pool, Tensor src, Tensor dst);
+
+    /** {@code out [layers, n, 2, pageSize, kvHeads, headDim] = pool[:, pages[i]]}. */
+    void gatherPages(Tensor pool, Tensor pages, Tensor out);
+
+    /** Inverse of {@link #gatherPages}: {@code pool[:, pages[i]] = in[:, i]}. */
+    void scatterPages(Tensor pool, Tensor pages, Tensor in);
+}

@@ -1,0 +1,20 @@
+package org.mstar.device;
+
+/** Element types of device tensors. bf16 and f16 are storage types; arithmetic accumulates in fp32. */
+public enum DType {
+    F32(4), BF16(2), F16(2), I32(4), I64(8), U8(1);
+
+    private final int bytes;
+
+    DType(int bytes) {
+        this.bytes = bytes;
+    }
+
+    public int bytes() {
+        return bytes;
+    }
+
+    public boolean isFloat() {
+        return this == F32 || this == BF16 || this == F16;
+    }
+}

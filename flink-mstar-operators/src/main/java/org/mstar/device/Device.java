@@ -1,0 +1,53 @@
+package org.mstar.device;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One compute device (a CUDA GPU or the CPU reference): allocation, host transfer, and its
+ * {@link ComputeOps}. Not thread-safe: one step loop drives a device.
+ */
+public interface Device extends AutoCloseable {
+    /** For logs and errors, e.g. "cpu" or "cuda:0 (NVIDIA H200)". */
+    String name();
+
+    boolean isCuda();
+
+    /** A new tensor with unspecified contents (tests poison it). */
+    Tensor allocate(DType dtype, long... shape);
+
+    /** A new zero-filled tensor. */
+    Tensor zeros(DType dtype, long... shape);
+
+    /** Upload floats, rounding to {@code dtype} (round-to-nearest-even for bf16/f16). */
+    Tensor fromFloats(float[] data, DType dtype, long... shape);
+
+    /** Upload ints as an I32 tensor. */
+    Tensor fromInts(int[] data, long... shape);
+
+    /** Download any float tensor widened to fp32 (synchronises). */
+    float[] toFloats(Tensor t);
+
+    /** Download an I32 tensor (synchronises). */
+    int[] toInts(Tensor t);
+
+    /** Copy raw bytes (exact for every dtype) from host memory into {@code dst}. */
+    void copyFromHost(ByteBuffer src, Tensor dst);
+
+    /** Copy raw bytes of {@code src} into host memory (synchronises). */
+    void copyToHost(Tensor src, ByteBuffer dst);
+
+    /** Device-to-device copy of whole tensors of equal byte size. */
+    void copy(Tensor src, Tensor dst);
+
+    ComputeOps ops();
+
+    DeviceStream stream();
+
+    /** Wait for all enqueued work. */
+    default void synchronize() {
+        stream().synchronize();
+    }
+
+    @Override
+    void close();
+}

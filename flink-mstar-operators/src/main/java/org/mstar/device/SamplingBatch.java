@@ -1,0 +1,26 @@
+package org.mstar.device;
+
+/**
+ * Per-row sampling parameters for {@link ComputeOps#samplingProbs}, as device tensors of {@code rows}
+ * entries (F32 unless noted). Row r's meaning follows the sampler spec §7.3:
+ *
+ * <ol>
+ *   <li>penalty: for each token v with {@code penaltyCounts[r, v] = n > 0}, logit l becomes
+ *       {@code l > 0 ? l / p^n : l * p^n} with {@code p = repetitionPenalty[r]} (presence form: n ∈ {0,1});</li>
+ *   <li>{@code temperature[r] == 0}: one-hot at the argmax (lowest index on ties); else softmax(l / T);</li>
+ *   <li>{@code minP[r] > 0}: zero probabilities below {@code minP · max}, renormalise;</li>
+ *   <li>filters (when {@code applyFilters}): {@code topPFirst[r] == 0}: top-k ({@code topK[r]}, 0 = off) then
+ *       top-p ({@code topP[r]}) over the renormalised top-k set; {@code != 0}: top-p then top-k, each on
+ *       the full distribution. Top-p keeps the smallest prefix (by descending probability, ties by lower
+ *       index) whose mass reaches {@code topP}, and at least {@code topPMinKeep[r]} tokens. Renormalise;</li>
+ *   <li>{@code maskStopIds[r] != 0}: probabilities of {@code stopIds} set to 0 (not renormalised:
+ *       sampling normalises).</li>
+ * </ol>
+ *
+ * @param penaltyCounts F32 {@code [rows, vocab]}, or null when no row penalises
+ * @param topK I32; {@code topPFirst}, {@code topPMinKeep}, {@code maskStopIds} I32
+ * @param stopIds I32 token ids masked for rows with {@code maskStopIds}; may be null
+ */
+public record SamplingBatch(int rows, Tensor temperature, Tensor topK, Tensor topP, Tensor minP,
+                            Tensor repetitionPenalty, Tensor penaltyCounts, Tensor topPFirst, Tensor topPMinKeep,
+                            Tensor maskStopIds, Tensor stopIds, boolean applyFilters) {}

@@ -1,0 +1,26 @@
+package org.mstar.resources;
+
+import java.util.Map;
+import java.util.Set;
+
+public record AttentionSpec(String resourceKey, Set<String> nodes, AttentionConfig config) implements NodeResourceSpec {
+    public AttentionSpec {
+        nodes = Set.copyOf(nodes);
+    }
+
+    @Override
+    public Set<String> dependsOn() {
+        return Set.of(config.kvCache());
+    }
+
+    /** The builder, not necessarily the class built: it picks a backend. */
+    @Override
+    public String builderClassName() {
+        return "org.mstar.resources.attn.AttentionManagerBuilder";
+    }
+
+    @Override
+    public void applyYamlOverrides(Map<String, Object> overrides) {
+        config.applyYamlOverrides("AttentionSpec '" + resourceKey + "'", overrides);
+    }
+}

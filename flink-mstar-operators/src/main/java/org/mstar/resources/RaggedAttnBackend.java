@@ -1,0 +1,3 @@
+package org.mstar.resources;
+
+public enum RaggedAttnBackend { AUTO, FLASHINFER }
