@@ -25,4 +25,12 @@ final class AdmitLedger {
     AdmitLedger(KVStep step) {
         this.step = step;
     }
+
+    /** Take in what a repeated admit of the same step did, so one rollback undoes both. */
+    void absorb(AdmitLedger later) {
+        converted.putAll(later.converted);
+        created.addAll(later.created);
+        later.added.forEach((s, n) -> added.merge(s, n, Integer::sum));
+        marked.addAll(later.marked);
+    }
 }

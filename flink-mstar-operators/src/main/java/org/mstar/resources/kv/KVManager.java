@@ -2,6 +2,7 @@ package org.mstar.resources.kv;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -59,8 +60,8 @@ public final class KVManager implements Resource {
     /** Null when {@code cpu_offload_pages} is 0. */
     private final HostOffload offload;
     private final KvRetriever retriever;
-    /** What the last non-staged admit took, until its step commits or is rolled back. */
-    private AdmitLedger lastAdmit;
+    /** What each admitted step took (by identity), until it commits or is rolled back. */
+    private final Map<KVStep, AdmitLedger> admitted = new IdentityHashMap<>();
     private StagedPlan staged;
     /** The plan {@link #writeKv} addresses, and its address tensors uploaded once per plan label. */
     private KVPlanOutputs activePlan;
@@ -208,7 +209,10 @@ public final class KVManager implements Resource {
             if (ctx.isPreplan()) {
                 staged = new StagedPlan(kv.segments(), StagedPlan.slotOf(ctx), res.ledger());
             } else {
-                lastAdmit = res.ledger();
+                admitted.merge(kv, res.ledger(), (earlier, later) -> {
+                    earlier.absorb(later);
+                    return earlier;
+                });
             }
         }
         return res.outcome();
@@ -224,9 +228,11 @@ public final class KVManager implements Resource {
         if (staged != null && (staged.ledger.step == kv || staged.matches(kv, ctx))) {
             admission.rollback(staged.ledger);
             staged = null;
-        } else if (lastAdmit != null && lastAdmit.step == kv) {
-            admission.rollback(lastAdmit);
-            lastAdmit = null;
+        } else {
+            AdmitLedger ledger = admitted.remove(kv);
+            if (ledger != null) {
+                admission.rollback(ledger);
+            }
         }
     }
 
@@ -241,7 +247,7 @@ public final class KVManager implements Resource {
         if (!ctx.isPreplan() && staged != null) {
             if (staged.matches(kv, ctx) && staged.result != null) {
                 KVPlanOutputs promoted = staged.result;
-                lastAdmit = staged.ledger;
+                admitted.put(kv, staged.ledger);
                 staged = null;
                 activate(promoted);
                 return promoted;
@@ -317,9 +323,7 @@ public final class KVManager implements Resource {
                 }
             }
         }
-        if (lastAdmit != null && lastAdmit.step == kv) {
-            lastAdmit = null;
-        }
+        admitted.remove(kv);
     }
 
     /** The step's policy for the stream, else the one its request's layout declares. */
