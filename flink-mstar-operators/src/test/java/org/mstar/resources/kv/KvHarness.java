@@ -3,6 +3,7 @@ package org.mstar.resources.kv;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -10,7 +11,9 @@ import org.mstar.device.DType;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.AdmitOutcome;
+import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Fork;
+import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.KVStep;
 import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.Segment;
@@ -175,6 +178,37 @@ final class KvHarness {
             a[i] = first + i;
         }
         return a;
+    }
+
+    /** A request config keying "main" with the pages of {@code prompt} (a partial last page gets its key too). */
+    static KVReqConfig keyed(int[] prompt, int pageSize) {
+        List<byte[]> keys = new ArrayList<>(PrefixKeys.chain(prompt, pageSize));
+        int whole = keys.size() * pageSize;
+        int[] tail = Arrays.copyOfRange(prompt, whole, prompt.length);
+        if (tail.length > 0) {
+            keys.add(PrefixKeys.pageKey(keys.isEmpty() ? PrefixKeys.NO_PREV : keys.get(keys.size() - 1), tail, List.of()));
+        }
+        return new KVReqConfig(null, null, null, null, null, Map.of("main", keys), Map.of("main", tail),
+                Map.of("main", "ids"), true, null, null);
+    }
+
+    /**
+     * Run a prompt as the engine would: probe the prefix cache, apply the agreed prefix, and prefill the
+     * rest on "main". Returns the cached prefix length in tokens.
+     */
+    int prefill(String rid, int[] prompt) {
+        CachedPrefix cached = kv.resolveCachedPrefix(rid, NODE, PREFILL, Map.of());
+        kv.applyCachedPrefix(rid, NODE, PREFILL, Map.of(), cached);
+        int skip = cached == null ? 0 : cached.tokens();
+        StreamLabel key = new StreamLabel(rid, "main");
+        List<int[]> held = new ArrayList<>();
+        for (int i = 0; i < skip; i++) {
+            held.add(new int[] {prompt[i], i});
+        }
+        oracle.put(key, held);
+        KVStep step = KVStep.builder().segments(List.of(new Segment(rid, "main", prompt.length - skip))).build();
+        run(step, ctx(List.of(rid), PREFILL), Map.of(key, Arrays.copyOfRange(prompt, skip, prompt.length)));
+        return skip;
     }
 
     /** The stream's K/V read back through its page table equals what the oracle says it holds. */
