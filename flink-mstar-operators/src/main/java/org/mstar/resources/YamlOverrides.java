@@ -8,7 +8,6 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
 
 /**
  * Applies a deployment's {@code resources:} block to the specs it names, one block per resource key, so a
@@ -65,37 +64,26 @@ public final class YamlOverrides {
         if (block == null) {
             return;
         }
-        if (!(block instanceof Map<?, ?> perResource)) {
-            throw new IllegalArgumentException("'" + BLOCK + "' must map resource keys to overrides, got "
-                    + block.getClass().getSimpleName());
-        }
+        Map<String, Object> perResource = mapping(BLOCK, block);
         Map<String, NodeResourceSpec> byKey = new LinkedHashMap<>();
         specs.forEach(s -> byKey.put(s.resourceKey(), s));
-        for (Object key : perResource.keySet()) {
-            if (!byKey.containsKey(String.valueOf(key))) {
-                throw new IllegalArgumentException(BLOCK + ": unknown resource key '" + key + "'; declared: "
-                        + new TreeSet<>(byKey.keySet()));
-            }
-        }
-        for (Map.Entry<?, ?> e : perResource.entrySet()) {
-            String key = String.valueOf(e.getKey());
-            Map<String, Object> overrides = fields(key, e.getValue());
+        YamlValues.refuseUnknown(BLOCK, perResource, byKey.keySet());
+        perResource.forEach((key, overrides) -> {
+            String where = BLOCK + "." + key;
+            // An empty block ("kv:") overrides nothing.
+            Map<String, Object> fields = overrides == null ? Map.of() : mapping(where, overrides);
             try {
-                byKey.get(key).applyYamlOverrides(overrides);
+                byKey.get(key).applyYamlOverrides(fields);
             } catch (IllegalArgumentException refused) {
-                throw new IllegalArgumentException(BLOCK + "." + key + ": " + refused.getMessage(), refused);
+                throw new IllegalArgumentException(where + ": " + refused.getMessage(), refused);
             }
-        }
+        });
     }
 
-    /** One resource's block as field → value; an empty block ({@code kv:}) overrides nothing. */
-    private static Map<String, Object> fields(String key, Object block) {
-        if (block == null) {
-            return Map.of();
-        }
+    /** A YAML mapping with its keys as strings; {@code where} names it in the error when it is not one. */
+    private static Map<String, Object> mapping(String where, Object block) {
         if (!(block instanceof Map<?, ?> m)) {
-            throw new IllegalArgumentException(BLOCK + "." + key + " must be a mapping of fields, got "
-                    + block.getClass().getSimpleName());
+            throw new IllegalArgumentException(where + " must be a mapping, got " + block.getClass().getSimpleName());
         }
         Map<String, Object> fields = new LinkedHashMap<>();
         m.forEach((field, value) -> fields.put(String.valueOf(field), value));

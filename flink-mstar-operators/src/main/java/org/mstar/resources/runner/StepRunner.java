@@ -172,8 +172,7 @@ public final class StepRunner {
             staged = StagedStep.of(step, o.preplanning());
             return results;
         } catch (RuntimeException e) {
-            runAll(reversed(order), key -> resources.get(key).clearPreplan(), e);
-            staged = null;
+            clearPreplan(e);
             throw e;
         } finally {
             ctx.setPreplan(wasPreplan);
@@ -187,11 +186,7 @@ public final class StepRunner {
 
     /** Drop the staged pre-plan on every resource, in reverse order, and the record of it. */
     public void clearPreplan() {
-        try {
-            runAll(reversed(order), key -> resources.get(key).clearPreplan(), null);
-        } finally {
-            staged = null;
-        }
+        clearPreplan(null);
     }
 
     // ---------------------------------------------------------------- request sweeps (every node)
@@ -477,6 +472,15 @@ public final class StepRunner {
             results.put(key, result);
         }
         return Collections.unmodifiableMap(results);
+    }
+
+    /** clearPreplan on every resource, last first; failures are added to {@code cause} when there is one. */
+    private void clearPreplan(RuntimeException cause) {
+        try {
+            runAll(reversed(order), key -> resources.get(key).clearPreplan(), cause);
+        } finally {
+            staged = null;
+        }
     }
 
     /** A staged pre-plan for another step would hand this step another step's plans: undo it. */
