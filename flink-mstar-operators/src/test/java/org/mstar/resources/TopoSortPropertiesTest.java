@@ -23,7 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** topoSort over random DAGs: deterministic, edge-respecting, layered and alphabetical; cycles refused. */
-class TopoSortProperties {
+class TopoSortPropertiesTest {
 
     /** A random DAG: key i may depend only on keys created before it, under shuffled names. */
     @Provide
