@@ -13,17 +13,18 @@ import org.mstar.device.DType;
  * <ul>
  *   <li>Few rows (decode): four weight rows at a time, dotted with each activation row; four independent
  *       accumulators hide the add latency and share each activation load.</li>
- *   <li>Many rows (prefill): weights transposed into small {@code [depth, columns]} panels, so the
- *       innermost loop is an axpy over columns that the JIT vectorises; each weight is widened once.</li>
+ *   <li>Many rows (prefill): weights transposed into small {@code [depth][columns]} panels, so the
+ *       innermost loop is an axpy over columns that the JIT vectorises, four activation rows per panel
+ *       load; each weight is widened once.</li>
  * </ul>
  * Both parallelise over output columns.
  */
 final class CpuMatmul {
     /** From this many rows on, the cost of transposing the weights pays for itself. */
     private static final int PANEL_MIN_ROWS = 8;
-    /** Output columns per panel: a multiple of any SIMD width, small enough that a panel row stays in L1. */
-    private static final int PANEL_COLS = 64;
-    /** Reduction depth per panel: a 64 × 256 fp32 panel is 64 KiB and stays in L2 while the rows stream by. */
+    /** Output columns per panel: long enough vector loops, yet enough blocks to share among threads. */
+    private static final int PANEL_COLS = 128;
+    /** Reduction depth per panel: a 256 × 128 fp32 panel is 128 KiB and stays in L2 while the rows stream by. */
     private static final int PANEL_DEPTH = 256;
     /** Weight rows per dot-product group. */
     private static final int GROUP = 4;
@@ -151,40 +152,65 @@ final class CpuMatmul {
 
     /** Column blocks {@code [from, to)} of {@link #PANEL_COLS} through transposed weight panels. */
     private void panelBlocks(int from, int to) {
-        float[] acc = new float[m * PANEL_COLS];
-        float[] panel = new float[PANEL_DEPTH * PANEL_COLS];
+        float[][] acc = new float[m][PANEL_COLS];
+        float[][] panel = new float[PANEL_DEPTH][PANEL_COLS];
         float[] weightRow = new float[PANEL_DEPTH];
         for (int block = from; block < to; block++) {
             int c0 = block * PANEL_COLS;
             int cols = Math.min(PANEL_COLS, n - c0);
-            Arrays.fill(acc, 0f);
+            for (float[] row : acc) {
+                Arrays.fill(row, 0f);
+            }
             for (int k0 = 0; k0 < k; k0 += PANEL_DEPTH) {
                 int depth = Math.min(PANEL_DEPTH, k - k0);
                 for (int c = 0; c < cols; c++) {
                     FloatRows.read(w, (c0 + c) * k + k0, weightRow, 0, depth);
                     for (int i = 0; i < depth; i++) {
-                        panel[i * cols + c] = weightRow[i];
+                        panel[i][c] = weightRow[i];
                     }
                 }
-                for (int r = 0; r < m; r++) {
+                int r = 0;
+                for (; r + 4 <= m; r += 4) {
                     int xb = xOff + r * k + k0;
-                    int ab = r * cols;
                     for (int i = 0; i < depth; i++) {
-                        float xi = x[xb + i];
-                        int pb = i * cols;
-                        for (int c = 0; c < cols; c++) {
-                            acc[ab + c] += xi * panel[pb + c];
-                        }
+                        axpy4(acc[r], acc[r + 1], acc[r + 2], acc[r + 3], panel[i],
+                                x[xb + i], x[xb + k + i], x[xb + 2 * k + i], x[xb + 3 * k + i], cols);
+                    }
+                }
+                for (; r < m; r++) {
+                    int xb = xOff + r * k + k0;
+                    for (int i = 0; i < depth; i++) {
+                        axpy(acc[r], panel[i], x[xb + i], cols);
                     }
                 }
             }
             for (int r = 0; r < m; r++) {
-                int ab = r * cols;
                 for (int c = 0; c < cols; c++) {
-                    acc[ab + c] += bias[c0 + c];
+                    acc[r][c] += bias[c0 + c];
                 }
-                FloatRows.write(acc, ab, out, r * n + c0, cols);
+                FloatRows.write(acc[r], 0, out, r * n + c0, cols);
             }
+        }
+    }
+
+    // The JIT vectorises these only because every array is indexed by the bare loop variable: with
+    // differing offsets into possibly-aliased arrays it falls back to scalar code.
+
+    /** {@code a0..a3[c] += x0..x3 · w[c]}: four rows share each panel load. */
+    private static void axpy4(float[] a0, float[] a1, float[] a2, float[] a3, float[] w,
+                              float x0, float x1, float x2, float x3, int len) {
+        for (int c = 0; c < len; c++) {
+            float v = w[c];
+            a0[c] += x0 * v;
+            a1[c] += x1 * v;
+            a2[c] += x2 * v;
+            a3[c] += x3 * v;
+        }
+    }
+
+    private static void axpy(float[] a, float[] w, float x, int len) {
+        for (int c = 0; c < len; c++) {
+            a[c] += x * w[c];
         }
     }
 }

@@ -110,16 +110,17 @@ final class CpuPagedAttention {
         int lo = firstVisible(kvLen, qLen, 0);
         int hi = endVisible(kvLen, qLen, qLen - 1);
         int kvHead = h / groupSize;
-        float[] keys = new float[Math.max(0, hi - lo) * headDim];
-        float[] values = new float[keys.length];
+        int visible = Math.max(0, hi - lo);
+        float[][] keys = new float[visible][headDim];
+        float[][] values = new float[visible][headDim];
         for (int j = lo; j < hi; j++) {
             int page = kvIndices[kvIndptr[r] + j / plan.pageSize()];
             int slot = j % plan.pageSize();
             int head = kvHead * headDim;
-            FloatRows.read(pool, geometry.slot(layer, page, 0, slot) + head, keys, (j - lo) * headDim, headDim);
-            FloatRows.read(pool, geometry.slot(layer, page, 1, slot) + head, values, (j - lo) * headDim, headDim);
+            FloatRows.read(pool, geometry.slot(layer, page, 0, slot) + head, keys[j - lo], 0, headDim);
+            FloatRows.read(pool, geometry.slot(layer, page, 1, slot) + head, values[j - lo], 0, headDim);
         }
-        float[] scores = new float[Math.max(0, hi - lo)];
+        float[] scores = new float[visible];
         for (int i = 0; i < qLen; i++) {
             int row = qoIndptr[r] + i;
             int base = (row * qoHeads + h) * headDim;
@@ -134,14 +135,14 @@ final class CpuPagedAttention {
         }
     }
 
-    /** Softmax-weighted sum of values {@code [from, to)} (indices into the gathered arrays) into {@code acc}. */
-    private void attendRow(float[] query, float[] keys, float[] values, int from, int to, float[] scores, float[] acc) {
+    /** Softmax-weighted sum of values {@code [from, to)} (indices into the gathered rows) into {@code acc}. */
+    private void attendRow(float[] query, float[][] keys, float[][] values, int from, int to, float[] scores, float[] acc) {
         float max = Float.NEGATIVE_INFINITY;
         for (int j = from; j < to; j++) {
-            int kb = j * headDim;
+            float[] key = keys[j];
             float dot = 0f;
             for (int d = 0; d < headDim; d++) {
-                dot += query[d] * keys[kb + d];
+                dot += query[d] * key[d];
             }
             float s = plan.smScale() * dot;
             scores[j] = s;
@@ -151,9 +152,10 @@ final class CpuPagedAttention {
         for (int j = from; j < to; j++) {
             float weight = (float) Math.exp(scores[j] - max);
             sum += weight;
-            int vb = j * headDim;
+            float[] value = values[j];
+            // same index into both arrays, so the JIT can vectorise it
             for (int d = 0; d < headDim; d++) {
-                acc[d] += weight * values[vb + d];
+                acc[d] += weight * value[d];
             }
         }
         for (int d = 0; d < headDim; d++) {
