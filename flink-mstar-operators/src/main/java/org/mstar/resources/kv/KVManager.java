@@ -390,7 +390,7 @@ public final class KVManager implements Resource {
         if (s.offloaded) {
             throw new IllegalStateException("stream " + label + " of '" + rid + "' is offloaded");
         }
-        return st.pool.readTokens(layer, Forks.toArray(s.pages.subList(0, st.pagesFor(s.storedLen))), s.storedLen);
+        return st.pool.readTokens(layer, s.pageIds(0, st.pagesFor(s.storedLen)), s.storedLen);
     }
 
     // ---------------------------------------------------------------- retention
@@ -521,7 +521,7 @@ public final class KVManager implements Resource {
     public synchronized void completeCachedWalk(String rid, String nodeName, String graphWalk) {
         for (CacheStream s : walkStreams(rid, nodeName, graphWalk)) {
             if (s.lease != null && s.storedLen == 0) {
-                KVAdmission.convertLease(st, s);
+                st.adoptLease(s);
             }
         }
     }
