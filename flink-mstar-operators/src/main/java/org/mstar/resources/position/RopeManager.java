@@ -150,7 +150,7 @@ public final class RopeManager implements Resource {
         }
         KVPlanOutputs kv = kvPlan(ctx);
         List<ForkUndo> undo = ctx.isPreplan() ? new ArrayList<>() : null;
-        mirrorForks(kv.preForks(), forkRids(kv, ctx), ctx, undo);
+        mirrorForks(kv.preForks(), forkRids(kv, ctx), sinkStreams(kv), ctx, undo);
         Map<String, Tensor> ids = upload(positionIds(kv, ps));
         if (ctx.isPreplan()) {
             staged = new Staged(key, ids, undo);
@@ -184,7 +184,7 @@ public final class RopeManager implements Resource {
             int by = advance != null ? advance.get(i) : defaultAdvance(s.span());
             streams(s.requestId()).merge(s.label(), by, Integer::sum);
         }
-        mirrorForks(kv.postForks(), forkRids(kv, ctx), ctx, null);
+        mirrorForks(kv.postForks(), forkRids(kv, ctx), sinks, ctx, null);
     }
 
     /** Undoes the staged pre-plan's fork copies (a target that had no counter loses it again). */
@@ -355,8 +355,12 @@ public final class RopeManager implements Resource {
         return span;
     }
 
-    /** {@code counter[to] = counter[from]} per fork and row; with {@code undo}, records what each target had. */
-    private void mirrorForks(List<Fork> forks, List<String> rids, StepContext ctx, List<ForkUndo> undo) {
+    /**
+     * {@code counter[to] = counter[from]} per fork and row, skipping forks that touch a sink stream (KV copies
+     * no pages for those); with {@code undo}, records what each target had.
+     */
+    private void mirrorForks(List<Fork> forks, List<String> rids, Set<StreamLabel> sinks, StepContext ctx,
+                             List<ForkUndo> undo) {
         if (forks.isEmpty()) {
             return;
         }
@@ -366,6 +370,9 @@ public final class RopeManager implements Resource {
             }
             Map<String, Integer> streams = streams(rid);
             for (Fork f : forks) {
+                if (sinks.contains(new StreamLabel(rid, f.from())) || sinks.contains(new StreamLabel(rid, f.to()))) {
+                    continue;
+                }
                 Integer previous = streams.put(f.to(), streams.getOrDefault(f.from(), 0));
                 if (undo != null) {
                     undo.add(new ForkUndo(rid, f.to(), previous));

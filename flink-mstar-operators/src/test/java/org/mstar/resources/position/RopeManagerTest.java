@@ -375,6 +375,21 @@ class RopeManagerTest {
     }
 
     @Test
+    void forksTouchingASinkStreamAreSkippedAsKvSkipsThem() {
+        RopeManager pos = sequential();
+        pos.ingestRequest("a", null);
+        pos.admitRetrieve("a", "llm", "decode", new PublishedPositionInfo(Map.of("main", 4)));
+        KVPlanOutputs kv = KVPlanFixture.pageSize(4)
+                .view("main", "a", "main", 4, 1)
+                .sinkView("cfg", "a", "cfg", 1)
+                .preFork("main", "cfg").build();
+
+        pos.plan(step(new Segment("a", "main", 1), new Segment("a", "cfg", 1)), ctx(kv, "a"));
+
+        assertThat(pos.publish("a").counters()).isEqualTo(Map.of("main", 4));
+    }
+
+    @Test
     void planNeedsTheKvPlan() {
         RopeManager pos = sequential();
 
