@@ -7,9 +7,11 @@ import java.util.Map;
 import java.util.Set;
 import org.mstar.device.Device;
 import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
 import org.mstar.resources.AttentionConfig;
 import org.mstar.resources.AttentionStep;
+import org.mstar.resources.CGSlotSpec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceStep;
 import org.mstar.resources.Segment;
@@ -35,6 +37,10 @@ public final class AttentionManager implements Resource {
     private final Device device;
     private final int windowLeft;
     private final float smScale;
+    /** Longest sequence a leased plan's page-table buffers must address: grows, never shrinks. */
+    private int maxSeqLen;
+    /** Per (bucket, slot, label, array), the page tables a captured replay reads. */
+    private final StaticIntBuffers leasedTables;
 
     /** What the forward reads: the last real plan. */
     private AttentionPlan current;
@@ -45,12 +51,15 @@ public final class AttentionManager implements Resource {
 
     /**
      * @param config  attention config; its {@code kvCache} is this resource's dependency
-     * @param headDim the (sharded) KV config's head dim, for the default softmax scale
-     * @param device  where plans are uploaded and attention runs
+     * @param headDim   the (sharded) KV config's head dim, for the default softmax scale
+     * @param maxSeqLen the KV config's longest sequence, in tokens: what a leased page table must hold per row
+     * @param device    where plans are uploaded and attention runs
      */
-    public AttentionManager(AttentionConfig config, int headDim, Device device) {
+    public AttentionManager(AttentionConfig config, int headDim, int maxSeqLen, Device device) {
         this.kvKey = config.kvCache();
         this.device = device;
+        this.maxSeqLen = maxSeqLen;
+        this.leasedTables = new StaticIntBuffers(device);
         this.windowLeft = config.slidingWindow() == null ? -1 : config.slidingWindow() - 1;
         this.smScale = config.smScale() != null ? config.smScale().floatValue() : (float) (1.0 / Math.sqrt(headDim));
     }
@@ -78,9 +87,22 @@ public final class AttentionManager implements Resource {
         return true;
     }
 
+    /** A leased plan overwrites the page tables a captured graph reads, so step N+1 must plan into another slot's. */
+    @Override
+    public boolean forceDoubleBuffer() {
+        return true;
+    }
+
+    /** Leased page tables created from now on address at least {@code maxSeqLen} tokens per sequence. */
+    @Override
+    public void buildAcceleratorGraphBuffers(List<CGSlotSpec> slots, int maxBs, int maxSeqLen) {
+        this.maxSeqLen = Math.max(this.maxSeqLen, maxSeqLen);
+    }
+
     /**
-     * One device plan per KV plan label. Under {@code ctx.isPreplan()} the plan is staged; the real plan
-     * of the same (segments, slot, masks) promotes it without planning again.
+     * One device plan per KV plan label (see {@link AttentionPlan} for eager and leased placement). Under
+     * {@code ctx.isPreplan()} the plan is staged; the real plan of the same (segments, slot, masks) promotes
+     * it without planning again.
      */
     @Override
     public AttentionPlan plan(ResourceStep step, StepContext ctx) {
@@ -95,7 +117,8 @@ public final class AttentionManager implements Resource {
             }
             clearPreplan();
         }
-        AttentionPlan plan = AttentionPlan.build(kvPlan(ctx), as, windowLeft, smScale, device);
+        AttentionPlan plan = AttentionPlan.build(kvPlan(ctx), as, windowLeft, smScale, device, ctx.slotLease(),
+                leasedTables, maxSeqLen);
         if (ctx.isPreplan()) {
             staged = new Staged(key, plan);
         } else {
@@ -117,6 +140,7 @@ public final class AttentionManager implements Resource {
         clearPreplan();
         liveBySlot.values().forEach(AttentionPlan::close);
         liveBySlot.clear();
+        leasedTables.close();
         current = null;
     }
 

@@ -50,6 +50,6 @@ public final class AttentionManagerBuilder implements ResourceBuilder {
                     + "paged attention reads NHD pages");
         }
         kv.shard(info.worldSize()); // idempotent: KV shards the same shared config
-        return new AttentionManager(config, kv.headDim(), info.device());
+        return new AttentionManager(config, kv.headDim(), kv.maxSeqLen(), info.device());
     }
 }

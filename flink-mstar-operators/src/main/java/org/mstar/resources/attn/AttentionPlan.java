@@ -6,8 +6,11 @@ import java.util.Map;
 import java.util.Set;
 import org.mstar.device.Device;
 import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
 import org.mstar.resources.AttentionStep;
+import org.mstar.resources.BucketKey;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.kv.KVPlanOutput;
 import org.mstar.resources.kv.KVPlanOutputs;
 import org.mstar.resources.kv.PagedIndptrs;
@@ -24,10 +27,23 @@ public final class AttentionPlan {
         this.byLabel = Collections.unmodifiableMap(byLabel);
     }
 
-    /** Uploads each label's host page tables once; every layer of the step reuses them. */
-    static AttentionPlan build(KVPlanOutputs kv, AttentionStep step, int windowLeft, float smScale, Device device) {
+    /**
+     * Uploads each label's host page tables once; every layer of the step reuses them. Eager (no lease, or
+     * a lease without a captured bucket): fresh tensors of exactly the step's sizes. Leased: the static
+     * buffers of (bucket, slot, label), sized on first use ({@code kvIndices} for {@code maxSeqLen} tokens
+     * per sequence) and overwritten in place, so a captured replay reads this step's tables.
+     */
+    static AttentionPlan build(KVPlanOutputs kv, AttentionStep step, int windowLeft, float smScale, Device device,
+                               SlotLease lease, StaticIntBuffers statics, int maxSeqLen) {
+        boolean leased = lease != null && lease.bucket() != null;
         Map<String, LabelPlan> byLabel = new LinkedHashMap<>();
-        kv.byLabel().forEach((label, out) -> byLabel.put(label, LabelPlan.build(out, step, windowLeft, smScale, device)));
+        kv.byLabel().forEach((label, out) -> {
+            Upload upload = leased
+                    ? (part, capacity, values) -> statics.write(new LeasedKey(lease.bucket(), lease.slot(), label, part),
+                            capacity, values)
+                    : (part, capacity, values) -> device.fromInts(values, values.length);
+            byLabel.put(label, LabelPlan.build(out, step, windowLeft, smScale, upload, !leased, maxSeqLen));
+        });
         return new AttentionPlan(byLabel);
     }
 
@@ -68,8 +84,18 @@ public final class AttentionPlan {
         byLabel.values().forEach(LabelPlan::close);
     }
 
-    record LabelPlan(PagedAttentionPlan paged, int[] lastRows, Tensor lastRowsDevice) {
-        static LabelPlan build(KVPlanOutput out, AttentionStep step, int windowLeft, float smScale, Device device) {
+    /** Puts one I32 array on the device: {@code part} names it within its label; {@code capacity} bounds a static buffer. */
+    @FunctionalInterface
+    private interface Upload {
+        Tensor apply(String part, int capacity, int[] values);
+    }
+
+    private record LeasedKey(BucketKey bucket, int slot, String planLabel, String part) {}
+
+    /** @param fresh whether the tensors are this plan's own (freed with it) rather than static buffers */
+    record LabelPlan(PagedAttentionPlan paged, int[] lastRows, Tensor lastRowsDevice, boolean fresh) {
+        static LabelPlan build(KVPlanOutput out, AttentionStep step, int windowLeft, float smScale, Upload upload,
+                               boolean fresh, int maxSeqLen) {
             PagedIndptrs ip = out.indptrs();
             int rows = ip.rows();
             int[] qo = ip.qoIndptr();
@@ -84,18 +110,22 @@ public final class AttentionPlan {
                 lastRows[r] = qLen > 0 ? qo[r + 1] - 1 : -1;
                 everyRowComputes &= qLen > 0;
             }
+            int pagesPerRow = (maxSeqLen + out.pageSize() - 1) / out.pageSize();
             PagedAttentionPlan paged = new PagedAttentionPlan(rows,
-                    device.fromInts(qo, qo.length),
-                    device.fromInts(ip.kvIndptr(), ip.kvIndptr().length),
-                    device.fromInts(ip.kvIndices(), ip.kvIndices().length),
-                    device.fromInts(ip.lastPageLen(), ip.lastPageLen().length),
+                    upload.apply("qoIndptr", rows + 1, qo),
+                    upload.apply("kvIndptr", rows + 1, ip.kvIndptr()),
+                    upload.apply("kvIndices", rows * pagesPerRow, ip.kvIndices()),
+                    upload.apply("lastPageLen", rows, ip.lastPageLen()),
                     out.pageSize(), ip.totalQo(), maxQoLen, maxKvLen, step.causal(), windowLeft, step.contextOnly(),
                     smScale);
-            Tensor lastRowsDevice = everyRowComputes ? device.fromInts(lastRows, rows) : null;
-            return new LabelPlan(paged, lastRows, lastRowsDevice);
+            Tensor lastRowsDevice = everyRowComputes ? upload.apply("lastRows", rows, lastRows) : null;
+            return new LabelPlan(paged, lastRows, lastRowsDevice, fresh);
         }
 
         void close() {
+            if (!fresh) {
+                return;
+            }
             paged.qoIndptr().close();
             paged.kvIndptr().close();
             paged.kvIndices().close();

@@ -15,8 +15,10 @@ import java.util.Map;
 import java.util.Set;
 import org.mstar.device.Device;
 import org.mstar.device.RopeParams;
+import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
 import org.mstar.resources.AdmitOutcome;
+import org.mstar.resources.BucketKey;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Fork;
 import org.mstar.resources.PosScheme;
@@ -27,6 +29,7 @@ import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.StreamLabel;
 import org.mstar.resources.kv.KVPlanOutput;
@@ -57,9 +60,11 @@ public final class RopeManager implements Resource {
     private final Map<String, Map<String, Integer>> counters = new HashMap<>();
 
     /** The ids the forward rotates at: the last real plan. */
-    private Map<String, Tensor> current = Map.of();
-    /** Live id tensors per slot, freed when their slot is planned again (the step that read them is enqueued). */
-    private final Map<Integer, Map<String, Tensor>> liveBySlot = new HashMap<>();
+    private PlannedIds current = PlannedIds.NONE;
+    /** Live eager id tensors per slot, freed when their slot is planned again (the step that read them is enqueued). */
+    private final Map<Integer, PlannedIds> liveBySlot = new HashMap<>();
+    /** Per (bucket, slot, plan label), the ids a captured replay reads. */
+    private final StaticIntBuffers leasedIds;
     /** A pre-plan waiting to be promoted by the matching real plan, or null. */
     private Staged staged;
 
@@ -71,6 +76,7 @@ public final class RopeManager implements Resource {
     public RopeManager(PositionConfig config, int headDim, Device device) {
         this.config = config;
         this.device = device;
+        this.leasedIds = new StaticIntBuffers(device);
         int rotaryDim = config.rotaryDim() == null ? headDim : config.rotaryDim();
         if (rotaryDim > headDim) {
             throw new IllegalArgumentException("rotary_dim " + rotaryDim + " exceeds the KV head dim " + headDim);
@@ -126,12 +132,22 @@ public final class RopeManager implements Resource {
         return true;
     }
 
+    /** A leased plan overwrites the ids a captured graph reads, so step N+1 must plan into another slot's. */
+    @Override
+    public boolean forceDoubleBuffer() {
+        return true;
+    }
+
     /**
      * Position ids per KV plan label, uploaded as I32 device tensors of one entry per planned token.
      *
      * <p>Mirrors KV's pre-forks first ({@code counter[to] = counter[from]}); under {@code ctx.isPreplan()}
      * the copies are recorded so {@link #clearPreplan} can undo them, and the result is staged: the real
      * plan of the same (segments, slot) promotes it without planning again.
+     *
+     * <p>Placement: eager, a fresh tensor of exactly the planned tokens; under a slot lease with a captured
+     * bucket, the static buffer of (bucket, slot, label) holding {@code bucket.numTokens()} ids, of which the
+     * first are overwritten and the tail keeps stale padding.
      *
      * @return plan label → ids (read-only); also kept for {@link #applyQk} and {@link #posIds}
      */
@@ -141,23 +157,23 @@ public final class RopeManager implements Resource {
         StagedKey key = new StagedKey(ps.segments(), ctx.slot());
         if (staged != null) {
             if (!ctx.isPreplan() && staged.key.equals(key)) {
-                Map<String, Tensor> promoted = staged.ids;
+                PlannedIds promoted = staged.ids;
                 staged = null; // its fork undo is dropped: the forks stand
                 install(ctx.slot(), promoted);
-                return promoted;
+                return promoted.byLabel();
             }
             clearPreplan();
         }
         KVPlanOutputs kv = kvPlan(ctx);
         List<ForkUndo> undo = ctx.isPreplan() ? new ArrayList<>() : null;
         mirrorForks(kv.preForks(), forkRids(kv, ctx), sinkStreams(kv), ctx, undo);
-        Map<String, Tensor> ids = upload(positionIds(kv, ps));
+        PlannedIds ids = place(positionIds(kv, ps), ctx.slotLease());
         if (ctx.isPreplan()) {
             staged = new Staged(key, ids, undo);
         } else {
             install(ctx.slot(), ids);
         }
-        return ids;
+        return ids.byLabel();
     }
 
     /**
@@ -206,23 +222,24 @@ public final class RopeManager implements Resource {
                 streams.put(u.label, u.previous);
             }
         }
-        closeAll(staged.ids);
+        staged.ids.close();
         staged = null;
     }
 
     @Override
     public void cleanup() {
         clearPreplan();
-        liveBySlot.values().forEach(RopeManager::closeAll);
+        liveBySlot.values().forEach(PlannedIds::close);
         liveBySlot.clear();
-        current = Map.of();
+        leasedIds.close();
+        current = PlannedIds.NONE;
     }
 
     // ---------------------------------------------------------------- forward
 
     /** The ids planned for {@code planLabel} in the last real plan, or null if it planned none. */
     public Tensor posIds(String planLabel) {
-        return current.get(planLabel);
+        return current.byLabel().get(planLabel);
     }
 
     /**
@@ -231,10 +248,10 @@ public final class RopeManager implements Resource {
      * scale, Llama-3.1 factors).
      */
     public void applyQk(Tensor q, Tensor k, String planLabel) {
-        Tensor ids = current.get(planLabel);
+        Tensor ids = current.byLabel().get(planLabel);
         if (ids == null) {
             throw new IllegalStateException("no positions planned for label '" + planLabel + "'; planned: "
-                    + current.keySet());
+                    + current.byLabel().keySet());
         }
         long n = q.dim(0);
         if (k.dim(0) != n) {
@@ -421,10 +438,13 @@ public final class RopeManager implements Resource {
         return ids;
     }
 
-    private Map<String, Tensor> upload(Map<String, int[]> hostIds) {
+    private PlannedIds place(Map<String, int[]> hostIds, SlotLease lease) {
+        boolean leased = lease != null && lease.bucket() != null;
         Map<String, Tensor> ids = new LinkedHashMap<>();
-        hostIds.forEach((label, h) -> ids.put(label, device.fromInts(h, h.length)));
-        return Collections.unmodifiableMap(ids);
+        hostIds.forEach((label, h) -> ids.put(label, leased
+                ? leasedIds.write(new LeasedKey(lease.bucket(), lease.slot(), label), lease.bucket().numTokens(), h)
+                : device.fromInts(h, h.length)));
+        return new PlannedIds(Collections.unmodifiableMap(ids), !leased);
     }
 
     private static Set<StreamLabel> sinkStreams(KVPlanOutputs kv) {
@@ -439,21 +459,30 @@ public final class RopeManager implements Resource {
         return sinks;
     }
 
-    private void install(int slot, Map<String, Tensor> ids) {
-        Map<String, Tensor> old = liveBySlot.put(slot, ids);
+    private void install(int slot, PlannedIds ids) {
+        PlannedIds old = liveBySlot.put(slot, ids);
         if (old != null && old != ids) {
-            closeAll(old);
+            old.close();
         }
         current = ids;
     }
 
-    private static void closeAll(Map<String, Tensor> tensors) {
-        tensors.values().forEach(Tensor::close);
+    /** One plan's ids; {@code fresh} when they are this plan's own tensors rather than static buffers. */
+    private record PlannedIds(Map<String, Tensor> byLabel, boolean fresh) {
+        static final PlannedIds NONE = new PlannedIds(Map.of(), false);
+
+        void close() {
+            if (fresh) {
+                byLabel.values().forEach(Tensor::close);
+            }
+        }
     }
+
+    private record LeasedKey(BucketKey bucket, int slot, String planLabel) {}
 
     private record StagedKey(List<Segment> segments, int slot) {}
 
-    private record Staged(StagedKey key, Map<String, Tensor> ids, List<ForkUndo> undo) {}
+    private record Staged(StagedKey key, PlannedIds ids, List<ForkUndo> undo) {}
 
     /** What fork target {@code label} of {@code rid} held before a staged pre-fork; null: no counter. */
     private record ForkUndo(String rid, String label, Integer previous) {}

@@ -12,13 +12,17 @@ import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.AttentionConfig;
 import org.mstar.resources.AttentionStep;
+import org.mstar.resources.BucketKey;
 import org.mstar.resources.KVPlanFixture;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.kv.KVPlanOutputs;
+import org.mstar.resources.kv.SequenceView;
 
 class AttentionManagerTest {
     private static final int HEAD_DIM = 16;
+    private static final int MAX_SEQ_LEN = 16;
     private final CpuDevice device = new CpuDevice(1);
 
     @AfterEach
@@ -27,7 +31,7 @@ class AttentionManagerTest {
     }
 
     private AttentionManager manager(AttentionConfig config) {
-        return new AttentionManager(config, HEAD_DIM, device);
+        return new AttentionManager(config, HEAD_DIM, MAX_SEQ_LEN, device);
     }
 
     private static StepContext ctx(KVPlanOutputs kv, int slot, String... rids) {
@@ -164,6 +168,33 @@ class AttentionManagerTest {
         assertThatThrownBy(() -> attn.plan(new AttentionStep(), new StepContext(List.of("a"), "w", 0, false)))
                 .hasMessageContaining("KV resource 'kv'");
         assertThat(attn.dependsOn()).containsExactly("kv");
+    }
+
+    @Test
+    void aLeasedPlanRewritesTheStaticPageTablesOfItsBucketAndSlot() {
+        AttentionManager attn = manager(new AttentionConfig("kv"));
+        BucketKey bucket = new BucketKey("decode", 2, 2);
+        StepContext first = ctx(KVPlanFixture.pageSize(4)
+                .view("main", "a", "main", 4, 1)
+                .view("main", "b", "main", 8, 1).build(), 0, "a", "b");
+        first.setSlotLease(new SlotLease(0, bucket));
+        StepContext second = ctx(KVPlanFixture.pageSize(4)
+                .view("main", new SequenceView("a", "main", 3, 1, new int[] {6}, 0, false))
+                .view("main", new SequenceView("b", "main", 4, 1, new int[] {7}, 0, false)).build(), 0, "a", "b");
+        second.setSlotLease(new SlotLease(0, bucket));
+
+        PagedAttentionPlan p1 = attn.plan(new AttentionStep(), first).paged("main");
+        int[] tables1 = device.toInts(p1.kvIndices());
+        PagedAttentionPlan p2 = attn.plan(new AttentionStep(), second).paged("main");
+
+        // 2 rows x 16 tokens / 4-token pages: room for 8 page ids, the tail stale
+        assertThat(tables1).containsExactly(1, 2, 3, 4, 5, 0, 0, 0);
+        assertThat(p2.kvIndices()).isSameAs(p1.kvIndices());
+        assertThat(p2.qoIndptr()).isSameAs(p1.qoIndptr());
+        assertThat(device.toInts(p2.kvIndices())).containsExactly(6, 7, 3, 4, 5, 0, 0, 0);
+        assertThat(device.toInts(p2.kvIndptr())).containsExactly(0, 1, 2);
+        assertThat(device.toInts(p2.lastPageLen())).containsExactly(3, 4);
+        attn.cleanup();
     }
 
     @Test

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.AdmitOutcome;
+import org.mstar.resources.BucketKey;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.KVPlanFixture;
 import org.mstar.resources.PosBackend;
@@ -17,6 +18,7 @@ import org.mstar.resources.PosScheme;
 import org.mstar.resources.PositionConfig;
 import org.mstar.resources.PositionStep;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.kv.KVPlanOutputs;
 
@@ -387,6 +389,38 @@ class RopeManagerTest {
         pos.plan(step(new Segment("a", "main", 1), new Segment("a", "cfg", 1)), ctx(kv, "a"));
 
         assertThat(pos.publish("a").counters()).isEqualTo(Map.of("main", 4));
+    }
+
+    @Test
+    void aLeasedPlanOverwritesTheStaticBufferOfItsBucketAndSlot() {
+        RopeManager pos = sequential();
+        pos.ingestRequest("a", null);
+        BucketKey bucket = new BucketKey("prefill", 1, 6);
+        PositionStep s3 = step(new Segment("a", "main", 3));
+        StepContext first = ctx(KVPlanFixture.pageSize(4).view("main", "a", "main", 0, 3).build(), "a");
+        first.setSlotLease(new SlotLease(0, bucket));
+        Tensor buffer = run(pos, s3, first).get("main");
+        StepContext second = ctx(KVPlanFixture.pageSize(4).view("main", "a", "main", 3, 2).build(), "a");
+        second.setSlotLease(new SlotLease(0, bucket));
+        StepContext otherSlot = ctx(KVPlanFixture.pageSize(4).view("main", "a", "main", 5, 1).build(), "a");
+        otherSlot.setSlotLease(new SlotLease(1, bucket));
+
+        Tensor again = run(pos, step(new Segment("a", "main", 2)), second).get("main");
+        Tensor slot1 = pos.plan(step(new Segment("a", "main", 1)), otherSlot).get("main");
+
+        assertThat(again).isSameAs(buffer);
+        assertThat(device.toInts(again)).containsExactly(3, 4, 2, 0, 0, 0);
+        assertThat(slot1).isNotSameAs(buffer);
+        assertThat(device.toInts(slot1)).containsExactly(5, 0, 0, 0, 0, 0);
+    }
+
+    @Test
+    void aLeasedPlanMustFitItsBucket() {
+        RopeManager pos = sequential();
+        StepContext ctx = ctx(KVPlanFixture.pageSize(4).view("main", "a", "main", 0, 3).build(), "a");
+        ctx.setSlotLease(new SlotLease(0, new BucketKey("decode", 2, 2)));
+
+        assertThatThrownBy(() -> pos.plan(step(new Segment("a", "main", 3)), ctx)).hasMessageContaining("cannot grow");
     }
 
     @Test
