@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.mstar.device.DType;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.AdmitOutcome;
@@ -421,6 +422,60 @@ class RopeManagerTest {
         ctx.setSlotLease(new SlotLease(0, new BucketKey("decode", 2, 2)));
 
         assertThatThrownBy(() -> pos.plan(step(new Segment("a", "main", 3)), ctx)).hasMessageContaining("cannot grow");
+    }
+
+    @Test
+    void applyQkRotatesQAndKAtThePlannedPositions() {
+        RopeManager pos = sequential();
+        pos.ingestRequest("a", null);
+        pos.ingestRequest("b", null);
+        pos.admitRetrieve("b", "llm", "decode", new PublishedPositionInfo(Map.of("main", 5)));
+        KVPlanOutputs kv = KVPlanFixture.pageSize(4)
+                .view("main", "a", "main", 0, 3)
+                .view("main", "b", "main", 5, 1).build();
+        pos.plan(step(new Segment("a", "main", 3), new Segment("b", "main", 1)), ctx(kv, "a", "b"));
+        float[] qs = ramp(4 * 2 * HEAD_DIM);
+        float[] ks = ramp(4 * HEAD_DIM);
+        Tensor q = device.fromFloats(qs, DType.F32, 4, 2, HEAD_DIM);
+        Tensor k = device.fromFloats(ks, DType.F32, 4, 1, HEAD_DIM);
+        Tensor expectedQ = device.fromFloats(qs, DType.F32, 4, 2, HEAD_DIM);
+        Tensor expectedK = device.fromFloats(ks, DType.F32, 4, 1, HEAD_DIM);
+        device.ops().rope(expectedQ, expectedK, device.fromInts(new int[] {0, 1, 2, 5}, 4), pos.ropeParams());
+
+        pos.applyQk(q, k, "main");
+
+        assertThat(device.toFloats(q)).containsExactly(device.toFloats(expectedQ));
+        assertThat(device.toFloats(k)).containsExactly(device.toFloats(expectedK));
+        assertThat(device.toFloats(q)).isNotEqualTo(qs);
+    }
+
+    @Test
+    void applyQkTakesTheLeadingPlannedIdsForFewerRows() {
+        RopeManager pos = sequential();
+        pos.ingestRequest("a", null);
+        pos.applyCachedPrefix("a", "llm", "prefill", Map.of(), new CachedPrefix(7));
+        pos.plan(step(new Segment("a", "main", 3)), ctx(KVPlanFixture.pageSize(4).view("main", "a", "main", 7, 3).build(), "a"));
+        float[] qs = ramp(2 * HEAD_DIM);
+        Tensor q = device.fromFloats(qs, DType.F32, 2, 1, HEAD_DIM);
+        Tensor k = device.fromFloats(qs, DType.F32, 2, 1, HEAD_DIM);
+        Tensor expected = device.fromFloats(qs, DType.F32, 2, 1, HEAD_DIM);
+        device.ops().rope(expected, device.fromFloats(qs, DType.F32, 2, 1, HEAD_DIM), device.fromInts(new int[] {7, 8}, 2),
+                pos.ropeParams());
+
+        pos.applyQk(q, k, "main");
+
+        assertThat(device.toFloats(q)).containsExactly(device.toFloats(expected));
+        Tensor tooMany = device.zeros(DType.F32, 4, 1, HEAD_DIM);
+        assertThatThrownBy(() -> pos.applyQk(tooMany, tooMany, "main")).hasMessageContaining("planned 3 positions");
+        assertThatThrownBy(() -> pos.applyQk(q, k, "cfg")).hasMessageContaining("no positions planned for label 'cfg'");
+    }
+
+    private static float[] ramp(int n) {
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) {
+            x[i] = (float) Math.sin(0.37 * i + 0.1);
+        }
+        return x;
     }
 
     @Test
