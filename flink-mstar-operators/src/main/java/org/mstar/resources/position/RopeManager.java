@@ -35,6 +35,7 @@ import org.mstar.resources.StreamLabel;
 import org.mstar.resources.kv.KVPlanOutput;
 import org.mstar.resources.kv.KVPlanOutputs;
 import org.mstar.resources.kv.SequenceView;
+import org.mstar.resources.position.PositionCounters.ForkUndo;
 
 /**
  * Rotary positions over the streams of one KV resource (spec §6).
@@ -56,8 +57,7 @@ public final class RopeManager implements Resource {
     private final RopeParams ropeParams;
     private final Device device;
 
-    /** rid → label → next position. A request's map is never replaced once created (idempotent ingest). */
-    private final Map<String, Map<String, Integer>> counters = new HashMap<>();
+    private final PositionCounters counters = new PositionCounters();
 
     /** The ids the forward rotates at: the last real plan. */
     private PlannedIds current = PlannedIds.NONE;
@@ -97,16 +97,13 @@ public final class RopeManager implements Resource {
     /** Opens an empty counter map; a second ingest keeps the existing one. */
     @Override
     public void ingestRequest(String rid, ResourceReqConfig cfg) {
-        counters.putIfAbsent(rid, new HashMap<>());
+        counters.open(rid);
     }
 
     /** Every stream of {@code rid} back to position 0. */
     @Override
     public void resetRequest(String rid, boolean free) {
-        Map<String, Integer> streams = counters.get(rid);
-        if (streams != null) {
-            streams.clear();
-        }
+        counters.reset(rid);
     }
 
     @Override
@@ -116,8 +113,7 @@ public final class RopeManager implements Resource {
 
     /** The next position of stream ({@code rid}, {@code label}); 0 for a stream never advanced. */
     public int position(String rid, String label) {
-        Map<String, Integer> streams = counters.get(rid);
-        return streams == null ? 0 : streams.getOrDefault(label, 0);
+        return counters.position(rid, label);
     }
 
     // ---------------------------------------------------------------- step cycle
@@ -167,7 +163,7 @@ public final class RopeManager implements Resource {
         KVPlanOutputs kv = kvPlan(ctx);
         List<ForkUndo> undo = ctx.isPreplan() ? new ArrayList<>() : null;
         mirrorForks(kv.preForks(), forkRids(kv, ctx), sinkStreams(kv), ctx, undo);
-        PlannedIds ids = place(positionIds(kv, ps), ctx.slotLease());
+        PlannedIds ids = place(PositionIds.of(kv, ps, config.scheme(), counters), ctx.slotLease());
         if (ctx.isPreplan()) {
             staged = new Staged(key, ids, undo);
         } else {
@@ -197,8 +193,7 @@ public final class RopeManager implements Resource {
             if (isPadding(ctx, s.requestId()) || sinks.contains(new StreamLabel(s.requestId(), s.label()))) {
                 continue;
             }
-            int by = advance != null ? advance.get(i) : defaultAdvance(s.span());
-            streams(s.requestId()).merge(s.label(), by, Integer::sum);
+            counters.advance(s.requestId(), s.label(), advance != null ? advance.get(i) : defaultAdvance(s.span()));
         }
         mirrorForks(kv.postForks(), forkRids(kv, ctx), sinks, ctx, null);
     }
@@ -209,19 +204,7 @@ public final class RopeManager implements Resource {
         if (staged == null) {
             return;
         }
-        List<ForkUndo> undo = staged.undo;
-        for (int i = undo.size() - 1; i >= 0; i--) {
-            ForkUndo u = undo.get(i);
-            Map<String, Integer> streams = counters.get(u.rid);
-            if (streams == null) {
-                continue;
-            }
-            if (u.previous == null) {
-                streams.remove(u.label);
-            } else {
-                streams.put(u.label, u.previous);
-            }
-        }
+        counters.undo(staged.undo);
         staged.ids.close();
         staged = null;
     }
@@ -274,8 +257,8 @@ public final class RopeManager implements Resource {
     /** label → next position for {@code rid}; null when it has no stream with a counter. */
     @Override
     public PublishedPositionInfo publish(String rid) {
-        Map<String, Integer> streams = counters.get(rid);
-        return streams == null || streams.isEmpty() ? null : new PublishedPositionInfo(streams);
+        Map<String, Integer> streams = counters.snapshot(rid);
+        return streams.isEmpty() ? null : new PublishedPositionInfo(streams);
     }
 
     @Override
@@ -295,8 +278,7 @@ public final class RopeManager implements Resource {
         if (!(published instanceof PublishedPositionInfo p)) {
             throw new IllegalArgumentException("positions cannot retrieve " + published.getClass().getName());
         }
-        Map<String, Integer> streams = streams(rid);
-        p.counters().forEach((label, next) -> streams.merge(label, next, Math::max));
+        p.counters().forEach((label, next) -> counters.raise(rid, label, next));
         return AdmitOutcome.OK;
     }
 
@@ -310,7 +292,7 @@ public final class RopeManager implements Resource {
     public void applyCachedPrefix(String rid, String nodeName, String graphWalk, Map<String, int[]> inputs,
                                   CachedPrefix prefix) {
         if (prefix != null) {
-            streams(rid).put(Segment.MAIN, prefix.tokens());
+            counters.set(rid, Segment.MAIN, prefix.tokens());
         }
     }
 
@@ -361,10 +343,6 @@ public final class RopeManager implements Resource {
         return !ctx.capture() && ctx.isPaddingRow(rid);
     }
 
-    private Map<String, Integer> streams(String rid) {
-        return counters.computeIfAbsent(rid, r -> new HashMap<>());
-    }
-
     private int defaultAdvance(int span) {
         if (config.scheme() == PosScheme.BLOCK) {
             return span > 0 ? config.blockStep() : 0;
@@ -385,57 +363,16 @@ public final class RopeManager implements Resource {
             if (isPadding(ctx, rid)) {
                 continue;
             }
-            Map<String, Integer> streams = streams(rid);
             for (Fork f : forks) {
                 if (sinks.contains(new StreamLabel(rid, f.from())) || sinks.contains(new StreamLabel(rid, f.to()))) {
                     continue;
                 }
-                Integer previous = streams.put(f.to(), streams.getOrDefault(f.from(), 0));
+                ForkUndo u = counters.fork(rid, f);
                 if (undo != null) {
-                    undo.add(new ForkUndo(rid, f.to(), previous));
+                    undo.add(u);
                 }
             }
         }
-    }
-
-    /** Host ids per plan label, in KV's packed view order, with the step's overrides applied. */
-    private Map<String, int[]> positionIds(KVPlanOutputs kv, PositionStep step) {
-        Map<String, int[]> overrides = step.posIds() == null ? Map.of() : step.posIds();
-        for (String label : overrides.keySet()) {
-            if (!kv.byLabel().containsKey(label)) {
-                throw new IllegalArgumentException("PositionStep.posIds names plan label '" + label
-                        + "', which KV did not plan; planned: " + kv.byLabel().keySet());
-            }
-        }
-        Map<String, int[]> ids = new LinkedHashMap<>();
-        for (Map.Entry<String, KVPlanOutput> e : kv.byLabel().entrySet()) {
-            String label = e.getKey();
-            int tokens = e.getValue().indptrs().totalQo();
-            int[] override = overrides.get(label);
-            if (override != null) {
-                if (override.length != tokens) {
-                    throw new IllegalArgumentException("PositionStep.posIds['" + label + "'] has " + override.length
-                            + " ids for " + tokens + " planned tokens");
-                }
-                ids.put(label, override.clone());
-            } else {
-                ids.put(label, schemeIds(e.getValue().views(), tokens));
-            }
-        }
-        return ids;
-    }
-
-    /** SEQUENTIAL: counter, counter+1, ...; BLOCK: counter for every token of the view. */
-    private int[] schemeIds(List<SequenceView> views, int tokens) {
-        int[] ids = new int[tokens];
-        int at = 0;
-        for (SequenceView v : views) {
-            int counter = position(v.requestId(), v.label());
-            for (int t = 0; t < v.toCompute(); t++) {
-                ids[at++] = config.scheme() == PosScheme.SEQUENTIAL ? counter + t : counter;
-            }
-        }
-        return ids;
     }
 
     private PlannedIds place(Map<String, int[]> hostIds, SlotLease lease) {
@@ -483,7 +420,4 @@ public final class RopeManager implements Resource {
     private record StagedKey(List<Segment> segments, int slot) {}
 
     private record Staged(StagedKey key, PlannedIds ids, List<ForkUndo> undo) {}
-
-    /** What fork target {@code label} of {@code rid} held before a staged pre-fork; null: no counter. */
-    private record ForkUndo(String rid, String label, Integer previous) {}
 }
