@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Objects;
 import java.util.OptionalInt;
 import org.mstar.device.DType;
 import org.mstar.device.RopeParams;
@@ -45,6 +46,10 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
     public static final String FILE_NAME = "config.json";
 
     public ModelConfig {
+        Objects.requireNonNull(architecture, "architecture");
+        Objects.requireNonNull(ropeScaling, "ropeScaling");
+        Objects.requireNonNull(bosTokenId, "bosTokenId");
+        Objects.requireNonNull(dtype, "dtype");
         positive("hidden_size", hiddenSize);
         positive("intermediate_size", intermediateSize);
         positive("num_hidden_layers", numLayers);
@@ -71,6 +76,14 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         if (slidingWindow < 0 || firstSlidingWindowLayer < 0) {
             throw new ModelFormatException("sliding_window and max_window_layers must be >= 0, got "
                     + slidingWindow + ", " + firstSlidingWindowLayer);
+        }
+        // what config.json cannot say for the architecture, the forward must not assume either
+        if (architecture == Architecture.LLAMA && slidingWindow != 0) {
+            throw new ModelFormatException("LlamaForCausalLM has no sliding window, got " + slidingWindow);
+        }
+        if (architecture == Architecture.MISTRAL && firstSlidingWindowLayer != 0) {
+            throw new ModelFormatException("MistralForCausalLM slides over every layer, got first layer "
+                    + firstSlidingWindowLayer);
         }
         if (bosTokenId.isPresent()) {
             tokenInVocab("bos_token_id", bosTokenId.getAsInt(), vocabSize);

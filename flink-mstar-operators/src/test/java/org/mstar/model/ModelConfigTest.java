@@ -253,5 +253,9 @@ class ModelConfigTest {
         assertThat(c.numKvHeads()).isEqualTo(4);
         assertThat(c.dtype()).isEqualTo(DType.BF16);
         assertThat(parse(c.toJson())).isEqualTo(c);
+        assertThatThrownBy(() -> c.toBuilder().slidingWindow(64, 0).build())
+                .hasMessageContaining("LlamaForCausalLM has no sliding window");
+        assertThatThrownBy(() -> c.toBuilder().architecture(Architecture.MISTRAL).slidingWindow(64, 1).build())
+                .hasMessageContaining("MistralForCausalLM slides over every layer");
     }
 }

@@ -40,7 +40,7 @@ public final class SafetensorsWriter {
 
     /** Adds {@code tensor} under {@code name}; it is read when a write method runs. */
     public SafetensorsWriter add(String name, Tensor tensor) {
-        SafetensorsDtypes.name(tensor.dtype());
+        SafetensorsDtypes.name(tensor.dtype()); // fails now, not halfway through a write
         if (tensors.putIfAbsent(name, tensor) != null) {
             throw new IllegalArgumentException("tensor " + name + " added twice");
         }

@@ -27,9 +27,9 @@ import java.util.stream.Stream;
  * further end ids {@code <|end_of_text_k|>}); the other ids, in increasing order, hold the 256 byte tokens,
  * then the merged tokens, then made-up words (" bako", " dimu", ...) up to the vocabulary size. The made-up
  * words are never produced by encoding, but every id a random model samples decodes to visible text. (They are
- * not special tokens: the tokenizers library adds special tokens in quadratic time, which 100k of them would
- * make minutes.) As in Llama 3, the post-processor puts {@value #BOS} in front of every encoded text when a bos
- * id is given.
+ * not special tokens: the tokenizers library loads added tokens in superlinear time; 6k of them took over a
+ * second, 100k would take minutes.) As in Llama 3, the post-processor puts {@value #BOS} in front of every
+ * encoded text when a bos id is given.
  */
 public final class ByteLevelBpeTokenizerJson {
     public static final String BOS = "<|begin_of_text|>";

@@ -67,7 +67,7 @@ public final class TextTokenizer implements AutoCloseable {
     }
 
     /** The text of {@code ids[from, to)}, as {@link #decode(int[])}. */
-    public String decode(int[] ids, int from, int to) {
+    String decode(int[] ids, int from, int to) {
         long[] window = new long[to - from];
         for (int i = from; i < to; i++) {
             window[i - from] = ids[i];
