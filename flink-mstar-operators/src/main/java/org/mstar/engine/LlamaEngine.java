@@ -80,7 +80,7 @@ public final class LlamaEngine implements GenerationEngine {
         int maxSeqLen = Math.min(options.kvCache().maxSeqLen(), model.config().maxPositionEmbeddings());
         this.stopRule = new StopRule(generation.eosTokenIds(), maxSeqLen);
         List<NodeResourceSpec> specs = model.declareResources(options.kvCache(), generation.eosTokenIds());
-        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType));
+        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType), Set.of());
         model.bind(built);
         this.runner = new StepRunner(built, Map.of(LlamaModel.NODE, built.keySet()));
         this.kv = model.resources().kv();
@@ -339,7 +339,7 @@ public final class LlamaEngine implements GenerationEngine {
         Set<String> inBatch = rowIds(rows);
         LiveRequest best = null;
         for (LiveRequest r : live.values()) {
-            if (r.status != RequestStatus.RUNNING || r.id().equals(shortRequest) || kv.reclaimable(r.id()) == 0) {
+            if (r.status != RequestStatus.RUNNING || r.computed == 0 || r.id().equals(shortRequest)) {
                 continue;
             }
             if (best == null || better(r, best, inBatch)) {

@@ -8,6 +8,8 @@ import java.util.Map;
 /** Steps an engine until it is idle, collecting each request's tokens and failures. */
 final class EngineDriver {
     final Map<String, List<Integer>> tokens = new HashMap<>();
+    /** Index of each request's first token seen (non-zero for a resumed request). */
+    private final Map<String, Integer> firstIndex = new HashMap<>();
     final Map<String, FinishedRequest> finished = new HashMap<>();
     final List<RequestFailure> failures = new ArrayList<>();
     int steps;
@@ -24,7 +26,8 @@ final class EngineDriver {
     void collect(StepResult r) {
         for (TokenOutput t : r.tokens()) {
             List<Integer> list = tokens.computeIfAbsent(t.requestId(), k -> new ArrayList<>());
-            if (t.index() != list.size()) {
+            int first = firstIndex.computeIfAbsent(t.requestId(), k -> t.index());
+            if (t.index() != first + list.size()) {
                 throw new AssertionError("token " + t.index() + " of " + t.requestId() + " out of order");
             }
             list.add(t.tokenId());

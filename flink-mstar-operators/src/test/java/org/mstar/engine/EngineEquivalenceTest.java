@@ -39,8 +39,8 @@ class EngineEquivalenceTest {
     void logitsMatchDenseReference(String name, ModelConfig config, int offloadPages, @TempDir Path dir) throws Exception {
         try (CpuDevice cpu = new CpuDevice(2); LlamaModel model = RandomModels.load(config, 7, dir, cpu)) {
             DenseLlamaReference reference = new DenseLlamaReference(model.weights());
-            // 4 rows, 16 tokens a step, pages of 4 tokens, 26 usable pages: prompts chunk and requests get preempted
-            LlamaEngine engine = RandomModels.engine(model, RandomModels.options(4, 16, 27, 4, offloadPages));
+            // 4 rows, 16 tokens a step, pages of 4 tokens, 13 usable pages: prompts chunk and requests get preempted
+            LlamaEngine engine = RandomModels.engine(model, RandomModels.options(4, 16, 14, 4, offloadPages));
             Map<String, List<float[]>> logits = new HashMap<>();
             engine.observeLogits((rid, index, l) -> {
                 List<float[]> list = logits.computeIfAbsent(rid, k -> new ArrayList<>());
