@@ -640,6 +640,11 @@ public final class KVManager implements Resource {
         PageConservation.check(st, offload == null ? null : offload.pool());
     }
 
+    /** Pages free right now (pages held only by the prefix index count as used: they are evicted on demand). */
+    public synchronized int freePages() {
+        return st.arena.freeCount();
+    }
+
     @Override
     public synchronized void cleanup() {
         activate(null);

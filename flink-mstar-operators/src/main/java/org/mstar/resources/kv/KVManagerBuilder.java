@@ -12,7 +12,9 @@ import org.mstar.resources.runner.ResourceBuilder;
  * device in its KV dtype, sharded to this rank's heads.
  *
  * <p>The manager is built without a {@link KvTransport}: {@link EngineResourceInfo} carries no transfer
- * engine yet, so such a manager publishes its streams but refuses (terminally) to pull another cache's.
+ * engine, so retrieval between workers is wired by the deployment that places them (see
+ * {@link InProcessKvTransport}). Without one a manager publishes its streams but refuses (terminally) to
+ * pull another cache's.
  */
 public final class KVManagerBuilder implements ResourceBuilder {
 
