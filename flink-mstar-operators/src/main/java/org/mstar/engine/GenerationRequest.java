@@ -1,0 +1,18 @@
+package org.mstar.engine;
+
+import java.util.List;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * One generation request as the engine takes it. Exactly one of {@code promptTokenIds} and
+ * {@code promptText} is set; text is tokenised by the engine. {@code maxTokens} bounds generated
+ * tokens; {@code minTokens} holds back EOS and stop ids until reached. The sampler's seed is in
+ * {@code sampling}.
+ */
+public record GenerationRequest(String requestId, int[] promptTokenIds, String promptText, SamplingReqConfig sampling,
+                                int maxTokens, int minTokens, List<Integer> stopTokenIds, boolean ignoreEos,
+                                int priority) {
+    public GenerationRequest {
+        stopTokenIds = stopTokenIds == null ? List.of() : List.copyOf(stopTokenIds);
+    }
+}
