@@ -1,7 +1,9 @@
 // Paged decode attention (one query per sequence), split-KV: block (split, head group, sequence) runs an
 // online softmax over its slice of the visible keys for GH query heads that share one KV head, so each K/V
 // row is read once for the whole group. With one split the block writes the output; otherwise it writes a
-// normalised partial and its log2-sum-exp, merged by attn_decode_merge.
+// normalised partial and its log2-sum-exp, merged by attn_decode_merge. Slices have a fixed number of keys,
+// so how a sequence is cut, and so its result bit for bit, does not depend on the rest of the batch; a
+// slice past the end of a shorter sequence writes an empty partial (zeros, lse -inf) that merges exactly.
 #include "attention.cuh"
 
 using namespace mstar;
@@ -12,8 +14,8 @@ constexpr int kDecodeWarps = 4;
 
 template <typename T, int D, int GH>
 __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, const int* qoIndptr, int qoHeads,
-                                            float smScale, int numSplits, T* out, float* partialO,
-                                            float* partialLse) {
+                                            float smScale, int keysPerSplit, int numSplits, T* out,
+                                            float* partialO, float* partialLse) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int EPL = D / 32 > VEC ? D / 32 : VEC;  // elements per lane
     constexpr int LPT = D / EPL;                      // lanes per token
@@ -39,9 +41,8 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     const int kvLen = kv.length(r);
     int lo, hi;
     mask.visible(kvLen, qLen, kvLen - qLen, lo, hi);
-    const int chunk = (hi - lo + numSplits - 1) / numSplits;
-    const int kBegin = lo + split * chunk;
-    const int kEnd = min(hi, kBegin + chunk);
+    const int kBegin = lo + split * keysPerSplit;
+    const int kEnd = min(hi, kBegin + keysPerSplit);
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slotInWarp = lane / LPT, sub = lane % LPT;
@@ -158,11 +159,11 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     extern "C" __global__ void __launch_bounds__(kDecodeWarps * 32)                                             \
         NAME(const T* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,     \
              const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal, \
-             int windowLeft, int contextOnly, float smScale, int numSplits, T* out, float* partialO,           \
-             float* partialLse) {                                                                              \
+             int windowLeft, int contextOnly, float smScale, int keysPerSplit, int numSplits, T* out,          \
+             float* partialO, float* partialLse) {                                                             \
         decode_body<T, D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
-                              Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, numSplits, out,  \
-                              partialO, partialLse);                                                           \
+                              Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, keysPerSplit,    \
+                              numSplits, out, partialO, partialLse);                                           \
     }
 
 #define MSTAR_DECODE_GROUPS(TN, T, D)           \

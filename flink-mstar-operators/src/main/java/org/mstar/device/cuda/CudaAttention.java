@@ -5,19 +5,18 @@ import org.mstar.device.PagedAttentionPlan;
 
 /**
  * Paged attention launchers. Decode plans (one query per sequence) use split-KV: each sequence's visible
- * keys are cut into as many slices as it takes to give the GPU a few waves of blocks, each block serving
- * the query heads of one KV head (grouped-query heads share the K/V load), then a merge kernel combines the
- * slices. Other plans use the tiled prefill kernel.
+ * keys are cut into slices of {@link #KEYS_PER_SPLIT}, one block per slice and KV head serving that head's
+ * query heads (grouped-query heads share the K/V load), then a merge kernel combines the slices. Because
+ * the slice size is fixed, a sequence's result does not depend on the batch it is in (bit for bit), and
+ * long contexts still spread over the whole GPU. The plan's {@code maxKvLen} must bound every sequence's
+ * length: it sets how many slices are launched. Other plans use the tiled prefill kernel.
  */
 final class CudaAttention {
     private static final int DECODE_THREADS = 128;
     private static final int PREFILL_THREADS = 128;
     private static final int PREFILL_QUERY_TILE = 32;
-    /** A split below this many keys costs more in merging than it gains in parallelism. */
-    private static final int MIN_KEYS_PER_SPLIT = 256;
-    private static final int MAX_SPLITS = 128;
-    /** Decode blocks per multiprocessor to aim for: about one wave at the kernels' register use. */
-    private static final int BLOCKS_PER_SM = 4;
+    /** Keys per decode slice: 32k-token contexts give 128 slices per KV head, 1k tokens still 4. */
+    static final int KEYS_PER_SPLIT = 256;
 
     private final CudaDevice device;
 
@@ -86,8 +85,8 @@ final class CudaAttention {
                         CudaTensor qoIndptr, CudaTensor out) {
         int group = qoHeads / kvHeads;
         int heads = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-        int blocksPerSplit = plan.rows() * kvHeads * (group / heads);
-        int splits = splits(blocksPerSplit, plan.maxKvLen());
+        int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
+        int splits = Math.max(1, (span + KEYS_PER_SPLIT - 1) / KEYS_PER_SPLIT);
         CudaTensor partialO = null;
         CudaTensor partialLse = null;
         if (splits > 1) {
@@ -97,18 +96,11 @@ final class CudaAttention {
         }
         device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), splits,
                 kvHeads * (group / heads), plan.rows(), DECODE_THREADS, 0,
-                common.i32(splits).tensor(out).tensor(partialO).tensor(partialLse), "pagedAttention decode");
+                common.i32(KEYS_PER_SPLIT).i32(splits).tensor(out).tensor(partialO).tensor(partialLse), "pagedAttention decode");
         if (splits > 1) {
             device.kernel("attn_decode_merge_" + type).launch(device.stream(), plan.rows(), qoHeads, 1,
                     Math.min(headDim, 128), 0, new KernelArgs().tensor(partialO).tensor(partialLse).tensor(qoIndptr)
                             .i32(qoHeads).i32(headDim).i32(splits).tensor(out), "pagedAttention decode merge");
         }
-    }
-
-    /** Enough slices for a wave of blocks, each slice at least MIN_KEYS_PER_SPLIT keys of the longest sequence. */
-    int splits(int blocksPerSplit, int maxKvLen) {
-        int wanted = (device.context().multiprocessors() * BLOCKS_PER_SM + blocksPerSplit - 1) / blocksPerSplit;
-        int byLength = Math.max(1, (maxKvLen + MIN_KEYS_PER_SPLIT - 1) / MIN_KEYS_PER_SPLIT);
-        return Math.max(1, Math.min(MAX_SPLITS, Math.min(wanted, byLength)));
     }
 }
