@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (operators, kernels with the fatbin and cuBLAS shim, JCuda and its driver-API native library).
-# Then, with the device tool: carry gpu-bundle and run scripts/gpu/run-harness.sh.
+# jars (operators, kernels with the fatbin and cuBLAS shim, JCuda and its driver-API native library) and
+# the scripts that run there. Then, with the device tool: carry gpu-bundle and run
+# `bash gpu-bundle/run-harness.sh` (docs/gpu/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
@@ -17,6 +18,7 @@ jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --str
     --no-man-pages --output "$BUNDLE/jre"
 cp flink-mstar-operators/target/flink-mstar-operators-*.jar kernels/target/mstar-kernels-*.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
+cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
 # GPU machine lacks and this project never loads; keep only the driver-API library.

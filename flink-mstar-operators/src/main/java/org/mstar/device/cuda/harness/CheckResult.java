@@ -15,6 +15,7 @@ record CheckResult(String op, String shape, String dtype, double error, double t
 
     /** Runs one check; an exception becomes a failed row that carries its message instead of ending the run. */
     static void attempt(List<CheckResult> results, String name, Runnable check) {
+        System.out.println("check " + name); // progress, so a hang or crash shows where it happened
         try {
             check.run();
         } catch (RuntimeException e) {

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
 
@@ -22,6 +23,19 @@ public final class GpuHarness {
     private static final double PEAK_TB_PER_S = 4.3;
 
     private GpuHarness() {}
+
+    /** One titled markdown table, printed as soon as it is measured; a failure is reported in its place. */
+    private static String section(String title, Supplier<String> table) {
+        String body;
+        try {
+            body = table.get();
+        } catch (RuntimeException e) {
+            body = "failed: " + e + "\n";
+        }
+        String s = "\n## " + title + "\n\n" + body;
+        System.out.println(s);
+        return s;
+    }
 
     public static void main(String[] args) throws IOException {
         Path out = Path.of(".");
@@ -65,19 +79,18 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             if (perf) {
-                StringBuilder p = new StringBuilder(header).append('\n');
-                p.append("## Paged decode attention (bf16, 32/8 heads, d128, page 16)\n\n");
-                p.append(DecodeAttentionBench.table(new DecodeAttentionBench(twin).run(new int[][] {
-                    {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {32768, 1}, {32768, 2}}), PEAK_TB_PER_S));
-                System.out.println(p);
                 GemmBench gemm = new GemmBench(twin);
-                String g = "\n## Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)\n\n"
-                        + GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096}));
-                System.out.println(g);
-                String inv = "\n## GEMM batch invariance (row r at batch M vs alone)\n\n"
-                        + GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128, 256}));
-                System.out.println(inv);
-                Files.writeString(out.resolve("perf.md"), p + g + inv);
+                String tables = header + "\n"
+                        + section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () ->
+                                DecodeAttentionBench.table(new DecodeAttentionBench(twin).run(new int[][] {
+                                    {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {32768, 1}, {32768, 2}}),
+                                        PEAK_TB_PER_S))
+                        + section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                                GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096})))
+                        + section("GEMM batch invariance (row r at batch M vs alone)", () ->
+                                GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
+                                    256})));
+                Files.writeString(out.resolve("perf.md"), tables);
             }
         }
         System.exit(allPassed ? 0 : 1);
