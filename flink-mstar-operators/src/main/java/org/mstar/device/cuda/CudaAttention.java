@@ -15,7 +15,10 @@ final class CudaAttention {
     private static final int DECODE_THREADS = 128;
     private static final int PREFILL_THREADS = 128;
     private static final int PREFILL_QUERY_TILE = 32;
-    /** Keys per decode slice: 32k-token contexts give 128 slices per KV head, 1k tokens still 4. */
+    /**
+     * Keys per decode slice (kKeysPerSplit in attention_decode.cu, which sizes its page-id buffer by it):
+     * 32k-token contexts give 128 slices per KV head, 1k tokens still 4.
+     */
     static final int KEYS_PER_SPLIT = 256;
 
     private final CudaDevice device;
@@ -96,7 +99,7 @@ final class CudaAttention {
         }
         device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), splits,
                 kvHeads * (group / heads), plan.rows(), DECODE_THREADS, 0,
-                common.i32(KEYS_PER_SPLIT).i32(splits).tensor(out).tensor(partialO).tensor(partialLse), "pagedAttention decode");
+                common.i32(splits).tensor(out).tensor(partialO).tensor(partialLse), "pagedAttention decode");
         if (splits > 1) {
             device.kernel("attn_decode_merge_" + type).launch(device.stream(), plan.rows(), qoHeads, 1,
                     Math.min(headDim, 128), 0, new KernelArgs().tensor(partialO).tensor(partialLse).tensor(qoIndptr)

@@ -44,9 +44,9 @@ final class GemmBench {
         int copies = (int) Math.max(1, Math.min(8, (ROTATION_BYTES + weightBytes - 1) / weightBytes));
         List<Tensor> weights = new ArrayList<>();
         for (int i = 0; i < copies; i++) {
-            weights.add(DecodeAttentionBench.randomBf16(tw, n, k));
+            weights.add(AttentionBench.randomBf16(tw, n, k));
         }
-        try (Tensor x = DecodeAttentionBench.randomBf16(tw, m, k);
+        try (Tensor x = AttentionBench.randomBf16(tw, m, k);
              Tensor out = gpu.allocate(DType.BF16, m, n)) {
             int[] next = {0};
             double ms = Timing.medianMillis(gpu, () -> gpu.ops().matmul(x, weights.get(next[0]++ % copies), null, out),
@@ -79,8 +79,8 @@ final class GemmBench {
             int k = (int) s[2];
             int maxM = batchSizes[batchSizes.length - 1];
             int checked = Math.min(4, maxM);
-            try (Tensor w = DecodeAttentionBench.randomBf16(tw, n, k);
-                 Tensor x = DecodeAttentionBench.randomBf16(tw, maxM, k);
+            try (Tensor w = AttentionBench.randomBf16(tw, n, k);
+                 Tensor x = AttentionBench.randomBf16(tw, maxM, k);
                  Tensor one = gpu.allocate(DType.BF16, 1, n)) {
                 float[][] alone = new float[checked][];
                 for (int r = 0; r < checked; r++) {

@@ -80,16 +80,21 @@ public final class GpuHarness {
 
             if (perf) {
                 GemmBench gemm = new GemmBench(twin);
+                AttentionBench attention = new AttentionBench(twin);
                 String tables = header + "\n"
+                        + section("Copy bandwidth (1 GiB device to device, read + write)", () ->
+                                String.format(java.util.Locale.ROOT, "%.2f TB/s%n", attention.copyTerabytesPerSecond()))
                         + section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () ->
-                                DecodeAttentionBench.table(new DecodeAttentionBench(twin).run(new int[][] {
+                                AttentionBench.table(attention.run(new int[][] {
                                     {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {32768, 1}, {32768, 2}}),
                                         PEAK_TB_PER_S))
+                        + section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () ->
+                                AttentionBench.prefillTable(List.of(attention.prefill(1024), attention.prefill(4096))))
                         + section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                                 GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096})))
                         + section("GEMM batch invariance (row r at batch M vs alone)", () ->
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
-                                    256})));
+                                    256, 1024, 4096})));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
         }

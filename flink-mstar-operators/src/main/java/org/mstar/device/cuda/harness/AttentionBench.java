@@ -10,11 +10,12 @@ import org.mstar.device.cuda.CudaDevice;
 import org.mstar.device.cuda.CudaGraph;
 
 /**
- * Paged decode attention at Llama-3-8B's geometry (32 query heads, 8 KV heads, head dim 128, bf16, 16-token
- * pages scattered through the pool): bytes that must move (every visible K and V once, plus q and out)
- * over the median time of graph-replayed calls, against the copy bandwidth of the card.
+ * Paged attention at Llama-3-8B's geometry (32 query heads, 8 KV heads, head dim 128, bf16, 16-token pages
+ * scattered through the pool). Decode: bytes that must move (every visible K and V once, plus q and out)
+ * over the median time of graph-replayed calls, against the copy bandwidth of the card. Prefill: one
+ * causal sequence, FLOPs of the visible score and value products over the median time.
  */
-final class DecodeAttentionBench {
+final class AttentionBench {
     private static final int QO_HEADS = 32;
     private static final int KV_HEADS = 8;
     private static final int HEAD_DIM = 128;
@@ -23,7 +24,7 @@ final class DecodeAttentionBench {
 
     private final Twin tw;
 
-    DecodeAttentionBench(Twin twin) {
+    AttentionBench(Twin twin) {
         this.tw = twin;
     }
 
@@ -90,6 +91,44 @@ final class DecodeAttentionBench {
             p[j] = t;
         }
         return p;
+    }
+
+    /** Device-to-device copy of 1 GiB, bytes read plus written per second: the roofline for decode. */
+    double copyTerabytesPerSecond() {
+        CudaDevice gpu = tw.gpu;
+        try (Tensor a = randomBf16(tw, 1L << 29); Tensor b = gpu.allocate(DType.BF16, 1L << 29)) {
+            double ms = Timing.medianMillis(gpu, () -> gpu.copy(a, b), 2, 9);
+            return 2.0 * a.byteSize() / (ms * 1e-3) / 1e12;
+        }
+    }
+
+    record PrefillRow(int tokens, double millis, double tflops) {}
+
+    PrefillRow prefill(int tokens) {
+        CudaDevice gpu = tw.gpu;
+        int pages = (tokens + PAGE - 1) / PAGE;
+        int[] indices = permutation(pages);
+        try (Tensor pool = randomBf16(tw, 1, pages, 2, PAGE, KV_HEADS, HEAD_DIM);
+             Tensor q = randomBf16(tw, tokens, QO_HEADS, HEAD_DIM);
+             Tensor out = gpu.allocate(DType.BF16, tokens, QO_HEADS, HEAD_DIM);
+             Tensor qo = gpu.fromInts(new int[] {0, tokens}, 2);
+             Tensor kv = gpu.fromInts(new int[] {0, pages}, 2);
+             Tensor idx = gpu.fromInts(indices, pages);
+             Tensor last = gpu.fromInts(new int[] {tokens - (pages - 1) * PAGE}, 1)) {
+            PagedAttentionPlan plan = new PagedAttentionPlan(1, qo, kv, idx, last, PAGE, tokens, tokens, tokens, true,
+                    -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
+            double ms = Timing.medianMillis(gpu, () -> gpu.ops().pagedAttention(q, pool, 0, plan, out), 1, 5);
+            double flops = 4.0 * QO_HEADS * HEAD_DIM * ((double) tokens * (tokens + 1) / 2);
+            return new PrefillRow(tokens, ms, flops / (ms * 1e-3) / 1e12);
+        }
+    }
+
+    static String prefillTable(List<PrefillRow> rows) {
+        StringBuilder sb = new StringBuilder("| tokens (causal, one sequence) | ms | TFLOP/s |\n|---|---|---|\n");
+        for (PrefillRow r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.1f |%n", r.tokens, r.millis, r.tflops));
+        }
+        return sb.toString();
     }
 
     /** A bf16 tensor of random values, filled by tiling one uploaded random block on the device. */
