@@ -73,7 +73,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     constexpr int STAGES = S::STAGES;
 
     __shared__ __align__(16) unsigned char smem[S::SMEM_BYTES];
-    __shared__ int pageIds[kKeysPerSplit + 2];
+    __shared__ long long pageBase[kKeysPerSplit + 2];  // element offset of each K page of the split in the pool
 
     const int r = blockIdx.z, split = blockIdx.x;
     const int group = qoHeads / kv.kvHeads;
@@ -88,18 +88,11 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     mask.visible(kvLen, qLen, kvLen - qLen, lo, hi);
     const int kBegin = lo + split * kKeysPerSplit;
     const int kEnd = min(hi, kBegin + kKeysPerSplit);
-    const int firstPage = kBegin / kv.pageSize;
-    if (kBegin < kEnd) {
-        const int pages = (kEnd - 1) / kv.pageSize - firstPage + 1;
-        const int* ids = kv.kvIndices + kv.kvIndptr[r] + firstPage;
-        for (int i = threadIdx.x; i < pages; i += blockDim.x) pageIds[i] = ids[i];
-    }
-    __syncthreads();
-
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slotInWarp = lane / LPT, sub = lane % LPT;
     const int slot = warp * TPW + slotInWarp;
 
+    // q first: its loads overlap the page-table reads below.
     float qf[GH][EPL];
 #pragma unroll
     for (int j = 0; j < GH; ++j) {
@@ -107,6 +100,17 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
 #pragma unroll
         for (int e = 0; e < EPL; ++e) qf[j][e] *= smScale * kLog2e;
     }
+    const long long pageElems = (long long)kv.pageSize * kv.kvHeads * D;  // one K or V block of a page
+    const int firstPage = kBegin / kv.pageSize;
+    if (kBegin < kEnd) {
+        const int pages = (kEnd - 1) / kv.pageSize - firstPage + 1;
+        const int* ids = kv.kvIndices + kv.kvIndptr[r] + firstPage;
+        for (int i = threadIdx.x; i < pages; i += blockDim.x) {
+            pageBase[i] = ((long long)kv.layer * kv.numPages + ids[i]) * 2 * pageElems;
+        }
+    }
+    __syncthreads();
+
     float m[GH], l[GH], acc[GH][EPL];
 #pragma unroll
     for (int j = 0; j < GH; ++j) {
@@ -117,7 +121,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     }
 
     const T* pool = static_cast<const T*>(kv.pool);
-    const long long pageElems = (long long)kv.pageSize * kv.kvHeads * D;  // one K or V block of a page
+    const int laneOffset = g * D + sub * EPL;  // within a token's row of heads
     const int warpFirst = kBegin + warp * TPW * U;
     const int steps = warpFirst < kEnd ? (kEnd - warpFirst + SLOTS * U - 1) / (SLOTS * U) : 0;
     unsigned char* warpStaging = smem + warp * STAGES * S::WARP_STAGE_BYTES;
@@ -125,16 +129,21 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     auto issue = [&](int step) {
         unsigned char* stage = warpStaging + (step % STAGES) * S::WARP_STAGE_BYTES;
         const int t0 = warpFirst + step * SLOTS * U + slotInWarp * U;
+        // One division per step: the U tokens are consecutive, so later ones just walk the page.
+        int page = t0 / kv.pageSize;
+        int slotInPage = t0 - page * kv.pageSize;
+        page -= firstPage;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int t = t0 + u;
             const bool valid = t < kEnd;
             const T* k = pool;
             if (valid) {
-                const int page = pageIds[t / kv.pageSize - firstPage];
-                const int slotInPage = t - (t / kv.pageSize) * kv.pageSize;
-                k = pool + ((long long)kv.layer * kv.numPages + page) * 2 * pageElems +
-                    ((long long)slotInPage * kv.kvHeads + g) * D + sub * EPL;
+                k = pool + pageBase[page] + slotInPage * kv.kvHeads * D + laneOffset;
+            }
+            if (++slotInPage == kv.pageSize) {
+                slotInPage = 0;
+                ++page;
             }
 #pragma unroll
             for (int c = 0; c < CHUNKS; ++c) {
