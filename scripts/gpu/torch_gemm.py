@@ -1,6 +1,6 @@
 """The GEMMs of a Llama-3-8B layer through torch.matmul, timed like GpuHarness's GemmBench (bf16, weights
-rotated over enough copies to exceed L2, median of CUDA-event timings), plus the same batch-invariance
-probe: is row r of x[:M] @ w.T bit-identical to x[r:r+1] @ w.T?"""
+rotated over enough copies to exceed L2, ten calls captured in a CUDA graph, median of event-timed
+replays), plus the same batch-invariance probe: is row r of x[:M] @ w.T bit-identical to x[r:r+1] @ w.T?"""
 import statistics
 
 import torch
@@ -8,9 +8,10 @@ import torch
 SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 28672, 4096), ("down", 4096, 14336)]
 TOKENS = [1, 16, 128, 1024, 4096]
 ROTATION_BYTES = 256 << 20
+CALLS_PER_GRAPH = 10
 
 
-def median_us(fn, warmups=3, reps=21):
+def median_us(fn, warmups=2, reps=15):
     for _ in range(warmups):
         fn()
     times = []
@@ -28,13 +29,15 @@ def gemm_row(name, m, n, k):
     copies = max(1, min(8, -(-ROTATION_BYTES // (2 * n * k))))
     weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    turn = [0]
-
-    def run():
-        torch.matmul(x, weights[turn[0] % copies].t())
-        turn[0] += 1
-
-    us = median_us(run)
+    outs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+    for i in range(copies):  # warm cuBLAS up outside the capture
+        torch.matmul(x, weights[i].t(), out=outs[i])
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(CALLS_PER_GRAPH):
+            torch.matmul(x, weights[i % copies].t(), out=outs[i % copies])
+    us = median_us(graph.replay) / CALLS_PER_GRAPH
     print(f"| {name} | {m} | {n} | {k} | {us:.1f} | {2 * m * n * k / us / 1e6:.1f} | {2 * n * k / us / 1e6:.2f} |",
           flush=True)
 

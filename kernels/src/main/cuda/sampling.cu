@@ -153,11 +153,12 @@ __device__ Cut cut_by_mass(const float* p, int vocab, unsigned long long target,
 
 __device__ __forceinline__ unsigned long long cut_size(const Cut& c) { return c.countAbove + c.need; }
 
-// Zeroes everything outside the cut and returns the kept sum (fp32). Ties are ranked by index with a
-// block-wide scan over consecutive chunks of blockDim elements.
-__device__ float apply_cut(float* p, int vocab, const Cut& c, float* fscratch, unsigned* warpTies) {
+// Zeroes everything outside the cut; returns the kept sum (fp32) and whether any nonzero element went.
+// Ties are ranked by index with a block-wide scan over consecutive chunks of blockDim elements.
+__device__ float apply_cut(float* p, int vocab, const Cut& c, float* fscratch, unsigned* warpTies, bool& removed) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
     float kept = 0.f;
+    bool dropped = false;
     unsigned long long tiesBefore = 0;
     for (int chunk = 0; chunk < vocab; chunk += blockDim.x) {
         const int v = chunk + threadIdx.x;
@@ -175,6 +176,7 @@ __device__ float apply_cut(float* p, int vocab, const Cut& c, float* fscratch, u
         }
         if (v < vocab) {
             const bool keep = bits > c.t || (tie && rank < c.need);
+            dropped |= !keep && q > 0.f;
             const float out = keep ? q : 0.f;
             p[v] = out;
             kept += out;
@@ -182,6 +184,7 @@ __device__ float apply_cut(float* p, int vocab, const Cut& c, float* fscratch, u
         tiesBefore += chunkTies;
         __syncthreads();
     }
+    removed = __syncthreads_or(dropped) != 0;
     return block_sum(kept, fscratch);
 }
 
@@ -267,13 +270,19 @@ extern "C" __global__ void __launch_bounds__(1024)
             pmax = block_max(pmax, fscratch);
             const float floor = mp * pmax;
             float kept = 0.f;
+            bool dropped = false;
             for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
-                const float q = p[v] < floor ? 0.f : p[v];
+                float q = p[v];
+                if (q > 0.f && q < floor) {
+                    q = 0.f;
+                    dropped = true;
+                }
                 p[v] = q;
                 kept += q;
             }
             kept = block_sum(kept, fscratch);
-            divide_row(p, vocab, kept);
+            // A filter that removes nothing leaves the row bit for bit, as on the CPU.
+            if (__syncthreads_or(dropped)) divide_row(p, vocab, kept);
         }
         // 4. top-k / top-p. Both keep a prefix of one order, so the result is the shorter prefix:
         // top-k first: min(k, max(topP prefix of the top-k set, minKeep)); top-p first: the same with the
@@ -312,8 +321,9 @@ extern "C" __global__ void __launch_bounds__(1024)
                     else cut = cut_by_count(p, vocab, c, cmScratch);
                 }
             }
-            const float kept = apply_cut(p, vocab, cut, fscratch, warpTies);
-            divide_row(p, vocab, kept);
+            bool removed;
+            const float kept = apply_cut(p, vocab, cut, fscratch, warpTies, removed);
+            if (removed) divide_row(p, vocab, kept);
         }
     }
     // 5. stop ids (not renormalised: the draw normalises).

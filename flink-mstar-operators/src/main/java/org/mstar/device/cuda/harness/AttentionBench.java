@@ -7,7 +7,6 @@ import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.Tensor;
 import org.mstar.device.cuda.CudaDevice;
-import org.mstar.device.cuda.CudaGraph;
 
 /**
  * Paged attention at Llama-3-8B's geometry (32 query heads, 8 KV heads, head dim 128, bf16, 16-token pages
@@ -20,7 +19,6 @@ final class AttentionBench {
     private static final int KV_HEADS = 8;
     private static final int HEAD_DIM = 128;
     private static final int PAGE = 16;
-    private static final int CALLS_PER_GRAPH = 10;
 
     private final Twin tw;
 
@@ -68,16 +66,9 @@ final class AttentionBench {
              Tensor lastT = gpu.fromInts(last, batch)) {
             PagedAttentionPlan plan = new PagedAttentionPlan(batch, qo, kv, idx, lastT, PAGE, batch, 1, context, true,
                     -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
-            Runnable call = () -> gpu.ops().pagedAttention(q, pool, 0, plan, out);
-            try (CudaGraph graph = CudaGraph.capture(gpu.stream(), () -> {
-                for (int i = 0; i < CALLS_PER_GRAPH; i++) {
-                    call.run();
-                }
-            })) {
-                double ms = Timing.medianMillis(gpu, graph::replay, 2, 15) / CALLS_PER_GRAPH;
-                double bytes = (double) batch * context * KV_HEADS * HEAD_DIM * 2 * 2 + 2.0 * batch * QO_HEADS * HEAD_DIM * 2;
-                return new Row(context, batch, bytes / 1e6, ms * 1e3, bytes / (ms * 1e-3) / 1e12);
-            }
+            double ms = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().pagedAttention(q, pool, 0, plan, out));
+            double bytes = (double) batch * context * KV_HEADS * HEAD_DIM * 2 * 2 + 2.0 * batch * QO_HEADS * HEAD_DIM * 2;
+            return new Row(context, batch, bytes / 1e6, ms * 1e3, bytes / (ms * 1e-3) / 1e12);
         }
     }
 

@@ -8,7 +8,9 @@ import java.util.Locale;
  *
  * @param error norm-wise relative error ‖gpu − ref‖ / ‖ref‖ for float outputs, mismatching elements for
  *              integer outputs (NaN or an unwritten element makes it infinite)
- * @param reference "cpu" (CpuDevice) or "oracle" (the harness's own reference, for ops CpuDevice lacks)
+ * @param reference "cpu" (CpuDevice), or "gpu …" for checks of the GPU against itself (graph replay,
+ *                  batch invariance)
+ * @param millis median device time of the op over five runs after the checked one
  */
 record CheckResult(String op, String shape, String dtype, double error, double tolerance, double millis,
                    String reference) {

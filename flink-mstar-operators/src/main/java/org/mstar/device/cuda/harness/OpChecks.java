@@ -13,8 +13,9 @@ import org.mstar.device.cuda.CudaGraph;
 import org.mstar.device.cuda.harness.Twin.Pair;
 
 /**
- * CUDA vs reference for the dense ops: embedding, RMSNorm (plain and fused residual), add, SiLU·mul,
- * matmul, RoPE, KV append, row and page copies, argmax, and one CUDA-graph replay.
+ * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain and fused residual), add, SiLU·mul, matmul,
+ * RoPE, KV append, row and page copies, argmax, and one CUDA-graph replay. Each op runs once on poisoned
+ * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
  */
 final class OpChecks {
     private final Twin tw;
@@ -34,7 +35,8 @@ final class OpChecks {
             attempt("matmul", () -> matmul(dt, dt, 5, 512, 384, false));
             attempt("matmul+bias", () -> matmul(dt, dt, 33, 1024, 640, true));
             attempt("rope neox", () -> rope(dt, RopeParams.standard(128, 500000.0), "neox"));
-            attempt("rope gptj-partial", () -> rope(dt, new RopeParams(32, true, 10000.0, 1.0, false, 0, 0, 0), "gptj-partial"));
+            attempt("rope gptj-partial", () -> rope(dt, new RopeParams(32, true, 10000.0, 1.0, false, 0, 0, 0),
+                    "gptj-partial"));
             attempt("rope linear4", () -> rope(dt, new RopeParams(128, false, 10000.0, 4.0, false, 0, 0, 0), "linear4"));
             attempt("rope llama31", () -> rope(dt, new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0),
                     "llama31"));
@@ -52,13 +54,16 @@ final class OpChecks {
         CheckResult.attempt(results, name, check);
     }
 
-    private void add(String op, String shape, DType dt, double err, double ms, String ref) {
-        results.add(new CheckResult(op, shape, dt.toString(), err, tolerance(dt), ms, ref));
+    private double err(Pair out) {
+        return relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
     }
 
-    private void compare(String op, String shape, Pair out, double ms) {
+    /** Runs the op once, compares {@code out}, then times further runs. */
+    private void check(String op, String shape, Pair out, Runnable gpuOp) {
+        gpuOp.run();
+        double err = err(out);
         DType dt = out.gpu().dtype();
-        add(op, shape, dt, relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu())), ms, "cpu");
+        results.add(new CheckResult(op, shape, dt.toString(), err, tolerance(dt), tw.median(gpuOp), "cpu"));
     }
 
     private void embedding(DType dt) {
@@ -73,8 +78,8 @@ final class OpChecks {
         Pair idT = tw.ints(ids, n);
         Pair out = tw.poisoned(dt, n, hidden);
         tw.cpu.ops().embedding(table.cpu(), idT.cpu(), out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().embedding(table.gpu(), idT.gpu(), out.gpu()));
-        compare("embedding", shape(vocab, hidden) + "x" + n, out, ms);
+        check("embedding", shape(vocab, hidden) + "x" + n, out,
+                () -> tw.gpu.ops().embedding(table.gpu(), idT.gpu(), out.gpu()));
     }
 
     private void rmsNorm(DType dt, int rows, int hidden, boolean withResidual) {
@@ -83,12 +88,18 @@ final class OpChecks {
         Pair res = withResidual ? tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden) : null;
         Pair out = tw.poisoned(dt, rows, hidden);
         tw.cpu.ops().rmsNorm(x.cpu(), res == null ? null : res.cpu(), w.cpu(), 1e-5f, out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().rmsNorm(x.gpu(), res == null ? null : res.gpu(), w.gpu(), 1e-5f, out.gpu()));
-        String op = withResidual ? "rmsNorm+residual" : "rmsNorm";
-        compare(op, shape(rows, hidden), out, ms);
-        if (withResidual) {
-            compare(op + " (residual)", shape(rows, hidden), res, ms);
+        Runnable gpuOp = () -> tw.gpu.ops().rmsNorm(x.gpu(), res == null ? null : res.gpu(), w.gpu(), 1e-5f, out.gpu());
+        if (!withResidual) {
+            check("rmsNorm", shape(rows, hidden), out, gpuOp);
+            return;
         }
+        gpuOp.run();
+        double outErr = err(out);
+        double resErr = err(res);
+        double ms = tw.median(gpuOp);
+        results.add(new CheckResult("rmsNorm+residual", shape(rows, hidden), dt.toString(), outErr, tolerance(dt), ms, "cpu"));
+        results.add(new CheckResult("rmsNorm+residual (residual)", shape(rows, hidden), dt.toString(), resErr,
+                tolerance(dt), ms, "cpu"));
     }
 
     private void add(DType dt) {
@@ -97,8 +108,7 @@ final class OpChecks {
         Pair b = tw.floats(tw.randomFloats(n, 3f, dt), dt, n);
         Pair out = tw.poisoned(dt, n);
         tw.cpu.ops().add(a.cpu(), b.cpu(), out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().add(a.gpu(), b.gpu(), out.gpu()));
-        compare("add", shape(n), out, ms);
+        check("add", shape(n), out, () -> tw.gpu.ops().add(a.gpu(), b.gpu(), out.gpu()));
     }
 
     private void siluMul(DType dt) {
@@ -107,8 +117,7 @@ final class OpChecks {
         Pair gu = tw.floats(tw.randomFloats(rows * 2 * inter, 6f, dt), dt, rows, 2 * inter);
         Pair out = tw.poisoned(dt, rows, inter);
         tw.cpu.ops().siluMul(gu.cpu(), out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().siluMul(gu.gpu(), out.gpu()));
-        compare("siluMul", shape(rows, inter), out, ms);
+        check("siluMul", shape(rows, inter), out, () -> tw.gpu.ops().siluMul(gu.gpu(), out.gpu()));
     }
 
     private void matmul(DType xt, DType wt, int n, int k, int cols, boolean bias) {
@@ -117,9 +126,9 @@ final class OpChecks {
         Pair b = bias ? tw.floats(tw.randomFloats(cols, 1f, xt), xt, cols) : null;
         Pair out = tw.poisoned(xt, n, cols);
         tw.cpu.ops().matmul(x.cpu(), w.cpu(), b == null ? null : b.cpu(), out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
         String op = "matmul" + (bias ? "+bias" : "") + (xt != wt ? " x" + xt + "·w" + wt : "");
-        compare(op, shape(n, k) + "·" + shape(cols, k) + "ᵀ", out, ms);
+        check(op, shape(n, k) + "·" + shape(cols, k) + "ᵀ", out,
+                () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
     }
 
     private void rope(DType dt, RopeParams params, String variant) {
@@ -127,31 +136,22 @@ final class OpChecks {
         int qHeads = 8;
         int kHeads = 2;
         int headDim = 128;
-        float[] qv = tw.randomFloats(n * qHeads * headDim, 1f, dt);
-        float[] kv = tw.randomFloats(n * kHeads * headDim, 1f, dt);
         int[] pos = new int[n];
         for (int i = 0; i < n; i++) {
             pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
         }
-        Pair q = tw.floats(qv, dt, n, qHeads, headDim);
-        Pair k = tw.floats(kv, dt, n, kHeads, headDim);
+        Pair q = tw.floats(tw.randomFloats(n * qHeads * headDim, 1f, dt), dt, n, qHeads, headDim);
+        Pair k = tw.floats(tw.randomFloats(n * kHeads * headDim, 1f, dt), dt, n, kHeads, headDim);
         Pair p = tw.ints(pos, n);
-        String ref = "cpu";
-        float[] qRef;
-        float[] kRef;
-        try {
-            tw.cpu.ops().rope(q.cpu(), k.cpu(), p.cpu(), params);
-            qRef = tw.cpu.toFloats(q.cpu());
-            kRef = tw.cpu.toFloats(k.cpu());
-        } catch (UnsupportedOperationException e) {
-            ref = "oracle";
-            qRef = Oracle.rope(qv, n, qHeads, headDim, pos, params, dt);
-            kRef = Oracle.rope(kv, n, kHeads, headDim, pos, params, dt);
-        }
-        double ms = tw.time(() -> tw.gpu.ops().rope(q.gpu(), k.gpu(), p.gpu(), params));
+        tw.cpu.ops().rope(q.cpu(), k.cpu(), p.cpu(), params);
+        Runnable gpuOp = () -> tw.gpu.ops().rope(q.gpu(), k.gpu(), p.gpu(), params);
+        gpuOp.run();
+        double qErr = err(q);
+        double kErr = err(k);
+        double ms = tw.median(gpuOp);
         String s = shape(n, qHeads, headDim) + "+" + shape(n, kHeads, headDim);
-        add("rope " + variant + " q", s, dt, relErr(qRef, tw.gpu.toFloats(q.gpu())), ms, ref);
-        add("rope " + variant + " k", s, dt, relErr(kRef, tw.gpu.toFloats(k.gpu())), ms, ref);
+        results.add(new CheckResult("rope " + variant + " q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
+        results.add(new CheckResult("rope " + variant + " k", s, dt.toString(), kErr, tolerance(dt), ms, "cpu"));
     }
 
     private Pair pool(DType dt, int layers, int pages, int pageSize, int kvHeads, int headDim) {
@@ -179,8 +179,8 @@ final class OpChecks {
         Pair pi = tw.ints(pageIdx, n);
         Pair of = tw.ints(offs, n);
         tw.cpu.ops().kvAppend(pool.cpu(), 1, k.cpu(), v.cpu(), pi.cpu(), of.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().kvAppend(pool.gpu(), 1, k.gpu(), v.gpu(), pi.gpu(), of.gpu()));
-        compare("kvAppend (whole pool)", shape(layers, pages, 2, pageSize, kvHeads, headDim) + " n=" + n, pool, ms);
+        check("kvAppend (whole pool)", shape(layers, pages, 2, pageSize, kvHeads, headDim) + " n=" + n, pool,
+                () -> tw.gpu.ops().kvAppend(pool.gpu(), 1, k.gpu(), v.gpu(), pi.gpu(), of.gpu()));
     }
 
     private void gatherRows(DType dt) {
@@ -191,8 +191,8 @@ final class OpChecks {
         Pair r = tw.ints(idx, idx.length);
         Pair out = tw.poisoned(dt, idx.length, width);
         tw.cpu.ops().gatherRows(x.cpu(), r.cpu(), out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().gatherRows(x.gpu(), r.gpu(), out.gpu()));
-        compare("gatherRows", shape(rows, width) + "→" + idx.length, out, ms);
+        check("gatherRows", shape(rows, width) + "→" + idx.length, out,
+                () -> tw.gpu.ops().gatherRows(x.gpu(), r.gpu(), out.gpu()));
     }
 
     private void pages(DType dt) {
@@ -206,21 +206,19 @@ final class OpChecks {
         Pair src = tw.ints(new int[] {3, 0, 9}, 3);
         Pair dst = tw.ints(new int[] {5, 11, 1}, 3);
         tw.cpu.ops().copyPages(pool.cpu(), src.cpu(), dst.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().copyPages(pool.gpu(), src.gpu(), dst.gpu()));
-        compare("copyPages (whole pool)", s, pool, ms);
+        check("copyPages (whole pool)", s, pool, () -> tw.gpu.ops().copyPages(pool.gpu(), src.gpu(), dst.gpu()));
 
         Pair ids = tw.ints(new int[] {7, 2, 10, 4}, 4);
         Pair gathered = tw.poisoned(dt, layers, 4, 2, pageSize, kvHeads, headDim);
         tw.cpu.ops().gatherPages(pool.cpu(), ids.cpu(), gathered.cpu());
-        ms = tw.time(() -> tw.gpu.ops().gatherPages(pool.gpu(), ids.gpu(), gathered.gpu()));
-        compare("gatherPages", s + "→4", gathered, ms);
+        check("gatherPages", s + "→4", gathered, () -> tw.gpu.ops().gatherPages(pool.gpu(), ids.gpu(), gathered.gpu()));
 
         Pair in = tw.floats(tw.randomFloats(layers * 4 * 2 * pageSize * kvHeads * headDim, 1f, dt), dt, layers, 4, 2,
                 pageSize, kvHeads, headDim);
         Pair targets = tw.ints(new int[] {0, 6, 8, 3}, 4);
         tw.cpu.ops().scatterPages(pool.cpu(), targets.cpu(), in.cpu());
-        ms = tw.time(() -> tw.gpu.ops().scatterPages(pool.gpu(), targets.gpu(), in.gpu()));
-        compare("scatterPages (whole pool)", "4→" + s, pool, ms);
+        check("scatterPages (whole pool)", "4→" + s, pool,
+                () -> tw.gpu.ops().scatterPages(pool.gpu(), targets.gpu(), in.gpu()));
     }
 
     private void argmax() {
@@ -233,9 +231,10 @@ final class OpChecks {
         Pair l = tw.floats(logits, DType.F32, rows, vocab);
         Pair out = tw.poisoned(DType.I32, rows);
         tw.cpu.ops().argmax(l.cpu(), out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().argmax(l.gpu(), out.gpu()));
-        results.add(new CheckResult("argmax", shape(rows, vocab), "I32",
-                Twin.mismatches(tw.cpu.toInts(out.cpu()), tw.gpu.toInts(out.gpu())), 0, ms, "cpu"));
+        Runnable gpuOp = () -> tw.gpu.ops().argmax(l.gpu(), out.gpu());
+        gpuOp.run();
+        double bad = Twin.mismatches(tw.cpu.toInts(out.cpu()), tw.gpu.toInts(out.gpu()));
+        results.add(new CheckResult("argmax", shape(rows, vocab), "I32", bad, 0, tw.median(gpuOp), "cpu"));
     }
 
     /** A decoder-layer-like sequence captured into a CUDA graph, replayed on new inputs, vs eager ops. */
@@ -258,12 +257,12 @@ final class OpChecks {
              Tensor input = tw.gpu.fromFloats(tw.randomFloats(rows * hidden, 1f, dt), dt, rows, hidden)) {
             tw.gpu.copy(input, x); // new data after capture: the replay must read it
             Twin.poison(tw.gpu, out);
-            double ms = tw.time(graph::replay);
+            graph.replay();
             float[] replayed = tw.gpu.toFloats(out);
             Twin.poison(tw.gpu, out);
             layer.run();
             results.add(new CheckResult("cudaGraph replay vs eager", shape(rows, hidden) + " norm·matmul·silu",
-                    dt.toString(), relErr(tw.gpu.toFloats(out), replayed), 0, ms, "gpu eager"));
+                    dt.toString(), relErr(tw.gpu.toFloats(out), replayed), 0, tw.median(graph::replay), "gpu eager"));
         }
     }
 }

@@ -9,7 +9,6 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
-import org.mstar.device.cuda.harness.Oracle.SamplingRow;
 import org.mstar.device.cuda.harness.Twin.Pair;
 
 /**
@@ -18,6 +17,10 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * for bit given the same probabilities.
  */
 final class SamplingChecks {
+    /** One row's sampling parameters, as SamplingBatch holds them. */
+    private record SamplingRow(float temperature, int topK, float topP, float minP, float penalty, int topPFirst,
+                               int minKeep, boolean maskStops) {}
+
     private static final SamplingRow[] ROWS = {
         new SamplingRow(1f, 0, 1f, 0f, 1f, 0, 1, false),
         new SamplingRow(0.7f, 50, 1f, 0f, 1f, 0, 1, false),
@@ -93,26 +96,14 @@ final class SamplingChecks {
         SamplingBatch cpuBatch = batch(tw.cpu, counts, vocab, owned);
         Pair l = tw.floats(logits, DType.F32, rows, vocab);
         Pair probs = tw.poisoned(DType.F32, rows, vocab);
-        String ref = "cpu";
-        float[] expected;
-        try {
-            tw.cpu.ops().samplingProbs(l.cpu(), cpuBatch, probs.cpu());
-            expected = tw.cpu.toFloats(probs.cpu());
-        } catch (UnsupportedOperationException e) {
-            ref = "oracle";
-            expected = new float[rows * vocab];
-            int[] stops = STOP_IDS.clone();
-            stops[2] = vocab - 1;
-            for (int r = 0; r < rows; r++) {
-                float[] row = java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab);
-                float[] c = java.util.Arrays.copyOfRange(counts, r * vocab, (r + 1) * vocab);
-                System.arraycopy(Oracle.samplingProbs(row, c, ROWS[r], stops, true), 0, expected, r * vocab, vocab);
-            }
-        }
-        double ms = tw.time(() -> tw.gpu.ops().samplingProbs(l.gpu(), gpuBatch, probs.gpu()));
+        tw.cpu.ops().samplingProbs(l.cpu(), cpuBatch, probs.cpu());
+        float[] expected = tw.cpu.toFloats(probs.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().samplingProbs(l.gpu(), gpuBatch, probs.gpu());
+        gpuOp.run();
         float[] got = tw.gpu.toFloats(probs.gpu());
+        double ms = tw.median(gpuOp);
         results.add(new CheckResult("samplingProbs (all rows)", shape(rows, vocab), "F32", relErr(expected, got), 1e-5,
-                ms, ref));
+                ms, "cpu"));
         int keptDiffer = 0;
         for (int i = 0; i < got.length; i++) {
             if ((got[i] > 0) != (expected[i] > 0)) {
@@ -120,7 +111,7 @@ final class SamplingChecks {
             }
         }
         results.add(new CheckResult("samplingProbs (kept-set differences)", shape(rows, vocab), "F32", keptDiffer, 0, ms,
-                ref));
+                "cpu"));
         owned.forEach(Tensor::close);
     }
 
@@ -148,8 +139,10 @@ final class SamplingChecks {
         Pair o = tw.longs(offsets, rows);
         Pair out = tw.poisoned(DType.I32, rows);
         tw.cpu.ops().sampleFromProbs(p.cpu(), s.cpu(), o.cpu(), out.cpu());
-        double ms = tw.time(() -> tw.gpu.ops().sampleFromProbs(p.gpu(), s.gpu(), o.gpu(), out.gpu()));
-        results.add(new CheckResult("sampleFromProbs (tokens differing)", shape(rows, vocab), "I32",
-                Twin.mismatches(tw.cpu.toInts(out.cpu()), tw.gpu.toInts(out.gpu())), 0, ms, "cpu"));
+        Runnable gpuOp = () -> tw.gpu.ops().sampleFromProbs(p.gpu(), s.gpu(), o.gpu(), out.gpu());
+        gpuOp.run();
+        double bad = Twin.mismatches(tw.cpu.toInts(out.cpu()), tw.gpu.toInts(out.gpu()));
+        results.add(new CheckResult("sampleFromProbs (tokens differing)", shape(rows, vocab), "I32", bad, 0,
+                tw.median(gpuOp), "cpu"));
     }
 }

@@ -9,7 +9,6 @@ import org.mstar.device.HalfFloats;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
-import org.mstar.device.cuda.CudaEvent;
 
 /**
  * The two devices under comparison and the helpers every check needs: identical inputs on both, poisoned
@@ -70,14 +69,9 @@ final class Twin {
         return t;
     }
 
-    /** Device milliseconds of the work, between events on the GPU stream. */
-    double time(Runnable work) {
-        try (CudaEvent start = new CudaEvent(); CudaEvent end = new CudaEvent()) {
-            start.record(gpu.stream());
-            work.run();
-            end.record(gpu.stream());
-            return end.millisSince(start);
-        }
+    /** Median device milliseconds of five runs after one warm-up. */
+    double median(Runnable work) {
+        return Timing.medianMillis(gpu, work, 1, 5);
     }
 
     /** ‖got − ref‖ / ‖ref‖; infinite when either holds a NaN or infinity. */
