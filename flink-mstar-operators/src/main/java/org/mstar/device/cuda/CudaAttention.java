@@ -8,8 +8,9 @@ import org.mstar.device.PagedAttentionPlan;
  * keys are cut into slices of {@link #KEYS_PER_SPLIT}, one block per slice and KV head serving that head's
  * query heads (grouped-query heads share the K/V load), then a merge kernel combines the slices. Because
  * the slice size is fixed, a sequence's result does not depend on the batch it is in (bit for bit), and
- * long contexts still spread over the whole GPU. The plan's {@code maxKvLen} must bound every sequence's
- * length: it sets how many slices are launched. Other plans use the tiled prefill kernel.
+ * long contexts still spread over the whole GPU. Other plans use the tiled prefill kernel. The plan's
+ * {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size the
+ * grids (slices per sequence, query tiles per sequence).
  */
 final class CudaAttention {
     private static final int DECODE_THREADS = 128;

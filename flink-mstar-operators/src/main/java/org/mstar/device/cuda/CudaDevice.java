@@ -166,17 +166,6 @@ public final class CudaDevice implements Device {
         return out;
     }
 
-    /** Download an I64 tensor (synchronises). */
-    public long[] toLongs(Tensor t) {
-        CudaTensor c = CudaTensor.of(t, "toLongs");
-        if (c.dtype() != DType.I64) {
-            throw new IllegalArgumentException("toLongs needs an I64 tensor, got " + c.dtype());
-        }
-        long[] out = new long[Math.toIntExact(c.numel())];
-        download(c).asLongBuffer().get(out);
-        return out;
-    }
-
     private ByteBuffer download(CudaTensor c) {
         ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(c.byteSize())).order(ByteOrder.LITTLE_ENDIAN);
         copyToHost(c, b);
@@ -274,11 +263,6 @@ public final class CudaDevice implements Device {
 
     void release(DeviceAllocator.Block block) {
         allocator.release(block);
-    }
-
-    /** Bytes held by live tensors and workspace (excluding the allocator's cache). */
-    public long bytesInUse() {
-        return allocator.bytesInUse();
     }
 
     @Override

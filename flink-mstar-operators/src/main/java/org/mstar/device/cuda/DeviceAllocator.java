@@ -58,14 +58,6 @@ final class DeviceAllocator implements AutoCloseable {
         bytesCached += block.bytes();
     }
 
-    long bytesInUse() {
-        return bytesInUse;
-    }
-
-    long bytesCached() {
-        return bytesCached;
-    }
-
     /** Returns every cached block to the driver. */
     void releaseCached() {
         for (ArrayDeque<CUdeviceptr> list : free.values()) {

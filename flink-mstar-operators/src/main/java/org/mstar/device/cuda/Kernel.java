@@ -18,10 +18,6 @@ final class Kernel {
         this.function = function;
     }
 
-    String name() {
-        return name;
-    }
-
     /**
      * Enqueues the kernel on {@code stream}. Grids with a zero dimension are skipped (no work) rather than
      * passed to the driver, which rejects them.
