@@ -10,8 +10,9 @@ import org.mstar.device.SamplingBatch;
  *
  * <p>Ranking for top-k and top-p: descending probability, ties by lower index; top-k keeps exactly the
  * first k of that order. {@code topK <= 0} and {@code topP >= 1} are off. A filter that removes nothing
- * does not renormalise, so disabled filters leave the probabilities bit for bit unchanged; sums run in
- * index order (ranked order for top-p's cumulative mass).
+ * does not renormalise, so disabled filters leave the probabilities bit for bit unchanged. Normalising
+ * sums accumulate in double (a long fp32 sum over 128k entries drifts by 1e-4); top-p measures mass in
+ * exact fixed point ({@link #fixedMass}), as the CUDA kernel does, so both devices keep the same set.
  */
 final class CpuSamplingPipeline {
     private final SamplingBatch batch;
@@ -81,11 +82,7 @@ final class CpuSamplingPipeline {
             int topK = CpuTensor.of(batch.topK()).getInt(r);
             float topP = CpuTensor.of(batch.topP()).getFloat(r);
             int minKeep = CpuTensor.of(batch.topPMinKeep()).getInt(r);
-            if (CpuTensor.of(batch.topPFirst()).getInt(r) == 0) {
-                topKThenTopP(p, topK, topP, minKeep);
-            } else {
-                topPAndTopK(p, topK, topP, minKeep);
-            }
+            topKTopP(p, topK, topP, minKeep, CpuTensor.of(batch.topPFirst()).getInt(r) != 0);
         }
         if (CpuTensor.of(batch.maskStopIds()).getInt(r) != 0) {
             for (int id : stopIds) {
@@ -123,13 +120,14 @@ final class CpuSamplingPipeline {
             p[v] = p[v] / temperature;
             max = Math.max(max, p[v]);
         }
-        float sum = 0f;
+        double sum = 0;
         for (int v = 0; v < p.length; v++) {
             p[v] = (float) Math.exp(p[v] - max);
             sum += p[v];
         }
+        float total = (float) sum;
         for (int v = 0; v < p.length; v++) {
-            p[v] = p[v] / sum;
+            p[v] = p[v] / total;
         }
     }
 
@@ -151,50 +149,50 @@ final class CpuSamplingPipeline {
         }
     }
 
-    /** FlashInfer order: top-k, then top-p over the renormalised top-k set. */
-    private static void topKThenTopP(float[] p, int topK, float topP, int minKeep) {
-        if (topK > 0) {
-            long[] ranked = ranked(p);
-            if (keepFirst(p, ranked, Math.min(topK, ranked.length))) {
-                renormalise(p);
-            }
-        }
-        if (topP < 1f) {
-            long[] ranked = ranked(p);
-            if (keepFirst(p, ranked, topPCount(p, ranked, topP, minKeep))) {
-                renormalise(p);
-            }
-        }
+    /** Probability mass in units of 2^-40 (truncated): integer sums are exact in any order. */
+    static long fixedMass(float p) {
+        return (long) ((double) p * 0x1p40);
     }
 
-    /** Hugging Face order: top-p and top-k each on the full distribution; the kept set is their intersection. */
-    private static void topPAndTopK(float[] p, int topK, float topP, int minKeep) {
-        if (topK <= 0 && topP >= 1f) {
+    /**
+     * Top-k and top-p both keep a prefix of the ranked order, so the result is one prefix. FlashInfer order
+     * ({@code topPFirst == false}): top-p over the top-k set, measured against that set's mass (the same as
+     * over the renormalised set); Hugging Face order: top-p over the full distribution. Either way the kept
+     * length is {@code min(k, max(topP prefix, minKeep))}.
+     */
+    private static void topKTopP(float[] p, int topK, float topP, int minKeep, boolean topPFirst) {
+        boolean useK = topK > 0 && topK < p.length;
+        boolean useP = topP < 1f;
+        if (!useK && !useP) {
             return;
         }
         long[] ranked = ranked(p);
-        int keep = ranked.length;
-        if (topK > 0) {
-            keep = Math.min(keep, topK);
-        }
-        if (topP < 1f) {
-            keep = Math.min(keep, topPCount(p, ranked, topP, minKeep));
+        int k = useK ? Math.min(topK, ranked.length) : ranked.length;
+        int keep = k;
+        if (useP) {
+            int poolSize = useK && !topPFirst ? k : ranked.length;
+            long pool = 0;
+            for (int i = 0; i < poolSize; i++) {
+                pool += fixedMass(p[token(ranked[i])]);
+            }
+            long target = (long) Math.ceil((double) topP * (double) pool);
+            if (target == 0) {
+                return; // nothing to measure against: leave the row as it is
+            }
+            int prefix = ranked.length;
+            long cum = 0;
+            for (int i = 0; i < ranked.length; i++) {
+                cum += fixedMass(p[token(ranked[i])]);
+                if (cum >= target) {
+                    prefix = i + 1;
+                    break;
+                }
+            }
+            keep = Math.min(k, Math.max(prefix, Math.max(1, minKeep)));
         }
         if (keepFirst(p, ranked, keep)) {
             renormalise(p);
         }
-    }
-
-    /** Length of the smallest ranked prefix whose mass reaches {@code topP}, at least {@code minKeep}. */
-    private static int topPCount(float[] p, long[] ranked, float topP, int minKeep) {
-        float cum = 0f;
-        for (int i = 0; i < ranked.length; i++) {
-            cum += p[token(ranked[i])];
-            if (cum >= topP) {
-                return Math.min(ranked.length, Math.max(i + 1, minKeep));
-            }
-        }
-        return ranked.length;
     }
 
     /**
@@ -233,12 +231,13 @@ final class CpuSamplingPipeline {
     }
 
     private static void renormalise(float[] p) {
-        float sum = 0f;
+        double sum = 0;
         for (float x : p) {
             sum += x;
         }
+        float total = (float) sum;
         for (int v = 0; v < p.length; v++) {
-            p[v] = p[v] / sum;
+            p[v] = p[v] / total;
         }
     }
 }
