@@ -503,8 +503,11 @@ public final class LlamaEngine implements GenerationEngine {
         }
     }
 
-    /** Test hook: see the logits each sampled row is drawn from. */
-    void observeLogits(LogitsObserver observer) {
+    /**
+     * For checks and harnesses: {@code observer} sees the logits of every sampled row before it is drawn
+     * (null removes it). While one is set each step copies its logits to the host, so serving leaves it unset.
+     */
+    public void observeLogits(LogitsObserver observer) {
         this.logitsObserver = observer;
     }
 

@@ -1,7 +1,11 @@
 package org.mstar.engine;
 
-/** Receives the logits a request's token number {@code index} is sampled from (tests compare them). */
+/**
+ * Receives the F32 logits a request's generated token number {@code index} is drawn from. For checks and
+ * harnesses (engine vs a reference, one device vs another): while one is set, every step copies its
+ * logits to the host.
+ */
 @FunctionalInterface
-interface LogitsObserver {
+public interface LogitsObserver {
     void onLogits(String requestId, int index, float[] logits);
 }

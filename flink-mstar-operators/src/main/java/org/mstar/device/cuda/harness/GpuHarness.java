@@ -1,22 +1,30 @@
 package org.mstar.device.cuda.harness;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.function.Supplier;
+import java.util.stream.Stream;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
 
 /**
  * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
- * the CPU reference on fresh random inputs with poisoned outputs and prints a table; then, unless
- * {@code --no-perf}, the first performance tables (paged decode attention, the GEMMs of a Llama-3-8B layer,
- * GEMM batch invariance). Tables are also written as markdown under {@code --out}. Exits 1 when a check fails.
+ * the CPU reference on fresh random inputs with poisoned outputs, then the whole engine on a random
+ * checkpoint against the CPU engine ({@link EngineChecks}), and prints a table; then, unless
+ * {@code --no-perf}, the performance tables: the kernels' (paged decode attention, the GEMMs of a
+ * Llama-3-8B layer, GEMM batch invariance; skipped by {@code --no-kernel-perf}) and the engine's
+ * throughput on Llama-3-8B geometry at the layer counts of {@code --engine-layers}. Tables are also written
+ * as markdown under {@code --out}. Exits 1 when a check fails.
  *
- * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]</pre>
+ * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
+ *     [--no-kernel-perf] [--engine-layers 8,32]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -41,13 +49,18 @@ public final class GpuHarness {
         Path out = Path.of(".");
         long seed = System.nanoTime();
         boolean perf = true;
+        boolean kernelPerf = true;
+        int[] engineLayers = {8, 32};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--out" -> out = Path.of(args[++i]);
                 case "--seed" -> seed = Long.parseLong(args[++i]);
                 case "--no-perf" -> perf = false;
+                case "--no-kernel-perf" -> kernelPerf = false;
+                case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
+                        .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (accepted: --out DIR, --seed N, --no-perf)");
+                        + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2)");
             }
         }
         Files.createDirectories(out);
@@ -70,34 +83,69 @@ public final class GpuHarness {
             checks.addAll(new OpChecks(twin).run());
             checks.addAll(new AttentionChecks(twin).run());
             checks.addAll(new SamplingChecks(twin).run());
+            String engineNotes = engineChecks(gpu, cpu, seed, checks);
             String table = CheckResult.table(checks);
             long failed = checks.stream().filter(c -> !c.passed()).count();
             String summary = checks.size() - failed + " of " + checks.size() + " checks passed\n";
             System.out.println(table);
-            System.out.print(summary);
-            Files.writeString(out.resolve("harness.md"), header + "\n" + table + "\n" + summary);
+            System.out.print(engineNotes + "\n" + summary);
+            Files.writeString(out.resolve("harness.md"), header + "\n" + table + "\n" + engineNotes + "\n" + summary);
             allPassed = failed == 0;
 
-            if (perf) {
+            StringBuilder tables = new StringBuilder(header);
+            if (perf && kernelPerf) {
                 GemmBench gemm = new GemmBench(twin);
                 AttentionBench attention = new AttentionBench(twin);
-                String tables = header + "\n"
-                        + section("Copy bandwidth (1 GiB device to device, read + write)", () ->
-                                String.format(java.util.Locale.ROOT, "%.2f TB/s%n", attention.copyTerabytesPerSecond()))
-                        + section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () ->
+                tables.append("\n")
+                        .append(section("Copy bandwidth (1 GiB device to device, read + write)", () ->
+                                String.format(java.util.Locale.ROOT, "%.2f TB/s%n", attention.copyTerabytesPerSecond())))
+                        .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () ->
                                 AttentionBench.table(attention.run(new int[][] {
                                     {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {32768, 1}, {32768, 2}}),
-                                        PEAK_TB_PER_S))
-                        + section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () ->
-                                AttentionBench.prefillTable(List.of(attention.prefill(1024), attention.prefill(4096))))
-                        + section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
-                                GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096})))
-                        + section("GEMM batch invariance (row r at batch M vs alone)", () ->
+                                        PEAK_TB_PER_S)))
+                        .append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () ->
+                                AttentionBench.prefillTable(List.of(attention.prefill(1024), attention.prefill(4096)))))
+                        .append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                                GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096}))))
+                        .append(section("GEMM batch invariance (row r at batch M vs alone)", () ->
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
-                                    256, 1024, 4096})));
+                                    256, 1024, 4096}))));
+            }
+            if (perf) {
+                int[] layers = engineLayers;
+                long benchSeed = seed;
+                tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
+                        + EngineBench.PROMPT + "-token prompts)", () -> {
+                            List<EngineBench.Row> rows = new EngineBench(gpu, benchSeed).run(layers, new int[] {1, 16, 64});
+                            return EngineBench.table(rows, PEAK_TB_PER_S) + "\nFit over layer counts, carried to 32 layers:\n\n"
+                                    + EngineBench.extrapolation(rows, 32, PEAK_TB_PER_S);
+                        }));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
         }
         System.exit(allPassed ? 0 : 1);
+    }
+
+    /**
+     * Adds the whole-model rows ({@link EngineChecks}, checkpoint in a temporary folder removed afterwards) to
+     * {@code checks}; returns their notes.
+     */
+    private static String engineChecks(CudaDevice gpu, CpuDevice cpu, long seed, List<CheckResult> checks) {
+        EngineChecks engine = new EngineChecks(cpu, gpu, EngineChecks.geometry(), seed);
+        CheckResult.attempt(checks, "engine", () -> {
+            try {
+                Path dir = Files.createTempDirectory("mstar-engine-checks");
+                try {
+                    checks.addAll(engine.run(dir));
+                } finally {
+                    try (Stream<Path> files = Files.walk(dir)) {
+                        files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        return engine.notes();
     }
 }

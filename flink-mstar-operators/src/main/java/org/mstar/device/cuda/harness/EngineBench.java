@@ -1,0 +1,205 @@
+package org.mstar.device.cuda.harness;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.Set;
+import org.mstar.device.DType;
+import org.mstar.device.cuda.CudaDevice;
+import org.mstar.engine.EngineOptions;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.StepResult;
+import org.mstar.model.Architecture;
+import org.mstar.model.GenerationConfig;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.RopeScaling;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.llama.LlamaWeights;
+import org.mstar.model.llama.RandomWeights;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * Engine throughput, a first serving number: the bf16 engine on random weights of Llama-3-8B's geometry
+ * (hidden 4096, intermediate 14336, 32/8 heads of 128, vocab 128256), generated straight on the GPU, at
+ * a few layer counts so that the per-layer and fixed (embedding, LM head, sampling, host) parts of a step
+ * separate and extrapolate to 32 layers. Per batch size: {@value #PROMPT}-token random prompts submitted
+ * together and prefilled under a {@value #TOKEN_BUDGET}-token budget, then {@value #DECODE_STEPS} steps in
+ * which every request decodes. Times are wall clock around {@code step()}, which returns only after the
+ * sampled tokens are on the host.
+ */
+final class EngineBench {
+    static final int PROMPT = 512;
+    static final int TOKEN_BUDGET = 8192;
+    static final int DECODE_STEPS = 32;
+    private static final int WARMUP_STEPS = 2;
+    /** Room for the decode steps after the last prompt's first token, plus tokens drawn during prefill. */
+    private static final int MAX_TOKENS = 64;
+    private static final int PAGE = 16;
+
+    /**
+     * One batch size on one model.
+     *
+     * @param streamedBytes weight bytes a decode step reads (all but the embedding table, of which it
+     *                      gathers only the batch's rows)
+     * @param kvBytes K and V bytes the decode step's attention reads, at the mean context of the timed steps
+     */
+    record Row(int layers, int batch, double generateSeconds, int prefillSteps, double prefillMillis,
+               double decodeMillisPerStep, long streamedBytes, long kvBytes) {
+        double prefillTokensPerSecond() {
+            return batch * (double) PROMPT / (prefillMillis / 1e3);
+        }
+
+        double decodeTokensPerSecond() {
+            return batch / (decodeMillisPerStep / 1e3);
+        }
+
+        double boundMillis(double peakTbPerS) {
+            return streamedBytes / (peakTbPerS * 1e12) * 1e3;
+        }
+    }
+
+    private final CudaDevice gpu;
+    private final long seed;
+
+    EngineBench(CudaDevice gpu, long seed) {
+        this.gpu = gpu;
+        this.seed = seed;
+    }
+
+    static ModelConfig geometry(int layers) {
+        return ModelConfig.builder(Architecture.LLAMA)
+                .hiddenSize(4096).intermediateSize(14336).numLayers(layers).numHeads(32).numKvHeads(8).headDim(128)
+                .rmsNormEps(1e-5).ropeTheta(500_000).ropeScaling(RopeScaling.llama3(8.0, 1.0, 4.0, 8192))
+                .maxPositionEmbeddings(131_072).vocabSize(128_256).bosTokenId(128_000).eosTokenId(128_001)
+                .dtype(DType.BF16).build();
+    }
+
+    /** Every batch size on a model of each layer count; the first, discarded run at the largest batch warms up. */
+    List<Row> run(int[] layerCounts, int[] batches) {
+        int maxBatch = java.util.Arrays.stream(batches).max().orElseThrow();
+        List<Row> rows = new ArrayList<>();
+        for (int layers : layerCounts) {
+            ModelConfig config = geometry(layers);
+            long start = System.nanoTime();
+            LlamaWeights weights = RandomWeights.create(config, gpu, DType.BF16, seed);
+            double generateSeconds = (System.nanoTime() - start) / 1e9;
+            System.out.printf(Locale.ROOT, "engine bench: %d layers, %.1f GB of random weights in %.1f s%n", layers,
+                    weights.byteSize() / 1e9, generateSeconds);
+            long streamed = weights.byteSize() - weights.embedding().byteSize();
+            int pages = maxBatch * ((PROMPT + MAX_TOKENS + PAGE - 1) / PAGE) + PAGE;
+            EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
+                    new KvCacheOptions(PROMPT + MAX_TOKENS, pages, PAGE, 0, false));
+            try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
+                 LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
+                measure(engine, config, maxBatch, 0, 0, 0);
+                for (int b : batches) {
+                    Row row = measure(engine, config, b, layers, generateSeconds, streamed);
+                    System.out.printf(Locale.ROOT, "engine bench: %d layers, batch %d: prefill %.0f tok/s, decode %.2f "
+                            + "ms/step%n", layers, b, row.prefillTokensPerSecond(), row.decodeMillisPerStep());
+                    rows.add(row);
+                }
+            }
+        }
+        return rows;
+    }
+
+    private Row measure(LlamaEngine engine, ModelConfig config, int batch, int layers, double generateSeconds,
+                        long streamed) {
+        Random rnd = new Random(seed + batch);
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < batch; i++) {
+            int[] prompt = new int[PROMPT];
+            for (int j = 0; j < PROMPT; j++) {
+                prompt[j] = rnd.nextInt(128_000); // below the special tokens
+            }
+            String id = "b" + batch + "-" + i + "-" + layers;
+            ids.add(id);
+            engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), MAX_TOKENS, 0, List.of(),
+                    true, 0));
+        }
+        // prefill: until every request has its first token
+        Set<String> started = new HashSet<>();
+        int prefillSteps = 0;
+        long start = System.nanoTime();
+        while (started.size() < batch) {
+            step(engine).tokens().forEach(t -> started.add(t.requestId()));
+            prefillSteps++;
+        }
+        double prefillMillis = (System.nanoTime() - start) / 1e6;
+        for (int i = 0; i < WARMUP_STEPS; i++) {
+            step(engine);
+        }
+        start = System.nanoTime();
+        for (int i = 0; i < DECODE_STEPS; i++) {
+            int produced = step(engine).tokens().size();
+            if (produced != batch) {
+                throw new IllegalStateException("decode step " + i + " produced " + produced + " tokens for a batch of "
+                        + batch);
+            }
+        }
+        double decodeMillis = (System.nanoTime() - start) / 1e6 / DECODE_STEPS;
+        ids.forEach(engine::remove);
+        long meanContext = PROMPT + 1 + WARMUP_STEPS + DECODE_STEPS / 2;
+        long kvBytes = (long) batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes();
+        return new Row(layers, batch, generateSeconds, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes);
+    }
+
+    private static StepResult step(LlamaEngine engine) {
+        StepResult r = engine.step();
+        if (!r.failures().isEmpty()) {
+            throw new IllegalStateException("engine failed requests: " + r.failures());
+        }
+        return r;
+    }
+
+    static String table(List<Row> rows, double peakTbPerS) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("| layers | batch | prefill steps | prefill ms | prefill tok/s | decode ms/step | decode tok/s "
+                + "| weights read GB | bound ms (weights / ").append(peakTbPerS).append(" TB/s) | of bound | KV read MB |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %d | %d | %d | %.1f | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f%% | %.0f |%n",
+                    r.layers, r.batch, r.prefillSteps, r.prefillMillis, r.prefillTokensPerSecond(),
+                    r.decodeMillisPerStep, r.decodeTokensPerSecond(), r.streamedBytes / 1e9, r.boundMillis(peakTbPerS),
+                    100 * r.boundMillis(peakTbPerS) / r.decodeMillisPerStep, r.kvBytes / 1e6));
+        }
+        return sb.toString();
+    }
+
+    /**
+     * Per batch, the straight line through the fewest and most layers measured: time per layer, the fixed
+     * rest, and both carried to {@code target} layers (the model's weight bytes there give its bound).
+     */
+    static String extrapolation(List<Row> rows, int target, double peakTbPerS) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("| batch | decode ms/layer | decode fixed ms | ").append(target).append("-layer decode ms/step | ")
+                .append(target).append("-layer decode tok/s | ").append(target).append("-layer bound ms | prefill ms/layer | ")
+                .append("prefill fixed ms | ").append(target).append("-layer prefill tok/s |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|\n");
+        for (int b : rows.stream().mapToInt(Row::batch).distinct().toArray()) {
+            List<Row> at = rows.stream().filter(r -> r.batch == b).toList();
+            Row lo = at.stream().min(java.util.Comparator.comparingInt(Row::layers)).orElseThrow();
+            Row hi = at.stream().max(java.util.Comparator.comparingInt(Row::layers)).orElseThrow();
+            if (lo.layers == hi.layers) {
+                continue;
+            }
+            double span = hi.layers - lo.layers;
+            double decodeLayer = (hi.decodeMillisPerStep - lo.decodeMillisPerStep) / span;
+            double decodeFixed = lo.decodeMillisPerStep - lo.layers * decodeLayer;
+            double prefillLayer = (hi.prefillMillis - lo.prefillMillis) / span;
+            double prefillFixed = lo.prefillMillis - lo.layers * prefillLayer;
+            double decodeTarget = decodeFixed + target * decodeLayer;
+            double prefillTarget = prefillFixed + target * prefillLayer;
+            double bytesPerLayer = (hi.streamedBytes - lo.streamedBytes) / span;
+            double boundTarget = (lo.streamedBytes + (target - lo.layers) * bytesPerLayer) / (peakTbPerS * 1e12) * 1e3;
+            sb.append(String.format(Locale.ROOT, "| %d | %.3f | %.2f | %.2f | %.0f | %.2f | %.2f | %.1f | %.0f |%n", b,
+                    decodeLayer, decodeFixed, decodeTarget, b / (decodeTarget / 1e3), boundTarget, prefillLayer,
+                    prefillFixed, b * (double) PROMPT / (prefillTarget / 1e3)));
+        }
+        return sb.toString();
+    }
+}

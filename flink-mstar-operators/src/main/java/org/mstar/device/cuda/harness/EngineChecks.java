@@ -1,0 +1,165 @@
+package org.mstar.device.cuda.harness;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.engine.EngineOptions;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngine;
+import org.mstar.model.Architecture;
+import org.mstar.model.GenerationConfig;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.RopeScaling;
+import org.mstar.model.llama.CheckpointWriter;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.llama.LlamaWeights;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * The whole model: a random Llama checkpoint, written to disk and loaded back through
+ * {@link LlamaWeights#load}, served by the engine on the candidate device and by the fp32 engine on the
+ * reference (CPU) device, one batch of greedy requests whose prompt lengths make prefill chunks and decode
+ * rows share steps.
+ *
+ * <p>fp32 storage and accumulation: tokens must be identical and logits within {@value #F32_TOLERANCE}.
+ * bf16 weights, activations and KV: logits within {@value #BF16_TOLERANCE} wherever both engines still
+ * share the context; how many tokens agree is reported, not checked (bf16 weights are a slightly different
+ * model, and a near-tie then flips a greedy pick, after which the contexts differ). Logit errors are
+ * ‖cand − ref‖ / ‖ref‖ per sampled row, worst row reported.
+ */
+final class EngineChecks {
+    static final int GENERATED = 32;
+    static final double F32_TOLERANCE = 1e-4;
+    static final double BF16_TOLERANCE = 2e-2;
+    /** Spread so that short prompts decode while long ones are still prefilled in 64-token chunks. */
+    private static final int[] PROMPT_LENGTHS = {3, 17, 64, 129, 250, 400};
+    private static final int TOKEN_BUDGET = 64;
+
+    private final Device reference;
+    private final Device candidate;
+    private final ModelConfig config;
+    private final long seed;
+    private final StringBuilder notes = new StringBuilder();
+
+    EngineChecks(Device reference, Device candidate, ModelConfig config, long seed) {
+        this.reference = reference;
+        this.candidate = candidate;
+        this.config = config;
+        this.seed = seed;
+    }
+
+    /** Hidden 1024, 8 layers, 16 query / 4 KV heads of 64, vocab 32000, Llama-3 RoPE scaling. */
+    static ModelConfig geometry() {
+        return ModelConfig.builder(Architecture.LLAMA)
+                .hiddenSize(1024).intermediateSize(2816).numLayers(8).numHeads(16).numKvHeads(4).headDim(64)
+                .ropeTheta(500_000).ropeScaling(RopeScaling.llama3(8.0, 1.0, 4.0, 1024))
+                .maxPositionEmbeddings(2048).vocabSize(32_000).bosTokenId(0).eosTokenId(1).dtype(DType.F32).build();
+    }
+
+    /** Writes the checkpoint into {@code dir}, runs the three engines and compares them. */
+    List<CheckResult> run(Path dir) throws IOException {
+        CheckpointWriter.writeRandom(config, DType.F32, seed, dir);
+        List<GenerationRequest> requests = requests();
+        EngineTranscript ref = transcript(dir, reference, DType.F32, requests);
+        EngineTranscript f32 = transcript(dir, candidate, DType.F32, requests);
+        EngineTranscript bf16 = transcript(dir, candidate, DType.BF16, requests);
+
+        String shape = String.format(Locale.ROOT, "h%d L%d v%d, %d requests x %d tokens", config.hiddenSize(),
+                config.numLayers(), config.vocabSize(), requests.size(), GENERATED);
+        List<CheckResult> results = new ArrayList<>();
+        Agreement a32 = compare(requests, ref, f32);
+        Agreement a16 = compare(requests, ref, bf16);
+        results.add(new CheckResult("engine greedy tokens (differing)", shape, "F32", a32.tokensDiffering(), 0,
+                f32.millis / f32.steps, "cpu engine"));
+        results.add(new CheckResult("engine logits (worst row)", shape, "F32", a32.worstError, F32_TOLERANCE,
+                f32.millis / f32.steps, "cpu engine"));
+        results.add(new CheckResult("engine logits, shared contexts (worst row)", shape, "BF16", a16.worstError,
+                BF16_TOLERANCE, bf16.millis / bf16.steps, "cpu engine fp32"));
+        notes.append(String.format(Locale.ROOT, "Engine checks: %s, prompts %s, token budget %d, greedy; GPU ms = wall "
+                        + "time per engine step. Reference %d steps in %.0f ms; fp32 %d steps in %.0f ms; bf16 %d steps "
+                        + "in %.0f ms.%n", shape, Arrays.toString(PROMPT_LENGTHS), TOKEN_BUDGET, ref.steps, ref.millis,
+                f32.steps, f32.millis, bf16.steps, bf16.millis));
+        notes.append(String.format(Locale.ROOT, "fp32: %d of %d tokens equal, %d logit rows compared, median row error "
+                + "%.2e.%n", a32.tokensEqual, a32.tokens, a32.rowsCompared, a32.medianError));
+        notes.append(String.format(Locale.ROOT, "bf16: %d of %d greedy tokens equal the fp32 CPU engine's; tokens before "
+                        + "the first difference per request %s; %d logit rows compared (shared contexts), median row "
+                        + "error %.2e.%n", a16.tokensEqual, a16.tokens, Arrays.toString(a16.equalPrefix),
+                a16.rowsCompared, a16.medianError));
+        return results;
+    }
+
+    /** What {@link #run} saw besides the check rows: timings, token agreement in bf16. */
+    String notes() {
+        return notes.toString();
+    }
+
+    private List<GenerationRequest> requests() {
+        Random rnd = new Random(seed);
+        List<GenerationRequest> requests = new ArrayList<>();
+        for (int i = 0; i < PROMPT_LENGTHS.length; i++) {
+            int[] prompt = new int[PROMPT_LENGTHS[i]];
+            for (int j = 0; j < prompt.length; j++) {
+                prompt[j] = 2 + rnd.nextInt(config.vocabSize() - 2); // not BOS or EOS
+            }
+            requests.add(new GenerationRequest("r" + i, prompt, null, SamplingReqConfig.greedy(), GENERATED, 0,
+                    List.of(), true, 0));
+        }
+        return requests;
+    }
+
+    /** Loads the checkpoint on {@code device} as {@code dtype} (weights, activations and KV) and serves the batch. */
+    private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests)
+            throws IOException {
+        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, new KvCacheOptions(1024, 256, 16, 0, true));
+        try (LlamaModel model = new LlamaModel(LlamaWeights.load(dir, device, dtype), dtype, "checkpoint:" + dir);
+             LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, dtype)) {
+            return EngineTranscript.record(engine, requests);
+        }
+    }
+
+    /** Token agreement and logit errors of a candidate against the reference. */
+    private record Agreement(int tokens, int tokensEqual, int[] equalPrefix, int rowsCompared, double worstError,
+                             double medianError) {
+        int tokensDiffering() {
+            return tokens - tokensEqual;
+        }
+    }
+
+    /** Logits are compared where both engines drew from the same context: up to each request's first difference. */
+    private static Agreement compare(List<GenerationRequest> requests, EngineTranscript ref, EngineTranscript cand) {
+        int tokens = 0;
+        int equal = 0;
+        int[] prefix = new int[requests.size()];
+        List<Double> errors = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            String rid = requests.get(i).requestId();
+            int[] r = ref.tokens.get(rid);
+            int[] c = cand.tokens.get(rid);
+            tokens += r.length;
+            for (int j = 0; j < r.length; j++) {
+                if (j < c.length && r[j] == c[j]) {
+                    equal++;
+                }
+            }
+            while (prefix[i] < Math.min(r.length, c.length) && r[prefix[i]] == c[prefix[i]]) {
+                prefix[i]++;
+            }
+            // the logits of token j come from the prompt and tokens 0..j-1
+            int shared = Math.min(prefix[i] + 1, Math.min(r.length, c.length));
+            for (int j = 0; j < shared; j++) {
+                errors.add(Twin.relErr(ref.logits.get(rid).get(j), cand.logits.get(rid).get(j)));
+            }
+        }
+        double[] sorted = errors.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        double worst = sorted.length == 0 ? Double.POSITIVE_INFINITY : sorted[sorted.length - 1];
+        double median = sorted.length == 0 ? Double.NaN : sorted[sorted.length / 2];
+        return new Agreement(tokens, equal, prefix, sorted.length, worst, median);
+    }
+}

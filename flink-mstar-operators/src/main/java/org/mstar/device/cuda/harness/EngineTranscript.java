@@ -1,0 +1,48 @@
+package org.mstar.device.cuda.harness;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.mstar.engine.FinishedRequest;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.StepResult;
+
+/**
+ * What one engine produced for a batch of requests submitted together: each request's tokens and the logits
+ * each token was drawn from, and the steps and wall time the batch took.
+ */
+final class EngineTranscript {
+    final Map<String, int[]> tokens = new HashMap<>();
+    final Map<String, List<float[]>> logits = new HashMap<>();
+    int steps;
+    double millis;
+
+    /** Submits {@code requests}, steps {@code engine} until idle; fails on a request failure. */
+    static EngineTranscript record(LlamaEngine engine, List<GenerationRequest> requests) {
+        EngineTranscript t = new EngineTranscript();
+        engine.observeLogits((rid, index, l) -> {
+            List<float[]> seen = t.logits.computeIfAbsent(rid, k -> new ArrayList<>());
+            if (index != seen.size()) {
+                throw new IllegalStateException(rid + ": logits of token " + index + " after " + seen.size());
+            }
+            seen.add(l);
+        });
+        long start = System.nanoTime();
+        requests.forEach(engine::submit);
+        while (engine.hasWork()) {
+            StepResult r = engine.step();
+            t.steps++;
+            if (!r.failures().isEmpty()) {
+                throw new IllegalStateException("engine failed requests: " + r.failures());
+            }
+            for (FinishedRequest f : r.finished()) {
+                t.tokens.put(f.requestId(), f.tokenIds());
+            }
+        }
+        t.millis = (System.nanoTime() - start) / 1e6;
+        engine.observeLogits(null);
+        return t;
+    }
+}

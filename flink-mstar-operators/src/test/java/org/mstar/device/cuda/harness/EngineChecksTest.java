@@ -1,0 +1,35 @@
+package org.mstar.device.cuda.harness;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mstar.device.DType;
+import org.mstar.device.cpu.CpuDevice;
+import org.mstar.model.Architecture;
+import org.mstar.model.ModelConfig;
+
+/**
+ * The harness's whole-model section runs without a GPU when the candidate is a second CPU device: fp32 must
+ * then agree exactly and the CPU's own bf16 path must stay within the bf16 tolerance.
+ */
+class EngineChecksTest {
+    @Test
+    void cpuCandidatePassesEveryCheck(@TempDir Path dir) throws Exception {
+        ModelConfig small = ModelConfig.builder(Architecture.LLAMA)
+                .hiddenSize(64).intermediateSize(128).numLayers(2).numHeads(4).numKvHeads(2).headDim(16)
+                .ropeTheta(10_000).maxPositionEmbeddings(1024).vocabSize(320).bosTokenId(0).eosTokenId(1)
+                .dtype(DType.F32).build();
+        try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
+            EngineChecks checks = new EngineChecks(reference, candidate, small, 3);
+            List<CheckResult> results = checks.run(dir);
+
+            assertThat(results).hasSize(3).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
+            assertThat(results.get(0).error()).isZero();
+            assertThat(results.get(1).error()).isZero();
+            assertThat(checks.notes()).contains("192 of 192 tokens equal");
+        }
+    }
+}
