@@ -39,10 +39,7 @@ class RopeManagerWithKvTest {
 
     /** Stages {@code step} a step ahead. */
     private void preplan(SubmoduleStep step) {
-        // KV stages its reservation only when its admit runs under isPreplan, which runner.preAdmit leaves unset
-        step.ctx().setPreplan(true);
         assertThat(runner.preAdmit(step).outcome().ok()).isTrue();
-        step.ctx().setPreplan(false);
         runner.prePlan(step);
     }
 
