@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.mstar.device.Device;
-import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
 import org.mstar.resources.AttentionConfig;
@@ -157,15 +156,17 @@ public final class AttentionManager implements Resource {
     /**
      * Attends {@code q [totalQo, qoHeads, headDim]} (this step's tokens of {@code planLabel}, in KV's packed
      * order) against layer {@code layer} of {@code kvPool}, which already holds this step's K/V; writes
-     * {@code out} of q's shape.
+     * {@code out} of q's shape. Under a lease q may carry the captured bucket's padding rows past the
+     * planned tokens; they are not attended.
      */
     public void run(Tensor q, String planLabel, int layer, Tensor kvPool, Tensor out) {
-        PagedAttentionPlan paged = currentPlan().paged(planLabel);
-        if (q.dim(0) != paged.totalQo()) {
+        AttentionPlan.LabelPlan plan = currentPlan().label(planLabel);
+        int planned = plan.paged().totalQo();
+        if (q.dim(0) < planned || plan.fresh() && q.dim(0) != planned) {
             throw new IllegalArgumentException("q has " + q.dim(0) + " rows but label '" + planLabel + "' planned "
-                    + paged.totalQo() + " tokens");
+                    + planned + " tokens");
         }
-        device.ops().pagedAttention(q, kvPool, layer, paged, out);
+        device.ops().pagedAttention(q, kvPool, layer, plan.paged(), out);
     }
 
     /**

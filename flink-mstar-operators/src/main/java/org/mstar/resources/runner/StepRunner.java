@@ -151,7 +151,15 @@ public final class StepRunner {
     public FullAdmitOutcome preAdmit(SubmoduleStep step) {
         StepOrder o = orderOf(step);
         dropStalePreplan(step, o);
-        return admitOver(o.preplanning(), step);
+        // resources stage the reservation (for clearPreplan to undo) only when they see the flag
+        StepContext ctx = step.ctx();
+        boolean wasPreplan = ctx.isPreplan();
+        ctx.setPreplan(true);
+        try {
+            return admitOver(o.preplanning(), step);
+        } finally {
+            ctx.setPreplan(wasPreplan);
+        }
     }
 
     /**

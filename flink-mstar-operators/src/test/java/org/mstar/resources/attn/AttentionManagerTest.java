@@ -3,6 +3,7 @@ package org.mstar.resources.attn;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -195,6 +196,37 @@ class AttentionManagerTest {
         assertThat(device.toInts(p2.kvIndptr())).containsExactly(0, 1, 2);
         assertThat(device.toInts(p2.lastPageLen())).containsExactly(3, 4);
         attn.cleanup();
+    }
+
+    @Test
+    void aLeasedPlanAttendsThePlannedTokensOfAPaddedQuery() {
+        KVPlanOutputs kv = KVPlanFixture.pageSize(4)
+                .view("main", "a", "main", 2, 3)
+                .view("main", "b", "main", 5, 2).build();
+        float[] pool = new float[8 * 2 * 4 * HEAD_DIM];
+        for (int i = 0; i < pool.length; i++) {
+            pool[i] = (float) Math.sin(i * 0.7);
+        }
+        Tensor kvPool = device.fromFloats(pool, DType.F32, 1, 8, 2, 4, 1, HEAD_DIM);
+        float[] q = new float[8 * HEAD_DIM];
+        for (int i = 0; i < q.length; i++) {
+            q[i] = (float) Math.cos(i * 0.3);
+        }
+        AttentionManager eager = manager(new AttentionConfig("kv"));
+        eager.plan(new AttentionStep(), ctx(kv, 0, "a", "b"));
+        Tensor eagerOut = device.zeros(DType.F32, 5, 1, HEAD_DIM);
+        eager.run(device.fromFloats(q, DType.F32, 8, 1, HEAD_DIM).rows(0, 5), "main", 0, kvPool, eagerOut);
+        AttentionManager leased = manager(new AttentionConfig("kv"));
+        StepContext ctx = ctx(kv, 0, "a", "b");
+        ctx.setSlotLease(new SlotLease(0, new BucketKey("prefill", 2, 8)));
+        leased.plan(new AttentionStep(), ctx);
+        Tensor leasedOut = device.zeros(DType.F32, 8, 1, HEAD_DIM);
+
+        leased.run(device.fromFloats(q, DType.F32, 8, 1, HEAD_DIM), "main", 0, kvPool, leasedOut);
+
+        assertThat(Arrays.copyOf(device.toFloats(leasedOut), 5 * HEAD_DIM)).containsExactly(device.toFloats(eagerOut));
+        assertThatThrownBy(() -> eager.run(device.zeros(DType.F32, 8, 1, HEAD_DIM), "main", 0, kvPool, leasedOut))
+                .hasMessageContaining("8 rows but label 'main' planned 5 tokens");
     }
 
     @Test
