@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (operators, kernels with the fatbin and cuBLAS shim, JCuda and its driver-API native library) and
+# jars (operators, kernels with the fatbin and cuBLAS shim, Jackson, JCuda and its driver-API native library) and
 # the scripts that run there. Then, with the device tool: carry gpu-bundle and run
 # `bash gpu-bundle/run-harness.sh` (docs/gpu/README.md).
 set -euo pipefail
@@ -18,6 +18,10 @@ jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --str
     --no-man-pages --output "$BUNDLE/jre"
 cp flink-mstar-operators/target/flink-mstar-operators-*.jar kernels/target/mstar-kernels-*.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
+# The engine path needs Jackson (config.json: the harness writes and loads a checkpoint) and the SLF4J API
+# (resources log through it; with no binding on the class path it logs nowhere).
+mvn -B -q ${MVN_OFFLINE:+-o} -pl flink-mstar-operators dependency:copy-dependencies -DincludeScope=runtime \
+    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api -DoutputDirectory="$PWD/$BUNDLE/lib"
 cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the

@@ -15,12 +15,15 @@ import java.util.Locale;
 record CheckResult(String op, String shape, String dtype, double error, double tolerance, double millis,
                    String reference) {
 
-    /** Runs one check; an exception becomes a failed row that carries its message instead of ending the run. */
+    /**
+     * Runs one check; an exception, or a class missing from the bundle, becomes a failed row that carries its
+     * message instead of ending the run.
+     */
     static void attempt(List<CheckResult> results, String name, Runnable check) {
         System.out.println("check " + name); // progress, so a hang or crash shows where it happened
         try {
             check.run();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | LinkageError e) {
             results.add(new CheckResult(name, "-", "-", Double.POSITIVE_INFINITY, 0, 0,
                     "threw " + e.getClass().getSimpleName() + ": " + e.getMessage()));
         }

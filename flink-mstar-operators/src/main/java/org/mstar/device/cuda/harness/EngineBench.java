@@ -7,7 +7,7 @@ import java.util.Locale;
 import java.util.Random;
 import java.util.Set;
 import org.mstar.device.DType;
-import org.mstar.device.cuda.CudaDevice;
+import org.mstar.device.Device;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
@@ -24,7 +24,7 @@ import org.mstar.resources.SamplingReqConfig;
 
 /**
  * Engine throughput, a first serving number: the bf16 engine on random weights of Llama-3-8B's geometry
- * (hidden 4096, intermediate 14336, 32/8 heads of 128, vocab 128256), generated straight on the GPU, at
+ * (hidden 4096, intermediate 14336, 32/8 heads of 128, vocab 128256), generated straight on the device, at
  * a few layer counts so that the per-layer and fixed (embedding, LM head, sampling, host) parts of a step
  * separate and extrapolate to 32 layers. Per batch size: {@value #PROMPT}-token random prompts submitted
  * together and prefilled under a {@value #TOKEN_BUDGET}-token budget, then {@value #DECODE_STEPS} steps in
@@ -62,30 +62,34 @@ final class EngineBench {
         }
     }
 
-    private final CudaDevice gpu;
+    private final Device device;
     private final long seed;
 
-    EngineBench(CudaDevice gpu, long seed) {
-        this.gpu = gpu;
+    EngineBench(Device device, long seed) {
+        this.device = device;
         this.seed = seed;
     }
 
-    static ModelConfig geometry(int layers) {
+    /** Llama-3-8B's geometry (the layer count is {@link #run}'s to choose). */
+    static ModelConfig llama3_8b() {
         return ModelConfig.builder(Architecture.LLAMA)
-                .hiddenSize(4096).intermediateSize(14336).numLayers(layers).numHeads(32).numKvHeads(8).headDim(128)
+                .hiddenSize(4096).intermediateSize(14336).numLayers(32).numHeads(32).numKvHeads(8).headDim(128)
                 .rmsNormEps(1e-5).ropeTheta(500_000).ropeScaling(RopeScaling.llama3(8.0, 1.0, 4.0, 8192))
                 .maxPositionEmbeddings(131_072).vocabSize(128_256).bosTokenId(128_000).eosTokenId(128_001)
                 .dtype(DType.BF16).build();
     }
 
-    /** Every batch size on a model of each layer count; the first, discarded run at the largest batch warms up. */
-    List<Row> run(int[] layerCounts, int[] batches) {
+    /**
+     * Every batch size on a model of {@code geometry} with each layer count; a first, discarded run at the
+     * largest batch warms up (kernel loading, cuBLAS heuristics, allocator size classes).
+     */
+    List<Row> run(ModelConfig geometry, int[] layerCounts, int[] batches) {
         int maxBatch = java.util.Arrays.stream(batches).max().orElseThrow();
         List<Row> rows = new ArrayList<>();
         for (int layers : layerCounts) {
-            ModelConfig config = geometry(layers);
+            ModelConfig config = geometry.toBuilder().numLayers(layers).build();
             long start = System.nanoTime();
-            LlamaWeights weights = RandomWeights.create(config, gpu, DType.BF16, seed);
+            LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
             double generateSeconds = (System.nanoTime() - start) / 1e9;
             System.out.printf(Locale.ROOT, "engine bench: %d layers, %.1f GB of random weights in %.1f s%n", layers,
                     weights.byteSize() / 1e9, generateSeconds);
@@ -114,7 +118,7 @@ final class EngineBench {
         for (int i = 0; i < batch; i++) {
             int[] prompt = new int[PROMPT];
             for (int j = 0; j < PROMPT; j++) {
-                prompt[j] = rnd.nextInt(128_000); // below the special tokens
+                prompt[j] = rnd.nextInt(config.vocabSize()); // EOS in a prompt stops nothing
             }
             String id = "b" + batch + "-" + i + "-" + layers;
             ids.add(id);

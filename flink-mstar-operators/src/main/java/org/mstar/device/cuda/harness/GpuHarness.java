@@ -37,7 +37,7 @@ public final class GpuHarness {
         String body;
         try {
             body = table.get();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | LinkageError e) {
             body = "failed: " + e + "\n";
         }
         String s = "\n## " + title + "\n\n" + body;
@@ -116,7 +116,8 @@ public final class GpuHarness {
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
                         + EngineBench.PROMPT + "-token prompts)", () -> {
-                            List<EngineBench.Row> rows = new EngineBench(gpu, benchSeed).run(layers, new int[] {1, 16, 64});
+                            List<EngineBench.Row> rows = new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(), layers,
+                                    new int[] {1, 16, 64});
                             return EngineBench.table(rows, PEAK_TB_PER_S) + "\nFit over layer counts, carried to 32 layers:\n\n"
                                     + EngineBench.extrapolation(rows, 32, PEAK_TB_PER_S);
                         }));
