@@ -64,6 +64,8 @@ final class EngineBench {
 
     private final Device device;
     private final long seed;
+    /** Numbers the runs, so request ids stay unique. */
+    private int runs;
 
     EngineBench(Device device, long seed) {
         this.device = device;
@@ -80,8 +82,9 @@ final class EngineBench {
     }
 
     /**
-     * Every batch size on a model of {@code geometry} with each layer count; a first, discarded run at the
-     * largest batch warms up (kernel loading, cuBLAS heuristics, allocator size classes).
+     * Every batch size on a model of {@code geometry} with each layer count. Each batch runs twice and the
+     * second run is reported: the first meets the step shapes of that batch for the first time (kernel
+     * loading, cuBLAS heuristics, new allocator size classes).
      */
     List<Row> run(ModelConfig geometry, int[] layerCounts, int[] batches) {
         int maxBatch = java.util.Arrays.stream(batches).max().orElseThrow();
@@ -99,8 +102,8 @@ final class EngineBench {
                     new KvCacheOptions(PROMPT + MAX_TOKENS, pages, PAGE, 0, false));
             try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
                  LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
-                measure(engine, config, maxBatch, 0, 0, 0);
                 for (int b : batches) {
+                    measure(engine, config, b, layers, generateSeconds, streamed);
                     Row row = measure(engine, config, b, layers, generateSeconds, streamed);
                     System.out.printf(Locale.ROOT, "engine bench: %d layers, batch %d: prefill %.0f tok/s, decode %.2f "
                             + "ms/step%n", layers, b, row.prefillTokensPerSecond(), row.decodeMillisPerStep());
@@ -114,13 +117,14 @@ final class EngineBench {
     private Row measure(LlamaEngine engine, ModelConfig config, int batch, int layers, double generateSeconds,
                         long streamed) {
         Random rnd = new Random(seed + batch);
+        runs++;
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
             int[] prompt = new int[PROMPT];
             for (int j = 0; j < PROMPT; j++) {
                 prompt[j] = rnd.nextInt(config.vocabSize()); // EOS in a prompt stops nothing
             }
-            String id = "b" + batch + "-" + i + "-" + layers;
+            String id = "run" + runs + "-" + i;
             ids.add(id);
             engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), MAX_TOKENS, 0, List.of(),
                     true, 0));
