@@ -1,6 +1,8 @@
 package org.mstar.device.cuda.harness;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -47,7 +49,7 @@ final class EngineBench {
      *                      gathers only the batch's rows)
      * @param kvBytes K and V bytes the decode step's attention reads, at the mean context of the timed steps
      */
-    record Row(int layers, int batch, double generateSeconds, int prefillSteps, double prefillMillis,
+    record Row(int layers, int batch, int prefillSteps, double prefillMillis,
                double decodeMillisPerStep, long streamedBytes, long kvBytes) {
         double prefillTokensPerSecond() {
             return batch * (double) PROMPT / (prefillMillis / 1e3);
@@ -87,7 +89,7 @@ final class EngineBench {
      * loading, cuBLAS heuristics, new allocator size classes).
      */
     List<Row> run(ModelConfig geometry, int[] layerCounts, int[] batches) {
-        int maxBatch = java.util.Arrays.stream(batches).max().orElseThrow();
+        int maxBatch = Arrays.stream(batches).max().orElseThrow();
         List<Row> rows = new ArrayList<>();
         for (int layers : layerCounts) {
             ModelConfig config = geometry.toBuilder().numLayers(layers).build();
@@ -103,8 +105,8 @@ final class EngineBench {
             try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
                  LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
                 for (int b : batches) {
-                    measure(engine, config, b, layers, generateSeconds, streamed);
-                    Row row = measure(engine, config, b, layers, generateSeconds, streamed);
+                    measure(engine, config, b, layers, streamed);
+                    Row row = measure(engine, config, b, layers, streamed);
                     System.out.printf(Locale.ROOT, "engine bench: %d layers, batch %d: prefill %.0f tok/s, decode %.2f "
                             + "ms/step%n", layers, b, row.prefillTokensPerSecond(), row.decodeMillisPerStep());
                     rows.add(row);
@@ -114,8 +116,7 @@ final class EngineBench {
         return rows;
     }
 
-    private Row measure(LlamaEngine engine, ModelConfig config, int batch, int layers, double generateSeconds,
-                        long streamed) {
+    private Row measure(LlamaEngine engine, ModelConfig config, int batch, int layers, long streamed) {
         Random rnd = new Random(seed + batch);
         runs++;
         List<String> ids = new ArrayList<>();
@@ -153,7 +154,7 @@ final class EngineBench {
         ids.forEach(engine::remove);
         long meanContext = PROMPT + 1 + WARMUP_STEPS + DECODE_STEPS / 2;
         long kvBytes = (long) batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes();
-        return new Row(layers, batch, generateSeconds, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes);
+        return new Row(layers, batch, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes);
     }
 
     private static StepResult step(LlamaEngine engine) {
@@ -190,8 +191,8 @@ final class EngineBench {
         sb.append("|---|---|---|---|---|---|---|---|---|\n");
         for (int b : rows.stream().mapToInt(Row::batch).distinct().toArray()) {
             List<Row> at = rows.stream().filter(r -> r.batch == b).toList();
-            Row lo = at.stream().min(java.util.Comparator.comparingInt(Row::layers)).orElseThrow();
-            Row hi = at.stream().max(java.util.Comparator.comparingInt(Row::layers)).orElseThrow();
+            Row lo = at.stream().min(Comparator.comparingInt(Row::layers)).orElseThrow();
+            Row hi = at.stream().max(Comparator.comparingInt(Row::layers)).orElseThrow();
             if (lo.layers == hi.layers) {
                 continue;
             }
