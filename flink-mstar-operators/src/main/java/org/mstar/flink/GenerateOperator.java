@@ -8,7 +8,6 @@ import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
-import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
@@ -31,6 +30,8 @@ import org.mstar.resources.RequestValidationException;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.RequestMirror;
 import org.mstar.schemas.Response;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Serves generation requests on a stream keyed by request id with one {@link GenerationEngine} per subtask. A thin
@@ -45,14 +46,15 @@ import org.mstar.schemas.Response;
  *   <li>{@link #processElement}: validates the request (a bad one becomes a 400 error event) and submits it.
  *       While {@link GenerateOptions#MAX_WAITING} requests wait, it first runs engine steps, which slows the
  *       Kafka source instead of growing memory.
- *   <li>engine steps run as mails of the task's mailbox, one step per mail, each rescheduling the next while
- *       the engine has work; records and barriers are processed between steps. A step micro-batches every
- *       live request and emits their {@code TokenEvent}s, a {@code GenerateResult} per finished request and an
+ *   <li>engine steps run as processing-time timers on the task thread, each scheduling the next while the
+ *       engine has work; records and barriers are processed between steps. A step micro-batches every live
+ *       request and emits their {@code TokenEvent}s, a {@code GenerateResult} per finished request and an
  *       {@code ErrorEvent} per failed or timed-out one.
  *   <li>{@link #prepareSnapshotPreBarrier}: writes the mirrors of requests that changed since the last
  *       checkpoint, so the checkpoint holds exactly the tokens emitted before its barrier.
  *   <li>{@link #finish}: end of input (also stop-with-savepoint --drain): runs steps until every request is
- *       done; nothing is emitted after it.
+ *       done; nothing is emitted after it. Stop-with-savepoint without drain does not call it: steps stop and
+ *       the savepoint holds the live requests, to be resumed by the next job, at any parallelism.
  *   <li>{@link #close}: closes the engine and frees its device memory, also after a failure.
  * </ul>
  *
@@ -67,6 +69,8 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         implements OneInputStreamOperator<GenerateRequest, Response> {
     private static final long serialVersionUID = 1L;
 
+    private static final Logger LOG = LoggerFactory.getLogger(GenerateOperator.class);
+
     static final String MIRROR_STATE = "request-mirror";
 
     // ------------------------------------------------------------------------
@@ -76,8 +80,6 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     private final EngineFactory engineFactory;
     private final GenerateSettings settings;
     private final RequestConverter converter;
-    /** Runs engine steps on the task thread, between records. */
-    private final transient MailboxExecutor mailbox;
 
     // ------------------------------------------------------------------------
     //  runtime fields
@@ -87,7 +89,7 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     private transient GenerationEngine engine;
     /** Every live request of this subtask, in arrival order. */
     private transient Map<String, LiveRequest> live;
-    /** Whether a step mail is in the mailbox. */
+    /** Whether a step timer is pending. */
     private transient boolean stepScheduled;
     private transient boolean restored;
 
@@ -106,7 +108,6 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         this.engineFactory = engineFactory;
         this.settings = settings;
         this.converter = settings.converter();
-        this.mailbox = parameters.getMailboxExecutor();
     }
 
     // ------------------------------------------------------------------------
@@ -169,12 +170,15 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     @Override
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         super.prepareSnapshotPreBarrier(checkpointId);
+        int written = 0;
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
             if (e.getValue().dirty()) {
                 setCurrentKey(e.getKey());
                 mirrors.update(e.getValue().flush());
+                written++;
             }
         }
+        LOG.debug("Checkpoint {}: wrote {} of {} live request mirrors", checkpointId, written, live.size());
     }
 
     @Override
@@ -210,20 +214,31 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     //  steps
     // ------------------------------------------------------------------------
 
+    /** Asks for a step as soon as possible, if the engine has work and none is pending. */
     private void scheduleStep() {
-        if (!stepScheduled && engine != null && engine.hasWork()) {
+        scheduleStepAt(now());
+    }
+
+    /**
+     * Steps run as processing-time timers, which the task executes between records and barriers, and which Flink
+     * stops firing when the input ends (also on stop-with-savepoint without drain, so in-flight requests stay in
+     * the savepoint instead of delaying it until they finish).
+     */
+    private void scheduleStepAt(long timestamp) {
+        if (!stepScheduled && engine.hasWork()) {
             stepScheduled = true;
-            mailbox.execute(this::scheduledStep, "mstar engine step");
+            getProcessingTimeService().registerTimer(timestamp, this::onStepDue);
         }
     }
 
-    private void scheduledStep() throws Exception {
+    /**
+     * Runs one step and schedules the next 1 ms after this one was due: back to back whenever a step takes longer
+     * than that (Flink fires a timer whose time has passed at once), at most 1000 steps a second otherwise.
+     */
+    private void onStepDue(long dueTime) throws Exception {
         stepScheduled = false;
-        if (engine == null) {
-            return; // closed while this mail waited
-        }
         step();
-        scheduleStep();
+        scheduleStepAt(dueTime + 1);
     }
 
     private void step() throws Exception {

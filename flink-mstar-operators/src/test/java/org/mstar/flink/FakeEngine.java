@@ -50,6 +50,11 @@ public final class FakeEngine implements GenerationEngine {
 
         /** A request resumed with at least one generated token. */
         default void onResumeMidGeneration() {}
+
+        /** While true, steps produce nothing, as if the device were very slow. */
+        default boolean paused() {
+            return false;
+        }
     }
 
     public FakeEngine(int maxRunning, int contextLength, long stepNanos, Hooks hooks) {
@@ -110,6 +115,9 @@ public final class FakeEngine implements GenerationEngine {
         }
         if (stepNanos > 0) {
             LockSupport.parkNanos(stepNanos); // simulated forward pass
+        }
+        if (hooks.paused()) {
+            return StepResult.EMPTY;
         }
         List<TokenOutput> tokens = new ArrayList<>();
         List<FinishedRequest> finished = new ArrayList<>();

@@ -1,17 +1,18 @@
 package org.mstar.flink;
 
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.configuration.ReadableConfig;
 import org.mstar.engine.GenerationEngine;
 
 /**
  * Builds {@link FakeEngine}s inside a job. Engines of one {@link Scenario} (looked up by name, as the factory is
- * serialised into the job graph while MiniCluster runs in the test's JVM) share its counters and its planned
- * failures.
+ * serialised into the job graph while MiniCluster runs in the test's JVM) share its counters and the failures a
+ * test injects.
  */
 public final class FakeEngineFactory implements EngineFactory {
     private static final long serialVersionUID = 1L;
@@ -40,29 +41,48 @@ public final class FakeEngineFactory implements EngineFactory {
         return new FakeEngine(maxRunning, CONTEXT_LENGTH, stepNanos, s);
     }
 
-    /** Shared by the engines of one test: counts what they did and fails them at planned token counts. */
+    /** Shared by the engines of one test: counts what they did and fails them when the test says so. */
     public static final class Scenario implements FakeEngine.Hooks {
         private static final Map<String, Scenario> ALL = new ConcurrentHashMap<>();
 
         final AtomicInteger engines = new AtomicInteger();
         final AtomicInteger resumedMidGeneration = new AtomicInteger();
-        final AtomicInteger failures = new AtomicInteger();
-        private final ArrayDeque<Long> failAt = new ArrayDeque<>();
-        private long tokens;
+        private final Semaphore failures = new Semaphore(0);
+        private boolean failNextStep;
+        private volatile boolean paused;
 
-        /**
-         * A fresh scenario under {@code name}.
-         *
-         * @param failAtTokens ascending totals of generated tokens (over all engines, regenerated ones included)
-         *     at which the step reaching each throws once
-         */
-        public static Scenario start(String name, long... failAtTokens) {
+        /** A fresh scenario under {@code name}. */
+        public static Scenario start(String name) {
             Scenario s = new Scenario();
-            for (long t : failAtTokens) {
-                s.failAt.add(t);
-            }
             ALL.put(name, s);
             return s;
+        }
+
+        /** The next step of any engine of this scenario that produces tokens throws. */
+        public synchronized void failNextStep() {
+            failNextStep = true;
+        }
+
+        /** Holds every engine of this scenario mid-generation until {@link #unpause}. */
+        public void pause() {
+            paused = true;
+        }
+
+        public void unpause() {
+            paused = false;
+        }
+
+        @Override
+        public boolean paused() {
+            return paused;
+        }
+
+        /** Waits until {@code count} injected failures happened in all. */
+        public void awaitFailures(int count, Duration timeout) throws InterruptedException {
+            if (!failures.tryAcquire(count, timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new AssertionError("fewer than " + count + " injected failures within " + timeout);
+            }
+            failures.release(count);
         }
 
         static Scenario named(String name) {
@@ -77,17 +97,12 @@ public final class FakeEngineFactory implements EngineFactory {
             return resumedMidGeneration.get();
         }
 
-        public int failures() {
-            return failures.get();
-        }
-
         @Override
         public synchronized void onStep(int count) {
-            tokens += count;
-            if (!failAt.isEmpty() && tokens >= failAt.peek()) {
-                failAt.poll();
-                failures.incrementAndGet();
-                throw new IllegalStateException("injected engine failure after " + tokens + " tokens");
+            if (failNextStep && count > 0) {
+                failNextStep = false;
+                failures.release();
+                throw new IllegalStateException("injected engine failure");
             }
         }
 

@@ -5,14 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
-import org.apache.flink.streaming.runtime.tasks.mailbox.Mail;
-import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 import org.apache.flink.streaming.util.AbstractStreamOperatorTestHarness;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
@@ -20,7 +17,7 @@ import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.Response;
 
-/** Drives one {@link GenerateOperator} on RocksDB keyed state with a {@link FakeEngine}, mail by mail. */
+/** Drives one {@link GenerateOperator} on RocksDB keyed state with a {@link FakeEngine}, step by step. */
 class GenerateOperatorTest {
     private static final int MAX_PARALLELISM = 128;
 
@@ -32,7 +29,7 @@ class GenerateOperatorTest {
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
-            runMails(harness, Integer.MAX_VALUE);
+            runToIdle(harness);
 
             collect(harness).assertComplete(requests);
             harness.prepareSnapshotPreBarrier(1);
@@ -50,18 +47,18 @@ class GenerateOperatorTest {
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
-            runMails(harness, 5);
+            runSteps(harness, 5);
             harness.prepareSnapshotPreBarrier(1);
             snapshot = harness.snapshot(1, 1);
             committed.addAll(harness.extractOutputValues());
             assertThat(mirrors(harness)).isEqualTo(requests.size());
             // Output after the checkpoint is lost with the failure (its transaction is aborted).
-            runMails(harness, 3);
+            runSteps(harness, 3);
         }
         try (var restored = harness(new Configuration(), 1, 0)) {
             restored.initializeState(snapshot);
             restored.open();
-            runMails(restored, Integer.MAX_VALUE);
+            runToIdle(restored);
             committed.addAll(restored.extractOutputValues());
         }
         committed.assertComplete(requests);
@@ -77,7 +74,7 @@ class GenerateOperatorTest {
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
-            runMails(harness, 4);
+            runSteps(harness, 4);
             harness.prepareSnapshotPreBarrier(1);
             snapshot = harness.snapshot(1, 1);
             committed.addAll(harness.extractOutputValues());
@@ -91,7 +88,7 @@ class GenerateOperatorTest {
                 int resumed = ((GenerateOperator) restored.getOperator()).liveRequests();
                 assertThat(resumed).as("requests resumed by subtask %s", subtask).isPositive();
                 resumedTotal += resumed;
-                runMails(restored, Integer.MAX_VALUE);
+                runToIdle(restored);
                 committed.addAll(restored.extractOutputValues());
             }
         }
@@ -112,7 +109,7 @@ class GenerateOperatorTest {
             harness.processElement(negative, 0);
             harness.processElement(tooLong, 0);
             harness.processElement(good.get(1), 0);
-            runMails(harness, Integer.MAX_VALUE);
+            runToIdle(harness);
 
             TestRequests.Collected out = collect(harness);
             out.assertComplete(good);
@@ -130,9 +127,9 @@ class GenerateOperatorTest {
         try (var harness = harness(new Configuration(), 1, 0)) {
             harness.open();
             harness.processElement(request, 0);
-            runMails(harness, 1);
+            runSteps(harness, 1);
             harness.processElement(GenerateRequest.newBuilder(request).build(), 0);
-            runMails(harness, Integer.MAX_VALUE);
+            runToIdle(harness);
             collect(harness).assertComplete(List.of(request));
         }
     }
@@ -147,9 +144,9 @@ class GenerateOperatorTest {
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
-            // No mail ran, yet the engine stepped to make room: tokens are out.
+            // No timer fired, yet the engine stepped to make room: tokens are out.
             assertThat(collect(harness).tokens).isNotEmpty();
-            runMails(harness, Integer.MAX_VALUE);
+            runToIdle(harness);
             collect(harness).assertComplete(requests);
         }
     }
@@ -167,9 +164,9 @@ class GenerateOperatorTest {
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
-            runMails(harness, 1);
+            runSteps(harness, 1);
             harness.setProcessingTime(2_500);
-            runMails(harness, Integer.MAX_VALUE);
+            runToIdle(harness);
 
             TestRequests.Collected out = collect(harness);
             out.assertComplete(requests.subList(0, 2));
@@ -212,12 +209,17 @@ class GenerateOperatorTest {
         }
     }
 
-    /** Runs up to {@code max} mails (engine steps) of the operator, in order. */
-    private static void runMails(AbstractStreamOperatorTestHarness<?> harness, int max) throws Exception {
-        TaskMailbox mailbox = harness.getTaskMailbox();
-        Optional<Mail> mail;
-        for (int i = 0; i < max && (mail = mailbox.tryTake(TaskMailbox.MIN_PRIORITY)).isPresent(); i++) {
-            mail.get().run();
+    /** Advances processing time 1 ms at a time, {@code count} times: each fires the pending step timer. */
+    private static void runSteps(AbstractStreamOperatorTestHarness<?> harness, int count) throws Exception {
+        for (int i = 0; i < count; i++) {
+            harness.setProcessingTime(harness.getProcessingTime() + 1);
+        }
+    }
+
+    /** Advances processing time until no step is pending: every request is done. */
+    private static void runToIdle(AbstractStreamOperatorTestHarness<?> harness) throws Exception {
+        while (harness.getProcessingTimeService().getNumActiveTimers() > 0) {
+            runSteps(harness, 1);
         }
     }
 
