@@ -1,6 +1,6 @@
 package org.mstar.jobs;
 
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.util.Locale;
 import java.util.function.Consumer;
 import org.mstar.schemas.ErrorEvent;
@@ -14,11 +14,11 @@ import org.mstar.schemas.TokenEvent;
  * the second stream.
  */
 final class ResponsePrinter implements Consumer<Response> {
-    private final PrintStream out;
-    private final PrintStream info;
+    private final PrintWriter out;
+    private final PrintWriter info;
     private final boolean streaming;
 
-    ResponsePrinter(PrintStream out, PrintStream info, boolean streaming) {
+    ResponsePrinter(PrintWriter out, PrintWriter info, boolean streaming) {
         this.out = out;
         this.info = info;
         this.streaming = streaming;
@@ -38,9 +38,12 @@ final class ResponsePrinter implements Consumer<Response> {
                     r.getRequestId(), r.getFinishReason(), r.getUsage().getPromptTokens(),
                     r.getUsage().getCompletionTokens(), r.getTimings().getTimeToFirstTokenMs(),
                     r.getTimings().getMeanInterTokenMs());
+            out.flush();
+            info.flush();
         } else {
             ErrorEvent e = (ErrorEvent) event;
             info.printf(Locale.ROOT, "[%s] error %d: %s%n", e.getRequestId(), e.getCode(), e.getMessage());
+            info.flush();
         }
     }
 }

@@ -9,15 +9,21 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import org.mstar.schemas.GenerateRequest;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /** {@code mstar send}: produce prompts to a running job and print its streamed responses. */
 @Command(name = "send", mixinStandardHelpOptions = true,
         description = "Send prompts to a running generation job and print the responses as they stream.")
 final class SendCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
     @Mixin
     KafkaTopics topics;
 
@@ -38,20 +44,24 @@ final class SendCommand implements Callable<Integer> {
         List<GenerateRequest> requests = texts.stream().map(sampling::request).toList();
         try (GenerateClient client = new GenerateClient(topics.bootstrapServers, topics.requestsTopic,
                 topics.responsesTopic)) {
-            return exchange(client, requests, Duration.ofSeconds(timeoutSeconds));
+            return exchange(spec.commandLine(), client, requests, Duration.ofSeconds(timeoutSeconds));
         }
     }
 
-    /** Sends {@code requests}, prints their responses; 0 when every request got its result or error. */
-    static int exchange(GenerateClient client, List<GenerateRequest> requests, Duration timeout) throws Exception {
+    /**
+     * Sends {@code requests} and prints their responses to the command's output (usage and errors to its error
+     * stream); 0 when every request got its result or error.
+     */
+    static int exchange(CommandLine cli, GenerateClient client, List<GenerateRequest> requests, Duration timeout)
+            throws Exception {
         Set<String> ids = new LinkedHashSet<>();
         for (GenerateRequest r : requests) {
             client.send(r);
             ids.add(r.getRequestId());
         }
-        Set<String> unanswered = client.await(ids, timeout, new ResponsePrinter(System.out, System.err, ids.size() == 1));
+        Set<String> unanswered = client.await(ids, timeout, new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1));
         if (!unanswered.isEmpty()) {
-            System.err.println("No complete response within " + timeout.toSeconds() + " s for " + unanswered);
+            cli.getErr().println("No complete response within " + timeout.toSeconds() + " s for " + unanswered);
             return 1;
         }
         return 0;

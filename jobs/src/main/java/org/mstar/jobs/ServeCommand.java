@@ -1,24 +1,17 @@
 package org.mstar.jobs;
 
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import org.apache.flink.configuration.CheckpointingOptions;
-import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.StateBackendOptions;
-import org.apache.flink.connector.base.DeliveryGuarantee;
-import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.mstar.flink.GenerateOptions;
-import org.mstar.flink.GenerationPipeline;
-import org.mstar.flink.KafkaIoOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
  * {@code mstar serve}: the generation job against a Kafka cluster. Run by {@code flink run mstar-jobs.jar serve
- * ...} it is submitted to that Flink cluster; run directly (Flink on the classpath) it starts a local one.
+ * ...} it is submitted to that Flink cluster; run directly (Flink on the classpath) it starts a local one. The
+ * flags only; {@link ServeJob} builds the job, so that the other commands run without Flink on the classpath
+ * (picocli inspects every command's fields and methods at start).
  */
 @Command(name = "serve", mixinStandardHelpOptions = true,
         description = "Run the generation job: requests from Kafka, responses to Kafka.")
@@ -27,7 +20,7 @@ final class ServeCommand implements Callable<Integer> {
     KafkaTopics topics;
 
     @Option(names = "--engine-factory", paramLabel = "CLASS",
-            description = "EngineFactory class with a public (ReadableConfig) constructor (" + "mstar.engine.factory).")
+            description = "EngineFactory class with a public (ReadableConfig) constructor (mstar.engine.factory).")
     String engineFactory;
 
     @Option(names = "--model", paramLabel = "DIR", description = "Model folder, the same path on every TaskManager.")
@@ -40,7 +33,7 @@ final class ServeCommand implements Callable<Integer> {
     Integer parallelism;
 
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
-    DeliveryGuarantee delivery;
+    String delivery;
 
     @Option(names = "--transactional-id-prefix", paramLabel = "PREFIX",
             description = "Unique per job on the Kafka cluster; keep it when resuming. Default: ${DEFAULT-VALUE}.")
@@ -58,40 +51,7 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Configuration conf = configuration();
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
-        GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
-        if (parallelism != null) {
-            builder.parallelism(parallelism);
-        }
-        builder.build().addTo(env);
-        env.execute("mstar serve");
+        ServeJob.run(this);
         return 0;
-    }
-
-    Configuration configuration() {
-        Configuration conf = Configuration.fromMap(options);
-        conf.set(KafkaIoOptions.BOOTSTRAP_SERVERS, topics.bootstrapServers);
-        conf.set(KafkaIoOptions.REQUESTS_TOPIC, topics.requestsTopic);
-        conf.set(KafkaIoOptions.RESPONSES_TOPIC, topics.responsesTopic);
-        conf.set(KafkaIoOptions.TRANSACTIONAL_ID_PREFIX, transactionalIdPrefix);
-        setIfGiven(conf, KafkaIoOptions.GROUP_ID, groupId);
-        setIfGiven(conf, KafkaIoOptions.DELIVERY_GUARANTEE, delivery);
-        setIfGiven(conf, GenerateOptions.ENGINE_FACTORY, engineFactory);
-        setIfGiven(conf, GenerateOptions.MODEL_DIR, model);
-        setIfGiven(conf, GenerateOptions.DEVICE, device);
-        if (!conf.contains(CheckpointingOptions.CHECKPOINTING_INTERVAL)) {
-            conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofSeconds(checkpointSeconds));
-        }
-        if (!conf.contains(StateBackendOptions.STATE_BACKEND)) {
-            conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
-        }
-        return conf;
-    }
-
-    private static <T> void setIfGiven(Configuration conf, org.apache.flink.configuration.ConfigOption<T> option, T value) {
-        if (value != null) {
-            conf.set(option, value);
-        }
     }
 }
