@@ -14,6 +14,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
@@ -31,11 +32,12 @@ import org.mstar.flink.GenerationPipeline;
 import org.mstar.flink.TestRequests;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
+import org.mstar.schemas.TokenEvent;
 
 /**
  * The whole job on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker, with the
- * fake engine: exactly-once output, recovery from injected failures, rescaling through savepoints, bad input.
- * Every check reads the responses topic as a read_committed consumer.
+ * fake engine: exactly-once output, recovery from injected failures, at-least-once repeats, rescaling through
+ * savepoints, bad input. Every check reads the responses topic as a read_committed consumer.
  */
 class GenerationPipelineITCase {
     private static final Duration TIMEOUT = Duration.ofSeconds(90);
@@ -101,6 +103,52 @@ class GenerationPipelineITCase {
         out.assertComplete(requests);
         assertThat(out.errors).isEmpty();
         assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
+    }
+
+    @Test
+    void atLeastOnceRepeatsOnlyIdenticalEventsThatConsumersDrop() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("alo", 30);
+        Job job = new Job("alo", 2, Duration.ofMillis(5));
+        Scenario scenario = Scenario.start(job.name);
+        kafka.produce(job.requests, requests);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf, 2, DeliveryGuarantee.AT_LEAST_ONCE);
+        kafka.readUntil(job.responses, c -> c.resultCount() >= 8, TIMEOUT);
+        scenario.failNextStep();
+        scenario.awaitFailures(1, TIMEOUT);
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.results.keySet().containsAll(requests.stream().map(GenerateRequest::getRequestId).toList()),
+                TIMEOUT);
+        client.cancel().get();
+
+        firstOfEach(out).assertComplete(requests);
+    }
+
+    /**
+     * What an at-least-once consumer keeps: the first TokenEvent per (request_id, index) and the first result per
+     * request, after checking that every repeat is identical to what it repeats (timings aside).
+     */
+    private static TestRequests.Collected firstOfEach(TestRequests.Collected raw) {
+        TestRequests.Collected kept = new TestRequests.Collected();
+        raw.tokens.forEach((id, events) -> {
+            Map<Integer, TokenEvent> byIndex = new java.util.TreeMap<>();
+            for (TokenEvent e : events) {
+                TokenEvent first = byIndex.putIfAbsent(e.getIndex(), e);
+                assertThat(first == null || first.equals(e)).as("repeat of %s[%s]", id, e.getIndex()).isTrue();
+            }
+            kept.tokens.put(id, new ArrayList<>(byIndex.values()));
+        });
+        raw.results.forEach((id, results) -> {
+            assertThat(results).as("results of %s", id)
+                    .usingRecursiveFieldByFieldElementComparatorIgnoringFields("timings")
+                    .containsOnly(results.get(0));
+            kept.results.put(id, List.of(results.get(0)));
+        });
+        kept.errors.addAll(raw.errors);
+        return kept;
     }
 
     @Test
@@ -210,6 +258,10 @@ class GenerationPipelineITCase {
         }
 
         JobClient start(Configuration conf, int parallelism) throws Exception {
+            return start(conf, parallelism, DeliveryGuarantee.EXACTLY_ONCE);
+        }
+
+        JobClient start(Configuration conf, int parallelism, DeliveryGuarantee guarantee) throws Exception {
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
             env.setParallelism(parallelism);
             GenerationPipeline.builder()
@@ -218,6 +270,7 @@ class GenerationPipelineITCase {
                     .responsesTopic(responses)
                     .groupId(name)
                     .transactionalIdPrefix("tx-" + name)
+                    .deliveryGuarantee(guarantee)
                     .engineFactory(engine)
                     .build()
                     .addTo(env);
