@@ -3,6 +3,7 @@ package org.mstar.flink;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.mstar.engine.GenerationRequest;
@@ -137,7 +138,7 @@ final class RequestConverter implements Serializable {
         if (v == null) {
             return fallback;
         }
-        return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
+        return switch (v.trim().toLowerCase(Locale.ROOT)) {
             case "true" -> true;
             case "false" -> false;
             default -> throw new RequestValidationException("sampling_options." + key, "must be true or false, got '" + v + "'");

@@ -1,5 +1,6 @@
 package org.mstar.flink;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
@@ -28,7 +29,7 @@ final class ResponseSerializer implements KafkaRecordSerializationSchema<Respons
             byte[] value = new byte[buffer.remaining()];
             buffer.get(value);
             return new ProducerRecord<>(topic, null, timestamp, key, value);
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             throw new IllegalStateException("cannot encode a response of request " + id, e);
         }
     }

@@ -1,6 +1,7 @@
 package org.mstar.flink;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -189,7 +190,7 @@ public final class FakeEngine implements GenerationEngine {
         if (trimmed.isEmpty()) {
             return new int[0];
         }
-        return java.util.Arrays.stream(trimmed.split("\\s+")).mapToInt(w -> 3 + Math.floorMod(w.hashCode(), VOCAB - 3)).toArray();
+        return Arrays.stream(trimmed.split("\\s+")).mapToInt(w -> 3 + Math.floorMod(w.hashCode(), VOCAB - 3)).toArray();
     }
 
     private FinishReason finishReason(Sequence s, int id, int index) {
@@ -239,7 +240,7 @@ public final class FakeEngine implements GenerationEngine {
         Sequence(GenerationRequest request, int[] prompt, int[] generated, long order) {
             this.request = request;
             this.prompt = prompt;
-            this.promptHash = java.util.Arrays.hashCode(prompt) * 0x9e3779b97f4a7c15L;
+            this.promptHash = Arrays.hashCode(prompt) * 0x9e3779b97f4a7c15L;
             for (int id : generated) {
                 this.generated.add(id);
             }

@@ -1,6 +1,7 @@
 package org.mstar.flink;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -114,8 +115,8 @@ class GenerateOperatorTest {
             TestRequests.Collected out = collect(harness);
             out.assertComplete(good);
             assertThat(out.errors).extracting(ErrorEvent::getRequestId, ErrorEvent::getCode)
-                    .containsExactly(org.assertj.core.groups.Tuple.tuple("bad-temp", 400),
-                            org.assertj.core.groups.Tuple.tuple("bad-long", 400));
+                    .containsExactly(tuple("bad-temp", 400),
+                            tuple("bad-long", 400));
             assertThat(out.errors.get(0).getMessage()).startsWith("temperature:");
             assertThat(out.errors.get(1).getMessage()).startsWith("prompt:").contains("context");
         }

@@ -5,9 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.AbstractMap;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Consumer;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -23,10 +27,10 @@ import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.mstar.flink.FakeEngineFactory;
+import org.junit.jupiter.api.io.TempDir;
 import org.mstar.flink.FakeEngineFactory.Scenario;
+import org.mstar.flink.FakeEngineFactory;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
 import org.mstar.flink.TestRequests;
@@ -134,7 +138,7 @@ class GenerationPipelineITCase {
     private static TestRequests.Collected firstOfEach(TestRequests.Collected raw) {
         TestRequests.Collected kept = new TestRequests.Collected();
         raw.tokens.forEach((id, events) -> {
-            Map<Integer, TokenEvent> byIndex = new java.util.TreeMap<>();
+            Map<Integer, TokenEvent> byIndex = new TreeMap<>();
             for (TokenEvent e : events) {
                 TokenEvent first = byIndex.putIfAbsent(e.getIndex(), e);
                 assertThat(first == null || first.equals(e)).as("repeat of %s[%s]", id, e.getIndex()).isTrue();
@@ -194,8 +198,8 @@ class GenerationPipelineITCase {
         List<Map.Entry<String, byte[]>> records = new ArrayList<>();
         records.add(Map.entry("good-0", valid));
         records.add(Map.entry("bad-bytes", "{\"prompt\": \"json is not accepted\"}".getBytes(StandardCharsets.UTF_8)));
-        records.add(Map.entry("bad-truncated", java.util.Arrays.copyOf(valid, valid.length - 5)));
-        records.add(new java.util.AbstractMap.SimpleEntry<>("bad-null", null));
+        records.add(Map.entry("bad-truncated", Arrays.copyOf(valid, valid.length - 5)));
+        records.add(new AbstractMap.SimpleEntry<>("bad-null", null));
         records.add(Map.entry("bad-no-id", KafkaTestSupport.bytes(TestRequests.request("", 1))));
         records.add(Map.entry("good-1", KafkaTestSupport.bytes(good.get(1))));
         records.add(bad("bad-no-prompt", r -> r.setPrompt(null)));
@@ -225,7 +229,7 @@ class GenerationPipelineITCase {
         assertThat(out.errors).allSatisfy(e -> assertThat(e.getCode()).isEqualTo(400));
     }
 
-    private static Map.Entry<String, byte[]> bad(String id, java.util.function.Consumer<GenerateRequest> change)
+    private static Map.Entry<String, byte[]> bad(String id, Consumer<GenerateRequest> change)
             throws Exception {
         GenerateRequest r = TestRequests.request(id, 5);
         change.accept(r);
