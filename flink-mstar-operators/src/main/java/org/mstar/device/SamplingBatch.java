@@ -11,8 +11,11 @@ package org.mstar.device;
  *   <li>{@code minP[r] > 0}: zero probabilities below {@code minP · max}, renormalise;</li>
  *   <li>filters (when {@code applyFilters}): {@code topPFirst[r] == 0}: top-k ({@code topK[r]}, 0 = off) then
  *       top-p ({@code topP[r]}) over the renormalised top-k set; {@code != 0}: top-p then top-k, each on
- *       the full distribution. Top-p keeps the smallest prefix (by descending probability, ties by lower
- *       index) whose mass reaches {@code topP}, and at least {@code topPMinKeep[r]} tokens. Renormalise;</li>
+ *       the full distribution. Both keep a prefix of the ranked order (descending probability, ties by
+ *       lower index): top-k its first k; top-p the shortest prefix whose mass reaches
+ *       {@code ceil(topP · pool)}, at least {@code topPMinKeep[r]} tokens, where masses are exact integers
+ *       {@code floor(p · 2^40)} and the pool is the mass of the top-k set (top-k first) or of all tokens.
+ *       The kept length is {@code min(k, max(top-p prefix, minKeep))}. Renormalise if anything went;</li>
  *   <li>{@code maskStopIds[r] != 0}: probabilities of {@code stopIds} set to 0 (not renormalised:
  *       sampling normalises).</li>
  * </ol>

@@ -26,7 +26,7 @@ public final class CpuDevice implements Device {
 
     /** @param threads worker threads for ops that parallelise (1 = single-threaded) */
     public CpuDevice(int threads) {
-        this.ops = new CpuOps(this, threads);
+        this.ops = new CpuOps(threads);
     }
 
     @Override

@@ -9,13 +9,14 @@ import org.mstar.device.RopeParams;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
 
-/** The reference implementation of every op, written to be read: plain loops, fp32 accumulation. */
+/**
+ * The reference implementation of every op: fp32 arithmetic, rounded once on store. Rows move through
+ * {@link FloatRows} so no inner loop dispatches on dtype; the large ops live in their own classes.
+ */
 final class CpuOps implements ComputeOps, AutoCloseable {
-    private final CpuDevice device;
     private final ParallelLoop loop;
 
-    CpuOps(CpuDevice device, int threads) {
-        this.device = device;
+    CpuOps(int threads) {
         this.loop = new ParallelLoop(threads);
     }
 
@@ -24,16 +25,15 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor t = CpuTensor.of(table);
         CpuTensor id = CpuTensor.of(ids);
         CpuTensor o = CpuTensor.of(out);
-        int hidden = (int) t.dim(1);
         int vocab = (int) t.dim(0);
+        int hidden = (int) t.dim(1);
+        requireSize(o, (long) id.size() * hidden, "embedding output");
         for (int i = 0; i < id.size(); i++) {
             int tok = id.getInt(i);
             if (tok < 0 || tok >= vocab) {
                 throw new IndexOutOfBoundsException("token id " + tok + " outside vocab " + vocab);
             }
-            for (int h = 0; h < hidden; h++) {
-                o.setFloat(i * hidden + h, t.getFloat(tok * hidden + h));
-            }
+            FloatRows.copy(t, tok * hidden, o, i * hidden, hidden);
         }
     }
 
@@ -41,57 +41,48 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     public void rmsNorm(Tensor x, Tensor residual, Tensor weight, float eps, Tensor out) {
         CpuTensor xs = CpuTensor.of(x);
         CpuTensor r = residual == null ? null : CpuTensor.of(residual);
-        CpuTensor w = CpuTensor.of(weight);
         CpuTensor o = CpuTensor.of(out);
-        int hidden = (int) xs.dim(-1);
+        float[] w = FloatRows.readAll(CpuTensor.of(weight));
+        int hidden = w.length;
+        if (xs.dim(-1) != hidden) {
+            throw new IllegalArgumentException("rmsNorm of " + xs + " with a weight of " + hidden);
+        }
         int rows = xs.size() / hidden;
-        loop.forEach(rows, hidden, row -> {
-            int base = row * hidden;
+        requireSize(o, xs.size(), "rmsNorm output");
+        if (r != null) {
+            requireSize(r, xs.size(), "rmsNorm residual");
+        }
+        loop.forChunks(rows, hidden * 4L, (from, to) -> {
             float[] v = new float[hidden];
-            for (int h = 0; h < hidden; h++) {
-                float a = xs.getFloat(base + h);
+            float[] sum = r == null ? null : new float[hidden];
+            for (int row = from; row < to; row++) {
+                int base = row * hidden;
+                FloatRows.read(xs, base, v, 0, hidden);
                 if (r != null) {
-                    r.setFloat(base + h, r.getFloat(base + h) + a);
-                    a = r.getFloat(base + h); // normalise what the residual stream stores
+                    FloatRows.read(r, base, sum, 0, hidden);
+                    for (int h = 0; h < hidden; h++) {
+                        sum[h] += v[h];
+                    }
+                    FloatRows.write(sum, 0, r, base, hidden);
+                    // normalise what the residual stream stores (rounded to its dtype), as the next layer sees it
+                    FloatRows.read(r, base, v, 0, hidden);
                 }
-                v[h] = a;
-            }
-            float ss = 0f;
-            for (float a : v) {
-                ss += a * a;
-            }
-            float inv = (float) (1.0 / Math.sqrt(ss / hidden + eps));
-            for (int h = 0; h < hidden; h++) {
-                o.setFloat(base + h, v[h] * inv * w.getFloat(h));
+                float ss = 0f;
+                for (int h = 0; h < hidden; h++) {
+                    ss += v[h] * v[h];
+                }
+                float inv = (float) (1.0 / Math.sqrt(ss / hidden + eps));
+                for (int h = 0; h < hidden; h++) {
+                    v[h] = v[h] * inv * w[h];
+                }
+                FloatRows.write(v, 0, o, base, hidden);
             }
         });
     }
 
     @Override
     public void matmul(Tensor x, Tensor w, Tensor bias, Tensor out) {
-        CpuTensor xs = CpuTensor.of(x);
-        CpuTensor ws = CpuTensor.of(w);
-        CpuTensor b = bias == null ? null : CpuTensor.of(bias);
-        CpuTensor o = CpuTensor.of(out);
-        int k = (int) ws.dim(1);
-        int n = (int) ws.dim(0);
-        int m = xs.size() / k;
-        float[] xf = xs.toFloatArray();
-        loop.forEach(n, (long) m * k, col -> {
-            float[] wrow = new float[k];
-            for (int i = 0; i < k; i++) {
-                wrow[i] = ws.getFloat(col * k + i);
-            }
-            float bv = b == null ? 0f : b.getFloat(col);
-            for (int row = 0; row < m; row++) {
-                float acc = 0f;
-                int xb = row * k;
-                for (int i = 0; i < k; i++) {
-                    acc += xf[xb + i] * wrow[i];
-                }
-                o.setFloat(row * n + col, acc + bv);
-            }
-        });
+        CpuMatmul.run(loop, CpuTensor.of(x), CpuTensor.of(w), bias == null ? null : CpuTensor.of(bias), CpuTensor.of(out));
     }
 
     @Override
@@ -99,8 +90,19 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor x = CpuTensor.of(a);
         CpuTensor y = CpuTensor.of(b);
         CpuTensor o = CpuTensor.of(out);
-        for (int i = 0; i < o.size(); i++) {
-            o.setFloat(i, x.getFloat(i) + y.getFloat(i));
+        requireSize(x, o.size(), "add operand");
+        requireSize(y, o.size(), "add operand");
+        int block = 4096;
+        float[] u = new float[block];
+        float[] v = new float[block];
+        for (int from = 0; from < o.size(); from += block) {
+            int n = Math.min(block, o.size() - from);
+            FloatRows.read(x, from, u, 0, n);
+            FloatRows.read(y, from, v, 0, n);
+            for (int i = 0; i < n; i++) {
+                u[i] += v[i];
+            }
+            FloatRows.write(u, 0, o, from, n);
         }
     }
 
@@ -110,19 +112,25 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor o = CpuTensor.of(out);
         int inter = (int) o.dim(-1);
         int rows = o.size() / inter;
-        for (int r = 0; r < rows; r++) {
-            for (int i = 0; i < inter; i++) {
-                float gate = g.getFloat(r * 2 * inter + i);
-                float up = g.getFloat(r * 2 * inter + inter + i);
-                float silu = (float) (gate / (1.0 + Math.exp(-gate)));
-                o.setFloat(r * inter + i, silu * up);
+        requireSize(g, 2L * o.size(), "siluMul input");
+        loop.forChunks(rows, inter * 16L, (from, to) -> {
+            float[] gu = new float[2 * inter];
+            float[] res = new float[inter];
+            for (int r = from; r < to; r++) {
+                FloatRows.read(g, r * 2 * inter, gu, 0, 2 * inter);
+                for (int i = 0; i < inter; i++) {
+                    float gate = gu[i];
+                    float silu = (float) (gate / (1.0 + Math.exp(-gate)));
+                    res[i] = silu * gu[inter + i];
+                }
+                FloatRows.write(res, 0, o, r * inter, inter);
             }
-        }
+        });
     }
 
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
-        throw new UnsupportedOperationException("rope: CPU implementation not landed yet");
+        CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);
     }
 
     @Override
@@ -134,22 +142,21 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor offs = CpuTensor.of(offsets);
         KvPoolGeometry g = new KvPoolGeometry(p);
         int tokenElems = g.tokenElems();
-        for (int i = 0; i < pages.size(); i++) {
+        int n = pages.size();
+        requireSize(offs, n, "kvAppend offsets");
+        requireSize(ks, (long) n * tokenElems, "kvAppend K");
+        requireSize(vs, (long) n * tokenElems, "kvAppend V");
+        for (int i = 0; i < n; i++) {
             int page = pages.getInt(i);
             int off = offs.getInt(i);
-            g.checkSlot(page, off);
-            int kBase = g.slot(layer, page, 0, off);
-            int vBase = g.slot(layer, page, 1, off);
-            for (int e = 0; e < tokenElems; e++) {
-                p.setFloat(kBase + e, ks.getFloat(i * tokenElems + e));
-                p.setFloat(vBase + e, vs.getFloat(i * tokenElems + e));
-            }
+            FloatRows.copy(ks, i * tokenElems, p, g.slot(layer, page, 0, off), tokenElems);
+            FloatRows.copy(vs, i * tokenElems, p, g.slot(layer, page, 1, off), tokenElems);
         }
     }
 
     @Override
     public void pagedAttention(Tensor q, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out) {
-        throw new UnsupportedOperationException("pagedAttention: CPU implementation not landed yet");
+        CpuPagedAttention.run(loop, CpuTensor.of(q), CpuTensor.of(pool), layer, plan, CpuTensor.of(out));
     }
 
     @Override
@@ -157,12 +164,15 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor xs = CpuTensor.of(x);
         CpuTensor r = CpuTensor.of(rows);
         CpuTensor o = CpuTensor.of(out);
-        int width = xs.size() / (int) xs.dim(0);
+        int n = (int) xs.dim(0);
+        int width = n == 0 ? 0 : xs.size() / n;
+        requireSize(o, (long) r.size() * width, "gatherRows output");
         for (int j = 0; j < r.size(); j++) {
             int src = r.getInt(j);
-            for (int e = 0; e < width; e++) {
-                o.setFloat(j * width + e, xs.getFloat(src * width + e));
+            if (src < 0 || src >= n) {
+                throw new IndexOutOfBoundsException("row " + src + " outside " + n);
             }
+            FloatRows.copy(xs, src * width, o, j * width, width);
         }
     }
 
@@ -172,13 +182,13 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor o = CpuTensor.of(out);
         int vocab = (int) l.dim(-1);
         int rows = l.size() / vocab;
+        requireSize(o, rows, "argmax output");
+        float[] row = new float[vocab];
         for (int r = 0; r < rows; r++) {
+            FloatRows.read(l, r * vocab, row, 0, vocab);
             int best = 0;
-            float bestV = l.getFloat(r * vocab);
             for (int i = 1; i < vocab; i++) {
-                float v = l.getFloat(r * vocab + i);
-                if (v > bestV) {
-                    bestV = v;
+                if (row[i] > row[best]) {
                     best = i;
                 }
             }
@@ -188,7 +198,7 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     @Override
     public void samplingProbs(Tensor logits, SamplingBatch batch, Tensor probs) {
-        throw new UnsupportedOperationException("samplingProbs: CPU implementation not landed yet");
+        CpuSamplingPipeline.run(loop, CpuTensor.of(logits), batch, CpuTensor.of(probs));
     }
 
     @Override
@@ -202,6 +212,9 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         }
         int vocab = (int) p.dim(-1);
         int rows = p.size() / vocab;
+        requireSize(s, rows, "sampleFromProbs seeds");
+        requireSize(off, rows, "sampleFromProbs offsets");
+        requireSize(o, rows, "sampleFromProbs output");
         for (int r = 0; r < rows; r++) {
             float u = Philox.uniform(s.getLong(r), off.getLong(r));
             o.setInt(r, ProbabilitySampler.sample(p.f32(), p.offset() + r * vocab, vocab, u));
@@ -214,9 +227,10 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor s = CpuTensor.of(src);
         CpuTensor d = CpuTensor.of(dst);
         KvPoolGeometry g = new KvPoolGeometry(p);
+        requireSize(d, s.size(), "copyPages destinations");
         for (int l = 0; l < g.layers(); l++) {
             for (int i = 0; i < s.size(); i++) {
-                System.arraycopy(p.storage(), g.page(l, s.getInt(i)), p.storage(), g.page(l, d.getInt(i)), g.pageElems());
+                FloatRows.copy(p, g.page(l, s.getInt(i)), p, g.page(l, d.getInt(i)), g.pageElems());
             }
         }
     }
@@ -228,10 +242,10 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor o = CpuTensor.of(out);
         KvPoolGeometry g = new KvPoolGeometry(p);
         int n = ids.size();
+        requireSize(o, (long) g.layers() * n * g.pageElems(), "gatherPages output");
         for (int l = 0; l < g.layers(); l++) {
             for (int i = 0; i < n; i++) {
-                System.arraycopy(p.storage(), g.page(l, ids.getInt(i)), o.storage(),
-                        o.offset() + (l * n + i) * g.pageElems(), g.pageElems());
+                FloatRows.copy(p, g.page(l, ids.getInt(i)), o, (l * n + i) * g.pageElems(), g.pageElems());
             }
         }
     }
@@ -243,11 +257,17 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor src = CpuTensor.of(in);
         KvPoolGeometry g = new KvPoolGeometry(p);
         int n = ids.size();
+        requireSize(src, (long) g.layers() * n * g.pageElems(), "scatterPages input");
         for (int l = 0; l < g.layers(); l++) {
             for (int i = 0; i < n; i++) {
-                System.arraycopy(src.storage(), src.offset() + (l * n + i) * g.pageElems(), p.storage(),
-                        g.page(l, ids.getInt(i)), g.pageElems());
+                FloatRows.copy(src, (l * n + i) * g.pageElems(), p, g.page(l, ids.getInt(i)), g.pageElems());
             }
+        }
+    }
+
+    private static void requireSize(CpuTensor t, long expected, String what) {
+        if (t.size() != expected) {
+            throw new IllegalArgumentException(what + " " + t + " should hold " + expected + " elements");
         }
     }
 

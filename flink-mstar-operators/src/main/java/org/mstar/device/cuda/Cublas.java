@@ -1,0 +1,80 @@
+package org.mstar.device.cuda;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+/**
+ * A cuBLAS handle bound to one device stream, with its own workspace (cuBLAS must not allocate while a
+ * CUDA graph is captured). The JNI shim ships in the kernels jar and is extracted once per JVM; it
+ * dlopens libcublas.so.13, falling back to .so.12, so the library's folder must be on the loader path.
+ */
+final class Cublas implements AutoCloseable {
+    static final String SHIM_RESOURCE = "org/mstar/kernels/linux-x86_64/libmstar_cublas.so";
+    private static final String[] LIBRARIES = {"libcublas.so.13", "libcublas.so.12"};
+    static final long WORKSPACE_BYTES = 32L << 20;
+
+    private static String library;
+
+    private final long handle;
+
+    Cublas(CudaStream stream, CudaTensor workspace) {
+        load();
+        this.handle = CublasNative.create();
+        CublasNative.setStream(handle, stream.handle());
+        CublasNative.setWorkspace(handle, workspace.pointer(), workspace.byteSize());
+    }
+
+    /** The libcublas this JVM loaded, e.g. "libcublas.so.13". */
+    static synchronized String load() {
+        if (library == null) {
+            if (!"Linux".equals(System.getProperty("os.name")) || !"amd64".equals(System.getProperty("os.arch"))) {
+                throw new IllegalStateException("the cuBLAS shim is built for linux-x86_64 only");
+            }
+            System.load(extractShim().toString());
+            try {
+                library = CublasNative.open(LIBRARIES);
+            } catch (UnsatisfiedLinkError e) {
+                throw new IllegalStateException("matmul needs cuBLAS and none could be loaded: " + e.getMessage()
+                        + ". Put the folder holding libcublas.so.13 on LD_LIBRARY_PATH.", e);
+            }
+        }
+        return library;
+    }
+
+    private static Path extractShim() {
+        try (InputStream in = Cublas.class.getClassLoader().getResourceAsStream(SHIM_RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException(SHIM_RESOURCE + " is not on the classpath: add the mstar-kernels jar");
+            }
+            Path file = Files.createTempFile("mstar_cublas", ".so");
+            file.toFile().deleteOnExit();
+            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+            return file;
+        } catch (IOException e) {
+            throw new UncheckedIOException("extracting " + SHIM_RESOURCE, e);
+        }
+    }
+
+    int version() {
+        return CublasNative.version(handle);
+    }
+
+    /**
+     * Row-major {@code c[rows, cols] = a[rows, k] · b[cols, k]ᵀ}, which cuBLAS (column-major) computes as
+     * {@code cᵀ = bᵀ·a} with b transposed: m = cols, n = rows.
+     */
+    void gemmRowsByWeightT(CudaTensor a, int aType, CudaTensor b, int bType, CudaTensor c, int cType, int rows, int cols,
+                           int k) {
+        CublasNative.gemmEx(handle, CublasNative.OP_T, CublasNative.OP_N, cols, rows, k, 1f, b.pointer(), bType, k,
+                a.pointer(), aType, k, 0f, c.pointer(), cType, cols);
+    }
+
+    @Override
+    public void close() {
+        CublasNative.destroy(handle);
+    }
+}

@@ -1,0 +1,110 @@
+package org.mstar.device.cuda;
+
+import org.mstar.device.DType;
+import org.mstar.device.PagedAttentionPlan;
+
+/**
+ * Paged attention launchers. Decode plans (one query per sequence) use split-KV: each sequence's visible
+ * keys are cut into slices of {@link #KEYS_PER_SPLIT}, one block per slice and KV head serving that head's
+ * query heads (grouped-query heads share the K/V load), then a merge kernel combines the slices. Because
+ * the slice size is fixed, a sequence's result does not depend on the batch it is in (bit for bit), and
+ * long contexts still spread over the whole GPU. Other plans use the tiled prefill kernel. The plan's
+ * {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size the
+ * grids (slices per sequence, query tiles per sequence).
+ */
+final class CudaAttention {
+    private static final int DECODE_THREADS = 128;
+    private static final int PREFILL_THREADS = 128;
+    private static final int PREFILL_QUERY_TILE = 32;
+    /**
+     * Keys per decode slice (kKeysPerSplit in attention_decode.cu, which sizes its page-id buffer by it):
+     * 32k-token contexts give 128 slices per KV head, 1k tokens still 4.
+     */
+    static final int KEYS_PER_SPLIT = 256;
+
+    private final CudaDevice device;
+
+    CudaAttention(CudaDevice device) {
+        this.device = device;
+    }
+
+    void run(CudaTensor q, CudaTensor pool, int layer, PagedAttentionPlan plan, CudaTensor out) {
+        if (pool.rank() != 6 || pool.dim(2) != 2) {
+            throw new IllegalArgumentException("pagedAttention: pool must be [layers, pages, 2, pageSize, kvHeads, "
+                    + "headDim], got " + pool);
+        }
+        int headDim = (int) pool.dim(5);
+        int kvHeads = (int) pool.dim(4);
+        int pageSize = (int) pool.dim(3);
+        int numPages = (int) pool.dim(1);
+        if (layer < 0 || layer >= pool.dim(0)) {
+            throw new IllegalArgumentException("pagedAttention: layer " + layer + " outside pool of " + pool.dim(0));
+        }
+        if (pageSize != plan.pageSize()) {
+            throw new IllegalArgumentException("pagedAttention: plan page size " + plan.pageSize() + " but pool has "
+                    + pageSize);
+        }
+        if (plan.rows() == 0 || plan.totalQo() == 0) {
+            return;
+        }
+        int qoHeads = (int) (q.numel() / ((long) plan.totalQo() * headDim));
+        if (q.dim(-1) != headDim || q.numel() != (long) plan.totalQo() * qoHeads * headDim) {
+            throw new IllegalArgumentException("pagedAttention: q " + q + " is not [" + plan.totalQo() + ", heads, "
+                    + headDim + "]");
+        }
+        if (qoHeads % kvHeads != 0) {
+            throw new IllegalArgumentException("pagedAttention: " + qoHeads + " query heads do not group over "
+                    + kvHeads + " KV heads");
+        }
+        if (q.dtype() != pool.dtype() || out.dtype() != pool.dtype() || out.numel() != q.numel()) {
+            throw new IllegalArgumentException("pagedAttention: q " + q + ", pool " + pool + " and out " + out
+                    + " must share one dtype and q's shape");
+        }
+        String type = switch (pool.dtype()) {
+            case F32 -> "f32";
+            case BF16 -> "bf16";
+            default -> throw new IllegalArgumentException("pagedAttention supports F32 and BF16, got " + pool.dtype());
+        };
+        if (headDim != 64 && headDim != 128 && headDim != 256) {
+            throw new IllegalArgumentException("pagedAttention: head dim " + headDim + " not compiled (64, 128, 256)");
+        }
+        CudaTensor qoIndptr = CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr");
+        CudaTensor kvIndptr = CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr");
+        CudaTensor kvIndices = CudaTensor.of(plan.kvIndices(), "plan.kvIndices");
+        CudaTensor lastPageLen = CudaTensor.of(plan.lastPageLen(), "plan.lastPageLen");
+        KernelArgs common = new KernelArgs().tensor(q).tensor(pool).tensor(qoIndptr).tensor(kvIndptr).tensor(kvIndices)
+                .tensor(lastPageLen).i32(layer).i32(numPages).i32(pageSize).i32(qoHeads).i32(kvHeads)
+                .flag(plan.causal()).i32(plan.windowLeft()).flag(plan.contextOnly()).f32(plan.smScale());
+        if (plan.isDecode()) {
+            decode(type, headDim, qoHeads, kvHeads, plan, common, qoIndptr, out);
+        } else {
+            int smem = (3 * 32 * (headDim + 1) + 32 * 33) * 4;
+            int tiles = (plan.maxQoLen() + PREFILL_QUERY_TILE - 1) / PREFILL_QUERY_TILE;
+            device.kernel("attn_prefill_" + type + "_d" + headDim).launch(device.stream(), tiles, qoHeads, plan.rows(),
+                    PREFILL_THREADS, smem, common.tensor(out), "pagedAttention prefill");
+        }
+    }
+
+    private void decode(String type, int headDim, int qoHeads, int kvHeads, PagedAttentionPlan plan, KernelArgs common,
+                        CudaTensor qoIndptr, CudaTensor out) {
+        int group = qoHeads / kvHeads;
+        int heads = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+        int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
+        int splits = Math.max(1, (span + KEYS_PER_SPLIT - 1) / KEYS_PER_SPLIT);
+        CudaTensor partialO = null;
+        CudaTensor partialLse = null;
+        if (splits > 1) {
+            long slots = (long) plan.rows() * qoHeads * splits;
+            partialO = device.scratch("attn.partialO", DType.F32, slots * headDim);
+            partialLse = device.scratch("attn.partialLse", DType.F32, slots);
+        }
+        device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), splits,
+                kvHeads * (group / heads), plan.rows(), DECODE_THREADS, 0,
+                common.i32(splits).tensor(out).tensor(partialO).tensor(partialLse), "pagedAttention decode");
+        if (splits > 1) {
+            device.kernel("attn_decode_merge_" + type).launch(device.stream(), plan.rows(), qoHeads, 1,
+                    Math.min(headDim, 128), 0, new KernelArgs().tensor(partialO).tensor(partialLse).tensor(qoIndptr)
+                            .i32(qoHeads).i32(headDim).i32(splits).tensor(out), "pagedAttention decode merge");
+        }
+    }
+}

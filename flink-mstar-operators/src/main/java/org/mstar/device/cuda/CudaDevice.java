@@ -1,0 +1,282 @@
+package org.mstar.device.cuda;
+
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
+import static jcuda.driver.JCudaDriver.cuMemsetD8Async;
+import static org.mstar.device.cuda.CudaCheck.check;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import jcuda.Pointer;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.HalfFloats;
+import org.mstar.device.Tensor;
+
+/**
+ * One GPU through the JCuda driver API: its primary context, one non-blocking stream on which every
+ * transfer and op is enqueued in order, a reusing allocator, the kernels module and the ops. Host reads
+ * synchronise the stream. Not thread-safe (one step loop drives a device), but the driving thread may
+ * change: the context is bound to whichever thread calls in.
+ */
+public final class CudaDevice implements Device {
+    /** Host transfers are staged through pinned memory in chunks of at most this size. */
+    private static final int STAGING_BYTES = 64 << 20;
+
+    private final CudaContext context;
+    private final CudaStream stream;
+    private final DeviceAllocator allocator = new DeviceAllocator();
+    private final Workspace workspace;
+    private final KernelModule module;
+    private final CudaOps ops;
+    private PinnedBuffer staging;
+    private Thread boundThread;
+
+    public CudaDevice(int gpuIndex) {
+        this.context = new CudaContext(gpuIndex);
+        this.boundThread = Thread.currentThread();
+        this.stream = new CudaStream();
+        this.workspace = new Workspace(allocator);
+        this.module = new KernelModule();
+        this.ops = new CudaOps(this);
+    }
+
+    @Override
+    public String name() {
+        return "cuda:" + context.index() + " (" + context.deviceName() + ")";
+    }
+
+    @Override
+    public boolean isCuda() {
+        return true;
+    }
+
+    public CudaContext context() {
+        return context;
+    }
+
+    @Override
+    public CudaStream stream() {
+        return stream;
+    }
+
+    @Override
+    public CudaOps ops() {
+        return ops;
+    }
+
+    /** Binds the context when a different thread than the last one calls in. */
+    void enter() {
+        Thread t = Thread.currentThread();
+        if (t != boundThread) {
+            context.makeCurrent();
+            boundThread = t;
+        }
+    }
+
+    @Override
+    public CudaTensor allocate(DType dtype, long... shape) {
+        enter();
+        long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
+        DeviceAllocator.Block b = allocator.allocate(bytes, dtype + Arrays.toString(shape));
+        return new CudaTensor(this, dtype, shape, b.pointer(), b);
+    }
+
+    @Override
+    public CudaTensor zeros(DType dtype, long... shape) {
+        CudaTensor t = allocate(dtype, shape);
+        check(cuMemsetD8Async(t.pointer(), (byte) 0, t.byteSize(), stream.handle()), "cuMemsetD8Async for zeros");
+        return t;
+    }
+
+    @Override
+    public CudaTensor fromFloats(float[] data, DType dtype, long... shape) {
+        if (!dtype.isFloat()) {
+            throw new IllegalArgumentException("fromFloats needs a float dtype, got " + dtype);
+        }
+        CudaTensor t = allocate(dtype, shape);
+        checkCount(data.length, t);
+        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(t.byteSize())).order(ByteOrder.LITTLE_ENDIAN);
+        for (float f : data) {
+            switch (dtype) {
+                case F32 -> b.putFloat(f);
+                case BF16 -> b.putShort(HalfFloats.floatToBf16(f));
+                default -> b.putShort(HalfFloats.floatToF16(f));
+            }
+        }
+        copyFromHost(b.flip(), t);
+        return t;
+    }
+
+    @Override
+    public CudaTensor fromInts(int[] data, long... shape) {
+        CudaTensor t = allocate(DType.I32, shape);
+        checkCount(data.length, t);
+        ByteBuffer b = ByteBuffer.allocate(data.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+        b.asIntBuffer().put(data);
+        copyFromHost(b, t);
+        return t;
+    }
+
+    /** Upload longs as an I64 tensor (seeds and RNG offsets). */
+    public CudaTensor fromLongs(long[] data, long... shape) {
+        CudaTensor t = allocate(DType.I64, shape);
+        checkCount(data.length, t);
+        ByteBuffer b = ByteBuffer.allocate(data.length * 8).order(ByteOrder.LITTLE_ENDIAN);
+        b.asLongBuffer().put(data);
+        copyFromHost(b, t);
+        return t;
+    }
+
+    private static void checkCount(int given, Tensor t) {
+        if (given != t.numel()) {
+            throw new IllegalArgumentException(given + " values for shape " + Arrays.toString(t.shape()));
+        }
+    }
+
+    @Override
+    public float[] toFloats(Tensor t) {
+        CudaTensor c = CudaTensor.of(t, "toFloats");
+        if (!c.dtype().isFloat()) {
+            throw new IllegalArgumentException("toFloats needs a float tensor, got " + c.dtype());
+        }
+        ByteBuffer b = download(c);
+        float[] out = new float[Math.toIntExact(c.numel())];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = switch (c.dtype()) {
+                case F32 -> b.getFloat();
+                case BF16 -> HalfFloats.bf16ToFloat(b.getShort());
+                default -> HalfFloats.f16ToFloat(b.getShort());
+            };
+        }
+        return out;
+    }
+
+    @Override
+    public int[] toInts(Tensor t) {
+        CudaTensor c = CudaTensor.of(t, "toInts");
+        if (c.dtype() != DType.I32) {
+            throw new IllegalArgumentException("toInts needs an I32 tensor, got " + c.dtype());
+        }
+        int[] out = new int[Math.toIntExact(c.numel())];
+        download(c).asIntBuffer().get(out);
+        return out;
+    }
+
+    private ByteBuffer download(CudaTensor c) {
+        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(c.byteSize())).order(ByteOrder.LITTLE_ENDIAN);
+        copyToHost(c, b);
+        return b;
+    }
+
+    /** Reads {@code dst.byteSize()} bytes from {@code src}'s position (the position is left as it was). */
+    @Override
+    public void copyFromHost(ByteBuffer src, Tensor dst) {
+        enter();
+        CudaTensor d = CudaTensor.of(dst, "copyFromHost destination");
+        long total = d.byteSize();
+        if (src.remaining() < total) {
+            throw new IllegalArgumentException("copyFromHost: " + src.remaining() + " bytes for " + d + " of " + total);
+        }
+        ByteBuffer in = src.duplicate();
+        int limit = in.limit();
+        for (long done = 0; done < total; ) {
+            int n = (int) Math.min(STAGING_BYTES, total - done);
+            ByteBuffer s = staging(n);
+            in.limit(in.position() + n);
+            s.put(in);
+            in.limit(limit);
+            check(cuMemcpyHtoDAsync(d.pointer().withByteOffset(done), staging.pointer(), n, stream.handle()),
+                    "cuMemcpyHtoDAsync(" + n + " bytes) into " + d);
+            stream.synchronize(); // the staging buffer is refilled next round
+            done += n;
+        }
+    }
+
+    /** Writes {@code src.byteSize()} bytes at {@code dst}'s position (the position is left as it was). */
+    @Override
+    public void copyToHost(Tensor src, ByteBuffer dst) {
+        enter();
+        CudaTensor s = CudaTensor.of(src, "copyToHost source");
+        long total = s.byteSize();
+        if (dst.remaining() < total) {
+            throw new IllegalArgumentException("copyToHost: room for " + dst.remaining() + " bytes, " + s + " has " + total);
+        }
+        ByteBuffer out = dst.duplicate();
+        for (long done = 0; done < total; ) {
+            int n = (int) Math.min(STAGING_BYTES, total - done);
+            ByteBuffer st = staging(n);
+            check(cuMemcpyDtoHAsync(staging.pointer(), s.pointer().withByteOffset(done), n, stream.handle()),
+                    "cuMemcpyDtoHAsync(" + n + " bytes) from " + s);
+            stream.synchronize();
+            st.limit(n);
+            out.put(st);
+            done += n;
+        }
+    }
+
+    /** The staging buffer, grown to at least {@code bytes}, positioned at 0. */
+    private ByteBuffer staging(int bytes) {
+        if (staging == null || staging.bytes() < bytes) {
+            if (staging != null) {
+                staging.close();
+            }
+            staging = new PinnedBuffer(Math.max(bytes, 1 << 20));
+        }
+        return staging.buffer();
+    }
+
+    @Override
+    public void copy(Tensor src, Tensor dst) {
+        enter();
+        CudaTensor s = CudaTensor.of(src, "copy source");
+        CudaTensor d = CudaTensor.of(dst, "copy destination");
+        if (s.byteSize() != d.byteSize()) {
+            throw new IllegalArgumentException("copy between " + s + " and " + d + " of different byte sizes");
+        }
+        check(cuMemcpyDtoDAsync(d.pointer(), s.pointer(), s.byteSize(), stream.handle()), "cuMemcpyDtoDAsync");
+    }
+
+    /**
+     * A constant fp32 table (e.g. RoPE inverse frequencies) copied synchronously outside the stream, so the
+     * first use may happen while a CUDA graph is being captured.
+     */
+    CudaTensor uploadConstant(float[] values) {
+        enter();
+        DeviceAllocator.Block b = allocator.allocate(values.length * 4L, "constant table");
+        check(cuMemcpyHtoD(b.pointer(), Pointer.to(values), values.length * 4L), "cuMemcpyHtoD constant table");
+        return new CudaTensor(this, DType.F32, new long[] {values.length}, b.pointer(), b);
+    }
+
+    /** A view of the named workspace buffer as a tensor of {@code shape}; valid until the next call for that name. */
+    CudaTensor scratch(String name, DType dtype, long... shape) {
+        long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
+        return new CudaTensor(this, dtype, shape, workspace.get(name, bytes).pointer(), null);
+    }
+
+    Kernel kernel(String name) {
+        return module.kernel(name);
+    }
+
+    void release(DeviceAllocator.Block block) {
+        allocator.release(block);
+    }
+
+    @Override
+    public void close() {
+        enter();
+        stream.synchronize();
+        ops.close();
+        workspace.close();
+        module.close();
+        allocator.close();
+        if (staging != null) {
+            staging.close();
+        }
+        stream.close();
+        context.close();
+    }
+}

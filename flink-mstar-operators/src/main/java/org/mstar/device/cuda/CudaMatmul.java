@@ -1,0 +1,93 @@
+package org.mstar.device.cuda;
+
+import org.mstar.device.DType;
+
+/**
+ * Dense projections through cuBLAS (fp32 accumulation). Same-dtype operands go straight to cublasGemmEx;
+ * mixed operand dtypes are widened to fp32 first (exact, but a slow path meant for checks). A bias, or an
+ * output dtype cuBLAS cannot write for the operand type, goes through an fp32 accumulator and one
+ * rounding kernel, so the result is rounded once, as the contract asks.
+ */
+final class CudaMatmul implements AutoCloseable {
+    private final CudaDevice device;
+    private final Elementwise elementwise;
+    private Cublas cublas;
+
+    CudaMatmul(CudaDevice device, Elementwise elementwise) {
+        this.device = device;
+        this.elementwise = elementwise;
+    }
+
+    private Cublas cublas() {
+        if (cublas == null) {
+            CudaTensor ws = device.scratch("cublas", DType.U8, Cublas.WORKSPACE_BYTES);
+            cublas = new Cublas(device.stream(), ws);
+        }
+        return cublas;
+    }
+
+    /** The cuBLAS library and version in use (loads it). */
+    String describe() {
+        return Cublas.load() + " version " + cublas().version();
+    }
+
+    void matmul(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out) {
+        if (w.rank() != 2) {
+            throw new IllegalArgumentException("matmul: w must be [N, K], got " + w);
+        }
+        long n = w.dim(0);
+        long k = w.dim(1);
+        if (x.numel() % k != 0) {
+            throw new IllegalArgumentException("matmul: x " + x + " is not a multiple of K=" + k);
+        }
+        long rows = x.numel() / k;
+        if (out.numel() != rows * n) {
+            throw new IllegalArgumentException("matmul: out " + out + " must hold " + rows + "x" + n);
+        }
+        if (bias != null && bias.numel() != n) {
+            throw new IllegalArgumentException("matmul: bias " + bias + " must have " + n + " elements");
+        }
+        if (rows == 0) {
+            return;
+        }
+        CudaTensor a = x;
+        CudaTensor b = w;
+        if (x.dtype() != w.dtype()) {
+            a = widened("matmul.x", x);
+            b = widened("matmul.w", w);
+        }
+        int opType = cudaType(b.dtype());
+        boolean direct = bias == null && (out.dtype() == b.dtype() || out.dtype() == DType.F32);
+        CudaTensor c = direct ? out : device.scratch("matmul.acc", DType.F32, rows, n);
+        cublas().gemmRowsByWeightT(a, opType, b, opType, c, cudaType(c.dtype()), Math.toIntExact(rows),
+                Math.toIntExact(n), Math.toIntExact(k));
+        if (!direct) {
+            elementwise.biasAddCast(c, bias, out, rows, n);
+        }
+    }
+
+    private CudaTensor widened(String name, CudaTensor t) {
+        if (t.dtype() == DType.F32) {
+            return t;
+        }
+        CudaTensor f = device.scratch(name, DType.F32, t.numel());
+        elementwise.convert(t, f);
+        return f;
+    }
+
+    private static int cudaType(DType d) {
+        return switch (d) {
+            case F32 -> CublasNative.R_32F;
+            case BF16 -> CublasNative.R_16BF;
+            case F16 -> CublasNative.R_16F;
+            default -> throw new IllegalArgumentException("matmul operands must be F32, BF16 or F16, got " + d);
+        };
+    }
+
+    @Override
+    public void close() {
+        if (cublas != null) {
+            cublas.close();
+        }
+    }
+}

@@ -1,0 +1,320 @@
+package org.mstar.device.cuda;
+
+import static org.mstar.device.cuda.Elementwise.code;
+
+import org.mstar.device.ComputeOps;
+import org.mstar.device.DType;
+import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.RopeParams;
+import org.mstar.device.SamplingBatch;
+import org.mstar.device.Tensor;
+
+/**
+ * {@link ComputeOps} on one GPU: every op validates shapes on the host, then enqueues kernels of the
+ * mstar-kernels fatbin (or cuBLAS for matmul) on the device's stream and returns without waiting. No op
+ * reads device memory back, so any sequence of ops can be captured into a {@link CudaGraph}.
+ */
+public final class CudaOps implements ComputeOps, AutoCloseable {
+    private final CudaDevice device;
+    private final Elementwise elementwise;
+    private final CudaMatmul matmul;
+    private final CudaAttention attention;
+    private final RopeTables ropeTables;
+
+    CudaOps(CudaDevice device) {
+        this.device = device;
+        this.elementwise = new Elementwise(device);
+        this.matmul = new CudaMatmul(device, elementwise);
+        this.attention = new CudaAttention(device);
+        this.ropeTables = new RopeTables(device);
+    }
+
+    private static CudaTensor t(Tensor x, String what) {
+        return CudaTensor.of(x, what);
+    }
+
+    private static void requireType(CudaTensor x, DType type, String what) {
+        if (x.dtype() != type) {
+            throw new IllegalArgumentException(what + " must be " + type + ", got " + x);
+        }
+    }
+
+    private static int rowsOf(CudaTensor x, long width, String what) {
+        if (width == 0 || x.numel() % width != 0) {
+            throw new IllegalArgumentException(what + " " + x + " is not a whole number of rows of " + width);
+        }
+        return Math.toIntExact(x.numel() / width);
+    }
+
+    /** A block of up to 1024 threads, one warp at least, about {@code perThread} elements per thread. */
+    private static int threadsFor(long elements, int perThread) {
+        long warps = (elements / perThread + 31) / 32;
+        return (int) Math.max(32, Math.min(1024, warps * 32));
+    }
+
+    private Kernel kernel(String name) {
+        device.enter();
+        return device.kernel(name);
+    }
+
+    /** Which cuBLAS this device multiplies with (loads it): for logs and the GPU harness. */
+    public String cublasDescription() {
+        device.enter();
+        return matmul.describe();
+    }
+
+    @Override
+    public void embedding(Tensor table, Tensor ids, Tensor out) {
+        CudaTensor tb = t(table, "embedding table");
+        CudaTensor id = t(ids, "embedding ids");
+        CudaTensor o = t(out, "embedding out");
+        requireType(id, DType.I32, "embedding ids");
+        long hidden = tb.dim(1);
+        if (o.numel() != id.numel() * hidden) {
+            throw new IllegalArgumentException("embedding: out " + o + " must hold " + id.numel() + "x" + hidden);
+        }
+        device.enter();
+        elementwise.launch("embedding_gather", o.numel(), new KernelArgs().tensor(tb).i32(code(tb)).tensor(id)
+                .tensor(o).i32(code(o)).i64(id.numel()).i32((int) hidden).i32((int) tb.dim(0)), "embedding");
+    }
+
+    @Override
+    public void rmsNorm(Tensor x, Tensor residual, Tensor weight, float eps, Tensor out) {
+        CudaTensor xs = t(x, "rmsNorm x");
+        CudaTensor r = CudaTensor.ofNullable(residual, "rmsNorm residual");
+        CudaTensor w = t(weight, "rmsNorm weight");
+        CudaTensor o = t(out, "rmsNorm out");
+        long hidden = xs.dim(-1);
+        int rows = rowsOf(xs, hidden, "rmsNorm x");
+        if (w.numel() != hidden || o.numel() != xs.numel() || (r != null && r.numel() != xs.numel())) {
+            throw new IllegalArgumentException("rmsNorm: x " + xs + ", residual " + r + ", weight " + w + ", out " + o
+                    + " disagree on [rows, " + hidden + "]");
+        }
+        kernel("rms_norm").launch(device.stream(), rows, 1, 1, threadsFor(hidden, 8), 0, new KernelArgs().tensor(xs)
+                .i32(code(xs)).tensor(r).i32(r == null ? 0 : code(r)).tensor(w).i32(code(w)).tensor(o).i32(code(o))
+                .i32((int) hidden).f32(eps), "rmsNorm");
+    }
+
+    @Override
+    public void matmul(Tensor x, Tensor w, Tensor bias, Tensor out) {
+        device.enter();
+        matmul.matmul(t(x, "matmul x"), t(w, "matmul w"), CudaTensor.ofNullable(bias, "matmul bias"), t(out, "matmul out"));
+    }
+
+    @Override
+    public void add(Tensor a, Tensor b, Tensor out) {
+        CudaTensor x = t(a, "add a");
+        CudaTensor y = t(b, "add b");
+        CudaTensor o = t(out, "add out");
+        if (x.numel() != y.numel() || x.numel() != o.numel()) {
+            throw new IllegalArgumentException("add: " + x + " + " + y + " -> " + o + " need equal sizes");
+        }
+        device.enter();
+        elementwise.launch("add_elements", o.numel(), new KernelArgs().tensor(x).i32(code(x)).tensor(y).i32(code(y))
+                .tensor(o).i32(code(o)).i64(o.numel()), "add");
+    }
+
+    @Override
+    public void siluMul(Tensor gateUp, Tensor out) {
+        CudaTensor g = t(gateUp, "siluMul gateUp");
+        CudaTensor o = t(out, "siluMul out");
+        long inter = o.dim(-1);
+        int rows = rowsOf(o, inter, "siluMul out");
+        if (g.numel() != 2L * rows * inter) {
+            throw new IllegalArgumentException("siluMul: gateUp " + g + " must be [" + rows + ", " + 2 * inter + "]");
+        }
+        device.enter();
+        elementwise.launch("silu_mul", o.numel(), new KernelArgs().tensor(g).i32(code(g)).tensor(o).i32(code(o))
+                .i64(rows).i32((int) inter), "siluMul");
+    }
+
+    @Override
+    public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
+        CudaTensor qs = t(q, "rope q");
+        CudaTensor ks = CudaTensor.ofNullable(k, "rope k");
+        CudaTensor pos = t(posIds, "rope posIds");
+        requireType(pos, DType.I32, "rope posIds");
+        long n = pos.numel();
+        long headDim = qs.dim(-1);
+        if (params.rotaryDim() % 2 != 0 || params.rotaryDim() > headDim || params.rotaryDim() <= 0) {
+            throw new IllegalArgumentException("rope: rotaryDim " + params.rotaryDim() + " must be even and in (0, "
+                    + headDim + "]");
+        }
+        int qHeads = rowsOf(qs, n * headDim, "rope q");
+        int kHeads = ks == null ? 0 : rowsOf(ks, n * headDim, "rope k");
+        device.enter();
+        CudaTensor inv = ropeTables.table(params);
+        kernel("rope_inplace").launch(device.stream(), Math.toIntExact(n), 1, 1,
+                threadsFor((long) Math.max(qHeads, kHeads) * params.rotaryDim() / 2, 2), 0,
+                new KernelArgs().tensor(qs).i32(code(qs)).tensor(ks).i32(ks == null ? 0 : code(ks)).tensor(pos)
+                        .tensor(inv).i32(qHeads).i32(kHeads).i32((int) headDim).i32(params.rotaryDim())
+                        .flag(params.interleave()), "rope");
+    }
+
+    @Override
+    public void kvAppend(Tensor pool, int layer, Tensor k, Tensor v, Tensor pageIdx, Tensor offsets) {
+        CudaTensor p = t(pool, "kvAppend pool");
+        CudaTensor ks = t(k, "kvAppend k");
+        CudaTensor vs = t(v, "kvAppend v");
+        CudaTensor pages = t(pageIdx, "kvAppend pageIdx");
+        CudaTensor offs = t(offsets, "kvAppend offsets");
+        requireType(pages, DType.I32, "kvAppend pageIdx");
+        requireType(offs, DType.I32, "kvAppend offsets");
+        requirePool(p, "kvAppend");
+        long n = pages.numel();
+        long tokenElems = p.dim(4) * p.dim(5);
+        if (ks.numel() != n * tokenElems || vs.numel() != n * tokenElems || offs.numel() != n) {
+            throw new IllegalArgumentException("kvAppend: k " + ks + ", v " + vs + " must be [" + n + ", "
+                    + p.dim(4) + ", " + p.dim(5) + "] with " + n + " offsets");
+        }
+        if (layer < 0 || layer >= p.dim(0)) {
+            throw new IllegalArgumentException("kvAppend: layer " + layer + " outside pool of " + p.dim(0));
+        }
+        kernel("kv_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threadsFor(tokenElems, 4), 0,
+                new KernelArgs().tensor(p).i32(code(p)).tensor(ks).i32(code(ks)).tensor(vs).i32(code(vs)).tensor(pages)
+                        .tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3)).i32((int) tokenElems),
+                "kvAppend");
+    }
+
+    private static void requirePool(CudaTensor p, String op) {
+        if (p.rank() != 6 || p.dim(2) != 2) {
+            throw new IllegalArgumentException(op + ": pool must be [layers, pages, 2, pageSize, kvHeads, headDim], got " + p);
+        }
+    }
+
+    @Override
+    public void pagedAttention(Tensor q, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out) {
+        device.enter();
+        attention.run(t(q, "pagedAttention q"), t(pool, "pagedAttention pool"), layer, plan, t(out, "pagedAttention out"));
+    }
+
+    @Override
+    public void gatherRows(Tensor x, Tensor rows, Tensor out) {
+        CudaTensor xs = t(x, "gatherRows x");
+        CudaTensor r = t(rows, "gatherRows rows");
+        CudaTensor o = t(out, "gatherRows out");
+        requireType(r, DType.I32, "gatherRows rows");
+        long rowBytes = xs.byteSize() / xs.dim(0);
+        if (o.dtype() != xs.dtype() || o.byteSize() != r.numel() * rowBytes) {
+            throw new IllegalArgumentException("gatherRows: out " + o + " must be " + r.numel() + " rows of " + xs);
+        }
+        chunkCopy(xs, 0, r, o, 0, null, rowBytes, r.numel(), 1, "gatherRows");
+    }
+
+    @Override
+    public void argmax(Tensor logits, Tensor out) {
+        CudaTensor l = t(logits, "argmax logits");
+        CudaTensor o = t(out, "argmax out");
+        requireType(o, DType.I32, "argmax out");
+        long vocab = l.dim(-1);
+        int rows = rowsOf(l, vocab, "argmax logits");
+        if (o.numel() != rows) {
+            throw new IllegalArgumentException("argmax: out " + o + " must have " + rows + " entries");
+        }
+        kernel("argmax_rows").launch(device.stream(), rows, 1, 1, threadsFor(vocab, 16), 0,
+                new KernelArgs().tensor(l).i32(code(l)).tensor(o).i32((int) vocab), "argmax");
+    }
+
+    @Override
+    public void samplingProbs(Tensor logits, SamplingBatch batch, Tensor probs) {
+        CudaTensor l = t(logits, "samplingProbs logits");
+        CudaTensor p = t(probs, "samplingProbs probs");
+        requireType(l, DType.F32, "samplingProbs logits");
+        requireType(p, DType.F32, "samplingProbs probs");
+        long vocab = l.dim(-1);
+        int rows = rowsOf(l, vocab, "samplingProbs logits");
+        if (rows != batch.rows() || p.numel() != l.numel()) {
+            throw new IllegalArgumentException("samplingProbs: logits " + l + ", probs " + p + ", batch of "
+                    + batch.rows() + " rows disagree");
+        }
+        CudaTensor stops = CudaTensor.ofNullable(batch.stopIds(), "stopIds");
+        kernel("sampling_probs").launch(device.stream(), rows, 1, 1, 1024, 0, new KernelArgs().tensor(l).tensor(p)
+                .i32((int) vocab).tensor(t(batch.temperature(), "temperature"))
+                .tensor(CudaTensor.ofNullable(batch.topK(), "topK")).tensor(CudaTensor.ofNullable(batch.topP(), "topP"))
+                .tensor(CudaTensor.ofNullable(batch.minP(), "minP"))
+                .tensor(CudaTensor.ofNullable(batch.repetitionPenalty(), "repetitionPenalty"))
+                .tensor(CudaTensor.ofNullable(batch.penaltyCounts(), "penaltyCounts"))
+                .tensor(CudaTensor.ofNullable(batch.topPFirst(), "topPFirst"))
+                .tensor(CudaTensor.ofNullable(batch.topPMinKeep(), "topPMinKeep"))
+                .tensor(CudaTensor.ofNullable(batch.maskStopIds(), "maskStopIds")).tensor(stops)
+                .i32(stops == null ? 0 : Math.toIntExact(stops.numel())).flag(batch.applyFilters()), "samplingProbs");
+    }
+
+    @Override
+    public void sampleFromProbs(Tensor probs, Tensor seeds, Tensor offsets, Tensor out) {
+        CudaTensor p = t(probs, "sampleFromProbs probs");
+        CudaTensor s = t(seeds, "sampleFromProbs seeds");
+        CudaTensor off = t(offsets, "sampleFromProbs offsets");
+        CudaTensor o = t(out, "sampleFromProbs out");
+        requireType(p, DType.F32, "sampleFromProbs probs");
+        requireType(s, DType.I64, "sampleFromProbs seeds");
+        requireType(off, DType.I64, "sampleFromProbs offsets");
+        requireType(o, DType.I32, "sampleFromProbs out");
+        long vocab = p.dim(-1);
+        int rows = rowsOf(p, vocab, "sampleFromProbs probs");
+        if (s.numel() != rows || off.numel() != rows || o.numel() != rows) {
+            throw new IllegalArgumentException("sampleFromProbs: seeds, offsets and out need " + rows + " entries");
+        }
+        int blocks = Math.toIntExact((vocab + 255) / 256);
+        kernel("sample_from_probs").launch(device.stream(), rows, 1, 1, 256, blocks * 4,
+                new KernelArgs().tensor(p).tensor(s).tensor(off).tensor(o).i32((int) vocab), "sampleFromProbs");
+    }
+
+    @Override
+    public void copyPages(Tensor pool, Tensor src, Tensor dst) {
+        CudaTensor p = t(pool, "copyPages pool");
+        CudaTensor s = t(src, "copyPages src");
+        CudaTensor d = t(dst, "copyPages dst");
+        requirePool(p, "copyPages");
+        requireType(s, DType.I32, "copyPages src");
+        requireType(d, DType.I32, "copyPages dst");
+        if (s.numel() != d.numel()) {
+            throw new IllegalArgumentException("copyPages: " + s.numel() + " sources for " + d.numel() + " destinations");
+        }
+        long layerBytes = p.byteSize() / p.dim(0);
+        chunkCopy(p, layerBytes, s, p, layerBytes, d, layerBytes / p.dim(1), s.numel(), p.dim(0), "copyPages");
+    }
+
+    @Override
+    public void gatherPages(Tensor pool, Tensor pages, Tensor out) {
+        CudaTensor p = t(pool, "gatherPages pool");
+        CudaTensor ids = t(pages, "gatherPages pages");
+        CudaTensor o = t(out, "gatherPages out");
+        requirePool(p, "gatherPages");
+        requireType(ids, DType.I32, "gatherPages pages");
+        long layerBytes = p.byteSize() / p.dim(0);
+        long pageBytes = layerBytes / p.dim(1);
+        if (o.dtype() != p.dtype() || o.byteSize() != p.dim(0) * ids.numel() * pageBytes) {
+            throw new IllegalArgumentException("gatherPages: out " + o + " must hold " + ids.numel() + " pages of every layer of " + p);
+        }
+        chunkCopy(p, layerBytes, ids, o, ids.numel() * pageBytes, null, pageBytes, ids.numel(), p.dim(0), "gatherPages");
+    }
+
+    @Override
+    public void scatterPages(Tensor pool, Tensor pages, Tensor in) {
+        CudaTensor p = t(pool, "scatterPages pool");
+        CudaTensor ids = t(pages, "scatterPages pages");
+        CudaTensor src = t(in, "scatterPages in");
+        requirePool(p, "scatterPages");
+        requireType(ids, DType.I32, "scatterPages pages");
+        long layerBytes = p.byteSize() / p.dim(0);
+        long pageBytes = layerBytes / p.dim(1);
+        if (src.dtype() != p.dtype() || src.byteSize() != p.dim(0) * ids.numel() * pageBytes) {
+            throw new IllegalArgumentException("scatterPages: in " + src + " must hold " + ids.numel() + " pages of every layer of " + p);
+        }
+        chunkCopy(src, ids.numel() * pageBytes, null, p, layerBytes, ids, pageBytes, ids.numel(), p.dim(0), "scatterPages");
+    }
+
+    private void chunkCopy(CudaTensor src, long srcLayerStride, CudaTensor srcIdx, CudaTensor dst, long dstLayerStride,
+                           CudaTensor dstIdx, long chunkBytes, long chunks, long layers, String op) {
+        kernel("chunk_copy").launch(device.stream(), Math.toIntExact(chunks), Math.toIntExact(layers), 1,
+                threadsFor(chunkBytes / 16, 4), 0, new KernelArgs().tensor(src).i64(srcLayerStride).tensor(srcIdx)
+                        .tensor(dst).i64(dstLayerStride).tensor(dstIdx).i64(chunkBytes), op);
+    }
+
+    @Override
+    public void close() {
+        matmul.close();
+        ropeTables.close();
+    }
+}

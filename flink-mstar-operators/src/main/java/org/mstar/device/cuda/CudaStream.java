@@ -1,0 +1,40 @@
+package org.mstar.device.cuda;
+
+import static jcuda.driver.JCudaDriver.cuStreamCreate;
+import static jcuda.driver.JCudaDriver.cuStreamDestroy;
+import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
+import static org.mstar.device.cuda.CudaCheck.check;
+
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+import org.mstar.device.DeviceStream;
+
+/**
+ * A non-blocking stream: it never waits on the legacy default stream, so every transfer the device makes
+ * is enqueued here explicitly and ordered with the kernels.
+ */
+public final class CudaStream implements DeviceStream, AutoCloseable {
+    private final CUstream stream = new CUstream();
+    private boolean closed;
+
+    public CudaStream() {
+        check(cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    }
+
+    public CUstream handle() {
+        return stream;
+    }
+
+    @Override
+    public void synchronize() {
+        check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            check(cuStreamDestroy(stream), "cuStreamDestroy");
+        }
+    }
+}

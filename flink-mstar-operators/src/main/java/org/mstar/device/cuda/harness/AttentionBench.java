@@ -1,0 +1,151 @@
+package org.mstar.device.cuda.harness;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.mstar.device.DType;
+import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.Tensor;
+import org.mstar.device.cuda.CudaDevice;
+
+/**
+ * Paged attention at Llama-3-8B's geometry (32 query heads, 8 KV heads, head dim 128, bf16, 16-token pages
+ * scattered through the pool). Decode: bytes that must move (every visible K and V once, plus q and out)
+ * over the median time of graph-replayed calls, against the copy bandwidth of the card. Prefill: one
+ * causal sequence, FLOPs of the visible score and value products over the median time.
+ */
+final class AttentionBench {
+    private static final int QO_HEADS = 32;
+    private static final int KV_HEADS = 8;
+    private static final int HEAD_DIM = 128;
+    private static final int PAGE = 16;
+
+    private final Twin tw;
+
+    AttentionBench(Twin twin) {
+        this.tw = twin;
+    }
+
+    record Row(int context, int batch, double megabytes, double micros, double terabytesPerSecond) {}
+
+    /** @param cases {context, batch} pairs */
+    List<Row> run(int[][] cases) {
+        int maxTokens = 0;
+        for (int[] c : cases) {
+            maxTokens = Math.max(maxTokens, c[0] * c[1]);
+        }
+        int pages = maxTokens / PAGE + 16;
+        List<Row> rows = new ArrayList<>();
+        try (Tensor pool = randomBf16(tw, 1, pages, 2, PAGE, KV_HEADS, HEAD_DIM)) {
+            for (int[] c : cases) {
+                rows.add(measure(pool, pages, c[0], c[1]));
+            }
+        }
+        return rows;
+    }
+
+    private Row measure(Tensor pool, int pages, int context, int batch) {
+        CudaDevice gpu = tw.gpu;
+        int perSeq = (context + PAGE - 1) / PAGE;
+        int[] qoIndptr = new int[batch + 1];
+        int[] kvIndptr = new int[batch + 1];
+        int[] last = new int[batch];
+        int[] perm = permutation(pages);
+        for (int r = 0; r < batch; r++) {
+            qoIndptr[r + 1] = r + 1;
+            kvIndptr[r + 1] = (r + 1) * perSeq;
+            last[r] = context - (perSeq - 1) * PAGE;
+        }
+        int[] indices = java.util.Arrays.copyOf(perm, batch * perSeq);
+        try (Tensor q = gpu.fromFloats(tw.randomFloats(batch * QO_HEADS * HEAD_DIM, 1f, DType.BF16), DType.BF16, batch,
+                QO_HEADS, HEAD_DIM);
+             Tensor out = gpu.allocate(DType.BF16, batch, QO_HEADS, HEAD_DIM);
+             Tensor qo = gpu.fromInts(qoIndptr, batch + 1);
+             Tensor kv = gpu.fromInts(kvIndptr, batch + 1);
+             Tensor idx = gpu.fromInts(indices, indices.length);
+             Tensor lastT = gpu.fromInts(last, batch)) {
+            PagedAttentionPlan plan = new PagedAttentionPlan(batch, qo, kv, idx, lastT, PAGE, batch, 1, context, true,
+                    -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
+            double ms = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().pagedAttention(q, pool, 0, plan, out));
+            double bytes = (double) batch * context * KV_HEADS * HEAD_DIM * 2 * 2 + 2.0 * batch * QO_HEADS * HEAD_DIM * 2;
+            return new Row(context, batch, bytes / 1e6, ms * 1e3, bytes / (ms * 1e-3) / 1e12);
+        }
+    }
+
+    private int[] permutation(int n) {
+        int[] p = new int[n];
+        java.util.Arrays.setAll(p, i -> i);
+        for (int i = n - 1; i > 0; i--) {
+            int j = tw.rnd.nextInt(i + 1);
+            int t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        return p;
+    }
+
+    /** Device-to-device copy of 1 GiB, bytes read plus written per second: the roofline for decode. */
+    double copyTerabytesPerSecond() {
+        CudaDevice gpu = tw.gpu;
+        try (Tensor a = randomBf16(tw, 1L << 29); Tensor b = gpu.allocate(DType.BF16, 1L << 29)) {
+            double ms = Timing.medianMillis(gpu, () -> gpu.copy(a, b), 2, 9);
+            return 2.0 * a.byteSize() / (ms * 1e-3) / 1e12;
+        }
+    }
+
+    record PrefillRow(int tokens, double millis, double tflops) {}
+
+    PrefillRow prefill(int tokens) {
+        CudaDevice gpu = tw.gpu;
+        int pages = (tokens + PAGE - 1) / PAGE;
+        int[] indices = permutation(pages);
+        try (Tensor pool = randomBf16(tw, 1, pages, 2, PAGE, KV_HEADS, HEAD_DIM);
+             Tensor q = randomBf16(tw, tokens, QO_HEADS, HEAD_DIM);
+             Tensor out = gpu.allocate(DType.BF16, tokens, QO_HEADS, HEAD_DIM);
+             Tensor qo = gpu.fromInts(new int[] {0, tokens}, 2);
+             Tensor kv = gpu.fromInts(new int[] {0, pages}, 2);
+             Tensor idx = gpu.fromInts(indices, pages);
+             Tensor last = gpu.fromInts(new int[] {tokens - (pages - 1) * PAGE}, 1)) {
+            PagedAttentionPlan plan = new PagedAttentionPlan(1, qo, kv, idx, last, PAGE, tokens, tokens, tokens, true,
+                    -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
+            double ms = Timing.medianMillis(gpu, () -> gpu.ops().pagedAttention(q, pool, 0, plan, out), 1, 5);
+            double flops = 4.0 * QO_HEADS * HEAD_DIM * ((double) tokens * (tokens + 1) / 2);
+            return new PrefillRow(tokens, ms, flops / (ms * 1e-3) / 1e12);
+        }
+    }
+
+    static String prefillTable(List<PrefillRow> rows) {
+        StringBuilder sb = new StringBuilder("| tokens (causal, one sequence) | ms | TFLOP/s |\n|---|---|---|\n");
+        for (PrefillRow r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.1f |%n", r.tokens, r.millis, r.tflops));
+        }
+        return sb.toString();
+    }
+
+    /** A bf16 tensor of random values, filled by tiling one uploaded random block on the device. */
+    static Tensor randomBf16(Twin tw, long... shape) {
+        CudaDevice gpu = tw.gpu;
+        Tensor t = gpu.allocate(DType.BF16, shape);
+        long n = t.numel();
+        Tensor flat = t.reshape(n);
+        int tileLen = (int) Math.min(n, 4L << 20);
+        try (Tensor tile = gpu.fromFloats(tw.randomFloats(tileLen, 1f, DType.BF16), DType.BF16, tileLen)) {
+            for (long off = 0; off < n; off += tileLen) {
+                long len = Math.min(tileLen, n - off);
+                gpu.copy(tile.rows(0, len), flat.rows(off, len));
+            }
+        }
+        return t;
+    }
+
+    static String table(List<Row> rows, double peakTbPerS) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("| context | batch | MB moved | µs | TB/s | of ").append(peakTbPerS).append(" TB/s |\n");
+        sb.append("|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %d | %d | %.1f | %.1f | %.2f | %.0f%% |%n", r.context, r.batch,
+                    r.megabytes, r.micros, r.terabytesPerSecond, 100 * r.terabytesPerSecond / peakTbPerS));
+        }
+        return sb.toString();
+    }
+}

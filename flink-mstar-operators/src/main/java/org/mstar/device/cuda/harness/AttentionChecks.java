@@ -1,0 +1,177 @@
+package org.mstar.device.cuda.harness;
+
+import static org.mstar.device.cuda.harness.Twin.relErr;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.Tensor;
+
+/**
+ * Paged attention, CUDA vs reference, over decode and prefill/append batches with odd lengths (not
+ * multiples of the page or tile size), grouped-query heads, windows, context-only masks, empty sequences,
+ * pages scattered at random through the pool; plus decode batch invariance.
+ */
+final class AttentionChecks {
+    private final Twin tw;
+    private final List<CheckResult> results = new ArrayList<>();
+
+    AttentionChecks(Twin twin) {
+        this.tw = twin;
+    }
+
+    /** Query and key lengths of one batch: sequence r has qLens[r] queries at the end of kvLens[r] keys. */
+    private record Batch(int[] qLens, int[] kvLens) {}
+
+    private record Geometry(int qoHeads, int kvHeads, int headDim, int pageSize) {}
+
+    /** A batch on the host: page tables as int arrays, q and the pool as the values the devices hold. */
+    private record AttentionCase(float[] q, float[] pool, int layer, int pages, int pageSize, int kvHeads, int headDim,
+                                 int qoHeads, int[] qoIndptr, int[] kvIndptr, int[] kvIndices, int[] lastPageLen,
+                                 boolean causal, int windowLeft, boolean contextOnly, float smScale) {}
+
+    List<CheckResult> run() {
+        Geometry llama = new Geometry(32, 8, 128, 16);
+        Batch decode = new Batch(new int[] {1, 1, 1, 1, 1}, new int[] {1, 17, 300, 3000, 5000});
+        Batch prefill = new Batch(new int[] {37, 5, 64, 1, 0, 100}, new int[] {37, 100, 64, 50, 20, 1000});
+        for (DType dt : List.of(DType.F32, DType.BF16)) {
+            check("decode", dt, llama, decode, true, -1, false);
+            check("decode window=100", dt, llama, decode, true, 100, false);
+            check("decode contextOnly", dt, llama, decode, true, -1, true);
+            check("prefill causal", dt, llama, prefill, true, -1, false);
+            check("prefill full", dt, llama, prefill, false, -1, false);
+            check("prefill causal window=20", dt, llama, prefill, true, 20, false);
+            check("prefill contextOnly", dt, llama, prefill, true, -1, true);
+        }
+        check("decode d64 group8", DType.F32, new Geometry(16, 2, 64, 8), decode, true, -1, false);
+        check("decode d256 group2", DType.BF16, new Geometry(8, 4, 256, 16), decode, true, -1, false);
+        check("decode group6", DType.BF16, new Geometry(24, 4, 128, 16), decode, true, -1, false);
+        check("prefill d64 group8", DType.BF16, new Geometry(16, 2, 64, 8), prefill, true, -1, false);
+        check("prefill d256", DType.F32, new Geometry(8, 4, 256, 16), prefill, true, -1, false);
+        CheckResult.attempt(results, "attention decode batch invariance", () -> decodeBatchInvariance(llama));
+        return results;
+    }
+
+    /** Host arrays of one batch laid out in a pool with its pages in random order. */
+    private AttentionCase build(DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly) {
+        int rows = b.qLens.length;
+        int[] qoIndptr = new int[rows + 1];
+        int[] kvIndptr = new int[rows + 1];
+        int[] lastPageLen = new int[rows];
+        for (int r = 0; r < rows; r++) {
+            int pages = (b.kvLens[r] + g.pageSize - 1) / g.pageSize;
+            qoIndptr[r + 1] = qoIndptr[r] + b.qLens[r];
+            kvIndptr[r + 1] = kvIndptr[r] + pages;
+            lastPageLen[r] = pages == 0 ? 0 : b.kvLens[r] - (pages - 1) * g.pageSize;
+        }
+        int totalPages = kvIndptr[rows] + 7; // a few pages nobody owns
+        int[] perm = permutation(totalPages);
+        int[] kvIndices = Arrays.copyOf(perm, kvIndptr[rows]);
+        int layers = 2;
+        float[] pool = tw.randomFloats(layers * totalPages * 2 * g.pageSize * g.kvHeads * g.headDim, 1f, dt);
+        float[] q = tw.randomFloats(qoIndptr[rows] * g.qoHeads * g.headDim, 1f, dt);
+        return new AttentionCase(q, pool, 1, totalPages, g.pageSize, g.kvHeads, g.headDim, g.qoHeads, qoIndptr,
+                kvIndptr, kvIndices, lastPageLen, causal, windowLeft, contextOnly, (float) (1 / Math.sqrt(g.headDim)));
+    }
+
+    private int[] permutation(int n) {
+        int[] p = new int[n];
+        Arrays.setAll(p, i -> i);
+        for (int i = n - 1; i > 0; i--) {
+            int j = tw.rnd.nextInt(i + 1);
+            int t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        return p;
+    }
+
+    /** The plan and tensors of a case on one device; closing releases them. */
+    private static final class OnDevice implements AutoCloseable {
+        final Tensor q;
+        final Tensor pool;
+        final Tensor out;
+        final PagedAttentionPlan plan;
+        private final List<Tensor> owned = new ArrayList<>();
+
+        OnDevice(Device d, AttentionCase c, DType dt) {
+            int totalQo = c.qoIndptr()[c.qoIndptr().length - 1];
+            int rows = c.qoIndptr().length - 1;
+            q = keep(d.fromFloats(c.q(), dt, totalQo, c.qoHeads(), c.headDim()));
+            pool = keep(d.fromFloats(c.pool(), dt, 2, c.pages(), 2, c.pageSize(), c.kvHeads(), c.headDim()));
+            out = keep(Twin.poison(d, d.allocate(dt, totalQo, c.qoHeads(), c.headDim())));
+            int maxQo = 0;
+            int maxKv = 0;
+            for (int r = 0; r < rows; r++) {
+                maxQo = Math.max(maxQo, c.qoIndptr()[r + 1] - c.qoIndptr()[r]);
+                int pages = c.kvIndptr()[r + 1] - c.kvIndptr()[r];
+                maxKv = Math.max(maxKv, pages == 0 ? 0 : (pages - 1) * c.pageSize() + c.lastPageLen()[r]);
+            }
+            plan = new PagedAttentionPlan(rows, keep(d.fromInts(c.qoIndptr(), rows + 1)),
+                    keep(d.fromInts(c.kvIndptr(), rows + 1)),
+                    keep(d.fromInts(c.kvIndices(), c.kvIndices().length)),
+                    keep(d.fromInts(c.lastPageLen(), rows)), c.pageSize(), totalQo, maxQo, maxKv, c.causal(),
+                    c.windowLeft(), c.contextOnly(), c.smScale());
+        }
+
+        private Tensor keep(Tensor t) {
+            owned.add(t);
+            return t;
+        }
+
+        @Override
+        public void close() {
+            owned.forEach(Tensor::close);
+        }
+    }
+
+    private void check(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly) {
+        CheckResult.attempt(results, "attention " + name + " " + dt, () -> compare(name, dt, g, b, causal, windowLeft,
+                contextOnly));
+    }
+
+    private void compare(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly) {
+        AttentionCase c = build(dt, g, b, causal, windowLeft, contextOnly);
+        String shape = "q" + g.qoHeads + "/kv" + g.kvHeads + " d" + g.headDim + " page" + g.pageSize + " q"
+                + Arrays.toString(b.qLens).replace(" ", "") + " kv" + Arrays.toString(b.kvLens).replace(" ", "");
+        try (OnDevice gpu = new OnDevice(tw.gpu, c, dt); OnDevice cpu = new OnDevice(tw.cpu, c, dt)) {
+            tw.cpu.ops().pagedAttention(cpu.q, cpu.pool, c.layer(), cpu.plan, cpu.out);
+            Runnable gpuOp = () -> tw.gpu.ops().pagedAttention(gpu.q, gpu.pool, c.layer(), gpu.plan, gpu.out);
+            gpuOp.run();
+            double err = relErr(tw.cpu.toFloats(cpu.out), tw.gpu.toFloats(gpu.out));
+            results.add(new CheckResult("attention " + name, shape, dt.toString(), err, Twin.tolerance(dt),
+                    tw.median(gpuOp), "cpu"));
+        }
+    }
+
+    /** Sequence 0 decoded alone and inside a batch of five must give the same bits. */
+    private void decodeBatchInvariance(Geometry g) {
+        DType dt = DType.BF16;
+        Batch batch = new Batch(new int[] {1, 1, 1, 1, 1}, new int[] {2500, 17, 9000, 3, 600});
+        AttentionCase full = build(dt, g, batch, true, -1, false);
+        int firstPages = full.kvIndptr()[1];
+        AttentionCase first = new AttentionCase(Arrays.copyOf(full.q(), g.qoHeads * g.headDim), full.pool(), full.layer(),
+                full.pages(), g.pageSize, g.kvHeads, g.headDim, g.qoHeads, new int[] {0, 1}, new int[] {0, firstPages},
+                Arrays.copyOf(full.kvIndices(), firstPages), new int[] {full.lastPageLen()[0]}, true, -1, false,
+                full.smScale());
+        try (OnDevice inBatch = new OnDevice(tw.gpu, full, dt); OnDevice single = new OnDevice(tw.gpu, first, dt)) {
+            tw.gpu.ops().pagedAttention(inBatch.q, inBatch.pool, full.layer(), inBatch.plan, inBatch.out);
+            Runnable alone = () -> tw.gpu.ops().pagedAttention(single.q, single.pool, full.layer(), single.plan,
+                    single.out);
+            alone.run();
+            float[] a = Arrays.copyOf(tw.gpu.toFloats(inBatch.out), g.qoHeads * g.headDim);
+            float[] s = tw.gpu.toFloats(single.out);
+            int differ = 0;
+            for (int i = 0; i < s.length; i++) {
+                if (Float.floatToRawIntBits(a[i]) != Float.floatToRawIntBits(s[i])) {
+                    differ++;
+                }
+            }
+            results.add(new CheckResult("attention decode batch invariance (bits differing)",
+                    "kv2500 alone vs in batch of 5", dt.toString(), differ, 0, tw.median(alone), "gpu itself"));
+        }
+    }
+}

@@ -1,0 +1,126 @@
+package org.mstar.device.cuda.harness;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.mstar.device.DType;
+import org.mstar.device.Tensor;
+import org.mstar.device.cuda.CudaDevice;
+
+/**
+ * bf16 projections through CudaOps.matmul (cuBLAS): the GEMM shapes of one Llama-3-8B layer at several
+ * token counts, and whether a row's result is bit-identical at every batch size (batch invariance).
+ * Weights rotate over enough copies to exceed the L2 cache, so small products read HBM as in a model;
+ * calls are timed from a replayed CUDA graph, so small products are not hidden behind launch latency.
+ */
+final class GemmBench {
+    /** name, N (outputs), K (inputs) of the projections of a Llama-3-8B layer. */
+    static final Object[][] LLAMA3_8B = {
+        {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336},
+    };
+    private static final long ROTATION_BYTES = 256L << 20;
+
+    private final Twin tw;
+
+    GemmBench(Twin twin) {
+        this.tw = twin;
+    }
+
+    record Row(String name, int m, int n, int k, double micros, double tflops, double weightTbPerS) {}
+
+    List<Row> run(int[] tokenCounts) {
+        List<Row> rows = new ArrayList<>();
+        for (Object[] s : LLAMA3_8B) {
+            for (int m : tokenCounts) {
+                rows.add(measure((String) s[0], m, (int) s[1], (int) s[2]));
+            }
+        }
+        rows.add(measure("square", 8192, 8192, 8192));
+        return rows;
+    }
+
+    private Row measure(String name, int m, int n, int k) {
+        CudaDevice gpu = tw.gpu;
+        long weightBytes = 2L * n * k;
+        int copies = (int) Math.max(1, Math.min(8, (ROTATION_BYTES + weightBytes - 1) / weightBytes));
+        List<Tensor> weights = new ArrayList<>();
+        for (int i = 0; i < copies; i++) {
+            weights.add(AttentionBench.randomBf16(tw, n, k));
+        }
+        try (Tensor x = AttentionBench.randomBf16(tw, m, k);
+             Tensor out = gpu.allocate(DType.BF16, m, n)) {
+            double ms = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().matmul(x, weights.get(i % copies), null, out));
+            double flops = 2.0 * m * n * k;
+            return new Row(name, m, n, k, ms * 1e3, flops / (ms * 1e-3) / 1e12, weightBytes / (ms * 1e-3) / 1e12);
+        } finally {
+            weights.forEach(Tensor::close);
+        }
+    }
+
+    static String table(List<Row> rows) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("| proj | M (tokens) | N | K | µs | TFLOP/s | weight TB/s |\n|---|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %.1f | %.1f | %.2f |%n", r.name, r.m, r.n, r.k,
+                    r.micros, r.tflops, r.weightTbPerS));
+        }
+        return sb.toString();
+    }
+
+    /** For each batch size M: how many of the first rows equal, bit for bit, the same rows computed at M = 1. */
+    record Invariance(String name, int m, int rowsChecked, int rowsIdentical, double maxAbsDiff, double micros) {}
+
+    List<Invariance> batchInvariance(int[] batchSizes) {
+        List<Invariance> out = new ArrayList<>();
+        CudaDevice gpu = tw.gpu;
+        for (Object[] s : new Object[][] {LLAMA3_8B[0], LLAMA3_8B[2]}) {
+            int n = (int) s[1];
+            int k = (int) s[2];
+            int maxM = batchSizes[batchSizes.length - 1];
+            int checked = Math.min(4, maxM);
+            try (Tensor w = AttentionBench.randomBf16(tw, n, k);
+                 Tensor x = AttentionBench.randomBf16(tw, maxM, k);
+                 Tensor one = gpu.allocate(DType.BF16, 1, n)) {
+                float[][] alone = new float[checked][];
+                for (int r = 0; r < checked; r++) {
+                    gpu.ops().matmul(x.rows(r, 1), w, null, one);
+                    alone[r] = gpu.toFloats(one);
+                }
+                for (int m : batchSizes) {
+                    try (Tensor o = gpu.allocate(DType.BF16, m, n)) {
+                        Tensor xm = x.rows(0, m);
+                        double ms = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().matmul(xm, w, null, o));
+                        float[] got = gpu.toFloats(o);
+                        int rows = Math.min(checked, m);
+                        int same = 0;
+                        double maxDiff = 0;
+                        for (int r = 0; r < rows; r++) {
+                            boolean identical = true;
+                            for (int j = 0; j < n; j++) {
+                                float a = got[r * n + j];
+                                float b = alone[r][j];
+                                if (Float.floatToRawIntBits(a) != Float.floatToRawIntBits(b)) {
+                                    identical = false;
+                                    maxDiff = Math.max(maxDiff, Math.abs((double) a - b));
+                                }
+                            }
+                            same += identical ? 1 : 0;
+                        }
+                        out.add(new Invariance((String) s[0], m, rows, same, maxDiff, ms * 1e3));
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    static String invarianceTable(List<Invariance> rows) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("| proj | M | rows checked | bit-identical to M=1 | max abs diff | µs at M |\n|---|---|---|---|---|---|\n");
+        for (Invariance r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %.3g | %.1f |%n", r.name, r.m, r.rowsChecked,
+                    r.rowsIdentical, r.maxAbsDiff, r.micros));
+        }
+        return sb.toString();
+    }
+}

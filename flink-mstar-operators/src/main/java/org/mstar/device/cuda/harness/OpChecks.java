@@ -1,0 +1,268 @@
+package org.mstar.device.cuda.harness;
+
+import static org.mstar.device.cuda.harness.Twin.relErr;
+import static org.mstar.device.cuda.harness.Twin.shape;
+import static org.mstar.device.cuda.harness.Twin.tolerance;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.mstar.device.DType;
+import org.mstar.device.RopeParams;
+import org.mstar.device.Tensor;
+import org.mstar.device.cuda.CudaGraph;
+import org.mstar.device.cuda.harness.Twin.Pair;
+
+/**
+ * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain and fused residual), add, SiLU·mul, matmul,
+ * RoPE, KV append, row and page copies, argmax, and one CUDA-graph replay. Each op runs once on poisoned
+ * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
+ */
+final class OpChecks {
+    private final Twin tw;
+    private final List<CheckResult> results = new ArrayList<>();
+
+    OpChecks(Twin twin) {
+        this.tw = twin;
+    }
+
+    List<CheckResult> run() {
+        for (DType dt : List.of(DType.F32, DType.BF16)) {
+            attempt("embedding", () -> embedding(dt));
+            attempt("rmsNorm", () -> rmsNorm(dt, 7, 4096, false));
+            attempt("rmsNorm+residual", () -> rmsNorm(dt, 5, 1000, true));
+            attempt("add", () -> add(dt));
+            attempt("siluMul", () -> siluMul(dt));
+            attempt("matmul", () -> matmul(dt, dt, 5, 512, 384, false));
+            attempt("matmul+bias", () -> matmul(dt, dt, 33, 1024, 640, true));
+            attempt("rope neox", () -> rope(dt, RopeParams.standard(128, 500000.0), "neox"));
+            attempt("rope gptj-partial", () -> rope(dt, new RopeParams(32, true, 10000.0, 1.0, false, 0, 0, 0),
+                    "gptj-partial"));
+            attempt("rope linear4", () -> rope(dt, new RopeParams(128, false, 10000.0, 4.0, false, 0, 0, 0), "linear4"));
+            attempt("rope llama31", () -> rope(dt, new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0),
+                    "llama31"));
+            attempt("kvAppend", () -> kvAppend(dt));
+            attempt("gatherRows", () -> gatherRows(dt));
+            attempt("pages", () -> pages(dt));
+        }
+        attempt("matmul mixed", () -> matmul(DType.F32, DType.BF16, 9, 256, 320, true));
+        attempt("argmax", this::argmax);
+        attempt("cudaGraph", this::graphReplay);
+        return results;
+    }
+
+    private void attempt(String name, Runnable check) {
+        CheckResult.attempt(results, name, check);
+    }
+
+    private double err(Pair out) {
+        return relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
+    }
+
+    /** Runs the op once, compares {@code out}, then times further runs. */
+    private void check(String op, String shape, Pair out, Runnable gpuOp) {
+        gpuOp.run();
+        double err = err(out);
+        DType dt = out.gpu().dtype();
+        results.add(new CheckResult(op, shape, dt.toString(), err, tolerance(dt), tw.median(gpuOp), "cpu"));
+    }
+
+    private void embedding(DType dt) {
+        int vocab = 1000;
+        int hidden = 256;
+        int n = 37;
+        Pair table = tw.floats(tw.randomFloats(vocab * hidden, 1f, dt), dt, vocab, hidden);
+        int[] ids = new int[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = tw.rnd.nextInt(vocab);
+        }
+        Pair idT = tw.ints(ids, n);
+        Pair out = tw.poisoned(dt, n, hidden);
+        tw.cpu.ops().embedding(table.cpu(), idT.cpu(), out.cpu());
+        check("embedding", shape(vocab, hidden) + "x" + n, out,
+                () -> tw.gpu.ops().embedding(table.gpu(), idT.gpu(), out.gpu()));
+    }
+
+    private void rmsNorm(DType dt, int rows, int hidden, boolean withResidual) {
+        Pair x = tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden);
+        Pair w = tw.floats(tw.randomFloats(hidden, 1f, dt), dt, hidden);
+        Pair res = withResidual ? tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden) : null;
+        Pair out = tw.poisoned(dt, rows, hidden);
+        tw.cpu.ops().rmsNorm(x.cpu(), res == null ? null : res.cpu(), w.cpu(), 1e-5f, out.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().rmsNorm(x.gpu(), res == null ? null : res.gpu(), w.gpu(), 1e-5f, out.gpu());
+        if (!withResidual) {
+            check("rmsNorm", shape(rows, hidden), out, gpuOp);
+            return;
+        }
+        gpuOp.run();
+        double outErr = err(out);
+        double resErr = err(res);
+        double ms = tw.median(gpuOp);
+        results.add(new CheckResult("rmsNorm+residual", shape(rows, hidden), dt.toString(), outErr, tolerance(dt), ms, "cpu"));
+        results.add(new CheckResult("rmsNorm+residual (residual)", shape(rows, hidden), dt.toString(), resErr,
+                tolerance(dt), ms, "cpu"));
+    }
+
+    private void add(DType dt) {
+        int n = 100_003;
+        Pair a = tw.floats(tw.randomFloats(n, 3f, dt), dt, n);
+        Pair b = tw.floats(tw.randomFloats(n, 3f, dt), dt, n);
+        Pair out = tw.poisoned(dt, n);
+        tw.cpu.ops().add(a.cpu(), b.cpu(), out.cpu());
+        check("add", shape(n), out, () -> tw.gpu.ops().add(a.gpu(), b.gpu(), out.gpu()));
+    }
+
+    private void siluMul(DType dt) {
+        int rows = 6;
+        int inter = 14336;
+        Pair gu = tw.floats(tw.randomFloats(rows * 2 * inter, 6f, dt), dt, rows, 2 * inter);
+        Pair out = tw.poisoned(dt, rows, inter);
+        tw.cpu.ops().siluMul(gu.cpu(), out.cpu());
+        check("siluMul", shape(rows, inter), out, () -> tw.gpu.ops().siluMul(gu.gpu(), out.gpu()));
+    }
+
+    private void matmul(DType xt, DType wt, int n, int k, int cols, boolean bias) {
+        Pair x = tw.floats(tw.randomFloats(n * k, 1f, xt), xt, n, k);
+        Pair w = tw.floats(tw.randomFloats(cols * k, 0.1f, wt), wt, cols, k);
+        Pair b = bias ? tw.floats(tw.randomFloats(cols, 1f, xt), xt, cols) : null;
+        Pair out = tw.poisoned(xt, n, cols);
+        tw.cpu.ops().matmul(x.cpu(), w.cpu(), b == null ? null : b.cpu(), out.cpu());
+        String op = "matmul" + (bias ? "+bias" : "") + (xt != wt ? " x" + xt + "·w" + wt : "");
+        check(op, shape(n, k) + "·" + shape(cols, k) + "ᵀ", out,
+                () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
+    }
+
+    private void rope(DType dt, RopeParams params, String variant) {
+        int n = 19;
+        int qHeads = 8;
+        int kHeads = 2;
+        int headDim = 128;
+        int[] pos = new int[n];
+        for (int i = 0; i < n; i++) {
+            pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
+        }
+        Pair q = tw.floats(tw.randomFloats(n * qHeads * headDim, 1f, dt), dt, n, qHeads, headDim);
+        Pair k = tw.floats(tw.randomFloats(n * kHeads * headDim, 1f, dt), dt, n, kHeads, headDim);
+        Pair p = tw.ints(pos, n);
+        tw.cpu.ops().rope(q.cpu(), k.cpu(), p.cpu(), params);
+        Runnable gpuOp = () -> tw.gpu.ops().rope(q.gpu(), k.gpu(), p.gpu(), params);
+        gpuOp.run();
+        double qErr = err(q);
+        double kErr = err(k);
+        double ms = tw.median(gpuOp);
+        String s = shape(n, qHeads, headDim) + "+" + shape(n, kHeads, headDim);
+        results.add(new CheckResult("rope " + variant + " q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
+        results.add(new CheckResult("rope " + variant + " k", s, dt.toString(), kErr, tolerance(dt), ms, "cpu"));
+    }
+
+    private Pair pool(DType dt, int layers, int pages, int pageSize, int kvHeads, int headDim) {
+        int n = layers * pages * 2 * pageSize * kvHeads * headDim;
+        return tw.floats(tw.randomFloats(n, 1f, dt), dt, layers, pages, 2, pageSize, kvHeads, headDim);
+    }
+
+    private void kvAppend(DType dt) {
+        int layers = 3;
+        int pages = 10;
+        int pageSize = 16;
+        int kvHeads = 4;
+        int headDim = 64;
+        Pair pool = pool(dt, layers, pages, pageSize, kvHeads, headDim);
+        int n = 21;
+        int[] pageIdx = new int[n];
+        int[] offs = new int[n];
+        for (int i = 0; i < n; i++) {
+            int slot = i * 7 % (pages * pageSize); // distinct slots
+            pageIdx[i] = slot / pageSize;
+            offs[i] = slot % pageSize;
+        }
+        Pair k = tw.floats(tw.randomFloats(n * kvHeads * headDim, 1f, dt), dt, n, kvHeads, headDim);
+        Pair v = tw.floats(tw.randomFloats(n * kvHeads * headDim, 1f, dt), dt, n, kvHeads, headDim);
+        Pair pi = tw.ints(pageIdx, n);
+        Pair of = tw.ints(offs, n);
+        tw.cpu.ops().kvAppend(pool.cpu(), 1, k.cpu(), v.cpu(), pi.cpu(), of.cpu());
+        check("kvAppend (whole pool)", shape(layers, pages, 2, pageSize, kvHeads, headDim) + " n=" + n, pool,
+                () -> tw.gpu.ops().kvAppend(pool.gpu(), 1, k.gpu(), v.gpu(), pi.gpu(), of.gpu()));
+    }
+
+    private void gatherRows(DType dt) {
+        int rows = 50;
+        int width = 333;
+        Pair x = tw.floats(tw.randomFloats(rows * width, 1f, dt), dt, rows, width);
+        int[] idx = {49, 0, 7, 7, 31, 2};
+        Pair r = tw.ints(idx, idx.length);
+        Pair out = tw.poisoned(dt, idx.length, width);
+        tw.cpu.ops().gatherRows(x.cpu(), r.cpu(), out.cpu());
+        check("gatherRows", shape(rows, width) + "→" + idx.length, out,
+                () -> tw.gpu.ops().gatherRows(x.gpu(), r.gpu(), out.gpu()));
+    }
+
+    private void pages(DType dt) {
+        int layers = 2;
+        int pages = 12;
+        int pageSize = 8;
+        int kvHeads = 2;
+        int headDim = 64;
+        String s = shape(layers, pages, 2, pageSize, kvHeads, headDim);
+        Pair pool = pool(dt, layers, pages, pageSize, kvHeads, headDim);
+        Pair src = tw.ints(new int[] {3, 0, 9}, 3);
+        Pair dst = tw.ints(new int[] {5, 11, 1}, 3);
+        tw.cpu.ops().copyPages(pool.cpu(), src.cpu(), dst.cpu());
+        check("copyPages (whole pool)", s, pool, () -> tw.gpu.ops().copyPages(pool.gpu(), src.gpu(), dst.gpu()));
+
+        Pair ids = tw.ints(new int[] {7, 2, 10, 4}, 4);
+        Pair gathered = tw.poisoned(dt, layers, 4, 2, pageSize, kvHeads, headDim);
+        tw.cpu.ops().gatherPages(pool.cpu(), ids.cpu(), gathered.cpu());
+        check("gatherPages", s + "→4", gathered, () -> tw.gpu.ops().gatherPages(pool.gpu(), ids.gpu(), gathered.gpu()));
+
+        Pair in = tw.floats(tw.randomFloats(layers * 4 * 2 * pageSize * kvHeads * headDim, 1f, dt), dt, layers, 4, 2,
+                pageSize, kvHeads, headDim);
+        Pair targets = tw.ints(new int[] {0, 6, 8, 3}, 4);
+        tw.cpu.ops().scatterPages(pool.cpu(), targets.cpu(), in.cpu());
+        check("scatterPages (whole pool)", "4→" + s, pool,
+                () -> tw.gpu.ops().scatterPages(pool.gpu(), targets.gpu(), in.gpu()));
+    }
+
+    private void argmax() {
+        int rows = 9;
+        int vocab = 128_256;
+        float[] logits = tw.randomFloats(rows * vocab, 10f, DType.F32);
+        logits[3 * vocab + 100] = 50f; // ties: lowest index wins
+        logits[3 * vocab + 90_000] = 50f;
+        logits[5 * vocab + vocab - 1] = 60f;
+        Pair l = tw.floats(logits, DType.F32, rows, vocab);
+        Pair out = tw.poisoned(DType.I32, rows);
+        tw.cpu.ops().argmax(l.cpu(), out.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().argmax(l.gpu(), out.gpu());
+        gpuOp.run();
+        double bad = Twin.mismatches(tw.cpu.toInts(out.cpu()), tw.gpu.toInts(out.gpu()));
+        results.add(new CheckResult("argmax", shape(rows, vocab), "I32", bad, 0, tw.median(gpuOp), "cpu"));
+    }
+
+    /** A decoder-layer-like sequence captured into a CUDA graph, replayed on new inputs, vs eager ops. */
+    private void graphReplay() {
+        DType dt = DType.BF16;
+        int rows = 4;
+        int hidden = 1024;
+        Pair w = tw.floats(tw.randomFloats(hidden, 1f, dt), dt, hidden);
+        Pair proj = tw.floats(tw.randomFloats(2 * hidden * hidden, 0.05f, dt), dt, 2 * hidden, hidden);
+        Tensor x = tw.gpu.allocate(dt, rows, hidden);
+        Tensor normed = tw.gpu.allocate(dt, rows, hidden);
+        Tensor gateUp = tw.gpu.allocate(dt, rows, 2 * hidden);
+        Tensor out = tw.gpu.allocate(dt, rows, hidden);
+        Runnable layer = () -> {
+            tw.gpu.ops().rmsNorm(x, null, w.gpu(), 1e-6f, normed);
+            tw.gpu.ops().matmul(normed, proj.gpu(), null, gateUp);
+            tw.gpu.ops().siluMul(gateUp, out);
+        };
+        try (CudaGraph graph = CudaGraph.capture(tw.gpu.stream(), layer);
+             Tensor input = tw.gpu.fromFloats(tw.randomFloats(rows * hidden, 1f, dt), dt, rows, hidden)) {
+            tw.gpu.copy(input, x); // new data after capture: the replay must read it
+            Twin.poison(tw.gpu, out);
+            graph.replay();
+            float[] replayed = tw.gpu.toFloats(out);
+            Twin.poison(tw.gpu, out);
+            layer.run();
+            results.add(new CheckResult("cudaGraph replay vs eager", shape(rows, hidden) + " norm·matmul·silu",
+                    dt.toString(), relErr(tw.gpu.toFloats(out), replayed), 0, tw.median(graph::replay), "gpu eager"));
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package org.mstar.engine;
+
+/**
+ * The engine's view of one request it is serving. Its token sequence is prompt ++ generated;
+ * {@code computed} of those have their KV resident, so the next step feeds
+ * {@code tokens[computed ..]} — the same rule covers a fresh prefill, a chunked prefill, a decode,
+ * a recompute after preemption and a resume after a Flink restore.
+ */
+final class LiveRequest {
+    final GenerationRequest request;
+    final int[] prompt;
+    final IntArrayList generated;
+    final long arrivalNanos;
+    RequestStatus status = RequestStatus.WAITING;
+    int computed;
+    int cachedPromptTokens;
+    long lastActiveStep = -1;
+    long firstScheduledNanos = -1;
+    long firstTokenNanos = -1;
+    long lastTokenNanos = -1;
+    long interTokenNanosSum;
+    /** Tokens generated in this engine (resumed ones excluded), for the inter-token mean. */
+    int tokensTimed;
+
+    LiveRequest(GenerationRequest request, int[] prompt, int[] generated, long arrivalNanos) {
+        this.request = request;
+        this.prompt = prompt;
+        this.generated = new IntArrayList(generated);
+        this.arrivalNanos = arrivalNanos;
+    }
+
+    String id() {
+        return request.requestId();
+    }
+
+    int totalTokens() {
+        return prompt.length + generated.size();
+    }
+
+    int tokenAt(int i) {
+        return i < prompt.length ? prompt[i] : generated.get(i - prompt.length);
+    }
+
+    /** Tokens still to feed before the next sample. */
+    int pending() {
+        return totalTokens() - computed;
+    }
+
+    int[] allTokens() {
+        int[] all = new int[totalTokens()];
+        System.arraycopy(prompt, 0, all, 0, prompt.length);
+        for (int i = 0; i < generated.size(); i++) {
+            all[prompt.length + i] = generated.get(i);
+        }
+        return all;
+    }
+
+    int[] slice(int from, int to) {
+        int[] out = new int[to - from];
+        for (int i = from; i < to; i++) {
+            out[i - from] = tokenAt(i);
+        }
+        return out;
+    }
+
+    /** Back to no resident KV, as after a free-and-recompute preemption. */
+    void dropKv() {
+        computed = 0;
+        status = RequestStatus.WAITING;
+    }
+}

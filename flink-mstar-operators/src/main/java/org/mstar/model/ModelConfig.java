@@ -1,0 +1,278 @@
+package org.mstar.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalInt;
+import org.mstar.device.DType;
+import org.mstar.device.RopeParams;
+
+/**
+ * The geometry and numerics of a Llama-family decoder, as a Hugging Face {@code config.json} declares them
+ * ({@link #load}, {@link #toJson}); built by hand with {@link #builder}.
+ *
+ * @param architecture which Hugging Face model class the checkpoint was saved from
+ * @param hiddenSize {@code hidden_size}, H
+ * @param intermediateSize {@code intermediate_size}, I (MLP width)
+ * @param numLayers {@code num_hidden_layers}
+ * @param numHeads {@code num_attention_heads}, Hq
+ * @param numKvHeads {@code num_key_value_heads}, Hkv (defaults to Hq); Hq is a multiple of it
+ * @param headDim {@code head_dim}, D (defaults to H / Hq)
+ * @param rmsNormEps {@code rms_norm_eps}
+ * @param ropeTheta {@code rope_theta}, the RoPE base
+ * @param ropeScaling {@code rope_scaling}
+ * @param partialRotaryFactor {@code partial_rotary_factor}: the fraction of each head that RoPE rotates (1 = all)
+ * @param maxPositionEmbeddings {@code max_position_embeddings}: the context length in tokens
+ * @param vocabSize {@code vocab_size}: rows of the embedding and the LM head
+ * @param tieWordEmbeddings {@code tie_word_embeddings}: the LM head reuses the embedding matrix
+ * @param slidingWindow attention window in tokens for the layers from {@link #firstSlidingWindowLayer} on; 0 = none
+ * @param firstSlidingWindowLayer first layer that uses the window (Qwen2 {@code max_window_layers}; 0 for Mistral)
+ * @param bosTokenId {@code bos_token_id}, when declared
+ * @param eosTokenIds {@code eos_token_id}, as a list (config.json gives an int or a list)
+ * @param dtype {@code torch_dtype}: the dtype the checkpoint was saved in (F32 when absent, as transformers assumes)
+ */
+public record ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numLayers,
+                          int numHeads, int numKvHeads, int headDim, double rmsNormEps, double ropeTheta,
+                          RopeScaling ropeScaling, double partialRotaryFactor, int maxPositionEmbeddings,
+                          int vocabSize, boolean tieWordEmbeddings, int slidingWindow,
+                          int firstSlidingWindowLayer, OptionalInt bosTokenId, List<Integer> eosTokenIds,
+                          DType dtype) {
+
+    /** The file name inside a model folder. */
+    public static final String FILE_NAME = "config.json";
+
+    public ModelConfig {
+        Objects.requireNonNull(architecture, "architecture");
+        Objects.requireNonNull(ropeScaling, "ropeScaling");
+        Objects.requireNonNull(bosTokenId, "bosTokenId");
+        Objects.requireNonNull(dtype, "dtype");
+        positive("hidden_size", hiddenSize);
+        positive("intermediate_size", intermediateSize);
+        positive("num_hidden_layers", numLayers);
+        positive("num_attention_heads", numHeads);
+        positive("num_key_value_heads", numKvHeads);
+        positive("head_dim", headDim);
+        positive("max_position_embeddings", maxPositionEmbeddings);
+        positive("vocab_size", vocabSize);
+        if (numHeads % numKvHeads != 0) {
+            throw new ModelFormatException("num_attention_heads (" + numHeads
+                    + ") must be a multiple of num_key_value_heads (" + numKvHeads + ")");
+        }
+        if (!(rmsNormEps > 0) || !(ropeTheta > 0)) {
+            throw new ModelFormatException("rms_norm_eps and rope_theta must be > 0, got " + rmsNormEps + ", " + ropeTheta);
+        }
+        if (!(partialRotaryFactor > 0 && partialRotaryFactor <= 1)) {
+            throw new ModelFormatException("partial_rotary_factor must be in (0, 1], got " + partialRotaryFactor);
+        }
+        int rotary = (int) (headDim * partialRotaryFactor);
+        if (rotary == 0 || rotary % 2 != 0) {
+            throw new ModelFormatException("head_dim " + headDim + " × partial_rotary_factor " + partialRotaryFactor
+                    + " must give an even, non-zero number of rotated dims, got " + rotary);
+        }
+        if (slidingWindow < 0 || firstSlidingWindowLayer < 0) {
+            throw new ModelFormatException("sliding_window and max_window_layers must be >= 0, got "
+                    + slidingWindow + ", " + firstSlidingWindowLayer);
+        }
+        // what config.json cannot say for the architecture, the forward must not assume either
+        if (architecture == Architecture.LLAMA && slidingWindow != 0) {
+            throw new ModelFormatException("LlamaForCausalLM has no sliding window, got " + slidingWindow);
+        }
+        if (architecture == Architecture.MISTRAL && firstSlidingWindowLayer != 0) {
+            throw new ModelFormatException("MistralForCausalLM slides over every layer, got first layer "
+                    + firstSlidingWindowLayer);
+        }
+        if (bosTokenId.isPresent()) {
+            tokenInVocab("bos_token_id", bosTokenId.getAsInt(), vocabSize);
+        }
+        eosTokenIds = List.copyOf(eosTokenIds);
+        for (int id : eosTokenIds) {
+            tokenInVocab("eos_token_id", id, vocabSize);
+        }
+        if (!dtype.isFloat()) {
+            throw new ModelFormatException("torch_dtype must be a float type, got " + dtype);
+        }
+    }
+
+    private static void positive(String key, int value) {
+        if (value <= 0) {
+            throw new ModelFormatException(key + " must be > 0, got " + value);
+        }
+    }
+
+    private static void tokenInVocab(String key, int id, int vocabSize) {
+        if (id < 0 || id >= vocabSize) {
+            throw new ModelFormatException(key + " " + id + " is outside the vocabulary [0, " + vocabSize + ")");
+        }
+    }
+
+    /** Reads {@code config.json} from a model folder, or the file itself when {@code path} is a file. */
+    public static ModelConfig load(Path path) throws IOException {
+        Path file = Files.isDirectory(path) ? path.resolve(FILE_NAME) : path;
+        return fromJson(HfConfigJson.JSON.readTree(file.toFile()), file.toString());
+    }
+
+    /**
+     * Parses a config.json tree.
+     *
+     * @param source names the file in error messages
+     * @throws ModelFormatException for a missing or ill-typed key, an unknown architecture, or a feature this
+     *     library does not implement (named in the message)
+     */
+    public static ModelConfig fromJson(JsonNode root, String source) {
+        return HfConfigJson.parseModelConfig(new ConfigFields(root, source));
+    }
+
+    /** This config as config.json content that {@link #fromJson} reads back to an equal config. */
+    public ObjectNode toJson() {
+        return HfConfigJson.writeModelConfig(this);
+    }
+
+    /** Whether the q/k/v projections have a bias: Qwen2 always, the others never (o_proj never has one). */
+    public boolean qkvBias() {
+        return architecture == Architecture.QWEN2;
+    }
+
+    /** Hq·D: width of the query projection output. */
+    public int qSize() {
+        return numHeads * headDim;
+    }
+
+    /** Hkv·D: width of each of the key and value projection outputs. */
+    public int kvSize() {
+        return numKvHeads * headDim;
+    }
+
+    /** (Hq + 2·Hkv)·D: rows of the fused q/k/v weight. */
+    public int qkvRows() {
+        return qSize() + 2 * kvSize();
+    }
+
+    /** Dims of each head that RoPE rotates. */
+    public int rotaryDim() {
+        return (int) (headDim * partialRotaryFactor);
+    }
+
+    /** RoPE as the device ops take it: half-split (NeoX) pairs, as Hugging Face Llama rotates. */
+    public RopeParams ropeParams() {
+        return switch (ropeScaling.kind()) {
+            case NONE -> RopeParams.standard(rotaryDim(), ropeTheta);
+            case LINEAR -> new RopeParams(rotaryDim(), false, ropeTheta, ropeScaling.factor(), false, 0, 0, 0);
+            case LLAMA3 -> new RopeParams(rotaryDim(), false, ropeTheta, ropeScaling.factor(), true,
+                    ropeScaling.lowFreqFactor(), ropeScaling.highFreqFactor(), ropeScaling.originalMaxPositions());
+        };
+    }
+
+    /** The attention window of {@code layer} in tokens, or 0 when the layer attends to the whole context. */
+    public int attentionWindow(int layer) {
+        return layer >= firstSlidingWindowLayer ? slidingWindow : 0;
+    }
+
+    public Builder toBuilder() {
+        return new Builder(this);
+    }
+
+    /**
+     * A builder for configs made in code (random models, tests). Required: hidden, intermediate, layers, heads,
+     * max positions, vocab. Defaults: kv heads = heads, head dim = hidden / heads, eps 1e-5, theta 10000, no rope
+     * scaling, untied, no sliding window, no bos/eos, BF16.
+     */
+    public static Builder builder(Architecture architecture) {
+        return new Builder(architecture);
+    }
+
+    /** Mutable builder; {@link #build} validates. */
+    public static final class Builder {
+        private Architecture architecture;
+        private int hiddenSize;
+        private int intermediateSize;
+        private int numLayers;
+        private int numHeads;
+        private int numKvHeads;
+        private int headDim;
+        private double rmsNormEps = 1e-5;
+        private double ropeTheta = 10_000;
+        private RopeScaling ropeScaling = RopeScaling.none();
+        private double partialRotaryFactor = 1;
+        private int maxPositionEmbeddings;
+        private int vocabSize;
+        private boolean tieWordEmbeddings;
+        private int slidingWindow;
+        private int firstSlidingWindowLayer;
+        private OptionalInt bosTokenId = OptionalInt.empty();
+        private List<Integer> eosTokenIds = List.of();
+        private DType dtype = DType.BF16;
+
+        private Builder(Architecture architecture) {
+            this.architecture = architecture;
+        }
+
+        private Builder(ModelConfig c) {
+            architecture = c.architecture;
+            hiddenSize = c.hiddenSize;
+            intermediateSize = c.intermediateSize;
+            numLayers = c.numLayers;
+            numHeads = c.numHeads;
+            numKvHeads = c.numKvHeads;
+            headDim = c.headDim;
+            rmsNormEps = c.rmsNormEps;
+            ropeTheta = c.ropeTheta;
+            ropeScaling = c.ropeScaling;
+            partialRotaryFactor = c.partialRotaryFactor;
+            maxPositionEmbeddings = c.maxPositionEmbeddings;
+            vocabSize = c.vocabSize;
+            tieWordEmbeddings = c.tieWordEmbeddings;
+            slidingWindow = c.slidingWindow;
+            firstSlidingWindowLayer = c.firstSlidingWindowLayer;
+            bosTokenId = c.bosTokenId;
+            eosTokenIds = c.eosTokenIds;
+            dtype = c.dtype;
+        }
+
+        public Builder architecture(Architecture v) { architecture = v; return this; }
+        public Builder hiddenSize(int v) { hiddenSize = v; return this; }
+        public Builder intermediateSize(int v) { intermediateSize = v; return this; }
+        public Builder numLayers(int v) { numLayers = v; return this; }
+        public Builder numHeads(int v) { numHeads = v; return this; }
+        /** 0 = same as the number of heads. */
+        public Builder numKvHeads(int v) { numKvHeads = v; return this; }
+        /** 0 = hidden size / heads. */
+        public Builder headDim(int v) { headDim = v; return this; }
+        public Builder rmsNormEps(double v) { rmsNormEps = v; return this; }
+        public Builder ropeTheta(double v) { ropeTheta = v; return this; }
+        public Builder ropeScaling(RopeScaling v) { ropeScaling = v; return this; }
+        public Builder partialRotaryFactor(double v) { partialRotaryFactor = v; return this; }
+        public Builder maxPositionEmbeddings(int v) { maxPositionEmbeddings = v; return this; }
+        public Builder vocabSize(int v) { vocabSize = v; return this; }
+        public Builder tieWordEmbeddings(boolean v) { tieWordEmbeddings = v; return this; }
+        /** Window in tokens (0 = none) for layers {@code firstLayer} and up. */
+        public Builder slidingWindow(int window, int firstLayer) { slidingWindow = window; firstSlidingWindowLayer = firstLayer; return this; }
+        public Builder bosTokenId(OptionalInt v) { bosTokenId = v; return this; }
+        public Builder bosTokenId(int v) { return bosTokenId(OptionalInt.of(v)); }
+        public Builder eosTokenIds(List<Integer> v) { eosTokenIds = v; return this; }
+        public Builder eosTokenId(int v) { return eosTokenIds(List.of(v)); }
+        public Builder dtype(DType v) { dtype = v; return this; }
+
+        /** @throws ModelFormatException naming the first invalid value (by its config.json key) */
+        public ModelConfig build() {
+            if (numHeads <= 0) {
+                throw new ModelFormatException("num_attention_heads must be > 0, got " + numHeads);
+            }
+            int kv = numKvHeads == 0 ? numHeads : numKvHeads;
+            int hd = headDim;
+            if (hd == 0) {
+                if (hiddenSize % numHeads != 0) {
+                    throw new ModelFormatException("hidden_size " + hiddenSize + " is not a multiple of num_attention_heads "
+                            + numHeads + " and head_dim is not given");
+                }
+                hd = hiddenSize / numHeads;
+            }
+            return new ModelConfig(architecture, hiddenSize, intermediateSize, numLayers, numHeads, kv, hd, rmsNormEps,
+                    ropeTheta, ropeScaling, partialRotaryFactor, maxPositionEmbeddings, vocabSize, tieWordEmbeddings,
+                    slidingWindow, firstSlidingWindowLayer, bosTokenId, eosTokenIds, dtype);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+package org.mstar.model.llama;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.mstar.device.DType;
+import org.mstar.device.cpu.CpuDevice;
+import org.mstar.model.GenerationConfig;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.io.SafetensorsWriter;
+import org.mstar.model.tokenizer.ByteLevelBpeTokenizerJson;
+import org.mstar.model.tokenizer.TextTokenizer;
+
+/**
+ * Writes {@link LlamaWeights} as a complete Hugging Face model folder that this library and transformers
+ * both load: config.json, generation_config.json, safetensors under the Hugging Face names, and a synthetic
+ * byte-level tokenizer.json ({@link ByteLevelBpeTokenizerJson}) whose special tokens sit at the config's
+ * bos / eos ids. Used for random models in tests, {@code mstar generate --random} and the demo.
+ */
+public final class CheckpointWriter {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private CheckpointWriter() {}
+
+    /** Writes {@code weights} into {@code folder} (created if needed) as one model.safetensors. */
+    public static void write(LlamaWeights weights, Path folder) throws IOException {
+        write(weights, folder, Long.MAX_VALUE);
+    }
+
+    /**
+     * Writes {@code weights} into {@code folder}, in safetensors shards of at most {@code maxShardBytes} plus an
+     * index when they do not fit in one. config.json's torch_dtype is the dtype of the written tensors.
+     */
+    public static void write(LlamaWeights weights, Path folder, long maxShardBytes) throws IOException {
+        ModelConfig config = weights.config().toBuilder().dtype(weights.dtype()).build();
+        Files.createDirectories(folder);
+        var json = JSON.writerWithDefaultPrettyPrinter();
+        json.writeValue(folder.resolve(ModelConfig.FILE_NAME).toFile(), config.toJson());
+        json.writeValue(folder.resolve(GenerationConfig.FILE_NAME).toFile(), GenerationConfig.of(config).toJson());
+        ByteLevelBpeTokenizerJson.write(folder.resolve(TextTokenizer.FILE_NAME), config.vocabSize(),
+                config.bosTokenId(), config.eosTokenIds());
+        SafetensorsWriter tensors = new SafetensorsWriter();
+        weights.hfTensors().forEach(tensors::add);
+        tensors.writeCheckpoint(folder, maxShardBytes);
+    }
+
+    /** Writes a random model ({@link RandomWeights}) of {@code config}'s geometry, built in host memory. */
+    public static void writeRandom(ModelConfig config, DType dtype, long seed, Path folder) throws IOException {
+        try (CpuDevice cpu = new CpuDevice(1); LlamaWeights weights = RandomWeights.create(config, cpu, dtype, seed)) {
+            write(weights, folder);
+        }
+    }
+}

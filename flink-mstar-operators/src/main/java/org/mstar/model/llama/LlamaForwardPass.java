@@ -1,0 +1,117 @@
+package org.mstar.model.llama;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.mstar.device.ComputeOps;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.Tensor;
+import org.mstar.model.ModelConfig;
+import org.mstar.resources.Segment;
+
+/**
+ * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
+ * layer is RMSNorm → fused QKV projection → RoPE → KV append → paged attention → O projection →
+ * RMSNorm (fused residual add) → gate/up projection → SiLU·mul → down projection. Temporaries are
+ * released when the pass ends.
+ */
+final class LlamaForwardPass {
+    private static final String LABEL = Segment.MAIN;
+
+    private final LlamaModel model;
+    private final ModelConfig cfg;
+    private final Device device;
+    private final ComputeOps ops;
+    private final DType act;
+    private final List<Tensor> temporaries = new ArrayList<>();
+
+    LlamaForwardPass(LlamaModel model, DType activations) {
+        this.model = model;
+        this.cfg = model.config();
+        this.device = model.device();
+        this.ops = device.ops();
+        this.act = activations;
+    }
+
+    Tensor run(Tensor tokens, int[] sampleRows) {
+        try {
+            return forward(tokens, sampleRows);
+        } finally {
+            temporaries.forEach(Tensor::close);
+        }
+    }
+
+    private Tensor forward(Tensor tokens, int[] sampleRows) {
+        LlamaWeights w = model.weights();
+        LlamaResources res = model.resources();
+        int n = (int) tokens.dim(0);
+        int hidden = cfg.hiddenSize();
+        int q = cfg.qSize();
+        int kv = cfg.kvSize();
+        int d = cfg.headDim();
+
+        Tensor residual = temp(DType.F32, n, hidden);
+        ops.embedding(w.embedding(), tokens, residual);
+        Tensor normed = temp(act, n, hidden);
+        Tensor qT = temp(act, n, q);
+        Tensor kT = temp(act, n, kv);
+        Tensor vT = temp(act, n, kv);
+        Tensor attnOut = temp(act, n, q);
+        Tensor proj = temp(act, n, hidden);
+        Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
+        Tensor mlpAct = temp(act, n, cfg.intermediateSize());
+        Tensor tensorsToAdd = null;
+
+        for (int l = 0; l < cfg.numLayers(); l++) {
+            LlamaLayerWeights lw = w.layer(l);
+            // the first layer normalises the embeddings; later ones add the previous MLP output first
+            ops.rmsNorm(tensorsToAdd == null ? residual : tensorsToAdd, tensorsToAdd == null ? null : residual,
+                    lw.inputNorm(), (float) cfg.rmsNormEps(), normed);
+            projectSlice(normed, lw.qkvWeight(), lw.qkvBias(), 0, q, qT);
+            projectSlice(normed, lw.qkvWeight(), lw.qkvBias(), q, kv, kT);
+            projectSlice(normed, lw.qkvWeight(), lw.qkvBias(), q + kv, kv, vT);
+            Tensor q3 = qT.reshape(n, cfg.numHeads(), d);
+            Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
+            res.rope().applyQk(q3, k3, LABEL);
+            res.kv().writeKv(k3, vT.reshape(n, cfg.numKvHeads(), d), l, LABEL);
+            res.forLayer(model, l).run(q3, LABEL, l, res.kv().pool(), attnOut.reshape(n, cfg.numHeads(), d));
+            ops.matmul(attnOut, lw.oWeight(), null, proj);
+            ops.rmsNorm(proj, residual, lw.postAttentionNorm(), (float) cfg.rmsNormEps(), normed);
+            ops.matmul(normed, lw.gateUpWeight(), null, gateUp);
+            ops.siluMul(gateUp, mlpAct);
+            ops.matmul(mlpAct, lw.downWeight(), null, proj);
+            tensorsToAdd = proj;
+        }
+
+        int m = sampleRows.length;
+        int[] last = res.attention().lastRows(LABEL);
+        int[] rows = new int[m];
+        for (int i = 0; i < m; i++) {
+            rows[i] = last[sampleRows[i]];
+        }
+        Tensor rowIdx = track(device.fromInts(rows, m));
+        Tensor lastResidual = temp(DType.F32, m, hidden);
+        Tensor lastProj = temp(act, m, hidden);
+        ops.gatherRows(residual, rowIdx, lastResidual);
+        ops.gatherRows(tensorsToAdd, rowIdx, lastProj);
+        Tensor finalHidden = temp(act, m, hidden);
+        ops.rmsNorm(lastProj, lastResidual, w.finalNorm(), (float) cfg.rmsNormEps(), finalHidden);
+        Tensor logits = device.allocate(DType.F32, m, cfg.vocabSize());
+        ops.matmul(finalHidden, w.lmHead(), null, logits);
+        return logits;
+    }
+
+    /** Rows [from, from + width) of a fused projection: a contiguous slice of the weight's rows. */
+    private void projectSlice(Tensor x, Tensor weight, Tensor bias, int from, int width, Tensor out) {
+        ops.matmul(x, weight.rows(from, width), bias == null ? null : bias.rows(from, width), out);
+    }
+
+    private Tensor temp(DType dtype, long... shape) {
+        return track(device.allocate(dtype, shape));
+    }
+
+    private Tensor track(Tensor t) {
+        temporaries.add(t);
+        return t;
+    }
+}

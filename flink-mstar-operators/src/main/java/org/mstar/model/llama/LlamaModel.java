@@ -1,0 +1,133 @@
+package org.mstar.model.llama;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.Tensor;
+import org.mstar.model.ModelConfig;
+import org.mstar.resources.AttentionConfig;
+import org.mstar.resources.AttentionSpec;
+import org.mstar.resources.AttentionStep;
+import org.mstar.resources.KVSpec;
+import org.mstar.resources.KVStep;
+import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.PagedKVConfig;
+import org.mstar.resources.PositionConfig;
+import org.mstar.resources.PositionSpec;
+import org.mstar.resources.PositionStep;
+import org.mstar.resources.PosBackend;
+import org.mstar.resources.PosScheme;
+import org.mstar.resources.Resource;
+import org.mstar.resources.SamplerSpec;
+import org.mstar.resources.SamplerStep;
+import org.mstar.resources.Segment;
+import org.mstar.resources.SubmoduleStep;
+
+/**
+ * A Llama-family decoder (Llama 2/3/3.x, Qwen2, Mistral) on the resource layer: it declares its
+ * resources (paged KV, attention, RoPE positions, sampler), builds a {@link SubmoduleStep} per batch,
+ * and runs its forward through the device's compute ops, reading the resources' plans.
+ *
+ * <p>One node ({@link #NODE}) and one walk ({@link #WALK}) cover prefill and decode alike: a step is a
+ * list of segments on the "main" stream, and every segment's last token yields logits.
+ */
+public final class LlamaModel implements AutoCloseable {
+    public static final String NODE = "llm";
+    public static final String WALK = "generate";
+    public static final String KV = "kv";
+    public static final String ATTN = "attn";
+    public static final String ATTN_WINDOWED = "attn_windowed";
+    public static final String ROPE = "rope";
+    public static final String SAMPLER = "sampler";
+
+    private final ModelConfig config;
+    private final LlamaWeights weights;
+    private final Device device;
+    private final DType activations;
+    private final String weightsId;
+    private LlamaResources resources;
+
+    /**
+     * @param activations dtype of hidden states between ops (F32 on the CPU reference; BF16 on a GPU)
+     * @param weightsId names these exact weights (a checkpoint path, "random:seed"); it keys the prefix cache
+     */
+    public LlamaModel(LlamaWeights weights, DType activations, String weightsId) {
+        this.config = weights.config();
+        this.weights = weights;
+        this.device = weights.device();
+        this.activations = activations;
+        this.weightsId = weightsId;
+    }
+
+    public ModelConfig config() { return config; }
+    public Device device() { return device; }
+    public LlamaWeights weights() { return weights; }
+    public LlamaResources resources() { return resources; }
+    public String weightsId() { return weightsId; }
+    public DType activations() { return activations; }
+
+    /** The resources this model needs, for {@code ResourceFactory.buildAll}. */
+    public List<NodeResourceSpec> declareResources(KvCacheOptions kv, List<Integer> stopIds) {
+        Set<String> nodes = Set.of(NODE);
+        PagedKVConfig kvConfig = PagedKVConfig.builder(config.numLayers(), config.numKvHeads(), config.headDim(),
+                        kv.maxSeqLen())
+                .numQoHeads(config.numHeads())
+                .maxNumPages(kv.maxNumPages())
+                .pageSize(kv.pageSize())
+                .cpuOffloadPages(kv.cpuOffloadPages())
+                .prefixCache(kv.prefixCache())
+                .build();
+        List<NodeResourceSpec> specs = new ArrayList<>();
+        specs.add(new KVSpec(KV, nodes, kvConfig));
+        specs.add(new AttentionSpec(ATTN, nodes, new AttentionConfig(KV)));
+        if (config.slidingWindow() > 0) {
+            specs.add(new AttentionSpec(ATTN_WINDOWED, nodes, new AttentionConfig(KV).withSlidingWindow(config.slidingWindow())));
+        }
+        var rope = config.ropeParams();
+        specs.add(new PositionSpec(ROPE, nodes, new PositionConfig(KV, PosBackend.ROPE, PosScheme.SEQUENTIAL, 1,
+                rope.rotaryDim(), rope.interleave(), rope.scale(), rope.theta(),
+                rope.llama31() ? rope.lowFreqFactor() : null, rope.llama31() ? rope.highFreqFactor() : null,
+                rope.llama31() ? (int) rope.oldContextLen() : null)));
+        specs.add(new SamplerSpec(SAMPLER, nodes, config.vocabSize(), true, true, 0, stopIds, true));
+        return specs;
+    }
+
+    /** Take the resources built from {@link #declareResources}. */
+    public void bind(Map<String, Resource> built) {
+        this.resources = LlamaResources.from(built);
+    }
+
+    /**
+     * The step for one batch: one "main" segment per row, {@code promptTokens} entering the sampler's seen
+     * set for rows starting their prompt, and only {@code sampledRids} keeping a sampled token.
+     */
+    public SubmoduleStep declareStep(List<Segment> segments, Map<String, int[]> promptTokens, Set<String> sampledRids) {
+        Map<String, org.mstar.resources.ResourceStep> steps = new java.util.LinkedHashMap<>();
+        steps.put(KV, new KVStep());
+        steps.put(ATTN, new AttentionStep());
+        if (resources != null && resources.windowed() != null) {
+            steps.put(ATTN_WINDOWED, new AttentionStep());
+        }
+        steps.put(ROPE, new PositionStep());
+        steps.put(SAMPLER, new SamplerStep(null, true, true, promptTokens, sampledRids));
+        return new SubmoduleStep(steps, segments);
+    }
+
+    /**
+     * Run the planned step: {@code tokens} (I32, this step's tokens in segment order) through every layer,
+     * then the LM head on the last token of the sequences at {@code sampleRows} (indexes into the step's
+     * segments). Returns F32 logits {@code [sampleRows.length, vocab]}.
+     */
+    public Tensor forward(Tensor tokens, int[] sampleRows) {
+        LlamaForwardPass pass = new LlamaForwardPass(this, activations);
+        return pass.run(tokens, sampleRows);
+    }
+
+    @Override
+    public void close() {
+        weights.close();
+    }
+}

@@ -1,0 +1,138 @@
+package org.mstar.resources.attn;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import org.mstar.device.Device;
+import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.StaticIntBuffers;
+import org.mstar.device.Tensor;
+import org.mstar.resources.AttentionStep;
+import org.mstar.resources.BucketKey;
+import org.mstar.resources.SlotLease;
+import org.mstar.resources.kv.KVPlanOutput;
+import org.mstar.resources.kv.KVPlanOutputs;
+import org.mstar.resources.kv.PagedIndptrs;
+
+/**
+ * One step's attention metadata: per KV plan label, the device {@link PagedAttentionPlan} the kernel
+ * reads and the query rows holding each sequence's last token. Built once per step by
+ * {@link AttentionManager#plan}, read by every layer.
+ */
+public final class AttentionPlan {
+    private final Map<String, LabelPlan> byLabel;
+
+    private AttentionPlan(Map<String, LabelPlan> byLabel) {
+        this.byLabel = Collections.unmodifiableMap(byLabel);
+    }
+
+    /**
+     * Uploads each label's host page tables once; every layer of the step reuses them. Eager (no lease, or
+     * a lease without a captured bucket): fresh tensors of exactly the step's sizes. Leased: the static
+     * buffers of (bucket, slot, label), sized on first use ({@code kvIndices} for {@code maxSeqLen} tokens
+     * per sequence) and overwritten in place, so a captured replay reads this step's tables.
+     */
+    static AttentionPlan build(KVPlanOutputs kv, AttentionStep step, int windowLeft, float smScale, Device device,
+                               SlotLease lease, StaticIntBuffers statics, int maxSeqLen) {
+        boolean leased = lease != null && lease.bucket() != null;
+        Map<String, LabelPlan> byLabel = new LinkedHashMap<>();
+        kv.byLabel().forEach((label, out) -> {
+            Upload upload = leased
+                    ? (part, capacity, values) -> statics.write(new LeasedKey(lease.bucket(), lease.slot(), label, part),
+                            capacity, values)
+                    : (part, capacity, values) -> device.fromInts(values, values.length);
+            byLabel.put(label, LabelPlan.build(out, step, windowLeft, smScale, upload, !leased, maxSeqLen));
+        });
+        return new AttentionPlan(byLabel);
+    }
+
+    /** The plan labels, in KV's packing order. */
+    public Set<String> labels() {
+        return byLabel.keySet();
+    }
+
+    /** The kernel's plan for {@code planLabel}. */
+    public PagedAttentionPlan paged(String planLabel) {
+        return label(planLabel).paged;
+    }
+
+    /**
+     * Per sequence of {@code planLabel}, the query row of its last new token: {@code qoIndptr[r+1] - 1}.
+     * A sequence computing no token this step has no such row and gets -1.
+     */
+    public int[] lastRows(String planLabel) {
+        return label(planLabel).lastRows.clone();
+    }
+
+    /** The device copy of {@link #lastRows}; null when some sequence computes no token. */
+    Tensor lastRowsTensor(String planLabel) {
+        return label(planLabel).lastRowsDevice;
+    }
+
+    LabelPlan label(String planLabel) {
+        LabelPlan p = byLabel.get(planLabel);
+        if (p == null) {
+            throw new IllegalArgumentException("no attention planned for label '" + planLabel + "'; planned: "
+                    + byLabel.keySet());
+        }
+        return p;
+    }
+
+    /** Returns the step's device tensors; call once no enqueued layer reads them any more. */
+    void close() {
+        byLabel.values().forEach(LabelPlan::close);
+    }
+
+    /** Puts one I32 array on the device: {@code part} names it within its label; {@code capacity} bounds a static buffer. */
+    @FunctionalInterface
+    private interface Upload {
+        Tensor apply(String part, int capacity, int[] values);
+    }
+
+    private record LeasedKey(BucketKey bucket, int slot, String planLabel, String part) {}
+
+    /** @param fresh whether the tensors are this plan's own (freed with it) rather than static buffers */
+    record LabelPlan(PagedAttentionPlan paged, int[] lastRows, Tensor lastRowsDevice, boolean fresh) {
+        static LabelPlan build(KVPlanOutput out, AttentionStep step, int windowLeft, float smScale, Upload upload,
+                               boolean fresh, int maxSeqLen) {
+            PagedIndptrs ip = out.indptrs();
+            int rows = ip.rows();
+            int[] qo = ip.qoIndptr();
+            int maxQoLen = 0;
+            int maxKvLen = 0;
+            boolean everyRowComputes = true;
+            int[] lastRows = new int[rows];
+            for (int r = 0; r < rows; r++) {
+                int qLen = qo[r + 1] - qo[r];
+                maxQoLen = Math.max(maxQoLen, qLen);
+                maxKvLen = Math.max(maxKvLen, ip.kvLens()[r]);
+                lastRows[r] = qLen > 0 ? qo[r + 1] - 1 : -1;
+                everyRowComputes &= qLen > 0;
+            }
+            int pagesPerRow = (maxSeqLen + out.pageSize() - 1) / out.pageSize();
+            PagedAttentionPlan paged = new PagedAttentionPlan(rows,
+                    upload.apply("qoIndptr", rows + 1, qo),
+                    upload.apply("kvIndptr", rows + 1, ip.kvIndptr()),
+                    upload.apply("kvIndices", rows * pagesPerRow, ip.kvIndices()),
+                    upload.apply("lastPageLen", rows, ip.lastPageLen()),
+                    out.pageSize(), ip.totalQo(), maxQoLen, maxKvLen, step.causal(), windowLeft, step.contextOnly(),
+                    smScale);
+            Tensor lastRowsDevice = everyRowComputes ? upload.apply("lastRows", rows, lastRows) : null;
+            return new LabelPlan(paged, lastRows, lastRowsDevice, fresh);
+        }
+
+        void close() {
+            if (!fresh) {
+                return;
+            }
+            paged.qoIndptr().close();
+            paged.kvIndptr().close();
+            paged.kvIndices().close();
+            paged.lastPageLen().close();
+            if (lastRowsDevice != null) {
+                lastRowsDevice.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+package org.mstar.resources.kv;
+
+import java.nio.ByteBuffer;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.Tensor;
+
+/**
+ * The device storage of a paged KV cache: one tensor {@code [layers, pages, 2, pageSize, kvHeads,
+ * headDim]} (index 0 of the third axis is K, 1 is V) and the page-granular moves the manager makes on
+ * it. Page bytes leave and enter the device in the layout {@code gatherPages} produces,
+ * {@code [layers, n, 2, pageSize, kvHeads, headDim]}.
+ */
+final class KvPool {
+    private final Device device;
+    private final Tensor pool;
+    private final int layers;
+    private final int pageSize;
+    private final int kvHeads;
+    private final int headDim;
+    private final DType dtype;
+
+    KvPool(Device device, DType dtype, int layers, int pages, int pageSize, int kvHeads, int headDim) {
+        this.device = device;
+        this.dtype = dtype;
+        this.layers = layers;
+        this.pageSize = pageSize;
+        this.kvHeads = kvHeads;
+        this.headDim = headDim;
+        this.pool = device.zeros(dtype, layers, pages, 2, pageSize, kvHeads, headDim);
+    }
+
+    Tensor tensor() { return pool; }
+    Device device() { return device; }
+    int layers() { return layers; }
+    int pageSize() { return pageSize; }
+    int kvHeads() { return kvHeads; }
+    int headDim() { return headDim; }
+    DType dtype() { return dtype; }
+
+    /** Bytes of one page across all layers, K and V. */
+    int pageBytes() {
+        return layers * 2 * pageSize * kvHeads * headDim * dtype.bytes();
+    }
+
+    /** Full copies {@code src[i] → dst[i]} in every layer. */
+    void copyPages(int[] src, int[] dst) {
+        if (src.length == 0) {
+            return;
+        }
+        try (Tensor s = device.fromInts(src, src.length); Tensor d = device.fromInts(dst, dst.length)) {
+            device.ops().copyPages(pool, s, d);
+        }
+    }
+
+    /** The bytes of {@code pages}, laid out {@code [layers, n, 2, pageSize, kvHeads, headDim]}. */
+    byte[] gather(int[] pages) {
+        byte[] out = new byte[pages.length * pageBytes()];
+        if (pages.length == 0) {
+            return out;
+        }
+        try (Tensor ids = device.fromInts(pages, pages.length);
+             Tensor buf = device.allocate(dtype, layers, pages.length, 2, pageSize, kvHeads, headDim)) {
+            device.ops().gatherPages(pool, ids, buf);
+            device.copyToHost(buf, ByteBuffer.wrap(out));
+        }
+        return out;
+    }
+
+    /** Inverse of {@link #gather}: write {@code data} into {@code pages}. */
+    void scatter(int[] pages, byte[] data) {
+        if (data.length != pages.length * pageBytes()) {
+            throw new IllegalArgumentException(data.length + " bytes for " + pages.length + " pages of " + pageBytes());
+        }
+        if (pages.length == 0) {
+            return;
+        }
+        try (Tensor ids = device.fromInts(pages, pages.length);
+             Tensor buf = device.allocate(dtype, layers, pages.length, 2, pageSize, kvHeads, headDim)) {
+            device.copyFromHost(ByteBuffer.wrap(data), buf);
+            device.ops().scatterPages(pool, ids, buf);
+        }
+    }
+
+    /**
+     * K and V of tokens {@code [0, tokens)} of a stream on {@code pages}, layer {@code layer}, each
+     * {@code [tokens, kvHeads, headDim]} widened to fp32.
+     */
+    float[][] readTokens(int layer, int[] pages, int tokens) {
+        int tokenElems = kvHeads * headDim;
+        float[] k = new float[tokens * tokenElems];
+        float[] v = new float[tokens * tokenElems];
+        if (tokens == 0) {
+            return new float[][] {k, v};
+        }
+        int n = pages.length;
+        float[] all;
+        try (Tensor ids = device.fromInts(pages, n);
+             Tensor buf = device.allocate(dtype, layers, n, 2, pageSize, kvHeads, headDim)) {
+            device.ops().gatherPages(pool, ids, buf);
+            all = device.toFloats(buf);
+        }
+        int pageElems = 2 * pageSize * tokenElems;
+        for (int t = 0; t < tokens; t++) {
+            int base = (layer * n + t / pageSize) * pageElems + (t % pageSize) * tokenElems;
+            System.arraycopy(all, base, k, t * tokenElems, tokenElems);
+            System.arraycopy(all, base + pageSize * tokenElems, v, t * tokenElems, tokenElems);
+        }
+        return new float[][] {k, v};
+    }
+
+    /** Write per-token K and V ({@code [n, kvHeads, headDim]}) of one layer at the given addresses. */
+    void append(int layer, Tensor k, Tensor v, Tensor pages, Tensor offsets) {
+        device.ops().kvAppend(pool, layer, k, v, pages, offsets);
+    }
+}

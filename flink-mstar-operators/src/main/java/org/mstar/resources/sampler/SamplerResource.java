@@ -1,0 +1,243 @@
+package org.mstar.resources.sampler;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.mstar.device.Device;
+import org.mstar.device.Tensor;
+import org.mstar.resources.Resource;
+import org.mstar.resources.ResourceReqConfig;
+import org.mstar.resources.ResourceStep;
+import org.mstar.resources.SamplerSpec;
+import org.mstar.resources.SamplerStep;
+import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.StepContext;
+
+/**
+ * Token sampling with per-request parameters (spec §7).
+ *
+ * <p>Per request it keeps a {@link SamplingReqConfig} (validated against this node's {@link SamplerSpec}
+ * at ingest), the tokens its repetition penalty has seen, and how many tokens it has generated. That count
+ * is the Philox offset of its next draw and the seed is the request's own, so a request's tokens depend on
+ * (seed, position) and never on which requests share its batch or in what order.
+ *
+ * <p>A step: {@link #plan} adds the step's prompt tokens ({@code SamplerStep.prefillTrackedTokens}) to the
+ * seen sets of requests that penalise their prompt; the forward calls {@link #sample}; {@link #commit}
+ * accepts the drawn token of every kept row (seen set, generated count and offset advance once). A
+ * caller that keeps tokens outside a runner commit uses {@link #accept} instead.
+ *
+ * <p>Not thread-safe: one step loop drives it.
+ */
+public final class SamplerResource implements Resource {
+    private final SamplerSpec spec;
+    private final Device device;
+    private final Map<String, SamplingState> requests = new HashMap<>();
+    /** The step being run: its penalty and filter switches apply to {@link #sample}. */
+    private SamplerStep planned;
+    /** Tokens drawn in this step and not yet accepted, by request. */
+    private final Map<String, Integer> drawn = new LinkedHashMap<>();
+
+    /**
+     * @param spec   the node's sampler capabilities; its resource key also salts every request's seed
+     * @param device where sampling runs
+     */
+    public SamplerResource(SamplerSpec spec, Device device) {
+        this.spec = spec;
+        this.device = device;
+    }
+
+    /**
+     * The Philox key of one request's stream in sampler {@code resourceKey}: the first 8 bytes
+     * (little-endian) of SHA-256 over {@code "<seed>:<resourceKey>"}, masked to 63 bits. Salting with the
+     * key gives each sampler of a request (e.g. several heads of one model) its own stream. It plays the
+     * role of the reference's blake2b derivation but does not reproduce its values.
+     */
+    public static long deriveSeed(long seed, String resourceKey) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256")
+                    .digest((seed + ":" + resourceKey).getBytes(StandardCharsets.UTF_8));
+            return ByteBuffer.wrap(digest, 0, Long.BYTES).order(ByteOrder.LITTLE_ENDIAN).getLong() & Long.MAX_VALUE;
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK provides SHA-256", e);
+        }
+    }
+
+    // ---------------------------------------------------------------- requests
+
+    /**
+     * Registers {@code rid} with {@code cfg} (null: the defaults). A second ingest keeps the first
+     * registration and its progress.
+     *
+     * @throws org.mstar.resources.RequestValidationException (a 400) naming the field, for a value out of
+     *         range or a capability this node's spec lacks
+     */
+    @Override
+    public void ingestRequest(String rid, ResourceReqConfig cfg) {
+        SamplingReqConfig config;
+        if (cfg == null) {
+            config = SamplingReqConfig.DEFAULTS;
+        } else if (cfg instanceof SamplingReqConfig c) {
+            config = c;
+        } else {
+            throw new IllegalArgumentException("sampler '" + spec.resourceKey() + "' takes a SamplingReqConfig, got "
+                    + cfg.getClass().getName());
+        }
+        config.validate(spec);
+        requests.putIfAbsent(rid, new SamplingState(config, deriveSeed(config.seed(), spec.resourceKey())));
+    }
+
+    /** Forgets what {@code rid} has seen and generated (offset back to 0); its parameters stay. */
+    @Override
+    public void resetRequest(String rid, boolean free) {
+        SamplingState s = requests.get(rid);
+        if (s != null) {
+            s.reset();
+        }
+        drawn.remove(rid);
+    }
+
+    @Override
+    public void removeRequest(String rid) {
+        requests.remove(rid);
+        drawn.remove(rid);
+    }
+
+    /**
+     * Extra ids (e.g. the tokenizer's EOS and the request's stop tokens) held back, with the spec's
+     * {@code minTokensStopIds}, until {@code rid} has generated {@code minTokens} tokens. Replaces any
+     * earlier extra ids.
+     */
+    public void setStopIds(String rid, int[] ids) {
+        state(rid).setExtraStopIds(ids);
+    }
+
+    /**
+     * Rebuilds the state of a request resumed after a restore, replacing what it had: {@code prompt} enters
+     * the seen set if the request penalises its prompt, each of {@code generated} is accepted in order, so
+     * the next draw is at offset {@code generated.length} as if the request had never stopped.
+     */
+    public void restore(String rid, int[] prompt, int[] generated) {
+        SamplingState s = state(rid);
+        s.reset();
+        s.addPrompt(prompt);
+        for (int token : generated) {
+            s.accept(token);
+        }
+        drawn.remove(rid);
+    }
+
+    /** Tokens {@code rid} has generated: also the Philox offset of its next draw. */
+    public long generated(String rid) {
+        return state(rid).generated();
+    }
+
+    // ---------------------------------------------------------------- step cycle
+
+    /** Records the step's switches and, on the real plan, adds its prompt tokens to the seen sets. */
+    @Override
+    public Object plan(ResourceStep step, StepContext ctx) {
+        SamplerStep ss = samplerStep(step);
+        planned = ss;
+        drawn.clear();
+        if (!ctx.isPreplan()) {
+            ss.prefillTrackedTokens().forEach((rid, tokens) -> {
+                SamplingState s = requests.get(rid);
+                if (s != null) {
+                    s.addPrompt(tokens);
+                }
+            });
+        }
+        return null;
+    }
+
+    /**
+     * Draws one token per row of {@code logits} (F32 {@code [rids.size(), vocab]}), row r for request
+     * {@code rids.get(r)}, with the planned step's penalty and filter switches (both on when no step was
+     * planned). A greedy row (temperature 0) returns the argmax after the penalty. Rows of ids the sampler
+     * does not know (capture padding) draw with the defaults and leave no state.
+     *
+     * <p>Nothing is accepted yet: {@link #commit} (or {@link #accept}) does that for kept rows.
+     *
+     * @return the token of each row
+     */
+    public int[] sample(List<String> rids, Tensor logits) {
+        if (logits.dim(0) != rids.size()) {
+            throw new IllegalArgumentException("logits have " + logits.dim(0) + " rows for " + rids.size() + " requests");
+        }
+        if (rids.isEmpty()) {
+            return new int[0];
+        }
+        List<SamplingState> states = new ArrayList<>(rids.size());
+        Set<String> known = new HashSet<>();
+        for (String rid : rids) {
+            SamplingState s = requests.get(rid);
+            if (s != null && !known.add(rid)) {
+                // one request, one offset: a second row would repeat the first row's random draw
+                throw new IllegalArgumentException("request '" + rid + "' appears twice in one sample call");
+            }
+            states.add(s);
+        }
+        boolean applyPenalty = planned == null || planned.applyPenalty();
+        boolean applyFilters = planned == null || planned.applyFilters();
+        SamplingRows rows = new SamplingRows(states, spec.minTokensStopIds(), applyPenalty, (int) logits.dim(-1));
+        int[] tokens = rows.draw(device, logits, applyFilters);
+        for (int r = 0; r < tokens.length; r++) {
+            if (states.get(r) != null) {
+                drawn.put(rids.get(r), tokens[r]);
+            }
+        }
+        return tokens;
+    }
+
+    /** Accepts the drawn token of each kept row ({@code SamplerStep.keptRids}, null = all); drops the rest. */
+    @Override
+    public void commit(ResourceStep step, StepContext ctx) {
+        SamplerStep ss = samplerStep(step);
+        drawn.forEach((rid, token) -> {
+            // a replay's padding row leaves no state; during capture the dummy rows are the batch
+            if (ss.kept(rid) && (ctx.capture() || ctx.isRealRow(rid))) {
+                requests.get(rid).accept(token);
+            }
+        });
+        drawn.clear();
+        planned = null;
+    }
+
+    /**
+     * Keeps {@code token} as {@code rid}'s next generated token: it enters the penalty's seen set and the
+     * offset advances by one. Any token drawn for {@code rid} in this step and not yet committed is dropped,
+     * so a later {@link #commit} does not accept that draw again (accepting after the commit would).
+     */
+    public void accept(String rid, int token) {
+        state(rid).accept(token);
+        drawn.remove(rid);
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    private SamplingState state(String rid) {
+        SamplingState s = requests.get(rid);
+        if (s == null) {
+            throw new IllegalStateException("request '" + rid + "' is not ingested in sampler '"
+                    + spec.resourceKey() + "'");
+        }
+        return s;
+    }
+
+    private static SamplerStep samplerStep(ResourceStep step) {
+        if (step instanceof SamplerStep ss) {
+            return ss;
+        }
+        throw new IllegalArgumentException("the sampler needs a SamplerStep, got "
+                + (step == null ? "null" : step.getClass().getName()));
+    }
+}

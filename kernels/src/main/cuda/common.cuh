@@ -1,0 +1,78 @@
+// Shared helpers for every kernel family: element access by run-time dtype, block reductions.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace mstar {
+
+// Codes are the ordinals of org.mstar.device.DType, passed as plain ints by the launchers.
+enum DTypeCode : int { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2, DT_I32 = 3, DT_I64 = 4, DT_U8 = 5 };
+
+// The dtype branch is uniform across a launch, so it costs a predicted branch, not divergence.
+__device__ __forceinline__ float load_f(const void* p, int dt, long long i) {
+    switch (dt) {
+        case DT_BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+        case DT_F16: return __half2float(static_cast<const __half*>(p)[i]);
+        default: return static_cast<const float*>(p)[i];
+    }
+}
+
+// Rounds to nearest even for the 16-bit types, as HalfFloats does on the host.
+__device__ __forceinline__ void store_f(void* p, int dt, long long i, float v) {
+    switch (dt) {
+        case DT_BF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+        case DT_F16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+        default: static_cast<float*>(p)[i] = v; break;
+    }
+}
+
+// What storing v as dt and reading it back yields.
+__device__ __forceinline__ float round_to(int dt, float v) {
+    switch (dt) {
+        case DT_BF16: return __bfloat162float(__float2bfloat16_rn(v));
+        case DT_F16: return __half2float(__float2half_rn(v));
+        default: return v;
+    }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over the block; every thread gets the result. scratch holds >= 32 floats.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < warps ? scratch[lane] : 0.f;
+    return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < warps ? scratch[lane] : -INFINITY;
+    return warp_max(v);
+}
+
+// Grid-stride loop over [0, n) with 64-bit indices.
+#define MSTAR_GRID_LOOP(i, n)                                                          \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n);       \
+         i += (long long)gridDim.x * blockDim.x)
+
+}  // namespace mstar

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
+# harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
+# jars (operators, kernels with the fatbin and cuBLAS shim, JCuda and its driver-API native library) and
+# the scripts that run there. Then, with the device tool: carry gpu-bundle and run
+# `bash gpu-bundle/run-harness.sh` (docs/gpu/README.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUNDLE=gpu-bundle
+JCUDA_VERSION=12.6.0
+M2=${M2_REPO:-$HOME/.m2/repository}
+
+mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators -am package -DskipTests
+
+rm -rf "$BUNDLE"
+mkdir -p "$BUNDLE/lib"
+jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
+    --no-man-pages --output "$BUNDLE/jre"
+cp flink-mstar-operators/target/flink-mstar-operators-*.jar kernels/target/mstar-kernels-*.jar "$BUNDLE/lib/"
+cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
+cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py "$BUNDLE/"
+
+# JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
+# GPU machine lacks and this project never loads; keep only the driver-API library.
+natives="$M2/org/jcuda/jcuda-natives/$JCUDA_VERSION/jcuda-natives-$JCUDA_VERSION-linux-x86_64.jar"
+tmp=$(mktemp -d)
+(cd "$tmp" && unzip -q "$natives" "lib/libJCudaDriver-$JCUDA_VERSION-linux-x86_64.so" \
+    && jar --create --file "jcuda-natives-driver-$JCUDA_VERSION-linux-x86_64.jar" lib)
+mv "$tmp/jcuda-natives-driver-$JCUDA_VERSION-linux-x86_64.jar" "$BUNDLE/lib/"
+rm -rf "$tmp"
+
+size=$(du -sm "$BUNDLE" | cut -f1)
+echo "gpu-bundle: ${size} MiB"
+if [ "$size" -ge 60 ]; then
+    echo "gpu-bundle is ${size} MiB: the device tool carries at most 64 MiB with the working tree" >&2
+    exit 1
+fi

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine as gpu-bundle/run-harness.sh (scripts/build-gpu-bundle.sh copies it there with
+# the runtime and jars, so the bundle is all the machine needs). Everything it prints also lands under
+# $OUT (the device tool's output folder; /tmp/mstar-gpu elsewhere): nvidia-smi state, the harness log and
+# tables, and the torch GEMM comparison. Arguments go to the harness (e.g. --no-perf, --seed N).
+set -uo pipefail
+OUT=${OUT:-/tmp/mstar-gpu}
+mkdir -p "$OUT"
+BUNDLE=$(cd "$(dirname "$0")" && pwd)
+date -u +"%Y-%m-%dT%H:%M:%SZ" | tee "$OUT/date.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu --format=csv \
+    | tee "$OUT/nvidia-smi.txt"
+
+# cuBLAS: the shim dlopens libcublas.so.13, so its folder must be on the loader path.
+cublas=$(ldconfig -p | awk '/libcublas\.so\.13 /{print $NF; exit}')
+if [ -z "$cublas" ]; then
+    cublas=$(find / -xdev -name 'libcublas.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
+fi
+echo "libcublas: ${cublas:-not found}"
+[ -n "$cublas" ] && export LD_LIBRARY_PATH="$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# The limit leaves the torch comparison time to run inside one 10-minute device call.
+timeout 420 "$BUNDLE/jre/bin/java" -Xmx16g -cp "$BUNDLE/lib/*" org.mstar.device.cuda.harness.GpuHarness --out "$OUT" "$@" \
+    2>&1 | tee "$OUT/harness.log"
+status=${PIPESTATUS[0]}
+PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_gemm.py" 2>&1 | tee "$OUT/torch.log"
+exit "$status"
