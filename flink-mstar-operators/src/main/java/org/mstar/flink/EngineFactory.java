@@ -26,16 +26,13 @@ public interface EngineFactory extends Serializable {
      * job's configuration.
      */
     static EngineFactory fromConfig(ReadableConfig config, ClassLoader classLoader) {
-        String className = config.getOptional(GenerateOptions.ENGINE_FACTORY).orElseThrow(() ->
-                new IllegalArgumentException("No engine factory: set '" + GenerateOptions.ENGINE_FACTORY.key()
-                        + "' to the class name of an EngineFactory."));
+        String className = config.get(GenerateOptions.ENGINE_FACTORY);
         try {
             Class<? extends EngineFactory> type =
                     Class.forName(className, true, classLoader).asSubclass(EngineFactory.class);
             return type.getConstructor(ReadableConfig.class).newInstance(config);
         } catch (InvocationTargetException e) {
-            throw new IllegalArgumentException("Engine factory " + className + " rejected the configuration: "
-                    + e.getCause().getMessage(), e.getCause());
+            throw new IllegalArgumentException(e.getCause().getMessage(), e.getCause());
         } catch (ReflectiveOperationException | ClassCastException e) {
             throw new IllegalArgumentException("'" + GenerateOptions.ENGINE_FACTORY.key() + "' = " + className
                     + " is not an EngineFactory with a public (ReadableConfig) constructor", e);

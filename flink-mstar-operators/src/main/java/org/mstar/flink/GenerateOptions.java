@@ -12,10 +12,10 @@ public final class GenerateOptions {
 
     public static final ConfigOption<String> ENGINE_FACTORY = ConfigOptions.key("mstar.engine.factory")
             .stringType()
-            .noDefaultValue()
+            .defaultValue(LlamaEngineFactory.class.getName())
             .withDescription("Class name of the EngineFactory that builds each subtask's engine. It needs a public"
-                    + " constructor taking the job's ReadableConfig, from which it reads "
-                    + "'mstar.model.dir' and its own options.");
+                    + " constructor taking the job's ReadableConfig, from which it reads 'mstar.model.dir' and its"
+                    + " own options. The default serves Llama-family checkpoints.");
 
     public static final ConfigOption<String> MODEL_DIR = ConfigOptions.key("mstar.model.dir")
             .stringType()

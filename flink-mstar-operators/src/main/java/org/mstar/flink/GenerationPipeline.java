@@ -132,16 +132,16 @@ public final class GenerationPipeline {
      *         .bootstrapServers("localhost:9092")
      *         .requestsTopic("requests")
      *         .responsesTopic("responses")
-     *         .engineFactory((device, subtask) -> new MyEngine(Path.of("/models/llama"), device))
+     *         .set(GenerateOptions.MODEL_DIR, "/models/Llama-3.2-1B-Instruct")
      *         .transactionalIdPrefix("mstar-serve")
      *         .build()
      *         .addTo(env);
      * env.execute("mstar serve");
      * }</pre>
      *
-     * <p>Required: bootstrap servers; an engine, as a factory or the class name in {@link
-     * GenerateOptions#ENGINE_FACTORY}; and under EXACTLY_ONCE (the default) a transactional-id prefix and
-     * checkpointing. Every setting is also a {@link ConfigOption} of {@link KafkaIoOptions} or {@link
+     * <p>Required: bootstrap servers; a model folder ({@link GenerateOptions#MODEL_DIR}) for the default engine, or
+     * another engine as a factory or a class name in {@link GenerateOptions#ENGINE_FACTORY}; and under EXACTLY_ONCE
+     * (the default) a transactional-id prefix and checkpointing. Every setting is also a {@link ConfigOption} of {@link KafkaIoOptions} or {@link
      * GenerateOptions}, so {@link #configure} can take them all from a job's configuration; a setter called
      * later wins.
      */
@@ -194,7 +194,10 @@ public final class GenerationPipeline {
             return set(KafkaIoOptions.TRANSACTIONAL_ID_PREFIX, prefix);
         }
 
-        /** Builds each subtask's engine; takes precedence over {@link GenerateOptions#ENGINE_FACTORY}. */
+        /**
+         * Builds each subtask's engine; takes precedence over {@link GenerateOptions#ENGINE_FACTORY}, which
+         * defaults to a {@link LlamaEngineFactory} serving {@link GenerateOptions#MODEL_DIR}.
+         */
         public Builder engineFactory(EngineFactory factory) {
             this.engineFactory = factory;
             return this;
@@ -228,9 +231,13 @@ public final class GenerationPipeline {
                 problems.add("No Kafka bootstrap servers: call bootstrapServers(..) or set '"
                         + KafkaIoOptions.BOOTSTRAP_SERVERS.key() + "'.");
             }
-            if (engineFactory == null && options.getOptional(GenerateOptions.ENGINE_FACTORY).isEmpty()) {
-                problems.add("No engine: call engineFactory(..) or set '" + GenerateOptions.ENGINE_FACTORY.key()
-                        + "' to the class name of an EngineFactory.");
+            EngineFactory factory = engineFactory;
+            if (factory == null) {
+                try {
+                    factory = EngineFactory.fromConfig(options, Thread.currentThread().getContextClassLoader());
+                } catch (IllegalArgumentException e) {
+                    problems.add(e.getMessage());
+                }
             }
             DeliveryGuarantee guarantee = options.get(KafkaIoOptions.DELIVERY_GUARANTEE);
             if (guarantee == DeliveryGuarantee.NONE) {
@@ -255,8 +262,6 @@ public final class GenerationPipeline {
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException(String.join(" ", problems));
             }
-            EngineFactory factory = engineFactory != null ? engineFactory
-                    : EngineFactory.fromConfig(options, Thread.currentThread().getContextClassLoader());
             return new GenerationPipeline(this, factory);
         }
     }

@@ -34,7 +34,7 @@ public final class FakeEngine implements GenerationEngine {
     private final int maxRunning;
     private final int contextLength;
     private final long stepNanos;
-    private final Hooks hooks;
+
     private final PriorityQueue<Sequence> waiting = new PriorityQueue<>(
             Comparator.comparingInt((Sequence s) -> -s.request.priority()).thenComparingLong(s -> s.order));
     private final Map<String, Sequence> running = new LinkedHashMap<>();
@@ -44,29 +44,15 @@ public final class FakeEngine implements GenerationEngine {
     private long generatedTokens;
     private boolean closed;
 
-    /** Lets a test watch the engine and inject failures. */
-    public interface Hooks {
-        /** After each step that produced tokens; may throw to simulate a device failure. */
-        default void onStep(int tokens) {}
-
-        /** A request resumed with at least one generated token. */
-        default void onResumeMidGeneration() {}
-
-        /** While true, steps produce nothing, as if the device were very slow. */
-        default boolean paused() {
-            return false;
-        }
-    }
-
-    public FakeEngine(int maxRunning, int contextLength, long stepNanos, Hooks hooks) {
+    /**
+     * @param maxRunning requests generating at once; the others wait
+     * @param contextLength prompt + generated tokens a request may reach
+     * @param stepNanos simulated device time of a step
+     */
+    public FakeEngine(int maxRunning, int contextLength, long stepNanos) {
         this.maxRunning = maxRunning;
         this.contextLength = contextLength;
         this.stepNanos = stepNanos;
-        this.hooks = hooks;
-    }
-
-    public FakeEngine() {
-        this(8, 512, 0, new Hooks() {});
     }
 
     @Override
@@ -94,9 +80,6 @@ public final class FakeEngine implements GenerationEngine {
                 throw new RequestValidationException("prompt_token_ids", "id " + id + " is outside the vocabulary of " + VOCAB);
             }
         }
-        if (generated.length > 0) {
-            hooks.onResumeMidGeneration();
-        }
         Sequence s = new Sequence(request, prompt, generated, order++);
         live.put(request.requestId(), s);
         waiting.add(s);
@@ -117,9 +100,6 @@ public final class FakeEngine implements GenerationEngine {
         if (stepNanos > 0) {
             LockSupport.parkNanos(stepNanos); // simulated forward pass
         }
-        if (hooks.paused()) {
-            return StepResult.EMPTY;
-        }
         List<TokenOutput> tokens = new ArrayList<>();
         List<FinishedRequest> finished = new ArrayList<>();
         for (Iterator<Sequence> it = running.values().iterator(); it.hasNext(); ) {
@@ -136,7 +116,6 @@ public final class FakeEngine implements GenerationEngine {
             }
         }
         generatedTokens += tokens.size();
-        hooks.onStep(tokens.size());
         return new StepResult(tokens, finished, List.of());
     }
 
@@ -172,7 +151,7 @@ public final class FakeEngine implements GenerationEngine {
 
     /** The complete output of one request, generated alone: the oracle for any batched or restored run. */
     public static List<TokenOutput> reference(GenerationRequest request, int contextLength) {
-        FakeEngine engine = new FakeEngine(1, contextLength, 0, new Hooks() {});
+        FakeEngine engine = new FakeEngine(1, contextLength, 0);
         engine.submit(request);
         List<TokenOutput> out = new ArrayList<>();
         while (engine.hasWork()) {

@@ -195,7 +195,7 @@ class GenerateOperatorTest {
     private static KeyedOneInputStreamOperatorTestHarness<String, GenerateRequest, Response> harness(
             Configuration conf, int parallelism, int subtask) throws Exception {
         var factory = new GenerateOperatorFactory(
-                new FakeEngineFactory("operator-test", 2, Duration.ZERO), GenerateSettings.from(conf));
+                new FakeEngineFactory(2, Duration.ZERO), GenerateSettings.from(conf));
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(
                 factory, GenerateRequest::getRequestId, Types.STRING, MAX_PARALLELISM, parallelism, subtask);
         harness.setStateBackend(new EmbeddedRocksDBStateBackend());

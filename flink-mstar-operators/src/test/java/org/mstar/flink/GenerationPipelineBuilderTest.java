@@ -10,14 +10,14 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.junit.jupiter.api.Test;
 
 class GenerationPipelineBuilderTest {
-    private static final EngineFactory ENGINE = new FakeEngineFactory("builder-test", 2, Duration.ZERO);
+    private static final EngineFactory ENGINE = new FakeEngineFactory(2, Duration.ZERO);
 
     @Test
     void buildNamesEveryMissingSetting() {
         assertThatThrownBy(() -> GenerationPipeline.builder().build())
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("bootstrapServers(..)").hasMessageContaining("mstar.kafka.bootstrap-servers")
-                .hasMessageContaining("engineFactory(..)").hasMessageContaining("mstar.engine.factory")
+                .hasMessageContaining("No model").hasMessageContaining("mstar.model.dir")
                 .hasMessageContaining("transactional-id prefix");
     }
 
@@ -36,6 +36,15 @@ class GenerationPipelineBuilderTest {
     void atLeastOnceNeedsNoTransactionalPrefix() {
         assertThat(GenerationPipeline.builder().bootstrapServers("localhost:9092").engineFactory(ENGINE)
                 .deliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE).build()).isNotNull();
+    }
+
+    @Test
+    void theDefaultEngineIsLlamaServingTheModelFolder() {
+        assertThat(GenerateOptions.ENGINE_FACTORY.defaultValue()).isEqualTo(LlamaEngineFactory.class.getName());
+        assertThat(valid().engineFactory(null).set(GenerateOptions.MODEL_DIR, "/models/m").build()).isNotNull();
+        assertThatThrownBy(() -> valid().engineFactory(null).build()).hasMessageContaining("No model");
+        assertThatThrownBy(() -> valid().engineFactory(null).set(GenerateOptions.MODEL_DIR, "/models/m")
+                .set(LlamaEngineOptions.PAGES, 1).build()).hasMessageContaining("invalid KV cache options");
     }
 
     @Test

@@ -8,6 +8,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
 import org.apache.flink.configuration.Configuration;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
@@ -15,8 +17,10 @@ import org.mstar.schemas.GenerateResult;
 import org.mstar.schemas.Response;
 import org.mstar.schemas.TokenEvent;
 
-/** Requests for tests, their expected outputs under {@link FakeEngine}, and checks of response streams. */
+/** Requests for tests, their expected outputs, and checks of response streams. */
 public final class TestRequests {
+    private static final RequestConverter CONVERTER = GenerateSettings.from(new Configuration()).converter();
+
     private TestRequests() {}
 
     /** A sampled request with a text prompt; its length differs by {@code i} so outputs differ in length. */
@@ -39,11 +43,29 @@ public final class TestRequests {
         return out;
     }
 
-    /** Token ids a complete, uninterrupted run produces for {@code request}. */
-    public static List<Integer> expectedTokens(GenerateRequest request) {
-        RequestConverter converter = GenerateSettings.from(new Configuration()).converter();
-        return FakeEngine.reference(converter.convert(request), FakeEngineFactory.CONTEXT_LENGTH).stream()
-                .map(TokenOutput::tokenId).toList();
+    /** Token ids a complete, uninterrupted run of {@link FakeEngine} produces for each request. */
+    public static Map<String, List<Integer>> fakeReference(List<GenerateRequest> requests) {
+        Map<String, List<Integer>> out = new LinkedHashMap<>();
+        for (GenerateRequest r : requests) {
+            out.put(r.getRequestId(), FakeEngine.reference(CONVERTER.convert(r), FakeEngineFactory.CONTEXT_LENGTH)
+                    .stream().map(TokenOutput::tokenId).toList());
+        }
+        return out;
+    }
+
+    /** Token ids {@code engine} generates for each request when it serves them all, uninterrupted. */
+    public static Map<String, List<Integer>> reference(List<GenerateRequest> requests, GenerationEngine engine) {
+        Map<String, List<Integer>> out = new LinkedHashMap<>();
+        for (GenerateRequest r : requests) {
+            engine.submit(CONVERTER.convert(r));
+            out.put(r.getRequestId(), new ArrayList<>());
+        }
+        while (engine.hasWork()) {
+            StepResult step = engine.step();
+            assertThat(step.failures()).as("reference run failures").isEmpty();
+            step.tokens().forEach(t -> out.get(t.requestId()).add(t.tokenId()));
+        }
+        return out;
     }
 
     /** What a consumer collected for each request, in arrival order. */
@@ -67,18 +89,27 @@ public final class TestRequests {
             responses.forEach(this::add);
         }
 
+        public int tokenCount() {
+            return tokens.values().stream().mapToInt(List::size).sum();
+        }
+
         public int resultCount() {
             return results.values().stream().mapToInt(List::size).sum();
         }
 
+        /** {@link #assertComplete(List, Map)} against {@link FakeEngine}'s outputs. */
+        public void assertComplete(List<GenerateRequest> requests) {
+            assertComplete(requests, fakeReference(requests));
+        }
+
         /**
-         * Checks that each request produced exactly its reference tokens once, in index order, then exactly one
+         * Checks that each request produced exactly its expected tokens once, in index order, then exactly one
          * result holding the same ids and its metadata.
          */
-        public void assertComplete(List<GenerateRequest> requests) {
+        public void assertComplete(List<GenerateRequest> requests, Map<String, List<Integer>> expectedTokens) {
             for (GenerateRequest request : requests) {
                 String id = request.getRequestId();
-                List<Integer> expected = expectedTokens(request);
+                List<Integer> expected = expectedTokens.get(id);
                 List<TokenEvent> events = tokens.getOrDefault(id, List.of());
                 List<Integer> indexes = events.stream().map(TokenEvent::getIndex).toList();
                 List<Integer> expectedIndexes = IntStream.range(0, expected.size()).boxed().toList();

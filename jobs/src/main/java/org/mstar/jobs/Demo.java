@@ -28,17 +28,24 @@ final class Demo {
         PrintWriter err = cli.getErr();
         err.println("Starting Kafka and Flink in this process...");
         err.flush();
-        Path checkpoints = Files.createTempDirectory("mstar-demo-checkpoints-");
+        Path work = Files.createTempDirectory("mstar-demo-");
         try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {
             broker.createTopics(flags.parallelism, "requests", "responses");
             Configuration conf = new Configuration();
             conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofSeconds(2));
-            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, checkpoints.toUri().toString());
+            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, work.resolve("checkpoints").toUri().toString());
             conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
-            conf.set(GenerateOptions.ENGINE_FACTORY, flags.engineFactory);
             conf.set(GenerateOptions.DEVICE, flags.device);
+            if (flags.engineFactory != null) {
+                conf.set(GenerateOptions.ENGINE_FACTORY, flags.engineFactory);
+            }
             if (flags.model != null) {
                 conf.set(GenerateOptions.MODEL_DIR, flags.model);
+            } else {
+                err.println("No --model: serving a small random Llama; its answers are noise.");
+                Path random = work.resolve("random-llama");
+                RandomModel.write(random, 42);
+                conf.set(GenerateOptions.MODEL_DIR, random.toString());
             }
             StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(flags.parallelism, conf);
             GenerationPipeline.builder()
@@ -57,7 +64,7 @@ final class Demo {
                 job.cancel().get();
             }
         } finally {
-            FileUtils.deleteDirectory(checkpoints.toFile());
+            FileUtils.deleteDirectory(work.toFile());
         }
     }
 }

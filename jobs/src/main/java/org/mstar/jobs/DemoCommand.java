@@ -17,12 +17,13 @@ final class DemoCommand implements Callable<Integer> {
             "Write a haiku about stream processing.",
             "Explain what a KV cache is in one sentence.");
 
-    @Option(names = "--engine-factory", required = true, paramLabel = "CLASS",
-            description = "EngineFactory class with a public (ReadableConfig) constructor.")
-    String engineFactory;
-
-    @Option(names = "--model", paramLabel = "DIR", description = "Model folder the engine loads.")
+    @Option(names = "--model", paramLabel = "DIR",
+            description = "Model folder (Hugging Face layout). Default: a small random Llama, whose text is noise.")
     String model;
+
+    @Option(names = "--engine-factory", paramLabel = "CLASS",
+            description = "EngineFactory class with a public (ReadableConfig) constructor. Default: the Llama engine.")
+    String engineFactory;
 
     @Option(names = "--device", paramLabel = "cpu|cuda:N", description = "Default: ${DEFAULT-VALUE}.")
     String device = "cpu";

@@ -19,12 +19,13 @@ final class ServeCommand implements Callable<Integer> {
     @Mixin
     KafkaTopics topics;
 
-    @Option(names = "--engine-factory", paramLabel = "CLASS",
-            description = "EngineFactory class with a public (ReadableConfig) constructor (mstar.engine.factory).")
-    String engineFactory;
-
-    @Option(names = "--model", paramLabel = "DIR", description = "Model folder, the same path on every TaskManager.")
+    @Option(names = "--model", paramLabel = "DIR",
+            description = "Model folder (Hugging Face layout), at the same path on every TaskManager.")
     String model;
+
+    @Option(names = "--engine-factory", paramLabel = "CLASS",
+            description = "EngineFactory class with a public (ReadableConfig) constructor. Default: the Llama engine.")
+    String engineFactory;
 
     @Option(names = "--device", paramLabel = "cpu|cuda:N|auto", description = "Default: auto (Flink's GPU resource, else cpu).")
     String device;

@@ -29,19 +29,25 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
-import org.mstar.flink.FakeEngineFactory.Scenario;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.flink.EngineFactory;
 import org.mstar.flink.FakeEngineFactory;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
+import org.mstar.flink.LlamaEngineFactory;
+import org.mstar.flink.LlamaEngineOptions;
+import org.mstar.flink.ScenarioEngineFactory;
+import org.mstar.flink.ScenarioEngineFactory.Scenario;
 import org.mstar.flink.TestRequests;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.TokenEvent;
 
 /**
- * The whole job on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker, with the
- * fake engine: exactly-once output, recovery from injected failures, at-least-once repeats, rescaling through
- * savepoints, bad input. Every check reads the responses topic as a read_committed consumer.
+ * The whole job on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker: with the
+ * fake engine, exactly-once output, recovery from injected failures, at-least-once repeats, rescaling through
+ * savepoints and bad input; with the Llama engine on a small random model, recovery with identical tokens.
+ * Every check reads the responses topic as a read_committed consumer.
  */
 class GenerationPipelineITCase {
     private static final Duration TIMEOUT = Duration.ofSeconds(90);
@@ -107,6 +113,47 @@ class GenerationPipelineITCase {
         out.assertComplete(requests);
         assertThat(out.errors).isEmpty();
         assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
+    }
+
+    @Test
+    void theLlamaEngineOnARandomModelRecoversFromAFailureWithIdenticalTokens() throws Exception {
+        Path model = tmp.resolve("random-llama");
+        RandomModel.write(model, 7);
+        Configuration engineConf = new Configuration();
+        engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
+        engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
+        LlamaEngineFactory llama = new LlamaEngineFactory(engineConf);
+        List<GenerateRequest> requests = TestRequests.requests("llama", 24);
+        for (int i = 1; i < requests.size(); i += 2) { // token-id prompts besides text ones
+            requests.get(i).setPrompt(null);
+            requests.get(i).setPromptTokenIds(List.of(5 + i, 40 + i, 7, 300 - i));
+        }
+        Map<String, List<Integer>> expected;
+        try (GenerationEngine reference = llama.create("cpu", 0)) {
+            expected = TestRequests.reference(requests, reference);
+        }
+        Job job = new Job("llama", llama);
+        Scenario scenario = Scenario.start(job.name);
+        scenario.pauseAfterTokens(150);
+        kafka.produce(job.requests, requests);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf, 2);
+        // Once every token before the pause is committed, a checkpoint holds the requests mid-generation.
+        long generated = scenario.awaitPausedByTokens(TIMEOUT);
+        kafka.readUntil(job.responses, c -> c.tokenCount() >= generated, TIMEOUT);
+        scenario.failNextStep();
+        scenario.unpause();
+        scenario.awaitFailures(1, TIMEOUT);
+        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        client.cancel().get();
+
+        out.assertComplete(requests, expected);
+        assertThat(out.errors).isEmpty();
+        assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
+        assertThat(out.results.get("llama-0").get(0).getText()).as("detokenised text").isNotEmpty();
     }
 
     @Test
@@ -241,13 +288,17 @@ class GenerationPipelineITCase {
         final String name;
         final String requests;
         final String responses;
-        final FakeEngineFactory engine;
+        final EngineFactory engine;
 
         Job(String name, int maxRunning, Duration stepTime) throws Exception {
+            this(name, new FakeEngineFactory(maxRunning, stepTime));
+        }
+
+        Job(String name, EngineFactory engine) throws Exception {
             this.name = name;
             this.requests = name + "-requests";
             this.responses = name + "-responses";
-            this.engine = new FakeEngineFactory(name, maxRunning, stepTime);
+            this.engine = new ScenarioEngineFactory(name, engine);
             broker.createTopics(4, requests, responses);
         }
 

@@ -10,7 +10,6 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.junit.jupiter.api.Test;
-import org.mstar.flink.FakeEngineFactory;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.KafkaIoOptions;
 import picocli.CommandLine;
@@ -52,12 +51,11 @@ class MstarCliTest {
     }
 
     @Test
-    void demoStreamsAnswersFromAnInProcessBrokerAndFlink() {
-        int code = run("demo", "--engine-factory", FakeEngineFactory.class.getName(), "--max-tokens", "6",
-                "--timeout", "120");
+    void demoServesARandomLlamaFromAnInProcessBrokerAndFlink() {
+        int code = run("demo", "--max-tokens", "6", "--timeout", "120");
 
         assertThat(code).as("exit code; stderr:%n%s", err).isZero();
-        assertThat(err.toString()).contains("Sending 3 prompts.");
+        assertThat(err.toString()).contains("random Llama", "Sending 3 prompts.");
         assertThat(err.toString().lines().filter(l -> l.contains("finish=")).count()).isEqualTo(3);
         assertThat(out.toString().lines().filter(l -> l.startsWith("[")).count()).isEqualTo(3);
     }
