@@ -1,0 +1,56 @@
+package org.mstar.flink;
+
+import java.time.Duration;
+import org.apache.flink.annotation.PublicEvolving;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+
+/** Knobs of the {@link GenerateOperator} and of the engine it builds. */
+@PublicEvolving
+public final class GenerateOptions {
+    private GenerateOptions() {}
+
+    public static final ConfigOption<String> ENGINE_FACTORY = ConfigOptions.key("mstar.engine.factory")
+            .stringType()
+            .defaultValue(LlamaEngineFactory.class.getName())
+            .withDescription("Class name of the EngineFactory that builds each subtask's engine. It needs a public"
+                    + " constructor taking the job's ReadableConfig, from which it reads 'mstar.model.dir' and its"
+                    + " own options. The default serves Llama-family checkpoints.");
+
+    public static final ConfigOption<String> MODEL_DIR = ConfigOptions.key("mstar.model.dir")
+            .stringType()
+            .noDefaultValue()
+            .withDescription("Folder of the model the engine serves (config.json, weights, tokenizer). It must be"
+                    + " readable at the same path on every TaskManager.");
+
+    public static final ConfigOption<String> DEVICE = ConfigOptions.key("mstar.engine.device")
+            .stringType()
+            .defaultValue("auto")
+            .withDescription("Where each subtask's engine runs: 'cpu', 'cuda:N', or 'auto', which takes a GPU from"
+                    + " Flink's external-resource info (named by 'mstar.engine.gpu-resource') and falls back to"
+                    + " 'cpu' when the TaskManager has none.");
+
+    public static final ConfigOption<String> GPU_RESOURCE = ConfigOptions.key("mstar.engine.gpu-resource")
+            .stringType()
+            .defaultValue("gpu")
+            .withDescription("Name of the Flink external resource ('external-resources') that lists the"
+                    + " TaskManager's GPUs, for 'mstar.engine.device' = auto.");
+
+    public static final ConfigOption<Integer> MAX_WAITING = ConfigOptions.key("mstar.engine.max-waiting")
+            .intType()
+            .defaultValue(64)
+            .withDescription("Most requests one subtask keeps waiting for admission. When reached, the operator"
+                    + " runs engine steps before it takes the next request, so Kafka consumption slows down"
+                    + " instead of memory growing.");
+
+    public static final ConfigOption<Duration> QUEUE_TIMEOUT = ConfigOptions.key("mstar.engine.queue-timeout")
+            .durationType()
+            .noDefaultValue()
+            .withDescription("When set, a request that has produced no token this long after it arrived is dropped"
+                    + " with a 429 error event. Unset: requests wait as long as it takes.");
+
+    public static final ConfigOption<Integer> DEFAULT_MAX_TOKENS = ConfigOptions.key("mstar.request.default-max-tokens")
+            .intType()
+            .defaultValue(256)
+            .withDescription("max_tokens of a request that does not set it.");
+}

@@ -1,0 +1,49 @@
+package org.mstar.flink;
+
+import org.apache.flink.annotation.PublicEvolving;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+
+/** Scheduling and KV-cache knobs of the engine {@link LlamaEngineFactory} builds on each subtask. */
+@PublicEvolving
+public final class LlamaEngineOptions {
+    private LlamaEngineOptions() {}
+
+    public static final ConfigOption<Integer> MAX_BATCH_ROWS = ConfigOptions.key("mstar.engine.max-batch-rows")
+            .intType()
+            .defaultValue(16)
+            .withDescription("Most requests in one engine step.");
+
+    public static final ConfigOption<Integer> TOKEN_BUDGET = ConfigOptions.key("mstar.engine.token-budget")
+            .intType()
+            .defaultValue(256)
+            .withDescription("Most tokens in one engine step; longer prompts are prefilled in chunks over several"
+                    + " steps.");
+
+    public static final ConfigOption<Integer> MAX_SEQ_LEN = ConfigOptions.key("mstar.kv.max-seq-len")
+            .intType()
+            .defaultValue(4096)
+            .withDescription("Longest sequence (prompt + generated tokens) a request may reach; capped at the"
+                    + " model's context. A longer prompt is rejected with a 400.");
+
+    public static final ConfigOption<Integer> PAGES = ConfigOptions.key("mstar.kv.pages")
+            .intType()
+            .defaultValue(512)
+            .withDescription("KV pages on the device (page 0 is reserved), each of 'mstar.kv.page-size' tokens.");
+
+    public static final ConfigOption<Integer> PAGE_SIZE = ConfigOptions.key("mstar.kv.page-size")
+            .intType()
+            .defaultValue(16)
+            .withDescription("Tokens per KV page.");
+
+    public static final ConfigOption<Integer> CPU_OFFLOAD_PAGES = ConfigOptions.key("mstar.kv.cpu-offload-pages")
+            .intType()
+            .defaultValue(0)
+            .withDescription("Host pages that hold the KV of preempted requests; 0 frees it instead, and the request"
+                    + " recomputes it when it runs again.");
+
+    public static final ConfigOption<Boolean> PREFIX_CACHE = ConfigOptions.key("mstar.kv.prefix-cache")
+            .booleanType()
+            .defaultValue(true)
+            .withDescription("Whether requests share the KV of equal prompt prefixes (whole pages).");
+}

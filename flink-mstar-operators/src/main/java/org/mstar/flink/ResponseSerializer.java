@@ -1,0 +1,36 @@
+package org.mstar.flink;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.mstar.schemas.Response;
+
+/**
+ * Writes each {@link Response} to one topic, Avro single-object encoded ({@code Response.fromByteBuffer} reads
+ * it), keyed by request id so one request's events share a partition and stay in order.
+ */
+final class ResponseSerializer implements KafkaRecordSerializationSchema<Response> {
+    private static final long serialVersionUID = 1L;
+
+    private final String topic;
+
+    ResponseSerializer(String topic) {
+        this.topic = topic;
+    }
+
+    @Override
+    public ProducerRecord<byte[], byte[]> serialize(Response response, KafkaSinkContext context, Long timestamp) {
+        String id = Responses.requestId(response);
+        byte[] key = id == null ? null : id.getBytes(StandardCharsets.UTF_8);
+        try {
+            ByteBuffer buffer = Response.getEncoder().encode(response);
+            byte[] value = new byte[buffer.remaining()];
+            buffer.get(value);
+            return new ProducerRecord<>(topic, null, timestamp, key, value);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot encode a response of request " + id, e);
+        }
+    }
+}

@@ -1,0 +1,232 @@
+package org.mstar.flink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
+import org.apache.flink.streaming.util.AbstractStreamOperatorTestHarness;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.Test;
+import org.mstar.schemas.ErrorEvent;
+import org.mstar.schemas.GenerateRequest;
+import org.mstar.schemas.Response;
+
+/** Drives one {@link GenerateOperator} on RocksDB keyed state with a {@link FakeEngine}, step by step. */
+class GenerateOperatorTest {
+    private static final int MAX_PARALLELISM = 128;
+
+    @Test
+    void streamsEveryTokenInOrderThenOneResultAndClearsState() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("a", 5);
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            runToIdle(harness);
+
+            collect(harness).assertComplete(requests);
+            harness.prepareSnapshotPreBarrier(1);
+            assertThat(mirrors(harness)).isZero();
+        }
+    }
+
+    @Test
+    void restoreMidGenerationContinuesIdentically() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("b", 6);
+        TestRequests.Collected committed = new TestRequests.Collected();
+        OperatorSubtaskState snapshot;
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            runSteps(harness, 5);
+            harness.prepareSnapshotPreBarrier(1);
+            snapshot = harness.snapshot(1, 1);
+            committed.addAll(harness.extractOutputValues());
+            assertThat(mirrors(harness)).isEqualTo(requests.size());
+            // Output after the checkpoint is lost with the failure (its transaction is aborted).
+            runSteps(harness, 3);
+        }
+        try (var restored = harness(new Configuration(), 1, 0)) {
+            restored.initializeState(snapshot);
+            restored.open();
+            runToIdle(restored);
+            committed.addAll(restored.extractOutputValues());
+        }
+        committed.assertComplete(requests);
+    }
+
+    @Test
+    void restoreAtHigherParallelismSplitsLiveRequests() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("c", 12);
+        TestRequests.Collected committed = new TestRequests.Collected();
+        OperatorSubtaskState snapshot;
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            runSteps(harness, 4);
+            harness.prepareSnapshotPreBarrier(1);
+            snapshot = harness.snapshot(1, 1);
+            committed.addAll(harness.extractOutputValues());
+        }
+        int resumedTotal = 0;
+        for (int subtask = 0; subtask < 2; subtask++) {
+            try (var restored = harness(new Configuration(), 2, subtask)) {
+                restored.initializeState(AbstractStreamOperatorTestHarness.repartitionOperatorState(
+                        snapshot, MAX_PARALLELISM, 1, 2, subtask));
+                restored.open();
+                int resumed = ((GenerateOperator) restored.getOperator()).liveRequests();
+                assertThat(resumed).as("requests resumed by subtask %s", subtask).isPositive();
+                resumedTotal += resumed;
+                runToIdle(restored);
+                committed.addAll(restored.extractOutputValues());
+            }
+        }
+        assertThat(resumedTotal).isEqualTo(requests.size());
+        committed.assertComplete(requests);
+    }
+
+    @Test
+    void invalidRequestsGet400AndOthersComplete() throws Exception {
+        GenerateRequest negative = TestRequests.request("bad-temp", 1);
+        negative.setTemperature(-1.0);
+        GenerateRequest tooLong = TestRequests.request("bad-long", 2);
+        tooLong.setPrompt("word ".repeat(FakeEngineFactory.CONTEXT_LENGTH));
+        List<GenerateRequest> good = TestRequests.requests("ok", 2);
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            harness.processElement(good.get(0), 0);
+            harness.processElement(negative, 0);
+            harness.processElement(tooLong, 0);
+            harness.processElement(good.get(1), 0);
+            runToIdle(harness);
+
+            TestRequests.Collected out = collect(harness);
+            out.assertComplete(good);
+            assertThat(out.errors).extracting(ErrorEvent::getRequestId, ErrorEvent::getCode)
+                    .containsExactly(tuple("bad-temp", 400),
+                            tuple("bad-long", 400));
+            assertThat(out.errors.get(0).getMessage()).startsWith("temperature:");
+            assertThat(out.errors.get(1).getMessage()).startsWith("prompt:").contains("context");
+        }
+    }
+
+    @Test
+    void duplicateOfLiveRequestIsIgnored() throws Exception {
+        GenerateRequest request = TestRequests.request("dup", 4);
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            harness.processElement(request, 0);
+            runSteps(harness, 1);
+            harness.processElement(GenerateRequest.newBuilder(request).build(), 0);
+            runToIdle(harness);
+            collect(harness).assertComplete(List.of(request));
+        }
+    }
+
+    @Test
+    void fullWaitingQueueStepsInsideProcessElement() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MAX_WAITING, 2);
+        List<GenerateRequest> requests = TestRequests.requests("bp", 8);
+        try (var harness = harness(conf, 1, 0)) {
+            harness.open();
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            // No timer fired, yet the engine stepped to make room: tokens are out.
+            assertThat(collect(harness).tokens).isNotEmpty();
+            runToIdle(harness);
+            collect(harness).assertComplete(requests);
+        }
+    }
+
+    @Test
+    void requestWithoutTokenPastQueueTimeoutGets429() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.QUEUE_TIMEOUT, Duration.ofSeconds(1));
+        // The engine runs 2 requests at a time in these tests: the third waits.
+        List<GenerateRequest> requests = TestRequests.requests("q", 3);
+        requests.forEach(r -> r.setIgnoreEos(true));
+        try (var harness = harness(conf, 1, 0)) {
+            harness.open();
+            harness.setProcessingTime(1_000);
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            runSteps(harness, 1);
+            harness.setProcessingTime(2_500);
+            runToIdle(harness);
+
+            TestRequests.Collected out = collect(harness);
+            out.assertComplete(requests.subList(0, 2));
+            assertThat(out.errors).singleElement().satisfies(e -> {
+                assertThat(e.getRequestId()).isEqualTo("q-2");
+                assertThat(e.getCode()).isEqualTo(429);
+            });
+            assertThat(out.tokens).doesNotContainKey("q-2");
+        }
+    }
+
+    @Test
+    void finishDrainsEveryRequest() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("f", 4);
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            harness.getOperator().finish();
+            collect(harness).assertComplete(requests);
+        }
+    }
+
+    private static KeyedOneInputStreamOperatorTestHarness<String, GenerateRequest, Response> harness(
+            Configuration conf, int parallelism, int subtask) throws Exception {
+        var factory = new GenerateOperatorFactory(
+                new FakeEngineFactory(2, Duration.ZERO), GenerateSettings.from(conf));
+        var harness = new KeyedOneInputStreamOperatorTestHarness<>(
+                factory, GenerateRequest::getRequestId, Types.STRING, MAX_PARALLELISM, parallelism, subtask);
+        harness.setStateBackend(new EmbeddedRocksDBStateBackend());
+        return harness;
+    }
+
+    /** Keys with a request mirror in this subtask's keyed state. */
+    private static long mirrors(AbstractStreamOperatorTestHarness<Response> harness) throws Exception {
+        try (var keys = harness.getOperator().getKeyedStateBackend()
+                .getKeys(GenerateOperator.MIRROR_STATE, VoidNamespace.INSTANCE)) {
+            return keys.count();
+        }
+    }
+
+    /** Advances processing time 1 ms at a time, {@code count} times: each fires the pending step timer. */
+    private static void runSteps(AbstractStreamOperatorTestHarness<?> harness, int count) throws Exception {
+        for (int i = 0; i < count; i++) {
+            harness.setProcessingTime(harness.getProcessingTime() + 1);
+        }
+    }
+
+    /** Advances processing time until no step is pending: every request is done. */
+    private static void runToIdle(AbstractStreamOperatorTestHarness<?> harness) throws Exception {
+        while (harness.getProcessingTimeService().getNumActiveTimers() > 0) {
+            runSteps(harness, 1);
+        }
+    }
+
+    private static TestRequests.Collected collect(AbstractStreamOperatorTestHarness<Response> harness) {
+        TestRequests.Collected out = new TestRequests.Collected();
+        out.addAll(new ArrayList<>(harness.extractOutputValues()));
+        return out;
+    }
+}

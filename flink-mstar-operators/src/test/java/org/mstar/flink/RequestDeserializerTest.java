@@ -1,0 +1,75 @@
+package org.mstar.flink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.flink.types.Either;
+import org.apache.flink.util.Collector;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.Test;
+import org.mstar.schemas.ErrorEvent;
+import org.mstar.schemas.GenerateRequest;
+
+class RequestDeserializerTest {
+    private final RequestDeserializer deserializer = new RequestDeserializer();
+
+    @Test
+    void decodesSingleObjectEncodedRequests() throws Exception {
+        GenerateRequest request = TestRequests.request("r1", 1);
+        Either<ErrorEvent, GenerateRequest> out = decode("r1", bytes(request));
+        assertThat(out.isRight()).isTrue();
+        assertThat(out.right()).isEqualTo(request);
+    }
+
+    @Test
+    void undecodableRecordsBecome400NamedByTheKey() throws Exception {
+        byte[] valid = bytes(TestRequests.request("r2", 2));
+        List<byte[]> corpus = List.of(
+                "not avro at all".getBytes(StandardCharsets.UTF_8),
+                new byte[0],
+                Arrays.copyOf(valid, valid.length / 2),              // truncated: fields missing
+                Arrays.copyOf(valid, 10));                            // header only
+        for (byte[] value : corpus) {
+            Either<ErrorEvent, GenerateRequest> out = decode("r2", value);
+            assertThat(out.isLeft()).as("decoding %s", Arrays.toString(value)).isTrue();
+            assertThat(out.left().getRequestId()).isEqualTo("r2");
+            assertThat(out.left().getCode()).isEqualTo(400);
+            assertThat(out.left().getMessage()).startsWith("undecodable request");
+        }
+        assertThat(decode(null, "junk".getBytes(StandardCharsets.UTF_8)).left().getRequestId()).isNull();
+        assertThat(decode("r3", null).left().getMessage()).isEqualTo("request record has no value");
+    }
+
+    @Test
+    void emptyRequestIdIsRejected() throws Exception {
+        GenerateRequest request = TestRequests.request("", 1);
+        assertThat(decode("k", bytes(request)).left().getMessage()).startsWith("request_id:");
+    }
+
+    private static byte[] bytes(GenerateRequest request) throws Exception {
+        ByteBuffer b = request.toByteBuffer();
+        byte[] out = new byte[b.remaining()];
+        b.get(out);
+        return out;
+    }
+
+    private Either<ErrorEvent, GenerateRequest> decode(String key, byte[] value) {
+        List<Either<ErrorEvent, GenerateRequest>> out = new ArrayList<>();
+        deserializer.deserialize(new ConsumerRecord<>("requests", 0, 0,
+                key == null ? null : key.getBytes(StandardCharsets.UTF_8), value), new Collector<>() {
+            @Override
+            public void collect(Either<ErrorEvent, GenerateRequest> record) {
+                out.add(record);
+            }
+
+            @Override
+            public void close() {}
+        });
+        assertThat(out).hasSize(1);
+        return out.get(0);
+    }
+}

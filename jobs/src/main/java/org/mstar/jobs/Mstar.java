@@ -1,0 +1,33 @@
+package org.mstar.jobs;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * The {@code mstar} command line: {@code serve} runs the generation job, {@code send} talks to a running one,
+ * {@code demo} runs everything in this process.
+ */
+@Command(name = "mstar", mixinStandardHelpOptions = true,
+        subcommands = {ServeCommand.class, SendCommand.class, DemoCommand.class},
+        description = "Serve LLMs inside Apache Flink, fed by Kafka.")
+public final class Mstar implements Runnable {
+    /** Quiet logging for the command line, unless Flink or the user configured log4j already. */
+    private static final String CLI_LOG_CONFIG = "mstar-cli-log4j2.properties";
+
+    public static void main(String[] args) {
+        if (System.getProperty("log4j.configurationFile") == null
+                && System.getProperty("log4j2.configurationFile") == null) {
+            System.setProperty("log4j2.configurationFile", CLI_LOG_CONFIG);
+        }
+        int code = new CommandLine(new Mstar()).execute(args);
+        // Exit only on failure: under `flink run` and in application mode, main must return normally.
+        if (code != 0) {
+            System.exit(code);
+        }
+    }
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.out);
+    }
+}

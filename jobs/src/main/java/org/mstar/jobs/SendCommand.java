@@ -1,0 +1,69 @@
+package org.mstar.jobs;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import org.mstar.schemas.GenerateRequest;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/** {@code mstar send}: produce prompts to a running job and print its streamed responses. */
+@Command(name = "send", mixinStandardHelpOptions = true,
+        description = "Send prompts to a running generation job and print the responses as they stream.")
+final class SendCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Mixin
+    KafkaTopics topics;
+
+    @Mixin
+    SamplingFlags sampling;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", description = "Give up after this long. Default: ${DEFAULT-VALUE}.")
+    long timeoutSeconds = 120;
+
+    @Parameters(paramLabel = "PROMPT", description = "Prompts; when none are given, one per line from stdin.")
+    List<String> prompts;
+
+    @Override
+    public Integer call() throws Exception {
+        List<String> texts = prompts != null && !prompts.isEmpty() ? prompts
+                : new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).lines()
+                        .filter(l -> !l.isBlank()).toList();
+        List<GenerateRequest> requests = texts.stream().map(sampling::request).toList();
+        try (GenerateClient client = new GenerateClient(topics.bootstrapServers, topics.requestsTopic,
+                topics.responsesTopic)) {
+            return exchange(spec.commandLine(), client, requests, Duration.ofSeconds(timeoutSeconds));
+        }
+    }
+
+    /**
+     * Sends {@code requests} and prints their responses to the command's output (usage and errors to its error
+     * stream); 0 when every request got its result or error.
+     */
+    static int exchange(CommandLine cli, GenerateClient client, List<GenerateRequest> requests, Duration timeout)
+            throws Exception {
+        Set<String> ids = new LinkedHashSet<>();
+        for (GenerateRequest r : requests) {
+            client.send(r);
+            ids.add(r.getRequestId());
+        }
+        Set<String> unanswered = client.await(ids, timeout, new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1));
+        if (!unanswered.isEmpty()) {
+            cli.getErr().println("No complete response within " + timeout.toSeconds() + " s for " + unanswered);
+            return 1;
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,58 @@
+package org.mstar.jobs;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code mstar serve}: the generation job against a Kafka cluster. Run by {@code flink run mstar-jobs.jar serve
+ * ...} it is submitted to that Flink cluster; run directly (Flink on the classpath) it starts a local one. The
+ * flags only; {@link ServeJob} builds the job, so that the other commands run without Flink on the classpath
+ * (picocli inspects every command's fields and methods at start).
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true,
+        description = "Run the generation job: requests from Kafka, responses to Kafka.")
+final class ServeCommand implements Callable<Integer> {
+    @Mixin
+    KafkaTopics topics;
+
+    @Option(names = "--model", paramLabel = "DIR",
+            description = "Model folder (Hugging Face layout), at the same path on every TaskManager.")
+    String model;
+
+    @Option(names = "--engine-factory", paramLabel = "CLASS",
+            description = "EngineFactory class with a public (ReadableConfig) constructor. Default: the Llama engine.")
+    String engineFactory;
+
+    @Option(names = "--device", paramLabel = "cpu|cuda:N|auto", description = "Default: auto (Flink's GPU resource, else cpu).")
+    String device;
+
+    @Option(names = "--parallelism", paramLabel = "N", description = "Generate subtasks, one per GPU.")
+    Integer parallelism;
+
+    @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
+    String delivery;
+
+    @Option(names = "--transactional-id-prefix", paramLabel = "PREFIX",
+            description = "Unique per job on the Kafka cluster; keep it when resuming. Default: ${DEFAULT-VALUE}.")
+    String transactionalIdPrefix = "mstar-serve";
+
+    @Option(names = "--group-id", paramLabel = "ID", description = "Consumer group of the requests source.")
+    String groupId;
+
+    @Option(names = "--checkpoint-interval", paramLabel = "SECONDS",
+            description = "Responses become visible to read_committed consumers at each checkpoint. Default: ${DEFAULT-VALUE}.")
+    long checkpointSeconds = 10;
+
+    @Option(names = "-D", paramLabel = "KEY=VALUE", description = "Any Flink or mstar.* option, e.g. -Dmstar.engine.max-waiting=32.")
+    Map<String, String> options = new HashMap<>();
+
+    @Override
+    public Integer call() throws Exception {
+        ServeJob.run(this);
+        return 0;
+    }
+}

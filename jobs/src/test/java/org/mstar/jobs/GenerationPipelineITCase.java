@@ -1,0 +1,335 @@
+package org.mstar.jobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Consumer;
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.flink.EngineFactory;
+import org.mstar.flink.FakeEngineFactory;
+import org.mstar.flink.GenerateOptions;
+import org.mstar.flink.GenerationPipeline;
+import org.mstar.flink.LlamaEngineFactory;
+import org.mstar.flink.LlamaEngineOptions;
+import org.mstar.flink.ScenarioEngineFactory;
+import org.mstar.flink.ScenarioEngineFactory.Scenario;
+import org.mstar.flink.TestRequests;
+import org.mstar.schemas.ErrorEvent;
+import org.mstar.schemas.GenerateRequest;
+import org.mstar.schemas.TokenEvent;
+
+/**
+ * The whole job on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker: with the
+ * fake engine, exactly-once output, recovery from injected failures, at-least-once repeats, rescaling through
+ * savepoints and bad input; with the Llama engine on a small random model, recovery with identical tokens.
+ * Every check reads the responses topic as a read_committed consumer.
+ */
+class GenerationPipelineITCase {
+    private static final Duration TIMEOUT = Duration.ofSeconds(90);
+
+    @RegisterExtension
+    static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
+            .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(4).build());
+
+    private static EmbeddedKafkaBroker broker;
+    private static KafkaTestSupport kafka;
+
+    @TempDir
+    Path tmp;
+
+    @BeforeAll
+    static void startBroker() throws Exception {
+        broker = EmbeddedKafkaBroker.start();
+        kafka = new KafkaTestSupport(broker.bootstrapServers());
+    }
+
+    @AfterAll
+    static void stopBroker() throws Exception {
+        broker.close();
+    }
+
+    @Test
+    void everyRequestGetsItsCompleteTokenStreamAndOneResult() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("e2e", 20);
+        Job job = new Job("e2e", 2, Duration.ofMillis(1));
+        kafka.produce(job.requests, requests);
+
+        JobClient client = job.start(job.config(), 2);
+        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        client.cancel().get();
+
+        out.assertComplete(requests);
+        assertThat(out.errors).isEmpty();
+    }
+
+    @Test
+    void committedOutputAfterInjectedFailuresEqualsAnUninterruptedRun() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("fail", 40);
+        Job job = new Job("fail", 2, Duration.ofMillis(5));
+        Scenario scenario = Scenario.start(job.name);
+        kafka.produce(job.requests, requests);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 5);
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf, 2);
+        // Each failure waits for more committed results, so a checkpoint completed since the previous one.
+        int[] failAfterResults = {6, 14, 22};
+        for (int i = 0; i < failAfterResults.length; i++) {
+            int results = failAfterResults[i];
+            kafka.readUntil(job.responses, c -> c.resultCount() >= results, TIMEOUT);
+            scenario.failNextStep();
+            scenario.awaitFailures(i + 1, TIMEOUT);
+        }
+        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        client.cancel().get();
+
+        out.assertComplete(requests);
+        assertThat(out.errors).isEmpty();
+        assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
+    }
+
+    @Test
+    void theLlamaEngineOnARandomModelRecoversFromAFailureWithIdenticalTokens() throws Exception {
+        Path model = tmp.resolve("random-llama");
+        RandomModel.write(model, 7);
+        Configuration engineConf = new Configuration();
+        engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
+        engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
+        LlamaEngineFactory llama = new LlamaEngineFactory(engineConf);
+        List<GenerateRequest> requests = TestRequests.requests("llama", 24);
+        for (int i = 1; i < requests.size(); i += 2) { // token-id prompts besides text ones
+            requests.get(i).setPrompt(null);
+            requests.get(i).setPromptTokenIds(List.of(5 + i, 40 + i, 7, 300 - i));
+        }
+        Map<String, List<Integer>> expected;
+        try (GenerationEngine reference = llama.create("cpu", 0)) {
+            expected = TestRequests.reference(requests, reference);
+        }
+        Job job = new Job("llama", llama);
+        Scenario scenario = Scenario.start(job.name);
+        scenario.pauseAfterTokens(150);
+        kafka.produce(job.requests, requests);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf, 2);
+        // Once every token before the pause is committed, a checkpoint holds the requests mid-generation.
+        long generated = scenario.awaitPausedByTokens(TIMEOUT);
+        kafka.readUntil(job.responses, c -> c.tokenCount() >= generated, TIMEOUT);
+        scenario.failNextStep();
+        scenario.unpause();
+        scenario.awaitFailures(1, TIMEOUT);
+        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        client.cancel().get();
+
+        out.assertComplete(requests, expected);
+        assertThat(out.errors).isEmpty();
+        assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
+        assertThat(out.results.get("llama-0").get(0).getText()).as("detokenised text").isNotEmpty();
+    }
+
+    @Test
+    void atLeastOnceRepeatsOnlyIdenticalEventsThatConsumersDrop() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("alo", 30);
+        Job job = new Job("alo", 2, Duration.ofMillis(5));
+        Scenario scenario = Scenario.start(job.name);
+        kafka.produce(job.requests, requests);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf, 2, DeliveryGuarantee.AT_LEAST_ONCE);
+        kafka.readUntil(job.responses, c -> c.resultCount() >= 8, TIMEOUT);
+        scenario.failNextStep();
+        scenario.awaitFailures(1, TIMEOUT);
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.results.keySet().containsAll(requests.stream().map(GenerateRequest::getRequestId).toList()),
+                TIMEOUT);
+        client.cancel().get();
+
+        firstOfEach(out).assertComplete(requests);
+    }
+
+    /**
+     * What an at-least-once consumer keeps: the first TokenEvent per (request_id, index) and the first result per
+     * request, after checking that every repeat is identical to what it repeats (timings aside).
+     */
+    private static TestRequests.Collected firstOfEach(TestRequests.Collected raw) {
+        TestRequests.Collected kept = new TestRequests.Collected();
+        raw.tokens.forEach((id, events) -> {
+            Map<Integer, TokenEvent> byIndex = new TreeMap<>();
+            for (TokenEvent e : events) {
+                TokenEvent first = byIndex.putIfAbsent(e.getIndex(), e);
+                assertThat(first == null || first.equals(e)).as("repeat of %s[%s]", id, e.getIndex()).isTrue();
+            }
+            kept.tokens.put(id, new ArrayList<>(byIndex.values()));
+        });
+        raw.results.forEach((id, results) -> {
+            assertThat(results).as("results of %s", id)
+                    .usingRecursiveFieldByFieldElementComparatorIgnoringFields("timings")
+                    .containsOnly(results.get(0));
+            kept.results.put(id, List.of(results.get(0)));
+        });
+        kept.errors.addAll(raw.errors);
+        return kept;
+    }
+
+    @Test
+    void savepointAtParallelismOneResumesAtTwo() throws Exception {
+        rescale("up", 1, 2);
+    }
+
+    @Test
+    void savepointAtParallelismTwoResumesAtOne() throws Exception {
+        rescale("down", 2, 1);
+    }
+
+    private void rescale(String name, int before, int after) throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests(name, 30);
+        Job job = new Job(name, 2, Duration.ofMillis(5));
+        Scenario scenario = Scenario.start(job.name);
+        kafka.produce(job.requests, requests);
+
+        JobClient first = job.start(job.config(), before);
+        kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size() / 4, TIMEOUT);
+        scenario.pause(); // so the savepoint holds requests mid-generation
+        String savepoint = first.stopWithSavepoint(false, tmp.resolve("savepoints").toUri().toString(),
+                SavepointFormatType.CANONICAL).get();
+        scenario.unpause();
+
+        Configuration conf = job.config();
+        conf.set(StateRecoveryOptions.SAVEPOINT_PATH, savepoint);
+        JobClient second = job.start(conf, after);
+        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        second.cancel().get();
+
+        out.assertComplete(requests);
+        assertThat(out.errors).isEmpty();
+        assertThat(scenario.resumedMidGeneration()).as("requests resumed from the savepoint mid-generation").isPositive();
+    }
+
+    @Test
+    void badInputGetsOneErrorEachWhileTheJobRunsOn() throws Exception {
+        Job job = new Job("bad", 2, Duration.ZERO);
+        Scenario scenario = Scenario.start(job.name);
+        List<GenerateRequest> good = TestRequests.requests("good", 4);
+        byte[] valid = KafkaTestSupport.bytes(good.get(0));
+        List<Map.Entry<String, byte[]>> records = new ArrayList<>();
+        records.add(Map.entry("good-0", valid));
+        records.add(Map.entry("bad-bytes", "{\"prompt\": \"json is not accepted\"}".getBytes(StandardCharsets.UTF_8)));
+        records.add(Map.entry("bad-truncated", Arrays.copyOf(valid, valid.length - 5)));
+        records.add(new AbstractMap.SimpleEntry<>("bad-null", null));
+        records.add(Map.entry("bad-no-id", KafkaTestSupport.bytes(TestRequests.request("", 1))));
+        records.add(Map.entry("good-1", KafkaTestSupport.bytes(good.get(1))));
+        records.add(bad("bad-no-prompt", r -> r.setPrompt(null)));
+        records.add(bad("bad-max-tokens", r -> r.setMaxTokens(-3)));
+        records.add(bad("bad-nan", r -> r.setTemperature(Double.NaN)));
+        records.add(bad("bad-top-p", r -> r.setTopP(-0.5)));
+        records.add(bad("bad-empty", r -> r.setPrompt("")));
+        records.add(Map.entry("good-2", KafkaTestSupport.bytes(good.get(2))));
+        records.add(bad("bad-too-long", r -> r.setPrompt("word ".repeat(FakeEngineFactory.CONTEXT_LENGTH))));
+        records.add(bad("bad-option", r -> r.setSamplingOptions(Map.of("beam_width", "4"))));
+        records.add(Map.entry("good-3", KafkaTestSupport.bytes(good.get(3))));
+        List<String> badIds = records.stream().map(Map.Entry::getKey).filter(k -> k.startsWith("bad-")).toList();
+        kafka.produceRaw(job.requests, records);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        JobClient client = job.start(conf, 1);
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.resultCount() >= good.size() && c.errors.size() >= badIds.size(), TIMEOUT);
+        JobStatus status = client.getJobStatus().get();
+        client.cancel().get();
+
+        assertThat(status).isEqualTo(JobStatus.RUNNING);
+        assertThat(scenario.engines()).as("engines built: none was rebuilt by a restart").isEqualTo(1);
+        out.assertComplete(good);
+        assertThat(out.errors).extracting(ErrorEvent::getRequestId).containsExactlyInAnyOrderElementsOf(badIds);
+        assertThat(out.errors).allSatisfy(e -> assertThat(e.getCode()).isEqualTo(400));
+    }
+
+    private static Map.Entry<String, byte[]> bad(String id, Consumer<GenerateRequest> change)
+            throws Exception {
+        GenerateRequest r = TestRequests.request(id, 5);
+        change.accept(r);
+        return Map.entry(id, KafkaTestSupport.bytes(r));
+    }
+
+    /** One test's topics, transactional ids and fake engine. */
+    private final class Job {
+        final String name;
+        final String requests;
+        final String responses;
+        final EngineFactory engine;
+
+        Job(String name, int maxRunning, Duration stepTime) throws Exception {
+            this(name, new FakeEngineFactory(maxRunning, stepTime));
+        }
+
+        Job(String name, EngineFactory engine) throws Exception {
+            this.name = name;
+            this.requests = name + "-requests";
+            this.responses = name + "-responses";
+            this.engine = new ScenarioEngineFactory(name, engine);
+            broker.createTopics(4, requests, responses);
+        }
+
+        Configuration config() {
+            Configuration conf = new Configuration();
+            conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
+            conf.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
+            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, tmp.resolve("checkpoints").toUri().toString());
+            conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(100));
+            conf.set(GenerateOptions.DEVICE, "cpu");
+            return conf;
+        }
+
+        JobClient start(Configuration conf, int parallelism) throws Exception {
+            return start(conf, parallelism, DeliveryGuarantee.EXACTLY_ONCE);
+        }
+
+        JobClient start(Configuration conf, int parallelism, DeliveryGuarantee guarantee) throws Exception {
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(parallelism);
+            GenerationPipeline.builder()
+                    .bootstrapServers(broker.bootstrapServers())
+                    .requestsTopic(requests)
+                    .responsesTopic(responses)
+                    .groupId(name)
+                    .transactionalIdPrefix("tx-" + name)
+                    .deliveryGuarantee(guarantee)
+                    .engineFactory(engine)
+                    .build()
+                    .addTo(env);
+            return env.executeAsync("mstar " + name);
+        }
+    }
+}

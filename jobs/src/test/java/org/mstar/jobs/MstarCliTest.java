@@ -1,0 +1,69 @@
+package org.mstar.jobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.time.Duration;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.junit.jupiter.api.Test;
+import org.mstar.flink.GenerateOptions;
+import org.mstar.flink.KafkaIoOptions;
+import picocli.CommandLine;
+
+class MstarCliTest {
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    @Test
+    void helpListsTheCommands() {
+        assertThat(run("--help")).isZero();
+        assertThat(out.toString()).contains("serve", "send", "demo");
+    }
+
+    @Test
+    void topicDefaultsMatchThePipelineOptions() {
+        KafkaTopics topics = new KafkaTopics();
+        assertThat(topics.requestsTopic).isEqualTo(KafkaIoOptions.REQUESTS_TOPIC.defaultValue());
+        assertThat(topics.responsesTopic).isEqualTo(KafkaIoOptions.RESPONSES_TOPIC.defaultValue());
+    }
+
+    @Test
+    void serveTurnsFlagsIntoJobOptions() {
+        CommandLine cli = new CommandLine(new Mstar());
+        CommandLine.ParseResult parsed = cli.parseArgs("serve", "--bootstrap-servers", "k:9092",
+                "--engine-factory", "x.Factory", "--model", "/models/m", "--delivery", "at_least_once",
+                "-Dmstar.engine.max-waiting=7", "-Dexecution.checkpointing.interval=3 s");
+        ServeCommand serve = (ServeCommand) parsed.subcommand().commandSpec().userObject();
+        Configuration conf = ServeJob.configuration(serve);
+
+        assertThat(conf.get(KafkaIoOptions.BOOTSTRAP_SERVERS)).isEqualTo("k:9092");
+        assertThat(conf.get(KafkaIoOptions.DELIVERY_GUARANTEE)).isEqualTo(DeliveryGuarantee.AT_LEAST_ONCE);
+        assertThat(conf.get(KafkaIoOptions.TRANSACTIONAL_ID_PREFIX)).isEqualTo("mstar-serve");
+        assertThat(conf.get(GenerateOptions.ENGINE_FACTORY)).isEqualTo("x.Factory");
+        assertThat(conf.get(GenerateOptions.MODEL_DIR)).isEqualTo("/models/m");
+        assertThat(conf.get(GenerateOptions.MAX_WAITING)).isEqualTo(7);
+        assertThat(conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL)).isEqualTo(Duration.ofSeconds(3));
+        assertThat(conf.get(StateBackendOptions.STATE_BACKEND)).isEqualTo("rocksdb");
+    }
+
+    @Test
+    void demoServesARandomLlamaFromAnInProcessBrokerAndFlink() {
+        int code = run("demo", "--max-tokens", "6", "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        assertThat(err.toString()).contains("random Llama", "Sending 3 prompts.");
+        assertThat(err.toString().lines().filter(l -> l.contains("finish=")).count()).isEqualTo(3);
+        assertThat(out.toString().lines().filter(l -> l.startsWith("[")).count()).isEqualTo(3);
+    }
+
+    private int run(String... args) {
+        CommandLine cli = new CommandLine(new Mstar());
+        cli.setOut(new PrintWriter(out, true));
+        cli.setErr(new PrintWriter(err, true));
+        return cli.execute(args);
+    }
+}
