@@ -64,7 +64,8 @@ final class CacheStream {
         return released + storedLen;
     }
 
-    List<Integer> firstPages(int n) {
-        return new ArrayList<>(pages.subList(0, n));
+    /** Page ids {@code [from, to)} of {@link #pages}. */
+    int[] pageIds(int from, int to) {
+        return pages.subList(from, to).stream().mapToInt(Integer::intValue).toArray();
     }
 }

@@ -1,6 +1,5 @@
 package org.mstar.resources.kv;
 
-import java.util.List;
 import org.mstar.resources.Fork;
 
 /**
@@ -44,16 +43,12 @@ final class Forks {
             }
         }
         Undo undo = new Undo(dst, dst.storedLen, dst.generation, dst.resetGeneration, dst.chain);
-        st.pool.copyPages(toArray(src.pages.subList(0, n)), toArray(dst.pages.subList(0, n)));
+        st.pool.copyPages(src.pageIds(0, n), dst.pageIds(0, n));
         dst.storedLen = src.storedLen;
         // The copied content is not what the target's own prompt keys describe.
         dst.chain = null;
         dst.generation++;
         dst.resetGeneration++;
         return undo;
-    }
-
-    static int[] toArray(List<Integer> pages) {
-        return pages.stream().mapToInt(Integer::intValue).toArray();
     }
 }

@@ -37,7 +37,7 @@ final class HostOffload {
             if (s.storedLen == 0) {
                 continue;
             }
-            int[] hostPages = host.store(Forks.toArray(s.pages.subList(0, st.pagesFor(s.storedLen))));
+            int[] hostPages = host.store(s.pageIds(0, st.pagesFor(s.storedLen)));
             if (hostPages == null) {
                 continue;
             }

@@ -91,7 +91,7 @@ final class KVAdmission {
         AdmitLedger ledger = new AdmitLedger(step);
         for (CacheStream s : convert) {
             ledger.converted.put(s, s.lease.size());
-            convertLease(st, s);
+            st.adoptLease(s);
         }
         demand.tokens.forEach((key, tokens) -> {
             CacheStream s = st.stream(key.requestId(), key.label());
@@ -133,24 +133,6 @@ final class KVAdmission {
     private static AdmitOutcome offloading(String rid, String label) {
         return AdmitOutcome.refused(new RequestOffloading("stream " + label + " of '" + rid + "' is offloaded",
                 label, rid));
-    }
-
-    /**
-     * Make a stream's lease its leading pages: the stream now holds the cached prefix as committed
-     * tokens. Pages it held before (empty, left by a step that did not count) stay after the lease as
-     * spare capacity, so an undo can hand them back unchanged.
-     */
-    static void convertLease(KVState st, CacheStream s) {
-        List<Integer> spare = new ArrayList<>(s.pages);
-        s.pages.clear();
-        s.pages.addAll(s.lease);
-        s.pages.addAll(spare);
-        s.storedLen = s.lease.size() * st.pageSize;
-        if (s.chain != null) {
-            s.chain.setCursor(s.lease.size());
-        }
-        s.lease = null;
-        s.generation++;
     }
 
     /** Give back everything {@code ledger} records (a refused or abandoned step). */

@@ -57,6 +57,7 @@ public final class KVManager implements Resource {
     // ---------------------------------------------------------------- state
     private final KVState st;
     private final KVAdmission admission;
+    private final PrefixLeases leases;
     /** Null when {@code cpu_offload_pages} is 0. */
     private final HostOffload offload;
     private final KvRetriever retriever;
@@ -91,6 +92,7 @@ public final class KVManager implements Resource {
                 config.numKvHeads(), config.headDim());
         this.st = new KVState(config, pool);
         this.admission = new KVAdmission(st);
+        this.leases = new PrefixLeases(st);
         this.offload = config.cpuOffloadPages() > 0 ? new HostOffload(st, new HostPagePool(pool, config.cpuOffloadPages())) : null;
         this.retriever = new KvRetriever(st, transport, worldSize, rank);
         if (transport != null) {
@@ -390,7 +392,7 @@ public final class KVManager implements Resource {
         if (s.offloaded) {
             throw new IllegalStateException("stream " + label + " of '" + rid + "' is offloaded");
         }
-        return st.pool.readTokens(layer, Forks.toArray(s.pages.subList(0, st.pagesFor(s.storedLen))), s.storedLen);
+        return st.pool.readTokens(layer, s.pageIds(0, st.pagesFor(s.storedLen)), s.storedLen);
     }
 
     // ---------------------------------------------------------------- retention
@@ -465,76 +467,26 @@ public final class KVManager implements Resource {
     @Override
     public synchronized CachedPrefix resolveCachedPrefix(String rid, String nodeName, String graphWalk,
                                                          Map<String, int[]> inputs) {
-        List<CacheStream> streams = probeStreams(rid, nodeName, graphWalk);
-        if (streams == null) {
-            return null;
-        }
-        int agreed = Integer.MAX_VALUE;
-        for (CacheStream s : streams) {
-            if (s.lease == null) {
-                List<Integer> matched = st.prefix.match(s.chain, s.chain.totalKeys() - 1);
-                matched.forEach(st.arena::retain);
-                s.lease = new ArrayList<>(matched);
-            }
-            agreed = Math.min(agreed, s.lease.size() * st.pageSize);
-        }
-        return new CachedPrefix(agreed);
-    }
-
-    /** The walk's streams when every one can be served from the cache; else null. */
-    private List<CacheStream> probeStreams(String rid, String node, String walk) {
-        RequestState r = st.request(rid);
-        if (r == null || st.prefix == null || !st.prefix.keyedWalk(walk)) {
-            return null;
-        }
-        List<CacheStream> streams = new ArrayList<>();
-        for (String label : r.cfg.labels(node, walk)) {
-            CacheStream s = st.openStream(rid, label);
-            boolean fresh = s.chain != null && s.storedLen == 0 && !s.offloaded && !s.readPending();
-            if (!fresh && s.lease == null) {
-                return null;
-            }
-            streams.add(s);
-        }
-        return streams.isEmpty() ? null : streams;
+        return leases.resolve(rid, nodeName, graphWalk);
     }
 
     /** Trim each lease of the walk to the agreed prefix in whole pages (all of it when none was agreed). */
     @Override
     public synchronized void applyCachedPrefix(String rid, String nodeName, String graphWalk, Map<String, int[]> inputs,
                                                CachedPrefix prefix) {
-        int keep = prefix == null ? 0 : prefix.tokens() / st.pageSize;
-        for (CacheStream s : walkStreams(rid, nodeName, graphWalk)) {
-            if (s.lease != null && s.lease.size() > keep) {
-                List<Integer> gone = s.lease.subList(keep, s.lease.size());
-                st.arena.releaseAll(gone);
-                gone.clear();
-            }
-            if (s.lease != null && s.lease.isEmpty()) {
-                s.lease = null;
-            }
-        }
+        leases.trim(rid, nodeName, graphWalk, prefix);
     }
 
     /** The cache served the whole walk, which will never admit: its leases become the streams' content. */
     @Override
     public synchronized void completeCachedWalk(String rid, String nodeName, String graphWalk) {
-        for (CacheStream s : walkStreams(rid, nodeName, graphWalk)) {
-            if (s.lease != null && s.storedLen == 0) {
-                KVAdmission.convertLease(st, s);
-            }
-        }
+        leases.complete(rid, nodeName, graphWalk);
     }
 
     /** On rank 0: probe, and hand out the leased pages of the walk's one keyed label for followers to adopt. */
     @Override
     public synchronized List<Integer> leaseCachedPrefix(String rid, String nodeName, String graphWalk) {
-        List<CacheStream> streams = probeStreams(rid, nodeName, graphWalk);
-        if (streams == null || streams.size() != 1) {
-            return null;
-        }
-        resolveCachedPrefix(rid, nodeName, graphWalk, Map.of());
-        return List.copyOf(streams.get(0).lease);
+        return leases.leaseForFollowers(rid, nodeName, graphWalk);
     }
 
     /**
@@ -544,65 +496,20 @@ public final class KVManager implements Resource {
     @Override
     public synchronized boolean adoptCachedPrefix(String rid, String nodeName, String graphWalk, List<Integer> pages,
                                                   boolean caughtUp) {
-        List<CacheStream> streams = probeStreams(rid, nodeName, graphWalk);
-        if (streams == null || streams.size() != 1) {
-            throw new IllegalStateException("rank 0 leased a prefix for '" + rid + "' that this rank cannot key");
-        }
-        CacheStream s = streams.get(0);
-        if (s.lease != null) {
-            return true;
-        }
-        for (int p : pages) {
-            if (!st.prefix.index().holdsPage(p)) {
-                if (caughtUp) {
-                    throw new IllegalStateException("rank 0 leased page " + p + " for '" + rid
-                            + "', which this caught-up rank's index does not hold");
-                }
-                return false;
-            }
-        }
-        pages.forEach(st.arena::retain);
-        s.lease = new ArrayList<>(pages);
-        return true;
+        return leases.adopt(rid, nodeName, graphWalk, pages, caughtUp);
     }
 
+    /** Give back the walk's leases, for a step that will not run. */
     @Override
     public synchronized void releaseCachedPrefix(String rid, String nodeName, String graphWalk) {
-        for (CacheStream s : walkStreams(rid, nodeName, graphWalk)) {
-            st.dropLease(s);
-        }
+        leases.release(rid, nodeName, graphWalk);
     }
 
     /** Key pages that this step's sampled tokens fill, for labels the request decodes into a keyed chain. */
     @Override
     public synchronized void extendPrefixChain(String rid, String nodeName, String graphWalk,
                                                Map<String, int[]> outputs) {
-        RequestState r = st.request(rid);
-        if (r == null || st.prefix == null || !st.prefix.keyedWalk(graphWalk) || r.cfg.prefixDecode() == null) {
-            return;
-        }
-        for (String label : r.cfg.labels(nodeName, graphWalk)) {
-            String output = r.cfg.prefixDecode().get(label);
-            CacheStream s = r.streams.get(label);
-            int[] ids = output == null ? null : outputs.get(output);
-            if (ids != null && s != null && s.chain != null) {
-                s.chain.extend(ids);
-            }
-        }
-    }
-
-    private List<CacheStream> walkStreams(String rid, String node, String walk) {
-        RequestState r = st.request(rid);
-        List<CacheStream> out = new ArrayList<>();
-        if (r != null) {
-            for (String label : r.cfg.labels(node, walk)) {
-                CacheStream s = r.streams.get(label);
-                if (s != null) {
-                    out.add(s);
-                }
-            }
-        }
-        return out;
+        leases.extendChains(rid, nodeName, graphWalk, outputs);
     }
 
     // ---------------------------------------------------------------- eviction

@@ -8,16 +8,25 @@ import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceBuilder;
 
 /**
- * Builds the paged {@link KVManager} a {@link KVSpec} with a {@link PagedKVConfig} declares, without a transport: retrieval
- * between workers is wired by the deployment that places them (see {@link InProcessKvTransport}).
+ * Builds the {@link KVManager} of a {@link KVSpec} with a {@link PagedKVConfig}: a pool on the worker's
+ * device in its KV dtype, sharded to this rank's heads.
+ *
+ * <p>The manager is built without a {@link KvTransport}: {@link EngineResourceInfo} carries no transfer
+ * engine, so retrieval between workers is wired by the deployment that places them (see
+ * {@link InProcessKvTransport}). Without one a manager publishes its streams but refuses (terminally) to
+ * pull another cache's.
  */
 public final class KVManagerBuilder implements ResourceBuilder {
+
     @Override
     public Resource build(NodeResourceSpec spec, EngineResourceInfo info) {
-        if (!(spec instanceof KVSpec kv) || !(kv.config() instanceof PagedKVConfig paged)) {
-            throw new IllegalArgumentException("KVManagerBuilder builds a KVSpec with a PagedKVConfig, got " + spec);
+        if (!(spec instanceof KVSpec kv) || !(kv.config() instanceof PagedKVConfig config)) {
+            throw new IllegalArgumentException("KVManagerBuilder builds a KVSpec with a PagedKVConfig, got "
+                    + spec.getClass().getSimpleName() + " '" + spec.resourceKey() + "'");
         }
-        // a cache that pulls from other workers gets its transport wired by whoever deploys them together
-        return new KVManager(paged, info.device(), info.kvDType(), info.worldSize(), info.rank(), null);
+        if (info.device() == null) {
+            throw new IllegalArgumentException("KV resource '" + spec.resourceKey() + "' needs a device for its pool");
+        }
+        return new KVManager(config, info.device(), info.kvDType(), info.worldSize(), info.rank(), null);
     }
 }

@@ -1,6 +1,8 @@
 package org.mstar.resources.kv;
 
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.mstar.resources.PagedKVConfig;
 
@@ -100,6 +102,24 @@ final class KVState {
         }
         s.generation++;
         return need;
+    }
+
+    /**
+     * Make a stream's lease its leading pages: the stream now holds the cached prefix as committed
+     * tokens. Pages it held before (empty, left by a step that did not count) stay after the lease as
+     * spare capacity, so an undo can hand them back unchanged.
+     */
+    void adoptLease(CacheStream s) {
+        List<Integer> spare = new ArrayList<>(s.pages);
+        s.pages.clear();
+        s.pages.addAll(s.lease);
+        s.pages.addAll(spare);
+        s.storedLen = s.lease.size() * pageSize;
+        if (s.chain != null) {
+            s.chain.setCursor(s.lease.size());
+        }
+        s.lease = null;
+        s.generation++;
     }
 
     /** Give up every page and lease the stream holds. */

@@ -41,7 +41,7 @@ final class KvRetriever {
             if (s == null || s.offloaded || s.readPending()) {
                 continue;
             }
-            int[] pages = Forks.toArray(s.pages.subList(0, st.pagesFor(s.storedLen)));
+            int[] pages = s.pageIds(0, st.pagesFor(s.storedLen));
             info.put(rank, label, new KVSequenceInfo(s.storedLen, descriptor(), pages, s.resetGeneration));
             any = true;
         }
@@ -134,7 +134,7 @@ final class KvRetriever {
                     + s.label, shortBy, s.label, rid));
         }
         st.topUp(s, end);
-        s.readPages = Forks.toArray(s.pages.subList(first, last + 1));
+        s.readPages = s.pageIds(first, last + 1);
         s.readFuture = transport.read(seq.descriptor(), Arrays.copyOfRange(remote, first, last + 1), start, end);
         s.storedLen = end;
         s.generation++;
@@ -208,7 +208,7 @@ final class KvRetriever {
         }
         st.dropLease(s);
         s.lease = matched;
-        KVAdmission.convertLease(st, s);
+        st.adoptLease(s);
     }
 
     private static AdmitOutcome terminal(String rid, String message) {

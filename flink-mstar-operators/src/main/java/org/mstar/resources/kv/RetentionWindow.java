@@ -14,8 +14,12 @@ import org.mstar.resources.RetentionPolicy;
 final class RetentionWindow {
     private RetentionWindow() {}
 
-    /** Take on a step's policy; its protected prefix must agree with any set before. */
+    /** Take on a step's policy: its protected prefix must be committed already and agree with any set before. */
     static void adopt(CacheStream s, RetentionPolicy p) {
+        if (p.protectedPrefix() > s.storedLen) {
+            throw new IllegalStateException("stream " + s.label + " of '" + s.requestId + "' protects "
+                    + p.protectedPrefix() + " tokens but holds only " + s.storedLen);
+        }
         protect(s, p.protectedPrefix());
         s.retention = p;
     }

@@ -87,7 +87,8 @@ class KVManagerForkRetentionTest {
         KvHarness h = new KvHarness(32, 4);
         h.kv.ingestRequest("a", null);
         RetentionPolicy policy = new RetentionPolicy(8, 6);
-        int id = 0;
+        h.extend("main", 0, Map.of("a", 6));
+        int id = 6;
         for (int step = 0; step < 12; step++) {
             int span = 1 + step % 3;
             KVStep s = KVStep.builder()
@@ -108,6 +109,18 @@ class KVManagerForkRetentionTest {
         assertThat(h.oracle.get(A_MAIN).get(7)[1]).isEqualTo(7);
         assertThat(h.oracle.get(A_MAIN).get(8)[1]).isGreaterThan(8);
         h.kv.assertPagesConserved();
+    }
+
+    @Test
+    void aPolicyMayProtectOnlyCommittedTokens() {
+        KvHarness h = new KvHarness(32, 4);
+        h.kv.ingestRequest("a", null);
+        KVStep s = KVStep.builder().segments(List.of(new Segment("a", "main", 3)))
+                .retention(Map.of(A_MAIN, new RetentionPolicy(8, 5))).build();
+        StepContext c = ctx(List.of("a"), PREFILL);
+        h.kv.admit(s, c);
+        h.kv.plan(s, c);
+        assertThatThrownBy(() -> h.kv.commit(s, c)).hasMessageContaining("protects 5 tokens but holds only 3");
     }
 
     @Test

@@ -188,4 +188,29 @@ class KVManagerPrefixCacheTest {
         assertThat(follower.stream("b", "main").lease).isEqualTo(pages);
         follower.kv.assertPagesConserved();
     }
+
+    @Test
+    void aWalkOverSeveralLabelsAgreesOnTheShortestMatch() {
+        KvHarness h = cached(32);
+        int[] other = range(3000, 6);
+        KVReqConfig a = keyed(PROMPT, 4);
+        KVReqConfig b = keyed(other, 4);
+        KVReqConfig both = new KVReqConfig(List.of("main", "aux"), null, null, null, null,
+                Map.of("main", a.prefixKeys().get("main"), "aux", b.prefixKeys().get("main")),
+                Map.of("main", a.prefixTail().get("main"), "aux", b.prefixTail().get("main")), null, true, null, null);
+        h.kv.ingestRequest("w1", a);
+        h.prefill("w1", PROMPT);
+        h.kv.ingestRequest("w2", b);
+        h.prefill("w2", other);
+
+        h.kv.ingestRequest("x", both);
+        // main matches 2 of its 3 keys, aux 1 of its 2 (the second names a partial page)
+        assertThat(h.kv.resolveCachedPrefix("x", NODE, PREFILL, Map.of()).tokens()).isEqualTo(4);
+        assertThat(h.stream("x", "main").lease).hasSize(2);
+        assertThat(h.stream("x", "aux").lease).hasSize(1);
+        h.kv.applyCachedPrefix("x", NODE, PREFILL, Map.of(), new CachedPrefix(4));
+        assertThat(h.stream("x", "main").lease).hasSize(1);
+        assertThat(h.stream("x", "aux").lease).hasSize(1);
+        h.kv.assertPagesConserved();
+    }
 }

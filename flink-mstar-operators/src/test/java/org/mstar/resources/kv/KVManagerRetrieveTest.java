@@ -245,4 +245,20 @@ class KVManagerRetrieveTest {
         assertThat(q.layers()).isEqualTo(2);
         assertThat(q.endToken()).isEqualTo(1);
     }
+
+    @Test
+    void retrieveTouchesOnlyTheLabelsTheNodeAndWalkNeed() {
+        producer.kv.ingestRequest("a", null);
+        producer.extend("main", 1, Map.of("a", 6));
+        producer.extend("aux", 40, Map.of("a", 3));
+        consumer.kv.ingestRequest("a", new KVReqConfig(null, null,
+                Map.of(new NodeWalk(NODE, DECODE), List.of("aux")), null, null, null, null, null, true, null, null));
+        assertThat(retrieve((PublishedKVInfo) producer.kv.publish("a"))).isEqualTo(AdmitOutcome.OK);
+        assertThat(consumer.stream("a", "aux").storedLen).isEqualTo(3);
+        assertThat(consumer.stream("a", "main").storedLen).isZero();
+        KvHarness.verify(consumer.kv, "a", "aux", producer.oracle.get(new StreamLabel("a", "aux")));
+        // an unknown node falls back to the request's default labels: "main"
+        assertThat(consumer.kv.admitRetrieve("a", "other-node", DECODE, producer.kv.publish("a"))).isEqualTo(AdmitOutcome.OK);
+        verifyConsumerMatchesProducer();
+    }
 }
