@@ -1,0 +1,108 @@
+package org.mstar.jobs;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.mstar.device.Device;
+import org.mstar.device.Devices;
+import org.mstar.engine.EngineOptions;
+import org.mstar.engine.EngineStats;
+import org.mstar.engine.FinishedRequest;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.engine.RequestFailure;
+import org.mstar.engine.StepResult;
+import org.mstar.engine.TokenOutput;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.resources.SamplingReqConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code mstar generate}: run the engine directly (no Flink, no Kafka) on one prompt and stream the
+ * tokens to the terminal.
+ */
+@Command(name = "generate", mixinStandardHelpOptions = true,
+        description = "Generate from one prompt with the engine alone, streaming tokens to the terminal.")
+final class GenerateCommand implements Callable<Integer> {
+    @Option(names = "--model", paramLabel = "DIR", description = "Hugging Face model folder (config.json, *.safetensors, tokenizer.json).")
+    Path model;
+
+    @Option(names = "--random", paramLabel = "CONFIG.json", arity = "0..1", fallbackValue = "",
+            description = "Random weights of this config.json's geometry (no value: a bundled tiny Llama).")
+    String random;
+
+    @Option(names = "--prompt", required = true, description = "The prompt text.")
+    String prompt;
+
+    @Option(names = "--max-tokens", defaultValue = "64", description = "Most tokens to generate (default: ${DEFAULT-VALUE}).")
+    int maxTokens;
+
+    @Option(names = "--temperature", defaultValue = "0.6", description = "0 is greedy (default: ${DEFAULT-VALUE}).")
+    double temperature;
+
+    @Option(names = "--top-k", defaultValue = "0", description = "0 disables (default: ${DEFAULT-VALUE}).")
+    int topK;
+
+    @Option(names = "--top-p", defaultValue = "1.0", description = "1 disables (default: ${DEFAULT-VALUE}).")
+    double topP;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Sampler seed (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--device", defaultValue = "cpu", description = "cpu or cuda:N (default: ${DEFAULT-VALUE}).")
+    String device;
+
+    @Option(names = "--max-seq-len", defaultValue = "2048", description = "Longest prompt + output (default: ${DEFAULT-VALUE}).")
+    int maxSeqLen;
+
+    @Override
+    public Integer call() {
+        PrintStream out = System.out;
+        if (model == null && random == null) {
+            random = "";
+            out.println("[no --model given: serving a bundled random-weight tiny Llama; its text is gibberish]");
+        }
+        Path dir = ModelSource.resolve(model, random);
+        int pageSize = 16;
+        int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
+        EngineOptions options = new EngineOptions(1, 512, new KvCacheOptions(maxSeqLen, pages, pageSize, 0, false));
+        SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
+                true, seed);
+        try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options)) {
+            engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0));
+            out.print(prompt);
+            out.flush();
+            FinishedRequest done = null;
+            while (engine.hasWork()) {
+                StepResult r = engine.step();
+                for (TokenOutput t : r.tokens()) {
+                    out.print(t.textDelta());
+                    out.flush();
+                }
+                for (RequestFailure f : r.failures()) {
+                    System.err.println("\nerror " + f.code() + ": " + f.message());
+                    return 1;
+                }
+                if (!r.finished().isEmpty()) {
+                    done = r.finished().get(0);
+                }
+            }
+            out.println();
+            report(done, engine.stats());
+            return 0;
+        }
+    }
+
+    private static void report(FinishedRequest done, EngineStats stats) {
+        var t = done.timings();
+        double seconds = t.totalNanos() / 1e9;
+        System.err.printf("[%d prompt tokens, %d generated, finish=%s, time to first token %.1f ms, "
+                        + "inter-token %.1f ms, %.1f tokens/s]%n",
+                done.promptTokens(), done.tokenIds().length, done.finish().wireName(),
+                t.timeToFirstTokenNanos() / 1e6, t.meanInterTokenNanos() / 1e6,
+                seconds > 0 ? done.tokenIds().length / seconds : 0.0);
+    }
+}
