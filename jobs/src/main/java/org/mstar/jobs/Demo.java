@@ -42,10 +42,8 @@ final class Demo {
             if (flags.model != null) {
                 conf.set(GenerateOptions.MODEL_DIR, flags.model);
             } else {
-                err.println("No --model: serving a small random Llama; its answers are noise.");
-                Path random = work.resolve("random-llama");
-                RandomModel.write(random, 42);
-                conf.set(GenerateOptions.MODEL_DIR, random.toString());
+                err.println("No --model: serving a bundled tiny random-weight Llama; its answers are noise.");
+                conf.set(GenerateOptions.MODEL_DIR, ModelSource.resolve(null, "").toString());
             }
             StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(flags.parallelism, conf);
             GenerationPipeline.builder()

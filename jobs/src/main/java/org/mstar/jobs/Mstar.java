@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
  * {@code demo} runs everything in this process.
  */
 @Command(name = "mstar", mixinStandardHelpOptions = true,
-        subcommands = {ServeCommand.class, SendCommand.class, DemoCommand.class},
+        subcommands = {GenerateCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")
 public final class Mstar implements Runnable {
     /** Quiet logging for the command line, unless Flink or the user configured log4j already. */

@@ -8,8 +8,8 @@ import org.mstar.model.ModelConfig;
 import org.mstar.model.llama.CheckpointWriter;
 
 /**
- * A small Llama with random weights and a synthetic byte-level tokenizer, written as a model folder: the demo
- * serves it when no model is given, and tests run the real engine on it. Its text is noise; everything from
+ * A small Llama with random weights and a synthetic byte-level tokenizer, written as a model folder: tests run
+ * the real engine on it. Its text is noise; everything from
  * tokenisation through paged attention and sampling to detokenisation is the real serving path.
  */
 final class RandomModel {
