@@ -7,7 +7,6 @@ import java.nio.file.Path;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.model.GenerationConfig;
-import org.mstar.model.ModelConfig;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.tokenizer.TextTokenizer;
@@ -20,17 +19,41 @@ import org.mstar.model.tokenizer.TextTokenizer;
 public final class LlamaEngineLoader {
     private LlamaEngineLoader() {}
 
+    /** Load the weights and build an engine that owns them (closing the engine frees them). */
     public static LlamaEngine load(Path modelDir, Device device, EngineOptions options) {
+        LlamaWeights weights = loadWeights(modelDir, device);
         try {
-            ModelConfig config = ModelConfig.load(modelDir.resolve(ModelConfig.FILE_NAME));
-            DType storage = device.isCuda() ? DType.BF16 : DType.F32;
-            LlamaWeights weights = LlamaWeights.load(modelDir, device, storage);
+            LlamaEngine engine = load(modelDir, weights, options);
+            engine.own(weights);
+            return engine;
+        } catch (RuntimeException e) {
+            weights.close();
+            throw e;
+        }
+    }
+
+    /** The folder's weights on {@code device}, in the precision the device computes in. */
+    public static LlamaWeights loadWeights(Path modelDir, Device device) {
+        try {
+            return LlamaWeights.load(modelDir, device, storageType(device));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot load the weights in " + modelDir, e);
+        }
+    }
+
+    /**
+     * Build an engine over weights loaded once and shared: the engine owns its KV cache and tokenizer,
+     * not the weights, which outlive it.
+     */
+    public static LlamaEngine load(Path modelDir, LlamaWeights weights, EngineOptions options) {
+        try {
+            Device device = weights.device();
+            DType storage = storageType(device);
             LlamaModel model = new LlamaModel(weights, storage, modelDir.toAbsolutePath().normalize().toString());
             Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
             TextTokenizer tokenizer = Files.exists(tokenizerFile) ? TextTokenizer.load(modelDir) : null;
-            GenerationConfig generation = GenerationConfig.load(modelDir, config);
+            GenerationConfig generation = GenerationConfig.load(modelDir, weights.config());
             LlamaEngine engine = new LlamaEngine(model, tokenizer, generation, options, storage);
-            engine.own(model);
             if (tokenizer != null) {
                 engine.own(tokenizer);
             }
@@ -38,5 +61,9 @@ public final class LlamaEngineLoader {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot load the model in " + modelDir, e);
         }
+    }
+
+    private static DType storageType(Device device) {
+        return device.isCuda() ? DType.BF16 : DType.F32;
     }
 }

@@ -1,11 +1,9 @@
 package org.mstar.flink;
 
 import java.nio.file.Path;
+import java.util.concurrent.locks.ReentrantLock;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ReadableConfig;
-import org.mstar.device.Device;
-import org.mstar.device.cpu.CpuDevice;
-import org.mstar.device.cuda.CudaDevice;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineStats;
 import org.mstar.engine.GenerationEngine;
@@ -47,14 +45,16 @@ public final class LlamaEngineFactory implements EngineFactory {
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
     }
 
+    /** An engine over this process's shared copy of the weights on {@code device} (see {@link SharedModels}). */
     @Override
     public GenerationEngine create(String device, int subtaskIndex) {
-        Device d = device.equals("cpu") ? new CpuDevice() : new CudaDevice(Integer.parseInt(device.substring(5)));
+        SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
+        shared.lock().lock();
         try {
-            return new DeviceOwningEngine(LlamaEngineLoader.load(Path.of(modelDir), d, options()), d);
-        } catch (RuntimeException e) {
-            d.close();
-            throw e;
+            return new DeviceTurnEngine(LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options()),
+                    shared.lock());
+        } finally {
+            shared.lock().unlock();
         }
     }
 
@@ -63,21 +63,26 @@ public final class LlamaEngineFactory implements EngineFactory {
                 new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache));
     }
 
-    /** The engine, and the device it runs on, which closes after it. */
-    private record DeviceOwningEngine(GenerationEngine engine, Device device) implements GenerationEngine {
+    /** The engine, taking its device's turn for every call that may run device work. */
+    private record DeviceTurnEngine(GenerationEngine engine, ReentrantLock deviceTurn) implements GenerationEngine {
         @Override
         public void submit(GenerationRequest request) {
-            engine.submit(request);
+            inTurn(() -> engine.submit(request));
         }
 
         @Override
         public void resume(GenerationRequest request, int[] generated) {
-            engine.resume(request, generated);
+            inTurn(() -> engine.resume(request, generated));
         }
 
         @Override
         public StepResult step() {
-            return engine.step();
+            deviceTurn.lock();
+            try {
+                return engine.step();
+            } finally {
+                deviceTurn.unlock();
+            }
         }
 
         @Override
@@ -87,7 +92,7 @@ public final class LlamaEngineFactory implements EngineFactory {
 
         @Override
         public void remove(String requestId) {
-            engine.remove(requestId);
+            inTurn(() -> engine.remove(requestId));
         }
 
         @Override
@@ -102,10 +107,15 @@ public final class LlamaEngineFactory implements EngineFactory {
 
         @Override
         public void close() {
+            inTurn(engine::close);
+        }
+
+        private void inTurn(Runnable work) {
+            deviceTurn.lock();
             try {
-                engine.close();
+                work.run();
             } finally {
-                device.close();
+                deviceTurn.unlock();
             }
         }
     }

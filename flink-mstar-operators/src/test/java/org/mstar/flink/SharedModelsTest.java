@@ -1,0 +1,58 @@
+package org.mstar.flink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.configuration.Configuration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mstar.device.DType;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.TokenOutput;
+import org.mstar.model.Architecture;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.llama.CheckpointWriter;
+import org.mstar.resources.SamplingReqConfig;
+
+/** Weights load once per process and device, and outlive the engines (subtasks, restarts) that use them. */
+class SharedModelsTest {
+
+    @Test
+    void enginesOnOneDeviceShareWeightsLoadedOnce(@TempDir Path dir) throws Exception {
+        ModelConfig config = ModelConfig.builder(Architecture.LLAMA)
+                .hiddenSize(32).intermediateSize(64).numLayers(1).numHeads(2).numKvHeads(1).headDim(16)
+                .maxPositionEmbeddings(128).vocabSize(300).bosTokenId(0).eosTokenId(1).dtype(DType.F32).build();
+        CheckpointWriter.writeRandom(config, DType.F32, 5, dir);
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, dir.toString());
+        LlamaEngineFactory factory = new LlamaEngineFactory(conf);
+
+        int before = SharedModels.loads();
+        GenerationEngine first = factory.create("cpu", 0);
+        GenerationEngine second = factory.create("cpu", 1);
+        assertThat(SharedModels.loads()).isEqualTo(before + 1);
+
+        first.close();
+        List<Integer> fromSecond = generate(second);
+        second.close();
+        GenerationEngine restarted = factory.create("cpu", 0);
+        assertThat(SharedModels.loads()).as("a restarted task reuses the loaded weights").isEqualTo(before + 1);
+        assertThat(generate(restarted)).isEqualTo(fromSecond);
+        restarted.close();
+    }
+
+    private static List<Integer> generate(GenerationEngine engine) {
+        engine.submit(new GenerationRequest("r", new int[] {5, 6, 7, 8}, null, SamplingReqConfig.greedy(), 5, 0,
+                List.of(), true, 0));
+        List<Integer> tokens = new ArrayList<>();
+        while (engine.hasWork()) {
+            for (TokenOutput t : engine.step().tokens()) {
+                tokens.add(t.tokenId());
+            }
+        }
+        return tokens;
+    }
+}
