@@ -42,7 +42,7 @@ final class Demo {
             if (flags.model != null) {
                 conf.set(GenerateOptions.MODEL_DIR, flags.model);
             } else {
-                err.println("No --model: serving a bundled tiny random-weight Llama; its answers are noise.");
+                err.println("No --model: serving a bundled tiny random Llama; its answers are noise.");
                 conf.set(GenerateOptions.MODEL_DIR, ModelSource.resolve(null, "").toString());
             }
             StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(flags.parallelism, conf);
