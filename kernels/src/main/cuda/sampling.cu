@@ -228,6 +228,9 @@ extern "C" __global__ void __launch_bounds__(1024)
     const float pen = repPenalty != nullptr ? repPenalty[r] : 1.f;
     const float* counts = penaltyCounts != nullptr && pen != 1.f ? penaltyCounts + base : nullptr;
 
+    // A greedy row whose stop ids are held back takes its argmax among the other tokens: masking the
+    // one-hot afterwards would leave it no mass at all.
+    const bool greedyMasked = temp == 0.f && maskStopIds != nullptr && maskStopIds[r] != 0 && stopIds != nullptr;
     // 1. repetition penalty; the penalised logits stay in p.
     float best = -INFINITY;
     int bestIdx = INT_MAX;
@@ -241,7 +244,11 @@ extern "C" __global__ void __launch_bounds__(1024)
             }
         }
         p[v] = x;
-        arg_better(best, bestIdx, x, v);
+        bool held = false;
+        if (greedyMasked) {
+            for (int j = 0; j < numStopIds; ++j) held |= stopIds[j] == v;
+        }
+        if (!held) arg_better(best, bestIdx, x, v);
     }
     block_argmax(best, bestIdx, fscratch, iscratch);
 

@@ -7,7 +7,8 @@ package org.mstar.device;
  * <ol>
  *   <li>penalty: for each token v with {@code penaltyCounts[r, v] = n > 0}, logit l becomes
  *       {@code l > 0 ? l / p^n : l * p^n} with {@code p = repetitionPenalty[r]} (presence form: n ∈ {0,1});</li>
- *   <li>{@code temperature[r] == 0}: one-hot at the argmax (lowest index on ties); else softmax(l / T);</li>
+ *   <li>{@code temperature[r] == 0}: one-hot at the argmax (lowest index on ties), taken over the tokens
+ *       other than {@code stopIds} when {@code maskStopIds[r] != 0}; else softmax(l / T);</li>
  *   <li>{@code minP[r] > 0}: zero probabilities below {@code minP · max}, renormalise;</li>
  *   <li>filters (when {@code applyFilters}): {@code topPFirst[r] == 0}: top-k ({@code topK[r]}, 0 = off) then
  *       top-p ({@code topP[r]}) over the renormalised top-k set; {@code != 0}: top-p then top-k, each on

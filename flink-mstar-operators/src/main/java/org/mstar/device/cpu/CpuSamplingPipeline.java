@@ -69,7 +69,14 @@ final class CpuSamplingPipeline {
             penalise(r, p);
         }
         float temperature = CpuTensor.of(batch.temperature()).getFloat(r);
+        boolean maskStops = CpuTensor.of(batch.maskStopIds()).getInt(r) != 0;
         if (temperature == 0f) {
+            if (maskStops) {
+                // held-back stop ids cannot win the argmax: masking the one-hot would leave no mass
+                for (int id : stopIds) {
+                    p[id] = Float.NEGATIVE_INFINITY;
+                }
+            }
             oneHotArgmax(p);
         } else {
             softmax(p, temperature);
@@ -84,7 +91,7 @@ final class CpuSamplingPipeline {
             int minKeep = CpuTensor.of(batch.topPMinKeep()).getInt(r);
             topKTopP(p, topK, topP, minKeep, CpuTensor.of(batch.topPFirst()).getInt(r) != 0);
         }
-        if (CpuTensor.of(batch.maskStopIds()).getInt(r) != 0) {
+        if (maskStops) {
             for (int id : stopIds) {
                 p[id] = 0f;
             }

@@ -257,6 +257,16 @@ class CpuSamplingTest {
     }
 
     @Test
+    void greedyRowWithHeldBackStopIdsTakesTheBestOtherToken() {
+        float[] logits = {0.1f, 3.0f, 2.0f, 0.5f};
+        int[] stops = {1};
+        float[] held = probs(logits, List.of(Row.plain().withTemperature(0f).withMaskStop()), null, stops, true);
+        assertThat(held).containsExactly(0f, 0f, 1f, 0f);
+        float[] free = probs(logits, List.of(Row.plain().withTemperature(0f)), null, stops, true);
+        assertThat(free).containsExactly(0f, 1f, 0f, 0f);
+    }
+
+    @Test
     void rowsOfABatchAreIndependent() {
         Random rnd = new Random(4);
         int vocab = 5000;
