@@ -28,7 +28,7 @@ public final class CudaDevice implements Device {
 
     private final CudaContext context;
     private final CudaStream stream;
-    private final DeviceAllocator allocator = new DeviceAllocator();
+    private final DeviceAllocator allocator;
     private final Workspace workspace;
     private final KernelModule module;
     private final CudaOps ops;
@@ -39,6 +39,7 @@ public final class CudaDevice implements Device {
         this.context = new CudaContext(gpuIndex);
         this.boundThread = Thread.currentThread();
         this.stream = new CudaStream();
+        this.allocator = new DeviceAllocator(stream.counters());
         this.workspace = new Workspace(allocator);
         this.module = new KernelModule();
         this.ops = new CudaOps(this);
@@ -181,6 +182,7 @@ public final class CudaDevice implements Device {
         if (src.remaining() < total) {
             throw new IllegalArgumentException("copyFromHost: " + src.remaining() + " bytes for " + d + " of " + total);
         }
+        stream.counters().upload(total);
         ByteBuffer in = src.duplicate();
         int limit = in.limit();
         for (long done = 0; done < total; ) {

@@ -33,6 +33,7 @@ final class Kernel {
                     dynamicSmem), "cuFuncSetAttribute(" + name + ", dynamic smem " + dynamicSmem + ")");
             dynamicSmemLimit = dynamicSmem;
         }
+        stream.counters().launch();
         check(cuLaunchKernel(function, gridX, gridY, gridZ, block, 1, 1, dynamicSmem, stream.handle(),
                         args.pointer(), null),
                 op + ": cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block " + block
