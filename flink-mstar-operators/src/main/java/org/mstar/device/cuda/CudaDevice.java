@@ -32,6 +32,7 @@ public final class CudaDevice implements Device {
     private final Workspace workspace;
     private final KernelModule module;
     private final CudaOps ops;
+    private final UploadRing uploads;
     private PinnedBuffer staging;
     private Thread boundThread;
 
@@ -41,6 +42,7 @@ public final class CudaDevice implements Device {
         this.stream = new CudaStream();
         this.allocator = new DeviceAllocator(stream.counters());
         this.workspace = new Workspace(allocator);
+        this.uploads = new UploadRing();
         this.module = new KernelModule();
         this.ops = new CudaOps(this);
     }
@@ -173,7 +175,11 @@ public final class CudaDevice implements Device {
         return b;
     }
 
-    /** Reads {@code dst.byteSize()} bytes from {@code src}'s position (the position is left as it was). */
+    /**
+     * Reads {@code dst.byteSize()} bytes from {@code src}'s position (the position is left as it was). Up to
+     * a megabyte enqueues through the {@link UploadRing} without waiting; larger copies (weights) go through
+     * the staging buffer, synchronising per chunk.
+     */
     @Override
     public void copyFromHost(ByteBuffer src, Tensor dst) {
         enter();
@@ -183,6 +189,10 @@ public final class CudaDevice implements Device {
             throw new IllegalArgumentException("copyFromHost: " + src.remaining() + " bytes for " + d + " of " + total);
         }
         stream.counters().upload(total);
+        if (total <= UploadRing.CHUNK_BYTES) {
+            uploads.upload(src, (int) total, d.pointer(), stream);
+            return;
+        }
         ByteBuffer in = src.duplicate();
         int limit = in.limit();
         for (long done = 0; done < total; ) {
@@ -278,6 +288,7 @@ public final class CudaDevice implements Device {
         if (staging != null) {
             staging.close();
         }
+        uploads.close();
         stream.close();
         context.close();
     }

@@ -6,6 +6,7 @@ import static org.mstar.device.cuda.CudaCheck.check;
 
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUfunction_attribute;
+import jcuda.driver.CUresult;
 
 /** One kernel of the module, launched with a checked call that names it and its launch shape. */
 final class Kernel {
@@ -34,9 +35,11 @@ final class Kernel {
             dynamicSmemLimit = dynamicSmem;
         }
         stream.counters().launch();
-        check(cuLaunchKernel(function, gridX, gridY, gridZ, block, 1, 1, dynamicSmem, stream.handle(),
-                        args.pointer(), null),
-                op + ": cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block " + block
-                        + ", smem " + dynamicSmem + ")");
+        int rc = cuLaunchKernel(function, gridX, gridY, gridZ, block, 1, 1, dynamicSmem, stream.handle(),
+                args.pointer(), null);
+        if (rc != CUresult.CUDA_SUCCESS) { // the message is built only on failure: launches are per-step hot
+            check(rc, op + ": cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block "
+                    + block + ", smem " + dynamicSmem + ")");
+        }
     }
 }

@@ -41,7 +41,9 @@ final class EngineBench {
     static final int DECODE_STEPS = 32;
     private static final int WARMUP_STEPS = 2;
     /** Room for the decode steps after the last prompt's first token, plus tokens drawn during prefill. */
-    private static final int MAX_TOKENS = 64;
+    private static final int MAX_TOKENS = 96;
+    /** Decode steps run under the {@link HostSampler} after the timed ones (the sampler perturbs timing). */
+    private static final int PROFILED_STEPS = 24;
     private static final int PAGE = 16;
 
     /**
@@ -52,7 +54,8 @@ final class EngineBench {
      * @param kvBytes K and V bytes the decode step's attention reads, at the mean context of the timed steps
      */
     record Row(int layers, int batch, int prefillSteps, double prefillMillis,
-               double decodeMillisPerStep, long streamedBytes, long kvBytes, StreamCounters.Snapshot decodeCalls) {
+               double decodeMillisPerStep, long streamedBytes, long kvBytes, StreamCounters.Snapshot decodeCalls,
+               String hostProfile) {
         double prefillTokensPerSecond() {
             return batch * (double) PROMPT / (prefillMillis / 1e3);
         }
@@ -155,10 +158,19 @@ final class EngineBench {
         }
         double decodeMillis = (System.nanoTime() - start) / 1e6 / DECODE_STEPS;
         StreamCounters.Snapshot decodeCalls = before == null ? null : calls().minus(before);
+        String hostProfile;
+        try (HostSampler sampler = new HostSampler(Thread.currentThread(), 500)) {
+            for (int i = 0; i < PROFILED_STEPS; i++) {
+                step(engine);
+            }
+            sampler.close();
+            hostProfile = sampler.table(25);
+        }
         ids.forEach(engine::remove);
         long meanContext = PROMPT + 1 + WARMUP_STEPS + DECODE_STEPS / 2;
         long kvBytes = (long) batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes();
-        return new Row(layers, batch, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes, decodeCalls);
+        return new Row(layers, batch, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes, decodeCalls,
+                hostProfile);
     }
 
     /** The CUDA stream's counters now; null on other devices. */
@@ -209,6 +221,16 @@ final class EngineBench {
                     c.syncs() / (double) DECODE_STEPS, c.uploads() / (double) DECODE_STEPS,
                     c.uploadBytes() / 1024.0 / DECODE_STEPS, c.launches() / (double) DECODE_STEPS,
                     c.gemms() / (double) DECODE_STEPS, c.driverAllocs() / (double) DECODE_STEPS));
+        }
+        return sb.toString();
+    }
+
+    /** The host profile of each row's decode steps. */
+    static String hostProfiles(List<Row> rows) {
+        StringBuilder sb = new StringBuilder();
+        for (Row r : rows) {
+            sb.append(String.format(Locale.ROOT, "%nHost profile, %d layers, batch %d, %d decode steps: ", r.layers,
+                    r.batch, PROFILED_STEPS)).append(r.hostProfile);
         }
         return sb.toString();
     }

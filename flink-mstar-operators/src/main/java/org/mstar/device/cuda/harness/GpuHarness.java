@@ -121,7 +121,7 @@ public final class GpuHarness {
                             return EngineBench.table(rows, PEAK_TB_PER_S) + "\nFit over layer counts, carried to 32 layers:\n\n"
                                     + EngineBench.extrapolation(rows, 32, PEAK_TB_PER_S)
                                     + "\nDecode step calls (per step, mean over the timed steps):\n\n"
-                                    + EngineBench.callTable(rows);
+                                    + EngineBench.callTable(rows) + EngineBench.hostProfiles(rows);
                         }));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
