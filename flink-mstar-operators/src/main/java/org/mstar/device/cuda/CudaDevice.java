@@ -28,10 +28,11 @@ public final class CudaDevice implements Device {
 
     private final CudaContext context;
     private final CudaStream stream;
-    private final DeviceAllocator allocator = new DeviceAllocator();
+    private final DeviceAllocator allocator;
     private final Workspace workspace;
     private final KernelModule module;
     private final CudaOps ops;
+    private final UploadRing uploads;
     private PinnedBuffer staging;
     private Thread boundThread;
 
@@ -39,7 +40,9 @@ public final class CudaDevice implements Device {
         this.context = new CudaContext(gpuIndex);
         this.boundThread = Thread.currentThread();
         this.stream = new CudaStream();
+        this.allocator = new DeviceAllocator(stream.counters());
         this.workspace = new Workspace(allocator);
+        this.uploads = new UploadRing();
         this.module = new KernelModule();
         this.ops = new CudaOps(this);
     }
@@ -172,7 +175,11 @@ public final class CudaDevice implements Device {
         return b;
     }
 
-    /** Reads {@code dst.byteSize()} bytes from {@code src}'s position (the position is left as it was). */
+    /**
+     * Reads {@code dst.byteSize()} bytes from {@code src}'s position (the position is left as it was). Up to
+     * a megabyte enqueues through the {@link UploadRing} without waiting; larger copies (weights) go through
+     * the staging buffer, synchronising per chunk.
+     */
     @Override
     public void copyFromHost(ByteBuffer src, Tensor dst) {
         enter();
@@ -180,6 +187,11 @@ public final class CudaDevice implements Device {
         long total = d.byteSize();
         if (src.remaining() < total) {
             throw new IllegalArgumentException("copyFromHost: " + src.remaining() + " bytes for " + d + " of " + total);
+        }
+        stream.counters().upload(total);
+        if (total <= UploadRing.CHUNK_BYTES) {
+            uploads.upload(src, (int) total, d.pointer(), stream);
+            return;
         }
         ByteBuffer in = src.duplicate();
         int limit = in.limit();
@@ -276,6 +288,7 @@ public final class CudaDevice implements Device {
         if (staging != null) {
             staging.close();
         }
+        uploads.close();
         stream.close();
         context.close();
     }

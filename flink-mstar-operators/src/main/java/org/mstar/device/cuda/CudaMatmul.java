@@ -59,6 +59,7 @@ final class CudaMatmul implements AutoCloseable {
         int opType = cudaType(b.dtype());
         boolean direct = bias == null && (out.dtype() == b.dtype() || out.dtype() == DType.F32);
         CudaTensor c = direct ? out : device.scratch("matmul.acc", DType.F32, rows, n);
+        device.stream().counters().gemm();
         cublas().gemmRowsByWeightT(a, opType, b, opType, c, cudaType(c.dtype()), Math.toIntExact(rows),
                 Math.toIntExact(n), Math.toIntExact(k));
         if (!direct) {

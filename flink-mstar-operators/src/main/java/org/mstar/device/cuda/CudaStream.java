@@ -15,6 +15,7 @@ import org.mstar.device.DeviceStream;
  */
 public final class CudaStream implements DeviceStream, AutoCloseable {
     private final CUstream stream = new CUstream();
+    private final StreamCounters counters = new StreamCounters();
     private boolean closed;
 
     public CudaStream() {
@@ -25,9 +26,16 @@ public final class CudaStream implements DeviceStream, AutoCloseable {
         return stream;
     }
 
+    /** What has been asked of this stream so far. */
+    public StreamCounters counters() {
+        return counters;
+    }
+
     @Override
     public void synchronize() {
+        long start = System.nanoTime();
         check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+        counters.sync(System.nanoTime() - start);
     }
 
     @Override

@@ -23,8 +23,13 @@ final class DeviceAllocator implements AutoCloseable {
     record Block(CUdeviceptr pointer, long bytes) {}
 
     private final Map<Long, ArrayDeque<CUdeviceptr>> free = new HashMap<>();
+    private final StreamCounters counters;
     private long bytesInUse;
     private long bytesCached;
+
+    DeviceAllocator(StreamCounters counters) {
+        this.counters = counters;
+    }
 
     /** Size classes: multiples of 512 B below 1 MiB, of 2 MiB above, so a freed block fits similar requests. */
     static long sizeClass(long bytes) {
@@ -42,6 +47,7 @@ final class DeviceAllocator implements AutoCloseable {
             return new Block(list.pop(), size);
         }
         CUdeviceptr p = new CUdeviceptr();
+        counters.driverAlloc();
         int rc = cuMemAlloc(p, size);
         if (rc == CUresult.CUDA_ERROR_OUT_OF_MEMORY && bytesCached > 0) {
             releaseCached();

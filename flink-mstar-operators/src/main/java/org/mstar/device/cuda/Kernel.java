@@ -6,6 +6,7 @@ import static org.mstar.device.cuda.CudaCheck.check;
 
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUfunction_attribute;
+import jcuda.driver.CUresult;
 
 /** One kernel of the module, launched with a checked call that names it and its launch shape. */
 final class Kernel {
@@ -33,9 +34,12 @@ final class Kernel {
                     dynamicSmem), "cuFuncSetAttribute(" + name + ", dynamic smem " + dynamicSmem + ")");
             dynamicSmemLimit = dynamicSmem;
         }
-        check(cuLaunchKernel(function, gridX, gridY, gridZ, block, 1, 1, dynamicSmem, stream.handle(),
-                        args.pointer(), null),
-                op + ": cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block " + block
-                        + ", smem " + dynamicSmem + ")");
+        stream.counters().launch();
+        int rc = cuLaunchKernel(function, gridX, gridY, gridZ, block, 1, 1, dynamicSmem, stream.handle(),
+                args.pointer(), null);
+        if (rc != CUresult.CUDA_SUCCESS) { // the message is built only on failure: launches are per-step hot
+            check(rc, op + ": cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + "x" + gridZ + ", block "
+                    + block + ", smem " + dynamicSmem + ")");
+        }
     }
 }

@@ -10,6 +10,8 @@ import java.util.Random;
 import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.cuda.CudaDevice;
+import org.mstar.device.cuda.StreamCounters;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
@@ -39,7 +41,9 @@ final class EngineBench {
     static final int DECODE_STEPS = 32;
     private static final int WARMUP_STEPS = 2;
     /** Room for the decode steps after the last prompt's first token, plus tokens drawn during prefill. */
-    private static final int MAX_TOKENS = 64;
+    private static final int MAX_TOKENS = 96;
+    /** Decode steps run under the {@link HostSampler} after the timed ones (the sampler perturbs timing). */
+    private static final int PROFILED_STEPS = 24;
     private static final int PAGE = 16;
 
     /**
@@ -50,7 +54,8 @@ final class EngineBench {
      * @param kvBytes K and V bytes the decode step's attention reads, at the mean context of the timed steps
      */
     record Row(int layers, int batch, int prefillSteps, double prefillMillis,
-               double decodeMillisPerStep, long streamedBytes, long kvBytes) {
+               double decodeMillisPerStep, long streamedBytes, long kvBytes, StreamCounters.Snapshot decodeCalls,
+               String hostProfile) {
         double prefillTokensPerSecond() {
             return batch * (double) PROMPT / (prefillMillis / 1e3);
         }
@@ -142,6 +147,7 @@ final class EngineBench {
         for (int i = 0; i < WARMUP_STEPS; i++) {
             step(engine);
         }
+        StreamCounters.Snapshot before = calls();
         start = System.nanoTime();
         for (int i = 0; i < DECODE_STEPS; i++) {
             int produced = step(engine).tokens().size();
@@ -151,10 +157,25 @@ final class EngineBench {
             }
         }
         double decodeMillis = (System.nanoTime() - start) / 1e6 / DECODE_STEPS;
+        StreamCounters.Snapshot decodeCalls = before == null ? null : calls().minus(before);
+        String hostProfile;
+        try (HostSampler sampler = new HostSampler(Thread.currentThread(), 500)) {
+            for (int i = 0; i < PROFILED_STEPS; i++) {
+                step(engine);
+            }
+            sampler.close();
+            hostProfile = sampler.table(25);
+        }
         ids.forEach(engine::remove);
         long meanContext = PROMPT + 1 + WARMUP_STEPS + DECODE_STEPS / 2;
         long kvBytes = (long) batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes();
-        return new Row(layers, batch, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes);
+        return new Row(layers, batch, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes, decodeCalls,
+                hostProfile);
+    }
+
+    /** The CUDA stream's counters now; null on other devices. */
+    private StreamCounters.Snapshot calls() {
+        return device instanceof CudaDevice cuda ? cuda.stream().counters().snapshot() : null;
     }
 
     private static StepResult step(LlamaEngine engine) {
@@ -175,6 +196,41 @@ final class EngineBench {
                     r.layers, r.batch, r.prefillSteps, r.prefillMillis, r.prefillTokensPerSecond(),
                     r.decodeMillisPerStep, r.decodeTokensPerSecond(), r.streamedBytes / 1e9, r.boundMillis(peakTbPerS),
                     100 * r.boundMillis(peakTbPerS) / r.decodeMillisPerStep, r.kvBytes / 1e6));
+        }
+        return sb.toString();
+    }
+
+    /**
+     * Where a decode step's wall time goes, per step over the timed steps: time the host sat blocked in
+     * stream synchronisations (waiting for the GPU) against the rest (host work the GPU may wait on), and
+     * the calls the step made. Rows without counters (not CUDA) are left out.
+     */
+    static String callTable(List<Row> rows) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("| layers | batch | decode ms/step | host blocked in syncs ms | host not blocked ms | syncs | uploads "
+                + "| upload KB | kernel launches | GEMMs | driver allocs |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            StreamCounters.Snapshot c = r.decodeCalls;
+            if (c == null) {
+                continue;
+            }
+            double blocked = c.syncNanos() / 1e6 / DECODE_STEPS;
+            sb.append(String.format(Locale.ROOT, "| %d | %d | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |%n",
+                    r.layers, r.batch, r.decodeMillisPerStep, blocked, r.decodeMillisPerStep - blocked,
+                    c.syncs() / (double) DECODE_STEPS, c.uploads() / (double) DECODE_STEPS,
+                    c.uploadBytes() / 1024.0 / DECODE_STEPS, c.launches() / (double) DECODE_STEPS,
+                    c.gemms() / (double) DECODE_STEPS, c.driverAllocs() / (double) DECODE_STEPS));
+        }
+        return sb.toString();
+    }
+
+    /** The host profile of each row's decode steps. */
+    static String hostProfiles(List<Row> rows) {
+        StringBuilder sb = new StringBuilder();
+        for (Row r : rows) {
+            sb.append(String.format(Locale.ROOT, "%nHost profile, %d layers, batch %d, %d decode steps: ", r.layers,
+                    r.batch, PROFILED_STEPS)).append(r.hostProfile);
         }
         return sb.toString();
     }
