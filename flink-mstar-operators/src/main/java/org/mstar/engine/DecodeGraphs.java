@@ -16,7 +16,7 @@ import org.mstar.resources.SlotLease;
 
 /**
  * Decode steps replayed as one device graph per batch bucket (1, 2, 4, ... up to the engine's batch
- * rows). A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
+ * rows rounded up to a power of two, at most 64). A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
  * is recorded on its first step and replayed afterwards, so a step costs one launch instead of a few
  * hundred. The resources plan a leased step into static buffers of (bucket, slot 0, label) before the
  * replay; one slot suffices because plan uploads and replays are ordered on the device's one stream.
@@ -31,13 +31,18 @@ final class DecodeGraphs implements AutoCloseable {
 
     DecodeGraphs(LlamaModel model, int maxBatchRows) {
         this.model = model;
-        this.maxBucket = Math.min(64, Integer.highestOneBit(maxBatchRows));
+        // padding rows take no KV pages, so the last bucket may exceed the batch rows
+        this.maxBucket = Math.min(64, powerOfTwoAtLeast(maxBatchRows));
     }
 
     /** The bucket a decode batch of {@code rows} pads to; 0 when it is too large for any (it runs eagerly). */
     int bucketFor(int rows) {
-        int bs = Integer.highestOneBit(rows) == rows ? rows : Integer.highestOneBit(rows) << 1;
+        int bs = powerOfTwoAtLeast(rows);
         return rows >= 1 && bs <= maxBucket ? bs : 0;
+    }
+
+    private static int powerOfTwoAtLeast(int n) {
+        return Integer.highestOneBit(n) == n ? n : Integer.highestOneBit(n) << 1;
     }
 
     /** What the resources plan a step padded to {@code bs} rows into. */
