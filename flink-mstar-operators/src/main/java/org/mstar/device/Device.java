@@ -43,6 +43,24 @@ public interface Device extends AutoCloseable {
 
     DeviceStream stream();
 
+    /**
+     * Records {@code work} (device ops only: no host reads, no uploads) for later replays. Without graph
+     * support, as on the CPU, nothing runs now and each replay runs {@code work} again, which computes what
+     * a replay of recorded work would.
+     */
+    default DeviceGraph capture(Runnable work) {
+        return new DeviceGraph() {
+            @Override
+            public void replay() {
+                work.run();
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
+
     /** Wait for all enqueued work. */
     default void synchronize() {
         stream().synchronize();

@@ -8,12 +8,23 @@ import org.mstar.model.llama.KvCacheOptions;
  * @param maxBatchRows most requests in one step
  * @param tokenBudget most tokens in one step; longer prefills are chunked across steps
  * @param kvCache the KV pool
+ * @param decodeGraphs replay decode steps as device graphs per batch bucket (see {@code DecodeGraphs});
+ *                     prefill and mixed steps stay eager
  */
-public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache) {
+public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs) {
     public EngineOptions {
         if (maxBatchRows < 1 || tokenBudget < 1) {
             throw new IllegalArgumentException("maxBatchRows and tokenBudget must be >= 1");
         }
+    }
+
+    /** Without decode graphs. */
+    public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache) {
+        this(maxBatchRows, tokenBudget, kvCache, false);
+    }
+
+    public EngineOptions withDecodeGraphs(boolean on) {
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on);
     }
 
     /** Small defaults that suit the CPU path: 16 rows, 256 tokens a step, 512 pages of 16 tokens. */

@@ -26,6 +26,7 @@ import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.SubmoduleStep;
 import org.mstar.resources.kv.KVManager;
@@ -44,6 +45,11 @@ import org.mstar.resources.sampler.SamplerResource;
  * preempted — offloaded to host pages when the cache has a host pool, otherwise freed and later
  * recomputed from its prompt and generated tokens — and the step is retried; with no victim the batch
  * shrinks, and a request that cannot fit even alone fails with a 400.
+ *
+ * <p>With {@link EngineOptions#decodeGraphs()}, a step of decode rows only is padded to a batch bucket
+ * and replayed as a recorded device graph ({@link DecodeGraphs}); padding rows are declared in the step
+ * (real ids first in {@code ctx.paddedRequestIds()}), and the resources route, address and commit
+ * nothing for them.
  */
 public final class LlamaEngine implements GenerationEngine {
     private static final String OUT = "new_token";
@@ -58,6 +64,8 @@ public final class LlamaEngine implements GenerationEngine {
     private final StopRule stopRule;
     private final BatchPlanner planner;
     private final EngineCounters counters = new EngineCounters();
+    /** Null unless decode graphs are on. */
+    private final DecodeGraphs graphs;
 
     private final Map<String, LiveRequest> live = new LinkedHashMap<>();
     private final Deque<LiveRequest> waiting = new ArrayDeque<>();
@@ -88,6 +96,7 @@ public final class LlamaEngine implements GenerationEngine {
         this.samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER)).findFirst().orElseThrow();
         this.planner = new BatchPlanner(options.maxBatchRows(), options.tokenBudget());
         kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
+        this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
     }
 
     // ---------------------------------------------------------------- requests
@@ -290,9 +299,29 @@ public final class LlamaEngine implements GenerationEngine {
                 sampled.add(row.request().id());
             }
         }
+        int bucket = decodeBucket(rows);
+        List<String> padded = new ArrayList<>(rids);
+        for (int i = rows.size(); i < bucket; i++) {
+            String pad = Integer.toString(rows.size() - i - 1); // padding rids are negative integers
+            segments.add(new Segment(pad, Segment.MAIN, 1));
+            padded.add(pad);
+        }
         SubmoduleStep step = model.declareStep(segments, prompts, sampled);
-        step.setCtx(new StepContext(rids, LlamaModel.WALK, 0, false));
+        StepContext ctx = new StepContext(rids, LlamaModel.WALK, 0, false);
+        if (bucket > 0) {
+            ctx.setPaddedRequestIds(padded);
+            ctx.setSlotLease(DecodeGraphs.lease(bucket));
+        }
+        step.setCtx(ctx);
         return step;
+    }
+
+    /** The graph bucket of a batch of single-token sampling rows; 0 when the step runs eagerly. */
+    private int decodeBucket(List<BatchRow> rows) {
+        if (graphs == null || rows.stream().anyMatch(r -> r.span() != 1 || !r.samples())) {
+            return 0;
+        }
+        return graphs.bucketFor(rows.size());
     }
 
     /**
@@ -402,12 +431,15 @@ public final class LlamaEngine implements GenerationEngine {
             }
         }
         int[] drawn;
-        try (Tensor ids = model.device().fromInts(tokens, total);
-             Tensor logits = model.forward(ids, sampleRows.stream().mapToInt(Integer::intValue).toArray())) {
-            if (logitsObserver != null) {
-                observe(sampleRids, logits);
+        SlotLease lease = step.ctx().slotLease();
+        if (lease != null) {
+            // every row samples, real rows first: the bucket's leading logits rows are the real ones
+            drawn = sample(sampleRids, graphs.forward(lease.bucket().bs(), tokens).rows(0, sampleRids.size()));
+        } else {
+            try (Tensor ids = model.device().fromInts(tokens, total);
+                 Tensor logits = model.forward(ids, sampleRows.stream().mapToInt(Integer::intValue).toArray())) {
+                drawn = sample(sampleRids, logits);
             }
-            drawn = sampler.sample(sampleRids, logits);
         }
         runner.commit(step);
         long now = System.nanoTime();
@@ -428,6 +460,13 @@ public final class LlamaEngine implements GenerationEngine {
                 accept(r, drawn[s++], now, out);
             }
         }
+    }
+
+    private int[] sample(List<String> rids, Tensor logits) {
+        if (logitsObserver != null) {
+            observe(rids, logits);
+        }
+        return sampler.sample(rids, logits);
     }
 
     private void accept(LiveRequest r, int token, long now, StepOutputs out) {
@@ -511,6 +550,11 @@ public final class LlamaEngine implements GenerationEngine {
         this.logitsObserver = observer;
     }
 
+    /** For checks and harnesses: decode steps run as graph replays (0 without decode graphs). */
+    public long decodeGraphReplays() {
+        return graphs == null ? 0 : graphs.replays();
+    }
+
     /** The runner, for tests that check resource invariants. */
     StepRunner runner() {
         return runner;
@@ -520,6 +564,9 @@ public final class LlamaEngine implements GenerationEngine {
     public void close() {
         for (String rid : new ArrayList<>(live.keySet())) {
             remove(rid);
+        }
+        if (graphs != null) {
+            graphs.close();
         }
         runner.resources().values().forEach(org.mstar.resources.Resource::cleanup);
         for (AutoCloseable c : owned) {

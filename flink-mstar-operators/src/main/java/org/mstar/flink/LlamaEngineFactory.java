@@ -29,6 +29,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final int pageSize;
     private final int cpuOffloadPages;
     private final boolean prefixCache;
+    private final boolean decodeGraphs;
 
     /** @throws IllegalArgumentException when {@link GenerateOptions#MODEL_DIR} is not set */
     public LlamaEngineFactory(ReadableConfig config) {
@@ -42,6 +43,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.pageSize = config.get(LlamaEngineOptions.PAGE_SIZE);
         this.cpuOffloadPages = config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES);
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
+        this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
     }
 
@@ -51,7 +53,9 @@ public final class LlamaEngineFactory implements EngineFactory {
         SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
         shared.lock().lock();
         try {
-            return new DeviceTurnEngine(LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options()),
+            // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops
+            EngineOptions options = options().withDecodeGraphs(decodeGraphs && shared.weights().device().isCuda());
+            return new DeviceTurnEngine(LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options),
                     shared.lock());
         } finally {
             shared.lock().unlock();

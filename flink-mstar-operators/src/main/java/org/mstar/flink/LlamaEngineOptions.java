@@ -46,4 +46,11 @@ public final class LlamaEngineOptions {
             .booleanType()
             .defaultValue(true)
             .withDescription("Whether requests share the KV of equal prompt prefixes (whole pages).");
+
+    public static final ConfigOption<Boolean> DECODE_GRAPHS = ConfigOptions.key("mstar.engine.decode-graphs")
+            .booleanType()
+            .defaultValue(true)
+            .withDescription("On a GPU, whether decode-only steps are padded to a batch bucket (1, 2, 4, ... up to"
+                    + " max-batch-rows, at most 64) and replayed as one CUDA graph per bucket instead of launching"
+                    + " every kernel from the host. Prefill and mixed steps always run eagerly; the CPU ignores it.");
 }

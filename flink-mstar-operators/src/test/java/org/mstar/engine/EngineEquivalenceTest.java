@@ -21,26 +21,33 @@ import org.mstar.resources.SamplingReqConfig;
 /**
  * The engine's logits for every sampled token equal a dense, unbatched, unpaged reference forward of
  * the same checkpoint, while requests are batched together, split into prefill chunks, partly served
- * from the prefix cache, and preempted (recomputed, or offloaded and reloaded).
+ * from the prefix cache, and preempted (recomputed, or offloaded and reloaded). The "graphs" cases run
+ * decode steps padded to batch buckets through {@link DecodeGraphs} (on the CPU a replay re-runs the
+ * recorded forward), so padding rows, static plan buffers and sink-page writes are checked too.
  */
 class EngineEquivalenceTest {
     private static final double TOLERANCE = 1e-4;
 
     static Stream<Arguments> models() {
         return Stream.of(
-                Arguments.of("llama", RandomModels.llama(), 0),
-                Arguments.of("llama-offload", RandomModels.llama(), 64),
-                Arguments.of("qwen2", RandomModels.qwen2(), 0),
-                Arguments.of("mistral-window", RandomModels.mistral(), 0));
+                Arguments.of("llama", RandomModels.llama(), 0, false),
+                Arguments.of("llama-offload", RandomModels.llama(), 64, false),
+                Arguments.of("qwen2", RandomModels.qwen2(), 0, false),
+                Arguments.of("mistral-window", RandomModels.mistral(), 0, false),
+                Arguments.of("llama-graphs", RandomModels.llama(), 0, true),
+                Arguments.of("llama-offload-graphs", RandomModels.llama(), 64, true),
+                Arguments.of("mistral-window-graphs", RandomModels.mistral(), 0, true));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
-    void logitsMatchDenseReference(String name, ModelConfig config, int offloadPages, @TempDir Path dir) throws Exception {
+    void logitsMatchDenseReference(String name, ModelConfig config, int offloadPages, boolean graphs, @TempDir Path dir)
+            throws Exception {
         try (CpuDevice cpu = new CpuDevice(2); LlamaModel model = RandomModels.load(config, 7, dir, cpu)) {
             DenseLlamaReference reference = new DenseLlamaReference(model.weights());
             // 4 rows, 16 tokens a step, pages of 4 tokens, 13 usable pages: prompts chunk and requests get preempted
-            LlamaEngine engine = RandomModels.engine(model, RandomModels.options(4, 16, 14, 4, offloadPages));
+            LlamaEngine engine = RandomModels.engine(model,
+                    RandomModels.options(4, 16, 14, 4, offloadPages).withDecodeGraphs(graphs));
             Map<String, List<float[]>> logits = new HashMap<>();
             engine.observeLogits((rid, index, l) -> {
                 List<float[]> list = logits.computeIfAbsent(rid, k -> new ArrayList<>());
@@ -69,6 +76,7 @@ class EngineEquivalenceTest {
             EngineStats stats = engine.stats();
             assertThat(stats.prefixHitTokens()).as("prefix-cache hits").isPositive();
             assertThat(stats.preemptions()).as("preemptions").isPositive();
+            assertThat(engine.decodeGraphReplays() > 0).as("decode steps replayed").isEqualTo(graphs);
             for (var e : prompts.entrySet()) {
                 List<Integer> generated = driver.tokens.get(e.getKey());
                 List<float[]> seen = logits.get(e.getKey());

@@ -67,6 +67,12 @@ public final class CudaDevice implements Device {
     }
 
     @Override
+    public CudaGraph capture(Runnable work) {
+        enter();
+        return CudaGraph.capture(stream, work);
+    }
+
+    @Override
     public CudaOps ops() {
         return ops;
     }

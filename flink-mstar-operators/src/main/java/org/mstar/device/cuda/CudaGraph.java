@@ -11,6 +11,7 @@ import static org.mstar.device.cuda.CudaCheck.check;
 import jcuda.driver.CUgraph;
 import jcuda.driver.CUgraphExec;
 import jcuda.driver.CUstreamCaptureMode;
+import org.mstar.device.DeviceGraph;
 
 /**
  * Work captured once on a stream and replayed with one launch. Everything the captured work touches is
@@ -18,7 +19,7 @@ import jcuda.driver.CUstreamCaptureMode;
  * replays see whatever those tensors hold at replay time. Ops' own scratch comes from a grow-only
  * workspace, so it stays valid too. The captured code must not synchronise or read results to the host.
  */
-public final class CudaGraph implements AutoCloseable {
+public final class CudaGraph implements DeviceGraph {
     private final CudaStream stream;
     private final CUgraph graph = new CUgraph();
     private final CUgraphExec exec = new CUgraphExec();
@@ -53,6 +54,7 @@ public final class CudaGraph implements AutoCloseable {
     }
 
     /** Enqueues one replay on the stream it was captured on. */
+    @Override
     public void replay() {
         check(cuGraphLaunch(exec, stream.handle()), "cuGraphLaunch");
     }

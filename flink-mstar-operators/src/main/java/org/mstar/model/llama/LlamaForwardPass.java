@@ -33,15 +33,34 @@ final class LlamaForwardPass {
         this.act = activations;
     }
 
+    /** Logits {@code [sampleRows.length, vocab]} of the sampled rows; temporaries are freed when the pass ends. */
     Tensor run(Tensor tokens, int[] sampleRows) {
+        Tensor logits = device.allocate(DType.F32, sampleRows.length, cfg.vocabSize());
         try {
-            return forward(tokens, sampleRows);
+            forward(tokens, sampleRows, logits);
+            return logits;
+        } catch (RuntimeException e) {
+            logits.close();
+            throw e;
         } finally {
             temporaries.forEach(Tensor::close);
         }
     }
 
-    private Tensor forward(Tensor tokens, int[] sampleRows) {
+    /**
+     * Logits of every row into {@code logits} (each row its own sequence's last token, as in decode). The
+     * temporaries go to {@code held} instead of being freed: recorded graph work addresses them on replay.
+     */
+    void runAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        try {
+            forward(tokens, null, logits);
+        } finally {
+            held.addAll(temporaries);
+        }
+    }
+
+    /** @param sampleRows null for every row in order (no gather) */
+    private void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
         LlamaWeights w = model.weights();
         LlamaResources res = model.resources();
         int n = (int) tokens.dim(0);
@@ -83,22 +102,25 @@ final class LlamaForwardPass {
             tensorsToAdd = proj;
         }
 
-        int m = sampleRows.length;
-        int[] last = res.attention().lastRows(LABEL);
-        int[] rows = new int[m];
-        for (int i = 0; i < m; i++) {
-            rows[i] = last[sampleRows[i]];
+        Tensor lastResidual = residual;
+        Tensor lastProj = tensorsToAdd;
+        int m = n;
+        if (sampleRows != null) {
+            m = sampleRows.length;
+            int[] last = res.attention().lastRows(LABEL);
+            int[] rows = new int[m];
+            for (int i = 0; i < m; i++) {
+                rows[i] = last[sampleRows[i]];
+            }
+            Tensor rowIdx = track(device.fromInts(rows, m));
+            lastResidual = temp(DType.F32, m, hidden);
+            lastProj = temp(act, m, hidden);
+            ops.gatherRows(residual, rowIdx, lastResidual);
+            ops.gatherRows(tensorsToAdd, rowIdx, lastProj);
         }
-        Tensor rowIdx = track(device.fromInts(rows, m));
-        Tensor lastResidual = temp(DType.F32, m, hidden);
-        Tensor lastProj = temp(act, m, hidden);
-        ops.gatherRows(residual, rowIdx, lastResidual);
-        ops.gatherRows(tensorsToAdd, rowIdx, lastProj);
         Tensor finalHidden = temp(act, m, hidden);
         ops.rmsNorm(lastProj, lastResidual, w.finalNorm(), (float) cfg.rmsNormEps(), finalHidden);
-        Tensor logits = device.allocate(DType.F32, m, cfg.vocabSize());
         ops.matmul(finalHidden, w.lmHead(), null, logits);
-        return logits;
     }
 
     /** Rows [from, from + width) of a fused projection: a contiguous slice of the weight's rows. */

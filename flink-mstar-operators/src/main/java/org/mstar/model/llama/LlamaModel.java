@@ -126,6 +126,15 @@ public final class LlamaModel implements AutoCloseable {
         return pass.run(tokens, sampleRows);
     }
 
+    /**
+     * Run the planned step with the LM head on every row (each row one sequence's last token, as in a
+     * decode step) into {@code logits} F32 {@code [rows, vocab]}. The pass's temporaries are added to
+     * {@code held} rather than freed, so that recorded graph work can keep addressing them.
+     */
+    public void forwardAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        new LlamaForwardPass(this, activations).runAllRows(tokens, logits, held);
+    }
+
     @Override
     public void close() {
         weights.close();

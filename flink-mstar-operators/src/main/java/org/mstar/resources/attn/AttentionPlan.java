@@ -110,6 +110,10 @@ public final class AttentionPlan {
                 lastRows[r] = qLen > 0 ? qo[r + 1] - 1 : -1;
                 everyRowComputes &= qLen > 0;
             }
+            if (!fresh) {
+                // a captured graph keeps the grid this bound sizes (decode splits), so it covers any step
+                maxKvLen = Math.max(maxKvLen, maxSeqLen);
+            }
             int pagesPerRow = (maxSeqLen + out.pageSize() - 1) / out.pageSize();
             PagedAttentionPlan paged = new PagedAttentionPlan(rows,
                     upload.apply("qoIndptr", rows + 1, qo),

@@ -22,6 +22,7 @@ import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
 import org.mstar.resources.RetentionPolicy;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.Segment;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.StreamLabel;
@@ -67,6 +68,9 @@ public final class KVManager implements Resource {
     /** The plan {@link #writeKv} addresses, and its address tensors uploaded once per plan label. */
     private KVPlanOutputs activePlan;
     private final Map<String, Tensor[]> writeAddresses = new HashMap<>();
+    /** Per plan label, views of the static buffers a leased step writes through (not owned). */
+    private final Map<String, Tensor[]> leasedAddresses = new HashMap<>();
+    private final LeasedWriteAddresses leasedWrites;
 
     /**
      * @param config    the pool; sharded here to this rank's head slice ({@code shard} is idempotent)
@@ -95,6 +99,7 @@ public final class KVManager implements Resource {
         this.leases = new PrefixLeases(st);
         this.offload = config.cpuOffloadPages() > 0 ? new HostOffload(st, new HostPagePool(pool, config.cpuOffloadPages())) : null;
         this.retriever = new KvRetriever(st, transport, worldSize, rank);
+        this.leasedWrites = new LeasedWriteAddresses(device);
         if (transport != null) {
             transport.bind(this::exportPages);
         }
@@ -251,7 +256,7 @@ public final class KVManager implements Resource {
                 KVPlanOutputs promoted = staged.result;
                 admitted.put(kv, staged.ledger);
                 staged = null;
-                activate(promoted);
+                activate(promoted, ctx);
                 return promoted;
             }
             clearPreplan();
@@ -274,18 +279,33 @@ public final class KVManager implements Resource {
         if (ctx.isPreplan()) {
             staged.result = out;
         } else {
-            activate(out);
+            activate(out, ctx);
         }
         return out;
     }
 
-    private void activate(KVPlanOutputs plan) {
+    /**
+     * Make {@code plan} the one {@link #writeKv} addresses. A leased step (a captured bucket) writes its
+     * addresses into static buffers now, before any graph replays; an eager one uploads them on first use.
+     */
+    private void activate(KVPlanOutputs plan, StepContext ctx) {
         for (Tensor[] t : writeAddresses.values()) {
             t[0].close();
             t[1].close();
         }
         writeAddresses.clear();
+        leasedAddresses.clear();
         activePlan = plan;
+        SlotLease lease = ctx == null ? null : ctx.slotLease();
+        if (plan != null && lease != null && lease.bucket() != null) {
+            plan.byLabel().forEach((label, out) -> {
+                int n = out.writePages().length;
+                if (n > 0) {
+                    Tensor[] whole = leasedWrites.write(lease, out);
+                    leasedAddresses.put(label, new Tensor[] {whole[0].rows(0, n), whole[1].rows(0, n)});
+                }
+            });
+        }
     }
 
     /**
@@ -375,7 +395,8 @@ public final class KVManager implements Resource {
             return;
         }
         Device device = st.pool.device();
-        Tensor[] addr = writeAddresses.computeIfAbsent(planLabel, l -> new Tensor[] {
+        Tensor[] addr = leasedAddresses.containsKey(planLabel) ? leasedAddresses.get(planLabel)
+                : writeAddresses.computeIfAbsent(planLabel, l -> new Tensor[] {
                 device.fromInts(out.writePages(), n), device.fromInts(out.writeOffsets(), n)});
         st.pool.append(layer, k, v, addr[0], addr[1]);
     }
@@ -647,7 +668,8 @@ public final class KVManager implements Resource {
 
     @Override
     public synchronized void cleanup() {
-        activate(null);
+        activate(null, null);
+        leasedWrites.close();
         st.pool.tensor().close();
     }
 

@@ -33,7 +33,8 @@ import org.mstar.resources.SamplingReqConfig;
  * separate and extrapolate to 32 layers. Per batch size: {@value #PROMPT}-token random prompts submitted
  * together and prefilled under a {@value #TOKEN_BUDGET}-token budget, then {@value #DECODE_STEPS} steps in
  * which every request decodes. Times are wall clock around {@code step()}, which returns only after the
- * sampled tokens are on the host.
+ * sampled tokens are on the host. Each model is served twice: eagerly, then with decode steps replayed as
+ * CUDA graphs per batch bucket ({@link EngineOptions#decodeGraphs()}).
  */
 final class EngineBench {
     static final int PROMPT = 512;
@@ -53,7 +54,7 @@ final class EngineBench {
      *                      gathers only the batch's rows)
      * @param kvBytes K and V bytes the decode step's attention reads, at the mean context of the timed steps
      */
-    record Row(int layers, int batch, int prefillSteps, double prefillMillis,
+    record Row(int layers, int batch, boolean graphs, int prefillSteps, double prefillMillis,
                double decodeMillisPerStep, long streamedBytes, long kvBytes, StreamCounters.Snapshot decodeCalls,
                String hostProfile) {
         double prefillTokensPerSecond() {
@@ -107,21 +108,26 @@ final class EngineBench {
             int pages = maxBatch * ((PROMPT + MAX_TOKENS + PAGE - 1) / PAGE) + PAGE;
             EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
                     new KvCacheOptions(PROMPT + MAX_TOKENS, pages, PAGE, 0, false));
-            try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
-                 LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
-                for (int b : batches) {
-                    measure(engine, config, b, layers, streamed);
-                    Row row = measure(engine, config, b, layers, streamed);
-                    System.out.printf(Locale.ROOT, "engine bench: %d layers, batch %d: prefill %.0f tok/s, decode %.2f "
-                            + "ms/step%n", layers, b, row.prefillTokensPerSecond(), row.decodeMillisPerStep());
-                    rows.add(row);
+            try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
+                for (boolean graphs : new boolean[] {false, true}) {
+                    try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config),
+                            options.withDecodeGraphs(graphs), DType.BF16)) {
+                        for (int b : batches) {
+                            measure(engine, config, b, layers, streamed, graphs);
+                            Row row = measure(engine, config, b, layers, streamed, graphs);
+                            System.out.printf(Locale.ROOT, "engine bench: %d layers, batch %d, graphs %s: prefill %.0f "
+                                    + "tok/s, decode %.2f ms/step%n", layers, b, graphs, row.prefillTokensPerSecond(),
+                                    row.decodeMillisPerStep());
+                            rows.add(row);
+                        }
+                    }
                 }
             }
         }
         return rows;
     }
 
-    private Row measure(LlamaEngine engine, ModelConfig config, int batch, int layers, long streamed) {
+    private Row measure(LlamaEngine engine, ModelConfig config, int batch, int layers, long streamed, boolean graphs) {
         Random rnd = new Random(seed + batch);
         runs++;
         List<String> ids = new ArrayList<>();
@@ -169,7 +175,7 @@ final class EngineBench {
         ids.forEach(engine::remove);
         long meanContext = PROMPT + 1 + WARMUP_STEPS + DECODE_STEPS / 2;
         long kvBytes = (long) batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes();
-        return new Row(layers, batch, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes, decodeCalls,
+        return new Row(layers, batch, graphs, prefillSteps, prefillMillis, decodeMillis, streamed, kvBytes, decodeCalls,
                 hostProfile);
     }
 
@@ -188,12 +194,13 @@ final class EngineBench {
 
     static String table(List<Row> rows, double peakTbPerS) {
         StringBuilder sb = new StringBuilder();
-        sb.append("| layers | batch | prefill steps | prefill ms | prefill tok/s | decode ms/step | decode tok/s "
-                + "| weights read GB | bound ms (weights / ").append(peakTbPerS).append(" TB/s) | of bound | KV read MB |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        sb.append("| layers | batch | decode graphs | prefill steps | prefill ms | prefill tok/s | decode ms/step "
+                + "| decode tok/s | weights read GB | bound ms (weights / ").append(peakTbPerS)
+                .append(" TB/s) | of bound | KV read MB |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
-            sb.append(String.format(Locale.ROOT, "| %d | %d | %d | %.1f | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f%% | %.0f |%n",
-                    r.layers, r.batch, r.prefillSteps, r.prefillMillis, r.prefillTokensPerSecond(),
+            sb.append(String.format(Locale.ROOT, "| %d | %d | %s | %d | %.1f | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f%% | %.0f |%n",
+                    r.layers, r.batch, r.graphs ? "on" : "off", r.prefillSteps, r.prefillMillis, r.prefillTokensPerSecond(),
                     r.decodeMillisPerStep, r.decodeTokensPerSecond(), r.streamedBytes / 1e9, r.boundMillis(peakTbPerS),
                     100 * r.boundMillis(peakTbPerS) / r.decodeMillisPerStep, r.kvBytes / 1e6));
         }
@@ -207,17 +214,17 @@ final class EngineBench {
      */
     static String callTable(List<Row> rows) {
         StringBuilder sb = new StringBuilder();
-        sb.append("| layers | batch | decode ms/step | host blocked in syncs ms | host not blocked ms | syncs | uploads "
-                + "| upload KB | kernel launches | GEMMs | driver allocs |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        sb.append("| layers | batch | decode graphs | decode ms/step | host blocked in syncs ms | host not blocked ms "
+                + "| syncs | uploads | upload KB | kernel launches | GEMMs | driver allocs |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
             StreamCounters.Snapshot c = r.decodeCalls;
             if (c == null) {
                 continue;
             }
             double blocked = c.syncNanos() / 1e6 / DECODE_STEPS;
-            sb.append(String.format(Locale.ROOT, "| %d | %d | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |%n",
-                    r.layers, r.batch, r.decodeMillisPerStep, blocked, r.decodeMillisPerStep - blocked,
+            sb.append(String.format(Locale.ROOT, "| %d | %d | %s | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |%n",
+                    r.layers, r.batch, r.graphs ? "on" : "off", r.decodeMillisPerStep, blocked, r.decodeMillisPerStep - blocked,
                     c.syncs() / (double) DECODE_STEPS, c.uploads() / (double) DECODE_STEPS,
                     c.uploadBytes() / 1024.0 / DECODE_STEPS, c.launches() / (double) DECODE_STEPS,
                     c.gemms() / (double) DECODE_STEPS, c.driverAllocs() / (double) DECODE_STEPS));
@@ -229,8 +236,8 @@ final class EngineBench {
     static String hostProfiles(List<Row> rows) {
         StringBuilder sb = new StringBuilder();
         for (Row r : rows) {
-            sb.append(String.format(Locale.ROOT, "%nHost profile, %d layers, batch %d, %d decode steps: ", r.layers,
-                    r.batch, PROFILED_STEPS)).append(r.hostProfile);
+            sb.append(String.format(Locale.ROOT, "%nHost profile, %d layers, batch %d, decode graphs %s, %d decode steps: ",
+                    r.layers, r.batch, r.graphs ? "on" : "off", PROFILED_STEPS)).append(r.hostProfile);
         }
         return sb.toString();
     }
@@ -246,7 +253,7 @@ final class EngineBench {
                 .append("prefill fixed ms | ").append(target).append("-layer prefill tok/s |\n");
         sb.append("|---|---|---|---|---|---|---|---|---|\n");
         for (int b : rows.stream().mapToInt(Row::batch).distinct().toArray()) {
-            List<Row> at = rows.stream().filter(r -> r.batch == b).toList();
+            List<Row> at = rows.stream().filter(r -> r.batch == b && !r.graphs).toList();
             Row lo = at.stream().min(Comparator.comparingInt(Row::layers)).orElseThrow();
             Row hi = at.stream().max(Comparator.comparingInt(Row::layers)).orElseThrow();
             if (lo.layers == hi.layers) {

@@ -38,6 +38,8 @@ final class EngineChecks {
     static final int GENERATED = 32;
     static final double F32_TOLERANCE = 1e-4;
     static final double BF16_TOLERANCE = 2e-2;
+    /** Decode graphs replay the eager ops on batches padded to a bucket: only GEMM shapes (rows) differ. */
+    static final double GRAPHS_TOLERANCE = 1e-5;
     /** Spread so that short prompts decode while long ones are still prefilled in 64-token chunks. */
     private static final int[] PROMPT_LENGTHS = {3, 17, 64, 129, 250, 400};
     private static final int TOKEN_BUDGET = 64;
@@ -67,9 +69,11 @@ final class EngineChecks {
     List<CheckResult> run(Path dir) throws IOException {
         CheckpointWriter.writeRandom(config, DType.F32, seed, dir);
         List<GenerationRequest> requests = requests();
-        EngineTranscript ref = transcript(dir, reference, DType.F32, requests);
-        EngineTranscript f32 = transcript(dir, candidate, DType.F32, requests);
-        EngineTranscript bf16 = transcript(dir, candidate, DType.BF16, requests);
+        EngineTranscript ref = transcript(dir, reference, DType.F32, requests, false);
+        EngineTranscript f32 = transcript(dir, candidate, DType.F32, requests, false);
+        EngineTranscript bf16 = transcript(dir, candidate, DType.BF16, requests, false);
+        EngineTranscript f32Graphs = transcript(dir, candidate, DType.F32, requests, true);
+        EngineTranscript bf16Graphs = transcript(dir, candidate, DType.BF16, requests, true);
 
         String shape = String.format(Locale.ROOT, "h%d L%d v%d, %d requests x %d tokens", config.hiddenSize(),
                 config.numLayers(), config.vocabSize(), requests.size(), GENERATED);
@@ -82,6 +86,18 @@ final class EngineChecks {
                 f32.millis / f32.steps, "cpu engine"));
         results.add(new CheckResult("engine logits, shared contexts (worst row)", shape, "BF16", a16.worstError,
                 BF16_TOLERANCE, bf16.millis / bf16.steps, "cpu engine fp32"));
+        for (EngineTranscript[] pair : new EngineTranscript[][] {{f32, f32Graphs}, {bf16, bf16Graphs}}) {
+            Agreement g = compare(requests, pair[0], pair[1]);
+            String dtype = pair[0] == f32 ? "F32" : "BF16";
+            double ms = pair[1].millis / pair[1].steps;
+            results.add(new CheckResult("engine decode graphs: greedy tokens (differing)", shape, dtype,
+                    g.tokensDiffering(), 0, ms, "same engine eager"));
+            results.add(new CheckResult("engine decode graphs: logits (worst row)", shape, dtype, g.worstError,
+                    GRAPHS_TOLERANCE, ms, "same engine eager"));
+            notes.append(String.format(Locale.ROOT, "decode graphs, %s: %d decode steps replayed; %d logit rows compared, "
+                    + "%d bit for bit, median row error %.2e.%n", dtype, pair[1].graphReplays, g.rowsCompared,
+                    g.rowsExact, g.medianError));
+        }
         notes.append(String.format(Locale.ROOT, "Engine checks: %s, prompts %s, token budget %d, greedy; GPU ms = wall "
                         + "time per engine step. Reference %d steps in %.0f ms; fp32 %d steps in %.0f ms; bf16 %d steps "
                         + "in %.0f ms.%n", shape, Arrays.toString(PROMPT_LENGTHS), TOKEN_BUDGET, ref.steps, ref.millis,
@@ -115,9 +131,9 @@ final class EngineChecks {
     }
 
     /** Loads the checkpoint on {@code device} as {@code dtype} (weights, activations and KV) and serves the batch. */
-    private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests)
-            throws IOException {
-        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, new KvCacheOptions(1024, 256, 16, 0, true));
+    private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests,
+                                        boolean graphs) throws IOException {
+        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, new KvCacheOptions(1024, 256, 16, 0, true), graphs);
         try (LlamaModel model = new LlamaModel(LlamaWeights.load(dir, device, dtype), dtype, "checkpoint:" + dir);
              LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, dtype)) {
             return EngineTranscript.record(engine, requests);
@@ -125,8 +141,8 @@ final class EngineChecks {
     }
 
     /** Token agreement and logit errors of a candidate against the reference. */
-    private record Agreement(int tokens, int tokensEqual, int[] equalPrefix, int rowsCompared, double worstError,
-                             double medianError) {
+    private record Agreement(int tokens, int tokensEqual, int[] equalPrefix, int rowsCompared, int rowsExact,
+                             double worstError, double medianError) {
         int tokensDiffering() {
             return tokens - tokensEqual;
         }
@@ -138,6 +154,7 @@ final class EngineChecks {
         int equal = 0;
         int[] prefix = new int[requests.size()];
         List<Double> errors = new ArrayList<>();
+        int exact = 0;
         for (int i = 0; i < requests.size(); i++) {
             String rid = requests.get(i).requestId();
             int[] r = ref.tokens.get(rid);
@@ -155,11 +172,12 @@ final class EngineChecks {
             int shared = Math.min(prefix[i] + 1, Math.min(r.length, c.length));
             for (int j = 0; j < shared; j++) {
                 errors.add(Twin.relErr(ref.logits.get(rid).get(j), cand.logits.get(rid).get(j)));
+                exact += Arrays.equals(ref.logits.get(rid).get(j), cand.logits.get(rid).get(j)) ? 1 : 0;
             }
         }
         double[] sorted = errors.stream().mapToDouble(Double::doubleValue).sorted().toArray();
         double worst = sorted.length == 0 ? Double.POSITIVE_INFINITY : sorted[sorted.length - 1];
         double median = sorted.length == 0 ? Double.NaN : sorted[sorted.length / 2];
-        return new Agreement(tokens, equal, prefix, sorted.length, worst, median);
+        return new Agreement(tokens, equal, prefix, sorted.length, exact, worst, median);
     }
 }

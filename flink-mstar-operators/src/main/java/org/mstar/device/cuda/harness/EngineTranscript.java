@@ -18,6 +18,7 @@ final class EngineTranscript {
     final Map<String, List<float[]>> logits = new HashMap<>();
     int steps;
     double millis;
+    long graphReplays;
 
     /** Submits {@code requests}, steps {@code engine} until idle; fails on a request failure. */
     static EngineTranscript record(LlamaEngine engine, List<GenerationRequest> requests) {
@@ -42,6 +43,7 @@ final class EngineTranscript {
             }
         }
         t.millis = (System.nanoTime() - start) / 1e6;
+        t.graphReplays = engine.decodeGraphReplays();
         engine.observeLogits(null);
         return t;
     }

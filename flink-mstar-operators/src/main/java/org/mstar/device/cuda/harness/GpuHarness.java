@@ -118,7 +118,7 @@ public final class GpuHarness {
                         + EngineBench.PROMPT + "-token prompts)", () -> {
                             List<EngineBench.Row> rows = new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(), layers,
                                     new int[] {1, 16, 64});
-                            return EngineBench.table(rows, PEAK_TB_PER_S) + "\nFit over layer counts, carried to 32 layers:\n\n"
+                            return EngineBench.table(rows, PEAK_TB_PER_S) + "\nFit over layer counts (eager engine), carried to 32 layers:\n\n"
                                     + EngineBench.extrapolation(rows, 32, PEAK_TB_PER_S)
                                     + "\nDecode step calls (per step, mean over the timed steps):\n\n"
                                     + EngineBench.callTable(rows) + EngineBench.hostProfiles(rows);

@@ -17,8 +17,11 @@ class EngineBenchTest {
         try (CpuDevice cpu = new CpuDevice(2)) {
             List<EngineBench.Row> rows = new EngineBench(cpu, 1).run(tiny, new int[] {1, 2}, new int[] {1, 3});
 
-            assertThat(rows).extracting(EngineBench.Row::layers).containsExactly(1, 1, 2, 2);
-            assertThat(rows).extracting(EngineBench.Row::batch).containsExactly(1, 3, 1, 3);
+            // per layer count: eager, then decode graphs
+            assertThat(rows).extracting(EngineBench.Row::layers).containsExactly(1, 1, 1, 1, 2, 2, 2, 2);
+            assertThat(rows).extracting(EngineBench.Row::batch).containsExactly(1, 3, 1, 3, 1, 3, 1, 3);
+            assertThat(rows).extracting(EngineBench.Row::graphs)
+                    .containsExactly(false, false, true, true, false, false, true, true);
             assertThat(rows).allSatisfy(r -> {
                 assertThat(r.prefillSteps()).isPositive();
                 assertThat(r.decodeMillisPerStep()).isPositive();

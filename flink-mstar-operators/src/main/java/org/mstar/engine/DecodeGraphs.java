@@ -1,0 +1,119 @@
+package org.mstar.engine;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.DeviceGraph;
+import org.mstar.device.Tensor;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.resources.BucketKey;
+import org.mstar.resources.SlotLease;
+
+/**
+ * Decode steps replayed as one device graph per batch bucket (1, 2, 4, ... up to the engine's batch
+ * rows rounded up to a power of two, at most 64). A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
+ * is recorded on its first step and replayed afterwards, so a step costs one launch instead of a few
+ * hundred. The resources plan a leased step into static buffers of (bucket, slot 0, label) before the
+ * replay; one slot suffices because plan uploads and replays are ordered on the device's one stream.
+ */
+final class DecodeGraphs implements AutoCloseable {
+    private static final int SLOT = 0;
+
+    private final LlamaModel model;
+    private final int maxBucket;
+    private final Map<Integer, Bucket> buckets = new HashMap<>();
+    private long replays;
+
+    DecodeGraphs(LlamaModel model, int maxBatchRows) {
+        this.model = model;
+        // padding rows take no KV pages, so the last bucket may exceed the batch rows
+        this.maxBucket = Math.min(64, powerOfTwoAtLeast(maxBatchRows));
+    }
+
+    /** The bucket a decode batch of {@code rows} pads to; 0 when it is too large for any (it runs eagerly). */
+    int bucketFor(int rows) {
+        int bs = powerOfTwoAtLeast(rows);
+        return rows >= 1 && bs <= maxBucket ? bs : 0;
+    }
+
+    private static int powerOfTwoAtLeast(int n) {
+        return Integer.highestOneBit(n) == n ? n : Integer.highestOneBit(n) << 1;
+    }
+
+    /** What the resources plan a step padded to {@code bs} rows into. */
+    static SlotLease lease(int bs) {
+        return new SlotLease(SLOT, new BucketKey(LlamaModel.WALK, bs, bs));
+    }
+
+    /**
+     * Runs the planned step of {@code tokens} (its real rows' tokens, padding rows feed token 0) padded to
+     * {@code bs} rows. Returns the bucket's logits {@code [bs, vocab]}, real rows first; they stay valid
+     * until the bucket's next step.
+     */
+    Tensor forward(int bs, int[] tokens) {
+        Bucket b = buckets.computeIfAbsent(bs, this::newBucket);
+        ByteBuffer bytes = ByteBuffer.allocate(bs * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        bytes.asIntBuffer().put(tokens);
+        model.device().copyFromHost(bytes, b.tokens);
+        if (b.graph == null) {
+            b.graph = model.device().capture(b::record);
+        }
+        b.graph.replay();
+        replays++;
+        return b.logits;
+    }
+
+    /** Decode steps replayed so far. */
+    long replays() {
+        return replays;
+    }
+
+    private Bucket newBucket(int bs) {
+        Device device = model.device();
+        return new Bucket(device.zeros(DType.I32, bs), device.allocate(DType.F32, bs, model.config().vocabSize()));
+    }
+
+    @Override
+    public void close() {
+        buckets.values().forEach(Bucket::close);
+        buckets.clear();
+    }
+
+    /** One bucket's fixed input and output, the forward's temporaries its graph addresses, and the graph. */
+    private final class Bucket {
+        final Tensor tokens;
+        final Tensor logits;
+        final List<Tensor> held = new ArrayList<>();
+        DeviceGraph graph;
+
+        Bucket(Tensor tokens, Tensor logits) {
+            this.tokens = tokens;
+            this.logits = logits;
+        }
+
+        /** The recorded work. Where a replay re-runs it (no graph support) it first frees the last run's temporaries. */
+        void record() {
+            freeHeld();
+            model.forwardAllRows(tokens, logits, held);
+        }
+
+        private void freeHeld() {
+            held.forEach(Tensor::close);
+            held.clear();
+        }
+
+        void close() {
+            if (graph != null) {
+                graph.close();
+            }
+            freeHeld();
+            tokens.close();
+            logits.close();
+        }
+    }
+}
