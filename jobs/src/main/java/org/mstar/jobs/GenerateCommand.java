@@ -68,7 +68,9 @@ final class GenerateCommand implements Callable<Integer> {
         Path dir = ModelSource.resolve(model, random);
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
-        EngineOptions options = new EngineOptions(1, 512, new KvCacheOptions(maxSeqLen, pages, pageSize, 0, false));
+        // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
+        EngineOptions options = new EngineOptions(1, 512, new KvCacheOptions(maxSeqLen, pages, pageSize, 0, false),
+                !device.trim().equalsIgnoreCase("cpu"));
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
         try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options)) {
