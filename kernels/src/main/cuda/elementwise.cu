@@ -1,4 +1,4 @@
-// Elementwise and row-gather ops: embedding, add, SiLU·mul, dtype conversion, bias add.
+// Elementwise and row-gather ops: embedding, add, SiLU·mul, qkv split, dtype conversion, bias add.
 #include "common.cuh"
 
 using namespace mstar;
@@ -29,6 +29,25 @@ extern "C" __global__ void silu_mul(const void* gateUp, int inDt, void* out, int
         const float g = load_f(gateUp, inDt, r * 2 * inter + c);
         const float u = load_f(gateUp, inDt, r * 2 * inter + inter + c);
         store_f(out, outDt, i, g / (1.f + expf(-g)) * u);
+    }
+}
+
+// The columns of qkv [rows, qw + kw + vw] into contiguous q [rows, qw], k [rows, kw], v [rows, vw]: one
+// fused projection GEMM feeds RoPE, the KV append and attention, which all want dense heads.
+extern "C" __global__ void split_qkv(const void* qkv, int inDt, void* q, int qDt, void* k, int kDt, void* v, int vDt,
+                                     long long rows, int qw, int kw, int vw) {
+    const int width = qw + kw + vw;
+    MSTAR_GRID_LOOP(i, rows * width) {
+        const long long r = i / width;
+        const int c = (int)(i - r * width);
+        const float x = load_f(qkv, inDt, i);
+        if (c < qw) {
+            store_f(q, qDt, r * qw + c, x);
+        } else if (c < qw + kw) {
+            store_f(k, kDt, r * kw + (c - qw), x);
+        } else {
+            store_f(v, vDt, r * vw + (c - qw - kw), x);
+        }
     }
 }
 

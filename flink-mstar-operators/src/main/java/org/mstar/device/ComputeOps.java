@@ -29,6 +29,14 @@ public interface ComputeOps {
      */
     void matmul(Tensor x, Tensor w, Tensor bias, Tensor out);
 
+    /**
+     * Split the columns of a fused projection {@code qkv [n, Q + K + V]} into contiguous
+     * {@code q [n, Q] = qkv[:, :Q]}, {@code k [n, K] = qkv[:, Q:Q+K]} and {@code v [n, V] = qkv[:, Q+K:]};
+     * the widths come from the outputs (any shape of n rows). Equal dtypes copy exactly; otherwise values
+     * round once to each output's dtype.
+     */
+    void splitQkv(Tensor qkv, Tensor q, Tensor k, Tensor v);
+
     /** {@code out = a + b}, elementwise, same shapes. */
     void add(Tensor a, Tensor b, Tensor out);
 

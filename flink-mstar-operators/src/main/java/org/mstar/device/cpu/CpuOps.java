@@ -86,6 +86,30 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void splitQkv(Tensor qkv, Tensor q, Tensor k, Tensor v) {
+        CpuTensor x = CpuTensor.of(qkv);
+        CpuTensor[] parts = {CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(v)};
+        int n = (int) x.dim(0);
+        int[] widths = new int[parts.length];
+        long total = 0;
+        for (int p = 0; p < parts.length; p++) {
+            if (n == 0 ? parts[p].size() != 0 : parts[p].size() % n != 0) {
+                throw new IllegalArgumentException("splitQkv: " + parts[p] + " is not " + n + " rows");
+            }
+            widths[p] = n == 0 ? 0 : parts[p].size() / n;
+            total += widths[p];
+        }
+        requireSize(x, n * total, "splitQkv input");
+        for (int r = 0; r < n; r++) {
+            int from = (int) (r * total);
+            for (int p = 0; p < parts.length; p++) {
+                FloatRows.copy(x, from, parts[p], r * widths[p], widths[p]);
+                from += widths[p];
+            }
+        }
+    }
+
+    @Override
     public void add(Tensor a, Tensor b, Tensor out) {
         CpuTensor x = CpuTensor.of(a);
         CpuTensor y = CpuTensor.of(b);

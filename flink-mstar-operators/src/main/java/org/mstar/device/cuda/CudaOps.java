@@ -102,6 +102,32 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void splitQkv(Tensor qkv, Tensor q, Tensor k, Tensor v) {
+        CudaTensor x = t(qkv, "splitQkv qkv");
+        CudaTensor qs = t(q, "splitQkv q");
+        CudaTensor ks = t(k, "splitQkv k");
+        CudaTensor vs = t(v, "splitQkv v");
+        long rows = x.dim(0);
+        long qw = widthOf(qs, rows);
+        long kw = widthOf(ks, rows);
+        long vw = widthOf(vs, rows);
+        if (x.numel() != rows * (qw + kw + vw)) {
+            throw new IllegalArgumentException("splitQkv: qkv " + x + " must be [" + rows + ", " + (qw + kw + vw) + "]");
+        }
+        device.enter();
+        elementwise.launch("split_qkv", x.numel(), new KernelArgs().tensor(x).i32(code(x)).tensor(qs).i32(code(qs))
+                .tensor(ks).i32(code(ks)).tensor(vs).i32(code(vs)).i64(rows).i32((int) qw).i32((int) kw)
+                .i32((int) vw), "splitQkv");
+    }
+
+    private static long widthOf(CudaTensor part, long rows) {
+        if (rows == 0 ? part.numel() != 0 : part.numel() % rows != 0) {
+            throw new IllegalArgumentException("splitQkv: " + part + " is not " + rows + " rows");
+        }
+        return rows == 0 ? 0 : part.numel() / rows;
+    }
+
+    @Override
     public void add(Tensor a, Tensor b, Tensor out) {
         CudaTensor x = t(a, "add a");
         CudaTensor y = t(b, "add b");

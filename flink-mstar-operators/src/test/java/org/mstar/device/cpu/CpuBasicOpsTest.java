@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
 import org.mstar.device.HalfFloats;
 
-/** Embedding, rmsNorm, add, siluMul, gatherRows, argmax, kvAppend and the page copies. */
+/** Embedding, rmsNorm, add, siluMul, splitQkv, gatherRows, argmax, kvAppend and the page copies. */
 class CpuBasicOpsTest {
     private static final CpuDevice DEVICE = new CpuDevice(3);
 
@@ -170,6 +170,36 @@ class CpuBasicOpsTest {
         CpuTensor outB = DEVICE.allocate(DType.BF16, rows, inter);
         DEVICE.ops().siluMul(DEVICE.fromFloats(gub, DType.BF16, rows, 2 * inter), outB);
         assertClose(wantB, DEVICE.toFloats(outB), 1e-2);
+    }
+
+    @Test
+    void splitQkvCopiesEachColumnRangeIntoItsOwnTensor() {
+        Random rnd = new Random(8);
+        int n = 7;
+        int qw = 24;
+        int kw = 8;
+        int vw = 8;
+        int width = qw + kw + vw;
+        float[] x = randomFloats(rnd, n * width, 2.0);
+        for (DType dt : new DType[] {DType.F32, DType.BF16}) {
+            float[] stored = rounded(x, dt);
+            CpuTensor q = DEVICE.allocate(dt, n, qw / 8, 8);
+            CpuTensor k = DEVICE.allocate(dt, n, kw);
+            CpuTensor v = DEVICE.allocate(dt, n, vw);
+            DEVICE.ops().splitQkv(DEVICE.fromFloats(x, dt, n, width), q, k, v);
+            float[] gq = DEVICE.toFloats(q);
+            float[] gk = DEVICE.toFloats(k);
+            float[] gv = DEVICE.toFloats(v);
+            for (int r = 0; r < n; r++) {
+                for (int c = 0; c < width; c++) {
+                    float got = c < qw ? gq[r * qw + c] : c < qw + kw ? gk[r * kw + c - qw] : gv[r * vw + c - qw - kw];
+                    assertThat(got).isEqualTo(stored[r * width + c]);
+                }
+            }
+        }
+        assertThatThrownBy(() -> DEVICE.ops().splitQkv(DEVICE.allocate(DType.F32, n, width), DEVICE.allocate(DType.F32, n, qw),
+                DEVICE.allocate(DType.F32, n, kw), DEVICE.allocate(DType.F32, n, vw + 1)))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test

@@ -13,7 +13,7 @@ import org.mstar.device.cuda.CudaGraph;
 import org.mstar.device.cuda.harness.Twin.Pair;
 
 /**
- * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain and fused residual), add, SiLU·mul, matmul,
+ * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain and fused residual), add, SiLU·mul, qkv split, matmul,
  * RoPE, KV append, row and page copies, argmax, and one CUDA-graph replay. Each op runs once on poisoned
  * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
  */
@@ -32,6 +32,7 @@ final class OpChecks {
             attempt("rmsNorm+residual", () -> rmsNorm(dt, 5, 1000, true));
             attempt("add", () -> add(dt));
             attempt("siluMul", () -> siluMul(dt));
+            attempt("splitQkv", () -> splitQkv(dt));
             attempt("matmul", () -> matmul(dt, dt, 5, 512, 384, false));
             attempt("matmul+bias", () -> matmul(dt, dt, 33, 1024, 640, true));
             attempt("rope neox", () -> rope(dt, RopeParams.standard(128, 500000.0), "neox"));
@@ -118,6 +119,22 @@ final class OpChecks {
         Pair out = tw.poisoned(dt, rows, inter);
         tw.cpu.ops().siluMul(gu.cpu(), out.cpu());
         check("siluMul", shape(rows, inter), out, () -> tw.gpu.ops().siluMul(gu.gpu(), out.gpu()));
+    }
+
+    /** Llama-3-8B widths (32 query, 8 KV heads of 128); all three outputs compared as one. */
+    private void splitQkv(DType dt) {
+        int rows = 13;
+        int qw = 4096;
+        int kw = 1024;
+        Pair qkv = tw.floats(tw.randomFloats(rows * (qw + 2 * kw), 2f, dt), dt, rows, qw + 2 * kw);
+        Pair parts = tw.poisoned(dt, rows * (qw + 2 * kw));
+        Tensor[] cpu = {parts.cpu().rows(0, rows * qw), parts.cpu().rows(rows * qw, rows * kw),
+            parts.cpu().rows(rows * (qw + kw), rows * kw)};
+        Tensor[] gpu = {parts.gpu().rows(0, rows * qw), parts.gpu().rows(rows * qw, rows * kw),
+            parts.gpu().rows(rows * (qw + kw), rows * kw)};
+        tw.cpu.ops().splitQkv(qkv.cpu(), cpu[0], cpu[1], cpu[2]);
+        check("splitQkv", shape(rows, qw + 2 * kw) + "→q,k,v", parts,
+                () -> tw.gpu.ops().splitQkv(qkv.gpu(), gpu[0], gpu[1], gpu[2]));
     }
 
     private void matmul(DType xt, DType wt, int n, int k, int cols, boolean bias) {
