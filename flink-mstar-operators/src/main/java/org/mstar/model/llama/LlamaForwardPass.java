@@ -11,7 +11,7 @@ import org.mstar.resources.Segment;
 
 /**
  * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
- * layer is RMSNorm → fused QKV projection → RoPE → KV append → paged attention → O projection →
+ * layer is RMSNorm → fused QKV projection → q/k/v split → RoPE → KV append → paged attention → O projection →
  * RMSNorm (fused residual add) → gate/up projection → SiLU·mul → down projection. Temporaries are
  * released when the pass ends.
  */
@@ -72,6 +72,7 @@ final class LlamaForwardPass {
         Tensor residual = temp(DType.F32, n, hidden);
         ops.embedding(w.embedding(), tokens, residual);
         Tensor normed = temp(act, n, hidden);
+        Tensor qkvT = temp(act, n, q + 2L * kv);
         Tensor qT = temp(act, n, q);
         Tensor kT = temp(act, n, kv);
         Tensor vT = temp(act, n, kv);
@@ -86,9 +87,9 @@ final class LlamaForwardPass {
             // the first layer normalises the embeddings; later ones add the previous MLP output first
             ops.rmsNorm(tensorsToAdd == null ? residual : tensorsToAdd, tensorsToAdd == null ? null : residual,
                     lw.inputNorm(), (float) cfg.rmsNormEps(), normed);
-            projectSlice(normed, lw.qkvWeight(), lw.qkvBias(), 0, q, qT);
-            projectSlice(normed, lw.qkvWeight(), lw.qkvBias(), q, kv, kT);
-            projectSlice(normed, lw.qkvWeight(), lw.qkvBias(), q + kv, kv, vT);
+            // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
+            ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
+            ops.splitQkv(qkvT, qT, kT, vT);
             Tensor q3 = qT.reshape(n, cfg.numHeads(), d);
             Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
             res.rope().applyQk(q3, k3, LABEL);
@@ -121,11 +122,6 @@ final class LlamaForwardPass {
         Tensor finalHidden = temp(act, m, hidden);
         ops.rmsNorm(lastProj, lastResidual, w.finalNorm(), (float) cfg.rmsNormEps(), finalHidden);
         ops.matmul(finalHidden, w.lmHead(), null, logits);
-    }
-
-    /** Rows [from, from + width) of a fused projection: a contiguous slice of the weight's rows. */
-    private void projectSlice(Tensor x, Tensor weight, Tensor bias, int from, int width, Tensor out) {
-        ops.matmul(x, weight.rows(from, width), bias == null ? null : bias.rows(from, width), out);
     }
 
     private Tensor temp(DType dtype, long... shape) {
