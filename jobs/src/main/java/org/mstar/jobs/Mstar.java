@@ -5,10 +5,11 @@ import picocli.CommandLine.Command;
 
 /**
  * The {@code mstar} command line: {@code serve} runs the generation job, {@code send} talks to a running one,
- * {@code demo} runs everything in this process.
+ * {@code demo} runs everything in this process, {@code bench-delivery} measures how soon tokens reach a consumer.
  */
 @Command(name = "mstar", mixinStandardHelpOptions = true,
-        subcommands = {GenerateCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class},
+        subcommands = {GenerateCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
+                BenchDeliveryCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")
 public final class Mstar implements Runnable {
     /** Quiet logging for the command line, unless Flink or the user configured log4j already. */

@@ -21,7 +21,7 @@ class MstarCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(out.toString()).contains("serve", "send", "demo");
+        assertThat(out.toString()).contains("serve", "send", "demo", "bench-delivery");
     }
 
     @Test
