@@ -57,6 +57,17 @@ public interface ComputeOps {
     void kvAppend(Tensor pool, int layer, Tensor k, Tensor v, Tensor pageIdx, Tensor offsets);
 
     /**
+     * The fused {@link #splitQkv} → {@link #rope} → {@link #kvAppend} of one layer (one pass instead of three
+     * small kernels): from {@code qkv [n, (qHeads + 2·kvHeads)·headDim]} it writes the rotated q to
+     * {@code q [n, qHeads, headDim]} and the rotated k and the v straight into {@code pool[layer, pageIdx[i],
+     * 0|1, offsets[i]]}; kvHeads and headDim come from the pool. Equal, element for element, to splitting
+     * into {@code q} and into k and v of qkv's dtype, rotating q and k at {@code posIds} (I32 {@code [n]})
+     * and appending k and v. Index tensors are I32 {@code [n]}.
+     */
+    void qkvRopeAppend(Tensor qkv, Tensor posIds, RopeParams params, Tensor pool, int layer, Tensor pageIdx,
+            Tensor offsets, Tensor q);
+
+    /**
      * Paged attention of {@code q [totalQo, qoHeads, headDim]} against layer {@code layer} of the pool,
      * as {@code plan} lays it out; grouped-query heads map query head h to KV head
      * {@code h / (qoHeads / kvHeads)}. Writes {@code out [totalQo, qoHeads, headDim]}.

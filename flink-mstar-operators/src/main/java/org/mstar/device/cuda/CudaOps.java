@@ -202,6 +202,47 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
                 "kvAppend");
     }
 
+    @Override
+    public void qkvRopeAppend(Tensor qkv, Tensor posIds, RopeParams params, Tensor pool, int layer, Tensor pageIdx,
+            Tensor offsets, Tensor q) {
+        CudaTensor x = t(qkv, "qkvRopeAppend qkv");
+        CudaTensor pos = t(posIds, "qkvRopeAppend posIds");
+        CudaTensor p = t(pool, "qkvRopeAppend pool");
+        CudaTensor pages = t(pageIdx, "qkvRopeAppend pageIdx");
+        CudaTensor offs = t(offsets, "qkvRopeAppend offsets");
+        CudaTensor qs = t(q, "qkvRopeAppend q");
+        requireType(pos, DType.I32, "qkvRopeAppend posIds");
+        requireType(pages, DType.I32, "qkvRopeAppend pageIdx");
+        requireType(offs, DType.I32, "qkvRopeAppend offsets");
+        requirePool(p, "qkvRopeAppend");
+        long n = pages.numel();
+        int kvHeads = (int) p.dim(4);
+        int headDim = (int) p.dim(5);
+        if (params.rotaryDim() % 2 != 0 || params.rotaryDim() > headDim || params.rotaryDim() <= 0) {
+            throw new IllegalArgumentException("qkvRopeAppend: rotaryDim " + params.rotaryDim()
+                    + " must be even and in (0, " + headDim + "]");
+        }
+        if (layer < 0 || layer >= p.dim(0)) {
+            throw new IllegalArgumentException("qkvRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
+        }
+        if (n == 0) {
+            return;
+        }
+        int qHeads = rowsOf(qs, n * headDim, "qkvRopeAppend q");
+        if (x.numel() != n * (qHeads + 2L * kvHeads) * headDim || pos.numel() != n || offs.numel() != n) {
+            throw new IllegalArgumentException("qkvRopeAppend: qkv " + x + " must be [" + n + ", "
+                    + (qHeads + 2L * kvHeads) * headDim + "] with " + n + " positions and offsets");
+        }
+        device.enter();
+        CudaTensor inv = ropeTables.table(params);
+        long work = Math.max((long) (qHeads + kvHeads) * params.rotaryDim() / 2, (long) kvHeads * headDim);
+        kernel("qkv_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threadsFor(work, 2), 0,
+                new KernelArgs().tensor(x).i32(code(x)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs)).tensor(p)
+                        .i32(code(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3))
+                        .i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave()),
+                "qkvRopeAppend");
+    }
+
     private static void requirePool(CudaTensor p, String op) {
         if (p.rank() != 6 || p.dim(2) != 2) {
             throw new IllegalArgumentException(op + ": pool must be [layers, pages, 2, pageSize, kvHeads, headDim], got " + p);

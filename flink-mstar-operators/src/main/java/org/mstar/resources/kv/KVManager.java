@@ -381,15 +381,28 @@ public final class KVManager implements Resource {
      * @param k {@code [n, kvHeads, headDim]}, n = the plan label's new tokens, in plan order
      * @param v same shape as {@code k}
      */
-    public synchronized void writeKv(Tensor k, Tensor v, int layer, String planLabel) {
+    public void writeKv(Tensor k, Tensor v, int layer, String planLabel) {
+        if (v.dim(0) != k.dim(0)) {
+            throw new IllegalArgumentException("K has " + k.dim(0) + " rows but V has " + v.dim(0));
+        }
+        writeKv(layer, planLabel, k.dim(0), (pool, l, pages, offsets) -> st.pool.append(l, k, v, pages, offsets));
+    }
+
+    /**
+     * Run {@code writer} with the current step's write addresses for one layer and plan label, so a fused op
+     * (one that computes K and V and stores them in the same pass) writes where {@link #writeKv} would. Leased
+     * steps hand over their static buffers, so the writer may be captured into a graph.
+     *
+     * @param tokens the rows the writer stores: the plan label's new tokens, in plan order
+     */
+    public synchronized void writeKv(int layer, String planLabel, long tokens, KvWriter writer) {
         if (activePlan == null) {
             throw new IllegalStateException("writeKv before any plan");
         }
         KVPlanOutput out = activePlan.get(planLabel);
         int n = out.writePages().length;
-        if (k.dim(0) != n || v.dim(0) != n) {
-            throw new IllegalArgumentException("plan label '" + planLabel + "' writes " + n + " tokens, got K of "
-                    + k.dim(0) + " and V of " + v.dim(0));
+        if (tokens != n) {
+            throw new IllegalArgumentException("plan label '" + planLabel + "' writes " + n + " tokens, got " + tokens);
         }
         if (n == 0) {
             return;
@@ -398,7 +411,7 @@ public final class KVManager implements Resource {
         Tensor[] addr = leasedAddresses.containsKey(planLabel) ? leasedAddresses.get(planLabel)
                 : writeAddresses.computeIfAbsent(planLabel, l -> new Tensor[] {
                 device.fromInts(out.writePages(), n), device.fromInts(out.writeOffsets(), n)});
-        st.pool.append(layer, k, v, addr[0], addr[1]);
+        writer.write(pool(), layer, addr[0], addr[1]);
     }
 
     /**

@@ -231,20 +231,28 @@ public final class RopeManager implements Resource {
      * scale, Llama-3.1 factors).
      */
     public void applyQk(Tensor q, Tensor k, String planLabel) {
+        long n = q.dim(0);
+        if (k.dim(0) != n) {
+            throw new IllegalArgumentException("q has " + n + " rows but k has " + k.dim(0));
+        }
+        device.ops().rope(q, k, firstIds(planLabel, n), ropeParams);
+    }
+
+    /**
+     * The first {@code n} ids planned for {@code planLabel}, I32 {@code [n]}: what {@link #applyQk} rotates at,
+     * for a forward that rotates inside a fused op (with {@link #ropeParams}). A view, valid until the next plan.
+     */
+    public Tensor firstIds(String planLabel, long n) {
         Tensor ids = current.byLabel().get(planLabel);
         if (ids == null) {
             throw new IllegalStateException("no positions planned for label '" + planLabel + "'; planned: "
                     + current.byLabel().keySet());
         }
-        long n = q.dim(0);
-        if (k.dim(0) != n) {
-            throw new IllegalArgumentException("q has " + n + " rows but k has " + k.dim(0));
-        }
         if (n > ids.dim(0)) {
-            throw new IllegalArgumentException("q has " + n + " rows but label '" + planLabel + "' planned "
+            throw new IllegalArgumentException(n + " rows to rotate but label '" + planLabel + "' planned "
                     + ids.dim(0) + " positions");
         }
-        device.ops().rope(q, k, n == ids.dim(0) ? ids : ids.rows(0, n), ropeParams);
+        return n == ids.dim(0) ? ids : ids.rows(0, n);
     }
 
     /** The RoPE parameters {@link #applyQk} uses. */

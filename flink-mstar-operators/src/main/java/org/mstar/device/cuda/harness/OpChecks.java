@@ -14,7 +14,7 @@ import org.mstar.device.cuda.harness.Twin.Pair;
 
 /**
  * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain and fused residual), add, SiLU·mul, qkv split, matmul,
- * RoPE, KV append, row and page copies, argmax, and one CUDA-graph replay. Each op runs once on poisoned
+ * RoPE, KV append, fused qkv split + RoPE + KV append, row and page copies, argmax, and one CUDA-graph replay. Each op runs once on poisoned
  * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
  */
 final class OpChecks {
@@ -42,6 +42,7 @@ final class OpChecks {
             attempt("rope llama31", () -> rope(dt, new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0),
                     "llama31"));
             attempt("kvAppend", () -> kvAppend(dt));
+            attempt("qkvRopeAppend", () -> qkvRopeAppend(dt));
             attempt("gatherRows", () -> gatherRows(dt));
             attempt("pages", () -> pages(dt));
         }
@@ -198,6 +199,43 @@ final class OpChecks {
         tw.cpu.ops().kvAppend(pool.cpu(), 1, k.cpu(), v.cpu(), pi.cpu(), of.cpu());
         check("kvAppend (whole pool)", shape(layers, pages, 2, pageSize, kvHeads, headDim) + " n=" + n, pool,
                 () -> tw.gpu.ops().kvAppend(pool.gpu(), 1, k.gpu(), v.gpu(), pi.gpu(), of.gpu()));
+    }
+
+    /** Llama-3-8B heads (32 query, 8 KV of 128) with Llama-3.1 RoPE; q and the whole pool compared. */
+    private void qkvRopeAppend(DType dt) {
+        int n = 13;
+        int qHeads = 32;
+        int kvHeads = 8;
+        int headDim = 128;
+        int pages = 4;
+        int pageSize = 16;
+        RopeParams params = new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0);
+        int width = (qHeads + 2 * kvHeads) * headDim;
+        Pair qkv = tw.floats(tw.randomFloats(n * width, 2f, dt), dt, n, width);
+        Pair pool = pool(dt, 2, pages, pageSize, kvHeads, headDim);
+        int[] pos = new int[n];
+        int[] pageIdx = new int[n];
+        int[] offs = new int[n];
+        for (int i = 0; i < n; i++) {
+            pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
+            int slot = i * 5 % (pages * pageSize); // distinct slots
+            pageIdx[i] = slot / pageSize;
+            offs[i] = slot % pageSize;
+        }
+        Pair p = tw.ints(pos, n);
+        Pair pi = tw.ints(pageIdx, n);
+        Pair of = tw.ints(offs, n);
+        Pair q = tw.poisoned(dt, n, qHeads, headDim);
+        tw.cpu.ops().qkvRopeAppend(qkv.cpu(), p.cpu(), params, pool.cpu(), 1, pi.cpu(), of.cpu(), q.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().qkvRopeAppend(qkv.gpu(), p.gpu(), params, pool.gpu(), 1, pi.gpu(), of.gpu(),
+                q.gpu());
+        gpuOp.run();
+        double qErr = err(q);
+        double poolErr = err(pool);
+        double ms = tw.median(gpuOp);
+        String s = shape(n, width) + " n=" + n;
+        results.add(new CheckResult("qkvRopeAppend q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
+        results.add(new CheckResult("qkvRopeAppend pool", s, dt.toString(), poolErr, tolerance(dt), ms, "cpu"));
     }
 
     private void gatherRows(DType dt) {
