@@ -11,7 +11,7 @@ import org.mstar.resources.Segment;
 
 /**
  * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
- * layer is RMSNorm → fused QKV projection → q/k/v split → RoPE → KV append → paged attention → O projection →
+ * layer is RMSNorm → fused QKV projection → one fused q/k/v split, RoPE and KV append → paged attention → O projection →
  * RMSNorm (fused residual add) → gate/up projection → SiLU·mul → down projection. Temporaries are
  * released when the pass ends.
  */
@@ -74,8 +74,6 @@ final class LlamaForwardPass {
         Tensor normed = temp(act, n, hidden);
         Tensor qkvT = temp(act, n, q + 2L * kv);
         Tensor qT = temp(act, n, q);
-        Tensor kT = temp(act, n, kv);
-        Tensor vT = temp(act, n, kv);
         Tensor attnOut = temp(act, n, q);
         Tensor proj = temp(act, n, hidden);
         Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
@@ -89,11 +87,11 @@ final class LlamaForwardPass {
                     lw.inputNorm(), (float) cfg.rmsNormEps(), normed);
             // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
             ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
-            ops.splitQkv(qkvT, qT, kT, vT);
+            // split, RoPE and KV append in one op: K and V go straight from the projection into the pool
             Tensor q3 = qT.reshape(n, cfg.numHeads(), d);
-            Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
-            res.rope().applyQk(q3, k3, LABEL);
-            res.kv().writeKv(k3, vT.reshape(n, cfg.numKvHeads(), d), l, LABEL);
+            Tensor pos = res.rope().firstIds(LABEL, n);
+            res.kv().writeKv(l, LABEL, n, (pool, layer, pages, offsets) ->
+                    ops.qkvRopeAppend(qkvT, pos, res.rope().ropeParams(), pool, layer, pages, offsets, q3));
             res.forLayer(model, l).run(q3, LABEL, l, res.kv().pool(), attnOut.reshape(n, cfg.numHeads(), d));
             ops.matmul(attnOut, lw.oWeight(), null, proj);
             ops.rmsNorm(proj, residual, lw.postAttentionNorm(), (float) cfg.rmsNormEps(), normed);
