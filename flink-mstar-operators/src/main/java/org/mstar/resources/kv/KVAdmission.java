@@ -74,8 +74,8 @@ final class KVAdmission {
             if (seg.span() == 0 || StepRows.isSink(step, ctx, seg)) {
                 continue;
             }
-            CacheStream s = st.stream(seg.requestId(), seg.label());
-            if (s != null && s.offloaded) {
+            // offload claims the whole request, so a label it does not have yet waits for the reload too
+            if (st.request(seg.requestId()).anyOffloaded()) {
                 return new Result(offloading(seg.requestId(), seg.label()), null);
             }
             StreamLabel key = new StreamLabel(seg.requestId(), seg.label());

@@ -72,6 +72,23 @@ class KVManagerOffloadTest {
     }
 
     @Test
+    void aLabelTheOffloadedRequestDoesNotHaveYetWaitsForTheReload() {
+        KvHarness h = withHost(16, 8);
+        h.kv.ingestRequest("a", null);
+        h.extend("main", 1, Map.of("a", 5));
+        assertThat(h.kv.offload("a")).isPositive();
+        int free = h.free();
+
+        KVStep step = KVStep.builder().segments(List.of(new Segment("a", "aux", 2))).build();
+        AdmitOutcome o = h.kv.admit(step, ctx(List.of("a"), PREFILL));
+
+        assertThat(o.reason()).isInstanceOf(RequestOffloading.class);
+        assertThat(h.stream("a", "aux")).as("no stream opened on an offloaded request").isNull();
+        assertThat(h.free()).isEqualTo(free);
+        h.kv.assertPagesConserved();
+    }
+
+    @Test
     void nothingMovesWhileAStepIsInFlight() {
         KvHarness h = withHost(16, 8);
         h.kv.ingestRequest("a", null);
