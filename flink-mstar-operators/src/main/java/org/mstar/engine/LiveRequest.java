@@ -1,5 +1,7 @@
 package org.mstar.engine;
 
+import org.mstar.model.tokenizer.IncrementalDetokenizer;
+
 /**
  * The engine's view of one request it is serving. Its token sequence is prompt ++ generated;
  * {@code computed} of those have their KV resident, so the next step feeds
@@ -21,6 +23,12 @@ final class LiveRequest {
     long interTokenNanosSum;
     /** Tokens generated in this engine (resumed ones excluded), for the inter-token mean. */
     int tokensTimed;
+    /** Whether the sampler's seen set already holds the prompt (it enters once, at the first step). */
+    boolean promptTracked;
+    /** Whether the prefix cache was asked about this (fresh) prompt. */
+    boolean probed;
+    /** Text deltas of the generated ids; null without a tokenizer. */
+    IncrementalDetokenizer detokenizer;
 
     LiveRequest(GenerationRequest request, int[] prompt, int[] generated, long arrivalNanos) {
         this.request = request;
@@ -66,6 +74,7 @@ final class LiveRequest {
     /** Back to no resident KV, as after a free-and-recompute preemption. */
     void dropKv() {
         computed = 0;
+        probed = false;
         status = RequestStatus.WAITING;
     }
 }

@@ -69,9 +69,6 @@ public final class LlamaEngine implements GenerationEngine {
 
     private final Map<String, LiveRequest> live = new LinkedHashMap<>();
     private final Deque<LiveRequest> waiting = new ArrayDeque<>();
-    private final Map<String, IncrementalDetokenizer> detokenizers = new HashMap<>();
-    private final Set<String> promptTracked = new HashSet<>();
-    private final Set<String> probed = new HashSet<>();
     private long stepNo;
     private LogitsObserver logitsObserver;
     private final List<AutoCloseable> owned = new ArrayList<>();
@@ -121,7 +118,7 @@ public final class LlamaEngine implements GenerationEngine {
         ingest(r);
         if (generated.length > 0) {
             sampler.restore(r.id(), prompt, generated);
-            promptTracked.add(r.id());
+            r.promptTracked = true;
         }
         live.put(r.id(), r);
         waiting.addLast(r);
@@ -130,7 +127,7 @@ public final class LlamaEngine implements GenerationEngine {
             for (int t : generated) {
                 d.push(t);
             }
-            detokenizers.put(r.id(), d);
+            r.detokenizer = d;
         }
         counters.promptTokens += prompt.length;
     }
@@ -208,9 +205,6 @@ public final class LlamaEngine implements GenerationEngine {
 
     private void forget(String rid) {
         runner.removeRequest(rid);
-        detokenizers.remove(rid);
-        promptTracked.remove(rid);
-        probed.remove(rid);
     }
 
     // ---------------------------------------------------------------- step
@@ -271,7 +265,8 @@ public final class LlamaEngine implements GenerationEngine {
     /** Ask the prefix cache how much of each new prompt it holds; the walk then skips that many tokens. */
     private void probePrefixes() {
         for (LiveRequest r : waiting) {
-            if (r.computed == 0 && probed.add(r.id())) {
+            if (r.computed == 0 && !r.probed) {
+                r.probed = true;
                 Map<String, int[]> inputs = Map.of(OUT, r.prompt);
                 CachedPrefix prefix = runner.resolveCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs);
                 runner.applyCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs, prefix);
@@ -292,7 +287,7 @@ public final class LlamaEngine implements GenerationEngine {
         for (BatchRow row : rows) {
             segments.add(new Segment(row.request().id(), Segment.MAIN, row.span()));
             rids.add(row.request().id());
-            if (!promptTracked.contains(row.request().id())) {
+            if (!row.request().promptTracked) {
                 prompts.put(row.request().id(), row.request().prompt);
             }
             if (row.samples()) {
@@ -405,12 +400,11 @@ public final class LlamaEngine implements GenerationEngine {
         }
         // free and recompute later from prompt + generated tokens, with the same random stream
         runner.removeRequest(victim.id());
-        probed.remove(victim.id());
         victim.dropKv();
         victim.cachedPromptTokens = 0;
         ingest(victim);
         sampler.restore(victim.id(), victim.prompt, victim.generated.toArray());
-        promptTracked.add(victim.id());
+        victim.promptTracked = true;
         waiting.addFirst(victim);
     }
 
@@ -453,7 +447,7 @@ public final class LlamaEngine implements GenerationEngine {
                     r.firstScheduledNanos = now;
                 }
             }
-            promptTracked.add(r.id());
+            r.promptTracked = true;
             r.computed += row.span();
             r.lastActiveStep = stepNo;
             if (row.samples()) {
@@ -481,7 +475,7 @@ public final class LlamaEngine implements GenerationEngine {
         r.lastTokenNanos = now;
         runner.extendPrefixChains(r.id(), LlamaModel.NODE, LlamaModel.WALK, Map.of(OUT, new int[] {token}));
         FinishReason finish = stopRule.check(r, token);
-        IncrementalDetokenizer d = detokenizers.get(r.id());
+        IncrementalDetokenizer d = r.detokenizer;
         String delta = d == null ? "" : d.push(token);
         if (finish != null && d != null) {
             delta += d.finish();
