@@ -94,6 +94,7 @@ final class LiveRequest {
     void dropKv() {
         computed = 0;
         probed = false;
+        promptTracked = false;
         status = RequestStatus.WAITING;
     }
 }

@@ -15,18 +15,11 @@ import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.resources.AdmitFailedReason;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AllocationFailed;
-import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.FullAdmitOutcome;
-import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.RequestOffloading;
-import org.mstar.resources.ResourceReqConfig;
-import org.mstar.resources.SamplingReqConfig;
-import org.mstar.resources.Segment;
 import org.mstar.resources.SlotLease;
-import org.mstar.resources.SubmoduleStep;
 import org.mstar.resources.kv.KVManager;
-import org.mstar.resources.kv.PrefixKeys;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 import org.mstar.resources.runner.StepRunner;
@@ -46,8 +39,6 @@ import org.mstar.resources.sampler.SamplerResource;
  * replayed as a recorded device graph ({@link DecodeGraphs}).
  */
 public final class LlamaEngine implements GenerationEngine {
-    private static final String OUT = "new_token";
-
     private final LlamaModel model;
     private final TextTokenizer tokenizer;
     private final int pageSize;
@@ -55,8 +46,8 @@ public final class LlamaEngine implements GenerationEngine {
     private final StepRunner runner;
     private final KVManager kv;
     private final SamplerResource sampler;
-    private final NodeResourceSpec samplerSpec;
     private final StopRule stopRule;
+    private final RequestResources resources;
     private final RequestChecks checks;
     private final Scheduler scheduler;
     private final StepBuilder steps;
@@ -88,7 +79,9 @@ public final class LlamaEngine implements GenerationEngine {
         this.runner = new StepRunner(built, Map.of(LlamaModel.NODE, built.keySet()));
         this.kv = model.resources().kv();
         this.sampler = model.resources().sampler();
-        this.samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER)).findFirst().orElseThrow();
+        NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER))
+                .findFirst().orElseThrow();
+        this.resources = new RequestResources(runner, kv, sampler, samplerSpec, stopRule, pageSize);
         this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize, options.scheduling(),
                 System::nanoTime);
         kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
@@ -115,11 +108,7 @@ public final class LlamaEngine implements GenerationEngine {
         int[] prompt = checks.prompt(request);
         checks.check(request, prompt, generated);
         LiveRequest r = new LiveRequest(request, prompt, generated, System.nanoTime());
-        ingest(r);
-        if (generated.length > 0) {
-            sampler.restore(r.id(), prompt, generated);
-            r.promptTracked = true;
-        }
+        resources.open(r);
         live.put(r.id(), r);
         if (tokenizer != null) {
             IncrementalDetokenizer d = tokenizer.detokenizer(prompt);
@@ -131,24 +120,10 @@ public final class LlamaEngine implements GenerationEngine {
         counters.promptTokens += prompt.length;
     }
 
-    /** Open the request on every resource: prefix keys of its prompt pages, sampling config, stop ids. */
-    private void ingest(LiveRequest r) {
-        SamplingReqConfig sampling = r.request.sampling() == null ? SamplingReqConfig.DEFAULTS : r.request.sampling();
-        sampling.validate(samplerSpec);
-        int whole = r.prompt.length / pageSize * pageSize;
-        KVReqConfig kvCfg = new KVReqConfig(null, null, null, null, null,
-                Map.of(Segment.MAIN, PrefixKeys.chain(r.prompt, pageSize)),
-                Map.of(Segment.MAIN, java.util.Arrays.copyOfRange(r.prompt, whole, r.prompt.length)),
-                Map.of(Segment.MAIN, OUT), true, null, null);
-        Map<String, ResourceReqConfig> overrides = Map.of(LlamaModel.KV, kvCfg, LlamaModel.SAMPLER, sampling);
-        runner.ingestRequest(r.id(), overrides);
-        sampler.setStopIds(r.id(), stopRule.stopIds(r.request));
-    }
-
     @Override
     public void remove(String requestId) {
         if (live.remove(requestId) != null) {
-            runner.removeRequest(requestId);
+            resources.close(requestId);
         }
     }
 
@@ -162,12 +137,15 @@ public final class LlamaEngine implements GenerationEngine {
         stepNo++;
         StepOutputs out = new StepOutputs();
         for (LiveRequest r : scheduler.resumeOrder(live.values())) {
-            if (!kv.reload(r.id())) {
+            if (!resources.reload(r)) {
                 break; // in order; the rest wait too
             }
-            r.status = RequestStatus.RUNNING;
         }
-        probePrefixes();
+        for (LiveRequest r : live.values()) {
+            if (r.status == RequestStatus.WAITING && r.computed == 0 && !r.probed) {
+                counters.prefixHitTokens += resources.probePrefix(r);
+            }
+        }
         scheduler.preemptForWaiting(live.values(), kv.availablePages()).forEach(this::preempt);
         Set<LiveRequest> excluded = new HashSet<>();
         while (true) {
@@ -175,32 +153,15 @@ public final class LlamaEngine implements GenerationEngine {
             if (rows.isEmpty()) {
                 return out.result();
             }
-            SubmoduleStep step = steps.build(rows);
-            FullAdmitOutcome o = runner.admit(step);
+            PlannedStep step = steps.build(rows);
+            FullAdmitOutcome o = runner.admit(step.step());
             if (o.ok()) {
                 long start = System.nanoTime();
-                run(rows, step, out);
-                scheduler.observeStep(rows.stream().mapToInt(BatchRow::span).sum(), System.nanoTime() - start);
+                run(step, out);
+                scheduler.observeStep(step.tokenCount(), System.nanoTime() - start);
                 return out.result();
             }
             recover(o.reason(), rows, excluded, out);
-        }
-    }
-
-    /** Ask the prefix cache how much of each new prompt it holds; the walk then skips that many tokens. */
-    private void probePrefixes() {
-        for (LiveRequest r : live.values()) {
-            if (r.status == RequestStatus.WAITING && r.computed == 0 && !r.probed) {
-                r.probed = true;
-                Map<String, int[]> inputs = Map.of(OUT, r.prompt);
-                CachedPrefix prefix = runner.resolveCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs);
-                runner.applyCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs, prefix);
-                if (prefix != null) {
-                    r.computed = prefix.tokens();
-                    r.cachedPromptTokens = prefix.tokens();
-                    counters.prefixHitTokens += prefix.tokens();
-                }
-            }
         }
     }
 
@@ -229,50 +190,26 @@ public final class LlamaEngine implements GenerationEngine {
 
     private void preempt(LiveRequest victim) {
         counters.preemptions++;
-        if (kv.supportsEviction() && kv.offload(victim.id()) > 0) {
-            victim.status = RequestStatus.OFFLOADED;
-            return;
-        }
-        // free and recompute later from prompt + generated tokens, with the same random stream
-        runner.removeRequest(victim.id());
-        victim.dropKv();
-        victim.cachedPromptTokens = 0;
-        ingest(victim);
-        sampler.restore(victim.id(), victim.prompt, victim.generated.toArray());
-        victim.promptTracked = true;
+        resources.preempt(victim);
     }
 
-    private void run(List<BatchRow> rows, SubmoduleStep step, StepOutputs out) {
-        runner.plan(step);
-        int total = rows.stream().mapToInt(BatchRow::span).sum();
-        int[] tokens = new int[total];
-        List<Integer> sampleRows = new ArrayList<>();
-        List<String> sampleRids = new ArrayList<>();
-        int at = 0;
-        for (int i = 0; i < rows.size(); i++) {
-            BatchRow row = rows.get(i);
-            System.arraycopy(row.tokens(), 0, tokens, at, row.span());
-            at += row.span();
-            if (row.samples()) {
-                sampleRows.add(i);
-                sampleRids.add(row.request().id());
-            }
-        }
+    private void run(PlannedStep p, StepOutputs out) {
+        runner.plan(p.step());
         int[] drawn;
-        SlotLease lease = step.ctx().slotLease();
+        SlotLease lease = p.step().ctx().slotLease();
         if (lease != null) {
             // every row samples, real rows first: the bucket's leading logits rows are the real ones
-            drawn = sample(sampleRids, graphs.forward(lease.bucket().bs(), tokens).rows(0, sampleRids.size()));
+            drawn = sample(p.sampleRids(), graphs.forward(lease.bucket().bs(), p.tokens()).rows(0, p.sampleRids().size()));
         } else {
-            try (Tensor ids = model.device().fromInts(tokens, total);
-                 Tensor logits = model.forward(ids, sampleRows.stream().mapToInt(Integer::intValue).toArray())) {
-                drawn = sample(sampleRids, logits);
+            try (Tensor ids = model.device().fromInts(p.tokens(), p.tokenCount());
+                 Tensor logits = model.forward(ids, p.sampleRows())) {
+                drawn = sample(p.sampleRids(), logits);
             }
         }
-        runner.commit(step);
+        runner.commit(p.step());
         long now = System.nanoTime();
         int s = 0;
-        for (BatchRow row : rows) {
+        for (BatchRow row : p.rows()) {
             LiveRequest r = row.request();
             if (r.status == RequestStatus.WAITING) {
                 r.status = RequestStatus.RUNNING;
@@ -300,7 +237,7 @@ public final class LlamaEngine implements GenerationEngine {
         r.generated.add(token);
         counters.generatedTokens++;
         r.recordToken(now);
-        runner.extendPrefixChains(r.id(), LlamaModel.NODE, LlamaModel.WALK, Map.of(OUT, new int[] {token}));
+        resources.extendPrefix(r, token);
         FinishReason finish = stopRule.check(r, token);
         IncrementalDetokenizer d = r.detokenizer;
         String delta = d == null ? "" : d.push(token);
@@ -389,24 +326,5 @@ public final class LlamaEngine implements GenerationEngine {
     /** Close {@code resource} with this engine (the model and tokenizer a loader made for it). */
     void own(AutoCloseable resource) {
         owned.add(resource);
-    }
-
-    /** What one step collects before it is returned. */
-    private static final class StepOutputs {
-        final List<TokenOutput> tokens = new ArrayList<>();
-        final List<FinishedRequest> finished = new ArrayList<>();
-        final List<RequestFailure> failures = new ArrayList<>();
-
-        StepResult result() {
-            return new StepResult(tokens, finished, failures);
-        }
-    }
-
-    /** Monotonic counters behind {@link EngineStats}. */
-    private static final class EngineCounters {
-        long prefixHitTokens;
-        long promptTokens;
-        long generatedTokens;
-        long preemptions;
     }
 }

@@ -26,7 +26,7 @@ final class StepBuilder {
         this.graphs = graphs;
     }
 
-    SubmoduleStep build(List<BatchRow> rows) {
+    PlannedStep build(List<BatchRow> rows) {
         List<Segment> segments = new ArrayList<>(rows.size());
         Map<String, int[]> prompts = new HashMap<>();
         Set<String> sampled = new HashSet<>();
@@ -55,7 +55,22 @@ final class StepBuilder {
             ctx.setSlotLease(DecodeGraphs.lease(bucket));
         }
         step.setCtx(ctx);
-        return step;
+        return new PlannedStep(rows, step, feed(rows), sampleRows(rows),
+                rows.stream().filter(BatchRow::samples).map(b -> b.request().id()).toList());
+    }
+
+    private static int[] feed(List<BatchRow> rows) {
+        int[] tokens = new int[rows.stream().mapToInt(BatchRow::span).sum()];
+        int at = 0;
+        for (BatchRow row : rows) {
+            System.arraycopy(row.tokens(), 0, tokens, at, row.span());
+            at += row.span();
+        }
+        return tokens;
+    }
+
+    private static int[] sampleRows(List<BatchRow> rows) {
+        return java.util.stream.IntStream.range(0, rows.size()).filter(i -> rows.get(i).samples()).toArray();
     }
 
     /** The graph bucket of a batch of single-token sampling rows; 0 when the step runs eagerly. */
