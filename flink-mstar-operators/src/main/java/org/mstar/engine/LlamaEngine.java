@@ -41,7 +41,6 @@ import org.mstar.resources.sampler.SamplerResource;
 public final class LlamaEngine implements GenerationEngine {
     private final LlamaModel model;
     private final TextTokenizer tokenizer;
-    private final int pageSize;
     private final int usablePages;
     private final StepRunner runner;
     private final KVManager kv;
@@ -68,7 +67,7 @@ public final class LlamaEngine implements GenerationEngine {
                        DType kvDType) {
         this.model = model;
         this.tokenizer = tokenizer;
-        this.pageSize = options.kvCache().pageSize();
+        int pageSize = options.kvCache().pageSize();
         this.usablePages = options.kvCache().maxNumPages() - 1;
         int maxSeqLen = Math.min(options.kvCache().maxSeqLen(), model.config().maxPositionEmbeddings());
         this.stopRule = new StopRule(generation.eosTokenIds(), maxSeqLen);
