@@ -11,9 +11,10 @@ import org.mstar.model.llama.KvCacheOptions;
  * @param decodeGraphs replay decode steps as device graphs per batch bucket (see {@code DecodeGraphs});
  *                     prefill and mixed steps stay eager
  * @param scheduling the scheduler's policy and fairness bound
+ * @param role which part of a request's life the engine serves (disaggregated serving); default colocated
  */
 public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
-                            SchedulerOptions scheduling) {
+                            SchedulerOptions scheduling, EngineRole role) {
     public EngineOptions {
         if (maxBatchRows < 1 || tokenBudget < 1) {
             throw new IllegalArgumentException("maxBatchRows and tokenBudget must be >= 1");
@@ -21,6 +22,15 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
         if (scheduling == null) {
             throw new IllegalArgumentException("scheduler options are required");
         }
+        if (role == null) {
+            throw new IllegalArgumentException("an engine role is required");
+        }
+    }
+
+    /** Colocated. */
+    public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
+                         SchedulerOptions scheduling) {
+        this(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, EngineRole.COLOCATED);
     }
 
     /** With the default scheduler options. */
@@ -34,11 +44,15 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
     }
 
     public EngineOptions withDecodeGraphs(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling, role);
     }
 
     public EngineOptions withScheduling(SchedulerOptions s) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s, role);
+    }
+
+    public EngineOptions withRole(EngineRole r) {
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, r);
     }
 
     /** Small defaults that suit the CPU path: 16 rows, 256 tokens a step, 512 pages of 16 tokens. */

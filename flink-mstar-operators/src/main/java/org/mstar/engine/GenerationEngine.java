@@ -26,6 +26,18 @@ public interface GenerationEngine extends AutoCloseable {
      */
     void resume(GenerationRequest request, int[] generated);
 
+    /**
+     * Take over a request whose prefill another engine ran ({@link EngineRole#DECODE}): its KV is imported from
+     * {@code handoff} and generation continues at index {@code handoff.generated().length}, exactly as one engine
+     * would have continued. Receiving an id that is already live is a no-op.
+     *
+     * @throws RequestValidationException a client's mistake (400), naming the field
+     * @throws UnsupportedOperationException from an engine that serves no decode role
+     */
+    default void receive(GenerationRequest request, PrefillHandoff handoff) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " does not take prefill hand-offs");
+    }
+
     /** Run one step (may be empty when nothing is live). */
     StepResult step();
 

@@ -20,6 +20,8 @@ import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.SlotLease;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.kv.KVManagerBuilder;
+import org.mstar.resources.runner.ResourceBuilder;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 import org.mstar.resources.runner.StepRunner;
@@ -37,6 +39,10 @@ import org.mstar.resources.sampler.SamplerResource;
  *
  * <p>With {@link EngineOptions#decodeGraphs()}, a step of decode rows only is padded to a batch bucket and
  * replayed as a recorded device graph ({@link DecodeGraphs}).
+ *
+ * <p>Disaggregated ({@link EngineOptions#role()}): a prefill engine hands each request off once it sampled its
+ * first token ({@link StepResult#handoffs()}); a decode engine takes such hand-offs ({@link #receive}), importing
+ * them at the start of a step, in arrival order, when their pages fit.
  */
 public final class LlamaEngine implements GenerationEngine {
     private final LlamaModel model;
@@ -53,8 +59,13 @@ public final class LlamaEngine implements GenerationEngine {
     private final EngineCounters counters = new EngineCounters();
     /** Null unless decode graphs are on. */
     private final DecodeGraphs graphs;
+    private final EngineRole role;
+    /** Null for a colocated engine. */
+    private final HandoffExchange exchange;
 
     private final Map<String, LiveRequest> live = new LinkedHashMap<>();
+    /** Hand-offs received and not yet imported, in arrival order. */
+    private final Map<String, Incoming> incoming = new LinkedHashMap<>();
     private long stepNo;
     private LogitsObserver logitsObserver;
     private final List<AutoCloseable> owned = new ArrayList<>();
@@ -73,9 +84,15 @@ public final class LlamaEngine implements GenerationEngine {
         this.stopRule = new StopRule(generation.eosTokenIds(), maxSeqLen);
         this.checks = new RequestChecks(model.config().vocabSize(), maxSeqLen, pageSize, usablePages, tokenizer);
         List<NodeResourceSpec> specs = model.declareResources(options.kvCache(), generation.eosTokenIds());
-        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType), Set.of());
+        this.role = options.role();
+        HandoffKvTransport transport = role == EngineRole.COLOCATED ? null : new HandoffKvTransport();
+        Map<String, ResourceBuilder> builders = transport == null ? Map.of()
+                : Map.of(LlamaModel.KV, new KVManagerBuilder(transport));
+        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType),
+                Set.of(), builders);
         model.bind(built);
         this.runner = new StepRunner(built, Map.of(LlamaModel.NODE, built.keySet()));
+        this.exchange = transport == null ? null : new HandoffExchange(runner, transport);
         this.kv = model.resources().kv();
         this.sampler = model.resources().sampler();
         NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER))
@@ -101,26 +118,94 @@ public final class LlamaEngine implements GenerationEngine {
     }
 
     private void admitRequest(GenerationRequest request, int[] generated) {
-        if (live.containsKey(request.requestId())) {
+        if (isLive(request.requestId())) {
             return;
         }
         int[] prompt = checks.prompt(request);
         checks.check(request, prompt, generated);
         LiveRequest r = new LiveRequest(request, prompt, generated, System.nanoTime());
         resources.open(r);
+        enter(r);
+    }
+
+    private void enter(LiveRequest r) {
         live.put(r.id(), r);
         if (tokenizer != null) {
-            IncrementalDetokenizer d = tokenizer.detokenizer(prompt);
-            for (int t : generated) {
-                d.push(t);
+            IncrementalDetokenizer d = tokenizer.detokenizer(r.prompt);
+            for (int i = 0; i < r.generated.size(); i++) {
+                d.push(r.generated.get(i));
             }
             r.detokenizer = d;
         }
-        counters.promptTokens += prompt.length;
+        counters.promptTokens += r.prompt.length;
+    }
+
+    private boolean isLive(String requestId) {
+        return live.containsKey(requestId) || incoming.containsKey(requestId);
+    }
+
+    /** A received hand-off waiting to be imported. */
+    private record Incoming(GenerationRequest request, PrefillHandoff handoff, long arrivalNanos) {}
+
+    @Override
+    public void receive(GenerationRequest request, PrefillHandoff handoff) {
+        if (role != EngineRole.DECODE) {
+            throw new UnsupportedOperationException("a " + role + " engine does not take prefill hand-offs");
+        }
+        if (!request.requestId().equals(handoff.requestId())) {
+            throw new IllegalArgumentException("hand-off of '" + handoff.requestId() + "' given for request '"
+                    + request.requestId() + "'");
+        }
+        if (isLive(request.requestId())) {
+            return;
+        }
+        int[] prompt = checks.prompt(new GenerationRequest(request.requestId(), handoff.prompt(), null,
+                request.sampling(), request.maxTokens(), request.minTokens(), request.stopTokenIds(),
+                request.ignoreEos(), request.priority()));
+        checks.check(request, prompt, handoff.generated());
+        for (PrefillHandoff.KvStream s : handoff.kv().values()) {
+            if (s.seqLen() != prompt.length) {
+                throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' stores " + s.seqLen()
+                        + " tokens of a " + prompt.length + "-token prompt");
+            }
+        }
+        incoming.put(request.requestId(), new Incoming(request, handoff, System.nanoTime()));
+    }
+
+    /**
+     * Import received hand-offs in arrival order; the first whose pages do not fit yet waits, with those behind it,
+     * for a later step.
+     */
+    private void importHandoffs(StepOutputs out) {
+        for (var it = incoming.values().iterator(); it.hasNext(); ) {
+            Incoming in = it.next();
+            PrefillHandoff h = in.handoff();
+            LiveRequest r = new LiveRequest(in.request(), h.prompt(), h.generated(), in.arrivalNanos());
+            resources.open(r);
+            HandoffExchange.Retrieval got = exchange.retrieve(h);
+            if (got.outcome().ok() && got.outcome().ready()) {
+                it.remove();
+                r.computed = h.prompt().length;
+                r.cachedPromptTokens = got.localTokens();
+                r.probed = true;
+                r.status = RequestStatus.RUNNING;
+                counters.prefixHitTokens += got.localTokens();
+                enter(r);
+                continue;
+            }
+            resources.close(r.id());
+            if (got.outcome().ok() || got.outcome().reason() instanceof AllocationFailed) {
+                return;
+            }
+            it.remove();
+            out.failures.add(new RequestFailure(r.id(), 500, "importing the prefill hand-off failed: "
+                    + got.outcome().reason()));
+        }
     }
 
     @Override
     public void remove(String requestId) {
+        incoming.remove(requestId);
         if (live.remove(requestId) != null) {
             resources.close(requestId);
         }
@@ -130,11 +215,14 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public StepResult step() {
-        if (live.isEmpty()) {
+        if (!hasWork()) {
             return StepResult.EMPTY;
         }
         stepNo++;
         StepOutputs out = new StepOutputs();
+        if (!incoming.isEmpty()) {
+            importHandoffs(out);
+        }
         for (LiveRequest r : scheduler.resumeOrder(live.values())) {
             if (!resources.reload(r)) {
                 break; // in order; the rest wait too
@@ -244,7 +332,10 @@ public final class LlamaEngine implements GenerationEngine {
             delta += d.finish();
         }
         out.tokens.add(new TokenOutput(r.id(), r.generated.size() - 1, token, delta, finish));
-        if (finish != null) {
+        if (finish == null && role == EngineRole.PREFILL) {
+            out.handoffs.add(exchange.publish(r));
+            remove(r.id());
+        } else if (finish != null) {
             int[] ids = r.generated.toArray();
             String text = tokenizer == null ? "" : tokenizer.decode(ids);
             out.finished.add(new FinishedRequest(r.id(), ids, text, finish, r.prompt.length, r.cachedPromptTokens,
@@ -264,12 +355,12 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public boolean hasWork() {
-        return !live.isEmpty();
+        return !live.isEmpty() || !incoming.isEmpty();
     }
 
     @Override
     public int waiting() {
-        return (int) live.values().stream().filter(r -> r.status == RequestStatus.WAITING).count();
+        return incoming.size() + (int) live.values().stream().filter(r -> r.status == RequestStatus.WAITING).count();
     }
 
     @Override
@@ -301,6 +392,11 @@ public final class LlamaEngine implements GenerationEngine {
         return graphs == null ? 0 : graphs.replays();
     }
 
+    /** Page bytes this (decode) engine copied from prefill hand-offs; 0 for a colocated one. */
+    public long handoffBytesCopied() {
+        return exchange == null ? 0 : exchange.bytesCopied();
+    }
+
     /** The runner, for tests that check resource invariants. */
     StepRunner runner() {
         return runner;
@@ -308,6 +404,7 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public void close() {
+        incoming.clear();
         new ArrayList<>(live.keySet()).forEach(this::remove);
         if (graphs != null) {
             graphs.close();

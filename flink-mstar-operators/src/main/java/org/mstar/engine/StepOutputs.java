@@ -8,8 +8,9 @@ final class StepOutputs {
     final List<TokenOutput> tokens = new ArrayList<>();
     final List<FinishedRequest> finished = new ArrayList<>();
     final List<RequestFailure> failures = new ArrayList<>();
+    final List<PrefillHandoff> handoffs = new ArrayList<>();
 
     StepResult result() {
-        return new StepResult(tokens, finished, failures);
+        return new StepResult(tokens, finished, failures, handoffs);
     }
 }

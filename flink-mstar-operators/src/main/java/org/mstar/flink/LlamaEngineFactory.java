@@ -10,6 +10,7 @@ import org.mstar.engine.EngineStats;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.engine.PrefillHandoff;
 import org.mstar.engine.SchedulerOptions;
 import org.mstar.engine.SchedulingPolicy;
 import org.mstar.engine.StepResult;
@@ -88,6 +89,11 @@ public final class LlamaEngineFactory implements EngineFactory {
         @Override
         public void resume(GenerationRequest request, int[] generated) {
             inTurn(() -> engine.resume(request, generated));
+        }
+
+        @Override
+        public void receive(GenerationRequest request, PrefillHandoff handoff) {
+            inTurn(() -> engine.receive(request, handoff));
         }
 
         @Override

@@ -11,6 +11,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.mstar.engine.EngineStats;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.PrefillHandoff;
 import org.mstar.engine.StepResult;
 
 /**
@@ -134,6 +135,11 @@ public final class ScenarioEngineFactory implements EngineFactory {
             if (generated.length > 0) {
                 scenario.resumedMidGeneration.incrementAndGet();
             }
+        }
+
+        @Override
+        public void receive(GenerationRequest request, PrefillHandoff handoff) {
+            engine.receive(request, handoff);
         }
 
         @Override

@@ -601,7 +601,7 @@ public final class KVManager implements Resource {
      * Bring in the streams another cache published for this (node, walk)'s labels. Monotonic: never
      * lowers a length, and an echoed publication is a no-op; a changed producer reset generation
      * resets the stream first. OK-but-not-ready while a read is in flight; a failed read or a
-     * world-size mismatch is terminal.
+     * world-size mismatch is terminal. Once ready, the pulled pages are offered to the prefix index.
      */
     @Override
     public synchronized AdmitOutcome admitRetrieve(String rid, String nodeName, String graphWalk,
@@ -616,7 +616,17 @@ public final class KVManager implements Resource {
         if (r == null) {
             return AdmitOutcome.refused(new AdmitRuntimeError("request '" + rid + "' was never ingested", Set.of(rid)));
         }
-        return retriever.retrieve(r, r.cfg.labels(nodeName, graphWalk), pub);
+        List<String> labels = r.cfg.labels(nodeName, graphWalk);
+        AdmitOutcome o = retriever.retrieve(r, labels, pub);
+        if (o.ok() && o.ready() && st.prefix != null && st.prefix.keyedWalk(graphWalk)) {
+            for (String label : labels) {
+                CacheStream s = r.streams.get(label);
+                if (s != null && !s.offloaded) {
+                    st.prefix.indexRetrieved(s);
+                }
+            }
+        }
+        return o;
     }
 
     /** Every stream of the request. */

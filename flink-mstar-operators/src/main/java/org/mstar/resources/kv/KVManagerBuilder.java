@@ -11,12 +11,23 @@ import org.mstar.resources.runner.ResourceBuilder;
  * Builds the {@link KVManager} of a {@link KVSpec} with a {@link PagedKVConfig}: a pool on the worker's
  * device in its KV dtype, sharded to this rank's heads.
  *
- * <p>The manager is built without a {@link KvTransport}: {@link EngineResourceInfo} carries no transfer
- * engine, so retrieval between workers is wired by the deployment that places them (see
- * {@link InProcessKvTransport}). Without one a manager publishes its streams but refuses (terminally) to
- * pull another cache's.
+ * <p>{@link EngineResourceInfo} carries no transfer engine, so retrieval between workers is wired by the
+ * deployment that places them: it builds with {@link #KVManagerBuilder(KvTransport)} (see
+ * {@link InProcessKvTransport}). Built by name, a manager has no transport: it publishes its streams but
+ * refuses (terminally) to pull another cache's.
  */
 public final class KVManagerBuilder implements ResourceBuilder {
+    private final KvTransport transport;
+
+    /** Without a transport. */
+    public KVManagerBuilder() {
+        this(null);
+    }
+
+    /** @param transport the built manager's transport */
+    public KVManagerBuilder(KvTransport transport) {
+        this.transport = transport;
+    }
 
     @Override
     public Resource build(NodeResourceSpec spec, EngineResourceInfo info) {
@@ -27,6 +38,6 @@ public final class KVManagerBuilder implements ResourceBuilder {
         if (info.device() == null) {
             throw new IllegalArgumentException("KV resource '" + spec.resourceKey() + "' needs a device for its pool");
         }
-        return new KVManager(config, info.device(), info.kvDType(), info.worldSize(), info.rank(), null);
+        return new KVManager(config, info.device(), info.kvDType(), info.worldSize(), info.rank(), transport);
     }
 }

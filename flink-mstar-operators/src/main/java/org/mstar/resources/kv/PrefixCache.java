@@ -52,6 +52,16 @@ final class PrefixCache {
      * still describes the stream (nothing released, and the step started within what the chain
      * covers); a retention stream offers only its protected head.
      */
+    /**
+     * Offer the pages a retrieval just filled (PD disaggregation): they hold the tokens the chain keys, so a
+     * later pull of the same prefix takes them locally instead of copying them again.
+     */
+    void indexRetrieved(CacheStream s) {
+        if (s.chain != null) {
+            indexCommitted(s, s.storedLen - s.chain.cursor() * pageSize);
+        }
+    }
+
     void indexCommitted(CacheStream s, int span) {
         PrefixChain chain = s.chain;
         if (chain == null || s.released > 0 || s.storedLen - span > chain.coveredLen()) {

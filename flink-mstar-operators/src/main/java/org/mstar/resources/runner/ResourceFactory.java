@@ -35,7 +35,10 @@ public final class ResourceFactory {
      *                               not a {@link ResourceBuilder}, cannot be instantiated, or builds nothing
      */
     public Resource build(NodeResourceSpec spec, EngineResourceInfo info) {
-        Resource built = builderFor(spec).build(spec, info);
+        return checked(spec, builderFor(spec).build(spec, info));
+    }
+
+    private static Resource checked(NodeResourceSpec spec, Resource built) {
         if (built == null) {
             throw new IllegalStateException(where(spec) + " built no resource");
         }
@@ -52,6 +55,16 @@ public final class ResourceFactory {
      */
     public Map<String, Resource> buildAll(List<? extends NodeResourceSpec> specs, EngineResourceInfo worker,
                                           Set<String> remoteKeys) {
+        return buildAll(specs, worker, remoteKeys, Map.of());
+    }
+
+    /**
+     * {@link #buildAll(List, EngineResourceInfo, Set)}, with the resources of the keys in {@code builders} built
+     * by the given builder instead of the spec's named one (a builder carrying what a deployment wires in, such as
+     * a KV transport).
+     */
+    public Map<String, Resource> buildAll(List<? extends NodeResourceSpec> specs, EngineResourceInfo worker,
+                                          Set<String> remoteKeys, Map<String, ResourceBuilder> builders) {
         Map<String, NodeResourceSpec> byKey = ResourceDeclarations.resolveSpecDependencies(specs);
         Map<String, Resource> built = new LinkedHashMap<>();
         try {
@@ -59,7 +72,9 @@ public final class ResourceFactory {
                 NodeResourceSpec spec = byKey.get(key);
                 Map<String, NodeResourceSpec> deps = new LinkedHashMap<>();
                 spec.dependsOn().forEach(dep -> deps.put(dep, byKey.get(dep)));
-                built.put(key, build(spec, worker.forSpec(deps, remoteKeys.contains(key))));
+                EngineResourceInfo info = worker.forSpec(deps, remoteKeys.contains(key));
+                ResourceBuilder given = builders.get(key);
+                built.put(key, given == null ? build(spec, info) : checked(spec, given.build(spec, info)));
             }
         } catch (RuntimeException e) {
             List<Resource> undo = new ArrayList<>(built.values());

@@ -1,0 +1,238 @@
+package org.mstar.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mstar.device.DType;
+import org.mstar.device.cpu.CpuDevice;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.kv.KvPagePayload;
+
+/**
+ * A prefill engine and a decode engine, handing each request over after its first token, generate token for token
+ * what one colocated engine does; the decode side imports only what its own prefix cache lacks.
+ */
+class DisaggregatedEngineTest {
+    private static final int PAGE = 4;
+
+    @TempDir
+    static Path dir;
+    static CpuDevice cpu;
+    static LlamaModel model;
+    /** The same weights again: a model serves one engine at a time, and the decode engine lives beside another. */
+    static LlamaModel decodeModel;
+
+    @BeforeAll
+    static void load() throws Exception {
+        cpu = new CpuDevice(2);
+        model = RandomModels.load(RandomModels.llama(), 3, dir, cpu);
+        decodeModel = new LlamaModel(model.weights(), DType.F32, "random:3");
+    }
+
+    @AfterAll
+    static void close() {
+        model.close();
+        cpu.close();
+    }
+
+    private static EngineOptions options(int budget, EngineRole role) {
+        return RandomModels.options(8, budget, 200, PAGE, 0).withRole(role);
+    }
+
+    private static GenerationRequest request(String rid, int[] prompt, SamplingReqConfig sampling, int maxTokens) {
+        return new GenerationRequest(rid, prompt, null, sampling, maxTokens, 0, List.of(), true, 0);
+    }
+
+    private static GenerationRequest greedy(String rid, int[] prompt) {
+        return request(rid, prompt, SamplingReqConfig.DEFAULTS, 9);
+    }
+
+    private static GenerationRequest sampled(String rid, int[] prompt, long seed) {
+        return request(rid, prompt, SamplingReqConfig.DEFAULTS.withTemperature(0.9).withSeed(seed), 9);
+    }
+
+    /** Prompts of mixed lengths, two pairs sharing a prefix (one of whole pages, one ending mid-page). */
+    private static List<GenerationRequest> workload() {
+        Random rnd = new Random(11);
+        int[] base = RandomModels.prompt(rnd, 14);
+        int[] sharedWhole = concat(java.util.Arrays.copyOf(base, 12), RandomModels.prompt(rnd, 7));
+        int[] sharedPart = concat(java.util.Arrays.copyOf(base, 10), RandomModels.prompt(rnd, 3));
+        List<GenerationRequest> requests = new ArrayList<>();
+        requests.add(greedy("g-base", base));
+        requests.add(sampled("s-whole", sharedWhole, 41));
+        requests.add(greedy("g-part", sharedPart));
+        requests.add(sampled("s-long", RandomModels.prompt(rnd, 29), 7));
+        requests.add(greedy("g-short", RandomModels.prompt(rnd, 3)));
+        requests.add(request("one-token", RandomModels.prompt(rnd, 6), SamplingReqConfig.DEFAULTS, 1));
+        return requests;
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    /** Tokens per request by index, from any number of engines. */
+    private static final class Collected {
+        final Map<String, Map<Integer, Integer>> tokens = new HashMap<>();
+        final Map<String, FinishedRequest> finished = new HashMap<>();
+        final List<RequestFailure> failures = new ArrayList<>();
+
+        void add(StepResult r) {
+            for (TokenOutput t : r.tokens()) {
+                Integer before = tokens.computeIfAbsent(t.requestId(), k -> new HashMap<>()).put(t.index(), t.tokenId());
+                assertThat(before).as("token %d of %s emitted twice", t.index(), t.requestId()).isNull();
+            }
+            r.finished().forEach(f -> finished.put(f.requestId(), f));
+            failures.addAll(r.failures());
+        }
+
+        Map<String, List<Integer>> sequences() {
+            Map<String, List<Integer>> out = new HashMap<>();
+            tokens.forEach((rid, byIndex) -> {
+                List<Integer> seq = new ArrayList<>();
+                for (int i = 0; i < byIndex.size(); i++) {
+                    assertThat(byIndex).as("token %d of %s", i, rid).containsKey(i);
+                    seq.add(byIndex.get(i));
+                }
+                out.put(rid, seq);
+            });
+            return out;
+        }
+    }
+
+    private static Map<String, List<Integer>> colocated(List<GenerationRequest> requests) {
+        try (LlamaEngine engine = RandomModels.engine(model, options(64, EngineRole.COLOCATED))) {
+            Collected c = new Collected();
+            requests.forEach(engine::submit);
+            for (int i = 0; engine.hasWork(); i++) {
+                assertThat(i).isLessThan(1_000);
+                c.add(engine.step());
+            }
+            assertThat(c.failures).isEmpty();
+            return c.sequences();
+        }
+    }
+
+    /** Runs {@code requests} through {@code prefill} and on into {@code decode}, each hand-off through bytes. */
+    private static Collected disaggregated(LlamaEngine prefill, LlamaEngine decode, List<GenerationRequest> requests) {
+        Map<String, GenerationRequest> byId = new HashMap<>();
+        requests.forEach(r -> byId.put(r.requestId(), r));
+        Collected c = new Collected();
+        requests.forEach(prefill::submit);
+        for (int i = 0; prefill.hasWork() || decode.hasWork(); i++) {
+            assertThat(i).isLessThan(2_000);
+            StepResult p = prefill.step();
+            c.add(p);
+            for (PrefillHandoff h : p.handoffs()) {
+                decode.receive(byId.get(h.requestId()), throughBytes(h));
+            }
+            c.add(decode.step());
+        }
+        assertThat(c.failures).isEmpty();
+        return c;
+    }
+
+    /** The hand-off as the receiving side rebuilds it from a record's bytes. */
+    private static PrefillHandoff throughBytes(PrefillHandoff h) {
+        Map<String, PrefillHandoff.KvStream> kv = new HashMap<>();
+        h.kv().forEach((label, s) -> kv.put(label, new PrefillHandoff.KvStream(s.seqLen(), s.resetGeneration(),
+                KvPagePayload.fromBytes(s.pages().toBytes()))));
+        return new PrefillHandoff(h.requestId(), h.prompt(), h.generated(), kv, h.positions());
+    }
+
+    @Test
+    void prefillAndDecodeEnginesGenerateWhatTheColocatedEngineDoes() {
+        List<GenerationRequest> requests = workload();
+        Map<String, List<Integer>> expected = colocated(requests);
+        // a token budget of 8 chunks every longer prompt on the prefill side
+        try (LlamaEngine prefill = RandomModels.engine(model, options(8, EngineRole.PREFILL));
+             LlamaEngine decode = RandomModels.engine(decodeModel, options(64, EngineRole.DECODE))) {
+            Collected c = disaggregated(prefill, decode, requests);
+            assertThat(c.sequences()).isEqualTo(expected);
+            assertThat(c.finished).containsOnlyKeys(expected.keySet());
+            assertThat(expected.get("one-token")).hasSize(1);
+            assertThat(prefill.hasWork()).isFalse();
+            assertThat(decode.handoffBytesCopied()).isPositive();
+        }
+    }
+
+    @Test
+    void aPrefillEngineHandsOffAfterTheFirstTokenAndFreesTheRequest() {
+        GenerationRequest r = greedy("r", RandomModels.prompt(new Random(2), 10));
+        try (LlamaEngine prefill = RandomModels.engine(model, options(64, EngineRole.PREFILL))) {
+            prefill.submit(r);
+            StepResult step = prefill.step();
+            assertThat(step.tokens()).singleElement().satisfies(t -> assertThat(t.index()).isZero());
+            assertThat(step.finished()).isEmpty();
+            PrefillHandoff h = step.handoffs().get(0);
+            assertThat(h.generated()).containsExactly(step.tokens().get(0).tokenId());
+            assertThat(h.prompt()).containsExactly(r.promptTokenIds());
+            assertThat(h.positions()).containsValue(10);
+            assertThat(h.kv()).allSatisfy((label, s) -> {
+                assertThat(s.seqLen()).isEqualTo(10);
+                assertThat(s.pages().numPages()).isEqualTo(3);
+            });
+            assertThat(prefill.hasWork()).isFalse();
+            assertThat(prefill.stats().running()).isZero();
+        }
+    }
+
+    @Test
+    void theDecodeSideCopiesOnlyTheTailItsPrefixCacheLacks() {
+        Random rnd = new Random(23);
+        // whole pages: the engine's prefix chain keys a prompt's pages up to its last whole one short of a tail
+        int[] first = RandomModels.prompt(rnd, 16);
+        int[] second = concat(java.util.Arrays.copyOf(first, 12), RandomModels.prompt(rnd, 6)); // 3 shared pages
+        List<GenerationRequest> requests = List.of(greedy("first", first), sampled("second", second, 5));
+        Map<String, List<Integer>> expected = colocated(requests);
+        try (LlamaEngine prefill = RandomModels.engine(model, options(64, EngineRole.PREFILL));
+             LlamaEngine decode = RandomModels.engine(decodeModel, options(64, EngineRole.DECODE))) {
+            Collected c = disaggregated(prefill, decode, requests.subList(0, 1));
+            long firstBytes = decode.handoffBytesCopied();
+            assertThat(c.finished.get("first").cachedPromptTokens()).isZero();
+            Collected c2 = disaggregated(prefill, decode, requests.subList(1, 2));
+            long pageBytes = firstBytes / 4; // the first prompt's 16 tokens fill 4 pages
+            // 18 tokens on 5 pages, 3 of them already in the decode side's cache
+            assertThat(c2.finished.get("second").cachedPromptTokens()).isEqualTo(12);
+            assertThat(decode.handoffBytesCopied() - firstBytes).isEqualTo(2 * pageBytes);
+            assertThat(c.sequences().get("first")).isEqualTo(expected.get("first"));
+            assertThat(c2.sequences().get("second")).isEqualTo(expected.get("second"));
+        }
+    }
+
+    @Test
+    void aDecodeEngineIgnoresARepeatedHandoffAndOtherRolesRefuseOne() {
+        GenerationRequest r = greedy("r", RandomModels.prompt(new Random(4), 9));
+        try (LlamaEngine prefill = RandomModels.engine(model, options(64, EngineRole.PREFILL));
+             LlamaEngine decode = RandomModels.engine(decodeModel, options(64, EngineRole.DECODE));
+) {
+            prefill.submit(r);
+            PrefillHandoff h = prefill.step().handoffs().get(0);
+            decode.receive(r, h);
+            decode.receive(r, h);
+            Collected c = new Collected();
+            while (decode.hasWork()) {
+                c.add(decode.step());
+            }
+            assertThat(c.tokens.get("r")).containsOnlyKeys(1, 2, 3, 4, 5, 6, 7, 8); // each once (Collected checks)
+            assertThatThrownBy(() -> prefill.receive(r, h)).isInstanceOf(UnsupportedOperationException.class);
+        }
+        try (LlamaEngine colocated = RandomModels.engine(model, options(64, EngineRole.COLOCATED))) {
+            PrefillHandoff none = new PrefillHandoff("r", r.promptTokenIds(), new int[] {5}, Map.of(), Map.of());
+            assertThatThrownBy(() -> colocated.receive(r, none)).isInstanceOf(UnsupportedOperationException.class);
+        }
+    }
+}
