@@ -19,6 +19,7 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.types.Either;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.mstar.engine.EngineRole;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.Response;
@@ -46,13 +47,16 @@ public final class GenerationPipeline {
     private final OffsetsInitializer startingOffsets;
     private final Properties kafkaProperties;
     private final Integer parallelism;
+    /** Null unless prefill and decode run in separate operators. */
+    private final DisaggregatedStages disaggregated;
 
-    private GenerationPipeline(Builder b, EngineFactory engineFactory) {
+    private GenerationPipeline(Builder b, EngineFactory engineFactory, DisaggregatedStages disaggregated) {
         this.options = b.options;
         this.engineFactory = engineFactory;
         this.startingOffsets = b.startingOffsets;
         this.kafkaProperties = b.kafkaProperties;
         this.parallelism = b.parallelism;
+        this.disaggregated = disaggregated;
     }
 
     public static Builder builder() {
@@ -83,18 +87,28 @@ public final class GenerationPipeline {
         SingleOutputStreamOperator<GenerateRequest> valid = requests
                 .process(new RequestValidator(settings.converter()))
                 .name("mstar validate").uid(VALIDATE_UID);
-        SingleOutputStreamOperator<Response> generated = valid
-                .keyBy(r -> r.getRequestId(), Types.STRING)
-                .transform("mstar generate", new AvroTypeInfo<>(Response.class),
-                        new GenerateOperatorFactory(engineFactory, settings))
-                .uid(GENERATE_UID);
-        if (parallelism != null) {
-            generated.setParallelism(parallelism);
+        DataStream<Response> generated;
+        Integer sinkParallelism = parallelism;
+        if (disaggregated != null) {
+            generated = disaggregated.addTo(valid);
+            if (disaggregated.decodeParallelism() != null) {
+                sinkParallelism = disaggregated.decodeParallelism();
+            }
+        } else {
+            SingleOutputStreamOperator<Response> colocated = valid
+                    .keyBy(r -> r.getRequestId(), Types.STRING)
+                    .transform("mstar generate", new AvroTypeInfo<>(Response.class),
+                            new GenerateOperatorFactory(engineFactory, settings))
+                    .uid(GENERATE_UID);
+            if (parallelism != null) {
+                colocated.setParallelism(parallelism);
+            }
+            generated = colocated;
         }
         DataStream<Response> responses = generated.union(valid.getSideOutput(RequestValidator.REJECTED));
         var sink = responses.sinkTo(sink(guarantee)).name("mstar responses").uid(SINK_UID);
-        if (parallelism != null) {
-            sink.setParallelism(parallelism);
+        if (sinkParallelism != null) {
+            sink.setParallelism(sinkParallelism);
         }
         return responses;
     }
@@ -157,6 +171,8 @@ public final class GenerationPipeline {
         private OffsetsInitializer startingOffsets = OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST);
         private final Properties kafkaProperties = new Properties();
         private Integer parallelism;
+        private EngineFactory prefillEngineFactory;
+        private EngineFactory decodeEngineFactory;
 
         private Builder() {}
 
@@ -220,6 +236,27 @@ public final class GenerationPipeline {
             return this;
         }
 
+        /**
+         * Prefill and decode in separate operators ({@link DisaggregationOptions}): each side's engines are built by
+         * the factory given here for it, else from {@link GenerateOptions#ENGINE_FACTORY} with that side's
+         * {@link DisaggregationOptions#ENGINE_ROLE}.
+         */
+        public Builder disaggregated(boolean on) {
+            return set(DisaggregationOptions.ENABLED, on);
+        }
+
+        /** Builds each prefill subtask's engine (a {@code PREFILL} one), when disaggregated. */
+        public Builder prefillEngineFactory(EngineFactory factory) {
+            this.prefillEngineFactory = factory;
+            return this;
+        }
+
+        /** Builds each decode subtask's engine (a {@code DECODE} one), when disaggregated. */
+        public Builder decodeEngineFactory(EngineFactory factory) {
+            this.decodeEngineFactory = factory;
+            return this;
+        }
+
         /** @param parallelism subtasks of the generate operator and the sink, one per GPU; default: the job's */
         public Builder parallelism(int parallelism) {
             if (parallelism < 1) {
@@ -236,8 +273,18 @@ public final class GenerationPipeline {
                 problems.add("No Kafka bootstrap servers: call bootstrapServers(..) or set '"
                         + KafkaIoOptions.BOOTSTRAP_SERVERS.key() + "'.");
             }
+            boolean split = options.get(DisaggregationOptions.ENABLED);
             EngineFactory factory = engineFactory;
-            if (factory == null) {
+            DisaggregatedStages stages = null;
+            if (split) {
+                try {
+                    stages = new DisaggregatedStages(options,
+                            sideFactory(prefillEngineFactory, DisaggregationOptions.PREFILL_DEVICE, EngineRole.PREFILL),
+                            sideFactory(decodeEngineFactory, DisaggregationOptions.DECODE_DEVICE, EngineRole.DECODE));
+                } catch (IllegalArgumentException e) {
+                    problems.add(e.getMessage());
+                }
+            } else if (factory == null) {
                 try {
                     factory = EngineFactory.fromConfig(options, Thread.currentThread().getContextClassLoader());
                 } catch (IllegalArgumentException e) {
@@ -267,7 +314,19 @@ public final class GenerationPipeline {
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException(String.join(" ", problems));
             }
-            return new GenerationPipeline(this, factory);
+            return new GenerationPipeline(this, factory, stages);
+        }
+
+        private EngineFactory sideFactory(EngineFactory given, ConfigOption<String> device, EngineRole role) {
+            if (given != null) {
+                return given;
+            }
+            if (engineFactory != null) {
+                throw new IllegalArgumentException("A disaggregated pipeline builds its engines per side: call"
+                        + " prefillEngineFactory(..) and decodeEngineFactory(..) instead of engineFactory(..).");
+            }
+            return EngineFactory.fromConfig(DisaggregatedStages.side(options, device, role),
+                    Thread.currentThread().getContextClassLoader());
         }
     }
 }

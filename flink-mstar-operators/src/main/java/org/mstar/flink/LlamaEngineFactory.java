@@ -6,6 +6,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ReadableConfig;
 import org.mstar.engine.EngineOptions;
+import org.mstar.engine.EngineRole;
 import org.mstar.engine.EngineStats;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
@@ -37,6 +38,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final SchedulingPolicy schedulingPolicy;
     private final Duration priorityAging;
     private final Duration maxPrefillStall;
+    private final EngineRole role;
 
     /** @throws IllegalArgumentException when {@link GenerateOptions#MODEL_DIR} is not set */
     public LlamaEngineFactory(ReadableConfig config) {
@@ -54,6 +56,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
+        this.role = config.get(DisaggregationOptions.ENGINE_ROLE);
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
     }
 
@@ -76,7 +79,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         return new EngineOptions(maxBatchRows, tokenBudget,
                 new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache), false,
                 new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
-                        SchedulerOptions.DEFAULTS.minPrefillChunk()));
+                        SchedulerOptions.DEFAULTS.minPrefillChunk()), role);
     }
 
     /** The engine, taking its device's turn for every call that may run device work. */

@@ -46,6 +46,7 @@ public final class ScenarioEngineFactory implements EngineFactory {
         private final Semaphore failures = new Semaphore(0);
         private final CountDownLatch pausedByTokens = new CountDownLatch(1);
         private volatile boolean failNextStep;
+        private volatile boolean failNextReceive;
         private volatile boolean paused;
         private long tokens;
         private long pauseAtTokens = Long.MAX_VALUE;
@@ -82,6 +83,11 @@ public final class ScenarioEngineFactory implements EngineFactory {
                 throw new AssertionError("fewer than " + count + " injected failures within " + timeout);
             }
             failures.release(count);
+        }
+
+        /** The next prefill hand-off any engine of this scenario receives makes it throw instead. */
+        public void failNextReceive() {
+            failNextReceive = true;
         }
 
         /** Holds every engine of this scenario where it is, as if the device were very slow, until {@link #unpause}. */
@@ -139,6 +145,11 @@ public final class ScenarioEngineFactory implements EngineFactory {
 
         @Override
         public void receive(GenerationRequest request, PrefillHandoff handoff) {
+            if (scenario.failNextReceive) {
+                scenario.failNextReceive = false;
+                scenario.failures.release();
+                throw new IllegalStateException("injected failure receiving a hand-off");
+            }
             engine.receive(request, handoff);
         }
 

@@ -1,0 +1,57 @@
+package org.mstar.flink;
+
+import org.apache.flink.annotation.PublicEvolving;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.MemorySize;
+import org.mstar.engine.EngineRole;
+
+/**
+ * Knobs of disaggregated serving: prefill and decode as separate operators, each with its own engines, devices and
+ * parallelism, the prefill operator handing every request's KV to the decode operator as {@code KvHandoff} records.
+ */
+@PublicEvolving
+public final class DisaggregationOptions {
+    private DisaggregationOptions() {}
+
+    public static final ConfigOption<Boolean> ENABLED = ConfigOptions.key("mstar.disaggregation.enabled")
+            .booleanType()
+            .defaultValue(false)
+            .withDescription("Run prefill and decode in separate operators. Off: one generate operator serves whole"
+                    + " requests.");
+
+    public static final ConfigOption<EngineRole> ENGINE_ROLE = ConfigOptions.key("mstar.engine.role")
+            .enumType(EngineRole.class)
+            .defaultValue(EngineRole.COLOCATED)
+            .withDescription("Which part of a request's life the engines of 'mstar.engine.factory' serve. The"
+                    + " disaggregated pipeline sets it per operator; leave it unset.");
+
+    public static final ConfigOption<MemorySize> HANDOFF_RECORD_SIZE =
+            ConfigOptions.key("mstar.disaggregation.handoff-record-size")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("1mb"))
+                    .withDescription("Most KV bytes in one hand-off record; a larger hand-off is split into several"
+                            + " records, reassembled in the decode operator's keyed state.");
+
+    public static final ConfigOption<Integer> PREFILL_PARALLELISM =
+            ConfigOptions.key("mstar.disaggregation.prefill.parallelism")
+                    .intType()
+                    .noDefaultValue()
+                    .withDescription("Subtasks of the prefill operator (one per GPU); default: the job's.");
+
+    public static final ConfigOption<Integer> DECODE_PARALLELISM =
+            ConfigOptions.key("mstar.disaggregation.decode.parallelism")
+                    .intType()
+                    .noDefaultValue()
+                    .withDescription("Subtasks of the decode operator and the sink (one per GPU); default: the job's.");
+
+    public static final ConfigOption<String> PREFILL_DEVICE = ConfigOptions.key("mstar.disaggregation.prefill.device")
+            .stringType()
+            .noDefaultValue()
+            .withDescription("Device of the prefill engines (cpu, cuda:N or auto); default: 'mstar.engine.device'.");
+
+    public static final ConfigOption<String> DECODE_DEVICE = ConfigOptions.key("mstar.disaggregation.decode.device")
+            .stringType()
+            .noDefaultValue()
+            .withDescription("Device of the decode engines (cpu, cuda:N or auto); default: 'mstar.engine.device'.");
+}
