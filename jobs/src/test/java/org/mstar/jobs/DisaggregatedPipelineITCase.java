@@ -1,0 +1,230 @@
+package org.mstar.jobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+import org.mstar.engine.EngineRole;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.flink.DisaggregationOptions;
+import org.mstar.flink.GenerateOptions;
+import org.mstar.flink.GenerationPipeline;
+import org.mstar.flink.LlamaEngineFactory;
+import org.mstar.flink.LlamaEngineOptions;
+import org.mstar.flink.ScenarioEngineFactory;
+import org.mstar.flink.ScenarioEngineFactory.Scenario;
+import org.mstar.flink.TestRequests;
+import org.mstar.schemas.GenerateRequest;
+import org.mstar.schemas.TokenEvent;
+
+/**
+ * Disaggregated serving on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker, with
+ * the Llama engine on a small random model: prefill and decode operators at different parallelism, hand-offs split
+ * into several records each, generate token for token what one colocated engine does (sampled requests, prompts
+ * sharing prefixes), also when either side fails along the way.
+ */
+class DisaggregatedPipelineITCase {
+    private static final Duration TIMEOUT = Duration.ofSeconds(90);
+    /** A 16-token page of the test model's KV is 8 KiB: most hand-offs take several records. */
+    private static final MemorySize RECORD_SIZE = MemorySize.parse("3kb");
+
+    @RegisterExtension
+    static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
+            .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(4).build());
+
+    private static EmbeddedKafkaBroker broker;
+    private static KafkaTestSupport kafka;
+
+    @TempDir
+    Path tmp;
+
+    @BeforeAll
+    static void startBroker() throws Exception {
+        broker = EmbeddedKafkaBroker.start();
+        kafka = new KafkaTestSupport(broker.bootstrapServers());
+    }
+
+    @AfterAll
+    static void stopBroker() throws Exception {
+        broker.close();
+    }
+
+    /** Text prompts (sharing their first words) and token-id prompts sharing two or three whole pages. */
+    private static List<GenerateRequest> requests(String prefix, int count, int from) {
+        List<GenerateRequest> out = new ArrayList<>();
+        for (int i = from; i < from + count; i++) {
+            GenerateRequest r = TestRequests.request(prefix + "-" + i, i);
+            if (i % 2 == 1) {
+                List<Integer> ids = new ArrayList<>();
+                int shared = i % 4 == 1 ? 32 : 48;
+                for (int t = 0; t < shared; t++) {
+                    ids.add(2 + (t * 37) % 300);
+                }
+                for (int t = 0; t < 3 + i % 5; t++) {
+                    ids.add(2 + (i * 11 + t * 13) % 300);
+                }
+                r.setPrompt(null);
+                r.setPromptTokenIds(ids);
+            }
+            out.add(r);
+        }
+        return out;
+    }
+
+    @Test
+    void prefillAndDecodeOperatorsGenerateWhatOneColocatedEngineDoes() throws Exception {
+        Job job = new Job("split");
+        List<GenerateRequest> requests = requests(job.name, 16, 0);
+        Map<String, List<Integer>> expected = job.colocatedReference(requests);
+        kafka.produce(job.requests, requests);
+
+        JobClient client = job.start(job.config());
+        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        client.cancel().get();
+
+        inIndexOrder(out).assertComplete(requests, expected);
+        assertThat(out.errors).isEmpty();
+        assertThat(job.decode.engines()).as("decode engines: one subtask, never restarted").isEqualTo(1);
+    }
+
+    @Test
+    void failuresOnEitherSideLeaveTheCommittedOutputUnchanged() throws Exception {
+        Job job = new Job("split-fail");
+        List<GenerateRequest> first = requests(job.name, 8, 0);
+        List<GenerateRequest> second = requests(job.name, 6, 8);
+        List<GenerateRequest> third = requests(job.name, 6, 14);
+        List<GenerateRequest> all = new ArrayList<>(first);
+        all.addAll(second);
+        all.addAll(third);
+        Map<String, List<Integer>> expected = job.colocatedReference(all);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 5);
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf);
+        kafka.produce(job.requests, first);
+        // decode fails mid-generation, once results show that a checkpoint holds requests it imported
+        kafka.readUntil(job.responses, c -> c.resultCount() >= 3, TIMEOUT);
+        job.decode.failNextStep();
+        job.decode.awaitFailures(1, TIMEOUT);
+        kafka.readUntil(job.responses, c -> c.resultCount() >= first.size(), TIMEOUT);
+        // prefill fails on the first step of new requests, before it sends their hand-offs
+        job.prefill.failNextStep();
+        kafka.produce(job.requests, second);
+        job.prefill.awaitFailures(1, TIMEOUT);
+        kafka.readUntil(job.responses, c -> c.resultCount() >= first.size() + second.size(), TIMEOUT);
+        // decode fails with a hand-off's records all in its keyed state but not yet applied
+        job.decode.failNextReceive();
+        kafka.produce(job.requests, third);
+        job.decode.awaitFailures(2, TIMEOUT);
+        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= all.size(), TIMEOUT);
+        client.cancel().get();
+
+        inIndexOrder(out).assertComplete(all, expected);
+        assertThat(out.errors).isEmpty();
+        assertThat(job.decode.resumedMidGeneration()).as("decode requests resumed from a checkpoint").isPositive();
+        assertThat(job.prefill.engines()).as("prefill engines: two subtasks, rebuilt after each restart")
+                .isEqualTo(2 * 4);
+    }
+
+    /**
+     * The committed events of each request sorted by index: a request's first token comes from the prefill operator
+     * and the rest from the decode operator, two paths into the sink, so only the indexes order them.
+     */
+    private static TestRequests.Collected inIndexOrder(TestRequests.Collected raw) {
+        TestRequests.Collected sorted = new TestRequests.Collected();
+        raw.tokens.forEach((id, events) -> {
+            List<TokenEvent> copy = new ArrayList<>(events);
+            copy.sort(Comparator.comparingInt(TokenEvent::getIndex));
+            sorted.tokens.put(id, copy);
+        });
+        sorted.results.putAll(raw.results);
+        sorted.errors.addAll(raw.errors);
+        return sorted;
+    }
+
+    /** One test's topics, model and the scenarios of its two sides. */
+    private final class Job {
+        final String name;
+        final String requests;
+        final String responses;
+        final Configuration engineConf = new Configuration();
+        final Scenario prefill;
+        final Scenario decode;
+
+        Job(String name) throws Exception {
+            this.name = name;
+            this.requests = name + "-requests";
+            this.responses = name + "-responses";
+            broker.createTopics(4, requests, responses);
+            Path model = tmp.resolve("model");
+            RandomModel.write(model, 7);
+            engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
+            engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
+            prefill = Scenario.start(name + "-prefill");
+            decode = Scenario.start(name + "-decode");
+        }
+
+        Map<String, List<Integer>> colocatedReference(List<GenerateRequest> requests) throws Exception {
+            try (GenerationEngine reference = new LlamaEngineFactory(engineConf).create("cpu", 0)) {
+                return TestRequests.reference(requests, reference);
+            }
+        }
+
+        private LlamaEngineFactory side(EngineRole role) {
+            Configuration c = new Configuration(engineConf);
+            c.set(DisaggregationOptions.ENGINE_ROLE, role);
+            return new LlamaEngineFactory(c);
+        }
+
+        Configuration config() {
+            Configuration conf = new Configuration();
+            conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
+            conf.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
+            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, tmp.resolve("checkpoints").toUri().toString());
+            conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(100));
+            conf.set(GenerateOptions.DEVICE, "cpu");
+            conf.set(DisaggregationOptions.PREFILL_PARALLELISM, 2);
+            conf.set(DisaggregationOptions.DECODE_PARALLELISM, 1);
+            conf.set(DisaggregationOptions.HANDOFF_RECORD_SIZE, RECORD_SIZE);
+            return conf;
+        }
+
+        JobClient start(Configuration conf) throws Exception {
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            env.setParallelism(2);
+            GenerationPipeline.builder()
+                    .configure(conf)
+                    .bootstrapServers(broker.bootstrapServers())
+                    .requestsTopic(requests)
+                    .responsesTopic(responses)
+                    .groupId(name)
+                    .transactionalIdPrefix("tx-" + name)
+                    .disaggregated(true)
+                    .prefillEngineFactory(new ScenarioEngineFactory(name + "-prefill", side(EngineRole.PREFILL)))
+                    .decodeEngineFactory(new ScenarioEngineFactory(name + "-decode", side(EngineRole.DECODE)))
+                    .build()
+                    .addTo(env);
+            return env.executeAsync("mstar " + name);
+        }
+    }
+}
