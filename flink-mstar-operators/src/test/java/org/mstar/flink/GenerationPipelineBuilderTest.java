@@ -69,6 +69,47 @@ class GenerationPipelineBuilderTest {
     }
 
     @Test
+    void disaggregatedHasPrefillAndDecodeOperatorsAtTheirOwnParallelism() {
+        GenerationPipeline pipeline = GenerationPipeline.builder().bootstrapServers("localhost:9092")
+                .deliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE).disaggregated(true)
+                .prefillEngineFactory(ENGINE).decodeEngineFactory(ENGINE)
+                .set(DisaggregationOptions.PREFILL_PARALLELISM, 1).set(DisaggregationOptions.DECODE_PARALLELISM, 3)
+                .build();
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        env.setParallelism(2);
+        pipeline.addTo(env);
+        var nodes = env.getStreamGraph().getStreamNodes();
+        assertThat(nodes).extracting(StreamNode::getTransformationUID)
+                .contains(DisaggregatedStages.PREFILL_UID, DisaggregatedStages.DECODE_UID)
+                .doesNotContain(GenerationPipeline.GENERATE_UID);
+        assertThat(nodes).filteredOn(n -> DisaggregatedStages.PREFILL_UID.equals(n.getTransformationUID()))
+                .singleElement().extracting(StreamNode::getParallelism).isEqualTo(1);
+        assertThat(nodes).filteredOn(n -> DisaggregatedStages.DECODE_UID.equals(n.getTransformationUID()))
+                .singleElement().extracting(StreamNode::getParallelism).isEqualTo(3);
+        assertThat(nodes).filteredOn(n -> GenerationPipeline.SINK_UID.equals(n.getTransformationUID()))
+                .singleElement().extracting(StreamNode::getParallelism).isEqualTo(3);
+    }
+
+    @Test
+    void disaggregatedBuildsEachSidesEnginesInItsRole() {
+        assertThatThrownBy(() -> valid().disaggregated(true).build())
+                .hasMessageContaining("prefillEngineFactory(..) and decodeEngineFactory(..)");
+        Configuration conf = new Configuration();
+        conf.set(DisaggregationOptions.PREFILL_DEVICE, "cuda:1");
+        Configuration prefill = DisaggregatedStages.side(conf, DisaggregationOptions.PREFILL_DEVICE,
+                org.mstar.engine.EngineRole.PREFILL);
+        assertThat(prefill.get(GenerateOptions.DEVICE)).isEqualTo("cuda:1");
+        assertThat(prefill.get(DisaggregationOptions.ENGINE_ROLE)).isEqualTo(org.mstar.engine.EngineRole.PREFILL);
+        Configuration decode = DisaggregatedStages.side(conf, DisaggregationOptions.DECODE_DEVICE,
+                org.mstar.engine.EngineRole.DECODE);
+        assertThat(decode.get(GenerateOptions.DEVICE)).isEqualTo(GenerateOptions.DEVICE.defaultValue());
+        assertThatThrownBy(() -> GenerationPipeline.builder().bootstrapServers("localhost:9092").transactionalIdPrefix("tx")
+                .disaggregated(true).set(GenerateOptions.MODEL_DIR, "/models/m")
+                .set(DisaggregationOptions.HANDOFF_RECORD_SIZE, org.apache.flink.configuration.MemorySize.ZERO).build())
+                .hasMessageContaining("handoff-record-size");
+    }
+
+    @Test
     void exactlyOnceNeedsCheckpointing() {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         assertThatThrownBy(() -> valid().build().addTo(env))

@@ -11,6 +11,7 @@ import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.FileUtils;
+import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
 import picocli.CommandLine;
@@ -36,6 +37,10 @@ final class Demo {
             conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, work.resolve("checkpoints").toUri().toString());
             conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
             conf.set(GenerateOptions.DEVICE, flags.device);
+            if (flags.disaggregated) {
+                conf.set(DisaggregationOptions.ENABLED, true);
+                err.println("Disaggregated: prefill and decode operators, each request's KV handed between them.");
+            }
             if (flags.engineFactory != null) {
                 conf.set(GenerateOptions.ENGINE_FACTORY, flags.engineFactory);
             }

@@ -34,6 +34,10 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--parallelism", paramLabel = "N", description = "Generate subtasks. Default: ${DEFAULT-VALUE}.")
     int parallelism = 1;
 
+    @Option(names = "--disaggregated",
+            description = "Prefill and decode in separate operators (--parallelism subtasks each), KV handed between them.")
+    boolean disaggregated;
+
     @Option(names = "--timeout", paramLabel = "SECONDS", description = "Default: ${DEFAULT-VALUE}.")
     long timeoutSeconds = 300;
 

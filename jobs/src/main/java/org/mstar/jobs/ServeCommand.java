@@ -33,6 +33,24 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--parallelism", paramLabel = "N", description = "Generate subtasks, one per GPU.")
     Integer parallelism;
 
+    @Option(names = "--disaggregated",
+            description = "Prefill and decode in separate operators, the prefill handing each request's KV to the decode.")
+    boolean disaggregated;
+
+    @Option(names = "--prefill-parallelism", paramLabel = "N", description = "With --disaggregated: prefill subtasks.")
+    Integer prefillParallelism;
+
+    @Option(names = "--decode-parallelism", paramLabel = "N", description = "With --disaggregated: decode subtasks.")
+    Integer decodeParallelism;
+
+    @Option(names = "--prefill-device", paramLabel = "cpu|cuda:N|auto",
+            description = "With --disaggregated: the prefill engines' device. Default: --device.")
+    String prefillDevice;
+
+    @Option(names = "--decode-device", paramLabel = "cpu|cuda:N|auto",
+            description = "With --disaggregated: the decode engines' device. Default: --device.")
+    String decodeDevice;
+
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
     String delivery;
 

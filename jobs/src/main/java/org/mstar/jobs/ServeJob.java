@@ -8,6 +8,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
 import org.mstar.flink.KafkaIoOptions;
@@ -41,6 +42,13 @@ final class ServeJob {
         setIfGiven(conf, GenerateOptions.ENGINE_FACTORY, flags.engineFactory);
         setIfGiven(conf, GenerateOptions.MODEL_DIR, flags.model);
         setIfGiven(conf, GenerateOptions.DEVICE, flags.device);
+        if (flags.disaggregated) {
+            conf.set(DisaggregationOptions.ENABLED, true);
+        }
+        setIfGiven(conf, DisaggregationOptions.PREFILL_PARALLELISM, flags.prefillParallelism);
+        setIfGiven(conf, DisaggregationOptions.DECODE_PARALLELISM, flags.decodeParallelism);
+        setIfGiven(conf, DisaggregationOptions.PREFILL_DEVICE, flags.prefillDevice);
+        setIfGiven(conf, DisaggregationOptions.DECODE_DEVICE, flags.decodeDevice);
         if (!conf.contains(CheckpointingOptions.CHECKPOINTING_INTERVAL)) {
             conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofSeconds(flags.checkpointSeconds));
         }

@@ -10,6 +10,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.junit.jupiter.api.Test;
+import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.KafkaIoOptions;
 import picocli.CommandLine;
@@ -48,6 +49,24 @@ class MstarCliTest {
         assertThat(conf.get(GenerateOptions.MAX_WAITING)).isEqualTo(7);
         assertThat(conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL)).isEqualTo(Duration.ofSeconds(3));
         assertThat(conf.get(StateBackendOptions.STATE_BACKEND)).isEqualTo("rocksdb");
+    }
+
+    @Test
+    void serveDisaggregatedSetsEachSidesParallelismAndDevice() {
+        CommandLine cli = new CommandLine(new Mstar());
+        CommandLine.ParseResult parsed = cli.parseArgs("serve", "--bootstrap-servers", "k:9092", "--disaggregated",
+                "--prefill-parallelism", "1", "--decode-parallelism", "3", "--prefill-device", "cuda:0",
+                "--decode-device", "cuda:1");
+        Configuration conf = ServeJob.configuration((ServeCommand) parsed.subcommand().commandSpec().userObject());
+
+        assertThat(conf.get(DisaggregationOptions.ENABLED)).isTrue();
+        assertThat(conf.get(DisaggregationOptions.PREFILL_PARALLELISM)).isEqualTo(1);
+        assertThat(conf.get(DisaggregationOptions.DECODE_PARALLELISM)).isEqualTo(3);
+        assertThat(conf.get(DisaggregationOptions.PREFILL_DEVICE)).isEqualTo("cuda:0");
+        assertThat(conf.get(DisaggregationOptions.DECODE_DEVICE)).isEqualTo("cuda:1");
+        Configuration plain = ServeJob.configuration((ServeCommand) new CommandLine(new Mstar())
+                .parseArgs("serve", "--bootstrap-servers", "k:9092").subcommand().commandSpec().userObject());
+        assertThat(plain.get(DisaggregationOptions.ENABLED)).isFalse();
     }
 
     @Test
