@@ -47,6 +47,9 @@ public final class ScenarioEngineFactory implements EngineFactory {
         private final CountDownLatch pausedByTokens = new CountDownLatch(1);
         private volatile boolean failNextStep;
         private volatile boolean failNextReceive;
+        private volatile boolean failAfterHandoff;
+        /** Armed by a step that handed off while {@link #failAfterHandoff} was set: the next step throws. */
+        private volatile boolean failThisStep;
         private volatile boolean paused;
         private long tokens;
         private long pauseAtTokens = Long.MAX_VALUE;
@@ -90,6 +93,14 @@ public final class ScenarioEngineFactory implements EngineFactory {
             failNextReceive = true;
         }
 
+        /**
+         * The step after the next one that hands off prefills throws, so the hand-off's records are on their way
+         * (or partly, or wholly received) when the job fails.
+         */
+        public void failAfterNextHandoff() {
+            failAfterHandoff = true;
+        }
+
         /** Holds every engine of this scenario where it is, as if the device were very slow, until {@link #unpause}. */
         public void pause() {
             paused = true;
@@ -114,7 +125,19 @@ public final class ScenarioEngineFactory implements EngineFactory {
             }
         }
 
+        private synchronized void beforeStep() {
+            if (failThisStep) {
+                failThisStep = false;
+                failures.release();
+                throw new IllegalStateException("injected engine failure after a hand-off");
+            }
+        }
+
         private synchronized void afterStep(StepResult result) {
+            if (failAfterHandoff && !result.handoffs().isEmpty()) {
+                failAfterHandoff = false;
+                failThisStep = true;
+            }
             if (failNextStep && !result.tokens().isEmpty()) {
                 failNextStep = false;
                 failures.release();
@@ -159,6 +182,7 @@ public final class ScenarioEngineFactory implements EngineFactory {
                 LockSupport.parkNanos(1_000_000);
                 return StepResult.EMPTY;
             }
+            scenario.beforeStep();
             StepResult result = engine.step();
             scenario.afterStep(result);
             return result;

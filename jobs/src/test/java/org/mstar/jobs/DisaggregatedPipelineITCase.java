@@ -110,31 +110,43 @@ class DisaggregatedPipelineITCase {
         Job job = new Job("split-fail");
         List<GenerateRequest> first = requests(job.name, 8, 0);
         List<GenerateRequest> second = requests(job.name, 6, 8);
-        List<GenerateRequest> third = requests(job.name, 6, 14);
-        List<GenerateRequest> all = new ArrayList<>(first);
-        all.addAll(second);
-        all.addAll(third);
+        List<GenerateRequest> third = requests(job.name, 10, 14);
+        List<GenerateRequest> fourth = requests(job.name, 6, 24);
+        List<GenerateRequest> all = new ArrayList<>();
+        List.of(first, second, third, fourth).forEach(all::addAll);
         Map<String, List<Integer>> expected = job.colocatedReference(all);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 5);
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 6);
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        job.decode.pauseAfterTokens(25);
         JobClient client = job.start(conf);
         kafka.produce(job.requests, first);
-        // decode fails mid-generation, once results show that a checkpoint holds requests it imported
-        kafka.readUntil(job.responses, c -> c.resultCount() >= 3, TIMEOUT);
+        // decode fails mid-generation: once every token before its pause is committed, a checkpoint holds
+        // requests it imported and had generated for
+        long decoded = job.decode.awaitPausedByTokens(TIMEOUT);
+        kafka.readUntil(job.responses, c -> c.tokenCount() >= decoded + first.size(), TIMEOUT);
         job.decode.failNextStep();
+        job.decode.unpause();
         job.decode.awaitFailures(1, TIMEOUT);
-        kafka.readUntil(job.responses, c -> c.resultCount() >= first.size(), TIMEOUT);
+        int done = first.size();
+        kafka.readUntil(job.responses, c -> c.resultCount() >= done, TIMEOUT);
         // prefill fails on the first step of new requests, before it sends their hand-offs
         job.prefill.failNextStep();
         kafka.produce(job.requests, second);
         job.prefill.awaitFailures(1, TIMEOUT);
-        kafka.readUntil(job.responses, c -> c.resultCount() >= first.size() + second.size(), TIMEOUT);
+        int done2 = done + second.size();
+        kafka.readUntil(job.responses, c -> c.resultCount() >= done2, TIMEOUT);
+        // prefill fails on the step after one that sent hand-offs: their records are in flight or partly received
+        job.prefill.failAfterNextHandoff();
+        kafka.produce(job.requests, third);
+        job.prefill.awaitFailures(2, TIMEOUT);
+        int done3 = done2 + third.size();
+        kafka.readUntil(job.responses, c -> c.resultCount() >= done3, TIMEOUT);
         // decode fails with a hand-off's records all in its keyed state but not yet applied
         job.decode.failNextReceive();
-        kafka.produce(job.requests, third);
+        kafka.produce(job.requests, fourth);
         job.decode.awaitFailures(2, TIMEOUT);
         TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= all.size(), TIMEOUT);
         client.cancel().get();
@@ -143,7 +155,7 @@ class DisaggregatedPipelineITCase {
         assertThat(out.errors).isEmpty();
         assertThat(job.decode.resumedMidGeneration()).as("decode requests resumed from a checkpoint").isPositive();
         assertThat(job.prefill.engines()).as("prefill engines: two subtasks, rebuilt after each restart")
-                .isEqualTo(2 * 4);
+                .isEqualTo(2 * 5);
     }
 
     /**
