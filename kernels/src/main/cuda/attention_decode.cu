@@ -280,9 +280,11 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     MSTAR_DECODE(attn_decode_##TN##_d##D##_g4, T, D, 4) \
     MSTAR_DECODE(attn_decode_##TN##_d##D##_g8, T, D, 8)
 
+MSTAR_DECODE_GROUPS(f32, float, 32)
 MSTAR_DECODE_GROUPS(f32, float, 64)
 MSTAR_DECODE_GROUPS(f32, float, 128)
 MSTAR_DECODE_GROUPS(f32, float, 256)
+MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 32)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 64)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 128)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 256)

@@ -1,7 +1,9 @@
 package org.mstar.device.cuda;
 
+import java.util.List;
 import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.UnsupportedOnDeviceException;
 
 /**
  * Paged attention launchers. Decode plans (one query per sequence) use split-KV: each sequence's visible
@@ -21,6 +23,8 @@ final class CudaAttention {
      * 32k-token contexts give 128 slices per KV head, 1k tokens still 4.
      */
     static final int KEYS_PER_SPLIT = 256;
+    /** Head dims with compiled kernels (the MSTAR_PREFILL and MSTAR_DECODE_GROUPS instantiations). */
+    static final List<Integer> HEAD_DIMS = List.of(32, 64, 128, 256);
 
     private final CudaDevice device;
 
@@ -65,9 +69,7 @@ final class CudaAttention {
             case BF16 -> "bf16";
             default -> throw new IllegalArgumentException("pagedAttention supports F32 and BF16, got " + pool.dtype());
         };
-        if (headDim != 64 && headDim != 128 && headDim != 256) {
-            throw new IllegalArgumentException("pagedAttention: head dim " + headDim + " not compiled (64, 128, 256)");
-        }
+        requireHeadDim(headDim);
         CudaTensor qoIndptr = CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr");
         CudaTensor kvIndptr = CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr");
         CudaTensor kvIndices = CudaTensor.of(plan.kvIndices(), "plan.kvIndices");
@@ -82,6 +84,14 @@ final class CudaAttention {
             int tiles = (plan.maxQoLen() + PREFILL_QUERY_TILE - 1) / PREFILL_QUERY_TILE;
             device.kernel("attn_prefill_" + type + "_d" + headDim).launch(device.stream(), tiles, qoHeads, plan.rows(),
                     PREFILL_THREADS, smem, common.tensor(out), "pagedAttention prefill");
+        }
+    }
+
+    /** @throws UnsupportedOnDeviceException unless kernels for {@code headDim} are compiled */
+    static void requireHeadDim(int headDim) {
+        if (!HEAD_DIMS.contains(headDim)) {
+            throw new UnsupportedOnDeviceException("attention head dim " + headDim + " has no CUDA kernels (compiled: "
+                    + HEAD_DIMS + ")");
         }
     }
 

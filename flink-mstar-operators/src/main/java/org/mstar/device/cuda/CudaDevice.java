@@ -77,6 +77,13 @@ public final class CudaDevice implements Device {
         return ops;
     }
 
+    /** Makes the context current on the calling thread, unconditionally (another device may have replaced it). */
+    @Override
+    public void bindToCurrentThread() {
+        context.makeCurrent();
+        boundThread = Thread.currentThread();
+    }
+
     /** Binds the context when a different thread than the last one calls in. */
     void enter() {
         Thread t = Thread.currentThread();

@@ -51,6 +51,11 @@ final class AttentionChecks {
         check("decode group6", DType.BF16, new Geometry(24, 4, 128, 16), decode, true, -1, false);
         check("prefill d64 group8", DType.BF16, new Geometry(16, 2, 64, 8), prefill, true, -1, false);
         check("prefill d256", DType.F32, new Geometry(8, 4, 256, 16), prefill, true, -1, false);
+        // the bundled demo model's heads
+        check("decode d32 group2", DType.BF16, new Geometry(4, 2, 32, 16), decode, true, -1, false);
+        check("decode d32 group4", DType.F32, new Geometry(4, 1, 32, 16), decode, true, -1, false);
+        check("prefill d32", DType.BF16, new Geometry(4, 2, 32, 16), prefill, true, -1, false);
+        check("prefill d32", DType.F32, new Geometry(4, 2, 32, 16), prefill, true, -1, false);
         CheckResult.attempt(results, "attention decode batch invariance", () -> decodeBatchInvariance(llama));
         return results;
     }
