@@ -1,5 +1,6 @@
 package org.mstar.device.cuda;
 
+import static jcuda.driver.JCudaDriver.cuMemGetInfo;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
@@ -70,6 +71,18 @@ public final class CudaDevice implements Device {
     public CudaGraph capture(Runnable work) {
         enter();
         return CudaGraph.capture(stream, work);
+    }
+
+    /**
+     * Device memory in use on this GPU (the driver's total minus free, all processes), for checking that engines
+     * built and closed again give their memory back.
+     */
+    public long memoryInUse() {
+        enter();
+        long[] free = new long[1];
+        long[] total = new long[1];
+        check(cuMemGetInfo(free, total), "cuMemGetInfo");
+        return total[0] - free[0];
     }
 
     @Override
