@@ -69,7 +69,7 @@ for f in $(ls -S "$staging"); do
 done
 rmdir "$staging"
 
-cp scripts/gpu/run-pipeline.sh scripts/gpu/llama-3.1-8b.json "$BUNDLE/bin/"
+cp scripts/gpu/run-pipeline.sh scripts/gpu/llama-3.1-8b.json scripts/gpu/write_random_llama.py "$BUNDLE/bin/"
 (cd "$BUNDLE" && find jre lib* -type f -printf '%s %p\n' | sort -k2 > bin/MANIFEST)
 
 for part in "$BUNDLE"/jre "$BUNDLE"/lib* "$BUNDLE"/bin; do

@@ -3,11 +3,13 @@
 # scripts/gpu/build-pipeline-bundle.sh arrived (jre/, lib1/ ...). Checks each file of bin/MANIFEST, records the
 # GPU, samples its utilisation every 200 ms while the command runs, and runs `mstar ARGS` (e.g. bench-pipeline
 # --device cuda:0 --random llama-3.1-8b.json). Output lands under $OUT (/tmp/mstar-pipeline elsewhere):
-# run.log, nvidia-smi.txt, gpu-util.csv, date.txt and, for bench-pipeline, utilisation per phase (gpu-phases.txt).
+# run.log (everything printed, with the date and GPU state), gpu-util.csv and, for bench-pipeline, the mean
+# utilisation per phase (gpu-phases.txt).
 set -uo pipefail
 BUNDLE=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/mstar-pipeline}
 mkdir -p "$OUT"
+exec > >(tee "$OUT/run.log") 2>&1
 
 missing=0
 while read -r size path; do
@@ -21,9 +23,8 @@ if [ "$missing" -gt 0 ]; then
     exit 2
 fi
 
-date -u +"%Y-%m-%dT%H:%M:%SZ" | tee "$OUT/date.txt"
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv \
-    | tee "$OUT/nvidia-smi.txt"
+date -u +"%Y-%m-%dT%H:%M:%SZ"
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv
 # cuBLAS: the shim dlopens libcublas.so.13, so its folder must be on the loader path.
 cublas=$(ldconfig -p | awk '/libcublas\.so\.13 /{print $NF; exit}')
 if [ -z "$cublas" ]; then
@@ -39,12 +40,12 @@ sampler=$!
 export HOME=${HOME:-/tmp}
 "$BUNDLE/jre/bin/java" -Xmx${JAVA_HEAP:-32g} --add-opens=java.base/java.util=ALL-UNNAMED \
     --add-opens=java.base/java.lang=ALL-UNNAMED -cp "$(ls -d "$BUNDLE"/lib*/ | sed 's|$|*|' | paste -sd:)" \
-    org.mstar.jobs.Mstar "$@" 2>&1 | tee "$OUT/run.log"
+    org.mstar.jobs.Mstar "$@" 2>&1 | tee "$OUT/java.tmp"
 status=${PIPESTATUS[0]}
 kill "$sampler" 2>/dev/null
 
 # Mean utilisation within each phase the benchmark reported ("phase<TAB>name<TAB>startMs<TAB>endMs").
-python3 - "$OUT/run.log" "$OUT/gpu-util.csv" > "$OUT/gpu-phases.txt" <<'PY'
+python3 - "$OUT/java.tmp" "$OUT/gpu-util.csv" <<'PY' | tee "$OUT/gpu-phases.txt"
 import sys, datetime
 samples = []
 for line in open(sys.argv[2]):
@@ -62,5 +63,5 @@ for line in open(sys.argv[1]):
         mean = sum(inside) / len(inside) if inside else float('nan')
         print(f"{f[1]}\tGPU util {mean:.0f}% ({len(inside)} samples)")
 PY
-cat "$OUT/gpu-phases.txt"
+rm -f "$OUT/java.tmp"
 exit "$status"

@@ -151,59 +151,85 @@ final class PipelineBench {
     }
 
     /**
-     * Serves {@code load} under EXACTLY_ONCE twice, uninterrupted and with injected task failures spread over the
+     * Serves {@code load} under EXACTLY_ONCE three times: twice uninterrupted (how far the device's numerics repeat
+     * from run to run when requests are batched differently) and once with injected task failures spread over the
      * run, and compares what a read_committed consumer got.
      *
-     * @return whether every request's committed output equals the uninterrupted run's
+     * @return whether every request of the failover run was complete, each token once and in order
      */
     private static boolean failover(EmbeddedKafkaBroker broker, Path modelDir, Long seed, EngineOptions options,
             BenchPipelineCommand flags, Load load, Path work, PrintWriter out) throws Exception {
         BenchEngineFactory.resetSteps();
-        JobRun.Served reference;
-        JobRun ref = JobRun.start(broker, "reference", new BenchEngineFactory(modelDir, seed, options, Set.of()), flags,
-                DeliveryGuarantee.EXACTLY_ONCE, 0, work);
-        try {
-            reference = ref.serve(load, flags.timeoutSeconds);
-        } finally {
-            ref.close();
-        }
+        JobRun.Served reference = serveOnce(broker, "reference", new BenchEngineFactory(modelDir, seed, options,
+                Set.of()), flags, 0, load, work);
         long steps = BenchEngineFactory.resetSteps();
+        JobRun.Served control = serveOnce(broker, "control", new BenchEngineFactory(modelDir, seed, options,
+                Set.of()), flags, 0, load, work);
         Set<Long> failAt = new TreeSet<>();
         for (int i = 1; i <= flags.failures; i++) {
             failAt.add(Math.max(1, steps * i / (flags.failures + 1)));
         }
+        BenchEngineFactory.resetSteps();
         int eventsBefore = BenchEngineFactory.events().size();
         long start = System.nanoTime();
-        JobRun.Served failed;
-        JobRun run = JobRun.start(broker, "failover", new BenchEngineFactory(modelDir, seed, options, failAt), flags,
-                DeliveryGuarantee.EXACTLY_ONCE, flags.failures, work);
-        try {
-            failed = run.serve(load, flags.timeoutSeconds);
-        } finally {
-            run.close();
-        }
+        JobRun.Served failed = serveOnce(broker, "failover", new BenchEngineFactory(modelDir, seed, options, failAt),
+                flags, flags.failures, load, work);
         double seconds = (System.nanoTime() - start) / 1e9;
 
-        int identical = 0;
-        List<String> differing = new ArrayList<>();
+        List<String> incomplete = new ArrayList<>();
         for (GenerateRequest r : load.requests()) {
-            List<Integer> expected = reference.tokens().get(r.getRequestId());
-            if (expected != null && expected.equals(failed.tokens().get(r.getRequestId()))
-                    && failed.eventsMatchResult(r.getRequestId())) {
-                identical++;
-            } else {
-                differing.add(r.getRequestId());
+            List<Integer> tokens = failed.tokens().get(r.getRequestId());
+            if (tokens == null || tokens.size() != r.getMaxTokens() || !failed.eventsMatchResult(r.getRequestId())) {
+                incomplete.add(r.getRequestId());
             }
         }
+        int n = load.requests().size();
         out.printf(Locale.ROOT, "%nFailover: %d requests (half greedy, half seeded sampling), %d engine steps"
                 + " uninterrupted; task failures injected at steps %s; EXACTLY_ONCE, checkpoints every %d ms;"
-                + " %.1f s with restarts%n", load.requests().size(), steps, failAt, flags.checkpointMillis, seconds);
-        out.printf(Locale.ROOT, "committed outputs identical to the uninterrupted run: %d of %d%s%n", identical,
-                load.requests().size(), differing.isEmpty() ? "" : " (differing: " + differing + ")");
+                + " %.1f s with restarts%n", n, steps, failAt, flags.checkpointMillis, seconds);
+        out.printf(Locale.ROOT, "complete, each token committed once and in order: %d of %d%s%n",
+                n - incomplete.size(), n, incomplete.isEmpty() ? "" : " (not: " + incomplete + ")");
+        out.printf(Locale.ROOT, "committed outputs identical to the uninterrupted run: %s%n",
+                agreement(load, reference, failed));
+        out.printf(Locale.ROOT, "a second uninterrupted run identical to the first: %s%n",
+                agreement(load, reference, control));
         List<String> events = BenchEngineFactory.events();
         events.subList(eventsBefore, events.size()).forEach(e -> out.println("  " + e));
         out.flush();
-        return differing.isEmpty();
+        return incomplete.isEmpty();
+    }
+
+    private static JobRun.Served serveOnce(EmbeddedKafkaBroker broker, String name, BenchEngineFactory factory,
+            BenchPipelineCommand flags, int restarts, Load load, Path work) throws Exception {
+        JobRun run = JobRun.start(broker, name, factory, flags, DeliveryGuarantee.EXACTLY_ONCE, restarts, work);
+        try {
+            return run.serve(load, flags.timeoutSeconds);
+        } finally {
+            run.close();
+        }
+    }
+
+    /** "k of n", and for the requests that differ, where their tokens first do (median and smallest index). */
+    private static String agreement(Load load, JobRun.Served expected, JobRun.Served actual) {
+        List<Double> firstDifference = new ArrayList<>();
+        for (GenerateRequest r : load.requests()) {
+            List<Integer> a = expected.tokens().get(r.getRequestId());
+            List<Integer> b = actual.tokens().get(r.getRequestId());
+            if (!a.equals(b)) {
+                int i = 0;
+                while (i < Math.min(a.size(), b.size()) && a.get(i).equals(b.get(i))) {
+                    i++;
+                }
+                firstDifference.add((double) i);
+            }
+        }
+        int n = load.requests().size();
+        String out = (n - firstDifference.size()) + " of " + n;
+        if (!firstDifference.isEmpty()) {
+            out += String.format(Locale.ROOT, " (the others first differ at token %.0f, median; %.0f, earliest)",
+                    percentile(firstDifference, 50), percentile(firstDifference, 0));
+        }
+        return out;
     }
 
     /** Submits every request at once and steps until all are done. */
