@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -63,8 +64,9 @@ final class PipelineBench {
     private record Load(String name, List<GenerateRequest> requests) {}
 
     /** One side's measurement of one load. */
+    /** @param outputs each request's generated token ids */
     private record Measured(long tokens, double seconds, List<Double> ttftMs, List<Double> itlMs,
-                            List<Double> clientTtftMs) {
+                            List<Double> clientTtftMs, Map<String, List<Integer>> outputs) {
         double tokensPerSecond() {
             return tokens / seconds;
         }
@@ -242,6 +244,7 @@ final class PipelineBench {
         long tokens = 0;
         List<Double> ttft = new ArrayList<>();
         List<Double> itl = new ArrayList<>();
+        Map<String, List<Integer>> outputs = new HashMap<>();
         while (engine.hasWork()) {
             StepResult step = engine.step();
             if (!step.failures().isEmpty()) {
@@ -251,9 +254,10 @@ final class PipelineBench {
             for (FinishedRequest f : step.finished()) {
                 ttft.add(f.timings().timeToFirstTokenNanos() / 1e6);
                 itl.add(f.timings().meanInterTokenNanos() / 1e6);
+                outputs.put(f.requestId(), Arrays.stream(f.tokenIds()).boxed().toList());
             }
         }
-        return new Measured(tokens, (System.nanoTime() - t0) / 1e9, ttft, itl, List.of());
+        return new Measured(tokens, (System.nanoTime() - t0) / 1e9, ttft, itl, List.of(), outputs);
     }
 
     /** One Flink job on its own topics, served load by load by a client. */
@@ -329,7 +333,8 @@ final class PipelineBench {
             List<Double> clientTtft = new ArrayList<>();
             firstToken.forEach((id, at) -> clientTtft.add((at - sent.get(id)) / 1e6));
             long count = tokens.values().stream().mapToLong(List::size).sum();
-            return new Served(new Measured(count, (last[0] - t0) / 1e9, ttft, itl, clientTtft), tokens, streamed);
+            return new Served(new Measured(count, (last[0] - t0) / 1e9, ttft, itl, clientTtft, tokens), tokens,
+                    streamed);
         }
 
         @Override
@@ -398,15 +403,18 @@ final class PipelineBench {
 
     private static String table(Map<String, Measured> engine, Map<String, Measured> pipeline) {
         StringBuilder b = new StringBuilder();
-        b.append("| load | requests | tokens | engine tok/s | Flink tok/s | Flink/engine | TTFT p50/p99 ms engine"
-                + " | TTFT p50/p99 ms Flink | ITL p50/p99 ms engine | ITL p50/p99 ms Flink | client TTFT p50/p99 ms |\n");
-        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        b.append("| load | requests | tokens | engine tok/s | Flink tok/s | Flink/engine | same tokens"
+                + " | TTFT p50/p99 ms engine | TTFT p50/p99 ms Flink | ITL p50/p99 ms engine | ITL p50/p99 ms Flink"
+                + " | client TTFT p50/p99 ms |\n");
+        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         engine.forEach((name, e) -> {
             Measured f = pipeline.get(name);
-            b.append(String.format(Locale.ROOT, "| %s | %d | %d | %.0f | %.0f | %.3f | %s | %s | %s | %s | %s |%n",
+            long same = e.outputs().entrySet().stream()
+                    .filter(o -> o.getValue().equals(f.outputs().get(o.getKey()))).count();
+            b.append(String.format(Locale.ROOT, "| %s | %d | %d | %.0f | %.0f | %.3f | %d of %d | %s | %s | %s | %s | %s |%n",
                     name, e.ttftMs().size(), e.tokens(), e.tokensPerSecond(), f.tokensPerSecond(),
-                    f.tokensPerSecond() / e.tokensPerSecond(), pair(e.ttftMs()), pair(f.ttftMs()), pair(e.itlMs()),
-                    pair(f.itlMs()), pair(f.clientTtftMs())));
+                    f.tokensPerSecond() / e.tokensPerSecond(), same, e.outputs().size(), pair(e.ttftMs()),
+                    pair(f.ttftMs()), pair(e.itlMs()), pair(f.itlMs()), pair(f.clientTtftMs())));
         });
         b.append("\nrun ").append(Instant.now()).append('\n');
         return b.toString();

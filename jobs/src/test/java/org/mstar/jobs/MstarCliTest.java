@@ -66,7 +66,7 @@ class MstarCliTest {
                 "--failures", "2", "--failover-requests", "4", "--pages", "128", "--timeout", "120");
 
         assertThat(code).as("exit code; stderr:%n%s", err).isZero();
-        assertThat(out.toString()).contains("| batch 2 | 2 | 16 |", "| mixed 4 | 4 |",
+        assertThat(out.toString()).contains("| batch 2 | 2 | 16 |", "| 2 of 2 |", "| mixed 4 | 4 |", "| 4 of 4 |",
                 "complete, each token committed once and in order: 4 of 4",
                 "committed outputs identical to the uninterrupted run: 4 of 4",
                 "a second uninterrupted run identical to the first: 4 of 4");
