@@ -2,8 +2,8 @@
 // m16n8k16 with bf16 operands and fp32 accumulators, online softmax in registers.
 //
 // Grouped-query heads are packed: a sequence's query rows are the pairs (query i, head j of the group),
-// row R = i * group + j, so one block of 64 rows serves every query head of one KV head and each K/V tile
-// is loaded once for all of them. Block (row tile, KV head, sequence); warp w owns rows 16w .. 16w + 15.
+// row R = i * group + j, so one block of rows serves every query head of one KV head and each K/V tile
+// is loaded once for all of them. Block (row tile, KV head, sequence) of 4 warps, each owning 16 MT rows.
 // Key tiles (kKeys keys) stream through two shared-memory stages filled by cp.async straight from the
 // paged pool; a block walks only the union of its rows' visible keys, so causal tiles past the diagonal
 // and tiles left of a sliding window are never loaded, and the per-element mask runs only on tiles that
@@ -17,15 +17,18 @@ namespace {
 
 constexpr int kMmaWarps = 4;
 constexpr int kMmaThreads = kMmaWarps * 32;
-constexpr int kTileRows = kMmaWarps * 16;
 
+// MT 16-row mma tiles per warp: each K/V fragment read from shared memory feeds MT mma, so more rows per
+// warp means less shared-memory traffic per mma; head dim 256 keeps one (its O takes the registers).
 template <int D>
 struct MmaShape {
     static_assert(D % 16 == 0, "head dim must be a multiple of 16 (the mma k step)");
-    static constexpr int KEYS = D <= 128 ? 64 : 32;  // keys per tile: S and O share the register file
-    static constexpr int STRIDE = D + 8;             // padded row (elements): rows start 16 bytes apart mod 128
-    static constexpr int CHUNKS = D / 8;             // 16-byte pieces per row
-    static constexpr int SMEM_BYTES = (kTileRows + 4 * KEYS) * STRIDE * 2;  // Q, then K and V of two stages
+    static constexpr int MT = D <= 128 ? 2 : 1;
+    static constexpr int ROWS = kMmaWarps * 16 * MT;  // packed rows per block
+    static constexpr int KEYS = D <= 64 ? 64 : 32;    // keys per tile: S and O share the register file
+    static constexpr int STRIDE = D + 8;              // padded row (elements): rows start 16 bytes apart mod 128
+    static constexpr int CHUNKS = D / 8;              // 16-byte pieces per row
+    static constexpr int SMEM_BYTES = (ROWS + 4 * KEYS) * STRIDE * 2;  // Q, then K and V of two stages
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -62,10 +65,10 @@ template <int D>
 __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv kv, Mask mask, const int* qoIndptr,
                                                  int qoHeads, float smScale, __nv_bfloat16* out) {
     using S = MmaShape<D>;
-    constexpr int KEYS = S::KEYS, STRIDE = S::STRIDE, CHUNKS = S::CHUNKS;
+    constexpr int MT = S::MT, ROWS = S::ROWS, KEYS = S::KEYS, STRIDE = S::STRIDE, CHUNKS = S::CHUNKS;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
-    __nv_bfloat16* kvs = qs + kTileRows * STRIDE;  // stage s: K at (2s) * KEYS rows, V at (2s + 1) * KEYS
+    __nv_bfloat16* kvs = qs + ROWS * STRIDE;  // stage s: K at (2s) * KEYS rows, V at (2s + 1) * KEYS
 
     const int r = blockIdx.z, g = blockIdx.y;
     const int qBegin = qoIndptr[r], qLen = qoIndptr[r + 1] - qBegin;
@@ -73,15 +76,16 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
     const int packedRows = qLen * group;
     // Later tiles see more keys under a causal mask: launch them first.
     const int tile = gridDim.x - 1 - blockIdx.x;
-    const int rowBegin = tile * kTileRows;
+    const int rowBegin = tile * ROWS;
     if (rowBegin >= packedRows) return;
     const int kvLen = kv.length(r);
-    const int firstQ = rowBegin / group, lastQ = (min(packedRows, rowBegin + kTileRows) - 1) / group;
+    const int firstQ = rowBegin / group, lastQ = (min(packedRows, rowBegin + ROWS) - 1) / group;
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int warpRow = warp * 16 * MT;  // the warp's first row in the block; mma tile mt adds 16 mt
 
     // Q rows of this tile (zeros past the sequence's rows), one commit group of their own.
-    for (int idx = tid; idx < kTileRows * CHUNKS; idx += kMmaThreads) {
+    for (int idx = tid; idx < ROWS * CHUNKS; idx += kMmaThreads) {
         const int row = idx / CHUNKS, c = idx - row * CHUNKS;
         const int packed = rowBegin + row;
         const bool valid = packed < packedRows;
@@ -97,15 +101,14 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
     mask.visible(kvLen, qLen, kvLen - qLen + firstQ, lo, allHi);
     mask.visible(kvLen, qLen, kvLen - qLen + lastQ, allLo, hi);
 
-    // This thread's two rows (fragment rows lane/4 and lane/4 + 8 of its warp's 16).
-    int rowLo[2], rowHi[2];
+    // This thread's rows: fragment rows lane/4 and lane/4 + 8 of each of its warp's MT mma tiles, as query
+    // positions (rows past the sequence's are never stored, so their mask does not matter).
+    int rowPos[MT][2];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int packed = rowBegin + warp * 16 + (lane >> 2) + half * 8;
-        rowLo[half] = 0;
-        rowHi[half] = 0;
-        if (packed < packedRows) mask.visible(kvLen, qLen, kvLen - qLen + packed / group, rowLo[half], rowHi[half]);
-    }
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+            rowPos[mt][half] = kvLen - qLen + (rowBegin + warpRow + mt * 16 + (lane >> 2) + half * 8) / group;
 
     const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(kv.pool);
     const long long vDelta = (long long)kv.pageSize * kv.kvHeads * D;
@@ -130,19 +133,23 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
     };
 
     const float scaleLog2 = smScale * kLog2e;
-    float o[D / 8][4];
+    float o[MT][D / 8][4];
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
+    float m[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.f;
 
     const int tiles = hi > lo ? (hi - lo + KEYS - 1) / KEYS : 0;
     if (tiles > 0) loadTile(lo, 0);
     cp_async_commit();
 
     // ldmatrix lane addresses: A (Q) rows lane % 16, column half lane / 16; B from K (row-major [key][d])
-    // keys lane % 8 + 8 * (lane / 16), d half (lane / 8) % 2; B from V with .trans: keys lane % 8 + 8 * ((lane / 8) % 2),
-    // d half lane / 16.
-    const uint32_t qAddr = smem_addr(qs + (warp * 16 + (lane & 15)) * STRIDE + (lane >> 4) * 8);
+    // keys lane % 8 + 8 * (lane / 16), d half (lane / 8) % 2; B from V with .trans: keys
+    // lane % 8 + 8 * ((lane / 8) % 2), d half lane / 16.
+    const uint32_t qAddr = smem_addr(qs + (warpRow + (lane & 15)) * STRIDE + (lane >> 4) * 8);
     const int kRow = (lane & 7) + ((lane >> 4) << 3), kCol = ((lane >> 3) & 1) * 8;
     const int vRow = (lane & 7) + (((lane >> 3) & 1) << 3), vCol = (lane >> 4) * 8;
 
@@ -158,77 +165,99 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
         const uint32_t kAddr = smem_addr(ks + kRow * STRIDE + kCol);
         const uint32_t vAddr = smem_addr(vs + vRow * STRIDE + vCol);
 
-        float s[KEYS / 8][4];
+        float s[MT][KEYS / 8][4];
 #pragma unroll
-        for (int n = 0; n < KEYS / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < KEYS / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
         for (int kd = 0; kd < D / 16; ++kd) {
-            uint32_t a[4];
-            ldmatrix_x4(a, qAddr + kd * 32);
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(a[mt], qAddr + (mt * 16 * STRIDE + kd * 16) * 2);
 #pragma unroll
             for (int n2 = 0; n2 < KEYS / 16; ++n2) {
                 uint32_t b[4];
                 ldmatrix_x4(b, kAddr + (n2 * 16 * STRIDE + kd * 16) * 2);
-                mma_bf16(s[2 * n2], a, b[0], b[1]);
-                mma_bf16(s[2 * n2 + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma_bf16(s[mt][2 * n2], a[mt], b[0], b[1]);
+                    mma_bf16(s[mt][2 * n2 + 1], a[mt], b[2], b[3]);
+                }
             }
         }
 
         const bool straddles = kt < allLo || kt + KEYS > allHi;
 #pragma unroll
-        for (int n = 0; n < KEYS / 8; ++n) {
+        for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                float v = s[n][e] * scaleLog2;
-                if (straddles) {
-                    const int key = kt + n * 8 + 2 * (lane & 3) + (e & 1);
-                    if (key < rowLo[e >> 1] || key >= rowHi[e >> 1]) v = -INFINITY;
+            for (int n = 0; n < KEYS / 8; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][n][e] *= scaleLog2;
+            if (straddles) {
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    int rowLo, rowHi;
+                    mask.visible(kvLen, qLen, rowPos[mt][half], rowLo, rowHi);
+#pragma unroll
+                    for (int n = 0; n < KEYS / 8; ++n) {
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int key = kt + n * 8 + 2 * (lane & 3) + e;
+                            if (key < rowLo || key >= rowHi) s[mt][n][2 * half + e] = -INFINITY;
+                        }
+                    }
                 }
-                s[n][e] = v;
             }
-        }
 
-        // Online softmax per row; the row's 4 lanes (lane % 4) hold its columns.
+            // Online softmax per row; the row's 4 lanes (lane % 4) hold its columns.
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            float mx = -INFINITY;
+            for (int half = 0; half < 2; ++half) {
+                float mx = -INFINITY;
 #pragma unroll
-            for (int n = 0; n < KEYS / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * half], s[n][2 * half + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float mNew = fmaxf(m[half], mx);
-            const float base = mNew == -INFINITY ? 0.f : mNew;  // an all-masked row so far stays at p = 0
-            const float alpha = exp2f(m[half] - base);
-            m[half] = mNew;
-            float sum = 0.f;
+                for (int n = 0; n < KEYS / 8; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * half], s[mt][n][2 * half + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mNew = fmaxf(m[mt][half], mx);
+                const float base = mNew == -INFINITY ? 0.f : mNew;  // an all-masked row so far stays at p = 0
+                const float alpha = exp2f(m[mt][half] - base);
+                m[mt][half] = mNew;
+                float sum = 0.f;
 #pragma unroll
-            for (int n = 0; n < KEYS / 8; ++n) {
-                s[n][2 * half] = exp2f(s[n][2 * half] - base);
-                s[n][2 * half + 1] = exp2f(s[n][2 * half + 1] - base);
-                sum += s[n][2 * half] + s[n][2 * half + 1];
-            }
-            l[half] = l[half] * alpha + sum;  // this lane's share; the row's lanes are summed at the end
+                for (int n = 0; n < KEYS / 8; ++n) {
+                    s[mt][n][2 * half] = exp2f(s[mt][n][2 * half] - base);
+                    s[mt][n][2 * half + 1] = exp2f(s[mt][n][2 * half + 1] - base);
+                    sum += s[mt][n][2 * half] + s[mt][n][2 * half + 1];
+                }
+                l[mt][half] = l[mt][half] * alpha + sum;  // this lane's share; the row's lanes are summed at the end
 #pragma unroll
-            for (int n = 0; n < D / 8; ++n) {
-                o[n][2 * half] *= alpha;
-                o[n][2 * half + 1] *= alpha;
+                for (int n = 0; n < D / 8; ++n) {
+                    o[mt][n][2 * half] *= alpha;
+                    o[mt][n][2 * half + 1] *= alpha;
+                }
             }
         }
 
         // O += P V: the S accumulators of two adjacent 8-key tiles form P's A fragment for 16 keys.
 #pragma unroll
         for (int kk = 0; kk < KEYS / 16; ++kk) {
-            uint32_t a[4];
-            a[0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-            a[1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-            a[2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            a[3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                a[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                a[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                a[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                a[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; ++n2) {
                 uint32_t b[4];
                 ldmatrix_x4_trans(b, vAddr + (kk * 16 * STRIDE + n2 * 16) * 2);
-                mma_bf16(o[2 * n2], a, b[0], b[1]);
-                mma_bf16(o[2 * n2 + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma_bf16(o[mt][2 * n2], a[mt], b[0], b[1]);
+                    mma_bf16(o[mt][2 * n2 + 1], a[mt], b[2], b[3]);
+                }
             }
         }
         __syncthreads();  // every warp is done with this stage before it is refilled
@@ -236,17 +265,21 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
     cp_async_wait<0>();
 
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        float sum = l[half];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        const int packed = rowBegin + warp * 16 + (lane >> 2) + half * 8;
-        if (packed >= packedRows) continue;
-        const int qi = packed / group, h = g * group + (packed - qi * group);
-        const float inv = sum > 0.f ? 1.f / sum : 0.f;
-        uint32_t* dst = reinterpret_cast<uint32_t*>(out + ((long long)(qBegin + qi) * qoHeads + h) * D + 2 * (lane & 3));
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n) dst[n * 4] = pack_bf16(o[n][2 * half] * inv, o[n][2 * half + 1] * inv);
+        for (int half = 0; half < 2; ++half) {
+            float sum = l[mt][half];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            const int packed = rowBegin + warpRow + mt * 16 + (lane >> 2) + half * 8;
+            if (packed >= packedRows) continue;
+            const int qi = packed / group, h = g * group + (packed - qi * group);
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;
+            uint32_t* dst =
+                reinterpret_cast<uint32_t*>(out + ((long long)(qBegin + qi) * qoHeads + h) * D + 2 * (lane & 3));
+#pragma unroll
+            for (int n = 0; n < D / 8; ++n) dst[n * 4] = pack_bf16(o[mt][n][2 * half] * inv, o[mt][n][2 * half + 1] * inv);
+        }
     }
 }
 
