@@ -3,7 +3,7 @@
 //
 // Grouped-query heads are packed: a sequence's query rows are the pairs (query i, head j of the group),
 // row R = i * group + j, so one block of rows serves every query head of one KV head and each K/V tile
-// is loaded once for all of them. Block (row tile, KV head, sequence) of 4 warps, each owning 16 MT rows.
+// is loaded once for all of them. Block (row tile, KV head, sequence) of 8 warps, each owning 16 MT rows.
 // Key tiles (kKeys keys) stream through two shared-memory stages filled by cp.async straight from the
 // paged pool; a block walks only the union of its rows' visible keys, so causal tiles past the diagonal
 // and tiles left of a sliding window are never loaded, and the per-element mask runs only on tiles that
@@ -15,17 +15,21 @@ using namespace mstar;
 
 namespace {
 
-constexpr int kMmaWarps = 4;
+constexpr int kMmaWarps = 8;
 constexpr int kMmaThreads = kMmaWarps * 32;
 
 // MT 16-row mma tiles per warp: each K/V fragment read from shared memory feeds MT mma, so more rows per
-// warp means less shared-memory traffic per mma; head dim 256 keeps one (its O takes the registers).
+// warp means less shared-memory traffic per mma; head dim 256 keeps one (its O takes the registers). Eight
+// warps share each K/V tile, halving the tile loads per row against four. At d128 on an H200 (16k-token
+// causal prompt, 2026-12-02) 8 warps x 2 mma tiles x 64 keys ran 304 TFLOP/s, 4 x 2 x 64 295, 4 x 2 x 32
+// 275, 4 x 1 x 64 165 (scripts/gpu/prefill_kernel_bench.cu); the 64-key tile spills a few registers at
+// d96 and d128, which costs less than the smaller tile.
 template <int D>
 struct MmaShape {
     static_assert(D % 16 == 0, "head dim must be a multiple of 16 (the mma k step)");
     static constexpr int MT = D <= 128 ? 2 : 1;
     static constexpr int ROWS = kMmaWarps * 16 * MT;  // packed rows per block
-    static constexpr int KEYS = D <= 64 ? 64 : 32;    // keys per tile: S and O share the register file
+    static constexpr int KEYS = D <= 128 ? 64 : 32;   // keys per tile: S and O share the register file
     static constexpr int STRIDE = D + 8;              // padded row (elements): rows start 16 bytes apart mod 128
     static constexpr int CHUNKS = D / 8;              // 16-byte pieces per row
     static constexpr int SMEM_BYTES = (ROWS + 4 * KEYS) * STRIDE * 2;  // Q, then K and V of two stages
@@ -54,6 +58,13 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
         "{%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 2^x on the special-function unit (flushes denormals: p below 2^-126 of the row maximum rounds to 0).
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
 }
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
@@ -110,8 +121,15 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
         for (int half = 0; half < 2; ++half)
             rowPos[mt][half] = kvLen - qLen + (rowBegin + warpRow + mt * 16 + (lane >> 2) + half * 8) / group;
 
+    // Token slot of this KV head in the pool: head + page * pageStride + slot * slotStride; pages are
+    // found by shift when their size is a power of two (the usual case), else by division.
     const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(kv.pool);
-    const long long vDelta = (long long)kv.pageSize * kv.kvHeads * D;
+    const __nv_bfloat16* head = pool + (long long)kv.layer * kv.numPages * 2 * kv.pageSize * kv.kvHeads * D + g * D;
+    const int slotStride = kv.kvHeads * D;
+    const long long pageStride = 2LL * kv.pageSize * slotStride;
+    const long long vDelta = (long long)kv.pageSize * slotStride;
+    const bool pow2Pages = (kv.pageSize & (kv.pageSize - 1)) == 0;
+    const int pageShift = __ffs(kv.pageSize) - 1;
     const int* pages = kv.kvIndices + kv.kvIndptr[r];
     auto loadTile = [&](int kt, int stage) {
         __nv_bfloat16* ks = kvs + (2 * stage) * KEYS * STRIDE;
@@ -122,10 +140,9 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
             const bool valid = pos < hi;  // keys past the block's range are zero-filled (and masked)
             const __nv_bfloat16* src = pool;
             if (valid) {
-                const int page = pages[pos / kv.pageSize];
-                const int slot = pos - (pos / kv.pageSize) * kv.pageSize;
-                src = pool + ((((long long)kv.layer * kv.numPages + page) * 2) * kv.pageSize + slot) * kv.kvHeads * D +
-                      (long long)g * D + c * 8;
+                const int p = pow2Pages ? pos >> pageShift : pos / kv.pageSize;
+                const int slot = pos - p * kv.pageSize;
+                src = head + pages[p] * pageStride + slot * slotStride + c * 8;
             }
             cp_async16(ks + j * STRIDE + c * 8, src, valid);
             cp_async16(vs + j * STRIDE + c * 8, valid ? src + vDelta : pool, valid);
@@ -187,13 +204,10 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
             }
         }
 
+        // Scores stay unscaled: the max is taken on raw scores and the scale folds into one FMA per exp.
         const bool straddles = kt < allLo || kt + KEYS > allHi;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-            for (int n = 0; n < KEYS / 8; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) s[mt][n][e] *= scaleLog2;
             if (straddles) {
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
@@ -219,14 +233,15 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 const float mNew = fmaxf(m[mt][half], mx);
-                const float base = mNew == -INFINITY ? 0.f : mNew;  // an all-masked row so far stays at p = 0
-                const float alpha = exp2f(m[mt][half] - base);
+                // An all-masked row so far keeps p = 0 (and alpha = 0 on its empty accumulator).
+                const float base = mNew == -INFINITY ? 0.f : mNew * scaleLog2;
+                const float alpha = fast_exp2(m[mt][half] * scaleLog2 - base);
                 m[mt][half] = mNew;
                 float sum = 0.f;
 #pragma unroll
                 for (int n = 0; n < KEYS / 8; ++n) {
-                    s[mt][n][2 * half] = exp2f(s[mt][n][2 * half] - base);
-                    s[mt][n][2 * half + 1] = exp2f(s[mt][n][2 * half + 1] - base);
+                    s[mt][n][2 * half] = fast_exp2(fmaf(s[mt][n][2 * half], scaleLog2, -base));
+                    s[mt][n][2 * half + 1] = fast_exp2(fmaf(s[mt][n][2 * half + 1], scaleLog2, -base));
                     sum += s[mt][n][2 * half] + s[mt][n][2 * half + 1];
                 }
                 l[mt][half] = l[mt][half] * alpha + sum;  // this lane's share; the row's lanes are summed at the end

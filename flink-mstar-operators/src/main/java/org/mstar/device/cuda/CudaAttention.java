@@ -9,17 +9,17 @@ import org.mstar.device.PagedAttentionPlan;
  * query heads (grouped-query heads share the K/V load), then a merge kernel combines the slices. Because
  * the slice size is fixed, a sequence's result does not depend on the batch it is in (bit for bit), and
  * long contexts still spread over the whole GPU. Other bf16 plans use the tensor-core prefill kernel
- * (attention_prefill_mma.cu: 128 rows of (query, grouped head) pairs per block, 64 at head dim 256, one
- * block per row tile, KV head and sequence), which also serves decode at head dims the decode kernel lacks (80, 96); fp32 plans use
- * the CUDA-core prefill kernel (32 queries of one head per block). The plan's {@code maxKvLen} and
- * {@code maxQoLen} must bound every sequence's key and query counts: they size the grids (slices per
- * sequence, query tiles per sequence).
+ * (attention_prefill_mma.cu: 256 rows of (query, grouped head) pairs per block, 128 at head dim 256, one
+ * block per row tile, KV head and sequence), which also serves decode at the head dims the decode kernel
+ * lacks (80, 96); fp32 plans use the CUDA-core prefill kernel (32 queries of one head per block). The
+ * plan's {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size
+ * the grids (slices per sequence, query tiles per sequence).
  */
 final class CudaAttention {
     private static final int DECODE_THREADS = 128;
     private static final int PREFILL_THREADS = 128;
     private static final int PREFILL_QUERY_TILE = 32;
-    private static final int MMA_THREADS = 128;
+    private static final int MMA_THREADS = 256;
     /**
      * Keys per decode slice (kKeysPerSplit in attention_decode.cu, which sizes its page-id buffer by it):
      * 32k-token contexts give 128 slices per KV head, 1k tokens still 4.
@@ -100,12 +100,12 @@ final class CudaAttention {
 
     /** MmaShape&lt;D&gt;::ROWS in attention_prefill_mma.cu: packed (query, grouped head) rows per block. */
     private static int mmaRows(int headDim) {
-        return headDim <= 128 ? 128 : 64;
+        return headDim <= 128 ? 256 : 128;
     }
 
     /** MmaShape&lt;D&gt;::SMEM_BYTES: Q rows, then K and V tiles of two stages, rows padded by 8 elements. */
     private static int mmaSmemBytes(int headDim) {
-        int keys = headDim <= 64 ? 64 : 32;
+        int keys = headDim <= 128 ? 64 : 32;
         return (mmaRows(headDim) + 4 * keys) * (headDim + 8) * 2;
     }
 
