@@ -4,7 +4,7 @@
 // Grouped-query heads are packed: a sequence's query rows are the pairs (query i, head j of the group),
 // row R = i * group + j, so one block of rows serves every query head of one KV head and each K/V tile
 // is loaded once for all of them. Block (row tile, KV head, sequence) of 8 warps, each owning 16 MT rows.
-// Key tiles (kKeys keys) stream through two shared-memory stages filled by cp.async straight from the
+// Key tiles (KEYS keys) stream through two shared-memory stages filled by cp.async straight from the
 // paged pool; a block walks only the union of its rows' visible keys, so causal tiles past the diagonal
 // and tiles left of a sliding window are never loaded, and the per-element mask runs only on tiles that
 // straddle a row's limits. Queries sit at kvLen - qLen + i, so a chunk appended to a cached prefix uses
