@@ -22,7 +22,7 @@ cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
 # (resources log through it; with no binding on the class path it logs nowhere).
 mvn -B -q ${MVN_OFFLINE:+-o} -pl flink-mstar-operators dependency:copy-dependencies -DincludeScope=runtime \
     -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api -DoutputDirectory="$PWD/$BUNDLE/lib"
-cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py "$BUNDLE/"
+cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
 # GPU machine lacks and this project never loads; keep only the driver-API library.

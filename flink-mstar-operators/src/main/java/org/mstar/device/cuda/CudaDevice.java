@@ -35,6 +35,7 @@ public final class CudaDevice implements Device {
     private final UploadRing uploads;
     private PinnedBuffer staging;
     private Thread boundThread;
+    private boolean tensorCorePrefill = true;
 
     public CudaDevice(int gpuIndex) {
         this.context = new CudaContext(gpuIndex);
@@ -75,6 +76,18 @@ public final class CudaDevice implements Device {
     @Override
     public CudaOps ops() {
         return ops;
+    }
+
+    /**
+     * Whether bf16 prefill attention runs on the tensor cores (the default) or on the CUDA-core kernel that
+     * fp32 uses; the GPU harness switches it off to measure the one against the other on the same model.
+     */
+    public void setTensorCorePrefill(boolean on) {
+        this.tensorCorePrefill = on;
+    }
+
+    boolean tensorCorePrefill() {
+        return tensorCorePrefill;
     }
 
     /** Binds the context when a different thread than the last one calls in. */
