@@ -10,7 +10,7 @@ BUNDLE=gpu-bundle
 JCUDA_VERSION=12.6.0
 M2=${M2_REPO:-$HOME/.m2/repository}
 
-mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators -am package -DskipTests
+mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators -am package -DskipTests -Dkernels.require=true
 
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/lib"

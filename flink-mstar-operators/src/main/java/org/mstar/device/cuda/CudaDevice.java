@@ -37,7 +37,9 @@ public final class CudaDevice implements Device {
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
 
+    /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
+        KernelModule.requireBuilt();
         this.context = new CudaContext(gpuIndex);
         this.boundThread = Thread.currentThread();
         this.stream = new CudaStream();
