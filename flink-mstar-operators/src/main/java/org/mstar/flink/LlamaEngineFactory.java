@@ -1,6 +1,7 @@
 package org.mstar.flink;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.runtime.execution.SuppressRestartsException;
@@ -8,6 +9,8 @@ import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.engine.SchedulerOptions;
+import org.mstar.engine.SchedulingPolicy;
 import org.mstar.model.llama.KvCacheOptions;
 
 /**
@@ -28,6 +31,9 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final int cpuOffloadPages;
     private final boolean prefixCache;
     private final boolean decodeGraphs;
+    private final SchedulingPolicy schedulingPolicy;
+    private final Duration priorityAging;
+    private final Duration maxPrefillStall;
 
     /** @throws IllegalArgumentException when {@link GenerateOptions#MODEL_DIR} is not set */
     public LlamaEngineFactory(ReadableConfig config) {
@@ -42,6 +48,9 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.cpuOffloadPages = config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES);
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
+        this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
+        this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
+        this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
     }
 
@@ -68,6 +77,8 @@ public final class LlamaEngineFactory implements EngineFactory {
 
     private EngineOptions options() {
         return new EngineOptions(maxBatchRows, tokenBudget,
-                new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache));
+                new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache), false,
+                new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
+                        SchedulerOptions.DEFAULTS.minPrefillChunk()));
     }
 }

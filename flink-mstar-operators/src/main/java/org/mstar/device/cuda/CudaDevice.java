@@ -36,8 +36,11 @@ public final class CudaDevice implements Device {
     private final UploadRing uploads;
     private PinnedBuffer staging;
     private Thread boundThread;
+    private boolean tensorCorePrefill = true;
 
+    /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
+        KernelModule.requireBuilt();
         this.context = new CudaContext(gpuIndex);
         this.boundThread = Thread.currentThread();
         this.stream = new CudaStream();
@@ -95,6 +98,18 @@ public final class CudaDevice implements Device {
     public void bindToCurrentThread() {
         context.makeCurrent();
         boundThread = Thread.currentThread();
+    }
+
+    /**
+     * Whether bf16 prefill attention runs on the tensor cores (the default) or on the CUDA-core kernel that
+     * fp32 uses; the GPU harness switches it off to measure the one against the other on the same model.
+     */
+    public void setTensorCorePrefill(boolean on) {
+        this.tensorCorePrefill = on;
+    }
+
+    boolean tensorCorePrefill() {
+        return tensorCorePrefill;
     }
 
     /** Binds the context when a different thread than the last one calls in. */

@@ -58,8 +58,8 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
-    public void requireAttentionHeadDim(int headDim) {
-        CudaAttention.requireHeadDim(headDim);
+    public void requireAttentionHeadDim(int headDim, DType dtype) {
+        CudaAttention.requireHeadDim(headDim, dtype);
     }
 
     /** Which cuBLAS this device multiplies with (loads it): for logs and the GPU harness. */

@@ -89,7 +89,7 @@ public final class LlamaWeights implements AutoCloseable {
         if (!dtype.isFloat()) {
             throw new IllegalArgumentException("weights must be a float dtype, got " + dtype);
         }
-        requireRunnable(c, device);
+        requireRunnable(c, device, dtype);
         List<Tensor> owned = new ArrayList<>();
         try {
             long h = c.hiddenSize();
@@ -115,10 +115,13 @@ public final class LlamaWeights implements AutoCloseable {
         }
     }
 
-    /** Before a byte is allocated: a model whose layers cannot run here fails now, not at its first step. */
-    private static void requireRunnable(ModelConfig c, Device device) {
+    /**
+     * Before a byte is allocated: a model whose layers cannot run here fails now, not at its first step. The engine
+     * keeps its KV cache in the weights' dtype.
+     */
+    private static void requireRunnable(ModelConfig c, Device device, DType dtype) {
         try {
-            device.ops().requireAttentionHeadDim(c.headDim());
+            device.ops().requireAttentionHeadDim(c.headDim(), dtype);
         } catch (UnsupportedOnDeviceException e) {
             throw new UnsupportedOnDeviceException(device.name() + " cannot serve this model (head_dim " + c.headDim()
                     + "): " + e.getMessage());
