@@ -36,6 +36,6 @@ rm -rf "$tmp"
 size=$(du -sm "$BUNDLE" | cut -f1)
 echo "gpu-bundle: ${size} MiB"
 if [ "$size" -ge 60 ]; then
-    echo "gpu-bundle is ${size} MiB: the device tool carries at most 64 MiB with the working tree" >&2
+    echo "gpu-bundle is ${size} MiB: it must travel with the working tree in under 64 MiB" >&2
     exit 1
 fi

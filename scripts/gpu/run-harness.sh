@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine as gpu-bundle/run-harness.sh (scripts/build-gpu-bundle.sh copies it there with
 # the runtime and jars, so the bundle is all the machine needs). Everything it prints also lands under
-# $OUT (the device tool's output folder; /tmp/mstar-gpu elsewhere): nvidia-smi state, the harness log and
+# $OUT (default /tmp/mstar-gpu): nvidia-smi state, the harness log and
 # tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead). Arguments go
 # to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf, --engine-layers 8,32, --seed N);
 # --no-perf and --no-kernel-perf also skip the torch comparison.
