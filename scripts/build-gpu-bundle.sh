@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (operators, kernels with the fatbin and cuBLAS shim, Jackson, JCuda and its driver-API native library) and
+# jars (harness, operators, kernels with the fatbin and cuBLAS shim, Jackson, JCuda and its driver-API native library) and
 # the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
 # `bash gpu-bundle/run-harness.sh` there (docs/gpu/README.md). Needs nothing installed in ~/.m2 beforehand.
 set -euo pipefail
@@ -15,12 +15,13 @@ mkdir -p "$BUNDLE/lib"
 # One reactor build, so the sibling modules resolve without being installed. The engine path needs Jackson
 # (config.json: the harness writes and loads a checkpoint) and the SLF4J API (resources log through it; with no
 # binding on the class path it logs nowhere).
-mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators -am package dependency:copy-dependencies \
+mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package dependency:copy-dependencies \
     -DskipTests -Dkernels.require=true -DincludeScope=runtime \
     -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api -DoutputDirectory="$PWD/$BUNDLE/lib"
 jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
     --no-man-pages --output "$BUNDLE/jre"
-cp flink-mstar-operators/target/flink-mstar-operators-*.jar kernels/target/mstar-kernels-*.jar "$BUNDLE/lib/"
+cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
+    gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
 cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py "$BUNDLE/"
 
