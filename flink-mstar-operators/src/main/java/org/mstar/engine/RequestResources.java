@@ -1,6 +1,8 @@
 package org.mstar.engine;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.CachedPrefix;
@@ -45,9 +47,17 @@ final class RequestResources {
         SamplingReqConfig sampling = r.request.sampling() == null ? SamplingReqConfig.DEFAULTS : r.request.sampling();
         sampling.validate(samplerSpec);
         int whole = r.prompt.length / pageSize * pageSize;
+        int[] tail = Arrays.copyOfRange(r.prompt, whole, r.prompt.length);
+        List<byte[]> keys = new ArrayList<>(PrefixKeys.chain(r.prompt, pageSize));
+        if (tail.length > 0) {
+            // the chain takes a prompt that ends inside a page with that partial page's key last (never indexed,
+            // replaced once generated tokens fill the page); without it the last whole page would be taken for it
+            keys.add(PrefixKeys.pageKey(keys.isEmpty() ? PrefixKeys.NO_PREV : keys.get(keys.size() - 1), tail,
+                    List.of()));
+        }
         KVReqConfig kvCfg = new KVReqConfig(null, null, null, null, null,
-                Map.of(Segment.MAIN, PrefixKeys.chain(r.prompt, pageSize)),
-                Map.of(Segment.MAIN, Arrays.copyOfRange(r.prompt, whole, r.prompt.length)),
+                Map.of(Segment.MAIN, keys),
+                Map.of(Segment.MAIN, tail),
                 Map.of(Segment.MAIN, OUT), true, null, null);
         Map<String, ResourceReqConfig> overrides = Map.of(LlamaModel.KV, kvCfg, LlamaModel.SAMPLER, sampling);
         runner.ingestRequest(r.id(), overrides);

@@ -193,8 +193,7 @@ class DisaggregatedEngineTest {
     @Test
     void theDecodeSideCopiesOnlyTheTailItsPrefixCacheLacks() {
         Random rnd = new Random(23);
-        // whole pages: the engine's prefix chain keys a prompt's pages up to its last whole one short of a tail
-        int[] first = RandomModels.prompt(rnd, 16);
+        int[] first = RandomModels.prompt(rnd, 14); // ends inside its 4th page
         int[] second = concat(java.util.Arrays.copyOf(first, 12), RandomModels.prompt(rnd, 6)); // 3 shared pages
         List<GenerationRequest> requests = List.of(greedy("first", first), sampled("second", second, 5));
         Map<String, List<Integer>> expected = colocated(requests);
@@ -204,12 +203,29 @@ class DisaggregatedEngineTest {
             long firstBytes = decode.handoffBytesCopied();
             assertThat(c.finished.get("first").cachedPromptTokens()).isZero();
             Collected c2 = disaggregated(prefill, decode, requests.subList(1, 2));
-            long pageBytes = firstBytes / 4; // the first prompt's 16 tokens fill 4 pages
+            long pageBytes = firstBytes / 4; // the first prompt's 14 tokens sit on 4 pages
             // 18 tokens on 5 pages, 3 of them already in the decode side's cache
             assertThat(c2.finished.get("second").cachedPromptTokens()).isEqualTo(12);
             assertThat(decode.handoffBytesCopied() - firstBytes).isEqualTo(2 * pageBytes);
             assertThat(c.sequences().get("first")).isEqualTo(expected.get("first"));
             assertThat(c2.sequences().get("second")).isEqualTo(expected.get("second"));
+        }
+    }
+
+    @Test
+    void aPromptEndingInsideAPageLeavesAllItsWholePagesInThePrefixCache() {
+        Random rnd = new Random(29);
+        int[] first = RandomModels.prompt(rnd, 14);
+        int[] second = concat(java.util.Arrays.copyOf(first, 12), RandomModels.prompt(rnd, 5));
+        try (LlamaEngine engine = RandomModels.engine(model, options(64, EngineRole.COLOCATED))) {
+            Collected c = new Collected();
+            for (GenerationRequest r : List.of(greedy("first", first), greedy("second", second))) {
+                engine.submit(r);
+                while (engine.hasWork()) {
+                    c.add(engine.step());
+                }
+            }
+            assertThat(c.finished.get("second").cachedPromptTokens()).isEqualTo(12);
         }
     }
 
