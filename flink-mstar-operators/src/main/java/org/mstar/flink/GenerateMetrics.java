@@ -55,6 +55,11 @@ final class GenerateMetrics {
         }
     }
 
+    /** A request whose first token came {@code micros} after it arrived and which went on elsewhere (a hand-off). */
+    void firstToken(long micros) {
+        timeToFirstToken.update(micros);
+    }
+
     /** Counts an error event, as {@code mstar.code.<code>.errors}. */
     void error(int code) {
         errorsByCode.computeIfAbsent(code, c -> group.addGroup("code", Integer.toString(c)).counter("errors")).inc();

@@ -61,7 +61,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
 
     private transient GenerationEngine engine;
     /** Requests not yet handed off, in arrival order. */
-    private transient Map<String, GenerateRequest> live;
+    private transient Map<String, Pending> live;
     private transient boolean stepScheduled;
     private transient boolean restored;
     private transient ValueState<RequestMirror> mirrors;
@@ -116,8 +116,9 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
             return;
         }
         setCurrentKey(id); // steps run while submitting may have moved it
-        mirrors.update(new RequestMirror(request, List.of(), now()));
-        live.put(id, request);
+        long arrival = now();
+        mirrors.update(new RequestMirror(request, List.of(), arrival));
+        live.put(id, new Pending(request, arrival));
         scheduleStep();
     }
 
@@ -176,7 +177,9 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         }
         metrics.tokens(result.tokens().size());
         for (PrefillHandoff h : result.handoffs()) {
-            GenerateRequest request = forget(h.requestId());
+            Pending pending = forget(h.requestId());
+            GenerateRequest request = pending.request();
+            metrics.firstToken(Math.max(0, now() - pending.arrivalMillis()) * 1000);
             long bytes = 0;
             for (KvHandoff record : HandoffRecords.split(h, request, maxRecordBytes, System.currentTimeMillis())) {
                 int n = HandoffRecords.dataBytes(record);
@@ -187,9 +190,10 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
             handoffMetrics.handoff(bytes, -1);
         }
         for (FinishedRequest done : result.finished()) {
-            GenerateRequest request = forget(done.requestId());
+            Pending pending = forget(done.requestId());
             metrics.finished(done.timings());
-            output.collect(new StreamRecord<>(Responses.result(done, request == null ? Map.of() : request.getMetadata())));
+            output.collect(new StreamRecord<>(Responses.result(done,
+                    pending == null ? Map.of() : pending.request().getMetadata())));
         }
         for (RequestFailure failure : result.failures()) {
             forget(failure.requestId());
@@ -211,7 +215,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
                 continue;
             }
             if (submit(mirror.getRequest())) {
-                live.put(id, mirror.getRequest());
+                live.put(id, new Pending(mirror.getRequest(), mirror.getArrivalTimeMs()));
             } else {
                 mirrors.clear();
             }
@@ -219,7 +223,10 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         LOG.info("Prefilling {} restored requests again", live.size());
     }
 
-    private GenerateRequest forget(String requestId) {
+    /** A request between arrival and hand-off; arrival in processing time (epoch ms), kept across restores. */
+    private record Pending(GenerateRequest request, long arrivalMillis) {}
+
+    private Pending forget(String requestId) {
         setCurrentKey(requestId);
         mirrors.clear();
         return live.remove(requestId);
