@@ -6,6 +6,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.flink.annotation.Internal;
 import org.mstar.engine.PrefillHandoff;
 import org.mstar.resources.kv.KvPagePayload;
 import org.mstar.schemas.GenerateRequest;
@@ -18,7 +19,8 @@ import org.mstar.schemas.KvStreamHeader;
  * part 0 carries the header, and the streams' encoded page payloads, concatenated in header order, are sliced over
  * the parts.
  */
-final class HandoffRecords {
+@Internal
+public final class HandoffRecords {
     private HandoffRecords() {}
 
     /**
@@ -26,7 +28,7 @@ final class HandoffRecords {
      * @param maxDataBytes most KV bytes in one record (>= 1)
      * @param nowMillis wall-clock time of publication
      */
-    static List<KvHandoff> split(PrefillHandoff h, GenerateRequest request, int maxDataBytes, long nowMillis) {
+    public static List<KvHandoff> split(PrefillHandoff h, GenerateRequest request, int maxDataBytes, long nowMillis) {
         if (maxDataBytes < 1) {
             throw new IllegalArgumentException("a hand-off record must carry at least one byte, got " + maxDataBytes);
         }
@@ -67,7 +69,7 @@ final class HandoffRecords {
     }
 
     /** Bytes of KV a record carries. */
-    static int dataBytes(KvHandoff record) {
+    public static int dataBytes(KvHandoff record) {
         return record.getData().remaining();
     }
 
@@ -76,7 +78,7 @@ final class HandoffRecords {
      *
      * @throws IllegalArgumentException when a part is missing or the lengths do not add up
      */
-    static PrefillHandoff assemble(Map<Integer, KvHandoff> parts) {
+    public static PrefillHandoff assemble(Map<Integer, KvHandoff> parts) {
         KvHandoff first = parts.get(0);
         if (first == null || first.getHeader() == null) {
             throw new IllegalArgumentException("hand-off without its header part");
