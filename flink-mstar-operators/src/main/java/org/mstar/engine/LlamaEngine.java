@@ -163,6 +163,11 @@ public final class LlamaEngine implements GenerationEngine {
                 request.sampling(), request.maxTokens(), request.minTokens(), request.stopTokenIds(),
                 request.ignoreEos(), request.priority()));
         checks.check(request, prompt, handoff.generated());
+        resources.sampling(request);
+        if (handoff.generated().length == 0 || handoff.kv().isEmpty()) {
+            throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' carries "
+                    + handoff.generated().length + " generated tokens and " + handoff.kv().size() + " KV streams");
+        }
         for (PrefillHandoff.KvStream s : handoff.kv().values()) {
             if (s.seqLen() != prompt.length) {
                 throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' stores " + s.seqLen()

@@ -44,8 +44,7 @@ final class RequestResources {
 
     /** Open {@code r} everywhere; a request with generated tokens continues their random stream. */
     void open(LiveRequest r) {
-        SamplingReqConfig sampling = r.request.sampling() == null ? SamplingReqConfig.DEFAULTS : r.request.sampling();
-        sampling.validate(samplerSpec);
+        SamplingReqConfig sampling = sampling(r.request);
         int whole = r.prompt.length / pageSize * pageSize;
         int[] tail = Arrays.copyOfRange(r.prompt, whole, r.prompt.length);
         List<byte[]> keys = new ArrayList<>(PrefixKeys.chain(r.prompt, pageSize));
@@ -66,6 +65,17 @@ final class RequestResources {
             sampler.restore(r.id(), r.prompt, r.generated.toArray());
             r.promptTracked = true;
         }
+    }
+
+    /**
+     * The request's sampling config, checked against this engine's sampler.
+     *
+     * @throws org.mstar.resources.RequestValidationException naming the field
+     */
+    SamplingReqConfig sampling(GenerationRequest request) {
+        SamplingReqConfig sampling = request.sampling() == null ? SamplingReqConfig.DEFAULTS : request.sampling();
+        sampling.validate(samplerSpec);
+        return sampling;
     }
 
     /** Ask the prefix cache how much of {@code r}'s fresh prompt it holds; the walk then skips that many tokens. */

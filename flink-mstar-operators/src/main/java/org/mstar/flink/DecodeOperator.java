@@ -143,6 +143,9 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
             // the prefill side accepted it: this decode side serves a model that cannot
             emitError(id, Responses.BAD_REQUEST, e.getMessage());
             return;
+        } catch (IllegalArgumentException e) {
+            emitError(id, Responses.SERVER_ERROR, "broken prefill hand-off: " + e.getMessage());
+            return;
         }
         long bytes = received.values().stream().mapToLong(HandoffRecords::dataBytes).sum();
         handoffMetrics.handoff(bytes, Math.max(0, System.currentTimeMillis() - header.getPublishedAtMs()));

@@ -245,6 +245,15 @@ class DisaggregatedEngineTest {
             }
             assertThat(c.tokens.get("r")).containsOnlyKeys(1, 2, 3, 4, 5, 6, 7, 8); // each once (Collected checks)
             assertThatThrownBy(() -> prefill.receive(r, h)).isInstanceOf(UnsupportedOperationException.class);
+            GenerationRequest other = greedy("other", RandomModels.prompt(new Random(6), 9));
+            PrefillHandoff noToken = new PrefillHandoff("other", other.promptTokenIds(), new int[0], h.kv(),
+                    h.positions());
+            assertThatThrownBy(() -> decode.receive(other, noToken)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("0 generated tokens");
+            PrefillHandoff shorter = new PrefillHandoff("other", java.util.Arrays.copyOf(other.promptTokenIds(), 8),
+                    new int[] {5}, h.kv(), h.positions());
+            assertThatThrownBy(() -> decode.receive(other, shorter)).hasMessageContaining("stores 9 tokens of a 8-token");
+            assertThat(decode.hasWork()).isFalse();
         }
         try (LlamaEngine colocated = RandomModels.engine(model, options(64, EngineRole.COLOCATED))) {
             PrefillHandoff none = new PrefillHandoff("r", r.promptTokenIds(), new int[] {5}, Map.of(), Map.of());
