@@ -106,8 +106,7 @@ public final class LlamaEngine implements GenerationEngine {
         NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER))
                 .findFirst().orElseThrow();
         this.resources = new RequestResources(runner, kv, sampler, samplerSpec, stopRule, pageSize);
-        this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize, options.scheduling(),
-                System::nanoTime);
+        this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize, options.scheduling());
         kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
         this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
         this.steps = new StepBuilder(model, graphs);

@@ -6,31 +6,29 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.function.LongSupplier;
 
 /**
  * Decides every step of an engine: which requests get rows (decodes first, then prefill chunks under the
  * token budget), whom to preempt and whom to bring back. Pure with respect to the device: it reads the
- * requests' progress, the KV pages available and a clock, and returns decisions the engine carries out —
+ * requests' progress and arrival times and the KV pages available, and returns decisions the engine carries out —
  * so it is tested without a model.
  *
  * <p>One order ranks requests everywhere (admission, rows, resumes, and preemption from the bottom):
- * arrival under {@link SchedulingPolicy#FCFS}; under {@link SchedulingPolicy#PRIORITY} the request's
- * priority raised one level per {@link SchedulerOptions#agingStep()} waited, then arrival.
+ * arrival under {@link SchedulingPolicy#FCFS}; under {@link SchedulingPolicy#PRIORITY} a priority level is worth
+ * one {@link SchedulerOptions#agingStep()} of waiting (see {@link #order()}). The order of two requests never
+ * changes while both live, so steps cannot flap between them.
  */
 final class Scheduler {
     private final int maxRows;
     private final int tokenBudget;
     private final int pageSize;
     private final SchedulerOptions options;
-    private final LongSupplier clock;
     private final StepCostModel cost = new StepCostModel();
 
     /**
      * @param pageSize tokens per KV page, for the page estimates that gate admission
-     * @param clock nanoseconds, for aging
      */
-    Scheduler(int maxRows, int tokenBudget, int pageSize, SchedulerOptions options, LongSupplier clock) {
+    Scheduler(int maxRows, int tokenBudget, int pageSize, SchedulerOptions options) {
         if (maxRows < 1 || tokenBudget < 1 || pageSize < 1) {
             throw new IllegalArgumentException("maxRows, tokenBudget and pageSize must be >= 1");
         }
@@ -38,7 +36,6 @@ final class Scheduler {
         this.tokenBudget = tokenBudget;
         this.pageSize = pageSize;
         this.options = options;
-        this.clock = clock;
     }
 
     /**
@@ -91,18 +88,18 @@ final class Scheduler {
         if (options.policy() != SchedulingPolicy.PRIORITY) {
             return List.of();
         }
-        long now = clock.getAsLong();
-        LiveRequest head = live.stream().filter(r -> r.status == RequestStatus.WAITING).min(order()).orElse(null);
+        Comparator<LiveRequest> rank = order();
+        LiveRequest head = live.stream().filter(r -> r.status == RequestStatus.WAITING).min(rank).orElse(null);
         if (head == null) {
             return List.of();
         }
         int need = pagesFor(head.computed + Math.min(head.pending(), tokenBudget)) - pagesFor(head.computed);
         List<LiveRequest> running = new ArrayList<>(live.stream().filter(r -> r.status == RequestStatus.RUNNING).toList());
-        running.sort(order().reversed());
+        running.sort(rank.reversed());
         List<LiveRequest> victims = new ArrayList<>();
         int available = availablePages;
         for (LiveRequest r : running) {
-            if (available >= need || level(r, now) >= level(head, now)) {
+            if (available >= need || rank.compare(r, head) <= 0) {
                 break;
             }
             victims.add(r);
@@ -165,21 +162,29 @@ final class Scheduler {
         cost.observe(tokens, nanos);
     }
 
-    /** The ranking order, best first, as of now. */
+    /**
+     * The ranking order, best first. Under PRIORITY with aging a request ranks as if it had arrived
+     * {@code priority × agingStep} earlier, so waiting lifts it at the same pace for everyone and two requests
+     * never swap places as time passes; without aging, priority first, then arrival.
+     */
     Comparator<LiveRequest> order() {
         Comparator<LiveRequest> byArrival = Comparator.comparingLong(r -> r.arrivalNanos);
         if (options.policy() == SchedulingPolicy.FCFS) {
             return byArrival;
         }
-        long now = clock.getAsLong();
-        return Comparator.comparingLong((LiveRequest r) -> -level(r, now)).thenComparing(byArrival);
+        long step = options.agingStep().toNanos();
+        if (step == 0) {
+            return Comparator.comparingInt((LiveRequest r) -> -r.request.priority()).thenComparing(byArrival);
+        }
+        return Comparator.comparingLong((LiveRequest r) -> virtualArrival(r, step)).thenComparing(byArrival);
     }
 
-    /** Priority raised by aging. */
-    long level(LiveRequest r, long now) {
-        long step = options.agingStep().toNanos();
-        long aged = step == 0 ? 0 : Math.max(0, now - r.arrivalNanos) / step;
-        return r.request.priority() + aged;
+    private static long virtualArrival(LiveRequest r, long agingStep) {
+        try {
+            return Math.subtractExact(r.arrivalNanos, Math.multiplyExact((long) r.request.priority(), agingStep));
+        } catch (ArithmeticException e) {
+            return r.request.priority() > 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+        }
     }
 
     private static boolean isDecode(LiveRequest r) {

@@ -43,7 +43,7 @@ final class SchedulerSimulation {
         this.totalPages = totalPages;
         this.stepFixedNanos = stepFixedNanos;
         this.perTokenNanos = perTokenNanos;
-        this.scheduler = new Scheduler(maxRows, tokenBudget, pageSize, options, () -> now);
+        this.scheduler = new Scheduler(maxRows, tokenBudget, pageSize, options);
     }
 
     static GenerationRequest request(String id, int promptLength, int maxTokens, int priority) {

@@ -69,6 +69,20 @@ class SchedulerTest {
     }
 
     @Test
+    void withAgingTwoRequestsNeverSwapPlacesSoTheyCannotPreemptEachOtherForever() {
+        // Found by the property test: with levels rounded per aging step, a priority-0 request and a newer
+        // priority-1 one swapped ranks every step and, each needing the whole pool, preempted each other forever.
+        SchedulerOptions aging = new SchedulerOptions(SchedulingPolicy.PRIORITY, Duration.ofNanos(2), Duration.ZERO, 16);
+        SchedulerSimulation sim = new SchedulerSimulation(1, 1, 4, 5, aging, 10, 1);
+        sim.submit(request("r0", 9, 4, 1));
+        sim.submit(request("r1", 6, 3, 1));
+        sim.submit(request("r2", 11, 9, 0));
+        sim.submit(request("r3", 12, 8, 1));
+        sim.runUntilIdle(500);
+        assertThat(sim.finishOrder).hasSize(4);
+    }
+
+    @Test
     void aNewPromptThatDoesNotFitTheFreePagesWaitsAndSoDoLaterOnes() {
         SchedulerSimulation sim = new SchedulerSimulation(8, 64, 4, 10, FCFS, 0, 1);
         sim.submit(request("running", 20, 30, 0)); // 5 pages, growing
