@@ -1,6 +1,7 @@
 package org.mstar.engine;
 
 import org.mstar.model.tokenizer.IncrementalDetokenizer;
+import org.mstar.model.tokenizer.TextTokenizer;
 
 /**
  * The engine's view of one request it is serving. Its token sequence is prompt ++ generated;
@@ -69,6 +70,32 @@ final class LiveRequest {
             out[i - from] = tokenAt(i);
         }
         return out;
+    }
+
+    /** Follow the generated ids as text with {@code tokenizer} (null: no text, deltas stay empty). */
+    void detokenizeWith(TextTokenizer tokenizer) {
+        if (tokenizer != null) {
+            detokenizer = tokenizer.detokenizer(prompt);
+            for (int i = 0; i < generated.size(); i++) {
+                detokenizer.push(generated.get(i));
+            }
+        }
+    }
+
+    /** The event of the token just generated, {@code token}, with its text delta (and the rest of the text at the end). */
+    TokenOutput output(int token, FinishReason finish) {
+        String delta = detokenizer == null ? "" : detokenizer.push(token);
+        if (finish != null && detokenizer != null) {
+            delta += detokenizer.finish();
+        }
+        return new TokenOutput(id(), generated.size() - 1, token, delta, finish);
+    }
+
+    /** The result of this request, finished for {@code finish}; text decoded with {@code tokenizer} (null: none). */
+    FinishedRequest finished(FinishReason finish, TextTokenizer tokenizer) {
+        int[] ids = generated.toArray();
+        String text = tokenizer == null ? "" : tokenizer.decode(ids);
+        return new FinishedRequest(id(), ids, text, finish, prompt.length, cachedPromptTokens, timings());
     }
 
     /** Time the token generated at {@code now}: the first one, or one more inter-token gap. */

@@ -1,9 +1,7 @@
 package org.mstar.engine;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -12,7 +10,6 @@ import org.mstar.device.DeviceFault;
 import org.mstar.device.Tensor;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.llama.LlamaModel;
-import org.mstar.model.tokenizer.IncrementalDetokenizer;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.resources.AdmitFailedReason;
 import org.mstar.resources.AdmitRuntimeError;
@@ -70,10 +67,8 @@ public final class LlamaEngine implements GenerationEngine {
     private final HandoffExchange exchange;
 
     private final Map<String, LiveRequest> live = new LinkedHashMap<>();
-    /** Hand-offs received and not yet imported, in arrival order. */
-    private final Map<String, Incoming> incoming = new LinkedHashMap<>();
-    /** Requests of a step that threw, run alone one at a time until each samples or fails alone. */
-    private final Set<LiveRequest> suspects = new LinkedHashSet<>();
+    private final HandoffInbox inbox;
+    private final FaultIsolation isolation;
     private long stepNo;
     private LogitsObserver logitsObserver;
     private final List<AutoCloseable> owned = new ArrayList<>();
@@ -110,6 +105,8 @@ public final class LlamaEngine implements GenerationEngine {
         kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
         this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
         this.steps = new StepBuilder(model, graphs);
+        this.inbox = new HandoffInbox(checks, resources, exchange);
+        this.isolation = new FaultIsolation(resources);
     }
 
     // ---------------------------------------------------------------- requests
@@ -137,90 +134,30 @@ public final class LlamaEngine implements GenerationEngine {
 
     private void enter(LiveRequest r) {
         live.put(r.id(), r);
-        if (tokenizer != null) {
-            IncrementalDetokenizer d = tokenizer.detokenizer(r.prompt);
-            for (int i = 0; i < r.generated.size(); i++) {
-                d.push(r.generated.get(i));
-            }
-            r.detokenizer = d;
-        }
+        r.detokenizeWith(tokenizer);
         counters.promptTokens += r.prompt.length;
     }
 
     private boolean isLive(String requestId) {
-        return live.containsKey(requestId) || incoming.containsKey(requestId);
+        return live.containsKey(requestId) || inbox.contains(requestId);
     }
-
-    /** A received hand-off waiting to be imported. */
-    private record Incoming(GenerationRequest request, PrefillHandoff handoff, long arrivalNanos) {}
 
     @Override
     public void receive(GenerationRequest request, PrefillHandoff handoff) {
         if (role != EngineRole.DECODE) {
             throw new UnsupportedOperationException("a " + role + " engine does not take prefill hand-offs");
         }
-        if (!request.requestId().equals(handoff.requestId())) {
-            throw new IllegalArgumentException("hand-off of '" + handoff.requestId() + "' given for request '"
-                    + request.requestId() + "'");
-        }
-        if (isLive(request.requestId())) {
-            return;
-        }
-        int[] prompt = checks.prompt(new GenerationRequest(request.requestId(), handoff.prompt(), null,
-                request.sampling(), request.maxTokens(), request.minTokens(), request.stopTokenIds(),
-                request.ignoreEos(), request.priority()));
-        checks.check(request, prompt, handoff.generated());
-        resources.sampling(request);
-        if (handoff.generated().length == 0 || handoff.kv().isEmpty()) {
-            throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' carries "
-                    + handoff.generated().length + " generated tokens and " + handoff.kv().size() + " KV streams");
-        }
-        for (PrefillHandoff.KvStream s : handoff.kv().values()) {
-            if (s.seqLen() != prompt.length) {
-                throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' stores " + s.seqLen()
-                        + " tokens of a " + prompt.length + "-token prompt");
-            }
-        }
-        incoming.put(request.requestId(), new Incoming(request, handoff, System.nanoTime()));
-    }
-
-    /**
-     * Import received hand-offs in arrival order; the first whose pages do not fit yet waits, with those behind it,
-     * for a later step.
-     */
-    private void importHandoffs(StepOutputs out) {
-        for (var it = incoming.values().iterator(); it.hasNext(); ) {
-            Incoming in = it.next();
-            PrefillHandoff h = in.handoff();
-            LiveRequest r = new LiveRequest(in.request(), h.prompt(), h.generated(), in.arrivalNanos());
-            resources.open(r);
-            HandoffExchange.Retrieval got = exchange.retrieve(h);
-            if (got.outcome().ok() && got.outcome().ready()) {
-                it.remove();
-                r.computed = h.prompt().length;
-                r.cachedPromptTokens = got.localTokens();
-                r.probed = true;
-                r.status = RequestStatus.RUNNING;
-                counters.prefixHitTokens += got.localTokens();
-                enter(r);
-                continue;
-            }
-            resources.close(r.id());
-            if (got.outcome().ok() || got.outcome().reason() instanceof AllocationFailed) {
-                return;
-            }
-            it.remove();
-            out.failures.add(new RequestFailure(r.id(), 500, "importing the prefill hand-off failed: "
-                    + got.outcome().reason()));
+        if (!isLive(request.requestId())) {
+            inbox.receive(request, handoff);
         }
     }
 
     @Override
     public void remove(String requestId) {
-        incoming.remove(requestId);
+        inbox.remove(requestId);
         LiveRequest r = live.remove(requestId);
         if (r != null) {
-            suspects.remove(r);
+            isolation.forget(r);
             resources.close(requestId);
         }
     }
@@ -234,8 +171,9 @@ public final class LlamaEngine implements GenerationEngine {
         }
         stepNo++;
         StepOutputs out = new StepOutputs();
-        if (!incoming.isEmpty()) {
-            importHandoffs(out);
+        for (LiveRequest r : inbox.isEmpty() ? List.<LiveRequest>of() : inbox.importReady(out)) {
+            counters.prefixHitTokens += r.cachedPromptTokens;
+            enter(r);
         }
         for (LiveRequest r : scheduler.resumeOrder(live.values())) {
             if (!resources.reload(r)) {
@@ -247,13 +185,10 @@ public final class LlamaEngine implements GenerationEngine {
                 counters.prefixHitTokens += resources.probePrefix(r);
             }
         }
-        Set<LiveRequest> excluded = new HashSet<>();
-        if (suspects.isEmpty()) {
+        if (!isolation.active()) {
             scheduler.preemptForWaiting(live.values(), kv.availablePages()).forEach(this::preempt);
-        } else {
-            LiveRequest alone = suspects.iterator().next();
-            live.values().stream().filter(r -> r != alone).forEach(excluded::add);
         }
+        Set<LiveRequest> excluded = isolation.excluded(live.values());
         while (true) {
             List<BatchRow> rows = scheduler.plan(live.values(), excluded, kv.availablePages());
             if (rows.isEmpty()) {
@@ -268,31 +203,16 @@ public final class LlamaEngine implements GenerationEngine {
                 } catch (DeviceFault e) {
                     throw e;
                 } catch (RuntimeException e) {
-                    isolate(rows, e, out);
+                    List<LiveRequest> involved = rows.stream().map(BatchRow::request)
+                            .filter(r -> live.get(r.id()) == r).toList();
+                    fail(isolation.threw(involved), 500, "serving this request failed: " + e, out);
                     return out.result();
                 }
                 scheduler.observeStep(step.tokenCount(), System.nanoTime() - start);
-                rows.stream().filter(BatchRow::samples).forEach(b -> suspects.remove(b.request()));
+                isolation.ran(rows);
                 return out.result();
             }
             recover(o.reason(), rows, excluded, out);
-        }
-    }
-
-    /**
-     * After a step threw: alone, the request is at fault and fails with a 500; otherwise every request of the step
-     * is reset and becomes a suspect, to be run alone.
-     */
-    private void isolate(List<BatchRow> rows, RuntimeException e, StepOutputs out) {
-        List<LiveRequest> involved = rows.stream().map(BatchRow::request).filter(r -> live.get(r.id()) == r).toList();
-        if (involved.size() == 1) {
-            suspects.remove(involved.get(0));
-            fail(involved.get(0), 500, "serving this request failed: " + e, out);
-            return;
-        }
-        for (LiveRequest r : involved) {
-            resources.recompute(r);
-            suspects.add(r);
         }
     }
 
@@ -370,20 +290,12 @@ public final class LlamaEngine implements GenerationEngine {
         r.recordToken(now);
         resources.extendPrefix(r, token);
         FinishReason finish = stopRule.check(r, token);
-        IncrementalDetokenizer d = r.detokenizer;
-        String delta = d == null ? "" : d.push(token);
-        if (finish != null && d != null) {
-            delta += d.finish();
-        }
-        out.tokens.add(new TokenOutput(r.id(), r.generated.size() - 1, token, delta, finish));
+        out.tokens.add(r.output(token, finish));
         if (finish == null && role == EngineRole.PREFILL) {
             out.handoffs.add(exchange.publish(r));
             remove(r.id());
         } else if (finish != null) {
-            int[] ids = r.generated.toArray();
-            String text = tokenizer == null ? "" : tokenizer.decode(ids);
-            out.finished.add(new FinishedRequest(r.id(), ids, text, finish, r.prompt.length, r.cachedPromptTokens,
-                    r.timings()));
+            out.finished.add(r.finished(finish, tokenizer));
             remove(r.id());
         }
     }
@@ -399,12 +311,12 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public boolean hasWork() {
-        return !live.isEmpty() || !incoming.isEmpty();
+        return !live.isEmpty() || !inbox.isEmpty();
     }
 
     @Override
     public int waiting() {
-        return incoming.size() + (int) live.values().stream().filter(r -> r.status == RequestStatus.WAITING).count();
+        return inbox.size() + (int) live.values().stream().filter(r -> r.status == RequestStatus.WAITING).count();
     }
 
     @Override
@@ -448,7 +360,7 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public void close() {
-        incoming.clear();
+        inbox.clear();
         new ArrayList<>(live.keySet()).forEach(this::remove);
         if (graphs != null) {
             graphs.close();
