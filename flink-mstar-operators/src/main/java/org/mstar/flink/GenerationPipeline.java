@@ -115,6 +115,7 @@ public final class GenerationPipeline {
                 .setDeliveryGuarantee(guarantee);
         if (guarantee == DeliveryGuarantee.EXACTLY_ONCE) {
             b.setTransactionalIdPrefix(options.get(KafkaIoOptions.TRANSACTIONAL_ID_PREFIX))
+                    .setTransactionNamingStrategy(options.get(KafkaIoOptions.TRANSACTION_NAMING))
                     // Flink's 1 h default exceeds the broker's transaction.max.timeout.ms (15 min) and fails the job.
                     .setProperty("transaction.timeout.ms",
                             Long.toString(options.get(KafkaIoOptions.TRANSACTION_TIMEOUT).toMillis()));

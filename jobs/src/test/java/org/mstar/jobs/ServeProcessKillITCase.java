@@ -153,6 +153,10 @@ class ServeProcessKillITCase {
                     c -> c.results.keySet().containsAll(ids) || c.errors.size() > 0, TIMEOUT);
             assertThat(Files.readString(log3)).contains("Resuming from checkpoint");
             awaitOffsetsCommittedOnTheBroker();
+            for (Path log : List.of(log1, log2, log3)) {
+                assertThat(Files.readString(log)).as("%s", log.getFileName())
+                        .doesNotContain(" ERROR ").doesNotContain("data loss");
+            }
             return out;
         }
 
