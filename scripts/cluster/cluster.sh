@@ -8,6 +8,8 @@
 #   scripts/cluster/cluster.sh run ARGS...             flink run ARGS... (e.g. -d jobs/target/mstar-jobs-*.jar serve ...)
 #   scripts/cluster/cluster.sh kill-taskmanager N      SIGKILL TaskManager N (1-based)
 #   scripts/cluster/cluster.sh start-taskmanager N     (re)start TaskManager N
+#   scripts/cluster/cluster.sh kill-jobmanager         SIGKILL the JobManager
+#   scripts/cluster/cluster.sh start-jobmanager        (re)start the JobManager (same ports; TaskManagers rejoin)
 #   scripts/cluster/cluster.sh stop                    SIGTERM everything this script started
 #
 # Settings (environment): MSTAR_CLUSTER_DIR (conf, logs, pids; default target/flink-cluster in the checkout),
@@ -69,6 +71,11 @@ launch() { # name main-class jvm-params args...
   echo $! > "$dir/$name.pid"
 }
 
+start_jobmanager() {
+  launch jobmanager org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint \
+      "$(head -n1 <<< "$(resource_params GET_JM_RESOURCE_PARAMS)")"
+}
+
 start_taskmanager() {
   local n="$1" params jvm dynamic
   params="$(resource_params GET_TM_RESOURCE_PARAMS)"
@@ -99,8 +106,7 @@ case "${1:-}" in
   start)
     count="${2:-2}"
     write_config
-    launch jobmanager org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint \
-        "$(head -n1 <<< "$(resource_params GET_JM_RESOURCE_PARAMS)")"
+    start_jobmanager
     for n in $(seq 1 "$count"); do
       start_taskmanager "$n"
     done
@@ -121,6 +127,14 @@ case "${1:-}" in
   start-taskmanager)
     start_taskmanager "${2:?which TaskManager}"
     ;;
+  kill-jobmanager)
+    kill -9 "$(cat "$dir/jobmanager.pid")"
+    echo "killed the JobManager (SIGKILL)" >&2
+    ;;
+  start-jobmanager)
+    start_jobmanager
+    await_taskmanagers "${2:-1}"
+    ;;
   stop)
     for pid_file in "$dir"/*.pid; do
       [[ -e "$pid_file" ]] || continue
@@ -129,7 +143,7 @@ case "${1:-}" in
     done
     ;;
   *)
-    sed -n '2,16p' "$0" >&2
+    sed -n '2,18p' "$0" >&2
     exit 2
     ;;
 esac

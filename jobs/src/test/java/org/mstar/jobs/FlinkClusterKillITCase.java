@@ -25,9 +25,12 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.flink.GenerateOptions;
@@ -39,9 +42,10 @@ import org.mstar.schemas.GenerateRequest;
 /**
  * The job jar on a real Flink session cluster: a JobManager and two TaskManagers, each its own JVM, started by
  * {@code scripts/cluster/cluster.sh} from Flink's entry points, the jar submitted with Flink's CLI. While requests
- * stream, TaskManager 1 is killed with SIGKILL; a replacement joins and later TaskManager 2 is killed too. A
- * read_committed consumer must see every request's complete token stream and one result exactly once, identical
- * to the engine's uninterrupted output.
+ * stream, TaskManager 1 is killed with SIGKILL, a replacement joins and later TaskManager 2 is killed too; in a
+ * second cluster the JobManager is killed and the same command submitted again. A read_committed consumer must
+ * see every request's complete token stream and one result exactly once, identical to the engine's
+ * uninterrupted output, and the consumer group's offsets must reach the broker.
  *
  * <p>Tagged {@code cluster}: it needs the shaded job jar, which {@code package} builds after the tests, so the
  * default build leaves it out; {@code scripts/cluster/kill-taskmanager-test.sh} builds the jar and runs it.
@@ -59,11 +63,12 @@ class FlinkClusterKillITCase {
     private static List<GenerateRequest> requests;
     private static Map<String, List<Integer>> expected;
     private static int expectedTokens;
-    private static Path clusterDir;
-    private static int restPort;
+    private Path clusterDir;
+    private int restPort;
+    private int rpcPort;
 
     @BeforeAll
-    static void startBrokerAndCluster() throws Exception {
+    static void startBrokerAndComputeTheUninterruptedRun() throws Exception {
         broker = EmbeddedKafkaBroker.start();
         kafka = new KafkaTestSupport(broker.bootstrapServers());
         model = tmp.resolve("model");
@@ -76,58 +81,120 @@ class FlinkClusterKillITCase {
             expected = TestRequests.reference(requests, engine);
         }
         expectedTokens = expected.values().stream().mapToInt(List::size).sum();
-        clusterDir = tmp.resolve("cluster");
-        restPort = freePort();
-        cluster("start", "2");
     }
 
     @AfterAll
-    static void stopClusterAndBroker() throws Exception {
-        try {
-            cluster("stop");
-        } finally {
-            broker.close();
+    static void stopBroker() throws Exception {
+        broker.close();
+    }
+
+    @BeforeEach
+    void startCluster(TestInfo test) throws Exception {
+        clusterDir = tmp.resolve("cluster-" + test.getTestMethod().orElseThrow().getName());
+        restPort = freePort();
+        rpcPort = freePort();
+        cluster("start", "2");
+    }
+
+    /** Stops the cluster and prints where its logs are. */
+    @AfterEach
+    void stopCluster() throws Exception {
+        cluster("stop");
+        try (Stream<Path> logs = Files.list(clusterDir.resolve("log"))) {
+            for (Path log : logs.sorted().toList()) {
+                System.out.println("==== " + log.getFileName() + ": " + Files.size(log) + " bytes");
+            }
         }
     }
 
     @Test
     void killedTaskManagersLoseAndRepeatNothing() throws Exception {
-        broker.createTopics(4, "requests", "responses");
-        kafka.produce("requests", requests);
-        String submitted = cluster("run", "-d", jobJar().toString(), "serve",
-                "--bootstrap-servers", broker.bootstrapServers(),
-                "--model", model.toString(), "--device", "cpu", "--parallelism", "2",
-                "--state-dir", tmp.resolve("state").toString(),
-                "-Dexecution.checkpointing.interval=500 ms",
-                "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS);
-        Matcher id = Pattern.compile("JobID ([0-9a-f]{32})").matcher(submitted);
-        assertThat(id.find()).as("flink run output:%n%s", submitted).isTrue();
-        String jobId = id.group(1);
+        Job job = new Job("tm");
+        String jobId = job.submit();
 
-        kafka.readUntil("responses", c -> c.tokenCount() >= expectedTokens / 3, TIMEOUT);
+        kafka.readUntil(job.responses, c -> c.tokenCount() >= expectedTokens / 3, TIMEOUT);
         cluster("kill-taskmanager", "1");
-        assertThat(kafka.readAll("responses").resultCount()).as("results when TaskManager 1 died")
-                .isLessThan(requests.size());
+        job.assertMidGeneration("TaskManager 1 died");
         cluster("start-taskmanager", "1");
         awaitRestarts(jobId, 1);
 
-        kafka.readUntil("responses", c -> c.tokenCount() >= expectedTokens * 2 / 3, TIMEOUT);
+        kafka.readUntil(job.responses, c -> c.tokenCount() >= expectedTokens * 2 / 3, TIMEOUT);
         cluster("kill-taskmanager", "2");
-        assertThat(kafka.readAll("responses").resultCount()).as("results when TaskManager 2 died")
-                .isLessThan(requests.size());
+        job.assertMidGeneration("TaskManager 2 died");
 
-        Set<String> ids = requests.stream().map(GenerateRequest::getRequestId).collect(Collectors.toSet());
-        TestRequests.Collected out = kafka.readUntil("responses",
-                c -> c.results.keySet().containsAll(ids) || !c.errors.isEmpty(), TIMEOUT);
+        job.assertExactlyOnceAndComplete();
         awaitRestarts(jobId, 2);
-        out.assertComplete(requests, expected);
-        assertThat(out.errors).isEmpty();
-        assertThat(out.tokenCount()).isEqualTo(expectedTokens);
-        awaitOffsetsCommitted();
+    }
+
+    /**
+     * A session cluster without high availability forgets its jobs when the JobManager dies; resubmitting the same
+     * command resumes from the latest checkpoint in the state directory, which the restarted job finds on its own.
+     */
+    @Test
+    void aResubmittedJobResumesAfterTheJobManagerDied() throws Exception {
+        Job job = new Job("jm");
+        String first = job.submit();
+
+        kafka.readUntil(job.responses, c -> c.tokenCount() >= expectedTokens / 2, TIMEOUT);
+        cluster("kill-jobmanager");
+        job.assertMidGeneration("the JobManager died");
+        cluster("start-jobmanager", "2");
+        String second = job.submit();
+
+        assertThat(second).isNotEqualTo(first);
+        assertThat(job.submitOutput).contains("Resuming from checkpoint");
+        job.assertExactlyOnceAndComplete();
+    }
+
+    /** One test's topics, consumer group, transactional ids and state directory. */
+    private final class Job {
+        final String name;
+        final String requestsTopic;
+        final String responses;
+        String submitOutput = "";
+
+        Job(String name) throws Exception {
+            this.name = name;
+            this.requestsTopic = name + "-requests";
+            this.responses = name + "-responses";
+            broker.createTopics(4, requestsTopic, responses);
+            kafka.produce(requestsTopic, requests);
+        }
+
+        /** {@code flink run -d jobs.jar serve ...}, the same command every time; returns the job id. */
+        String submit() throws Exception {
+            submitOutput = cluster("run", "-d", jobJar().toString(), "serve",
+                    "--bootstrap-servers", broker.bootstrapServers(),
+                    "--requests-topic", requestsTopic, "--responses-topic", responses,
+                    "--group-id", name, "--transactional-id-prefix", "tx-" + name,
+                    "--model", model.toString(), "--device", "cpu", "--parallelism", "2",
+                    "--state-dir", tmp.resolve("state-" + name).toString(),
+                    "-Dexecution.checkpointing.interval=500 ms",
+                    "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS);
+            Matcher id = Pattern.compile("JobID ([0-9a-f]{32})").matcher(submitOutput);
+            assertThat(id.find()).as("flink run output:%n%s", submitOutput).isTrue();
+            return id.group(1);
+        }
+
+        void assertMidGeneration(String when) throws IOException {
+            assertThat(kafka.readAll(responses).resultCount()).as("results when %s", when)
+                    .isLessThan(requests.size());
+        }
+
+        void assertExactlyOnceAndComplete() throws Exception {
+            Set<String> ids = requests.stream().map(GenerateRequest::getRequestId).collect(Collectors.toSet());
+            TestRequests.Collected out = kafka.readUntil(responses,
+                    c -> c.results.keySet().containsAll(ids) || !c.errors.isEmpty(), TIMEOUT);
+            out.assertComplete(requests, expected);
+            assertThat(out.errors).isEmpty();
+            awaitOffsetsCommitted(name, requestsTopic);
+            assertThat(kafka.readAll(responses).tokenCount()).as("tokens once all is committed")
+                    .isEqualTo(expectedTokens);
+        }
     }
 
     /** Polls the JobManager's REST API until the job has restarted {@code count} times. */
-    private static void awaitRestarts(String jobId, int count) throws Exception {
+    private void awaitRestarts(String jobId, int count) throws Exception {
         HttpClient http = HttpClient.newHttpClient();
         Pattern restarts = Pattern.compile("\"value\":\"?(\\d+)");
         URI uri = URI.create("http://localhost:" + restPort + "/jobs/" + jobId + "/metrics?get=numRestarts");
@@ -144,29 +211,30 @@ class FlinkClusterKillITCase {
         throw new AssertionError("job " + jobId + " did not restart " + count + " times: " + last);
     }
 
-    private static void awaitOffsetsCommitted() throws Exception {
-        Map<TopicPartition, Long> ends = kafka.endOffsets("requests");
+    /** The group's committed offsets reach the end of the requests topic once a checkpoint follows the last read. */
+    private static void awaitOffsetsCommitted(String group, String topic) throws Exception {
+        Map<TopicPartition, Long> ends = kafka.endOffsets(topic);
         try (Admin admin = broker.admin()) {
             long deadline = System.nanoTime() + TIMEOUT.toNanos();
             Map<TopicPartition, Long> committed = Map.of();
             while (System.nanoTime() < deadline && !committed.equals(ends)) {
-                committed = admin.listConsumerGroupOffsets("mstar").partitionsToOffsetAndMetadata().get()
+                committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()
                         .entrySet().stream().filter(e -> e.getValue() != null)
                         .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
                 TimeUnit.MILLISECONDS.sleep(100); // poll interval of a condition with a deadline
             }
-            assertThat(committed).as("offsets of group mstar on the broker").isEqualTo(ends);
+            assertThat(committed).as("offsets of group %s on the broker", group).isEqualTo(ends);
         }
     }
 
     /** Runs {@code cluster.sh ARGS}; returns its output, failing with it when the script fails. */
-    private static String cluster(String... args) throws IOException, InterruptedException {
+    private String cluster(String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("bash", repoRoot().resolve("scripts/cluster/cluster.sh").toString()));
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
         pb.environment().put("MSTAR_CLUSTER_DIR", clusterDir.toString());
         pb.environment().put("MSTAR_REST_PORT", Integer.toString(restPort));
-        pb.environment().put("MSTAR_RPC_PORT", Integer.toString(freePort()));
+        pb.environment().put("MSTAR_RPC_PORT", Integer.toString(rpcPort));
         pb.environment().put("OPT_OUT_TRACKING", "true");
         Process p = pb.start();
         String output = new String(p.getInputStream().readAllBytes());
