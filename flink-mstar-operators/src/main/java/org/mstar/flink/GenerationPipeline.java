@@ -94,8 +94,9 @@ public final class GenerationPipeline {
         return responses;
     }
 
-    private KafkaSource<Either<ErrorEvent, GenerateRequest>> source() {
-        return KafkaSource.<Either<ErrorEvent, GenerateRequest>>builder()
+    /** The requests source; it commits the consumer group's offsets on the broker as checkpoints complete. */
+    private PromptCommitKafkaSource<Either<ErrorEvent, GenerateRequest>> source() {
+        return new PromptCommitKafkaSource<>(KafkaSource.<Either<ErrorEvent, GenerateRequest>>builder()
                 .setBootstrapServers(options.get(KafkaIoOptions.BOOTSTRAP_SERVERS))
                 .setTopics(options.get(KafkaIoOptions.REQUESTS_TOPIC))
                 .setGroupId(options.get(KafkaIoOptions.GROUP_ID))
@@ -104,7 +105,7 @@ public final class GenerationPipeline {
                 .setProperties(kafkaProperties)
                 // Requests written in aborted transactions were never sent.
                 .setProperty("isolation.level", "read_committed")
-                .build();
+                .build());
     }
 
     private KafkaSink<Response> sink(DeliveryGuarantee guarantee) {

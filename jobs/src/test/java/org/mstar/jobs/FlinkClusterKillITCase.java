@@ -64,6 +64,7 @@ class FlinkClusterKillITCase {
     private static Map<String, List<Integer>> expected;
     private static int expectedTokens;
     private Path clusterDir;
+    private final List<String> notes = new ArrayList<>();
     private int restPort;
     private int rpcPort;
 
@@ -96,14 +97,17 @@ class FlinkClusterKillITCase {
         cluster("start", "2");
     }
 
-    /** Stops the cluster and prints where its logs are. */
+    /**
+     * Stops the cluster; prints what happened to the test's output (surefire's *-output.txt): the test's notes and
+     * the JobManager's log lines about job state changes and lost TaskManagers.
+     */
     @AfterEach
     void stopCluster() throws Exception {
         cluster("stop");
-        try (Stream<Path> logs = Files.list(clusterDir.resolve("log"))) {
-            for (Path log : logs.sorted().toList()) {
-                System.out.println("==== " + log.getFileName() + ": " + Files.size(log) + " bytes");
-            }
+        notes.forEach(System.out::println);
+        try (Stream<String> lines = Files.lines(clusterDir.resolve("log/jobmanager.log"))) {
+            lines.filter(l -> l.contains("Job mstar serve") && l.contains("switched from state")
+                    || l.contains("Closing TaskExecutor connection")).forEach(System.out::println);
         }
     }
 
@@ -171,14 +175,17 @@ class FlinkClusterKillITCase {
                     "--state-dir", tmp.resolve("state-" + name).toString(),
                     "-Dexecution.checkpointing.interval=500 ms",
                     "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS);
+            submitOutput.lines().filter(l -> l.contains("checkpoint") || l.contains("JobID")).forEach(notes::add);
             Matcher id = Pattern.compile("JobID ([0-9a-f]{32})").matcher(submitOutput);
             assertThat(id.find()).as("flink run output:%n%s", submitOutput).isTrue();
             return id.group(1);
         }
 
         void assertMidGeneration(String when) throws IOException {
-            assertThat(kafka.readAll(responses).resultCount()).as("results when %s", when)
-                    .isLessThan(requests.size());
+            TestRequests.Collected seen = kafka.readAll(responses);
+            notes.add(String.format("%s: %d of %d tokens and %d of %d results committed", when, seen.tokenCount(),
+                    expectedTokens, seen.resultCount(), requests.size()));
+            assertThat(seen.resultCount()).as("results when %s", when).isLessThan(requests.size());
         }
 
         void assertExactlyOnceAndComplete() throws Exception {

@@ -136,15 +136,23 @@ class ServeProcessKillITCase {
             Path log1 = serve(1);
             awaitVisibleTokens(visible, expectedTokens / 3);
             kill(log1);
-            assertThat(readAll().resultCount()).as("results visible after the first kill: it was mid-generation")
+            TestRequests.Collected atKill = readAll();
+            System.out.printf("%s: first kill at %d of %d tokens visible, %d of %d results%n", name,
+                    visible.applyAsInt(atKill), expectedTokens, atKill.results.size(), requests.size());
+            assertThat(atKill.results.size()).as("results visible after the first kill: it was mid-generation")
                     .isLessThan(firstBatch);
+            // The first run committed the offsets of what it had read (all sent so far) before it died.
+            awaitOffsetsCommittedOnTheBroker();
             kafka.produce(requestsTopic, requests.subList(firstBatch, requests.size()));
 
             Path log2 = serve(2);
             awaitVisibleTokens(visible, expectedTokens * 2 / 3);
             kill(log2);
             assertThat(Files.readString(log2)).contains("Resuming from checkpoint");
-            assertThat(readAll().results.keySet()).as("results visible after the second kill").hasSizeLessThan(
+            atKill = readAll();
+            System.out.printf("%s: second kill at %d of %d tokens visible, %d of %d results%n", name,
+                    visible.applyAsInt(atKill), expectedTokens, atKill.results.size(), requests.size());
+            assertThat(atKill.results.keySet()).as("results visible after the second kill").hasSizeLessThan(
                     requests.size());
 
             Path log3 = serve(3);
@@ -153,6 +161,8 @@ class ServeProcessKillITCase {
                     c -> c.results.keySet().containsAll(ids) || c.errors.size() > 0, TIMEOUT);
             assertThat(Files.readString(log3)).contains("Resuming from checkpoint");
             awaitOffsetsCommittedOnTheBroker();
+            System.out.printf("%s: %d token events read (%d distinct), %d results, offsets on the broker: %s%n", name,
+                    out.tokenCount(), distinctTokens(out), out.resultCount(), kafka.endOffsets(requestsTopic));
             for (Path log : List.of(log1, log2, log3)) {
                 assertThat(Files.readString(log)).as("%s", log.getFileName())
                         .doesNotContain(" ERROR ").doesNotContain("data loss");
@@ -206,7 +216,10 @@ class ServeProcessKillITCase {
             return kafka.readAll(responsesTopic);
         }
 
-        /** The group's committed offsets reach the end of the requests topic once a checkpoint follows the last read. */
+        /**
+         * The group's committed offsets on the broker reach the end of the requests topic (as it is now) once a
+         * checkpoint follows the last read.
+         */
         void awaitOffsetsCommittedOnTheBroker() throws Exception {
             try (Admin admin = broker.admin()) {
                 Map<TopicPartition, Long> ends = kafka.endOffsets(requestsTopic);
