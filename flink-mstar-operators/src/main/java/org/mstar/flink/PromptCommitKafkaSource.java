@@ -1,5 +1,6 @@
 package org.mstar.flink;
 
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -137,7 +138,7 @@ final class PromptCommitKafkaSource<T>
         }
 
         @Override
-        public void pauseOrResumeSplits(java.util.Collection<String> pause, java.util.Collection<String> resume) {
+        public void pauseOrResumeSplits(Collection<String> pause, Collection<String> resume) {
             kafka.pauseOrResumeSplits(pause, resume);
         }
 

@@ -11,7 +11,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToIntFunction;
 import java.util.stream.Collectors;
@@ -141,8 +140,8 @@ class ServeProcessKillITCase {
                     visible.applyAsInt(atKill), expectedTokens, atKill.results.size(), requests.size());
             assertThat(atKill.results.size()).as("results visible after the first kill: it was mid-generation")
                     .isLessThan(firstBatch);
-            // The first run committed the offsets of what it had read (all sent so far) before it died.
-            awaitOffsetsCommittedOnTheBroker();
+            assertThat(committedOffsets()).as("offsets of group %s on the broker: the first run committed what it"
+                    + " had read (all sent so far) before it died", name).isEqualTo(kafka.endOffsets(requestsTopic));
             kafka.produce(requestsTopic, requests.subList(firstBatch, requests.size()));
 
             Path log2 = serve(2);
@@ -221,21 +220,23 @@ class ServeProcessKillITCase {
          * checkpoint follows the last read.
          */
         void awaitOffsetsCommittedOnTheBroker() throws Exception {
+            Map<TopicPartition, Long> ends = kafka.endOffsets(requestsTopic);
+            long deadline = System.nanoTime() + TIMEOUT.toNanos();
+            Map<TopicPartition, Long> committed = committedOffsets();
+            while (!committed.equals(ends) && System.nanoTime() < deadline) {
+                TimeUnit.MILLISECONDS.sleep(100); // poll interval of a condition with a deadline
+                committed = committedOffsets();
+            }
+            assertThat(committed).as("offsets of group %s on the broker", name).isEqualTo(ends);
+        }
+
+        /** The group's committed offsets as the broker reports them ({@code kafka-consumer-groups --describe}). */
+        Map<TopicPartition, Long> committedOffsets() throws Exception {
             try (Admin admin = broker.admin()) {
-                Map<TopicPartition, Long> ends = kafka.endOffsets(requestsTopic);
-                long deadline = System.nanoTime() + TIMEOUT.toNanos();
-                Map<TopicPartition, Long> committed = Map.of();
-                while (System.nanoTime() < deadline) {
-                    Map<TopicPartition, OffsetAndMetadata> offsets =
-                            admin.listConsumerGroupOffsets(name).partitionsToOffsetAndMetadata().get();
-                    committed = offsets.entrySet().stream().filter(e -> e.getValue() != null)
-                            .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
-                    if (committed.equals(ends)) {
-                        return;
-                    }
-                    TimeUnit.MILLISECONDS.sleep(100); // poll interval of a condition with a deadline
-                }
-                assertThat(committed).as("offsets of group %s on the broker", name).isEqualTo(ends);
+                Map<TopicPartition, OffsetAndMetadata> offsets =
+                        admin.listConsumerGroupOffsets(name).partitionsToOffsetAndMetadata().get();
+                return offsets.entrySet().stream().filter(e -> e.getValue() != null)
+                        .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
             }
         }
     }
