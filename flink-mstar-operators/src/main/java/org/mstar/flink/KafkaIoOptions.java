@@ -57,7 +57,8 @@ public final class KafkaIoOptions {
                     .withDescription("How the EXACTLY_ONCE sink names its transactions. POOLING reuses a few ids per"
                             + " subtask (the broker keeps every id it has seen for transactional.id.expiration.ms,"
                             + " 7 days by default) and finds transactions left open by a crash by listing them,"
-                            + " which needs Kafka 3.0+ and permission to describe the transactional ids."
+                            + " which needs Kafka 3.0+ and, on a cluster with ACLs, read access to the responses"
+                            + " topic and to the transactional ids."
                             + " INCREMENTING takes a new id per checkpoint, as connector 3.x did; switching from"
                             + " POOLING to INCREMENTING on restored state is not supported.");
 

@@ -105,6 +105,7 @@ final class ServeJob {
             if (then.isPresent() && !then.get().differencesFrom(now).isEmpty()) {
                 throw refused(dir, then.get().differencesFrom(now));
             }
+            dir.pruneEmptyRuns();
             Optional<StateDirectory.Checkpoint> latest = dir.latestCheckpoint();
             if (latest.isPresent()) {
                 StateDirectory.Checkpoint c = latest.get();

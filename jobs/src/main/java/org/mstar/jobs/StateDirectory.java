@@ -76,6 +76,33 @@ final class StateDirectory {
         return Optional.ofNullable(latest);
     }
 
+    /**
+     * Deletes the folders of earlier runs that hold no file any more: a resumed run claims the checkpoint it
+     * restores, and Flink deletes that checkpoint's files once newer ones replace them, but not the folders. A run
+     * folder with files in it is kept, since later checkpoints may still use them.
+     *
+     * @return how many folders were deleted
+     */
+    int pruneEmptyRuns() throws IOException {
+        int pruned = 0;
+        for (FileStatus run : list(checkpoints())) {
+            if (run.isDir() && !holdsFiles(run.getPath())) {
+                fs.delete(run.getPath(), true);
+                pruned++;
+            }
+        }
+        return pruned;
+    }
+
+    private boolean holdsFiles(Path dir) throws IOException {
+        for (FileStatus entry : list(dir)) {
+            if (!entry.isDir() || holdsFiles(entry.getPath())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Whether any checkpoint folder exists, complete or not. */
     boolean hasCheckpoints() throws IOException {
         return list(checkpoints()).length > 0;

@@ -162,6 +162,11 @@ class ServeProcessKillITCase {
             awaitOffsetsCommittedOnTheBroker();
             System.out.printf("%s: %d token events read (%d distinct), %d results, offsets on the broker: %s%n", name,
                     out.tokenCount(), distinctTokens(out), out.resultCount(), kafka.endOffsets(requestsTopic));
+            try (var folders = Files.walk(stateDir.resolve(StateDirectory.CHECKPOINTS), 2)) {
+                System.out.println(name + ": checkpoint folders at the end: " + folders.filter(Files::isDirectory)
+                        .map(f -> stateDir.resolve(StateDirectory.CHECKPOINTS).relativize(f).toString()).sorted()
+                        .toList());
+            }
             for (Path log : List.of(log1, log2, log3)) {
                 assertThat(Files.readString(log)).as("%s", log.getFileName())
                         .doesNotContain(" ERROR ").doesNotContain("data loss");

@@ -54,6 +54,23 @@ class ServeStateTest {
     }
 
     @Test
+    void foldersOfEarlierRunsAreDeletedOnceTheyHoldNoFile() throws Exception {
+        String model = model("m", "w").toString();
+        prepare("--model", model);
+        Path kept = checkpoint("run-a", 4, Instant.now());
+        Path shared = Files.createDirectories(tmp.resolve("state/checkpoints/run-b/shared"));
+        Files.writeString(shared.resolve("sst-17"), "still used by run-a's checkpoint");
+        Files.createDirectories(tmp.resolve("state/checkpoints/run-c/shared"));
+        Files.createDirectories(tmp.resolve("state/checkpoints/run-c/taskowned"));
+
+        prepare("--model", model);
+
+        assertThat(kept).exists();
+        assertThat(shared.resolve("sst-17")).exists();
+        assertThat(tmp.resolve("state/checkpoints/run-c")).doesNotExist();
+    }
+
+    @Test
     void checkpointsOfAnotherModelOrTopicAreRefusedNamingWhatDiffers() throws Exception {
         prepare("--model", model("a", "weights a").toString());
         checkpoint("run", 2, Instant.now());
