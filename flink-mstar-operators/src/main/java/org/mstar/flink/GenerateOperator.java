@@ -61,8 +61,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Recovery: a restore resumes each live request with {@link GenerationEngine#resume} and the tokens it had
  * generated at the checkpoint. Each mirror records the {@link ModelFingerprint} it was generated under; a request
- * restored under another model is not resumed but ends with a 500 error event. Sampling is counter-based, so tokens emitted after that checkpoint are generated
- * again, identically. With a transactional sink and read_committed consumers nothing is lost or repeated; with
+ * restored under another model is not resumed but ends with a 500 error event. Sampling is counter-based, so
+ * tokens emitted after that checkpoint are generated again, identically. With a transactional sink and read_committed consumers nothing is lost or repeated; with
  * an at-least-once sink a consumer sees the regenerated tokens again and drops them by (request id, index).
  * A request whose id is already live is a duplicate (such as a producer retry) and is ignored.
  */
