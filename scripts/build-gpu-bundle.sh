@@ -1,28 +1,29 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (operators, kernels with the fatbin and cuBLAS shim, Jackson, JCuda and its driver-API native library) and
-# the scripts that run there. Then, with the device tool: carry gpu-bundle and run
-# `bash gpu-bundle/run-harness.sh` (docs/gpu/README.md).
+# jars (harness, operators, kernels with the fatbin and cuBLAS shim, Jackson, JCuda and its driver-API native library) and
+# the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
+# `bash gpu-bundle/run-harness.sh` there (docs/gpu/README.md). Needs nothing installed in ~/.m2 beforehand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
 JCUDA_VERSION=12.6.0
 M2=${M2_REPO:-$HOME/.m2/repository}
 
-mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators -am package -DskipTests
-
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/lib"
+# One reactor build, so the sibling modules resolve without being installed. The engine path needs Jackson
+# (config.json: the harness writes and loads a checkpoint) and the SLF4J API (resources log through it; with no
+# binding on the class path it logs nowhere).
+mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package dependency:copy-dependencies \
+    -DskipTests -Dkernels.require=true -DincludeScope=runtime \
+    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api -DoutputDirectory="$PWD/$BUNDLE/lib"
 jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
     --no-man-pages --output "$BUNDLE/jre"
-cp flink-mstar-operators/target/flink-mstar-operators-*.jar kernels/target/mstar-kernels-*.jar "$BUNDLE/lib/"
+cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
+    gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
-# The engine path needs Jackson (config.json: the harness writes and loads a checkpoint) and the SLF4J API
-# (resources log through it; with no binding on the class path it logs nowhere).
-mvn -B -q ${MVN_OFFLINE:+-o} -pl flink-mstar-operators dependency:copy-dependencies -DincludeScope=runtime \
-    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api -DoutputDirectory="$PWD/$BUNDLE/lib"
-cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py "$BUNDLE/"
+cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
 # GPU machine lacks and this project never loads; keep only the driver-API library.
@@ -36,6 +37,6 @@ rm -rf "$tmp"
 size=$(du -sm "$BUNDLE" | cut -f1)
 echo "gpu-bundle: ${size} MiB"
 if [ "$size" -ge 60 ]; then
-    echo "gpu-bundle is ${size} MiB: the device tool carries at most 64 MiB with the working tree" >&2
+    echo "gpu-bundle is ${size} MiB: it must travel with the working tree in under 64 MiB" >&2
     exit 1
 fi

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine as gpu-bundle/run-harness.sh (scripts/build-gpu-bundle.sh copies it there with
 # the runtime and jars, so the bundle is all the machine needs). Everything it prints also lands under
-# $OUT (the device tool's output folder; /tmp/mstar-gpu elsewhere): nvidia-smi state, the harness log and
-# tables, and the torch GEMM comparison. Arguments go to the harness (e.g. --no-perf, --no-kernel-perf,
-# --engine-layers 8,32, --seed N); --no-perf and --no-kernel-perf also skip the torch comparison.
+# $OUT (default /tmp/mstar-gpu): nvidia-smi state, the harness log and
+# tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead). Arguments go
+# to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf, --engine-layers 8,32, --seed N);
+# --no-perf and --no-kernel-perf also skip the torch comparison.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
 mkdir -p "$OUT"
@@ -24,9 +25,11 @@ echo "libcublas: ${cublas:-not found}"
 timeout 420 "$BUNDLE/jre/bin/java" -Xmx16g -cp "$BUNDLE/lib/*" org.mstar.device.cuda.harness.GpuHarness --out "$OUT" "$@" \
     2>&1 | tee "$OUT/harness.log"
 status=${PIPESTATUS[0]}
-# The torch GEMM comparison belongs with the kernel performance tables.
+# The torch GEMM comparison belongs with the kernel performance tables, the torch prefill forward with the
+# prefill ones.
 case " $* " in
     *" --no-perf "*|*" --no-kernel-perf "*) ;;
+    *" --prefill-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_prefill.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_gemm.py" 2>&1 | tee "$OUT/torch.log" ;;
 esac
 exit "$status"

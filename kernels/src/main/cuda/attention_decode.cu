@@ -14,19 +14,6 @@ constexpr int kDecodeWarps = 4;
 // Keys per split; CudaAttention.KEYS_PER_SPLIT must equal it.
 constexpr int kKeysPerSplit = 256;
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
-    const int bytes = valid ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 // Launch geometry of one instantiation. A lane owns EPL consecutive elements of a head; LPT lanes cover one
 // token's head; a warp covers TPW tokens side by side and each lane walks U of them per step.
 template <typename T, int D, int GH>
@@ -280,9 +267,11 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     MSTAR_DECODE(attn_decode_##TN##_d##D##_g4, T, D, 4) \
     MSTAR_DECODE(attn_decode_##TN##_d##D##_g8, T, D, 8)
 
+MSTAR_DECODE_GROUPS(f32, float, 32)
 MSTAR_DECODE_GROUPS(f32, float, 64)
 MSTAR_DECODE_GROUPS(f32, float, 128)
 MSTAR_DECODE_GROUPS(f32, float, 256)
+MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 32)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 64)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 128)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 256)

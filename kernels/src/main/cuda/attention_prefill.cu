@@ -124,9 +124,11 @@ __device__ __forceinline__ void prefill_body(const T* q, PagedKv kv, Mask mask, 
                            Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);          \
     }
 
+MSTAR_PREFILL(attn_prefill_f32_d32, float, 32)
 MSTAR_PREFILL(attn_prefill_f32_d64, float, 64)
 MSTAR_PREFILL(attn_prefill_f32_d128, float, 128)
 MSTAR_PREFILL(attn_prefill_f32_d256, float, 256)
+MSTAR_PREFILL(attn_prefill_bf16_d32, __nv_bfloat16, 32)
 MSTAR_PREFILL(attn_prefill_bf16_d64, __nv_bfloat16, 64)
 MSTAR_PREFILL(attn_prefill_bf16_d128, __nv_bfloat16, 128)
 MSTAR_PREFILL(attn_prefill_bf16_d256, __nv_bfloat16, 256)

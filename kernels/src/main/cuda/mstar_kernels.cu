@@ -5,4 +5,5 @@
 #include "pages.cu"
 #include "attention_decode.cu"
 #include "attention_prefill.cu"
+#include "attention_prefill_mma.cu"
 #include "sampling.cu"

@@ -74,6 +74,15 @@ public interface ComputeOps {
      */
     void pagedAttention(Tensor q, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out);
 
+    /**
+     * Refuses a head dim {@link #pagedAttention} cannot run with a KV pool of {@code dtype}, so a model is rejected
+     * where it is built instead of at its first step. Every head dim by default.
+     *
+     * @throws UnsupportedOnDeviceException naming the head dims this device runs
+     */
+    default void requireAttentionHeadDim(int headDim, DType dtype) {
+    }
+
     /** {@code out[j, :] = x[rows[j], :]}, rows I32 {@code [m]}. */
     void gatherRows(Tensor x, Tensor rows, Tensor out);
 

@@ -61,6 +61,14 @@ public interface Device extends AutoCloseable {
         };
     }
 
+    /**
+     * Makes this device usable from the calling thread. A CUDA context is current per thread, and the threads that
+     * drive an engine change (Flink calls an operator from its mailbox thread, a new task thread after a restart,
+     * and may close it from another), so whoever takes a device's turn calls this first. Nothing to do on the CPU.
+     */
+    default void bindToCurrentThread() {
+    }
+
     /** Wait for all enqueued work. */
     default void synchronize() {
         stream().synchronize();

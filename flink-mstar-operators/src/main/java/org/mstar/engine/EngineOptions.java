@@ -10,21 +10,35 @@ import org.mstar.model.llama.KvCacheOptions;
  * @param kvCache the KV pool
  * @param decodeGraphs replay decode steps as device graphs per batch bucket (see {@code DecodeGraphs});
  *                     prefill and mixed steps stay eager
+ * @param scheduling the scheduler's policy and fairness bound
  */
-public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs) {
+public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
+                            SchedulerOptions scheduling) {
     public EngineOptions {
         if (maxBatchRows < 1 || tokenBudget < 1) {
             throw new IllegalArgumentException("maxBatchRows and tokenBudget must be >= 1");
         }
+        if (scheduling == null) {
+            throw new IllegalArgumentException("scheduler options are required");
+        }
     }
 
-    /** Without decode graphs. */
+    /** With the default scheduler options. */
+    public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs) {
+        this(maxBatchRows, tokenBudget, kvCache, decodeGraphs, SchedulerOptions.DEFAULTS);
+    }
+
+    /** Without decode graphs, with the default scheduler options. */
     public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache) {
         this(maxBatchRows, tokenBudget, kvCache, false);
     }
 
     public EngineOptions withDecodeGraphs(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling);
+    }
+
+    public EngineOptions withScheduling(SchedulerOptions s) {
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s);
     }
 
     /** Small defaults that suit the CPU path: 16 rows, 256 tokens a step, 512 pages of 16 tokens. */

@@ -71,10 +71,30 @@ final class LiveRequest {
         return out;
     }
 
+    /** Time the token generated at {@code now}: the first one, or one more inter-token gap. */
+    void recordToken(long now) {
+        if (firstTokenNanos < 0) {
+            firstTokenNanos = now;
+        } else {
+            interTokenNanosSum += now - lastTokenNanos;
+            tokensTimed++;
+        }
+        lastTokenNanos = now;
+    }
+
+    /** Queueing, first-token, mean inter-token and total time so far. */
+    RequestTimings timings() {
+        long queue = firstScheduledNanos < 0 ? 0 : firstScheduledNanos - arrivalNanos;
+        long ttft = firstTokenNanos < 0 ? 0 : firstTokenNanos - arrivalNanos;
+        long itl = tokensTimed == 0 ? 0 : interTokenNanosSum / tokensTimed;
+        return new RequestTimings(queue, ttft, itl, lastTokenNanos - arrivalNanos);
+    }
+
     /** Back to no resident KV, as after a free-and-recompute preemption. */
     void dropKv() {
         computed = 0;
         probed = false;
+        promptTracked = false;
         status = RequestStatus.WAITING;
     }
 }

@@ -75,6 +75,14 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
 
     static final String MIRROR_STATE = "request-mirror";
 
+    /**
+     * How long the next step waits after a step before which requests arrived. Flink runs a due timer before the
+     * next input record, so back-to-back steps let about one record in between them, and a burst of N requests
+     * would take N steps to admit, each a small prefill beside the running decodes. While requests keep arriving,
+     * this gap takes in the rest of the burst; once none arrive, steps run back to back again.
+     */
+    static final long ARRIVAL_WINDOW_MILLIS = 1;
+
     // ------------------------------------------------------------------------
     //  configuration
     // ------------------------------------------------------------------------
@@ -93,6 +101,8 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     private transient Map<String, LiveRequest> live;
     /** Whether a step timer is pending. */
     private transient boolean stepScheduled;
+    /** Whether requests were admitted since the last step began. */
+    private transient boolean admittedSinceStep;
     private transient boolean restored;
     /** {@link ModelFingerprint} of this subtask's model, recorded in every mirror. */
     private transient String modelFingerprint;
@@ -170,6 +180,7 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
             return;
         }
         live.put(id, LiveRequest.arrived(request, now()));
+        admittedSinceStep = true;
         scheduleStep();
     }
 
@@ -239,12 +250,16 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
 
     /**
      * Runs one step and schedules the next 1 ms after this one was due: back to back whenever a step takes longer
-     * than that (Flink fires a timer whose time has passed at once), at most 1000 steps a second otherwise.
+     * than that (Flink fires a timer whose time has passed at once), at most 1000 steps a second otherwise. After a
+     * step before which requests arrived, the next waits {@link #ARRIVAL_WINDOW_MILLIS} from now instead, so the
+     * rest of a burst is admitted together.
      */
     private void onStepDue(long dueTime) throws Exception {
         stepScheduled = false;
+        boolean arriving = admittedSinceStep;
+        admittedSinceStep = false;
         step();
-        scheduleStepAt(dueTime + 1);
+        scheduleStepAt(arriving ? now() + ARRIVAL_WINDOW_MILLIS : dueTime + 1);
     }
 
     private void step() throws Exception {

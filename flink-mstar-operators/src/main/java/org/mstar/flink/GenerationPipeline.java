@@ -59,6 +59,11 @@ public final class GenerationPipeline {
         return new Builder();
     }
 
+    /** The engine each generate subtask builds from, as resolved when the pipeline was built. */
+    EngineFactory engineFactory() {
+        return engineFactory;
+    }
+
     /**
      * Adds source, validation, generation and sink to {@code env}.
      *

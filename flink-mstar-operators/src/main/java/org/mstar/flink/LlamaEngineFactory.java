@@ -1,15 +1,16 @@
 package org.mstar.flink;
 
 import java.nio.file.Path;
-import java.util.concurrent.locks.ReentrantLock;
+import java.time.Duration;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.runtime.execution.SuppressRestartsException;
+import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.engine.EngineOptions;
-import org.mstar.engine.EngineStats;
 import org.mstar.engine.GenerationEngine;
-import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngineLoader;
-import org.mstar.engine.StepResult;
+import org.mstar.engine.SchedulerOptions;
+import org.mstar.engine.SchedulingPolicy;
 import org.mstar.model.llama.KvCacheOptions;
 
 /**
@@ -30,6 +31,9 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final int cpuOffloadPages;
     private final boolean prefixCache;
     private final boolean decodeGraphs;
+    private final SchedulingPolicy schedulingPolicy;
+    private final Duration priorityAging;
+    private final Duration maxPrefillStall;
 
     /** @throws IllegalArgumentException when {@link GenerateOptions#MODEL_DIR} is not set */
     public LlamaEngineFactory(ReadableConfig config) {
@@ -44,83 +48,37 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.cpuOffloadPages = config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES);
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
+        this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
+        this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
+        this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
     }
 
-    /** An engine over this process's shared copy of the weights on {@code device} (see {@link SharedModels}). */
+    /**
+     * An engine over this process's shared copy of the weights on {@code device} (see {@link SharedModels}), taking
+     * the device's {@link DeviceTurn} for every call that may run device work.
+     *
+     * @throws SuppressRestartsException when the device cannot run the model at all: a restart would fail the same
+     *     way, so the job fails once with the reason instead of restarting forever
+     */
     @Override
     public GenerationEngine create(String device, int subtaskIndex) {
-        SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
-        shared.lock().lock();
         try {
+            SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
+            DeviceTurn turn = shared.turn();
             // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops
-            EngineOptions options = options().withDecodeGraphs(decodeGraphs && shared.weights().device().isCuda());
-            return new DeviceTurnEngine(LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options),
-                    shared.lock());
-        } finally {
-            shared.lock().unlock();
+            EngineOptions options = options().withDecodeGraphs(decodeGraphs && turn.device().isCuda());
+            return turn.guard(turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options)));
+        } catch (UnsupportedOnDeviceException e) {
+            throw new SuppressRestartsException(new IllegalArgumentException(
+                    "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));
         }
     }
 
     private EngineOptions options() {
         return new EngineOptions(maxBatchRows, tokenBudget,
-                new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache));
-    }
-
-    /** The engine, taking its device's turn for every call that may run device work. */
-    private record DeviceTurnEngine(GenerationEngine engine, ReentrantLock deviceTurn) implements GenerationEngine {
-        @Override
-        public void submit(GenerationRequest request) {
-            inTurn(() -> engine.submit(request));
-        }
-
-        @Override
-        public void resume(GenerationRequest request, int[] generated) {
-            inTurn(() -> engine.resume(request, generated));
-        }
-
-        @Override
-        public StepResult step() {
-            deviceTurn.lock();
-            try {
-                return engine.step();
-            } finally {
-                deviceTurn.unlock();
-            }
-        }
-
-        @Override
-        public boolean hasWork() {
-            return engine.hasWork();
-        }
-
-        @Override
-        public void remove(String requestId) {
-            inTurn(() -> engine.remove(requestId));
-        }
-
-        @Override
-        public int waiting() {
-            return engine.waiting();
-        }
-
-        @Override
-        public EngineStats stats() {
-            return engine.stats();
-        }
-
-        @Override
-        public void close() {
-            inTurn(engine::close);
-        }
-
-        private void inTurn(Runnable work) {
-            deviceTurn.lock();
-            try {
-                work.run();
-            } finally {
-                deviceTurn.unlock();
-            }
-        }
+                new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache), false,
+                new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
+                        SchedulerOptions.DEFAULTS.minPrefillChunk()));
     }
 }

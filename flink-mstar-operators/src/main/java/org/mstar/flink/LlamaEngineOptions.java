@@ -1,8 +1,10 @@
 package org.mstar.flink;
 
+import java.time.Duration;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
+import org.mstar.engine.SchedulingPolicy;
 
 /** Scheduling and KV-cache knobs of the engine {@link LlamaEngineFactory} builds on each subtask. */
 @PublicEvolving
@@ -53,4 +55,23 @@ public final class LlamaEngineOptions {
             .withDescription("On a GPU, whether decode-only steps are padded to a batch bucket (1, 2, 4, ... up to"
                     + " max-batch-rows, at most 64) and replayed as one CUDA graph per bucket instead of launching"
                     + " every kernel from the host. Prefill and mixed steps always run eagerly; the CPU ignores it.");
+
+    public static final ConfigOption<SchedulingPolicy> SCHEDULING_POLICY = ConfigOptions.key("mstar.engine.scheduling-policy")
+            .enumType(SchedulingPolicy.class)
+            .defaultValue(SchedulingPolicy.PRIORITY)
+            .withDescription("PRIORITY: a request's priority (higher first) decides admission, rows and who is"
+                    + " preempted, raised one level per priority-aging waited so nothing starves; FCFS: arrival order.");
+
+    public static final ConfigOption<Duration> PRIORITY_AGING = ConfigOptions.key("mstar.engine.priority-aging")
+            .durationType()
+            .defaultValue(Duration.ofSeconds(1))
+            .withDescription("Under PRIORITY, how long a request waits to rise one priority level; 0 is strict"
+                    + " priority without aging.");
+
+    public static final ConfigOption<Duration> MAX_PREFILL_STALL = ConfigOptions.key("mstar.engine.max-prefill-stall")
+            .durationType()
+            .defaultValue(Duration.ZERO)
+            .withDescription("The longest a step carrying decodes may take because of the prefill chunks in it, from"
+                    + " measured step times: bounds how long a long prompt holds back every running request's next"
+                    + " token. 0 bounds prefill chunks by the token budget only.");
 }

@@ -3,8 +3,6 @@ package org.mstar.flink;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.locks.ReentrantLock;
-import org.mstar.device.Device;
 import org.mstar.device.Devices;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.model.llama.LlamaWeights;
@@ -16,15 +14,13 @@ import org.mstar.model.llama.LlamaWeights;
  * classes on the TaskManager's own classpath (Flink's lib/, as in the Docker image); a per-job class
  * loader starts afresh after a restart.
  *
- * <p>A device runs one stream of work, so engines sharing a device take turns through its
- * {@link #lock}.
+ * <p>A device runs one stream of work, so engines sharing a device take turns through its {@link DeviceTurn}.
  */
 final class SharedModels {
-    /** A device, its turn-taking lock, and the weights loaded on it. */
-    record Loaded(Device device, ReentrantLock lock, LlamaWeights weights) {}
+    /** A device's turn and the weights loaded on the device. */
+    record Loaded(DeviceTurn turn, LlamaWeights weights) {}
 
-    private static final Map<String, Device> DEVICES = new HashMap<>();
-    private static final Map<String, ReentrantLock> LOCKS = new HashMap<>();
+    private static final Map<String, DeviceTurn> DEVICES = new HashMap<>();
     private static final Map<String, LlamaWeights> WEIGHTS = new HashMap<>();
     private static int loads;
 
@@ -32,16 +28,15 @@ final class SharedModels {
 
     /** The weights of {@code modelDir} on {@code deviceName} ({@code cpu} or {@code cuda:N}), loading them once. */
     static synchronized Loaded get(Path modelDir, String deviceName) {
-        Device device = DEVICES.computeIfAbsent(deviceName, Devices::open);
-        ReentrantLock lock = LOCKS.computeIfAbsent(deviceName, n -> new ReentrantLock());
+        DeviceTurn turn = DEVICES.computeIfAbsent(deviceName, n -> new DeviceTurn(Devices.open(n)));
         String key = modelDir.toAbsolutePath().normalize() + "@" + deviceName;
         LlamaWeights weights = WEIGHTS.get(key);
         if (weights == null) {
-            weights = LlamaEngineLoader.loadWeights(modelDir, device);
+            weights = turn.call(() -> LlamaEngineLoader.loadWeights(modelDir, turn.device()));
             WEIGHTS.put(key, weights);
             loads++;
         }
-        return new Loaded(device, lock, weights);
+        return new Loaded(turn, weights);
     }
 
     /** How many times weights were read from disk in this process (tests check reuse with it). */

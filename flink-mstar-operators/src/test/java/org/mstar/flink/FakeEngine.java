@@ -64,6 +64,11 @@ public final class FakeEngine implements GenerationEngine {
     public void resume(GenerationRequest request, int[] generated) {
         check(!closed, "engine is closed");
         request.sampling().validate(null);
+        for (int stop : request.stopTokenIds()) {
+            if (stop >= VOCAB) {
+                throw new RequestValidationException("stop_token_ids", "id " + stop + " is outside the vocabulary of " + VOCAB);
+            }
+        }
         if (live.containsKey(request.requestId())) {
             return;
         }

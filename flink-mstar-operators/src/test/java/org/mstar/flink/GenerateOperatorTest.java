@@ -226,6 +226,42 @@ class GenerateOperatorTest {
     }
 
     @Test
+    void stepsRunBackToBackUnlessRequestsArrivedBeforeTheStep() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("w", 2);
+        requests.forEach(r -> {
+            r.setIgnoreEos(true);
+            r.setMaxTokens(30);
+        });
+        long window = GenerateOperator.ARRIVAL_WINDOW_MILLIS;
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            harness.setProcessingTime(100);
+            harness.processElement(requests.get(0), 0);
+            assertThat(nextStep(harness)).isEqualTo(100);
+
+            // the step due at 100 runs at 110, and a request arrived before it: the next leaves an arrival window
+            harness.setProcessingTime(110);
+            assertThat(nextStep(harness)).isEqualTo(110 + window);
+
+            // nothing arrived before this step: the next is due 1 ms after this one was
+            harness.setProcessingTime(110 + window);
+            assertThat(nextStep(harness)).isEqualTo(110 + window + 1);
+
+            harness.processElement(requests.get(1), 0);
+            harness.setProcessingTime(120);
+            assertThat(nextStep(harness)).isEqualTo(120 + window);
+
+            runToIdle(harness);
+            collect(harness).assertComplete(requests);
+        }
+    }
+
+    private static long nextStep(AbstractStreamOperatorTestHarness<?> harness) {
+        assertThat(harness.getProcessingTimeService().getActiveTimerTimestamps()).hasSize(1);
+        return harness.getProcessingTimeService().getActiveTimerTimestamps().iterator().next();
+    }
+
+    @Test
     void finishDrainsEveryRequest() throws Exception {
         List<GenerateRequest> requests = TestRequests.requests("f", 4);
         try (var harness = harness(new Configuration(), 1, 0)) {

@@ -7,6 +7,7 @@ import java.time.Duration;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamNode;
 import org.junit.jupiter.api.Test;
 
 class GenerationPipelineBuilderTest {
@@ -33,15 +34,21 @@ class GenerationPipelineBuilderTest {
     }
 
     @Test
-    void atLeastOnceNeedsNoTransactionalPrefix() {
-        assertThat(GenerationPipeline.builder().bootstrapServers("localhost:9092").engineFactory(ENGINE)
-                .deliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE).build()).isNotNull();
+    void atLeastOnceNeedsNeitherTransactionalPrefixNorCheckpointing() {
+        GenerationPipeline pipeline = GenerationPipeline.builder().bootstrapServers("localhost:9092").engineFactory(ENGINE)
+                .deliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE).build();
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        pipeline.addTo(env);
+        assertThat(env.getStreamGraph().getStreamNodes()).extracting(StreamNode::getTransformationUID)
+                .contains(GenerationPipeline.SOURCE_UID, GenerationPipeline.VALIDATE_UID,
+                        GenerationPipeline.GENERATE_UID, GenerationPipeline.SINK_UID);
     }
 
     @Test
     void theDefaultEngineIsLlamaServingTheModelFolder() {
         assertThat(GenerateOptions.ENGINE_FACTORY.defaultValue()).isEqualTo(LlamaEngineFactory.class.getName());
-        assertThat(valid().engineFactory(null).set(GenerateOptions.MODEL_DIR, "/models/m").build()).isNotNull();
+        assertThat(valid().engineFactory(null).set(GenerateOptions.MODEL_DIR, "/models/m").build().engineFactory())
+                .isInstanceOf(LlamaEngineFactory.class);
         assertThatThrownBy(() -> valid().engineFactory(null).build()).hasMessageContaining("No model");
         assertThatThrownBy(() -> valid().engineFactory(null).set(GenerateOptions.MODEL_DIR, "/models/m")
                 .set(LlamaEngineOptions.PAGES, 1).build()).hasMessageContaining("invalid KV cache options");
@@ -53,7 +60,8 @@ class GenerationPipelineBuilderTest {
         conf.set(KafkaIoOptions.BOOTSTRAP_SERVERS, "localhost:9092");
         conf.set(KafkaIoOptions.TRANSACTIONAL_ID_PREFIX, "tx");
         conf.set(GenerateOptions.ENGINE_FACTORY, FakeEngineFactory.class.getName());
-        assertThat(GenerationPipeline.builder().configure(conf).build()).isNotNull();
+        assertThat(GenerationPipeline.builder().configure(conf).build().engineFactory())
+                .isInstanceOf(FakeEngineFactory.class);
 
         conf.set(GenerateOptions.ENGINE_FACTORY, "java.lang.String");
         assertThatThrownBy(() -> GenerationPipeline.builder().configure(conf).build())

@@ -23,6 +23,10 @@ public final class TestRequests {
 
     private TestRequests() {}
 
+    public static RequestConverter converter() {
+        return CONVERTER;
+    }
+
     /** A sampled request with a text prompt; its length differs by {@code i} so outputs differ in length. */
     public static GenerateRequest request(String id, int i) {
         return GenerateRequest.newBuilder()

@@ -3,10 +3,12 @@ package org.mstar.jobs;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Future;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -66,6 +68,26 @@ public final class GenerateClient implements AutoCloseable {
         value.get(bytes);
         producer.send(new ProducerRecord<>(requestsTopic, request.getRequestId().getBytes(StandardCharsets.UTF_8), bytes))
                 .get();
+    }
+
+    /**
+     * Sends {@code requests} without waiting between them, then waits until the broker has every one.
+     *
+     * @param onSend told each request id just before it is handed to the producer
+     */
+    public void sendAll(List<GenerateRequest> requests, Consumer<String> onSend) throws Exception {
+        List<Future<?>> acks = new ArrayList<>();
+        for (GenerateRequest request : requests) {
+            ByteBuffer value = request.toByteBuffer();
+            byte[] bytes = new byte[value.remaining()];
+            value.get(bytes);
+            onSend.accept(request.getRequestId());
+            acks.add(producer.send(new ProducerRecord<>(requestsTopic,
+                    request.getRequestId().getBytes(StandardCharsets.UTF_8), bytes)));
+        }
+        for (Future<?> ack : acks) {
+            ack.get();
+        }
     }
 
     /**

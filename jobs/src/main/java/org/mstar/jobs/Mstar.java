@@ -5,11 +5,12 @@ import picocli.CommandLine.Command;
 
 /**
  * The {@code mstar} command line: {@code serve} runs the generation job, {@code send} talks to a running one,
- * {@code demo} runs everything in this process, {@code bench-delivery} measures how soon tokens reach a consumer.
+ * {@code demo} runs everything in this process, {@code bench-delivery} measures how soon tokens reach a consumer, {@code bench-pipeline} compares the job with
+ * the bare engine.
  */
 @Command(name = "mstar", mixinStandardHelpOptions = true,
         subcommands = {GenerateCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
-                BenchDeliveryCommand.class},
+                BenchDeliveryCommand.class, BenchPipelineCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")
 public final class Mstar implements Runnable {
     /** Quiet logging for the command line, unless Flink or the user configured log4j already. */

@@ -26,6 +26,8 @@ import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.engine.GenerationEngine;
@@ -115,12 +117,7 @@ class GenerationPipelineITCase {
 
     @Test
     void theLlamaEngineOnARandomModelRecoversFromAFailureWithIdenticalTokens() throws Exception {
-        Path model = tmp.resolve("random-llama");
-        RandomModel.write(model, 7);
-        Configuration engineConf = new Configuration();
-        engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
-        engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
-        LlamaEngineFactory llama = new LlamaEngineFactory(engineConf);
+        LlamaEngineFactory llama = llama("random-llama");
         List<GenerateRequest> requests = TestRequests.requests("llama", 24);
         for (int i = 1; i < requests.size(); i += 2) { // token-id prompts besides text ones
             requests.get(i).setPrompt(null);
@@ -210,9 +207,10 @@ class GenerationPipelineITCase {
         assertThat(scenario.resumedMidGeneration()).as("requests resumed from the savepoint mid-generation").isPositive();
     }
 
-    @Test
-    void badInputGetsOneErrorEachWhileTheJobRunsOn() throws Exception {
-        Job job = new Job("bad", 2, Duration.ZERO);
+    @ParameterizedTest(name = "{0} engine")
+    @ValueSource(strings = {"fake", "llama"})
+    void badInputGetsOneErrorEachWhileTheJobRunsOn(String engine) throws Exception {
+        Job job = engine.equals("fake") ? new Job("bad-fake", 2, Duration.ZERO) : new Job("bad-llama", llama("bad"));
         Scenario scenario = Scenario.start(job.name);
         List<GenerateRequest> good = TestRequests.requests("good", 4);
         byte[] valid = KafkaTestSupport.bytes(good.get(0));
@@ -229,7 +227,11 @@ class GenerationPipelineITCase {
         records.add(bad("bad-top-p", r -> r.setTopP(-0.5)));
         records.add(bad("bad-empty", r -> r.setPrompt("")));
         records.add(Map.entry("good-2", KafkaTestSupport.bytes(good.get(2))));
-        records.add(bad("bad-too-long", r -> r.setPrompt("word ".repeat(FakeEngineFactory.CONTEXT_LENGTH))));
+        records.add(bad("bad-too-long", r -> r.setPrompt("word ".repeat(600)))); // over both engines' contexts
+        records.add(bad("bad-stop-id", r -> {
+            r.setMinTokens(4);
+            r.setStopTokenIds(List.of(999_999));
+        }));
         records.add(bad("bad-option", r -> r.setSamplingOptions(Map.of("beam_width", "4"))));
         records.add(Map.entry("good-3", KafkaTestSupport.bytes(good.get(3))));
         List<String> badIds = records.stream().map(Map.Entry::getKey).filter(k -> k.startsWith("bad-")).toList();
@@ -245,9 +247,25 @@ class GenerationPipelineITCase {
 
         assertThat(status).isEqualTo(JobStatus.RUNNING);
         assertThat(scenario.engines()).as("engines built: none was rebuilt by a restart").isEqualTo(1);
-        out.assertComplete(good);
+        if (engine.equals("fake")) {
+            out.assertComplete(good);
+        } else {
+            try (GenerationEngine reference = llama("bad-reference").create("cpu", 0)) {
+                out.assertComplete(good, TestRequests.reference(good, reference));
+            }
+        }
         assertThat(out.errors).extracting(ErrorEvent::getRequestId).containsExactlyInAnyOrderElementsOf(badIds);
         assertThat(out.errors).allSatisfy(e -> assertThat(e.getCode()).isEqualTo(400));
+    }
+
+    /** The real engine on a small random Llama written under {@code folder}. */
+    private LlamaEngineFactory llama(String folder) throws Exception {
+        Path model = tmp.resolve(folder);
+        RandomModel.write(model, 7);
+        Configuration engineConf = new Configuration();
+        engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
+        engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
+        return new LlamaEngineFactory(engineConf);
     }
 
     private static Map.Entry<String, byte[]> bad(String id, Consumer<GenerateRequest> change)

@@ -21,7 +21,7 @@ class MstarCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(out.toString()).contains("serve", "send", "demo", "bench-delivery");
+        assertThat(out.toString()).contains("serve", "send", "demo", "bench-delivery", "bench-pipeline");
     }
 
     @Test
@@ -58,6 +58,22 @@ class MstarCliTest {
         assertThat(err.toString()).contains("random Llama", "Sending 3 prompts.");
         assertThat(err.toString().lines().filter(l -> l.contains("finish=")).count()).isEqualTo(3);
         assertThat(out.toString().lines().filter(l -> l.startsWith("[")).count()).isEqualTo(3);
+    }
+
+    @Test
+    void benchPipelineComparesTheJobWithTheEngineAndSurvivesInjectedFailures() {
+        int code = run("bench-pipeline", "--batches", "2", "--prompt-len", "16", "--max-tokens", "8", "--mixed", "4",
+                "--failures", "2", "--failover-requests", "4", "--pages", "128", "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        assertThat(out.toString()).contains("| batch 2 | 2 | 16 |", "| 2 of 2 |", "| mixed 4 | 4 |", "| 4 of 4 |",
+                "complete, each token committed once and in order: 4 of 4",
+                "committed outputs identical to the uninterrupted run: 4 of 4",
+                "a second uninterrupted run identical to the first: 4 of 4");
+        assertThat(out.toString().lines().filter(l -> l.startsWith("  injected failure at step")).count())
+                .isEqualTo(2);
+        assertThat(out.toString().lines().filter(l -> l.contains("weights reused from the cache")).count())
+                .isGreaterThanOrEqualTo(2);
     }
 
     private int run(String... args) {

@@ -48,7 +48,9 @@ final class Cublas implements AutoCloseable {
     private static Path extractShim() {
         try (InputStream in = Cublas.class.getClassLoader().getResourceAsStream(SHIM_RESOURCE)) {
             if (in == null) {
-                throw new IllegalStateException(SHIM_RESOURCE + " is not on the classpath: add the mstar-kernels jar");
+                throw new IllegalStateException("This build of flink-mstar has no cuBLAS shim (" + SHIM_RESOURCE
+                        + " is not on the class path: the build found no gcc, or the mstar-kernels jar is missing)."
+                        + " Rebuild with gcc on the PATH to run on a GPU, or serve on the cpu device.");
             }
             Path file = Files.createTempFile("mstar_cublas", ".so");
             file.toFile().deleteOnExit();

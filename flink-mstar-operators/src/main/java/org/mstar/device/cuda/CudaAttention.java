@@ -1,26 +1,43 @@
 package org.mstar.device.cuda;
 
+import java.util.List;
+import java.util.stream.Stream;
 import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.UnsupportedOnDeviceException;
 
 /**
  * Paged attention launchers. Decode plans (one query per sequence) use split-KV: each sequence's visible
  * keys are cut into slices of {@link #KEYS_PER_SPLIT}, one block per slice and KV head serving that head's
  * query heads (grouped-query heads share the K/V load), then a merge kernel combines the slices. Because
  * the slice size is fixed, a sequence's result does not depend on the batch it is in (bit for bit), and
- * long contexts still spread over the whole GPU. Other plans use the tiled prefill kernel. The plan's
- * {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size the
- * grids (slices per sequence, query tiles per sequence).
+ * long contexts still spread over the whole GPU. Other bf16 plans use the tensor-core prefill kernel
+ * (attention_prefill_mma.cu: 256 rows of (query, grouped head) pairs per block, 128 at head dim 256, one
+ * block per row tile, KV head and sequence), which also serves decode at the head dims the decode kernel
+ * lacks (80, 96); fp32 plans use the CUDA-core prefill kernel (32 queries of one head per block). The
+ * plan's {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size
+ * the grids (slices per sequence, query tiles per sequence).
  */
 final class CudaAttention {
     private static final int DECODE_THREADS = 128;
     private static final int PREFILL_THREADS = 128;
     private static final int PREFILL_QUERY_TILE = 32;
+    private static final int MMA_THREADS = 256;
     /**
      * Keys per decode slice (kKeysPerSplit in attention_decode.cu, which sizes its page-id buffer by it):
      * 32k-token contexts give 128 slices per KV head, 1k tokens still 4.
      */
     static final int KEYS_PER_SPLIT = 256;
+    /** Head dims of the CUDA-core kernels, fp32 and bf16, prefill and decode (MSTAR_PREFILL, MSTAR_DECODE_GROUPS). */
+    static final List<Integer> SIMT_HEAD_DIMS = List.of(32, 64, 128, 256);
+    /**
+     * Head dims of the bf16 tensor-core prefill kernel (attention_prefill_mma.cu), which also runs the decode rows
+     * of the head dims without a CUDA-core kernel.
+     */
+    static final List<Integer> MMA_HEAD_DIMS = List.of(64, 80, 96, 128, 256);
+    /** Every head dim bf16 runs. */
+    static final List<Integer> BF16_HEAD_DIMS =
+            Stream.concat(SIMT_HEAD_DIMS.stream(), MMA_HEAD_DIMS.stream()).distinct().sorted().toList();
 
     private final CudaDevice device;
 
@@ -65,9 +82,8 @@ final class CudaAttention {
             case BF16 -> "bf16";
             default -> throw new IllegalArgumentException("pagedAttention supports F32 and BF16, got " + pool.dtype());
         };
-        if (headDim != 64 && headDim != 128 && headDim != 256) {
-            throw new IllegalArgumentException("pagedAttention: head dim " + headDim + " not compiled (64, 128, 256)");
-        }
+        requireHeadDim(headDim, pool.dtype());
+        boolean simtDim = SIMT_HEAD_DIMS.contains(headDim);
         CudaTensor qoIndptr = CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr");
         CudaTensor kvIndptr = CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr");
         CudaTensor kvIndices = CudaTensor.of(plan.kvIndices(), "plan.kvIndices");
@@ -75,14 +91,40 @@ final class CudaAttention {
         KernelArgs common = new KernelArgs().tensor(q).tensor(pool).tensor(qoIndptr).tensor(kvIndptr).tensor(kvIndices)
                 .tensor(lastPageLen).i32(layer).i32(numPages).i32(pageSize).i32(qoHeads).i32(kvHeads)
                 .flag(plan.causal()).i32(plan.windowLeft()).flag(plan.contextOnly()).f32(plan.smScale());
-        if (plan.isDecode()) {
+        boolean mma = pool.dtype() == DType.BF16 && MMA_HEAD_DIMS.contains(headDim)
+                && (!simtDim || device.tensorCorePrefill());
+        if (plan.isDecode() && simtDim) {
             decode(type, headDim, qoHeads, kvHeads, plan, common, qoIndptr, out);
+        } else if (mma) {
+            int rows = mmaRows(headDim);
+            int tiles = (plan.maxQoLen() * (qoHeads / kvHeads) + rows - 1) / rows;
+            device.kernel("attn_prefill_mma_bf16_d" + headDim).launch(device.stream(), tiles, kvHeads, plan.rows(),
+                    MMA_THREADS, mmaSmemBytes(headDim), common.tensor(out), "pagedAttention prefill (tensor cores)");
         } else {
             int smem = (3 * 32 * (headDim + 1) + 32 * 33) * 4;
             int tiles = (plan.maxQoLen() + PREFILL_QUERY_TILE - 1) / PREFILL_QUERY_TILE;
             device.kernel("attn_prefill_" + type + "_d" + headDim).launch(device.stream(), tiles, qoHeads, plan.rows(),
                     PREFILL_THREADS, smem, common.tensor(out), "pagedAttention prefill");
         }
+    }
+
+    /** @throws UnsupportedOnDeviceException unless kernels for {@code headDim} in {@code dtype} are compiled */
+    static void requireHeadDim(int headDim, DType dtype) {
+        if (!(dtype == DType.BF16 ? BF16_HEAD_DIMS : SIMT_HEAD_DIMS).contains(headDim)) {
+            throw new UnsupportedOnDeviceException("attention head dim " + headDim + " has no CUDA kernels for "
+                    + dtype + " (bf16: " + BF16_HEAD_DIMS + "; fp32: " + SIMT_HEAD_DIMS + ")");
+        }
+    }
+
+    /** MmaShape&lt;D&gt;::ROWS in attention_prefill_mma.cu: packed (query, grouped head) rows per block. */
+    private static int mmaRows(int headDim) {
+        return headDim <= 128 ? 256 : 128;
+    }
+
+    /** MmaShape&lt;D&gt;::SMEM_BYTES: Q rows, then K and V tiles of two stages, rows padded by 8 elements. */
+    private static int mmaSmemBytes(int headDim) {
+        int keys = headDim <= 128 ? 64 : 32;
+        return (mmaRows(headDim) + 4 * keys) * (headDim + 8) * 2;
     }
 
     private void decode(String type, int headDim, int qoHeads, int kvHeads, PagedAttentionPlan plan, KernelArgs common,

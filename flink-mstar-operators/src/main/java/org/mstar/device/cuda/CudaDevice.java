@@ -1,5 +1,6 @@
 package org.mstar.device.cuda;
 
+import static jcuda.driver.JCudaDriver.cuMemGetInfo;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
@@ -35,8 +36,11 @@ public final class CudaDevice implements Device {
     private final UploadRing uploads;
     private PinnedBuffer staging;
     private Thread boundThread;
+    private boolean tensorCorePrefill = true;
 
+    /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
+        KernelModule.requireBuilt();
         this.context = new CudaContext(gpuIndex);
         this.boundThread = Thread.currentThread();
         this.stream = new CudaStream();
@@ -72,9 +76,40 @@ public final class CudaDevice implements Device {
         return CudaGraph.capture(stream, work);
     }
 
+    /**
+     * Device memory in use on this GPU (the driver's total minus free, all processes), for checking that engines
+     * built and closed again give their memory back.
+     */
+    public long memoryInUse() {
+        enter();
+        long[] free = new long[1];
+        long[] total = new long[1];
+        check(cuMemGetInfo(free, total), "cuMemGetInfo");
+        return total[0] - free[0];
+    }
+
     @Override
     public CudaOps ops() {
         return ops;
+    }
+
+    /** Makes the context current on the calling thread, unconditionally (another device may have replaced it). */
+    @Override
+    public void bindToCurrentThread() {
+        context.makeCurrent();
+        boundThread = Thread.currentThread();
+    }
+
+    /**
+     * Whether bf16 prefill attention runs on the tensor cores (the default) or on the CUDA-core kernel that
+     * fp32 uses; the GPU harness switches it off to measure the one against the other on the same model.
+     */
+    public void setTensorCorePrefill(boolean on) {
+        this.tensorCorePrefill = on;
+    }
+
+    boolean tensorCorePrefill() {
+        return tensorCorePrefill;
     }
 
     /** Binds the context when a different thread than the last one calls in. */

@@ -57,6 +57,11 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         return device.kernel(name);
     }
 
+    @Override
+    public void requireAttentionHeadDim(int headDim, DType dtype) {
+        CudaAttention.requireHeadDim(headDim, dtype);
+    }
+
     /** Which cuBLAS this device multiplies with (loads it): for logs and the GPU harness. */
     public String cublasDescription() {
         device.enter();

@@ -16,6 +16,9 @@ import jcuda.driver.CUmodule;
 /** The kernels fatbin of the mstar-kernels jar, loaded into the current context; kernels looked up by name. */
 final class KernelModule implements AutoCloseable {
     static final String RESOURCE = "org/mstar/kernels/mstar_kernels.fatbin";
+    static final String NO_KERNELS = "This build of flink-mstar has no CUDA kernels (" + RESOURCE + " is not on the"
+            + " class path: the build found no nvcc, or the mstar-kernels jar is missing). Rebuild with nvcc (CUDA 13.0)"
+            + " on the PATH to run on a GPU, or serve on the cpu device.";
 
     private final CUmodule module = new CUmodule();
     private final Map<String, Kernel> kernels = new HashMap<>();
@@ -26,10 +29,17 @@ final class KernelModule implements AutoCloseable {
         check(cuModuleLoadData(module, image), "cuModuleLoadData(" + RESOURCE + ", " + image.length + " bytes)");
     }
 
+    /** Throws {@link #NO_KERNELS} when this build carries no fatbin, before any CUDA call. */
+    static void requireBuilt() {
+        if (KernelModule.class.getClassLoader().getResource(RESOURCE) == null) {
+            throw new IllegalStateException(NO_KERNELS);
+        }
+    }
+
     private static byte[] readResource() {
         try (InputStream in = KernelModule.class.getClassLoader().getResourceAsStream(RESOURCE)) {
             if (in == null) {
-                throw new IllegalStateException(RESOURCE + " is not on the classpath: add the mstar-kernels jar");
+                throw new IllegalStateException(NO_KERNELS);
             }
             return in.readAllBytes();
         } catch (IOException e) {

@@ -10,6 +10,7 @@ import java.util.Map;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.io.Checkpoint;
 
@@ -88,6 +89,7 @@ public final class LlamaWeights implements AutoCloseable {
         if (!dtype.isFloat()) {
             throw new IllegalArgumentException("weights must be a float dtype, got " + dtype);
         }
+        requireRunnable(c, device, dtype);
         List<Tensor> owned = new ArrayList<>();
         try {
             long h = c.hiddenSize();
@@ -110,6 +112,19 @@ public final class LlamaWeights implements AutoCloseable {
         } catch (RuntimeException e) {
             owned.forEach(Tensor::close);
             throw e;
+        }
+    }
+
+    /**
+     * Before a byte is allocated: a model whose layers cannot run here fails now, not at its first step. The engine
+     * keeps its KV cache in the weights' dtype.
+     */
+    private static void requireRunnable(ModelConfig c, Device device, DType dtype) {
+        try {
+            device.ops().requireAttentionHeadDim(c.headDim(), dtype);
+        } catch (UnsupportedOnDeviceException e) {
+            throw new UnsupportedOnDeviceException(device.name() + " cannot serve this model (head_dim " + c.headDim()
+                    + "): " + e.getMessage());
         }
     }
 

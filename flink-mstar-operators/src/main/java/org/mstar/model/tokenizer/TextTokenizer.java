@@ -22,15 +22,37 @@ import java.util.Map;
  *
  * <p>Decoding skips special tokens (BOS, EOS, reserved ids), as serving engines do for their text output.
  * Use from one thread at a time.
+ *
+ * <p><b>Never from the network.</b> Left to itself, DJL picks a CUDA build of its native library when it sees a
+ * GPU and downloads it; a serving machine may have no network, and a failed download fails the task on every
+ * restart. This class pins the CPU build bundled in the tokenizers jar ({@value #FLAVOR_PROPERTY} = cpu) and
+ * DJL's offline mode before DJL loads, unless the JVM was started with either set.
  */
 public final class TextTokenizer implements AutoCloseable {
     /** The file name inside a model folder. */
     public static final String FILE_NAME = "tokenizer.json";
+    /** DJL's choice of native build of the tokenizers library (an environment variable of that name wins). */
+    static final String FLAVOR_PROPERTY = "RUST_FLAVOR";
+    /** DJL's switch that turns a native-library download into an error. */
+    static final String OFFLINE_PROPERTY = "ai.djl.offline";
+
+    static {
+        pinBundledNativeLibrary();
+    }
 
     private final HuggingFaceTokenizer tokenizer;
 
     private TextTokenizer(HuggingFaceTokenizer tokenizer) {
         this.tokenizer = tokenizer;
+    }
+
+    private static void pinBundledNativeLibrary() {
+        if (System.getProperty(FLAVOR_PROPERTY) == null) {
+            System.setProperty(FLAVOR_PROPERTY, "cpu");
+        }
+        if (System.getProperty(OFFLINE_PROPERTY) == null) {
+            System.setProperty(OFFLINE_PROPERTY, "true");
+        }
     }
 
     /** Loads {@code tokenizer.json} from a model folder, or the file itself when {@code path} is a file. */

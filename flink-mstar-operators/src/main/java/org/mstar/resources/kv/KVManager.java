@@ -679,6 +679,11 @@ public final class KVManager implements Resource {
         return st.arena.freeCount();
     }
 
+    /** Pages an admission can take now: the free ones and those held only by the prefix index. */
+    public synchronized int availablePages() {
+        return st.arena.freeCount() + st.evictable();
+    }
+
     @Override
     public synchronized void cleanup() {
         activate(null, null);

@@ -7,7 +7,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
+import java.lang.reflect.Proxy;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -16,8 +18,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
+import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.GenerationConfig;
@@ -83,6 +88,28 @@ class LlamaWeightsTest {
             }
         }
         assertThat(dir.resolve("model.safetensors")).exists();
+    }
+
+    @Test
+    void aDeviceWithoutKernelsForTheHeadDimRefusesTheModelBeforeAllocating() {
+        List<String> calls = new ArrayList<>();
+        ComputeOps ops = (ComputeOps) Proxy.newProxyInstance(ComputeOps.class.getClassLoader(),
+                new Class<?>[] {ComputeOps.class}, (self, method, args) -> {
+                    throw new UnsupportedOnDeviceException("attention head dim " + args[0] + " has no kernels");
+                });
+        Device device = (Device) Proxy.newProxyInstance(Device.class.getClassLoader(), new Class<?>[] {Device.class},
+                (self, method, args) -> {
+                    calls.add(method.getName());
+                    return switch (method.getName()) {
+                        case "ops" -> ops;
+                        case "name" -> "gpu-without-d16";
+                        default -> throw new AssertionError(method.getName() + " called on a refused model");
+                    };
+                });
+        assertThatThrownBy(() -> RandomWeights.create(LLAMA, device, DType.BF16, 1))
+                .isInstanceOf(UnsupportedOnDeviceException.class)
+                .hasMessage("gpu-without-d16 cannot serve this model (head_dim 16): attention head dim 16 has no kernels");
+        assertThat(calls).doesNotContain("allocate");
     }
 
     @Test

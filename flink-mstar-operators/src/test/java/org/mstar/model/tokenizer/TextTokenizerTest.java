@@ -57,6 +57,12 @@ class TextTokenizerTest {
     }
 
     @Test
+    void pinsTheBundledCpuBuildSoAGpuMachineNeverDownloadsOne() {
+        assertThat(System.getProperty(TextTokenizer.FLAVOR_PROPERTY)).isEqualTo("cpu");
+        assertThat(System.getProperty(TextTokenizer.OFFLINE_PROPERTY)).isEqualTo("true");
+    }
+
+    @Test
     void mergesShortenEnglish() {
         String text = "The people have been there before";
         assertThat(tokenizer.encode(text, false).length).isLessThan(text.length() / 3);

@@ -51,8 +51,47 @@ final class AttentionChecks {
         check("decode group6", DType.BF16, new Geometry(24, 4, 128, 16), decode, true, -1, false);
         check("prefill d64 group8", DType.BF16, new Geometry(16, 2, 64, 8), prefill, true, -1, false);
         check("prefill d256", DType.F32, new Geometry(8, 4, 256, 16), prefill, true, -1, false);
+        // the bundled demo model's heads
+        check("decode d32 group2", DType.BF16, new Geometry(4, 2, 32, 16), decode, true, -1, false);
+        check("decode d32 group4", DType.F32, new Geometry(4, 1, 32, 16), decode, true, -1, false);
+        check("prefill d32", DType.BF16, new Geometry(4, 2, 32, 16), prefill, true, -1, false);
+        check("prefill d32", DType.F32, new Geometry(4, 2, 32, 16), prefill, true, -1, false);
+        tensorCorePrefill();
         CheckResult.attempt(results, "attention decode batch invariance", () -> decodeBatchInvariance(llama));
         return results;
+    }
+
+    /**
+     * The bf16 tensor-core prefill kernel at every head dim it is compiled for: ragged batches whose query
+     * and key counts cross its 64-row and key tiles, chunks appended to a cached prefix (fewer queries than
+     * keys), grouped-query heads whose group does not divide the row tile, windows, full and context-only
+     * masks; decode at the head dims the decode kernel lacks; and the CUDA-core kernel it replaced for bf16,
+     * which stays reachable.
+     */
+    private void tensorCorePrefill() {
+        Batch ragged = new Batch(new int[] {300, 1, 77, 513, 0, 16}, new int[] {300, 2000, 1077, 513, 40, 16});
+        Batch chunks = new Batch(new int[] {64, 129, 200}, new int[] {2112, 1129, 3000});
+        for (int d : new int[] {64, 80, 96, 128, 256}) {
+            Geometry g = new Geometry(32, 8, d, 16);
+            check("tc prefill causal d" + d, DType.BF16, g, ragged, true, -1, false);
+            check("tc prefill chunk after prefix d" + d, DType.BF16, g, chunks, true, -1, false);
+            check("tc prefill causal window=100 d" + d, DType.BF16, g, ragged, true, 100, false);
+        }
+        Geometry llama = new Geometry(32, 8, 128, 16);
+        check("tc prefill full", DType.BF16, llama, ragged, false, -1, false);
+        check("tc prefill contextOnly", DType.BF16, llama, chunks, true, -1, true);
+        check("tc prefill chunk window=300", DType.BF16, llama, chunks, true, 300, false);
+        check("tc prefill group1", DType.BF16, new Geometry(8, 8, 128, 16), ragged, true, -1, false);
+        check("tc prefill group6 page8", DType.BF16, new Geometry(24, 4, 64, 8), ragged, true, -1, false);
+        Batch decode = new Batch(new int[] {1, 1, 1, 1}, new int[] {1, 70, 700, 3000});
+        check("tc decode d80", DType.BF16, new Geometry(32, 8, 80, 16), decode, true, -1, false);
+        check("tc decode d96 window=100", DType.BF16, new Geometry(32, 32, 96, 16), decode, true, 100, false);
+        tw.gpu.setTensorCorePrefill(false);
+        try {
+            check("cuda-core prefill (bf16, switched)", DType.BF16, llama, ragged, true, -1, false);
+        } finally {
+            tw.gpu.setTensorCorePrefill(true);
+        }
     }
 
     /** Host arrays of one batch laid out in a pool with its pages in random order. */

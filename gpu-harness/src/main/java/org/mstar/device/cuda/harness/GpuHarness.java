@@ -21,14 +21,19 @@ import org.mstar.device.cuda.CudaDevice;
  * {@code --no-perf}, the performance tables: the kernels' (paged decode attention, the GEMMs of a
  * Llama-3-8B layer, GEMM batch invariance; skipped by {@code --no-kernel-perf}) and the engine's
  * throughput on Llama-3-8B geometry at the layer counts of {@code --engine-layers}. Tables are also written
- * as markdown under {@code --out}. Exits 1 when a check fails.
+ * as markdown under {@code --out}. {@code --prefill-perf} replaces those performance tables by the prefill
+ * ones: the paged prefill attention kernel and the engine's prefill throughput (32 layers of Llama-3-8B
+ * geometry) at 512, 2048 and 16384-token prompts, each on the tensor-core kernel and on the CUDA-core one.
+ * Exits 1 when a check fails.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
     private static final double PEAK_TB_PER_S = 4.3;
+    /** {prompt tokens, prompts} of the prefill tables: 8192 tokens per step below 16k. */
+    private static final int[][] PREFILL_CASES = {{512, 16}, {2048, 4}, {16384, 1}};
 
     private GpuHarness() {}
 
@@ -50,6 +55,7 @@ public final class GpuHarness {
         long seed = System.nanoTime();
         boolean perf = true;
         boolean kernelPerf = true;
+        boolean prefillPerf = false;
         int[] engineLayers = {8, 32};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -57,10 +63,12 @@ public final class GpuHarness {
                 case "--seed" -> seed = Long.parseLong(args[++i]);
                 case "--no-perf" -> perf = false;
                 case "--no-kernel-perf" -> kernelPerf = false;
+                case "--prefill-perf" -> prefillPerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2)");
+                        + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
+                        + "--prefill-perf)");
             }
         }
         Files.createDirectories(out);
@@ -93,7 +101,21 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             StringBuilder tables = new StringBuilder(header);
-            if (perf && kernelPerf) {
+            if (perf && prefillPerf) {
+                AttentionBench attention = new AttentionBench(twin);
+                long benchSeed = seed;
+                tables.append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
+                    List<AttentionBench.PrefillRow> rows = new ArrayList<>();
+                    for (int[] c : PREFILL_CASES) {
+                        rows.add(attention.prefill(c[0], c[1], true));
+                        rows.add(attention.prefill(c[0], c[1], false));
+                    }
+                    return AttentionBench.prefillTable(rows);
+                })).append(section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
+                        + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
+                                new PrefillBench(gpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && kernelPerf) {
                 GemmBench gemm = new GemmBench(twin);
                 AttentionBench attention = new AttentionBench(twin);
                 tables.append("\n")
@@ -104,14 +126,15 @@ public final class GpuHarness {
                                     {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {32768, 1}, {32768, 2}}),
                                         PEAK_TB_PER_S)))
                         .append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () ->
-                                AttentionBench.prefillTable(List.of(attention.prefill(1024), attention.prefill(4096)))))
+                                AttentionBench.prefillTable(List.of(attention.prefill(1024, 1, true),
+                                        attention.prefill(4096, 1, true)))))
                         .append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                                 GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096}))))
                         .append(section("GEMM batch invariance (row r at batch M vs alone)", () ->
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf) {
+            if (perf && !prefillPerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "

@@ -11,8 +11,8 @@ import org.mstar.device.cuda.CudaDevice;
 /**
  * Paged attention at Llama-3-8B's geometry (32 query heads, 8 KV heads, head dim 128, bf16, 16-token pages
  * scattered through the pool). Decode: bytes that must move (every visible K and V once, plus q and out)
- * over the median time of graph-replayed calls, against the copy bandwidth of the card. Prefill: one
- * causal sequence, FLOPs of the visible score and value products over the median time.
+ * over the median time of graph-replayed calls, against the copy bandwidth of the card. Prefill: equal
+ * causal prompts, FLOPs of the visible score and value products over the median time.
  */
 final class AttentionBench {
     private static final int QO_HEADS = 32;
@@ -93,31 +93,49 @@ final class AttentionBench {
         }
     }
 
-    record PrefillRow(int tokens, double millis, double tflops) {}
+    record PrefillRow(int tokens, int batch, boolean tensorCores, double millis, double tflops) {}
 
-    PrefillRow prefill(int tokens) {
+    /**
+     * {@code batch} causal prompts of {@code tokens} each in one plan, on the tensor-core kernel or the
+     * CUDA-core one; FLOPs count the visible score and value products only (causal tiles skipped by both).
+     */
+    PrefillRow prefill(int tokens, int batch, boolean tensorCores) {
         CudaDevice gpu = tw.gpu;
-        int pages = (tokens + PAGE - 1) / PAGE;
+        int perSeq = (tokens + PAGE - 1) / PAGE;
+        int pages = perSeq * batch;
         int[] indices = permutation(pages);
+        int[] qoIndptr = new int[batch + 1];
+        int[] kvIndptr = new int[batch + 1];
+        int[] last = new int[batch];
+        for (int r = 0; r < batch; r++) {
+            qoIndptr[r + 1] = (r + 1) * tokens;
+            kvIndptr[r + 1] = (r + 1) * perSeq;
+            last[r] = tokens - (perSeq - 1) * PAGE;
+        }
+        gpu.setTensorCorePrefill(tensorCores);
         try (Tensor pool = randomBf16(tw, 1, pages, 2, PAGE, KV_HEADS, HEAD_DIM);
-             Tensor q = randomBf16(tw, tokens, QO_HEADS, HEAD_DIM);
-             Tensor out = gpu.allocate(DType.BF16, tokens, QO_HEADS, HEAD_DIM);
-             Tensor qo = gpu.fromInts(new int[] {0, tokens}, 2);
-             Tensor kv = gpu.fromInts(new int[] {0, pages}, 2);
+             Tensor q = randomBf16(tw, (long) batch * tokens, QO_HEADS, HEAD_DIM);
+             Tensor out = gpu.allocate(DType.BF16, (long) batch * tokens, QO_HEADS, HEAD_DIM);
+             Tensor qo = gpu.fromInts(qoIndptr, batch + 1);
+             Tensor kv = gpu.fromInts(kvIndptr, batch + 1);
              Tensor idx = gpu.fromInts(indices, pages);
-             Tensor last = gpu.fromInts(new int[] {tokens - (pages - 1) * PAGE}, 1)) {
-            PagedAttentionPlan plan = new PagedAttentionPlan(1, qo, kv, idx, last, PAGE, tokens, tokens, tokens, true,
-                    -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
+             Tensor lastT = gpu.fromInts(last, batch)) {
+            PagedAttentionPlan plan = new PagedAttentionPlan(batch, qo, kv, idx, lastT, PAGE, batch * tokens, tokens,
+                    tokens, true, -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
             double ms = Timing.medianMillis(gpu, () -> gpu.ops().pagedAttention(q, pool, 0, plan, out), 1, 5);
-            double flops = 4.0 * QO_HEADS * HEAD_DIM * ((double) tokens * (tokens + 1) / 2);
-            return new PrefillRow(tokens, ms, flops / (ms * 1e-3) / 1e12);
+            double flops = batch * 4.0 * QO_HEADS * HEAD_DIM * ((double) tokens * (tokens + 1) / 2);
+            return new PrefillRow(tokens, batch, tensorCores, ms, flops / (ms * 1e-3) / 1e12);
+        } finally {
+            gpu.setTensorCorePrefill(true);
         }
     }
 
     static String prefillTable(List<PrefillRow> rows) {
-        StringBuilder sb = new StringBuilder("| tokens (causal, one sequence) | ms | TFLOP/s |\n|---|---|---|\n");
+        StringBuilder sb = new StringBuilder("| tokens per prompt (causal) | prompts | kernel | ms | TFLOP/s |\n"
+                + "|---|---|---|---|---|\n");
         for (PrefillRow r : rows) {
-            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.1f |%n", r.tokens, r.millis, r.tflops));
+            sb.append(String.format(Locale.ROOT, "| %d | %d | %s | %.3f | %.1f |%n", r.tokens, r.batch,
+                    r.tensorCores ? "tensor cores" : "CUDA cores", r.millis, r.tflops));
         }
         return sb.toString();
     }

@@ -1,0 +1,79 @@
+package org.mstar.engine;
+
+import org.mstar.model.tokenizer.TextTokenizer;
+import org.mstar.resources.RequestValidationException;
+
+/**
+ * Everything a request is checked against before the engine accepts it (a client's mistake is a
+ * {@link RequestValidationException} naming the field, answered with a 400): a prompt that tokenises to
+ * something, token and stop ids inside the vocabulary, lengths that fit the context and the KV pool.
+ */
+final class RequestChecks {
+    private final int vocabSize;
+    private final int maxSeqLen;
+    private final int pageSize;
+    private final int usablePages;
+    /** Null when requests must carry token ids. */
+    private final TextTokenizer tokenizer;
+
+    RequestChecks(int vocabSize, int maxSeqLen, int pageSize, int usablePages, TextTokenizer tokenizer) {
+        this.vocabSize = vocabSize;
+        this.maxSeqLen = maxSeqLen;
+        this.pageSize = pageSize;
+        this.usablePages = usablePages;
+        this.tokenizer = tokenizer;
+    }
+
+    /** The prompt's token ids: given, or the text tokenised. */
+    int[] prompt(GenerationRequest request) {
+        int[] ids = request.promptTokenIds();
+        if (ids == null) {
+            if (request.promptText() == null) {
+                throw new RequestValidationException("prompt", "either prompt text or prompt token ids is required");
+            }
+            if (tokenizer == null) {
+                throw new RequestValidationException("prompt", "this model has no tokenizer; send token ids");
+            }
+            ids = tokenizer.encode(request.promptText());
+        }
+        if (ids.length == 0) {
+            throw new RequestValidationException("prompt", "must not be empty");
+        }
+        for (int id : ids) {
+            checkId("prompt_token_ids", id);
+        }
+        return ids;
+    }
+
+    /** Limits and ids of {@code request}, whose prompt is {@code prompt} and which already generated {@code generated}. */
+    void check(GenerationRequest request, int[] prompt, int[] generated) {
+        if (request.maxTokens() < 1) {
+            throw new RequestValidationException("max_tokens", "must be >= 1, got " + request.maxTokens());
+        }
+        if (request.minTokens() < 0 || request.minTokens() > request.maxTokens()) {
+            throw new RequestValidationException("min_tokens", "must be in [0, max_tokens], got " + request.minTokens());
+        }
+        for (int id : request.stopTokenIds()) {
+            checkId("stop_token_ids", id);
+        }
+        if (prompt.length >= maxSeqLen) {
+            throw new RequestValidationException("prompt", "has " + prompt.length + " tokens; this model serves at most "
+                    + (maxSeqLen - 1) + " prompt tokens");
+        }
+        int worstPages = (Math.min(maxSeqLen, prompt.length + request.maxTokens()) + pageSize - 1) / pageSize;
+        if (worstPages > usablePages) {
+            throw new RequestValidationException("max_tokens", "prompt + max_tokens needs " + worstPages
+                    + " KV pages; this engine has " + usablePages);
+        }
+        if (generated.length > request.maxTokens()) {
+            throw new IllegalArgumentException("resumed request '" + request.requestId() + "' has " + generated.length
+                    + " generated tokens, more than max_tokens " + request.maxTokens());
+        }
+    }
+
+    private void checkId(String field, int id) {
+        if (id < 0 || id >= vocabSize) {
+            throw new RequestValidationException(field, "token id " + id + " outside the vocabulary of " + vocabSize);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+package org.mstar.engine;
+
+import java.util.Arrays;
+import java.util.Map;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.resources.CachedPrefix;
+import org.mstar.resources.KVReqConfig;
+import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.ResourceReqConfig;
+import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.Segment;
+import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.kv.PrefixKeys;
+import org.mstar.resources.runner.StepRunner;
+import org.mstar.resources.sampler.SamplerResource;
+
+/**
+ * A request's presence on every resource of the engine: opened (prefix keys of its prompt pages, sampling
+ * config, stop ids, and the random stream where it already generated), asked about cached prefixes, preempted
+ * (offloaded, or freed for a recompute) and closed.
+ */
+final class RequestResources {
+    /** The walk's output the prefix chain follows. */
+    static final String OUT = "new_token";
+
+    private final StepRunner runner;
+    private final KVManager kv;
+    private final SamplerResource sampler;
+    private final NodeResourceSpec samplerSpec;
+    private final StopRule stopRule;
+    private final int pageSize;
+
+    RequestResources(StepRunner runner, KVManager kv, SamplerResource sampler, NodeResourceSpec samplerSpec,
+                     StopRule stopRule, int pageSize) {
+        this.runner = runner;
+        this.kv = kv;
+        this.sampler = sampler;
+        this.samplerSpec = samplerSpec;
+        this.stopRule = stopRule;
+        this.pageSize = pageSize;
+    }
+
+    /** Open {@code r} everywhere; a request with generated tokens continues their random stream. */
+    void open(LiveRequest r) {
+        SamplingReqConfig sampling = r.request.sampling() == null ? SamplingReqConfig.DEFAULTS : r.request.sampling();
+        sampling.validate(samplerSpec);
+        int whole = r.prompt.length / pageSize * pageSize;
+        KVReqConfig kvCfg = new KVReqConfig(null, null, null, null, null,
+                Map.of(Segment.MAIN, PrefixKeys.chain(r.prompt, pageSize)),
+                Map.of(Segment.MAIN, Arrays.copyOfRange(r.prompt, whole, r.prompt.length)),
+                Map.of(Segment.MAIN, OUT), true, null, null);
+        Map<String, ResourceReqConfig> overrides = Map.of(LlamaModel.KV, kvCfg, LlamaModel.SAMPLER, sampling);
+        runner.ingestRequest(r.id(), overrides);
+        sampler.setStopIds(r.id(), stopRule.stopIds(r.request));
+        if (r.generated.size() > 0) {
+            sampler.restore(r.id(), r.prompt, r.generated.toArray());
+            r.promptTracked = true;
+        }
+    }
+
+    /** Ask the prefix cache how much of {@code r}'s fresh prompt it holds; the walk then skips that many tokens. */
+    int probePrefix(LiveRequest r) {
+        r.probed = true;
+        Map<String, int[]> inputs = Map.of(OUT, r.prompt);
+        CachedPrefix prefix = runner.resolveCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs);
+        runner.applyCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs, prefix);
+        int hit = prefix == null ? 0 : prefix.tokens();
+        r.computed = hit;
+        r.cachedPromptTokens = hit;
+        return hit;
+    }
+
+    /**
+     * Take {@code victim}'s KV away: to host pages when the cache has a host pool with room, otherwise freed,
+     * so it is recomputed later from prompt + generated tokens with the same random stream.
+     */
+    void preempt(LiveRequest victim) {
+        if (kv.supportsEviction() && kv.offload(victim.id()) > 0) {
+            victim.status = RequestStatus.OFFLOADED;
+            return;
+        }
+        runner.removeRequest(victim.id());
+        victim.dropKv();
+        victim.cachedPromptTokens = 0;
+        open(victim);
+    }
+
+    /** Bring an offloaded request back; false, with nothing changed, when its pages do not fit. */
+    boolean reload(LiveRequest r) {
+        if (!kv.reload(r.id())) {
+            return false;
+        }
+        r.status = RequestStatus.RUNNING;
+        return true;
+    }
+
+    /** Extend the prefix chain with a sampled token, so the pages it fills can be shared. */
+    void extendPrefix(LiveRequest r, int token) {
+        runner.extendPrefixChains(r.id(), LlamaModel.NODE, LlamaModel.WALK, Map.of(OUT, new int[] {token}));
+    }
+
+    void close(String rid) {
+        runner.removeRequest(rid);
+    }
+}

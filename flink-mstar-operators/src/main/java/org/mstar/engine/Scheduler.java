@@ -1,0 +1,241 @@
+package org.mstar.engine;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.function.LongSupplier;
+
+/**
+ * Decides every step of an engine: which requests get rows (decodes first, then prefill chunks under the
+ * token budget), whom to preempt and whom to bring back. Pure with respect to the device: it reads the
+ * requests' progress, the KV pages available and a clock, and returns decisions the engine carries out —
+ * so it is tested without a model.
+ *
+ * <p>One order ranks requests everywhere (admission, rows, resumes, and preemption from the bottom):
+ * arrival under {@link SchedulingPolicy#FCFS}; under {@link SchedulingPolicy#PRIORITY} the request's
+ * priority raised one level per {@link SchedulerOptions#agingStep()} waited, then arrival.
+ */
+final class Scheduler {
+    private final int maxRows;
+    private final int tokenBudget;
+    private final int pageSize;
+    private final SchedulerOptions options;
+    private final LongSupplier clock;
+    private final StepCostModel cost = new StepCostModel();
+
+    /**
+     * @param pageSize tokens per KV page, for the page estimates that gate admission
+     * @param clock nanoseconds, for aging
+     */
+    Scheduler(int maxRows, int tokenBudget, int pageSize, SchedulerOptions options, LongSupplier clock) {
+        if (maxRows < 1 || tokenBudget < 1 || pageSize < 1) {
+            throw new IllegalArgumentException("maxRows, tokenBudget and pageSize must be >= 1");
+        }
+        this.maxRows = maxRows;
+        this.tokenBudget = tokenBudget;
+        this.pageSize = pageSize;
+        this.options = options;
+        this.clock = clock;
+    }
+
+    /**
+     * The rows of the next step.
+     *
+     * @param live every live request (waiting, running and offloaded); only waiting and running ones get rows
+     * @param excluded requests to leave out of this step (just preempted, or refused by admission)
+     * @param availablePages KV pages free or evictable now
+     */
+    List<BatchRow> plan(Collection<LiveRequest> live, Set<LiveRequest> excluded, int availablePages) {
+        List<LiveRequest> candidates = new ArrayList<>();
+        for (LiveRequest r : live) {
+            if (r.status != RequestStatus.OFFLOADED && !excluded.contains(r) && r.pending() > 0) {
+                candidates.add(r);
+            }
+        }
+        candidates.sort(order());
+        List<LiveRequest> chosen = candidates.subList(0, Math.min(maxRows, candidates.size()));
+        StepFill fill = new StepFill(availablePages);
+        for (LiveRequest r : chosen) {
+            if (isDecode(r)) {
+                fill.decode(r);
+            }
+        }
+        int prefillLimit = prefillLimit(fill.rows.size());
+        for (LiveRequest r : chosen) {
+            if (!isDecode(r)) {
+                prefillLimit -= fill.prefill(r, prefillLimit);
+            }
+        }
+        // rows left by prefills that got nothing: offer them further down the order
+        for (LiveRequest r : candidates.subList(chosen.size(), candidates.size())) {
+            if (fill.rows.size() == maxRows) {
+                break;
+            }
+            if (isDecode(r)) {
+                fill.decode(r);
+            } else {
+                prefillLimit -= fill.prefill(r, prefillLimit);
+            }
+        }
+        return fill.rows;
+    }
+
+    /**
+     * Under {@link SchedulingPolicy#PRIORITY}: running requests to preempt so that the first waiting request,
+     * when it outranks them, can start although pages are short. Lowest-ranked first; none under FCFS.
+     */
+    List<LiveRequest> preemptForWaiting(Collection<LiveRequest> live, int availablePages) {
+        if (options.policy() != SchedulingPolicy.PRIORITY) {
+            return List.of();
+        }
+        long now = clock.getAsLong();
+        LiveRequest head = live.stream().filter(r -> r.status == RequestStatus.WAITING).min(order()).orElse(null);
+        if (head == null) {
+            return List.of();
+        }
+        int need = pagesFor(head.computed + Math.min(head.pending(), tokenBudget)) - pagesFor(head.computed);
+        List<LiveRequest> running = new ArrayList<>(live.stream().filter(r -> r.status == RequestStatus.RUNNING).toList());
+        running.sort(order().reversed());
+        List<LiveRequest> victims = new ArrayList<>();
+        int available = availablePages;
+        for (LiveRequest r : running) {
+            if (available >= need || level(r, now) >= level(head, now)) {
+                break;
+            }
+            victims.add(r);
+            available += pagesFor(r.computed);
+        }
+        return available >= need ? victims : List.of();
+    }
+
+    /**
+     * Whom to preempt after admission refused pages to {@code shortRequest}: a request outside the step first
+     * (least recently active, lowest-ranked first), else the lowest-ranked one in the step when it ranks below
+     * the request that ran short; null when no one should give way.
+     */
+    LiveRequest victim(Collection<LiveRequest> live, List<BatchRow> rows, String shortRequest) {
+        Set<LiveRequest> inStep = new HashSet<>();
+        rows.forEach(b -> inStep.add(b.request()));
+        Comparator<LiveRequest> rank = order();
+        LiveRequest outside = null;
+        LiveRequest inside = null;
+        for (LiveRequest r : live) {
+            if (r.status != RequestStatus.RUNNING || r.computed == 0 || r.id().equals(shortRequest)) {
+                continue;
+            }
+            if (!inStep.contains(r)) {
+                if (outside == null || outsideFirst(r, outside)) {
+                    outside = r;
+                }
+            } else if (inside == null || rank.compare(r, inside) > 0) {
+                inside = r;
+            }
+        }
+        if (outside != null) {
+            return outside;
+        }
+        LiveRequest shortR = live.stream().filter(r -> r.id().equals(shortRequest)).findFirst().orElse(null);
+        return inside != null && shortR != null && rank.compare(inside, shortR) > 0 ? inside : null;
+    }
+
+    /** Outside the step: the lower priority gives way first (under PRIORITY), then the least recently active. */
+    private boolean outsideFirst(LiveRequest a, LiveRequest b) {
+        if (options.policy() == SchedulingPolicy.PRIORITY && a.request.priority() != b.request.priority()) {
+            return a.request.priority() < b.request.priority();
+        }
+        return a.lastActiveStep < b.lastActiveStep;
+    }
+
+    /**
+     * Offloaded requests to bring back, in order: those that outrank every waiting request (a waiting request
+     * that outranks one gets the pages first).
+     */
+    List<LiveRequest> resumeOrder(Collection<LiveRequest> live) {
+        Comparator<LiveRequest> rank = order();
+        LiveRequest head = live.stream().filter(r -> r.status == RequestStatus.WAITING).min(rank).orElse(null);
+        return live.stream().filter(r -> r.status == RequestStatus.OFFLOADED)
+                .filter(r -> head == null || rank.compare(r, head) < 0).sorted(rank).toList();
+    }
+
+    /** Feed a finished step's size and duration to the estimate behind {@link SchedulerOptions#maxPrefillStall()}. */
+    void observeStep(int tokens, long nanos) {
+        cost.observe(tokens, nanos);
+    }
+
+    /** The ranking order, best first, as of now. */
+    Comparator<LiveRequest> order() {
+        Comparator<LiveRequest> byArrival = Comparator.comparingLong(r -> r.arrivalNanos);
+        if (options.policy() == SchedulingPolicy.FCFS) {
+            return byArrival;
+        }
+        long now = clock.getAsLong();
+        return Comparator.comparingLong((LiveRequest r) -> -level(r, now)).thenComparing(byArrival);
+    }
+
+    /** Priority raised by aging. */
+    long level(LiveRequest r, long now) {
+        long step = options.agingStep().toNanos();
+        long aged = step == 0 ? 0 : Math.max(0, now - r.arrivalNanos) / step;
+        return r.request.priority() + aged;
+    }
+
+    private static boolean isDecode(LiveRequest r) {
+        return r.status == RequestStatus.RUNNING && r.pending() == 1;
+    }
+
+    /** Prefill tokens a step with {@code decodes} decode rows may carry. */
+    private int prefillLimit(int decodes) {
+        long stall = options.maxPrefillStall().toNanos();
+        if (stall == 0 || decodes == 0 || !cost.ready()) {
+            return Integer.MAX_VALUE;
+        }
+        return Math.max(options.minPrefillChunk(), cost.tokensWithin(stall) - decodes);
+    }
+
+    private int pagesFor(int tokens) {
+        return (tokens + pageSize - 1) / pageSize;
+    }
+
+    /** The rows of one step as they are filled, with the budget and the page estimate left. */
+    private final class StepFill {
+        final List<BatchRow> rows = new ArrayList<>();
+        int budget = tokenBudget;
+        int pages;
+        /** Once a new request did not fit, later new ones wait too, so a large prompt is not overtaken forever. */
+        boolean admissionClosed;
+
+        StepFill(int availablePages) {
+            this.pages = availablePages;
+        }
+
+        void decode(LiveRequest r) {
+            if (rows.size() == maxRows || budget == 0) {
+                return;
+            }
+            rows.add(new BatchRow(r, r.computed, 1, true));
+            budget--;
+            pages -= pagesFor(r.computed + 1) - pagesFor(r.computed);
+        }
+
+        /** Adds a chunk of {@code r}'s pending tokens; returns its size (0 when it got no row). */
+        int prefill(LiveRequest r, int limit) {
+            if (rows.size() == maxRows || budget == 0 || limit <= 0) {
+                return 0;
+            }
+            int span = Math.min(r.pending(), Math.min(budget, limit));
+            int need = pagesFor(r.computed + span) - pagesFor(r.computed);
+            boolean fresh = r.status == RequestStatus.WAITING;
+            if (fresh && (admissionClosed || (need > pages && !rows.isEmpty()))) {
+                admissionClosed = true;
+                return 0;
+            }
+            rows.add(new BatchRow(r, r.computed, span, span == r.pending()));
+            budget -= span;
+            pages -= need;
+            return span;
+        }
+    }
+}

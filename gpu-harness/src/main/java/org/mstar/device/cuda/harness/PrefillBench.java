@@ -1,0 +1,131 @@
+package org.mstar.device.cuda.harness;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.Set;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.cuda.CudaDevice;
+import org.mstar.engine.EngineOptions;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.StepResult;
+import org.mstar.model.GenerationConfig;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.llama.LlamaWeights;
+import org.mstar.model.llama.RandomWeights;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * Engine prefill throughput on the bf16 engine with random weights (Llama-3-8B geometry made on the GPU):
+ * per row, {@code batch} random prompts of {@code prompt} tokens submitted together and stepped under an
+ * {@value #TOKEN_BUDGET}-token budget until each has its first token (longer prompts are prefilled in
+ * chunks against their cached prefix), wall clock around the steps. Every row runs with the tensor-core
+ * prefill attention and with the CUDA-core kernel it replaced, on the same weights; each measurement is
+ * the second of two identical runs (the first meets the shapes for the first time).
+ */
+final class PrefillBench {
+    static final int TOKEN_BUDGET = 8192;
+    private static final int PAGE = 16;
+
+    record Row(int layers, int prompt, int batch, boolean tensorCores, int steps, double millis) {
+        double tokensPerSecond() {
+            return (double) prompt * batch / (millis / 1e3);
+        }
+    }
+
+    private final Device device;
+    private final long seed;
+    private int runs;
+
+    /** On a device other than CUDA both kernel rows run the one attention path there is. */
+    PrefillBench(Device device, long seed) {
+        this.device = device;
+        this.seed = seed;
+    }
+
+    /** @param cases {prompt tokens, prompts} pairs */
+    List<Row> run(ModelConfig geometry, int layers, int[][] cases) {
+        ModelConfig config = geometry.toBuilder().numLayers(layers).build();
+        int maxPrompt = 0;
+        int maxBatch = 0;
+        int maxPages = 0;
+        for (int[] c : cases) {
+            maxPrompt = Math.max(maxPrompt, c[0]);
+            maxBatch = Math.max(maxBatch, c[1]);
+            maxPages = Math.max(maxPages, c[1] * ((c[0] + 2 + PAGE - 1) / PAGE));
+        }
+        List<Row> rows = new ArrayList<>();
+        LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
+        EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
+                new KvCacheOptions(maxPrompt + 2, maxPages + PAGE, PAGE, 0, false));
+        try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
+             LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
+            for (int[] c : cases) {
+                for (boolean tensorCores : new boolean[] {true, false}) {
+                    tensorCorePrefill(tensorCores);
+                    try {
+                        measure(engine, config, c[0], c[1], layers, tensorCores);
+                        Row row = measure(engine, config, c[0], c[1], layers, tensorCores);
+                        System.out.printf(Locale.ROOT, "prefill bench: %d layers, %d x %d tokens, %s: %.0f tok/s%n",
+                                layers, c[1], c[0], tensorCores ? "tensor cores" : "CUDA cores", row.tokensPerSecond());
+                        rows.add(row);
+                    } finally {
+                        tensorCorePrefill(true);
+                    }
+                }
+            }
+        }
+        return rows;
+    }
+
+    private void tensorCorePrefill(boolean on) {
+        if (device instanceof CudaDevice cuda) {
+            cuda.setTensorCorePrefill(on);
+        }
+    }
+
+    private Row measure(LlamaEngine engine, ModelConfig config, int prompt, int batch, int layers, boolean tensorCores) {
+        Random rnd = new Random(seed + prompt * 31L + batch);
+        runs++;
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < batch; i++) {
+            int[] tokens = new int[prompt];
+            for (int j = 0; j < prompt; j++) {
+                tokens[j] = rnd.nextInt(config.vocabSize());
+            }
+            String id = "prefill" + runs + "-" + i;
+            ids.add(id);
+            engine.submit(new GenerationRequest(id, tokens, null, SamplingReqConfig.greedy(), 2, 0, List.of(), true, 0));
+        }
+        Set<String> started = new HashSet<>();
+        int steps = 0;
+        long start = System.nanoTime();
+        while (started.size() < batch) {
+            StepResult r = engine.step();
+            if (!r.failures().isEmpty()) {
+                throw new IllegalStateException("engine failed requests: " + r.failures());
+            }
+            r.tokens().forEach(t -> started.add(t.requestId()));
+            steps++;
+        }
+        double millis = (System.nanoTime() - start) / 1e6;
+        ids.forEach(engine::remove);
+        return new Row(layers, prompt, batch, tensorCores, steps, millis);
+    }
+
+    static String table(List<Row> rows) {
+        StringBuilder sb = new StringBuilder("| layers | prompt tokens | prompts | prefill attention | steps | ms | tok/s |\n"
+                + "|---|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %d | %d | %d | %s | %d | %.1f | %.0f |%n", r.layers, r.prompt,
+                    r.batch, r.tensorCores ? "tensor cores" : "CUDA cores", r.steps, r.millis, r.tokensPerSecond()));
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,143 @@
+package org.mstar.jobs;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.mstar.engine.EngineOptions;
+import org.mstar.engine.EngineStats;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.engine.StepResult;
+import org.mstar.flink.DeviceTurn;
+import org.mstar.flink.EngineFactory;
+import org.mstar.model.llama.KvCacheOptions;
+
+/**
+ * The pipeline benchmark's engines: each over the weights of {@link BenchModels} (made once per process), taking
+ * the device's turn like the operator's default factory. For the failover run it fails the task at given step
+ * numbers, counted over the whole process so that each failure happens once, and it logs device memory and build
+ * time at every engine build and close.
+ */
+final class BenchEngineFactory implements EngineFactory {
+    private static final long serialVersionUID = 1L;
+
+    /** Engine steps run in this process by engines of this factory, over restarts. */
+    private static final AtomicLong STEPS = new AtomicLong();
+    private static final List<String> EVENTS = Collections.synchronizedList(new ArrayList<>());
+
+    private final String modelDir;
+    private final Long randomSeed;
+    // EngineOptions is not serializable; the factory travels in the job graph
+    private final int maxBatchRows;
+    private final int tokenBudget;
+    private final int maxSeqLen;
+    private final int pages;
+    private final int pageSize;
+    private final Set<Long> failAtSteps;
+
+    BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps) {
+        this.modelDir = modelDir.toString();
+        this.randomSeed = randomSeed;
+        this.maxBatchRows = options.maxBatchRows();
+        this.tokenBudget = options.tokenBudget();
+        this.maxSeqLen = options.kvCache().maxSeqLen();
+        this.pages = options.kvCache().maxNumPages();
+        this.pageSize = options.kvCache().pageSize();
+        this.failAtSteps = Set.copyOf(failAtSteps);
+    }
+
+    /** What happened at each engine build and close, in order (device memory, weights reuse, build time). */
+    static List<String> events() {
+        synchronized (EVENTS) {
+            return List.copyOf(EVENTS);
+        }
+    }
+
+    /** @return the steps counted since the last reset */
+    static long resetSteps() {
+        return STEPS.getAndSet(0);
+    }
+
+    @Override
+    public GenerationEngine create(String device, int subtaskIndex) {
+        int loadsBefore = BenchModels.loads();
+        long start = System.nanoTime();
+        BenchModels.Loaded shared = BenchModels.get(Path.of(modelDir), randomSeed, device);
+        DeviceTurn turn = shared.turn();
+        long before = turn.call(() -> BenchModels.memoryInUse(turn));
+        EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget,
+                new KvCacheOptions(maxSeqLen, pages, pageSize, 0, true)).withDecodeGraphs(turn.device().isCuda());
+        GenerationEngine engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options));
+        long after = turn.call(() -> BenchModels.memoryInUse(turn));
+        EVENTS.add(String.format(Locale.ROOT,
+                "engine built on %s in %d ms (weights %s); device memory %s before, %s after",
+                Thread.currentThread().getName(), (System.nanoTime() - start) / 1_000_000,
+                BenchModels.loads() > loadsBefore ? "made in " + shared.loadMillis() + " ms" : "reused from the cache",
+                PipelineBench.gib(before), PipelineBench.gib(after)));
+        return turn.guard(new Failing(engine, turn));
+    }
+
+    /** Fails the task at the configured steps and logs memory after close. */
+    private final class Failing implements GenerationEngine {
+        private final GenerationEngine engine;
+        private final DeviceTurn turn;
+
+        Failing(GenerationEngine engine, DeviceTurn turn) {
+            this.engine = engine;
+            this.turn = turn;
+        }
+
+        @Override
+        public StepResult step() {
+            long step = STEPS.incrementAndGet();
+            if (failAtSteps.contains(step)) {
+                EVENTS.add("injected failure at step " + step);
+                throw new IllegalStateException("injected task failure at engine step " + step);
+            }
+            return engine.step();
+        }
+
+        @Override
+        public void close() {
+            engine.close();
+            // inside the turn already: the guard takes it for close()
+            EVENTS.add("engine closed on " + Thread.currentThread().getName() + "; device memory "
+                    + PipelineBench.gib(BenchModels.memoryInUse(turn)));
+        }
+
+        @Override
+        public void submit(GenerationRequest request) {
+            engine.submit(request);
+        }
+
+        @Override
+        public void resume(GenerationRequest request, int[] generated) {
+            engine.resume(request, generated);
+        }
+
+        @Override
+        public boolean hasWork() {
+            return engine.hasWork();
+        }
+
+        @Override
+        public void remove(String requestId) {
+            engine.remove(requestId);
+        }
+
+        @Override
+        public int waiting() {
+            return engine.waiting();
+        }
+
+        @Override
+        public EngineStats stats() {
+            return engine.stats();
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package org.mstar.jobs;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.mstar.device.DType;
+import org.mstar.device.Devices;
+import org.mstar.device.cuda.CudaDevice;
+import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.flink.DeviceTurn;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.llama.LlamaWeights;
+import org.mstar.model.llama.RandomWeights;
+
+/**
+ * The pipeline benchmark's devices and weights, made once per process and shared by the bare engine and by every
+ * generate task (also after a restart), like the operator's own process-wide cache. Random weights are made on the
+ * device itself: writing an 8B-parameter checkpoint to disk and reading it back would take longer than the run.
+ */
+final class BenchModels {
+    /** Weights on a device, with how long making them took. */
+    record Loaded(DeviceTurn turn, LlamaWeights weights, long loadMillis) {}
+
+    private static final Map<String, DeviceTurn> DEVICES = new HashMap<>();
+    private static final Map<String, Loaded> MODELS = new HashMap<>();
+    private static int loads;
+
+    private BenchModels() {}
+
+    /**
+     * @param modelDir a model folder: its config.json always, its safetensors unless {@code randomSeed} is set
+     * @param randomSeed random weights of the folder's geometry with this seed, or null to load the safetensors
+     */
+    static synchronized Loaded get(Path modelDir, Long randomSeed, String deviceName) {
+        String key = modelDir.toAbsolutePath().normalize() + "#" + randomSeed + "@" + deviceName;
+        Loaded loaded = MODELS.get(key);
+        if (loaded == null) {
+            DeviceTurn turn = DEVICES.computeIfAbsent(deviceName, n -> new DeviceTurn(Devices.open(n)));
+            long start = System.nanoTime();
+            LlamaWeights weights = turn.call(() -> randomSeed == null
+                    ? LlamaEngineLoader.loadWeights(modelDir, turn.device())
+                    : RandomWeights.create(config(modelDir), turn.device(),
+                            turn.device().isCuda() ? DType.BF16 : DType.F32, randomSeed));
+            turn.run(() -> turn.device().synchronize());
+            loaded = new Loaded(turn, weights, (System.nanoTime() - start) / 1_000_000);
+            MODELS.put(key, loaded);
+            loads++;
+        }
+        return loaded;
+    }
+
+    /** How many times weights were made or read in this process. */
+    static synchronized int loads() {
+        return loads;
+    }
+
+    /** Device memory the process holds (driver view), or -1 on the CPU; call inside the device's turn. */
+    static long memoryInUse(DeviceTurn turn) {
+        return turn.device() instanceof CudaDevice cuda ? cuda.memoryInUse() : -1;
+    }
+
+    private static ModelConfig config(Path modelDir) {
+        try {
+            return ModelConfig.load(modelDir);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+package org.mstar.jobs;
+
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code mstar bench-pipeline}: the flags; {@link PipelineBench} runs it (see {@link ServeCommand} for why). */
+@Command(name = "bench-pipeline", mixinStandardHelpOptions = true,
+        description = "Serve the same requests through the bare engine and through the Flink job (Kafka, RocksDB"
+                + " checkpoints, the generate operator) in this process, and compare tokens/s, TTFT and inter-token"
+                + " latency; optionally inject task failures and check the outputs against an uninterrupted run.")
+final class BenchPipelineCommand implements Callable<Integer> {
+    @Option(names = "--device", paramLabel = "cpu|cuda:N", description = "Default: ${DEFAULT-VALUE}.")
+    String device = "cpu";
+
+    @Option(names = "--random", paramLabel = "CONFIG",
+            description = "Random weights (made on the device) of this config.json's geometry. Default: the bundled"
+                    + " tiny Llama.")
+    String randomConfig;
+
+    @Option(names = "--model", paramLabel = "DIR", description = "Serve this model folder instead of random weights.")
+    String model;
+
+    @Option(names = "--batches", paramLabel = "N", split = ",",
+            description = "One load per size: N requests sent at once. Default: 1,16,64.")
+    List<Integer> batches = List.of(1, 16, 64);
+
+    @Option(names = "--prompt-len", paramLabel = "N", description = "Prompt tokens of the batch loads. Default: ${DEFAULT-VALUE}.")
+    int promptLen = 512;
+
+    @Option(names = "--max-tokens", paramLabel = "N",
+            description = "Generated tokens per request of the batch loads (EOS ignored). Default: ${DEFAULT-VALUE}.")
+    int maxTokens = 128;
+
+    @Option(names = "--mixed", paramLabel = "N",
+            description = "Requests of the mixed load: prompts of prompt-len/8 to 2 x prompt-len tokens, outputs of"
+                    + " max-tokens/8 to 2 x max-tokens; 0 skips it. Default: ${DEFAULT-VALUE}.")
+    int mixed = 256;
+
+    @Option(names = "--max-batch-rows", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
+    int maxBatchRows = 64;
+
+    @Option(names = "--token-budget", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
+    int tokenBudget = 2048;
+
+    @Option(names = "--pages", paramLabel = "N", description = "KV pages of 16 tokens. Default: ${DEFAULT-VALUE}.")
+    int pages = 8192;
+
+    @Option(names = "--checkpoint-interval", paramLabel = "MILLIS",
+            description = "RocksDB checkpoints of the measured job. Default: ${DEFAULT-VALUE}.")
+    long checkpointMillis = 1000;
+
+    @Option(names = "--buffer-timeout", paramLabel = "MILLIS",
+            description = "Flink's execution.buffer-timeout.interval. Default: ${DEFAULT-VALUE}.")
+    long bufferTimeoutMillis = 5;
+
+    @Option(names = "--failures", paramLabel = "N",
+            description = "After the table: run a failover load twice under EXACTLY_ONCE, uninterrupted and with N"
+                    + " injected task failures, and compare the committed outputs. Default: ${DEFAULT-VALUE}.")
+    int failures = 0;
+
+    @Option(names = "--failover-requests", paramLabel = "N",
+            description = "Requests of the failover load (mixed lengths, half greedy, half seeded sampling)."
+                    + " Default: ${DEFAULT-VALUE}.")
+    int failoverRequests = 64;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", description = "Per load. Default: ${DEFAULT-VALUE}.")
+    long timeoutSeconds = 300;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws Exception {
+        return PipelineBench.run(this, spec.commandLine());
+    }
+}
