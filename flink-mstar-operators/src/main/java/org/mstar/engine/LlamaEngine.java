@@ -3,10 +3,12 @@ package org.mstar.engine;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.mstar.device.DType;
+import org.mstar.device.DeviceFault;
 import org.mstar.device.Tensor;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.llama.LlamaModel;
@@ -35,6 +37,10 @@ import org.mstar.resources.sampler.SamplerResource;
  * the step is planned again; with no victim the step drops its last row, and a request that cannot fit even
  * alone fails with a 400.
  *
+ * <p>A step that throws (other than a {@link DeviceFault}, which ends the task) fails only the request at fault:
+ * the step's requests are reset and recomputed, then run one at a time until the one that throws alone is failed
+ * with a 500 and the others carry on, their tokens unchanged.
+ *
  * <p>With {@link EngineOptions#decodeGraphs()}, a step of decode rows only is padded to a batch bucket and
  * replayed as a recorded device graph ({@link DecodeGraphs}).
  */
@@ -55,6 +61,8 @@ public final class LlamaEngine implements GenerationEngine {
     private final DecodeGraphs graphs;
 
     private final Map<String, LiveRequest> live = new LinkedHashMap<>();
+    /** Requests of a step that threw, run alone one at a time until each samples or fails alone. */
+    private final Set<LiveRequest> suspects = new LinkedHashSet<>();
     private long stepNo;
     private LogitsObserver logitsObserver;
     private final List<AutoCloseable> owned = new ArrayList<>();
@@ -121,7 +129,9 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public void remove(String requestId) {
-        if (live.remove(requestId) != null) {
+        LiveRequest r = live.remove(requestId);
+        if (r != null) {
+            suspects.remove(r);
             resources.close(requestId);
         }
     }
@@ -145,8 +155,13 @@ public final class LlamaEngine implements GenerationEngine {
                 counters.prefixHitTokens += resources.probePrefix(r);
             }
         }
-        scheduler.preemptForWaiting(live.values(), kv.availablePages()).forEach(this::preempt);
         Set<LiveRequest> excluded = new HashSet<>();
+        if (suspects.isEmpty()) {
+            scheduler.preemptForWaiting(live.values(), kv.availablePages()).forEach(this::preempt);
+        } else {
+            LiveRequest alone = suspects.iterator().next();
+            live.values().stream().filter(r -> r != alone).forEach(excluded::add);
+        }
         while (true) {
             List<BatchRow> rows = scheduler.plan(live.values(), excluded, kv.availablePages());
             if (rows.isEmpty()) {
@@ -156,11 +171,36 @@ public final class LlamaEngine implements GenerationEngine {
             FullAdmitOutcome o = runner.admit(step.step());
             if (o.ok()) {
                 long start = System.nanoTime();
-                run(step, out);
+                try {
+                    run(step, out);
+                } catch (DeviceFault e) {
+                    throw e;
+                } catch (RuntimeException e) {
+                    isolate(rows, e, out);
+                    return out.result();
+                }
                 scheduler.observeStep(step.tokenCount(), System.nanoTime() - start);
+                rows.stream().filter(BatchRow::samples).forEach(b -> suspects.remove(b.request()));
                 return out.result();
             }
             recover(o.reason(), rows, excluded, out);
+        }
+    }
+
+    /**
+     * After a step threw: alone, the request is at fault and fails with a 500; otherwise every request of the step
+     * is reset and becomes a suspect, to be run alone.
+     */
+    private void isolate(List<BatchRow> rows, RuntimeException e, StepOutputs out) {
+        List<LiveRequest> involved = rows.stream().map(BatchRow::request).filter(r -> live.get(r.id()) == r).toList();
+        if (involved.size() == 1) {
+            suspects.remove(involved.get(0));
+            fail(involved.get(0), 500, "serving this request failed: " + e, out);
+            return;
+        }
+        for (LiveRequest r : involved) {
+            resources.recompute(r);
+            suspects.add(r);
         }
     }
 

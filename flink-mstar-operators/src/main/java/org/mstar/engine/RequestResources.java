@@ -79,10 +79,18 @@ final class RequestResources {
             victim.status = RequestStatus.OFFLOADED;
             return;
         }
-        runner.removeRequest(victim.id());
-        victim.dropKv();
-        victim.cachedPromptTokens = 0;
-        open(victim);
+        recompute(victim);
+    }
+
+    /**
+     * Free everything {@code r} holds on every resource — whatever a step left half done — and open it afresh,
+     * so its KV is recomputed from prompt + generated tokens with the same random stream.
+     */
+    void recompute(LiveRequest r) {
+        runner.removeRequest(r.id());
+        r.dropKv();
+        r.cachedPromptTokens = 0;
+        open(r);
     }
 
     /** Bring an offloaded request back; false, with nothing changed, when its pages do not fit. */

@@ -4,7 +4,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.apache.flink.annotation.Internal;
 import org.mstar.device.Device;
-import org.mstar.engine.EngineStats;
+import org.mstar.engine.ForwardingEngine;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
@@ -55,7 +55,14 @@ public final class DeviceTurn {
         return new Guarded(engine, this);
     }
 
-    private record Guarded(GenerationEngine engine, DeviceTurn turn) implements GenerationEngine {
+    private static final class Guarded extends ForwardingEngine {
+        private final DeviceTurn turn;
+
+        Guarded(GenerationEngine engine, DeviceTurn turn) {
+            super(engine);
+            this.turn = turn;
+        }
+
         @Override
         public void submit(GenerationRequest request) {
             turn.run(() -> engine.submit(request));
@@ -72,23 +79,8 @@ public final class DeviceTurn {
         }
 
         @Override
-        public boolean hasWork() {
-            return engine.hasWork();
-        }
-
-        @Override
         public void remove(String requestId) {
             turn.run(() -> engine.remove(requestId));
-        }
-
-        @Override
-        public int waiting() {
-            return engine.waiting();
-        }
-
-        @Override
-        public EngineStats stats() {
-            return engine.stats();
         }
 
         @Override

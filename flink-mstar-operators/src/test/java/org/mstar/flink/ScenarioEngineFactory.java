@@ -8,7 +8,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
-import org.mstar.engine.EngineStats;
+import org.mstar.engine.ForwardingEngine;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
@@ -122,10 +122,12 @@ public final class ScenarioEngineFactory implements EngineFactory {
         }
     }
 
-    private record WatchedEngine(GenerationEngine engine, Scenario scenario) implements GenerationEngine {
-        @Override
-        public void submit(GenerationRequest request) {
-            engine.submit(request);
+    private static final class WatchedEngine extends ForwardingEngine {
+        private final Scenario scenario;
+
+        WatchedEngine(GenerationEngine engine, Scenario scenario) {
+            super(engine);
+            this.scenario = scenario;
         }
 
         @Override
@@ -145,31 +147,6 @@ public final class ScenarioEngineFactory implements EngineFactory {
             StepResult result = engine.step();
             scenario.afterStep(result);
             return result;
-        }
-
-        @Override
-        public boolean hasWork() {
-            return engine.hasWork();
-        }
-
-        @Override
-        public void remove(String requestId) {
-            engine.remove(requestId);
-        }
-
-        @Override
-        public int waiting() {
-            return engine.waiting();
-        }
-
-        @Override
-        public EngineStats stats() {
-            return engine.stats();
-        }
-
-        @Override
-        public void close() {
-            engine.close();
         }
     }
 }

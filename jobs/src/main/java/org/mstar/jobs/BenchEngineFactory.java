@@ -8,9 +8,8 @@ import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import org.mstar.engine.EngineOptions;
-import org.mstar.engine.EngineStats;
+import org.mstar.engine.ForwardingEngine;
 import org.mstar.engine.GenerationEngine;
-import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.StepResult;
 import org.mstar.flink.DeviceTurn;
@@ -83,12 +82,11 @@ final class BenchEngineFactory implements EngineFactory {
     }
 
     /** Fails the task at the configured steps and logs memory after close. */
-    private final class Failing implements GenerationEngine {
-        private final GenerationEngine engine;
+    private final class Failing extends ForwardingEngine {
         private final DeviceTurn turn;
 
         Failing(GenerationEngine engine, DeviceTurn turn) {
-            this.engine = engine;
+            super(engine);
             this.turn = turn;
         }
 
@@ -108,36 +106,6 @@ final class BenchEngineFactory implements EngineFactory {
             // inside the turn already: the guard takes it for close()
             EVENTS.add("engine closed on " + Thread.currentThread().getName() + "; device memory "
                     + PipelineBench.gib(BenchModels.memoryInUse(turn)));
-        }
-
-        @Override
-        public void submit(GenerationRequest request) {
-            engine.submit(request);
-        }
-
-        @Override
-        public void resume(GenerationRequest request, int[] generated) {
-            engine.resume(request, generated);
-        }
-
-        @Override
-        public boolean hasWork() {
-            return engine.hasWork();
-        }
-
-        @Override
-        public void remove(String requestId) {
-            engine.remove(requestId);
-        }
-
-        @Override
-        public int waiting() {
-            return engine.waiting();
-        }
-
-        @Override
-        public EngineStats stats() {
-            return engine.stats();
         }
     }
 }
