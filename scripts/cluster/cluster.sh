@@ -50,6 +50,8 @@ cluster.evenly-spread-out-slots: true
 heartbeat.interval: 1000
 heartbeat.timeout: 5000
 restart-strategy.type: exponential-delay
+# the tokenizer's native library comes from the cluster's class path, one copy for every job (see pom.xml)
+classloader.parent-first-patterns.additional: ai.djl.
 env.java.opts.all: --add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED
 ${MSTAR_FLINK_CONF:-}
 EOF

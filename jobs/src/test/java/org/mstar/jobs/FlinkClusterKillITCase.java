@@ -109,6 +109,14 @@ class FlinkClusterKillITCase {
             lines.filter(l -> l.contains("Job mstar serve") && l.contains("switched from state")
                     || l.contains("Closing TaskExecutor connection")).forEach(System.out::println);
         }
+        // The last task failure and its cause, when there was one.
+        List<String> log = Files.readAllLines(clusterDir.resolve("log/jobmanager.log"));
+        for (int i = log.size() - 1; i >= 0; i--) {
+            if (log.get(i).contains(" to FAILED")) {
+                log.subList(i, Math.min(log.size(), i + 40)).forEach(System.out::println);
+                break;
+            }
+        }
     }
 
     @Test
