@@ -59,6 +59,8 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
 
     private final EngineFactory engineFactory;
     private final GenerateSettings settings;
+    /** {@link ModelFingerprint} of this subtask's model, recorded in every mirror. */
+    private transient String modelFingerprint;
     private final RequestConverter converter;
 
     private transient GenerationEngine engine;
@@ -99,6 +101,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         String device = DeviceAssignment.resolve(settings.device(),
                 getRuntimeContext().getExternalResourceInfos(settings.gpuResource()), subtask);
+        modelFingerprint = ModelFingerprint.of(engineFactory, settings);
         engine = engineFactory.create(device, subtask);
         LOG.info("Decode subtask {} serves on {}", subtask, device);
         if (restored) {
@@ -149,7 +152,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         }
         long bytes = received.values().stream().mapToLong(HandoffRecords::dataBytes).sum();
         handoffMetrics.handoff(bytes, Math.max(0, System.currentTimeMillis() - header.getPublishedAtMs()));
-        RequestMirror mirror = new RequestMirror(request, header.getGeneratedTokenIds(), now());
+        RequestMirror mirror = new RequestMirror(request, header.getGeneratedTokenIds(), now(), modelFingerprint);
         setCurrentKey(id); // steps run above may have moved it
         mirrors.update(mirror);
         live.put(id, LiveRequest.restored(mirror));
@@ -162,7 +165,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
             if (e.getValue().dirty()) {
                 setCurrentKey(e.getKey());
-                mirrors.update(e.getValue().flush());
+                mirrors.update(e.getValue().flush(modelFingerprint));
             }
         }
     }
@@ -235,6 +238,13 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
             setCurrentKey(id);
             RequestMirror mirror = mirrors.value();
             if (mirror == null) {
+                continue;
+            }
+            String generatedBy = mirror.getModelFingerprint();
+            if (!generatedBy.isEmpty() && !generatedBy.equals(modelFingerprint)) {
+                forget(id); // its tokens came from other weights
+                emitError(id, Responses.SERVER_ERROR, "not resumed: generation started under model " + generatedBy
+                        + " and this job serves model " + modelFingerprint);
                 continue;
             }
             LiveRequest request = LiveRequest.restored(mirror);

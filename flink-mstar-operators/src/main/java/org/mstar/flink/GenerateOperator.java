@@ -59,8 +59,9 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Recovery: a restore resumes each live request with {@link GenerationEngine#resume} and the tokens it had
- * generated at the checkpoint. Sampling is counter-based, so tokens emitted after that checkpoint are generated
- * again, identically. With a transactional sink and read_committed consumers nothing is lost or repeated; with
+ * generated at the checkpoint. Each mirror records the {@link ModelFingerprint} it was generated under; a request
+ * restored under another model is not resumed but ends with a 500 error event. Sampling is counter-based, so
+ * tokens emitted after that checkpoint are generated again, identically. With a transactional sink and read_committed consumers nothing is lost or repeated; with
  * an at-least-once sink a consumer sees the regenerated tokens again and drops them by (request id, index).
  * A request whose id is already live is a duplicate (such as a producer retry) and is ignored.
  */
@@ -102,6 +103,8 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     /** Whether requests were admitted since the last step began. */
     private transient boolean admittedSinceStep;
     private transient boolean restored;
+    /** {@link ModelFingerprint} of this subtask's model, recorded in every mirror. */
+    private transient String modelFingerprint;
 
     // ------------------------------------------------------------------------
     //  keyed state and metrics
@@ -141,8 +144,9 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         String device = DeviceAssignment.resolve(settings.device(),
                 getRuntimeContext().getExternalResourceInfos(settings.gpuResource()), subtask);
+        modelFingerprint = ModelFingerprint.of(engineFactory, settings);
         engine = engineFactory.create(device, subtask);
-        LOG.info("Subtask {} serves on {}", subtask, device);
+        LOG.info("Subtask {} serves model {} on {}", subtask, modelFingerprint, device);
         if (restored) {
             resumeLiveRequests();
         }
@@ -185,7 +189,7 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
             if (e.getValue().dirty()) {
                 setCurrentKey(e.getKey());
-                mirrors.update(e.getValue().flush());
+                mirrors.update(e.getValue().flush(modelFingerprint));
                 written++;
             }
         }
@@ -317,6 +321,14 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
             setCurrentKey(id);
             RequestMirror mirror = mirrors.value();
             if (mirror == null) {
+                continue;
+            }
+            String generatedBy = mirror.getModelFingerprint();
+            if (!generatedBy.isEmpty() && !generatedBy.equals(modelFingerprint)) {
+                // Its tokens came from other weights: continuing them here would splice two models' outputs.
+                forget(id);
+                emitError(id, Responses.SERVER_ERROR, "not resumed: generation started under model " + generatedBy
+                        + " and this job serves model " + modelFingerprint);
                 continue;
             }
             LiveRequest request = LiveRequest.restored(mirror);

@@ -12,9 +12,10 @@ import org.apache.flink.configuration.ReadableConfig;
  * @param device see {@link GenerateOptions#DEVICE}
  * @param gpuResource see {@link GenerateOptions#GPU_RESOURCE}
  * @param defaultMaxTokens see {@link GenerateOptions#DEFAULT_MAX_TOKENS}
+ * @param modelDir see {@link GenerateOptions#MODEL_DIR}; null when not set
  */
 record GenerateSettings(int maxWaiting, Duration queueTimeout, String device, String gpuResource,
-                        int defaultMaxTokens) implements Serializable {
+                        int defaultMaxTokens, String modelDir) implements Serializable {
 
     GenerateSettings {
         if (maxWaiting < 1) {
@@ -34,7 +35,7 @@ record GenerateSettings(int maxWaiting, Duration queueTimeout, String device, St
         return new GenerateSettings(config.get(GenerateOptions.MAX_WAITING),
                 config.getOptional(GenerateOptions.QUEUE_TIMEOUT).orElse(Duration.ZERO),
                 config.get(GenerateOptions.DEVICE), config.get(GenerateOptions.GPU_RESOURCE),
-                config.get(GenerateOptions.DEFAULT_MAX_TOKENS));
+                config.get(GenerateOptions.DEFAULT_MAX_TOKENS), config.getOptional(GenerateOptions.MODEL_DIR).orElse(null));
     }
 
     RequestConverter converter() {

@@ -113,8 +113,9 @@ public final class GenerationPipeline {
         return responses;
     }
 
-    private KafkaSource<Either<ErrorEvent, GenerateRequest>> source() {
-        return KafkaSource.<Either<ErrorEvent, GenerateRequest>>builder()
+    /** The requests source; it commits the consumer group's offsets on the broker as checkpoints complete. */
+    private PromptCommitKafkaSource<Either<ErrorEvent, GenerateRequest>> source() {
+        return new PromptCommitKafkaSource<>(KafkaSource.<Either<ErrorEvent, GenerateRequest>>builder()
                 .setBootstrapServers(options.get(KafkaIoOptions.BOOTSTRAP_SERVERS))
                 .setTopics(options.get(KafkaIoOptions.REQUESTS_TOPIC))
                 .setGroupId(options.get(KafkaIoOptions.GROUP_ID))
@@ -123,7 +124,7 @@ public final class GenerationPipeline {
                 .setProperties(kafkaProperties)
                 // Requests written in aborted transactions were never sent.
                 .setProperty("isolation.level", "read_committed")
-                .build();
+                .build());
     }
 
     private KafkaSink<Response> sink(DeliveryGuarantee guarantee) {
@@ -134,6 +135,7 @@ public final class GenerationPipeline {
                 .setDeliveryGuarantee(guarantee);
         if (guarantee == DeliveryGuarantee.EXACTLY_ONCE) {
             b.setTransactionalIdPrefix(options.get(KafkaIoOptions.TRANSACTIONAL_ID_PREFIX))
+                    .setTransactionNamingStrategy(options.get(KafkaIoOptions.TRANSACTION_NAMING))
                     // Flink's 1 h default exceeds the broker's transaction.max.timeout.ms (15 min) and fails the job.
                     .setProperty("transaction.timeout.ms",
                             Long.toString(options.get(KafkaIoOptions.TRANSACTION_TIMEOUT).toMillis()));

@@ -5,6 +5,7 @@ import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.TransactionNamingStrategy;
 
 /** Where a {@link GenerationPipeline} reads requests and writes responses. */
 @PublicEvolving
@@ -48,6 +49,18 @@ public final class KafkaIoOptions {
                     .withDescription("Prefix of the sink's transactional ids, required with EXACTLY_ONCE. It must be"
                             + " unique among the jobs writing to the Kafka cluster and stay the same when a job"
                             + " resumes from a savepoint.");
+
+    public static final ConfigOption<TransactionNamingStrategy> TRANSACTION_NAMING =
+            ConfigOptions.key("mstar.kafka.transaction-naming")
+                    .enumType(TransactionNamingStrategy.class)
+                    .defaultValue(TransactionNamingStrategy.POOLING)
+                    .withDescription("How the EXACTLY_ONCE sink names its transactions. POOLING reuses a few ids per"
+                            + " subtask (the broker keeps every id it has seen for transactional.id.expiration.ms,"
+                            + " 7 days by default) and finds transactions left open by a crash by listing them,"
+                            + " which needs Kafka 3.0+ and, on a cluster with ACLs, read access to the responses"
+                            + " topic and to the transactional ids."
+                            + " INCREMENTING takes a new id per checkpoint, as connector 3.x did; switching from"
+                            + " POOLING to INCREMENTING on restored state is not supported.");
 
     public static final ConfigOption<Duration> TRANSACTION_TIMEOUT = ConfigOptions.key("mstar.kafka.transaction-timeout")
             .durationType()

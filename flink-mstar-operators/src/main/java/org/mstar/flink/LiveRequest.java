@@ -57,13 +57,17 @@ final class LiveRequest {
         return dirty;
     }
 
-    /** The mirror to write now; from here on the record counts as written. */
-    RequestMirror flush() {
+    /**
+     * The mirror to write now; from here on the record counts as written.
+     *
+     * @param modelFingerprint the {@link ModelFingerprint} of the model generating the request
+     */
+    RequestMirror flush(String modelFingerprint) {
         List<Integer> ids = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             ids.add(generated[i]);
         }
         dirty = false;
-        return new RequestMirror(request, ids, arrivalMillis);
+        return new RequestMirror(request, ids, arrivalMillis, modelFingerprint);
     }
 }

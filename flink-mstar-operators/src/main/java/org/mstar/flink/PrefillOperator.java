@@ -117,7 +117,8 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         }
         setCurrentKey(id); // steps run while submitting may have moved it
         long arrival = now();
-        mirrors.update(new RequestMirror(request, List.of(), arrival));
+        // nothing generated yet: a restore under another model simply prefills again
+        mirrors.update(new RequestMirror(request, List.of(), arrival, ""));
         live.put(id, new Pending(request, arrival));
         scheduleStep();
     }

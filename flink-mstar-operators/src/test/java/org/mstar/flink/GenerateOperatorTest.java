@@ -3,6 +3,8 @@ package org.mstar.flink;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,6 +16,7 @@ import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
 import org.apache.flink.streaming.util.AbstractStreamOperatorTestHarness;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.Response;
@@ -63,6 +66,49 @@ class GenerateOperatorTest {
             committed.addAll(restored.extractOutputValues());
         }
         committed.assertComplete(requests);
+    }
+
+    @Test
+    void restoreUnderAnotherModelEndsLiveRequestsWith500InsteadOfResuming(@TempDir Path tmp) throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("m", 4);
+        Configuration before = modelConf(tmp.resolve("model-a"), "weights A");
+        Configuration after = modelConf(tmp.resolve("model-b"), "weights B");
+        OperatorSubtaskState snapshot;
+        try (var harness = harness(before, 1, 0)) {
+            harness.open();
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            runSteps(harness, 3);
+            harness.prepareSnapshotPreBarrier(1);
+            snapshot = harness.snapshot(1, 1);
+        }
+        try (var restored = harness(after, 1, 0)) {
+            restored.initializeState(snapshot);
+            restored.open();
+            runToIdle(restored);
+            TestRequests.Collected out = collect(restored);
+            assertThat(out.tokens).isEmpty();
+            assertThat(out.errors).extracting(ErrorEvent::getRequestId, ErrorEvent::getCode)
+                    .containsExactlyInAnyOrderElementsOf(requests.stream()
+                            .map(r -> tuple(r.getRequestId(), Responses.SERVER_ERROR)).toList());
+            assertThat(out.errors.get(0).getMessage()).contains("not resumed", "model");
+            assertThat(mirrors(restored)).isZero();
+        }
+        try (var sameModel = harness(before, 1, 0)) {
+            sameModel.initializeState(snapshot);
+            sameModel.open();
+            assertThat(((GenerateOperator) sameModel.getOperator()).liveRequests()).isEqualTo(requests.size());
+        }
+    }
+
+    private static Configuration modelConf(Path dir, String weights) throws Exception {
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve("config.json"), "{}");
+        Files.writeString(dir.resolve("model.safetensors"), weights);
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, dir.toString());
+        return conf;
     }
 
     @Test

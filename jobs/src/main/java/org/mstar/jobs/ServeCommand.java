@@ -1,15 +1,19 @@
 package org.mstar.jobs;
 
+import java.io.PrintWriter;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code mstar serve}: the generation job against a Kafka cluster. Run by {@code flink run mstar-jobs.jar serve
- * ...} it is submitted to that Flink cluster; run directly (Flink on the classpath) it starts a local one. The
+ * ...} it is submitted to that Flink cluster; run directly (Flink on the classpath) it starts a local one. Either
+ * way it checkpoints under {@code --state-dir} and a rerun resumes from there (see {@link ServeJob}). The
  * flags only; {@link ServeJob} builds the job, so that the other commands run without Flink on the classpath
  * (picocli inspects every command's fields and methods at start).
  */
@@ -65,12 +69,32 @@ final class ServeCommand implements Callable<Integer> {
             description = "Responses become visible to read_committed consumers at each checkpoint. Default: ${DEFAULT-VALUE}.")
     long checkpointSeconds = 10;
 
+    @Option(names = "--state-dir", paramLabel = "DIR",
+            description = "Checkpoints, and what they were taken with; a rerun resumes from the latest one. A local"
+                    + " folder, or a URI Flink can write (s3://, hdfs://) that every TaskManager reaches."
+                    + " Default: ${DEFAULT-VALUE} in the working directory.")
+    String stateDir = "mstar-state";
+
+    @Option(names = "--fresh",
+            description = "Delete the checkpoints under --state-dir and start over: requests live in them are not"
+                    + " finished, and reading resumes at the consumer group's committed offsets.")
+    boolean fresh;
+
     @Option(names = "-D", paramLabel = "KEY=VALUE", description = "Any Flink or mstar.* option, e.g. -Dmstar.engine.max-waiting=32.")
     Map<String, String> options = new HashMap<>();
 
+    @Spec
+    CommandSpec spec;
+
     @Override
     public Integer call() throws Exception {
-        ServeJob.run(this);
-        return 0;
+        PrintWriter err = spec.commandLine().getErr();
+        try {
+            ServeJob.run(this, err);
+            return 0;
+        } catch (ServeJob.StateRefused e) {
+            err.println(e.getMessage());
+            return 2;
+        }
     }
 }

@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.function.Consumer;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
@@ -43,7 +42,6 @@ import org.mstar.flink.ScenarioEngineFactory.Scenario;
 import org.mstar.flink.TestRequests;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
-import org.mstar.schemas.TokenEvent;
 
 /**
  * The whole job on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker: with the
@@ -172,31 +170,7 @@ class GenerationPipelineITCase {
                 TIMEOUT);
         client.cancel().get();
 
-        firstOfEach(out).assertComplete(requests);
-    }
-
-    /**
-     * What an at-least-once consumer keeps: the first TokenEvent per (request_id, index) and the first result per
-     * request, after checking that every repeat is identical to what it repeats (timings aside).
-     */
-    private static TestRequests.Collected firstOfEach(TestRequests.Collected raw) {
-        TestRequests.Collected kept = new TestRequests.Collected();
-        raw.tokens.forEach((id, events) -> {
-            Map<Integer, TokenEvent> byIndex = new TreeMap<>();
-            for (TokenEvent e : events) {
-                TokenEvent first = byIndex.putIfAbsent(e.getIndex(), e);
-                assertThat(first == null || first.equals(e)).as("repeat of %s[%s]", id, e.getIndex()).isTrue();
-            }
-            kept.tokens.put(id, new ArrayList<>(byIndex.values()));
-        });
-        raw.results.forEach((id, results) -> {
-            assertThat(results).as("results of %s", id)
-                    .usingRecursiveFieldByFieldElementComparatorIgnoringFields("timings")
-                    .containsOnly(results.get(0));
-            kept.results.put(id, List.of(results.get(0)));
-        });
-        kept.errors.addAll(raw.errors);
-        return kept;
+        KafkaTestSupport.firstOfEach(out).assertComplete(requests);
     }
 
     @Test

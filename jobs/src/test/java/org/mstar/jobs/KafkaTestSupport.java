@@ -1,10 +1,15 @@
 package org.mstar.jobs;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -18,8 +23,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.mstar.flink.TestRequests;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.Response;
+import org.mstar.schemas.TokenEvent;
 
-/** Produces requests to and reads committed responses from the test broker. */
+/** Produces requests to and reads committed responses from the test broker; checks of what was read. */
 final class KafkaTestSupport {
     private final String bootstrapServers;
 
@@ -51,12 +57,8 @@ final class KafkaTestSupport {
     TestRequests.Collected readUntil(String topic, Predicate<TestRequests.Collected> done, Duration timeout)
             throws Exception {
         TestRequests.Collected collected = new TestRequests.Collected();
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false), new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-            List<TopicPartition> partitions = consumer.partitionsFor(topic).stream()
-                    .map(p -> new TopicPartition(topic, p.partition())).toList();
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
+            List<TopicPartition> partitions = partitions(consumer, topic);
             consumer.assign(partitions);
             consumer.seekToBeginning(partitions);
             long deadline = System.nanoTime() + timeout.toNanos();
@@ -71,6 +73,65 @@ final class KafkaTestSupport {
             }
         }
         return collected;
+    }
+
+    /** Reads the whole topic as a read_committed consumer, up to its end (last stable offsets) at the call. */
+    TestRequests.Collected readAll(String topic) throws IOException {
+        TestRequests.Collected collected = new TestRequests.Collected();
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
+            List<TopicPartition> partitions = partitions(consumer, topic);
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+            while (partitions.stream().anyMatch(p -> consumer.position(p) < ends.get(p))) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
+                    collected.add(Response.fromByteBuffer(ByteBuffer.wrap(record.value())));
+                }
+            }
+        }
+        return collected;
+    }
+
+    /** End offsets of each partition of {@code topic}. */
+    Map<TopicPartition, Long> endOffsets(String topic) {
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
+            return consumer.endOffsets(partitions(consumer, topic));
+        }
+    }
+
+    /**
+     * What an at-least-once consumer keeps: the first TokenEvent per (request_id, index) and the first result per
+     * request, after checking that every repeat is identical to what it repeats (timings aside).
+     */
+    static TestRequests.Collected firstOfEach(TestRequests.Collected raw) {
+        TestRequests.Collected kept = new TestRequests.Collected();
+        raw.tokens.forEach((id, events) -> {
+            Map<Integer, TokenEvent> byIndex = new TreeMap<>();
+            for (TokenEvent e : events) {
+                TokenEvent first = byIndex.putIfAbsent(e.getIndex(), e);
+                assertThat(first == null || first.equals(e)).as("repeat of %s[%s]", id, e.getIndex()).isTrue();
+            }
+            kept.tokens.put(id, new ArrayList<>(byIndex.values()));
+        });
+        raw.results.forEach((id, results) -> {
+            assertThat(results).as("results of %s", id)
+                    .usingRecursiveFieldByFieldElementComparatorIgnoringFields("timings")
+                    .containsOnly(results.get(0));
+            kept.results.put(id, List.of(results.get(0)));
+        });
+        kept.errors.addAll(raw.errors);
+        return kept;
+    }
+
+    private KafkaConsumer<byte[], byte[]> consumer() {
+        return new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false), new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    private static List<TopicPartition> partitions(KafkaConsumer<?, ?> consumer, String topic) {
+        return consumer.partitionsFor(topic).stream().map(p -> new TopicPartition(topic, p.partition())).toList();
     }
 
     static byte[] bytes(GenerateRequest request) throws Exception {

@@ -1,6 +1,8 @@
 package org.mstar.jobs;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import org.mstar.device.DType;
 import org.mstar.model.Architecture;
@@ -23,5 +25,19 @@ final class RandomModel {
     /** Writes the model into {@code folder}; the same seed gives the same weights. */
     static void write(Path folder, long seed) throws IOException {
         CheckpointWriter.writeRandom(CONFIG, DType.F32, seed, folder);
+    }
+
+    /**
+     * Writes a model of the geometry {@code mstar demo} serves (hidden 256, 4 layers, vocab 4096) into {@code
+     * folder}: big enough that generation on a CPU spans several short checkpoint intervals.
+     */
+    static void writeBundledGeometry(Path folder, long seed) throws IOException {
+        Path config = Files.createTempFile("tiny-llama", ".json");
+        try (InputStream in = ModelSource.class.getResourceAsStream(ModelSource.BUNDLED_CONFIG)) {
+            Files.write(config, in.readAllBytes());
+            CheckpointWriter.writeRandom(ModelConfig.load(config), DType.F32, seed, folder);
+        } finally {
+            Files.delete(config);
+        }
     }
 }
