@@ -105,17 +105,18 @@ final class ServeJob {
             say(err, had ? "Starting fresh (--fresh): deleted the checkpoints under " + dir.root()
                     : "Starting fresh (--fresh); checkpoints go to " + dir.checkpoints());
         } else {
-            Optional<ServeManifest> then = dir.readManifest();
-            if (then.isEmpty() && dir.hasCheckpoints()) {
-                throw refused(dir, List.of("no " + StateDirectory.MANIFEST + " beside them (not written by this"
-                        + " version of mstar serve)"));
-            }
-            if (then.isPresent() && !then.get().differencesFrom(now).isEmpty()) {
-                throw refused(dir, then.get().differencesFrom(now));
-            }
             dir.pruneEmptyRuns();
             Optional<StateDirectory.Checkpoint> latest = dir.latestCheckpoint();
             if (latest.isPresent()) {
+                // settings matter only where there is something to resume (a start that failed early leaves none)
+                Optional<ServeManifest> then = dir.readManifest();
+                if (then.isEmpty()) {
+                    throw refused(dir, List.of("no " + StateDirectory.MANIFEST + " beside them (not written by this"
+                            + " version of mstar serve)"));
+                }
+                if (!then.get().differencesFrom(now).isEmpty()) {
+                    throw refused(dir, then.get().differencesFrom(now));
+                }
                 StateDirectory.Checkpoint c = latest.get();
                 conf.set(StateRecoveryOptions.SAVEPOINT_PATH, c.path().toString());
                 setIfAbsent(conf, StateRecoveryOptions.RESTORE_MODE, RecoveryClaimMode.CLAIM);

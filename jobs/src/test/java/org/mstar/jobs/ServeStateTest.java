@@ -89,6 +89,17 @@ class ServeStateTest {
     }
 
     @Test
+    void aStartThatTookNoCheckpointDoesNotBlockARunUnderOtherSettings() throws Exception {
+        prepare("--model", model("a", "weights a").toString()); // e.g. the job then failed to start
+
+        assertThat(prepare("--model", model("b", "weights b").toString())
+                .contains(StateRecoveryOptions.SAVEPOINT_PATH)).as("nothing to resume, nothing refused").isFalse();
+        checkpoint("run", 1, Instant.now());
+        assertThatThrownBy(() -> prepare("--model", model("a", "weights a").toString()))
+                .as("the manifest now records model b").isInstanceOf(ServeJob.StateRefused.class);
+    }
+
+    @Test
     void freshDeletesTheCheckpointsAndRecordsTheNewSettings() throws Exception {
         prepare("--model", model("a", "weights a").toString());
         checkpoint("run", 2, Instant.now());
@@ -100,6 +111,7 @@ class ServeStateTest {
         assertThat(tmp.resolve("state/checkpoints")).doesNotExist();
         assertThat(prepare("--model", model("b", "weights b").toString()).contains(StateRecoveryOptions.SAVEPOINT_PATH))
                 .isFalse();
+        checkpoint("run-b", 1, Instant.now());
         assertThatThrownBy(() -> prepare("--model", model("a", "weights a").toString()))
                 .isInstanceOf(ServeJob.StateRefused.class).hasMessageContaining("another model");
     }
@@ -107,6 +119,7 @@ class ServeStateTest {
     @Test
     void theCommandExitsWith2AndTheReasonWhenRefused() throws Exception {
         prepare("--model", model("a", "weights a").toString());
+        checkpoint("run", 2, Instant.now());
         StringWriter err = new StringWriter();
         CommandLine cli = new CommandLine(new Mstar());
         cli.setErr(new PrintWriter(err, true));
