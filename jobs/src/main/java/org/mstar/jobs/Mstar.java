@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
  * {@code demo} runs everything in this process, {@code bench-delivery} measures how soon tokens reach a consumer, {@code bench-pipeline} compares the job with
  * the bare engine.
  */
-@Command(name = "mstar", mixinStandardHelpOptions = true,
+@Command(name = "mstar", mixinStandardHelpOptions = true, versionProvider = MstarVersion.class,
         subcommands = {GenerateCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
                 BenchDeliveryCommand.class, BenchPipelineCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")

@@ -17,6 +17,7 @@ final class ResponsePrinter implements Consumer<Response> {
     private final PrintWriter out;
     private final PrintWriter info;
     private final boolean streaming;
+    private int errors;
 
     ResponsePrinter(PrintWriter out, PrintWriter info, boolean streaming) {
         this.out = out;
@@ -42,8 +43,14 @@ final class ResponsePrinter implements Consumer<Response> {
             info.flush();
         } else {
             ErrorEvent e = (ErrorEvent) event;
+            errors++;
             info.printf(Locale.ROOT, "[%s] error %d: %s%n", e.getRequestId(), e.getCode(), e.getMessage());
             info.flush();
         }
+    }
+
+    /** How many responses were error events. */
+    int errors() {
+        return errors;
     }
 }

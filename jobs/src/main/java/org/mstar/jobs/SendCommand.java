@@ -50,7 +50,7 @@ final class SendCommand implements Callable<Integer> {
 
     /**
      * Sends {@code requests} and prints their responses to the command's output (usage and errors to its error
-     * stream); 0 when every request got its result or error.
+     * stream); 0 when every request got its result, 1 when any got an error event or none in time.
      */
     static int exchange(CommandLine cli, GenerateClient client, List<GenerateRequest> requests, Duration timeout)
             throws Exception {
@@ -59,9 +59,14 @@ final class SendCommand implements Callable<Integer> {
             client.send(r);
             ids.add(r.getRequestId());
         }
-        Set<String> unanswered = client.await(ids, timeout, new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1));
+        ResponsePrinter printer = new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1);
+        Set<String> unanswered = client.await(ids, timeout, printer);
         if (!unanswered.isEmpty()) {
             cli.getErr().println("No complete response within " + timeout.toSeconds() + " s for " + unanswered);
+            return 1;
+        }
+        if (printer.errors() > 0) {
+            cli.getErr().println(printer.errors() + " of " + ids.size() + " requests were answered with an error");
             return 1;
         }
         return 0;

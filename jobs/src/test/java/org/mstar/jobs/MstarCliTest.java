@@ -26,6 +26,26 @@ class MstarCliTest {
     }
 
     @Test
+    void versionPrintsTheProjectVersion() {
+        assertThat(run("-V")).isZero();
+        assertThat(out.toString().trim()).matches("mstar \\d+\\.\\d+\\.\\d+.*");
+    }
+
+    @Test
+    void errorEventsAreCountedSoSendCanFail() {
+        ResponsePrinter printer = new ResponsePrinter(new java.io.PrintWriter(new java.io.StringWriter()),
+                new java.io.PrintWriter(new java.io.StringWriter()), false);
+        printer.accept(error("a", 400, "prompt: must not be empty"));
+        printer.accept(error("b", 500, "model fault"));
+        assertThat(printer.errors()).isEqualTo(2);
+    }
+
+    private static org.mstar.schemas.Response error(String id, int code, String message) {
+        return org.mstar.schemas.Response.newBuilder()
+                .setEvent(new org.mstar.schemas.ErrorEvent(id, code, message)).build();
+    }
+
+    @Test
     void topicDefaultsMatchThePipelineOptions() {
         KafkaTopics topics = new KafkaTopics();
         assertThat(topics.requestsTopic).isEqualTo(KafkaIoOptions.REQUESTS_TOPIC.defaultValue());
