@@ -23,11 +23,12 @@ import org.mstar.device.cuda.CudaDevice;
  * throughput on Llama-3-8B geometry at the layer counts of {@code --engine-layers}. Tables are also written
  * as markdown under {@code --out}. {@code --prefill-perf} replaces those performance tables by the prefill
  * ones: the paged prefill attention kernel and the engine's prefill throughput (32 layers of Llama-3-8B
- * geometry) at 512, 2048 and 16384-token prompts, each on the tensor-core kernel and on the CUDA-core one.
+ * geometry) at 512, 2048 and 16384-token prompts, each on the tensor-core kernel and on the CUDA-core one;
+ * {@code --invariance-perf} by the engine's throughput (32 layers) with batch-invariant numerics off and on.
  * Exits 1 when a check fails.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --invariance-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -56,6 +57,7 @@ public final class GpuHarness {
         boolean perf = true;
         boolean kernelPerf = true;
         boolean prefillPerf = false;
+        boolean invariancePerf = false;
         int[] engineLayers = {8, 32};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -64,11 +66,12 @@ public final class GpuHarness {
                 case "--no-perf" -> perf = false;
                 case "--no-kernel-perf" -> kernelPerf = false;
                 case "--prefill-perf" -> prefillPerf = true;
+                case "--invariance-perf" -> invariancePerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf)");
+                        + "--prefill-perf, --invariance-perf)");
             }
         }
         Files.createDirectories(out);
@@ -92,6 +95,9 @@ public final class GpuHarness {
             checks.addAll(new AttentionChecks(twin).run());
             checks.addAll(new SamplingChecks(twin).run());
             String engineNotes = engineChecks(gpu, cpu, seed, checks);
+            InvarianceChecks invariance = new InvarianceChecks(gpu, seed);
+            CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
+            engineNotes += invariance.notes();
             String table = CheckResult.table(checks);
             long failed = checks.stream().filter(c -> !c.passed()).count();
             String summary = checks.size() - failed + " of " + checks.size() + " checks passed\n";
@@ -101,7 +107,26 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             StringBuilder tables = new StringBuilder(header);
-            if (perf && prefillPerf) {
+            if (perf && invariancePerf) {
+                long benchSeed = seed;
+                GemmBench gemm = new GemmBench(twin);
+                AttentionBench attention = new AttentionBench(twin);
+                for (boolean invariant : new boolean[] {false, true}) {
+                    String mode = "batch-invariant numerics " + (invariant ? "on" : "off");
+                    gpu.setBatchInvariant(invariant);
+                    tables.append(section("Llama-3-8B layer GEMMs, " + mode, () ->
+                                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 128, 1024}))))
+                            .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16), " + mode, () ->
+                                    AttentionBench.table(attention.run(new int[][] {
+                                        {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}}), PEAK_TB_PER_S)))
+                            .append(section("Engine throughput, " + mode + " (bf16, Llama-3-8B geometry, 32 layers, "
+                                    + "random weights, " + EngineBench.PROMPT + "-token prompts)", () ->
+                                    EngineBench.table(new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(),
+                                            new int[] {32}, new int[] {1, 64}), PEAK_TB_PER_S)));
+                }
+                gpu.setBatchInvariant(false);
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && prefillPerf) {
                 AttentionBench attention = new AttentionBench(twin);
                 long benchSeed = seed;
                 tables.append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
@@ -134,7 +159,7 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !prefillPerf) {
+            if (perf && !prefillPerf && !invariancePerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
