@@ -2,9 +2,11 @@ package org.mstar.flink;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.common.state.MapState;
@@ -56,6 +58,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
 
     static final String MIRROR_STATE = "request-mirror";
     static final String PARTS_STATE = "handoff-parts";
+    static final String PARTS_COUNT_STATE = "handoff-parts-received";
 
     private final EngineFactory engineFactory;
     private final GenerateSettings settings;
@@ -66,9 +69,13 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     private transient GenerationEngine engine;
     private transient Map<String, LiveRequest> live;
     private transient boolean stepScheduled;
+    /** Requests whose hand-off is partly received: a scheduling hint, not state. */
+    private transient Set<String> receiving;
     private transient boolean restored;
     private transient ValueState<RequestMirror> mirrors;
     private transient MapState<Integer, KvHandoff> parts;
+    /** How many distinct parts {@link #parts} holds. */
+    private transient ValueState<Integer> partsReceived;
     private transient GenerateMetrics metrics;
     private transient HandoffMetrics handoffMetrics;
     private transient Counter duplicates;
@@ -88,6 +95,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
                 new ValueStateDescriptor<>(MIRROR_STATE, new AvroTypeInfo<>(RequestMirror.class)));
         parts = context.getKeyedStateStore().getMapState(
                 new MapStateDescriptor<>(PARTS_STATE, Types.INT, new AvroTypeInfo<>(KvHandoff.class)));
+        partsReceived = context.getKeyedStateStore().getState(new ValueStateDescriptor<>(PARTS_COUNT_STATE, Types.INT));
         restored = context.isRestored();
     }
 
@@ -95,6 +103,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     public void open() throws Exception {
         super.open();
         live = new LinkedHashMap<>();
+        receiving = new HashSet<>();
         metrics = new GenerateMetrics(getMetricGroup());
         handoffMetrics = new HandoffMetrics(getMetricGroup());
         duplicates = getMetricGroup().addGroup("mstar").counter("duplicatesIgnored");
@@ -119,15 +128,24 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
             return;
         }
         handoffMetrics.record(HandoffRecords.dataBytes(record));
+        // counted, not listed: reading every part held at each arrival would cost quadratic time in the parts
+        int count = partsReceived.value() == null ? 0 : partsReceived.value();
+        if (!parts.contains(record.getPart())) {
+            count++;
+        }
         parts.put(record.getPart(), record);
+        if (count < record.getParts()) {
+            partsReceived.update(count);
+            receiving.add(id);
+            return;
+        }
+        receiving.remove(id);
         Map<Integer, KvHandoff> received = new HashMap<>();
         for (Map.Entry<Integer, KvHandoff> e : parts.entries()) {
             received.put(e.getKey(), e.getValue());
         }
-        if (received.size() < record.getParts()) {
-            return;
-        }
         parts.clear();
+        partsReceived.clear();
         KvHandoffHeader header = received.get(0).getHeader();
         GenerateRequest request = header.getRequest();
         PrefillHandoff handoff;
@@ -191,16 +209,27 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     }
 
     private void scheduleStep() {
+        scheduleStepAt(now());
+    }
+
+    private void scheduleStepAt(long timestamp) {
         if (!stepScheduled && engine.hasWork()) {
             stepScheduled = true;
-            getProcessingTimeService().registerTimer(now(), this::onStepDue);
+            getProcessingTimeService().registerTimer(timestamp, this::onStepDue);
         }
     }
 
+    /**
+     * Runs one step. While a hand-off is partly received, the next step waits as long as this one took: Flink runs a
+     * due timer before the next input record, so back-to-back steps would take in one record per step, and a
+     * hand-off of a long prompt (hundreds of records) would take hundreds of steps to arrive. This way records and
+     * steps share the task's time about evenly until the hand-off is complete.
+     */
     private void onStepDue(long dueTime) throws Exception {
         stepScheduled = false;
+        long start = now();
         step();
-        scheduleStep();
+        scheduleStepAt(receiving.isEmpty() ? now() : now() + Math.max(1, now() - start));
     }
 
     private void step() throws Exception {

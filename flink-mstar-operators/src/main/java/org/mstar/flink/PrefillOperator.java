@@ -63,6 +63,8 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     /** Requests not yet handed off, in arrival order. */
     private transient Map<String, Pending> live;
     private transient boolean stepScheduled;
+    /** Whether requests were admitted since the last step began. */
+    private transient boolean admittedSinceStep;
     private transient boolean restored;
     private transient ValueState<RequestMirror> mirrors;
     private transient GenerateMetrics metrics;
@@ -120,6 +122,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         // nothing generated yet: a restore under another model simply prefills again
         mirrors.update(new RequestMirror(request, List.of(), arrival, ""));
         live.put(id, new Pending(request, arrival));
+        admittedSinceStep = true;
         scheduleStep();
     }
 
@@ -159,16 +162,23 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     }
 
     private void scheduleStep() {
+        scheduleStepAt(now());
+    }
+
+    private void scheduleStepAt(long timestamp) {
         if (!stepScheduled && engine.hasWork()) {
             stepScheduled = true;
-            getProcessingTimeService().registerTimer(now(), this::onStepDue);
+            getProcessingTimeService().registerTimer(timestamp, this::onStepDue);
         }
     }
 
+    /** As the colocated operator: after a step before which requests arrived, the rest of a burst comes in first. */
     private void onStepDue(long dueTime) throws Exception {
         stepScheduled = false;
+        boolean arriving = admittedSinceStep;
+        admittedSinceStep = false;
         step();
-        scheduleStep();
+        scheduleStepAt(arriving ? now() + GenerateOperator.ARRIVAL_WINDOW_MILLIS : now());
     }
 
     private void step() throws Exception {
