@@ -71,6 +71,8 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     private transient boolean stepScheduled;
     /** Requests whose hand-off is partly received: a scheduling hint, not state. */
     private transient Set<String> receiving;
+    /** Received requests without a token from this side yet, by arrival here (ms), for the queue timeout. */
+    private transient Map<String, Long> awaitingStep;
     private transient boolean restored;
     private transient ValueState<RequestMirror> mirrors;
     private transient MapState<Integer, KvHandoff> parts;
@@ -104,6 +106,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         super.open();
         live = new LinkedHashMap<>();
         receiving = new HashSet<>();
+        awaitingStep = new HashMap<>();
         metrics = new GenerateMetrics(getMetricGroup());
         handoffMetrics = new HandoffMetrics(getMetricGroup());
         duplicates = getMetricGroup().addGroup("mstar").counter("duplicatesIgnored");
@@ -174,6 +177,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         setCurrentKey(id); // steps run above may have moved it
         mirrors.update(mirror);
         live.put(id, LiveRequest.restored(mirror));
+        awaitingStep.put(id, now());
         scheduleStep();
     }
 
@@ -233,8 +237,10 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     }
 
     private void step() throws Exception {
+        expireQueued(); // before the step, which could admit them
         StepResult result = engine.step();
         for (TokenOutput token : result.tokens()) {
+            awaitingStep.remove(token.requestId());
             LiveRequest request = live.get(token.requestId());
             if (request != null) {
                 request.append(token.tokenId());
@@ -290,7 +296,30 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         LOG.info("Resumed {} live requests", resumed.size());
     }
 
+    /**
+     * The colocated operator's queue timeout, counted from a hand-off's arrival here: a received request that got
+     * no token from this side within it is dropped with a 429 (after its token 0, which the prefill side sent). It
+     * bounds how long a decode side without room holds hand-offs, whose KV waits in its memory meanwhile. Resumed
+     * requests had their tokens and are never dropped, as in the colocated operator.
+     */
+    private void expireQueued() throws Exception {
+        long timeoutMillis = settings.queueTimeout().toMillis();
+        if (timeoutMillis == 0) {
+            return;
+        }
+        long now = now();
+        List<String> expired = awaitingStep.entrySet().stream()
+                .filter(e -> now - e.getValue() >= timeoutMillis).map(Map.Entry::getKey).toList();
+        for (String id : expired) {
+            engine.remove(id);
+            forget(id);
+            emitError(id, Responses.QUEUE_TIMEOUT, "no token within the queue timeout of " + settings.queueTimeout()
+                    + " ('" + GenerateOptions.QUEUE_TIMEOUT.key() + "') after the hand-off arrived");
+        }
+    }
+
     private LiveRequest forget(String requestId) {
+        awaitingStep.remove(requestId);
         setCurrentKey(requestId);
         mirrors.clear();
         return live.remove(requestId);

@@ -182,6 +182,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     }
 
     private void step() throws Exception {
+        expireQueued(); // before the step, which could admit them
         StepResult result = engine.step();
         for (TokenOutput token : result.tokens()) {
             output.collect(new StreamRecord<>(Responses.token(token)));
@@ -211,6 +212,26 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
             emitError(failure.requestId(), failure.code(), failure.message());
         }
         metrics.engineStats(engine.stats());
+    }
+
+    /**
+     * As the colocated operator: drops requests that produced no token within the queue timeout, with a 429 each.
+     * Here that is every request not yet handed off, since the first token and the hand-off come in one step.
+     */
+    private void expireQueued() throws Exception {
+        long timeoutMillis = settings.queueTimeout().toMillis();
+        if (timeoutMillis == 0) {
+            return;
+        }
+        long now = now();
+        List<String> expired = live.entrySet().stream()
+                .filter(e -> now - e.getValue().arrivalMillis() >= timeoutMillis).map(Map.Entry::getKey).toList();
+        for (String id : expired) {
+            engine.remove(id);
+            forget(id);
+            emitError(id, Responses.QUEUE_TIMEOUT, "no token within the queue timeout of " + settings.queueTimeout()
+                    + " ('" + GenerateOptions.QUEUE_TIMEOUT.key() + "')");
+        }
     }
 
     private void resubmitLiveRequests() throws Exception {
