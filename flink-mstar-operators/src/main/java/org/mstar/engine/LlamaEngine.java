@@ -16,6 +16,7 @@ import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.SlotLease;
 import org.mstar.resources.kv.KVManager;
@@ -57,6 +58,8 @@ public final class LlamaEngine implements GenerationEngine {
     private final StopRule stopRule;
     private final RequestResources resources;
     private final RequestChecks checks;
+    /** Longest prompt a prefill engine takes: its hand-off's KV must fit one Java array. */
+    private final int maxHandoffPrompt;
     private final Scheduler scheduler;
     private final StepBuilder steps;
     private final EngineCounters counters = new EngineCounters();
@@ -88,6 +91,9 @@ public final class LlamaEngine implements GenerationEngine {
         this.checks = new RequestChecks(model.config().vocabSize(), maxSeqLen, pageSize, usablePages, tokenizer);
         List<NodeResourceSpec> specs = model.declareResources(options.kvCache(), generation.eosTokenIds());
         this.role = options.role();
+        long pageBytes = 2L * model.config().numLayers() * pageSize * model.config().numKvHeads()
+                * model.config().headDim() * kvDType.bytes();
+        this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(pageBytes, pageSize) : Integer.MAX_VALUE;
         HandoffKvTransport transport = role == EngineRole.COLOCATED ? null : new HandoffKvTransport();
         Map<String, ResourceBuilder> builders = transport == null ? Map.of()
                 : Map.of(LlamaModel.KV, new KVManagerBuilder(transport));
@@ -127,9 +133,21 @@ public final class LlamaEngine implements GenerationEngine {
         }
         int[] prompt = checks.prompt(request);
         checks.check(request, prompt, generated);
+        if (prompt.length > maxHandoffPrompt) {
+            throw new RequestValidationException("prompt", "has " + prompt.length + " tokens; a prefill engine of this"
+                    + " model hands off at most " + maxHandoffPrompt + " (a hand-off's KV must stay under 2 GiB)");
+        }
         LiveRequest r = new LiveRequest(request, prompt, generated, System.nanoTime());
         resources.open(r);
         enter(r);
+    }
+
+    /**
+     * Prompt tokens whose KV pages fit under 2 GiB (less room for the payload's header): a hand-off's page
+     * contents travel as one array per stream.
+     */
+    static int maxHandoffTokens(long pageBytes, int pageSize) {
+        return (int) Math.min(Integer.MAX_VALUE, (Integer.MAX_VALUE - 1024L) / pageBytes * pageSize);
     }
 
     private void enter(LiveRequest r) {

@@ -63,6 +63,8 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     /** Requests not yet handed off, in arrival order. */
     private transient Map<String, Pending> live;
     private transient boolean stepScheduled;
+    /** Whether requests were admitted since the last step began. */
+    private transient boolean admittedSinceStep;
     private transient boolean restored;
     private transient ValueState<RequestMirror> mirrors;
     private transient GenerateMetrics metrics;
@@ -120,6 +122,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         // nothing generated yet: a restore under another model simply prefills again
         mirrors.update(new RequestMirror(request, List.of(), arrival, ""));
         live.put(id, new Pending(request, arrival));
+        admittedSinceStep = true;
         scheduleStep();
     }
 
@@ -159,19 +162,27 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     }
 
     private void scheduleStep() {
+        scheduleStepAt(now());
+    }
+
+    private void scheduleStepAt(long timestamp) {
         if (!stepScheduled && engine.hasWork()) {
             stepScheduled = true;
-            getProcessingTimeService().registerTimer(now(), this::onStepDue);
+            getProcessingTimeService().registerTimer(timestamp, this::onStepDue);
         }
     }
 
+    /** As the colocated operator: after a step before which requests arrived, the rest of a burst comes in first. */
     private void onStepDue(long dueTime) throws Exception {
         stepScheduled = false;
+        boolean arriving = admittedSinceStep;
+        admittedSinceStep = false;
         step();
-        scheduleStep();
+        scheduleStepAt(arriving ? now() + GenerateOperator.ARRIVAL_WINDOW_MILLIS : now());
     }
 
     private void step() throws Exception {
+        expireQueued(); // before the step, which could admit them
         StepResult result = engine.step();
         for (TokenOutput token : result.tokens()) {
             output.collect(new StreamRecord<>(Responses.token(token)));
@@ -201,6 +212,26 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
             emitError(failure.requestId(), failure.code(), failure.message());
         }
         metrics.engineStats(engine.stats());
+    }
+
+    /**
+     * As the colocated operator: drops requests that produced no token within the queue timeout, with a 429 each.
+     * Here that is every request not yet handed off, since the first token and the hand-off come in one step.
+     */
+    private void expireQueued() throws Exception {
+        long timeoutMillis = settings.queueTimeout().toMillis();
+        if (timeoutMillis == 0) {
+            return;
+        }
+        long now = now();
+        List<String> expired = live.entrySet().stream()
+                .filter(e -> now - e.getValue().arrivalMillis() >= timeoutMillis).map(Map.Entry::getKey).toList();
+        for (String id : expired) {
+            engine.remove(id);
+            forget(id);
+            emitError(id, Responses.QUEUE_TIMEOUT, "no token within the queue timeout of " + settings.queueTimeout()
+                    + " ('" + GenerateOptions.QUEUE_TIMEOUT.key() + "')");
+        }
     }
 
     private void resubmitLiveRequests() throws Exception {

@@ -115,6 +115,28 @@ class MstarCliTest {
                 .isGreaterThanOrEqualTo(2);
     }
 
+    @Test
+    void benchPipelineComparesTheColocatedAndTheDisaggregatedJobUnderAMixedLoad() {
+        int code = run("bench-pipeline", "--disaggregation", "--decoders", "4", "--decoder-prompt-len", "8",
+                "--decoder-max-tokens", "24", "--long-prompts", "2", "--long-prompt-lens", "96,160",
+                "--long-max-tokens", "4", "--long-start", "20", "--long-interval", "20", "--pages", "128",
+                "--decode-pages", "96", "--handoff-record-size", "16kb", "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        String table = out.toString();
+        assertThat(table).contains("Disaggregation: 4 decoders", "| colocated | 6 | 104 |",
+                "| disaggregated | 6 | 104 |");
+        String disaggregated = table.lines().filter(l -> l.startsWith("| disaggregated")).findFirst().orElseThrow();
+        // the CPU path is batch-invariant: the layouts generate the same tokens
+        assertThat(disaggregated).contains("| 6 of 6 |");
+        // every request is handed off once; the long prompts' KV spans several 16 KiB records
+        assertThat(disaggregated).containsPattern("\\| 6 \\((\\d+) records\\) \\|");
+        int records = Integer.parseInt(disaggregated.replaceAll(".*\\| 6 \\((\\d+) records\\).*", "$1"));
+        assertThat(records).isGreaterThan(6);
+        assertThat(table.lines().filter(l -> l.startsWith("| colocated")).findFirst().orElseThrow())
+                .contains("| - | - | - | - |");
+    }
+
     private int run(String... args) {
         CommandLine cli = new CommandLine(new Mstar());
         cli.setOut(new PrintWriter(out, true));
