@@ -1,9 +1,9 @@
 // Paged decode attention (one query per sequence), split-KV: block (x, head group, sequence) runs an online
 // softmax over slices of the visible keys for GH query heads that share one KV head, so each K/V row is read
-// once for the whole group. A sequence's slice length is chosen here from its own length and the grid's width
-// (gridDim.x: the launcher's split count, sized from the step's batch so the grid fills the GPU): at least
-// kMinSplitKeys, so short sequences are not cut into slivers, and at most what the shared page table holds,
-// so a long one is cut into more slices than gridDim.x and a block walks several (x, x + gridDim.x, ...).
+// once for the whole group. A sequence's slice length comes from its own length and the launcher's split
+// count (sized from the step's batch so the blocks fill the GPU): at least kMinSplitKeys, so short sequences
+// are not cut into slivers, and at most kMaxSliceKeys (and what the shared page table holds), so one long
+// sequence in a large batch is still spread over several blocks. Block x walks slices x, x + gridDim.x, ...
 // With one slice the block writes the output; otherwise each slice writes a normalised partial and its
 // log2-sum-exp, and the block that finishes a sequence's last slice (counted in splitDone, which it resets to
 // zero) merges them: no second launch.
@@ -14,14 +14,16 @@ using namespace mstar;
 namespace {
 
 constexpr int kDecodeWarps = 4;
-// Shortest slice and the slice's page-table capacity; CudaAttention.MIN_SPLIT_KEYS and SPLIT_PAGES must equal them.
+// Shortest and longest slice, and the slice's page-table capacity; CudaAttention.MIN_SPLIT_KEYS,
+// MAX_SLICE_KEYS and SPLIT_PAGES must equal them.
 constexpr int kMinSplitKeys = 128;
+constexpr int kMaxSliceKeys = 2048;
 constexpr int kSplitPages = 512;
 
-// Keys per slice of a sequence whose visible span is span keys, on a grid of splits blocks per (group, sequence).
+// Keys per slice of a sequence whose visible span is span keys, cut into up to splits slices.
 __device__ __forceinline__ int slice_keys(int span, int splits, int pageSize) {
     const int cap = (kSplitPages - 1) * pageSize;  // a slice may start mid-page: one page more than its keys fill
-    return min(cap, max(kMinSplitKeys, (span + splits - 1) / splits));
+    return min(min(cap, kMaxSliceKeys), max(kMinSplitKeys, (span + splits - 1) / splits));
 }
 
 // Launch geometry of one instantiation. A lane owns EPL consecutive elements of a head; LPT lanes cover one
@@ -63,7 +65,7 @@ __device__ __forceinline__ void load_staged(const unsigned char* row, int lane, 
 // once into shared memory.
 template <typename T, int D, int GH>
 __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, const int* qoIndptr, int qoHeads,
-                                            float smScale, int sliceStride, T* out, float* partialO,
+                                            float smScale, int splits, int sliceStride, T* out, float* partialO,
                                             float* partialLse, int* splitDone) {
     using S = DecodeShape<T, D, GH>;
     constexpr int EPL = S::EPL, CHUNKS = S::CHUNKS, LPT = S::LPT, TPW = S::TPW, SLOTS = S::SLOTS, U = S::U;
@@ -73,7 +75,8 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     __shared__ long long pageBase[kSplitPages];  // element offset of each K page of the slice in the pool
     __shared__ int lastBlock;
 
-    const int r = blockIdx.z, numSplits = gridDim.x;
+    const int r = blockIdx.z;
+    const int stride = gridDim.x;  // blocks per (group, sequence): block x walks slices x, x + stride, ...
     const int group = qoHeads / kv.kvHeads;
     const int blocksPerKvHead = group / GH;
     const int g = blockIdx.y / blocksPerKvHead;
@@ -84,7 +87,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     const int kvLen = kv.length(r);
     int lo, hi;
     mask.visible(kvLen, qLen, kvLen - qLen, lo, hi);
-    const int keys = slice_keys(hi - lo, numSplits, kv.pageSize);
+    const int keys = slice_keys(hi - lo, splits, kv.pageSize);
     const int slices = max(1, (hi - lo + keys - 1) / keys);
     if (blockIdx.x >= slices) return;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -108,7 +111,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     float* smTotal = smW + SLOTS * GH;            // [GH]
     float* smAcc = smTotal + GH;                  // [SLOTS][GH][D]
 
-    for (int split = blockIdx.x; split < slices; split += numSplits) {
+    for (int split = blockIdx.x; split < slices; split += stride) {
         const int kBegin = lo + split * keys;
         const int kEnd = min(hi, kBegin + keys);
         const int firstPage = kBegin / kv.pageSize;
@@ -270,7 +273,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     __threadfence();  // this block's partials are visible device-wide before it is counted
     __syncthreads();
     if (threadIdx.x == 0) {
-        const int mine = (slices - 1 - blockIdx.x) / numSplits + 1;
+        const int mine = (slices - 1 - blockIdx.x) / stride + 1;
         int* done = splitDone + (long long)r * gridDim.y + blockIdx.y;
         lastBlock = atomicAdd(done, mine) + mine == slices;
         if (lastBlock) *done = 0;  // every other block has counted: ready for the next launch
@@ -278,46 +281,67 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     __syncthreads();
     if (!lastBlock) return;
     __threadfence();
-    float* mergeMax = smM;           // [GH]
-    float* mergeTotal = smM + GH;    // [GH]
-    if (threadIdx.x < GH) {
-        const float* lse = partialLse + ((long long)r * qoHeads + h0 + threadIdx.x) * sliceStride;
+    float* mergeMax = smM;         // [GH]
+    float* mergeTotal = smM + GH;  // [GH]
+    for (int j = warp; j < GH; j += kDecodeWarps) {
+        const float* lse = partialLse + ((long long)r * qoHeads + h0 + j) * sliceStride;
         float mAll = -INFINITY;
-        for (int s = 0; s < slices; ++s) mAll = fmaxf(mAll, __ldcg(lse + s));
+        for (int s = lane; s < slices; s += 32) mAll = fmaxf(mAll, __ldcg(lse + s));
+        mAll = warp_max(mAll);
         float total = 0.f;
         if (mAll != -INFINITY) {
-            for (int s = 0; s < slices; ++s) total += exp2f(__ldcg(lse + s) - mAll);
+            for (int s = lane; s < slices; s += 32) total += exp2f(__ldcg(lse + s) - mAll);
         }
-        mergeMax[threadIdx.x] = mAll;
-        mergeTotal[threadIdx.x] = total;
+        total = warp_sum(total);
+        if (lane == 0) {
+            mergeMax[j] = mAll;
+            mergeTotal[j] = total;
+        }
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < GH * D; idx += blockDim.x) {
-        const int j = idx / D, d = idx - j * D;
+    // Four consecutive elements per thread; the slice loop is unrolled so that many partial reads from L2
+    // are in flight at once.
+    constexpr int D4 = D / 4;
+    for (int idx = threadIdx.x; idx < GH * D4; idx += blockDim.x) {
+        const int j = idx / D4, d4 = idx - j * D4;
         const long long head = (long long)r * qoHeads + h0 + j;
-        const float total = mergeTotal[j];
-        float o = 0.f;
+        const float total = mergeTotal[j], mx = mergeMax[j];
+        const float* lse = partialLse + head * sliceStride;
+        const float4* po = reinterpret_cast<const float4*>(partialO + head * sliceStride * D) + d4;
+        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
         if (total > 0.f) {
+#pragma unroll 8
             for (int s = 0; s < slices; ++s) {
-                o += exp2f(__ldcg(partialLse + head * sliceStride + s) - mergeMax[j]) *
-                     __ldcg(partialO + (head * sliceStride + s) * D + d);
+                const float w = exp2f(__ldcg(lse + s) - mx);
+                const float4 p = __ldcg(po + (long long)s * D4);
+                o.x += w * p.x;
+                o.y += w * p.y;
+                o.z += w * p.z;
+                o.w += w * p.w;
             }
         }
-        store_elem<T>(out, ((long long)qBegin * qoHeads + h0 + j) * D + d, total > 0.f ? o / total : 0.f);
+        const float inv = total > 0.f ? 1.f / total : 0.f;
+        const long long at = ((long long)qBegin * qoHeads + h0 + j) * D + d4 * 4;
+        store_elem<T>(out, at, o.x * inv);
+        store_elem<T>(out, at + 1, o.y * inv);
+        store_elem<T>(out, at + 2, o.z * inv);
+        store_elem<T>(out, at + 3, o.w * inv);
     }
 }
 
 }  // namespace
 
+// Up to four query heads per block, registers are capped at what lets four blocks share an SM (128 per
+// thread; the compiler would otherwise take ~167 for the slice loop and fit three); eight heads need more.
 #define MSTAR_DECODE(NAME, T, D, GH)                                                                            \
-    extern "C" __global__ void __launch_bounds__(kDecodeWarps * 32)                                             \
+    extern "C" __global__ void __launch_bounds__(kDecodeWarps * 32, GH <= 4 ? 4 : 1)                            \
         NAME(const T* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,     \
              const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal, \
-             int windowLeft, int contextOnly, float smScale, int sliceStride, T* out, float* partialO,         \
-             float* partialLse, int* splitDone) {                                                              \
+             int windowLeft, int contextOnly, float smScale, int splits, int sliceStride, T* out,              \
+             float* partialO, float* partialLse, int* splitDone) {                                             \
         decode_body<T, D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
-                              Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, sliceStride, out, \
-                              partialO, partialLse, splitDone);                                                \
+                              Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, splits, sliceStride, \
+                              out, partialO, partialLse, splitDone);                                           \
     }
 
 #define MSTAR_DECODE_GROUPS(TN, T, D)           \

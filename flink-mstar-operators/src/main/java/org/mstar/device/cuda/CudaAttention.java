@@ -26,8 +26,15 @@ final class CudaAttention {
     private static final int MMA_THREADS = 256;
     /** Shortest decode slice (kMinSplitKeys in attention_decode.cu): below it a block's fixed costs dominate. */
     static final int MIN_SPLIT_KEYS = 128;
+    /**
+     * Longest decode slice (kMaxSliceKeys in attention_decode.cu): one long sequence among many short ones is
+     * still cut into several slices, so its blocks do not trail the rest.
+     */
+    static final int MAX_SLICE_KEYS = 2048;
     /** Pages of one decode slice's page table in shared memory (kSplitPages in attention_decode.cu). */
     static final int SPLIT_PAGES = 512;
+    /** At most this many waves of blocks are launched for slices beyond {@link #decodeSplits} (long sequences). */
+    private static final int SLICE_WAVES = 4;
     /**
      * Decode blocks resident on one SM (128 threads of up to 128 registers: 4 per 64k registers), so the
      * split count aims at one full wave of blocks.
@@ -138,8 +145,10 @@ final class CudaAttention {
         int heads = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
         int blocksPerRow = kvHeads * (group / heads);
         int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
-        int splits = decodeSplits(plan.rows(), blocksPerRow, span, device.context().multiprocessors());
+        int sms = device.context().multiprocessors();
+        int splits = decodeSplits(plan.rows(), blocksPerRow, span, sms);
         int slices = maxSlices(splits, span, plan.pageSize());
+        int width = gridWidth(splits, slices, plan.rows() * blocksPerRow, sms);
         CudaTensor partialO = null;
         CudaTensor partialLse = null;
         CudaTensor splitDone = null;
@@ -149,9 +158,9 @@ final class CudaAttention {
             partialLse = device.scratch("attn.partialLse", DType.F32, slots);
             splitDone = device.zeroedScratch("attn.splitDone", DType.I32, (long) plan.rows() * blocksPerRow);
         }
-        device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), splits,
+        device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), width,
                 blocksPerRow, plan.rows(), DECODE_THREADS, 0,
-                common.i32(slices).tensor(out).tensor(partialO).tensor(partialLse).tensor(splitDone),
+                common.i32(splits).i32(slices).tensor(out).tensor(partialO).tensor(partialLse).tensor(splitDone),
                 "pagedAttention decode");
     }
 
@@ -168,10 +177,19 @@ final class CudaAttention {
 
     /**
      * Slices per sequence the kernel may cut (slice_keys in attention_decode.cu): at most {@code splits}, unless
-     * a slice would outgrow its page table, and then one per {@code (SPLIT_PAGES - 1) * pageSize} keys.
+     * slices would outgrow {@link #MAX_SLICE_KEYS} or their page table, and then one per that many keys.
      */
     static int maxSlices(int splits, int span, int pageSize) {
-        long cap = (long) (SPLIT_PAGES - 1) * pageSize;
-        return (int) Math.max(splits, (span + cap - 1) / cap);
+        long sliceKeys = Math.min(MAX_SLICE_KEYS, (long) (SPLIT_PAGES - 1) * pageSize);
+        return (int) Math.max(splits, (span + sliceKeys - 1) / sliceKeys);
+    }
+
+    /**
+     * Blocks per (sequence, KV head group) launched: {@code splits}, or more for sequences cut into more
+     * slices, up to {@link #SLICE_WAVES} waves of blocks; a block walks the slices past the grid's width.
+     */
+    static int gridWidth(int splits, int slices, int blocksPerSplit, int sms) {
+        long waves = (SLICE_WAVES * DECODE_BLOCKS_PER_SM * (long) sms + blocksPerSplit - 1) / blocksPerSplit;
+        return (int) Math.max(splits, Math.min(slices, waves));
     }
 }

@@ -33,17 +33,30 @@ class DecodeSplitsTest {
     }
 
     @Test
-    void slicesOutgrowTheSplitsOnlyWhenTheirPageTableWouldOverflow() {
+    void slicesOutgrowTheSplitsOnlyPastTheLongestSlice() {
         assertThat(CudaAttention.maxSlices(66, 16384, 16)).isEqualTo(66);
-        assertThat(CudaAttention.maxSlices(1, 8176, 16)).isEqualTo(1);
-        assertThat(CudaAttention.maxSlices(1, 8177, 16)).isEqualTo(2);
-        assertThat(CudaAttention.maxSlices(1, 131072, 16)).isEqualTo(17);
+        assertThat(CudaAttention.maxSlices(1, 2048, 16)).isEqualTo(1);
+        assertThat(CudaAttention.maxSlices(1, 2049, 16)).isEqualTo(2);
+        assertThat(CudaAttention.maxSlices(1, 9000, 16)).isEqualTo(5);
+        // a one-token page table holds 511 keys
+        assertThat(CudaAttention.maxSlices(1, 9000, 1)).isEqualTo(18);
+    }
+
+    @Test
+    void extraSlicesGetAtMostFourWavesOfBlocks() {
+        // 256 rows x 8 KV heads, one 9000-key sequence: 5 slices, walked by 2 blocks
+        assertThat(CudaAttention.gridWidth(1, 5, 2048, H200_SMS)).isEqualTo(2);
+        assertThat(CudaAttention.gridWidth(1, 1, 2048, H200_SMS)).isEqualTo(1);
+        // one row: every slice its own block
+        assertThat(CudaAttention.gridWidth(66, 66, 8, H200_SMS)).isEqualTo(66);
+        assertThat(CudaAttention.gridWidth(66, 512, 8, H200_SMS)).isEqualTo(264);
     }
 
     @Test
     void theLauncherAndTheKernelAgreeOnTheSliceLimits() throws IOException {
         String kernel = Files.readString(Path.of("../kernels/src/main/cuda/attention_decode.cu"));
         assertThat(kernel).contains("constexpr int kMinSplitKeys = " + CudaAttention.MIN_SPLIT_KEYS + ";")
+                .contains("constexpr int kMaxSliceKeys = " + CudaAttention.MAX_SLICE_KEYS + ";")
                 .contains("constexpr int kSplitPages = " + CudaAttention.SPLIT_PAGES + ";");
     }
 }

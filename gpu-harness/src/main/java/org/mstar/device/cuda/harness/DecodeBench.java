@@ -37,17 +37,23 @@ final class DecodeBench {
     static final int TOKEN_BUDGET = 8192;
     static final int WARMUP_STEPS = 3;
     static final int DECODE_STEPS = 24;
-    /** Tokens each request may generate: the decode steps plus what prefill draws while other prompts prefill. */
-    private static final int MAX_TOKENS = WARMUP_STEPS + DECODE_STEPS + 8;
     private static final int PAGE = 16;
 
     /** One measured shape: {@code batch} requests decoding at {@code context} tokens, graphs on or off. */
-    record Case(int batch, int context, boolean graphs) {}
+    record Case(int batch, int context, boolean graphs) {
+        /**
+         * Tokens each request may generate: the warm-up and timed steps plus one per prefill step, as a
+         * request whose prompt finishes early decodes while the others still prefill.
+         */
+        int maxTokens() {
+            return WARMUP_STEPS + DECODE_STEPS + (int) ((long) batch * context / TOKEN_BUDGET) + 2;
+        }
+    }
 
     /**
      * @param weightBytes weight bytes a decode step reads (all but an untied embedding table, of which it
      *                    gathers only the batch's rows)
-     * @param kvBytes K and V bytes of the batch at the mean context of the timed steps
+     * @param kvBytes K and V bytes the batch's attention reads per step, at the mean context of the timed steps
      * @param graphBytes device bytes the bucket's graph keeps; -1 when the bucket was recorded by an earlier
      *                   case or graphs are off
      * @param memoryGrowth growth of the device memory in use over the warm-up steps (-1 when not measured)
@@ -84,11 +90,11 @@ final class DecodeBench {
     /** Every case on random weights of {@code config}, named {@code model} in the rows. */
     List<Row> run(String name, ModelConfig config, List<Case> cases) {
         int maxBatch = cases.stream().mapToInt(Case::batch).max().orElseThrow();
-        int maxContext = cases.stream().mapToInt(Case::context).max().orElseThrow();
-        int pages = cases.stream().mapToInt(c -> c.batch * ((c.context + MAX_TOKENS + PAGE - 1) / PAGE)).max()
+        int maxSeqLen = cases.stream().mapToInt(c -> c.context + c.maxTokens()).max().orElseThrow();
+        int pages = cases.stream().mapToInt(c -> c.batch * ((c.context + c.maxTokens() + PAGE - 1) / PAGE)).max()
                 .orElseThrow() + PAGE;
         EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
-                new KvCacheOptions(maxContext + MAX_TOKENS, pages, PAGE, 0, false));
+                new KvCacheOptions(maxSeqLen, pages, PAGE, 0, false));
         List<Row> rows = new ArrayList<>();
         LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
         long streamed = weights.byteSize() - (weights.tiedEmbeddings() ? 0 : weights.embedding().byteSize());
@@ -123,12 +129,15 @@ final class DecodeBench {
             }
             String id = "decode" + runs + "-" + i;
             ids.add(id);
-            engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), MAX_TOKENS, 0, List.of(),
-                    true, 0));
+            engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), c.maxTokens(), 0,
+                    List.of(), true, 0));
         }
         Set<String> started = new HashSet<>();
+        long prefillTokens = 0;
         while (started.size() < c.batch) {
-            step(engine).tokens().forEach(t -> started.add(t.requestId()));
+            List<String> drawn = step(engine).tokens().stream().map(t -> t.requestId()).toList();
+            started.addAll(drawn);
+            prefillTokens += drawn.size();
         }
         int bucket = Integer.highestOneBit(c.batch) == c.batch ? c.batch : Integer.highestOneBit(c.batch) << 1;
         boolean newBucket = c.graphs && !engine.decodeGraphBytes().containsKey(bucket);
@@ -148,8 +157,10 @@ final class DecodeBench {
         double millis = (System.nanoTime() - start) / 1e6 / DECODE_STEPS;
         long graphBytes = newBucket ? engine.decodeGraphBytes().getOrDefault(bucket, -1L) : -1;
         ids.forEach(engine::remove);
-        long meanContext = c.context + 1 + WARMUP_STEPS + DECODE_STEPS / 2;
-        long kvBytes = (long) c.batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes();
+        // keys a timed step attends per request: the prompt and every token drawn before the step (the newest is
+        // appended and attended in it), averaged over the timed steps
+        double meanContext = c.context + (double) prefillTokens / c.batch + WARMUP_STEPS + (DECODE_STEPS - 1) / 2.0;
+        long kvBytes = (long) (c.batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes());
         return new Row(name, c, millis, streamed, kvBytes, graphBytes, growth);
     }
 
