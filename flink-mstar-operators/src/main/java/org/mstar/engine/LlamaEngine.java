@@ -366,6 +366,11 @@ public final class LlamaEngine implements GenerationEngine {
         return graphs == null ? 0 : graphs.replays();
     }
 
+    /** For harnesses: per recorded decode bucket, the device bytes its graph keeps allocated (empty without graphs). */
+    public Map<Integer, Long> decodeGraphBytes() {
+        return graphs == null ? Map.of() : graphs.heldBytes();
+    }
+
     /** Page bytes this (decode) engine copied from prefill hand-offs; 0 for a colocated one. */
     public long handoffBytesCopied() {
         return exchange == null ? 0 : exchange.bytesCopied();

@@ -53,7 +53,7 @@ public final class LlamaEngineOptions {
             .booleanType()
             .defaultValue(true)
             .withDescription("On a GPU, whether decode-only steps are padded to a batch bucket (1, 2, 4, ... up to"
-                    + " max-batch-rows, at most 64) and replayed as one CUDA graph per bucket instead of launching"
+                    + " max-batch-rows, at most 256) and replayed as one CUDA graph per bucket instead of launching"
                     + " every kernel from the host. Prefill and mixed steps always run eagerly; the CPU ignores it.");
 
     public static final ConfigOption<SchedulingPolicy> SCHEDULING_POLICY = ConfigOptions.key("mstar.engine.scheduling-policy")

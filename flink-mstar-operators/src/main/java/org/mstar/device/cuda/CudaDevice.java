@@ -11,6 +11,9 @@ import static org.mstar.device.cuda.CudaCheck.check;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Set;
 import jcuda.Pointer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
@@ -34,6 +37,8 @@ public final class CudaDevice implements Device {
     private final KernelModule module;
     private final CudaOps ops;
     private final UploadRing uploads;
+    /** Workspace blocks {@link #zeroedScratch} has zeroed (they are never freed before the device closes). */
+    private final Set<DeviceAllocator.Block> zeroedBlocks = Collections.newSetFromMap(new IdentityHashMap<>());
     private PinnedBuffer staging;
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
@@ -327,6 +332,19 @@ public final class CudaDevice implements Device {
     CudaTensor scratch(String name, DType dtype, long... shape) {
         long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
         return new CudaTensor(this, dtype, shape, workspace.get(name, bytes).pointer(), null);
+    }
+
+    /**
+     * Like {@link #scratch}, but zero when the workspace first hands the buffer out; the kernels that use it
+     * must leave it zero again (counters that the last user resets).
+     */
+    CudaTensor zeroedScratch(String name, DType dtype, long... shape) {
+        long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
+        DeviceAllocator.Block b = workspace.get(name, bytes);
+        if (zeroedBlocks.add(b)) {
+            check(cuMemsetD8Async(b.pointer(), (byte) 0, b.bytes(), stream.handle()), "cuMemsetD8Async for " + name);
+        }
+        return new CudaTensor(this, dtype, shape, b.pointer(), null);
     }
 
     Kernel kernel(String name) {
