@@ -21,8 +21,8 @@ public final class TokenAutomaton {
     private final int words;
     private final AtomicReferenceArray<StateMask> masks;
 
-    /** One state's allowed tokens, and whether any of them is text (not an end id). */
-    private record StateMask(int[] bits, boolean anyText) {}
+    /** One state's allowed tokens, whether any of them is text (not an end id), and whether any is allowed at all. */
+    private record StateMask(int[] bits, boolean anyText, boolean any) {}
 
     TokenAutomaton(ByteDfa dfa, TokenVocabulary vocab) {
         this.dfa = dfa;
@@ -95,6 +95,11 @@ public final class TokenAutomaton {
         return stateMask(state).anyText();
     }
 
+    /** Whether any token, text or end id, is allowed in {@code state} (computes its mask). */
+    public boolean allowsAny(int state) {
+        return stateMask(state).any();
+    }
+
     /** Computes {@code state}'s mask on {@code executor} unless it is known already. */
     public void prefetch(int state, Executor executor) {
         if (masks.get(state) == null) {
@@ -144,7 +149,7 @@ public final class TokenAutomaton {
                 bits[id >>> 5] |= 1 << (id & 31);
             }
         }
-        return new StateMask(bits, anyText);
+        return new StateMask(bits, anyText, anyText || dfa.accepting(state) && vocab.eosIds().length > 0);
     }
 
     private boolean isEos(int token) {

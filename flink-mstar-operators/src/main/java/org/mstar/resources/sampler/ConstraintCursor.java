@@ -26,17 +26,16 @@ final class ConstraintCursor {
         state = automaton.start();
     }
 
-    /** The tokens allowed next (shared: read only). */
-    int[] mask() {
-        return automaton.mask(state);
+    TokenAutomaton automaton() {
+        return automaton;
+    }
+
+    int state() {
+        return state;
     }
 
     /** Whether the output is complete: nothing may follow. */
     boolean complete() {
         return !automaton.continues(state);
-    }
-
-    int words() {
-        return automaton.words();
     }
 }

@@ -23,6 +23,7 @@ import org.mstar.resources.SamplerSpec;
 import org.mstar.resources.SamplerStep;
 import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.StepContext;
+import org.mstar.resources.constraint.AllowedTokens;
 import org.mstar.resources.constraint.TokenAutomaton;
 
 /**
@@ -230,7 +231,7 @@ public final class SamplerResource implements Resource {
         boolean applyPenalty = planned == null || planned.applyPenalty();
         boolean applyFilters = planned == null || planned.applyFilters();
         SamplingRows rows = new SamplingRows(states, spec.minTokensStopIds(), applyPenalty, (int) logits.dim(-1));
-        int[] tokens = rows.draw(device, logits, applyFilters, TokenMasks.of(cursors, rids, (int) logits.dim(-1)));
+        int[] tokens = rows.draw(device, logits, applyFilters, allowedTokens(cursors, rids, (int) logits.dim(-1)));
         for (int r = 0; r < tokens.length; r++) {
             if (states.get(r) != null) {
                 drawn.put(rids.get(r), tokens[r]);
@@ -273,6 +274,21 @@ public final class SamplerResource implements Resource {
     }
 
     // ---------------------------------------------------------------- internals
+
+    /** The draw's allowed-token bitmask, or null when no row is constrained. */
+    private static int[] allowedTokens(List<ConstraintCursor> cursors, List<String> rids, int vocab) {
+        if (cursors.stream().allMatch(c -> c == null)) {
+            return null;
+        }
+        List<TokenAutomaton> automata = new ArrayList<>(cursors.size());
+        int[] states = new int[cursors.size()];
+        for (int r = 0; r < cursors.size(); r++) {
+            ConstraintCursor c = cursors.get(r);
+            automata.add(c == null ? null : c.automaton());
+            states[r] = c == null ? 0 : c.state();
+        }
+        return AllowedTokens.bitmask(automata, states, rids, vocab);
+    }
 
     private SamplingState state(String rid) {
         SamplingState s = requests.get(rid);

@@ -85,7 +85,7 @@ final class SamplingRows {
     /**
      * One token per row from {@code logits} F32 {@code [rows, vocab]}.
      *
-     * @param allowed null, or the {@link TokenMasks} bitmask: logits of tokens it leaves out become -inf first (in
+     * @param allowed null, or the {@code AllowedTokens} bitmask: logits of tokens it leaves out become -inf first (in
      *                place), so no later step can pick them
      */
     int[] draw(Device device, Tensor logits, boolean applyFilters, int[] allowed) {
