@@ -1,18 +1,28 @@
 package org.mstar.engine;
 
 import java.util.List;
+import org.mstar.model.chat.ChatMessage;
 import org.mstar.resources.SamplingReqConfig;
 
 /**
- * One generation request as the engine takes it. Exactly one of {@code promptTokenIds} and
- * {@code promptText} is set; text is tokenised by the engine. {@code maxTokens} bounds generated
+ * One generation request as the engine takes it. Exactly one of {@code promptTokenIds}, {@code promptText} and
+ * {@code messages} is set; text is tokenised by the engine, and messages are first rendered by the model's chat
+ * template. {@code maxTokens} bounds generated
  * tokens; {@code minTokens} holds back EOS and stop ids until reached. The sampler's seed is in
  * {@code sampling}.
  */
 public record GenerationRequest(String requestId, int[] promptTokenIds, String promptText, SamplingReqConfig sampling,
                                 int maxTokens, int minTokens, List<Integer> stopTokenIds, boolean ignoreEos,
-                                int priority) {
+                                int priority, List<ChatMessage> messages) {
     public GenerationRequest {
         stopTokenIds = stopTokenIds == null ? List.of() : List.copyOf(stopTokenIds);
+        messages = messages == null ? null : List.copyOf(messages);
+    }
+
+    /** A request with a prompt (text or ids) rather than a conversation. */
+    public GenerationRequest(String requestId, int[] promptTokenIds, String promptText, SamplingReqConfig sampling,
+                             int maxTokens, int minTokens, List<Integer> stopTokenIds, boolean ignoreEos, int priority) {
+        this(requestId, promptTokenIds, promptText, sampling, maxTokens, minTokens, stopTokenIds, ignoreEos, priority,
+                null);
     }
 }
