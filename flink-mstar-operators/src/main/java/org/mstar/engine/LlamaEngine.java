@@ -10,6 +10,7 @@ import org.mstar.device.DeviceFault;
 import org.mstar.device.Tensor;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.resources.AdmitFailedReason;
 import org.mstar.resources.AdmitRuntimeError;
@@ -361,6 +362,11 @@ public final class LlamaEngine implements GenerationEngine {
      * For checks and harnesses: {@code observer} sees the logits of every sampled row before it is drawn
      * (null removes it). While one is set each step copies its logits to the host, so serving leaves it unset.
      */
+    /** Render the messages of requests that send a conversation with {@code template} (the model folder's). */
+    public void useChatTemplate(ChatTemplate template) {
+        checks.useChatTemplate(template);
+    }
+
     public void observeLogits(LogitsObserver observer) {
         this.logitsObserver = observer;
     }

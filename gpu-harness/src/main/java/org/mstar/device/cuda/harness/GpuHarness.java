@@ -13,6 +13,7 @@ import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
+import org.mstar.model.ModelConfig;
 
 /**
  * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
@@ -227,8 +228,17 @@ public final class GpuHarness {
      * {@code checks}; returns their notes.
      */
     private static String engineChecks(CudaDevice gpu, CpuDevice cpu, long seed, List<CheckResult> checks) {
-        EngineChecks engine = new EngineChecks(cpu, gpu, EngineChecks.geometry(), seed);
-        CheckResult.attempt(checks, "engine", () -> {
+        StringBuilder notes = new StringBuilder();
+        for (ModelConfig geometry : EngineChecks.geometries()) {
+            notes.append(engineChecks(gpu, cpu, geometry, seed, checks));
+        }
+        return notes.toString();
+    }
+
+    private static String engineChecks(CudaDevice gpu, CpuDevice cpu, ModelConfig geometry, long seed,
+                                       List<CheckResult> checks) {
+        EngineChecks engine = new EngineChecks(cpu, gpu, geometry, seed);
+        CheckResult.attempt(checks, "engine " + geometry.architecture().modelType(), () -> {
             try {
                 Path dir = Files.createTempDirectory("mstar-engine-checks");
                 try {
