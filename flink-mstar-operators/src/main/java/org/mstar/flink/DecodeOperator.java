@@ -9,8 +9,6 @@ import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
 import org.apache.flink.metrics.Counter;
@@ -43,7 +41,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>State, per request: the parts received so far, until the last one arrives; then, in the same call, the parts
  * are cleared and a {@link RequestMirror} (the request and its generated tokens, the prefill's first included) is
- * written, and kept up to date before every checkpoint barrier as the colocated operator does. A checkpoint thus
+ * written, and the tokens generated after it are appended before every checkpoint barrier ({@link RequestMirrors}),
+ * as the colocated operator does. A checkpoint thus
  * holds each request either as parts or as a mirror, never both, so a hand-off is applied once; a restore resumes
  * mirrored requests by recomputing their KV from prompt + generated tokens, and keeps waiting for the parts of the
  * others, which the prefill side re-sends when it did not send them before the same checkpoint.
@@ -67,7 +66,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     private transient Map<String, LiveRequest> live;
     private transient boolean stepScheduled;
     private transient boolean restored;
-    private transient ValueState<RequestMirror> mirrors;
+    private transient RequestMirrors mirrors;
     private transient MapState<Integer, KvHandoff> parts;
     private transient GenerateMetrics metrics;
     private transient HandoffMetrics handoffMetrics;
@@ -84,8 +83,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        mirrors = context.getKeyedStateStore().getState(
-                new ValueStateDescriptor<>(MIRROR_STATE, new AvroTypeInfo<>(RequestMirror.class)));
+        mirrors = new RequestMirrors(context.getKeyedStateStore(), MIRROR_STATE);
         parts = context.getKeyedStateStore().getMapState(
                 new MapStateDescriptor<>(PARTS_STATE, Types.INT, new AvroTypeInfo<>(KvHandoff.class)));
         restored = context.isRestored();
@@ -154,8 +152,8 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         handoffMetrics.handoff(bytes, Math.max(0, System.currentTimeMillis() - header.getPublishedAtMs()));
         RequestMirror mirror = new RequestMirror(request, header.getGeneratedTokenIds(), now(), modelFingerprint);
         setCurrentKey(id); // steps run above may have moved it
-        mirrors.update(mirror);
-        live.put(id, LiveRequest.restored(mirror));
+        mirrors.start(mirror);
+        live.put(id, LiveRequest.restored(mirror, List.of()));
         scheduleStep();
     }
 
@@ -163,9 +161,9 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         super.prepareSnapshotPreBarrier(checkpointId);
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
-            if (e.getValue().dirty()) {
+            if (e.getValue().unsaved()) {
                 setCurrentKey(e.getKey());
-                mirrors.update(e.getValue().flush(modelFingerprint));
+                mirrors.save(e.getValue(), modelFingerprint);
             }
         }
     }
@@ -236,7 +234,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         List<String> resumed = new ArrayList<>();
         for (String id : ids) {
             setCurrentKey(id);
-            RequestMirror mirror = mirrors.value();
+            RequestMirror mirror = mirrors.mirror();
             if (mirror == null) {
                 continue;
             }
@@ -247,7 +245,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
                         + " and this job serves model " + modelFingerprint);
                 continue;
             }
-            LiveRequest request = LiveRequest.restored(mirror);
+            LiveRequest request = mirrors.restore(mirror);
             try {
                 engine.resume(converter.convert(request.request), request.generated());
             } catch (RequestValidationException e) {
