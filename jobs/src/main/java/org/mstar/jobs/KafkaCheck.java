@@ -12,6 +12,7 @@ import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.TopicExistsException;
 
 /**
@@ -48,10 +49,7 @@ final class KafkaCheck {
     static void topics(String bootstrapServers, List<String> topics, boolean create, int partitions, Duration timeout)
             throws KafkaUnavailable, InterruptedException {
         int timeoutMs = (int) timeout.toMillis();
-        try (Admin admin = Admin.create(Map.of(
-                AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
-                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs,
-                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs))) {
+        try (Admin admin = admin(bootstrapServers, timeoutMs)) {
             Set<String> existing;
             try {
                 existing = admin.listTopics().names().get(timeoutMs, TimeUnit.MILLISECONDS);
@@ -84,6 +82,18 @@ final class KafkaCheck {
                 throw new KafkaUnavailable("Creating topic " + String.join(", ", missing) + " at " + bootstrapServers
                         + " took longer than " + timeout.toSeconds() + " s.");
             }
+        }
+    }
+
+    private static Admin admin(String bootstrapServers, int timeoutMs) throws KafkaUnavailable {
+        try {
+            return Admin.create(Map.of(
+                    AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
+                    AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs,
+                    AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs));
+        } catch (KafkaException e) { // such as a host name that does not resolve
+            throw new KafkaUnavailable("Cannot use Kafka at " + bootstrapServers + ": "
+                    + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()) + ".");
         }
     }
 }

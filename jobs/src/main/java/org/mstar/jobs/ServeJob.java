@@ -63,10 +63,10 @@ final class ServeJob {
         boolean local = StreamExecutionEnvironment.getExecutionEnvironment(conf) instanceof LocalStreamEnvironment;
         String model = model(flags, conf, local, err);
         String rest = local ? bindLocally(conf) : "those of the Flink cluster";
+        prepareState(flags, conf, err);
         KafkaCheck.topics(flags.topics.bootstrapServers,
                 List.of(flags.topics.requestsTopic, flags.topics.responsesTopic), true,
                 flags.parallelism == null ? 1 : flags.parallelism);
-        prepareState(flags, conf, err);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
         if (flags.parallelism != null) {

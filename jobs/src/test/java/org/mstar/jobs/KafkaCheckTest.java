@@ -26,6 +26,13 @@ class KafkaCheckTest {
     }
 
     @Test
+    void anAddressThatDoesNotResolveIsOneSentence() {
+        assertThatThrownBy(() -> KafkaCheck.topics("no-such-host.invalid:9092", List.of("requests"), false, 1))
+                .isInstanceOf(KafkaCheck.KafkaUnavailable.class)
+                .hasMessageStartingWith("Cannot use Kafka at no-such-host.invalid:9092: ");
+    }
+
+    @Test
     void missingTopicsAreCreatedOrNamed() throws Exception {
         try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {
             assertThatThrownBy(() -> KafkaCheck.topics(broker.bootstrapServers(), List.of("in", "out"), false, 1))
