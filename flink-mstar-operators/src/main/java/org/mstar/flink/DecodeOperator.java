@@ -45,7 +45,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>State, per request: the parts received so far, until the last one arrives; then, in the same call, the parts
  * are cleared and a {@link RequestMirror} (the request and its generated tokens, the prefill's first included) is
- * written, and kept up to date before every checkpoint barrier as the colocated operator does. A checkpoint thus
+ * written, and the tokens generated after it are appended before every checkpoint barrier ({@link RequestMirrors}),
+ * as the colocated operator does. A checkpoint thus
  * holds each request either as parts or as a mirror, never both, so a hand-off is applied once; a restore resumes
  * mirrored requests by recomputing their KV from prompt + generated tokens, and keeps waiting for the parts of the
  * others, which the prefill side re-sends when it did not send them before the same checkpoint.
@@ -74,7 +75,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     /** Received requests without a token from this side yet, by arrival here (ms), for the queue timeout. */
     private transient Map<String, Long> awaitingStep;
     private transient boolean restored;
-    private transient ValueState<RequestMirror> mirrors;
+    private transient RequestMirrors mirrors;
     private transient MapState<Integer, KvHandoff> parts;
     /** How many distinct parts {@link #parts} holds. */
     private transient ValueState<Integer> partsReceived;
@@ -93,8 +94,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        mirrors = context.getKeyedStateStore().getState(
-                new ValueStateDescriptor<>(MIRROR_STATE, new AvroTypeInfo<>(RequestMirror.class)));
+        mirrors = new RequestMirrors(context.getKeyedStateStore(), MIRROR_STATE);
         parts = context.getKeyedStateStore().getMapState(
                 new MapStateDescriptor<>(PARTS_STATE, Types.INT, new AvroTypeInfo<>(KvHandoff.class)));
         partsReceived = context.getKeyedStateStore().getState(new ValueStateDescriptor<>(PARTS_COUNT_STATE, Types.INT));
@@ -175,8 +175,8 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         handoffMetrics.handoff(bytes, Math.max(0, System.currentTimeMillis() - header.getPublishedAtMs()));
         RequestMirror mirror = new RequestMirror(request, header.getGeneratedTokenIds(), now(), modelFingerprint);
         setCurrentKey(id); // steps run above may have moved it
-        mirrors.update(mirror);
-        live.put(id, LiveRequest.restored(mirror));
+        mirrors.start(mirror);
+        live.put(id, LiveRequest.restored(mirror, List.of()));
         awaitingStep.put(id, now());
         scheduleStep();
     }
@@ -185,9 +185,9 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         super.prepareSnapshotPreBarrier(checkpointId);
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
-            if (e.getValue().dirty()) {
+            if (e.getValue().unsaved()) {
                 setCurrentKey(e.getKey());
-                mirrors.update(e.getValue().flush(modelFingerprint));
+                mirrors.save(e.getValue(), modelFingerprint);
             }
         }
     }
@@ -271,7 +271,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         List<String> resumed = new ArrayList<>();
         for (String id : ids) {
             setCurrentKey(id);
-            RequestMirror mirror = mirrors.value();
+            RequestMirror mirror = mirrors.mirror();
             if (mirror == null) {
                 continue;
             }
@@ -282,7 +282,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
                         + " and this job serves model " + modelFingerprint);
                 continue;
             }
-            LiveRequest request = LiveRequest.restored(mirror);
+            LiveRequest request = mirrors.restore(mirror);
             try {
                 engine.resume(converter.convert(request.request), request.generated());
             } catch (RequestValidationException e) {

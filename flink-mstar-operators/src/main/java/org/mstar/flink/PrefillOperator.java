@@ -40,7 +40,9 @@ import org.slf4j.LoggerFactory;
  * <p>State: a {@link RequestMirror} per request between arrival and hand-off, written on arrival and cleared in the
  * step that hands it off, so a checkpoint holds exactly the requests whose hand-off was not sent before its barrier;
  * a restore prefills those again (deterministically, so the first token and the KV are the same) and sends their
- * hand-offs then. A step sends all records of a hand-off at once, so a barrier never falls between them.
+ * hand-offs then. A step sends all records of a hand-off at once, so a barrier never falls between them. The ids of
+ * requests handed off or finished here are remembered ({@link CompletedRequests}): a later request under one gets a
+ * 409.
  */
 @Internal
 public class PrefillOperator extends AbstractStreamOperator<Response>
@@ -67,6 +69,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     private transient boolean admittedSinceStep;
     private transient boolean restored;
     private transient ValueState<RequestMirror> mirrors;
+    private transient CompletedRequests completed;
     private transient GenerateMetrics metrics;
     private transient HandoffMetrics handoffMetrics;
     private transient Counter duplicates;
@@ -85,6 +88,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         super.initializeState(context);
         mirrors = context.getKeyedStateStore().getState(
                 new ValueStateDescriptor<>(MIRROR_STATE, new AvroTypeInfo<>(RequestMirror.class)));
+        completed = new CompletedRequests(context.getKeyedStateStore(), settings.requestIdRetention());
         restored = context.isRestored();
     }
 
@@ -112,6 +116,11 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         String id = request.getRequestId();
         if (live.containsKey(id)) {
             duplicates.inc();
+            return;
+        }
+        String conflict = completed.conflict(id);
+        if (conflict != null) {
+            emitError(id, Responses.CONFLICT, conflict);
             return;
         }
         if (!submit(request)) {
@@ -190,6 +199,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         metrics.tokens(result.tokens().size());
         for (PrefillHandoff h : result.handoffs()) {
             Pending pending = forget(h.requestId());
+            completed.record(now());
             GenerateRequest request = pending.request();
             metrics.firstToken(Math.max(0, now() - pending.arrivalMillis()) * 1000);
             long bytes = 0;
@@ -203,6 +213,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         }
         for (FinishedRequest done : result.finished()) {
             Pending pending = forget(done.requestId());
+            completed.record(now());
             metrics.finished(done.timings());
             output.collect(new StreamRecord<>(Responses.result(done,
                     pending == null ? Map.of() : pending.request().getMetadata())));

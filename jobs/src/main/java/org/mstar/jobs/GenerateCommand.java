@@ -1,6 +1,7 @@
 package org.mstar.jobs;
 
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -78,7 +79,7 @@ final class GenerateCommand implements Callable<Integer> {
             random = "";
             out.println("[no --model given: serving a bundled random-weight tiny Llama; its text is gibberish]");
         }
-        Path dir = ModelSource.resolve(model, random);
+        Path dir = ModelSource.resolve(model, random, new PrintWriter(System.err, true));
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly

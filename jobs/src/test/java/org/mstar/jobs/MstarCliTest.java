@@ -22,7 +22,40 @@ class MstarCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(out.toString()).contains("serve", "send", "demo", "bench-delivery", "bench-pipeline");
+        assertThat(out.toString()).contains("kafka", "serve", "send", "demo", "bench-delivery", "bench-pipeline");
+    }
+
+    @Test
+    void serveWithoutAModelSaysSoAndPrintsTheUsage() {
+        assertThat(run("serve")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("serve needs a model: --model DIR").contains("Usage: mstar serve")
+                .doesNotContain("Exception");
+    }
+
+    @Test
+    void badOptionsPrintTheUsageNotAStackTrace() {
+        assertThat(run("serve", "--no-such-flag", "--random")).isEqualTo(2);
+        assertThat(err.toString()).contains("Unknown option: '--no-such-flag'", "Usage: mstar serve");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--parallelism", "two", "--random")).isEqualTo(2);
+        assertThat(err.toString()).contains("'two' is not an int", "Usage: mstar serve");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--random", "--delivery", "twice")).isEqualTo(2);
+        assertThat(err.toString()).contains("--delivery is EXACTLY_ONCE or AT_LEAST_ONCE, not 'twice'");
+        assertThat(err.toString()).doesNotContain("Exception", "\tat ");
+    }
+
+    @Test
+    void aModelFolderThatIsNoneIsNamedByItsFlag(@org.junit.jupiter.api.io.TempDir java.nio.file.Path empty) {
+        assertThat(run("generate", "--model", empty.toString(), "--prompt", "hi")).isEqualTo(2);
+        assertThat(err.toString()).contains("--model " + empty + ": no config.json in it").doesNotContain("Exception");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--model", empty.resolve("missing").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--model " + empty.resolve("missing") + ": no such folder",
+                "Usage: mstar serve");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--random", empty.resolve("none.json").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--random " + empty.resolve("none.json") + ": no such file");
     }
 
     @Test
@@ -138,7 +171,7 @@ class MstarCliTest {
     }
 
     private int run(String... args) {
-        CommandLine cli = new CommandLine(new Mstar());
+        CommandLine cli = Mstar.commandLine();
         cli.setOut(new PrintWriter(out, true));
         cli.setErr(new PrintWriter(err, true));
         return cli.execute(args);
