@@ -18,10 +18,10 @@ import org.mstar.device.DType;
  * independent of the requests it was batched with.
  *
  * <p>Without split-K, Lt's first choice for few rows can be ten times slower than cuBLAS (few blocks walking a
- * long K). So for up to {@value #TUNED_ROWS} rows the split-free candidates are timed once per power-of-two
- * row count and the fastest serves every row count up to it; above, Lt's first choice is as fast as cuBLAS.
- * A plan first met while a CUDA graph is being captured cannot be timed: it uses Lt's first choice and is not
- * kept, so a later eager call times it.
+ * long K). So for up to {@value #TUNED_ROWS} rows the split-free candidates are timed per power-of-two row
+ * count, every bucket of a weight shape the first time the shape is met, and a bucket's fastest serves every
+ * row count up to it; above, Lt's first choice is as fast as cuBLAS. Nothing can be timed while a CUDA graph
+ * is captured: a shape first met there with no tuned bucket uses Lt's first choice and is not kept.
  */
 final class CublasLt implements AutoCloseable {
     private static final String[] LIBRARIES = {"libcublasLt.so.13", "libcublasLt.so.12"};
@@ -80,21 +80,47 @@ final class CublasLt implements AutoCloseable {
         if (cached != null) {
             return cached;
         }
+        boolean capturing = capturing();
+        if (s.rows() <= TUNED_ROWS && !capturing) {
+            tuneBuckets(s, weight);
+            cached = plans.get(s);
+            if (cached != null) {
+                return cached;
+            }
+        }
         long plan = newPlan(s);
-        if (capturing()) {
+        if (s.rows() > TUNED_ROWS) {
+            plans.put(s, plan);
+            return plan;
+        }
+        Long bucket = plans.get(s.withRows(Integer.highestOneBit(s.rows()) << 1));
+        if (bucket != null && CublasNative.ltAdopt(handle, plan, bucket, workspace.byteSize())) {
+            plans.put(s, plan);
+            return plan;
+        }
+        if (capturing) {
             capturedPlans.add(plan);
             return plan;
         }
-        if (s.rows() <= TUNED_ROWS) {
-            int bucket = Integer.highestOneBit(s.rows()) == s.rows() ? s.rows() : Integer.highestOneBit(s.rows()) << 1;
-            if (bucket == s.rows()) {
-                tune(plan, s, weight);
-            } else if (!CublasNative.ltAdopt(handle, plan, plan(s.withRows(bucket), weight), workspace.byteSize())) {
-                tune(plan, s, weight);
-            }
-        }
+        tune(plan, s, weight);
         plans.put(s, plan);
         return plan;
+    }
+
+    /**
+     * Times every power-of-two bucket of this weight's shape at once, the first time the shape is met outside a
+     * capture (a prefill, which comes before any decode graph is captured), so the graphs' row counts find their
+     * bucket tuned.
+     */
+    private void tuneBuckets(Shape s, CudaTensor weight) {
+        for (int rows = 1; rows <= TUNED_ROWS; rows <<= 1) {
+            Shape b = s.withRows(rows);
+            if (!plans.containsKey(b)) {
+                long plan = newPlan(b);
+                tune(plan, b, weight);
+                plans.put(b, plan);
+            }
+        }
     }
 
     private long newPlan(Shape s) {
