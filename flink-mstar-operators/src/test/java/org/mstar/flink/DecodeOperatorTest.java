@@ -134,7 +134,9 @@ class DecodeOperatorTest {
             harness.open();
             harness.processElement(records.get(0), 0);
             harness.processElement(records.get(1), 0);
+            assertThat(keysWithParts(harness)).as("parts stay on the heap between barriers").isZero();
             harness.prepareSnapshotPreBarrier(1);
+            assertThat(keysWithParts(harness)).as("a barrier that finds the hand-off incomplete").isOne();
             snapshot = harness.snapshot(1, 1);
             assertThat(harness.extractOutputValues()).isEmpty();
         }
@@ -144,6 +146,7 @@ class DecodeOperatorTest {
             for (KvHandoff k : records.subList(2, records.size())) {
                 restored.processElement(k, 0);
             }
+            assertThat(keysWithParts(restored)).as("cleared once complete").isZero();
             runToIdle(restored);
             assertDecoded(collect(restored), r, expected);
         }
@@ -230,6 +233,14 @@ class DecodeOperatorTest {
             h.processElement(k, 0);
         } catch (Exception e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    private static long keysWithParts(KeyedOneInputStreamOperatorTestHarness<String, KvHandoff, Response> h)
+            throws Exception {
+        try (var keys = h.getOperator().getKeyedStateBackend()
+                .getKeys(DecodeOperator.PARTS_STATE, org.apache.flink.runtime.state.VoidNamespace.INSTANCE)) {
+            return keys.distinct().count();
         }
     }
 
