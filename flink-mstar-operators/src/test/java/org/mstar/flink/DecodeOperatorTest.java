@@ -218,6 +218,36 @@ class DecodeOperatorTest {
         }
     }
 
+    @Test
+    void whileAHandoffIsPartlyReceivedStepsLeaveTimeForItsRecords() throws Exception {
+        GenerateRequest first = request("first", 9);
+        GenerateRequest second = request("second", 13);
+        List<Integer> firstTokens = new ArrayList<>();
+        List<Integer> secondTokens = new ArrayList<>();
+        List<KvHandoff> firstRecords = prefill(first, firstTokens);
+        List<KvHandoff> secondRecords = prefill(second, secondTokens);
+        try (var harness = harness()) {
+            harness.open();
+            harness.setProcessingTime(100);
+            for (KvHandoff k : firstRecords) {
+                harness.processElement(k, 0);
+            }
+            harness.processElement(secondRecords.get(0), 0);
+            harness.setProcessingTime(101);
+            // a step took no harness time: the next waits the 1 ms minimum instead of running at once
+            assertThat(harness.getProcessingTimeService().getActiveTimerTimestamps()).containsExactly(102L);
+            for (KvHandoff k : secondRecords.subList(1, secondRecords.size())) {
+                harness.processElement(k, 0);
+            }
+            harness.setProcessingTime(102);
+            // nothing partly received: steps ran back to back at 102 until both requests were done
+            assertThat(harness.getProcessingTimeService().getNumActiveTimers()).isZero();
+            TestRequests.Collected out = collect(harness);
+            assertDecoded(out, first, firstTokens);
+            assertDecoded(out, second, secondTokens);
+        }
+    }
+
     /** Tokens 1.. of {@code r} (token 0 is the prefill side's) and one result with all of them. */
     private static void assertDecoded(TestRequests.Collected out, GenerateRequest r, List<Integer> expected) {
         String id = r.getRequestId();
