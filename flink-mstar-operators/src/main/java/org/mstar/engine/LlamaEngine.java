@@ -106,7 +106,8 @@ public final class LlamaEngine implements GenerationEngine {
         this.sampler = model.resources().sampler();
         NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER))
                 .findFirst().orElseThrow();
-        this.resources = new RequestResources(runner, kv, sampler, samplerSpec, stopRule, pageSize);
+        this.resources = new RequestResources(runner, kv, sampler, samplerSpec, stopRule,
+                new Constraints(tokenizer, model.config().vocabSize(), generation.eosTokenIds()), pageSize);
         this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize, options.scheduling());
         kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
         this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
@@ -308,6 +309,9 @@ public final class LlamaEngine implements GenerationEngine {
         r.recordToken(now);
         resources.extendPrefix(r, token);
         FinishReason finish = stopRule.check(r, token);
+        if (finish == null && resources.constraintComplete(r)) {
+            finish = FinishReason.STOP; // structured output complete: nothing else may follow
+        }
         out.tokens.add(r.output(token, finish));
         if (finish == null && role == EngineRole.PREFILL) {
             out.handoffs.add(exchange.publish(r));
@@ -364,6 +368,11 @@ public final class LlamaEngine implements GenerationEngine {
     /** For checks and harnesses: decode steps run as graph replays (0 without decode graphs). */
     public long decodeGraphReplays() {
         return graphs == null ? 0 : graphs.replays();
+    }
+
+    /** For harnesses: per recorded decode bucket, the device bytes its graph keeps allocated (empty without graphs). */
+    public Map<Integer, Long> decodeGraphBytes() {
+        return graphs == null ? Map.of() : graphs.heldBytes();
     }
 
     /** Page bytes this (decode) engine copied from prefill hand-offs; 0 for a colocated one. */

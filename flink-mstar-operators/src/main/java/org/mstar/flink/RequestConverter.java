@@ -9,6 +9,7 @@ import java.util.Set;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.constraint.OutputConstraint;
 import org.mstar.schemas.GenerateRequest;
 
 /**
@@ -55,7 +56,26 @@ final class RequestConverter implements Serializable {
         SamplingReqConfig sampling = sampling(r, id, minTokens);
         sampling.validate(null);
         return new GenerationRequest(id, promptIds, promptText, sampling, maxTokens, minTokens, stopIds,
-                r.getIgnoreEos(), orDefault(r.getPriority(), 0));
+                r.getIgnoreEos(), orDefault(r.getPriority(), 0), constraint(r));
+    }
+
+    /** The request's structured-output constraint, or null; at most one of the three fields may be set. */
+    private static OutputConstraint constraint(GenerateRequest r) {
+        List<OutputConstraint> set = new java.util.ArrayList<>();
+        if (r.getJsonSchema() != null) {
+            set.add(OutputConstraint.jsonSchema(r.getJsonSchema()));
+        }
+        if (r.getRegex() != null) {
+            set.add(OutputConstraint.regex(r.getRegex()));
+        }
+        if (r.getChoices() != null) {
+            set.add(OutputConstraint.choice(r.getChoices()));
+        }
+        if (set.size() > 1) {
+            throw new RequestValidationException(set.get(0).kind().field(),
+                    "set at most one of json_schema, regex and choices");
+        }
+        return set.isEmpty() ? null : set.get(0);
     }
 
     private static int[] promptIds(GenerateRequest r) {

@@ -57,6 +57,10 @@ final class BenchPipelineCommand implements Callable<Integer> {
             description = "Flink's execution.buffer-timeout.interval. Default: ${DEFAULT-VALUE}.")
     long bufferTimeoutMillis = 5;
 
+    @Option(names = "--batch-invariant",
+            description = "Batch-invariant numerics on the GPU (mstar.engine.batch-invariant), for the engine and the job.")
+    boolean batchInvariant;
+
     @Option(names = "--failures", paramLabel = "N",
             description = "After the table: run a failover load twice under EXACTLY_ONCE, uninterrupted and with N"
                     + " injected task failures, and compare the committed outputs. Default: ${DEFAULT-VALUE}.")

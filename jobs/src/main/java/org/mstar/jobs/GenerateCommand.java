@@ -16,8 +16,10 @@ import org.mstar.engine.RequestFailure;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -52,6 +54,9 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "0", description = "Sampler seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
+    @Mixin
+    ConstraintFlags constraint;
+
     @Option(names = "--device", defaultValue = "cpu", description = "cpu or cuda:N (default: ${DEFAULT-VALUE}).")
     String device;
 
@@ -74,7 +79,13 @@ final class GenerateCommand implements Callable<Integer> {
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
         try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options)) {
-            engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0));
+            try {
+                engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0,
+                        constraint.constraint()));
+            } catch (RequestValidationException e) {
+                System.err.println("error 400: " + e.getMessage());
+                return 1;
+            }
             out.print(prompt);
             out.flush();
             FinishedRequest done = null;

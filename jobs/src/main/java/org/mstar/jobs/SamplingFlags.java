@@ -2,6 +2,7 @@ package org.mstar.jobs;
 
 import java.util.UUID;
 import org.mstar.schemas.GenerateRequest;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** The request fields the command line sets; unset ones take the server's defaults. */
@@ -15,14 +16,19 @@ final class SamplingFlags {
     @Option(names = "--seed", paramLabel = "S", description = "Sampler seed.")
     Long seed;
 
+    @Mixin
+    ConstraintFlags constraint;
+
     /** A request for {@code prompt} with a fresh id. */
     GenerateRequest request(String prompt) {
-        return GenerateRequest.newBuilder()
+        GenerateRequest request = GenerateRequest.newBuilder()
                 .setRequestId(UUID.randomUUID().toString())
                 .setPrompt(prompt)
                 .setMaxTokens(maxTokens)
                 .setTemperature(temperature)
                 .setSeed(seed)
                 .build();
+        constraint.applyTo(request);
+        return request;
     }
 }

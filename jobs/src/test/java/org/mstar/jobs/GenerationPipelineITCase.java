@@ -258,6 +258,41 @@ class GenerationPipelineITCase {
         assertThat(out.errors).allSatisfy(e -> assertThat(e.getCode()).isEqualTo(400));
     }
 
+    @Test
+    void aConstrainedRequestGetsJsonOfItsSchemaAndAnInvalidConstraintA400() throws Exception {
+        Job job = new Job("structured", llama("structured"));
+        String schema = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":8},"
+                + "\"population\":{\"type\":\"integer\"}},\"required\":[\"city\",\"population\"]}";
+        GenerateRequest constrained = GenerateRequest.newBuilder().setRequestId("json").setPrompt("Extract: Paris, 2.1M")
+                .setMaxTokens(120).setTemperature(1.0).setSeed(3L).setJsonSchema(schema).build();
+        GenerateRequest invalid = GenerateRequest.newBuilder().setRequestId("bad-regex").setPrompt("x").setMaxTokens(5)
+                .setRegex("(a)\\1").build();
+        GenerateRequest plain = TestRequests.request("plain", 3);
+        kafka.produce(job.requests, List.of(constrained, invalid, plain));
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        JobClient client = job.start(conf, 1);
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.resultCount() >= 2 && !c.errors.isEmpty(), TIMEOUT);
+        JobStatus status = client.getJobStatus().get();
+        client.cancel().get();
+
+        assertThat(status).isEqualTo(JobStatus.RUNNING);
+        String text = out.results.get("json").get(0).getText();
+        com.fasterxml.jackson.databind.JsonNode value = new com.fasterxml.jackson.databind.ObjectMapper().readTree(text);
+        assertThat(value.get("city").isTextual()).as(text).isTrue();
+        assertThat(value.get("population").isIntegralNumber()).as(text).isTrue();
+        assertThat(value.size()).as(text).isEqualTo(2);
+        assertThat(out.results.get("json").get(0).getFinishReason()).isEqualTo("stop");
+        assertThat(out.results).containsKey("plain");
+        assertThat(out.errors).singleElement().satisfies(e -> {
+            assertThat(e.getRequestId()).isEqualTo("bad-regex");
+            assertThat(e.getCode()).isEqualTo(400);
+            assertThat(e.getMessage()).startsWith("regex: unsupported").contains("\\1");
+        });
+    }
+
     /** The real engine on a small random Llama written under {@code folder}. */
     private LlamaEngineFactory llama(String folder) throws Exception {
         Path model = tmp.resolve(folder);

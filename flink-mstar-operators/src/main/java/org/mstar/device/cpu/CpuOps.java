@@ -237,6 +237,30 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void maskLogits(Tensor logits, Tensor allowed) {
+        CpuTensor l = CpuTensor.of(logits);
+        CpuTensor a = CpuTensor.of(allowed);
+        if (l.dtype() != DType.F32 || a.dtype() != DType.I32) {
+            throw new IllegalArgumentException("maskLogits takes F32 logits and I32 allowed bits, got " + l + " and " + a);
+        }
+        int vocab = (int) l.dim(-1);
+        int rows = l.size() / vocab;
+        int words = (vocab + 31) >>> 5;
+        requireSize(a, rows * words, "maskLogits allowed");
+        float[] f = l.f32();
+        int[] bits = a.i32();
+        for (int r = 0; r < rows; r++) {
+            int base = l.offset() + r * vocab;
+            int wordBase = a.offset() + r * words;
+            for (int v = 0; v < vocab; v++) {
+                if ((bits[wordBase + (v >>> 5)] >>> (v & 31) & 1) == 0) {
+                    f[base + v] = Float.NEGATIVE_INFINITY;
+                }
+            }
+        }
+    }
+
+    @Override
     public void samplingProbs(Tensor logits, SamplingBatch batch, Tensor probs) {
         CpuSamplingPipeline.run(loop, CpuTensor.of(logits), batch, CpuTensor.of(probs));
     }

@@ -288,6 +288,23 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void maskLogits(Tensor logits, Tensor allowed) {
+        CudaTensor l = t(logits, "maskLogits logits");
+        CudaTensor a = t(allowed, "maskLogits allowed");
+        requireType(l, DType.F32, "maskLogits logits");
+        requireType(a, DType.I32, "maskLogits allowed");
+        long vocab = l.dim(-1);
+        int rows = rowsOf(l, vocab, "maskLogits logits");
+        int words = Math.toIntExact((vocab + 31) / 32);
+        if (a.numel() != (long) rows * words) {
+            throw new IllegalArgumentException("maskLogits: allowed " + a + " must have " + rows + " x " + words
+                    + " entries for logits " + l);
+        }
+        kernel("mask_logits").launch(device.stream(), Math.toIntExact((vocab + 255) / 256), rows, 1, 256, 0,
+                new KernelArgs().tensor(l).tensor(a).i32((int) vocab).i32(words), "maskLogits");
+    }
+
+    @Override
     public void samplingProbs(Tensor logits, SamplingBatch batch, Tensor probs) {
         CudaTensor l = t(logits, "samplingProbs logits");
         CudaTensor p = t(probs, "samplingProbs probs");
