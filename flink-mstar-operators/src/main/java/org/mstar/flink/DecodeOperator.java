@@ -11,8 +11,6 @@ import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
 import org.apache.flink.metrics.Counter;
@@ -40,13 +38,15 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The decode half of disaggregated serving, keyed by request id, over a {@code DECODE} engine: it collects each
- * request's {@link KvHandoff} records in keyed state, hands the complete hand-off to the engine (which imports the
- * KV its prefix cache lacks) and emits the request's tokens from index 1 on and its {@code GenerateResult}.
+ * request's {@link KvHandoff} records, hands the complete hand-off to the engine (which imports the KV its prefix
+ * cache lacks) and emits the request's tokens from index 1 on and its {@code GenerateResult}.
  *
- * <p>State, per request: the parts received so far, until the last one arrives; then, in the same call, the parts
- * are cleared and a {@link RequestMirror} (the request and its generated tokens, the prefill's first included) is
- * written, and the tokens generated after it are appended before every checkpoint barrier ({@link RequestMirrors}),
- * as the colocated operator does. A checkpoint thus
+ * <p>State, per request: the parts received so far, until the last one arrives; then, in the same call, a
+ * {@link RequestMirror} (the request and its generated tokens, the prefill's first included) is written, and the
+ * tokens generated after it are appended before every checkpoint barrier ({@link RequestMirrors}), as the
+ * colocated operator does. The parts are held on the heap and go into keyed state only when a barrier finds a
+ * hand-off incomplete: never with aligned checkpoints (a prefill step emits all records of a hand-off together,
+ * so the barrier on their channel comes before or after all of them), only with unaligned ones. A checkpoint thus
  * holds each request either as parts or as a mirror, never both, so a hand-off is applied once; a restore resumes
  * mirrored requests by recomputing their KV from prompt + generated tokens, and keeps waiting for the parts of the
  * others, which the prefill side re-sends when it did not send them before the same checkpoint.
@@ -59,7 +59,6 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
 
     static final String MIRROR_STATE = "request-mirror";
     static final String PARTS_STATE = "handoff-parts";
-    static final String PARTS_COUNT_STATE = "handoff-parts-received";
 
     private final EngineFactory engineFactory;
     private final GenerateSettings settings;
@@ -70,15 +69,16 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     private transient GenerationEngine engine;
     private transient Map<String, LiveRequest> live;
     private transient boolean stepScheduled;
-    /** Requests whose hand-off is partly received: a scheduling hint, not state. */
-    private transient Set<String> receiving;
+    /** The parts of each hand-off received so far, by request and part index. */
+    private transient Map<String, Map<Integer, KvHandoff>> receiving;
+    /** Requests whose parts a checkpoint wrote to {@link #parts} (or a restore read from there). */
+    private transient Set<String> partsInState;
     /** Received requests without a token from this side yet, by arrival here (ms), for the queue timeout. */
     private transient Map<String, Long> awaitingStep;
     private transient boolean restored;
     private transient RequestMirrors mirrors;
+    /** Parts of the hand-offs a checkpoint found incomplete. */
     private transient MapState<Integer, KvHandoff> parts;
-    /** How many distinct parts {@link #parts} holds. */
-    private transient ValueState<Integer> partsReceived;
     private transient GenerateMetrics metrics;
     private transient HandoffMetrics handoffMetrics;
     private transient Counter duplicates;
@@ -97,7 +97,6 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         mirrors = new RequestMirrors(context.getKeyedStateStore(), MIRROR_STATE);
         parts = context.getKeyedStateStore().getMapState(
                 new MapStateDescriptor<>(PARTS_STATE, Types.INT, new AvroTypeInfo<>(KvHandoff.class)));
-        partsReceived = context.getKeyedStateStore().getState(new ValueStateDescriptor<>(PARTS_COUNT_STATE, Types.INT));
         restored = context.isRestored();
     }
 
@@ -105,7 +104,8 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     public void open() throws Exception {
         super.open();
         live = new LinkedHashMap<>();
-        receiving = new HashSet<>();
+        receiving = new HashMap<>();
+        partsInState = new HashSet<>();
         awaitingStep = new HashMap<>();
         metrics = new GenerateMetrics(getMetricGroup());
         handoffMetrics = new HandoffMetrics(getMetricGroup());
@@ -118,6 +118,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         LOG.info("Decode subtask {} serves on {}", subtask, device);
         if (restored) {
             resumeLiveRequests();
+            restoreIncompleteHandoffs();
         }
         scheduleStep();
     }
@@ -131,24 +132,15 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
             return;
         }
         handoffMetrics.record(HandoffRecords.dataBytes(record));
-        // counted, not listed: reading every part held at each arrival would cost quadratic time in the parts
-        int count = partsReceived.value() == null ? 0 : partsReceived.value();
-        if (!parts.contains(record.getPart())) {
-            count++;
-        }
-        parts.put(record.getPart(), record);
-        if (count < record.getParts()) {
-            partsReceived.update(count);
-            receiving.add(id);
+        Map<Integer, KvHandoff> received = receiving.computeIfAbsent(id, k -> new HashMap<>());
+        received.put(record.getPart(), record);
+        if (received.size() < record.getParts()) {
             return;
         }
         receiving.remove(id);
-        Map<Integer, KvHandoff> received = new HashMap<>();
-        for (Map.Entry<Integer, KvHandoff> e : parts.entries()) {
-            received.put(e.getKey(), e.getValue());
+        if (partsInState.remove(id)) {
+            parts.clear();
         }
-        parts.clear();
-        partsReceived.clear();
         KvHandoffHeader header = received.get(0).getHeader();
         GenerateRequest request = header.getRequest();
         PrefillHandoff handoff;
@@ -184,6 +176,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     @Override
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         super.prepareSnapshotPreBarrier(checkpointId);
+        writeIncompleteHandoffs();
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
             if (e.getValue().unsaved()) {
                 setCurrentKey(e.getKey());
@@ -259,6 +252,35 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
             emitError(failure.requestId(), failure.code(), failure.message());
         }
         metrics.engineStats(engine.stats());
+    }
+
+    /** Puts the parts of hand-offs still incomplete into keyed state (only an unaligned checkpoint finds any). */
+    private void writeIncompleteHandoffs() throws Exception {
+        for (Map.Entry<String, Map<Integer, KvHandoff>> e : receiving.entrySet()) {
+            setCurrentKey(e.getKey());
+            parts.putAll(e.getValue());
+            partsInState.add(e.getKey());
+        }
+    }
+
+    /** Takes back the parts of the hand-offs the restored checkpoint found incomplete. */
+    private void restoreIncompleteHandoffs() throws Exception {
+        List<String> ids;
+        KeyedStateBackend<String> backend = getKeyedStateBackend();
+        try (Stream<String> keys = backend.getKeys(PARTS_STATE, VoidNamespace.INSTANCE)) {
+            ids = keys.distinct().toList();
+        }
+        for (String id : ids) {
+            setCurrentKey(id);
+            Map<Integer, KvHandoff> received = new HashMap<>();
+            for (Map.Entry<Integer, KvHandoff> e : parts.entries()) {
+                received.put(e.getKey(), e.getValue());
+            }
+            if (!received.isEmpty()) {
+                receiving.put(id, received);
+                partsInState.add(id);
+            }
+        }
     }
 
     /** Re-admits mirrored requests, recomputing their KV from prompt + generated tokens. */

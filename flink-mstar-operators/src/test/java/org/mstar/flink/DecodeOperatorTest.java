@@ -134,7 +134,9 @@ class DecodeOperatorTest {
             harness.open();
             harness.processElement(records.get(0), 0);
             harness.processElement(records.get(1), 0);
+            assertThat(keysWithParts(harness)).as("parts stay on the heap between barriers").isZero();
             harness.prepareSnapshotPreBarrier(1);
+            assertThat(keysWithParts(harness)).as("a barrier that finds the hand-off incomplete").isOne();
             snapshot = harness.snapshot(1, 1);
             assertThat(harness.extractOutputValues()).isEmpty();
         }
@@ -144,6 +146,7 @@ class DecodeOperatorTest {
             for (KvHandoff k : records.subList(2, records.size())) {
                 restored.processElement(k, 0);
             }
+            assertThat(keysWithParts(restored)).as("cleared once complete").isZero();
             runToIdle(restored);
             assertDecoded(collect(restored), r, expected);
         }
@@ -215,6 +218,36 @@ class DecodeOperatorTest {
         }
     }
 
+    @Test
+    void whileAHandoffIsPartlyReceivedStepsLeaveTimeForItsRecords() throws Exception {
+        GenerateRequest first = request("first", 9);
+        GenerateRequest second = request("second", 13);
+        List<Integer> firstTokens = new ArrayList<>();
+        List<Integer> secondTokens = new ArrayList<>();
+        List<KvHandoff> firstRecords = prefill(first, firstTokens);
+        List<KvHandoff> secondRecords = prefill(second, secondTokens);
+        try (var harness = harness()) {
+            harness.open();
+            harness.setProcessingTime(100);
+            for (KvHandoff k : firstRecords) {
+                harness.processElement(k, 0);
+            }
+            harness.processElement(secondRecords.get(0), 0);
+            harness.setProcessingTime(101);
+            // a step took no harness time: the next waits the 1 ms minimum instead of running at once
+            assertThat(harness.getProcessingTimeService().getActiveTimerTimestamps()).containsExactly(102L);
+            for (KvHandoff k : secondRecords.subList(1, secondRecords.size())) {
+                harness.processElement(k, 0);
+            }
+            harness.setProcessingTime(102);
+            // nothing partly received: steps ran back to back at 102 until both requests were done
+            assertThat(harness.getProcessingTimeService().getNumActiveTimers()).isZero();
+            TestRequests.Collected out = collect(harness);
+            assertDecoded(out, first, firstTokens);
+            assertDecoded(out, second, secondTokens);
+        }
+    }
+
     /** Tokens 1.. of {@code r} (token 0 is the prefill side's) and one result with all of them. */
     private static void assertDecoded(TestRequests.Collected out, GenerateRequest r, List<Integer> expected) {
         String id = r.getRequestId();
@@ -230,6 +263,14 @@ class DecodeOperatorTest {
             h.processElement(k, 0);
         } catch (Exception e) {
             throw new IllegalStateException(e);
+        }
+    }
+
+    private static long keysWithParts(KeyedOneInputStreamOperatorTestHarness<String, KvHandoff, Response> h)
+            throws Exception {
+        try (var keys = h.getOperator().getKeyedStateBackend()
+                .getKeys(DecodeOperator.PARTS_STATE, org.apache.flink.runtime.state.VoidNamespace.INSTANCE)) {
+            return keys.distinct().count();
         }
     }
 

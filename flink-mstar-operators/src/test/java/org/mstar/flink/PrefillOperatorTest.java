@@ -146,6 +146,26 @@ class PrefillOperatorTest {
     }
 
     @Test
+    void aStepBeforeWhichRequestsArrivedLeavesAnArrivalWindow() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 1); // one prefill a step
+        long window = GenerateOperator.ARRIVAL_WINDOW_MILLIS;
+        try (var h = harness(conf)) {
+            h.open();
+            h.setProcessingTime(100);
+            for (String id : List.of("x", "y", "z")) {
+                h.processElement(request(id, 6, 3), 0);
+            }
+            h.setProcessingTime(110);
+            assertThat(h.getProcessingTimeService().getActiveTimerTimestamps()).containsExactly(110 + window);
+            h.setProcessingTime(110 + window);
+            // nothing arrived before that step: the rest ran back to back
+            assertThat(h.getProcessingTimeService().getNumActiveTimers()).isZero();
+            assertThat(handoffs(h)).extracting(KvHandoff::getRequestId).containsOnly("x", "y", "z");
+        }
+    }
+
+    @Test
     void aRestoreBeforeTheHandoffPrefillsAgainIdentically() throws Exception {
         GenerateRequest r = request("b", 14, 6);
         OperatorSubtaskState snapshot;

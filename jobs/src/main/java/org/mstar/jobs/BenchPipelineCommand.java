@@ -80,7 +80,7 @@ final class BenchPipelineCommand implements Callable<Integer> {
 
     @Option(names = "--decoders", paramLabel = "N",
             description = "With --disaggregation: requests sent at the start; with the long prompts running beside"
-                    + " them they should fit --max-batch-rows (decode graphs cover up to 64 rows)."
+                    + " them they should fit --max-batch-rows, or long prompts wait for rows instead of interfering."
                     + " Default: ${DEFAULT-VALUE}.")
     int decoders = 56;
 

@@ -115,6 +115,7 @@ final class DisaggregationBench {
 
         long start = System.nanoTime();
         BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.device);
+        shared.turn().device().setBatchInvariant(flags.batchInvariant);
         err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
                 shared.turn().device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - start) / 1e9);
         err.flush();
