@@ -69,6 +69,49 @@ static void *address(JNIEnv *env, jobject pointer) {
     return (void *)(base + offset);
 }
 
+/* Binds the cuBLAS entry points from `lib`; says whether every one was found. */
+static int cublas_bind(void *lib) {
+    p_create = (create_fn)dlsym(lib, "cublasCreate_v2");
+    p_destroy = (destroy_fn)dlsym(lib, "cublasDestroy_v2");
+    p_set_stream = (set_stream_fn)dlsym(lib, "cublasSetStream_v2");
+    p_set_workspace = (set_workspace_fn)dlsym(lib, "cublasSetWorkspace_v2");
+    p_get_version = (get_version_fn)dlsym(lib, "cublasGetVersion_v2");
+    p_gemm_ex = (gemm_ex_fn)dlsym(lib, "cublasGemmEx");
+    return p_create && p_destroy && p_set_stream && p_set_workspace && p_get_version && p_gemm_ex;
+}
+
+/*
+ * dlopens the first of `candidates` that loads and that `bind` finds complete; returns its name, or throws
+ * UnsatisfiedLinkError listing what each candidate lacked.
+ */
+static jstring open_first(JNIEnv *env, jobjectArray candidates, int (*bind)(void *), const char *what) {
+    char tried[2048] = "";
+    jsize n = (*env)->GetArrayLength(env, candidates);
+    for (jsize i = 0; i < n; i++) {
+        jstring js = (jstring)(*env)->GetObjectArrayElement(env, candidates, i);
+        const char *name = (*env)->GetStringUTFChars(env, js, NULL);
+        void *lib = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+        size_t used = strlen(tried);
+        if (lib != NULL && bind(lib)) {
+            jstring loaded = (*env)->NewStringUTF(env, name);
+            (*env)->ReleaseStringUTFChars(env, js, name);
+            return loaded;
+        }
+        if (lib == NULL) {
+            const char *err = dlerror();
+            snprintf(tried + used, sizeof tried - used, "%s%s", used ? "; " : "", err ? err : name);
+        } else {
+            snprintf(tried + used, sizeof tried - used, "%s%s lacks a symbol", used ? "; " : "", name);
+            dlclose(lib);
+        }
+        (*env)->ReleaseStringUTFChars(env, js, name);
+    }
+    char msg[2300];
+    snprintf(msg, sizeof msg, "no usable %s found (tried: %s)", what, tried);
+    throw_new(env, "java/lang/UnsatisfiedLinkError", msg);
+    return NULL;
+}
+
 /* Loads the first library of `candidates` that dlopens and exports every symbol; returns its name. */
 JNIEXPORT jstring JNICALL Java_org_mstar_device_cuda_CublasNative_open(JNIEnv *env, jclass cls, jobjectArray candidates) {
     (void)cls;
@@ -80,39 +123,7 @@ JNIEXPORT jstring JNICALL Java_org_mstar_device_cuda_CublasNative_open(JNIEnv *e
     if (f_native_pointer == NULL || f_byte_offset == NULL) return NULL;
     c_pointer = (jclass)(*env)->NewGlobalRef(env, ptr);
 
-    char tried[2048] = "";
-    jsize n = (*env)->GetArrayLength(env, candidates);
-    for (jsize i = 0; i < n; i++) {
-        jstring js = (jstring)(*env)->GetObjectArrayElement(env, candidates, i);
-        const char *name = (*env)->GetStringUTFChars(env, js, NULL);
-        void *lib = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-        if (lib == NULL) {
-            const char *err = dlerror();
-            size_t used = strlen(tried);
-            snprintf(tried + used, sizeof tried - used, "%s%s", used ? "; " : "", err ? err : name);
-            (*env)->ReleaseStringUTFChars(env, js, name);
-            continue;
-        }
-        p_create = (create_fn)dlsym(lib, "cublasCreate_v2");
-        p_destroy = (destroy_fn)dlsym(lib, "cublasDestroy_v2");
-        p_set_stream = (set_stream_fn)dlsym(lib, "cublasSetStream_v2");
-        p_set_workspace = (set_workspace_fn)dlsym(lib, "cublasSetWorkspace_v2");
-        p_get_version = (get_version_fn)dlsym(lib, "cublasGetVersion_v2");
-        p_gemm_ex = (gemm_ex_fn)dlsym(lib, "cublasGemmEx");
-        if (p_create && p_destroy && p_set_stream && p_set_workspace && p_get_version && p_gemm_ex) {
-            jstring loaded = (*env)->NewStringUTF(env, name);
-            (*env)->ReleaseStringUTFChars(env, js, name);
-            return loaded;
-        }
-        size_t used = strlen(tried);
-        snprintf(tried + used, sizeof tried - used, "%s%s lacks a cuBLAS symbol", used ? "; " : "", name);
-        (*env)->ReleaseStringUTFChars(env, js, name);
-        dlclose(lib);
-    }
-    char msg[2300];
-    snprintf(msg, sizeof msg, "no usable libcublas found (tried: %s)", tried);
-    throw_new(env, "java/lang/UnsatisfiedLinkError", msg);
-    return NULL;
+    return open_first(env, candidates, cublas_bind, "libcublas");
 }
 
 JNIEXPORT jlong JNICALL Java_org_mstar_device_cuda_CublasNative_create(JNIEnv *env, jclass cls) {
@@ -257,31 +268,7 @@ static int lt_bind(void *lib) {
 
 JNIEXPORT jstring JNICALL Java_org_mstar_device_cuda_CublasNative_ltOpen(JNIEnv *env, jclass cls, jobjectArray candidates) {
     (void)cls;
-    char tried[2048] = "";
-    jsize n = (*env)->GetArrayLength(env, candidates);
-    for (jsize i = 0; i < n; i++) {
-        jstring js = (jstring)(*env)->GetObjectArrayElement(env, candidates, i);
-        const char *name = (*env)->GetStringUTFChars(env, js, NULL);
-        void *lib = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-        size_t used = strlen(tried);
-        if (lib != NULL && lt_bind(lib)) {
-            jstring loaded = (*env)->NewStringUTF(env, name);
-            (*env)->ReleaseStringUTFChars(env, js, name);
-            return loaded;
-        }
-        if (lib == NULL) {
-            const char *err = dlerror();
-            snprintf(tried + used, sizeof tried - used, "%s%s", used ? "; " : "", err ? err : name);
-        } else {
-            snprintf(tried + used, sizeof tried - used, "%s%s lacks a cuBLASLt symbol", used ? "; " : "", name);
-            dlclose(lib);
-        }
-        (*env)->ReleaseStringUTFChars(env, js, name);
-    }
-    char msg[2300];
-    snprintf(msg, sizeof msg, "no usable libcublasLt found (tried: %s)", tried);
-    throw_new(env, "java/lang/UnsatisfiedLinkError", msg);
-    return NULL;
+    return open_first(env, candidates, lt_bind, "libcublasLt");
 }
 
 JNIEXPORT jlong JNICALL Java_org_mstar_device_cuda_CublasNative_ltCreate(JNIEnv *env, jclass cls) {
