@@ -25,6 +25,10 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
         if (role == null) {
             throw new IllegalArgumentException("an engine role is required");
         }
+        if (role != EngineRole.COLOCATED && kvCache.windowedLayerPages() > 0) {
+            throw new IllegalArgumentException("a prefill-to-decode hand-off carries one KV cache; a separate "
+                    + "windowed-layer cache is only for colocated engines");
+        }
     }
 
     /** Colocated. */

@@ -31,6 +31,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final int pageSize;
     private final int cpuOffloadPages;
     private final boolean prefixCache;
+    private final int windowedLayerPages;
     private final boolean decodeGraphs;
     private final boolean batchInvariant;
     private final SchedulingPolicy schedulingPolicy;
@@ -50,6 +51,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.pageSize = config.get(LlamaEngineOptions.PAGE_SIZE);
         this.cpuOffloadPages = config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES);
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
+        this.windowedLayerPages = config.get(LlamaEngineOptions.WINDOWED_LAYER_PAGES);
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
@@ -83,7 +85,7 @@ public final class LlamaEngineFactory implements EngineFactory {
 
     private EngineOptions options() {
         return new EngineOptions(maxBatchRows, tokenBudget,
-                new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache), false,
+                new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache, windowedLayerPages), false,
                 new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
                         SchedulerOptions.DEFAULTS.minPrefillChunk()), role);
     }

@@ -49,6 +49,13 @@ public final class LlamaEngineOptions {
             .defaultValue(true)
             .withDescription("Whether requests share the KV of equal prompt prefixes (whole pages).");
 
+    public static final ConfigOption<Integer> WINDOWED_LAYER_PAGES = ConfigOptions.key("mstar.kv.windowed-layer-pages")
+            .intType()
+            .defaultValue(0)
+            .withDescription("Pages of a separate KV cache for the sliding-window layers of a model that also has"
+                    + " global ones (Gemma 3), where each request keeps only its window instead of its whole context;"
+                    + " needs mstar.kv.prefix-cache=false. 0 keeps every layer's KV in the one cache.");
+
     public static final ConfigOption<Boolean> DECODE_GRAPHS = ConfigOptions.key("mstar.engine.decode-graphs")
             .booleanType()
             .defaultValue(true)

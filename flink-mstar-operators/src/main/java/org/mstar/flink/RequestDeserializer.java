@@ -1,11 +1,11 @@
 package org.mstar.flink;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.avro.Schema;
 import org.apache.avro.message.BinaryMessageDecoder;
+import org.apache.avro.specific.SpecificData;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.typeutils.EitherTypeInfo;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -23,8 +23,30 @@ import org.mstar.schemas.GenerateRequest;
  */
 final class RequestDeserializer implements KafkaRecordDeserializationSchema<Either<ErrorEvent, GenerateRequest>> {
     private static final long serialVersionUID = 1L;
-    /** Decodes the current schema and every earlier one (producers that predate a new optional field). */
+    /** Fields added to GenerateRequest after its first release, newest last; clients built before them still decode. */
+    private static final List<String> ADDED_FIELDS = List.of("json_schema", "regex", "choices", "messages");
     private static final BinaryMessageDecoder<GenerateRequest> DECODER = decoder();
+
+    /**
+     * The current schema's decoder that also reads records written with each earlier schema: single-object encoding
+     * names the writer's schema by fingerprint, and the fingerprint ignores docs, so the earlier schemas are the
+     * current one without the fields added since.
+     */
+    static BinaryMessageDecoder<GenerateRequest> decoder() {
+        Schema current = GenerateRequest.getClassSchema();
+        BinaryMessageDecoder<GenerateRequest> d = new BinaryMessageDecoder<>(SpecificData.getForSchema(current), current);
+        for (int dropped = 1; dropped <= ADDED_FIELDS.size(); dropped++) {
+            List<String> gone = ADDED_FIELDS.subList(ADDED_FIELDS.size() - dropped, ADDED_FIELDS.size());
+            List<Schema.Field> fields = new ArrayList<>();
+            for (Schema.Field f : current.getFields()) {
+                if (!gone.contains(f.name())) {
+                    fields.add(new Schema.Field(f, f.schema()));
+                }
+            }
+            d.addSchema(Schema.createRecord(current.getName(), current.getDoc(), current.getNamespace(), false, fields));
+        }
+        return d;
+    }
 
     @Override
     public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Either<ErrorEvent, GenerateRequest>> out) {
@@ -46,19 +68,6 @@ final class RequestDeserializer implements KafkaRecordDeserializationSchema<Eith
             return;
         }
         out.collect(Either.Right(request));
-    }
-
-    private static BinaryMessageDecoder<GenerateRequest> decoder() {
-        BinaryMessageDecoder<GenerateRequest> d = GenerateRequest.createDecoder(null);
-        try (InputStream in = GenerateRequest.class.getResourceAsStream("previous/GenerateRequest-1.avsc")) {
-            if (in == null) {
-                throw new IllegalStateException("the schemas jar lacks previous/GenerateRequest-1.avsc");
-            }
-            d.addSchema(new Schema.Parser().parse(in));
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return d;
     }
 
     @Override

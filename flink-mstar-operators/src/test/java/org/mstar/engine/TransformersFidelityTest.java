@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.mstar.device.cpu.CpuDevice;
@@ -60,6 +61,19 @@ class TransformersFidelityTest {
         Reference ref = reference(arch);
         // 7 tokens a step: every prompt is prefilled in chunks, and the later ones beside the earlier ones' decodes
         run(arch, ref, List.of(0, 1, 2), new EngineOptions(16, 7, new KvCacheOptions(512, 128, 4, 0, false)));
+    }
+
+    /** Gemma 3's windowed layers on a cache of their own, where each request keeps only its last 16 tokens. */
+    @Test
+    void gemma3WithItsWindowedLayersOnABoundedCacheMatchesTransformers() throws Exception {
+        Reference ref = reference("gemma3_text");
+        KvCacheOptions kv = new KvCacheOptions(512, 128, 4, 0, false).withWindowedLayerPages(40);
+        for (int p = 0; p < ref.prompts().size(); p++) {
+            run("gemma3_text", ref, List.of(p), new EngineOptions(16, 256, kv));
+        }
+        run("gemma3_text", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv));
+        // decode steps through the graph path (on the CPU a replay re-runs the ops over leased plans)
+        run("gemma3_text", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv, true));
     }
 
     private static void run(String arch, Reference ref, List<Integer> prompts, EngineOptions options) throws Exception {

@@ -7,6 +7,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericData;
+import org.apache.avro.generic.GenericRecord;
+import org.apache.avro.message.BinaryMessageEncoder;
 import org.apache.flink.types.Either;
 import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -65,6 +69,32 @@ class RequestDeserializerTest {
     void emptyRequestIdIsRejected() throws Exception {
         GenerateRequest request = TestRequests.request("", 1);
         assertThat(decode("k", bytes(request)).left().getMessage()).startsWith("request_id:");
+    }
+
+    /** A client built before GenerateRequest had messages: its records name the older schema's fingerprint. */
+    @Test
+    void requestsOfTheSchemaBeforeMessagesStillDecode() throws Exception {
+        Schema current = GenerateRequest.getClassSchema();
+        List<Schema.Field> fields = new ArrayList<>();
+        for (Schema.Field f : current.getFields()) {
+            if (!f.name().equals("messages")) {
+                fields.add(new Schema.Field(f, f.schema()));
+            }
+        }
+        Schema before = Schema.createRecord(current.getName(), "older doc", current.getNamespace(), false, fields);
+        GenericRecord old = new GenericData.Record(before);
+        GenerateRequest now = TestRequests.request("old-client", 3);
+        for (Schema.Field f : before.getFields()) {
+            old.put(f.name(), now.get(f.name()));
+        }
+        ByteBuffer encoded = new BinaryMessageEncoder<GenericRecord>(GenericData.get(), before).encode(old);
+        byte[] value = new byte[encoded.remaining()];
+        encoded.get(value);
+
+        Either<ErrorEvent, GenerateRequest> out = decode("old-client", value);
+        assertThat(out.isRight()).as("%s", out).isTrue();
+        assertThat(out.right()).isEqualTo(now);
+        assertThat(out.right().getMessages()).isNull();
     }
 
     private static byte[] bytes(GenerateRequest request) throws Exception {

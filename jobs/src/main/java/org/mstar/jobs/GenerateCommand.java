@@ -66,6 +66,11 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--max-seq-len", defaultValue = "2048", description = "Longest prompt + output (default: ${DEFAULT-VALUE}).")
     int maxSeqLen;
 
+    @Option(names = "--windowed-layer-pages", defaultValue = "0", paramLabel = "N",
+            description = "Pages of a separate KV cache for the sliding-window layers of a model with global ones too "
+                    + "(Gemma 3): each request keeps only its window there (default: ${DEFAULT-VALUE}, one cache).")
+    int windowedLayerPages;
+
     @Option(names = "--chat", description = "Send the prompt as a user message, rendered by the model folder's chat template.")
     boolean chat;
 
@@ -83,7 +88,7 @@ final class GenerateCommand implements Callable<Integer> {
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
-        EngineOptions options = new EngineOptions(1, 512, new KvCacheOptions(maxSeqLen, pages, pageSize, 0, false),
+        EngineOptions options = new EngineOptions(1, 512, new KvCacheOptions(maxSeqLen, pages, pageSize, 0, false, windowedLayerPages),
                 !device.trim().equalsIgnoreCase("cpu"));
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);

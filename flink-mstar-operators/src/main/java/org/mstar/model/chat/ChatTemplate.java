@@ -18,16 +18,20 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import jinjava.javax.el.CompositeELResolver;
 import org.mstar.model.ModelFormatException;
 
 /**
  * A model folder's chat template: the Jinja program in {@code chat_template.jinja} or under {@code chat_template} in
  * {@code tokenizer_config.json} that turns a conversation into the prompt text the model was trained on, rendered by
- * Jinjava the way transformers renders it: blocks trimmed ({@code trim_blocks}, {@code lstrip_blocks}), loop controls,
- * {@code namespace}, {@code raise_exception(msg)} (a {@link ChatTemplateException}), {@code strftime_now(fmt)} and
- * {@code tojson} with Python's separators ({@link PythonJsonFilter}). The template sees {@code messages},
- * {@code add_generation_prompt}, {@code tools} when given, and the tokenizer config's {@code bos_token} /
- * {@code eos_token}.
+ * Jinjava the way transformers renders it: {@code trim_blocks}, {@code lstrip_blocks} (done on the source, as Jinja
+ * does it), loop controls, {@code namespace}, {@code raise_exception(msg)} (a {@link ChatTemplateException}),
+ * {@code strftime_now(fmt)}, {@code tojson} with Python's separators ({@link PythonJsonFilter}), Python's {@code str}
+ * methods ({@link PythonStringMethods}) and {@code seq[::-1]} (read as {@code (seq | reverse | list)}). The template
+ * sees {@code messages}, {@code add_generation_prompt}, {@code tools} when given, and the tokenizer config's
+ * {@code bos_token} / {@code eos_token}.
  *
  * <p>The rendered text already holds the template's special tokens (BOS included): tokenize it without adding them
  * again ({@code TextTokenizer.encode(text, false)}). Thread-safe after construction.
@@ -37,6 +41,13 @@ public final class ChatTemplate {
     public static final String TEMPLATE_FILE = "chat_template.jinja";
     public static final String TOKENIZER_CONFIG = "tokenizer_config.json";
     private static final ObjectMapper JSON = new ObjectMapper();
+    /**
+     * Jinja's lstrip_blocks: spaces and tabs from the start of a line up to a block or comment tag go, unless the tag
+     * opens with "+". Jinjava's own option also strips them in the middle of a line, which Jinja keeps.
+     */
+    private static final Pattern LINE_START_BEFORE_TAG = Pattern.compile("(?m)^[ \\t]+(?=\\{[%#](?!\\+))");
+    /** {@code name[::-1]}, Python's reversed copy, which Jinjava's expression parser cannot read. */
+    private static final Pattern REVERSED = Pattern.compile("([A-Za-z_][A-Za-z0-9_.]*)\\[::-1\\]");
 
     private final String template;
     private final String bosToken;
@@ -44,12 +55,17 @@ public final class ChatTemplate {
     private final Jinjava jinjava;
 
     public ChatTemplate(String template, String bosToken, String eosToken) {
-        this.template = template;
+        String source = LINE_START_BEFORE_TAG.matcher(template).replaceAll("");
+        this.template = REVERSED.matcher(source)
+                .replaceAll(m -> Matcher.quoteReplacement("(" + m.group(1) + " | reverse | list)"));
         this.bosToken = bosToken == null ? "" : bosToken;
         this.eosToken = eosToken == null ? "" : eosToken;
+        CompositeELResolver resolver = new CompositeELResolver();
+        resolver.add(new PythonStringMethods());
+        resolver.add(JinjavaConfig.newBuilder().build().getElResolver());
         JinjavaConfig config = JinjavaConfig.newBuilder()
+                .withElResolver(resolver)
                 .withTrimBlocks(true)
-                .withLstripBlocks(true)
                 .withLegacyOverrides(LegacyOverrides.newBuilder()
                         .withUseNaturalOperatorPrecedence(true)
                         .withParseWhitespaceControlStrictly(true)

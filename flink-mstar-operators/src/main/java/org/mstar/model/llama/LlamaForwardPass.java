@@ -9,6 +9,7 @@ import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
 import org.mstar.resources.Segment;
+import org.mstar.resources.kv.KVManager;
 
 /**
  * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
@@ -102,6 +103,8 @@ final class LlamaForwardPass {
             // windowed layers of a model with a local RoPE base rotate with it; the others as the position resource says
             RopeParams rope = cfg.localRopeTheta() > 0 && cfg.attentionWindow(l) > 0 ? cfg.ropeParams(l)
                     : res.rope().ropeParams();
+            KVManager cache = res.kvFor(model, l);
+            int poolLayer = res.poolLayers()[l];
             if (lw.qNorm() != null) {
                 // q/k norms sit between the projection and RoPE, so the fused split-RoPE-append cannot be used
                 Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
@@ -112,14 +115,14 @@ final class LlamaForwardPass {
                 ops.rmsNorm(kT.reshape((long) n * cfg.numKvHeads(), d), null, lw.kNorm(), eps,
                         kT.reshape((long) n * cfg.numKvHeads(), d));
                 ops.rope(q3, k3, pos, rope);
-                res.kv().writeKv(l, LABEL, n, (pool, layer, pages, offsets) ->
+                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
                         ops.kvAppend(pool, layer, k3, v3, pages, offsets));
             } else {
                 // split, RoPE and KV append in one op: K and V go straight from the projection into the pool
-                res.kv().writeKv(l, LABEL, n, (pool, layer, pages, offsets) ->
+                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
                         ops.qkvRopeAppend(qkvT, pos, rope, pool, layer, pages, offsets, q3));
             }
-            res.forLayer(model, l).run(q3, LABEL, l, res.kv().pool(), attnOut.reshape(n, cfg.numHeads(), d));
+            res.forLayer(model, l).run(q3, LABEL, poolLayer, cache.pool(), attnOut.reshape(n, cfg.numHeads(), d));
             ops.matmul(attnOut, lw.oWeight(), null, proj);
             Tensor attnResult = proj;
             if (lw.attentionOutputNorm() != null) {

@@ -1,6 +1,7 @@
 package org.mstar.model.llama;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -21,9 +22,11 @@ import org.mstar.resources.PositionStep;
 import org.mstar.resources.PosBackend;
 import org.mstar.resources.PosScheme;
 import org.mstar.resources.Resource;
+import org.mstar.resources.RetentionPolicy;
 import org.mstar.resources.SamplerSpec;
 import org.mstar.resources.SamplerStep;
 import org.mstar.resources.Segment;
+import org.mstar.resources.StreamLabel;
 import org.mstar.resources.SubmoduleStep;
 
 /**
@@ -40,6 +43,8 @@ public final class LlamaModel implements AutoCloseable {
     public static final String KV = "kv";
     public static final String ATTN = "attn";
     public static final String ATTN_WINDOWED = "attn_windowed";
+    /** The separate cache of the windowed layers, when {@link KvCacheOptions#windowedLayerPages()} asks for one. */
+    public static final String KV_WINDOWED = "kv_windowed";
     public static final String ROPE = "rope";
     public static final String SAMPLER = "sampler";
 
@@ -69,22 +74,36 @@ public final class LlamaModel implements AutoCloseable {
     public String weightsId() { return weightsId; }
     public DType activations() { return activations; }
 
-    /** The resources this model needs, for {@code ResourceFactory.buildAll}. */
+    /**
+     * The resources this model needs, for {@code ResourceFactory.buildAll}. With
+     * {@link KvCacheOptions#windowedLayerPages()} the sliding-window layers get a cache of their own ({@link #KV_WINDOWED},
+     * attended by {@link #ATTN_WINDOWED}) where each request keeps only its window; the other cache then holds the
+     * global layers alone.
+     *
+     * @throws IllegalArgumentException when a separate windowed cache is asked of a model without both windowed and
+     *     global layers
+     */
     public List<NodeResourceSpec> declareResources(KvCacheOptions kv, List<Integer> stopIds) {
         Set<String> nodes = Set.of(NODE);
-        PagedKVConfig kvConfig = PagedKVConfig.builder(config.numLayers(), config.numKvHeads(), config.headDim(),
-                        kv.maxSeqLen())
-                .numQoHeads(config.numHeads())
-                .maxNumPages(kv.maxNumPages())
-                .pageSize(kv.pageSize())
-                .cpuOffloadPages(kv.cpuOffloadPages())
-                .prefixCache(kv.prefixCache())
-                .build();
+        int windowedLayers = 0;
+        for (int l = 0; l < config.numLayers(); l++) {
+            windowedLayers += config.attentionWindow(l) > 0 ? 1 : 0;
+        }
+        boolean apart = kv.windowedLayerPages() > 0;
+        if (apart && (windowedLayers == 0 || windowedLayers == config.numLayers())) {
+            throw new IllegalArgumentException("a separate windowed-layer cache needs both windowed and global layers; "
+                    + config.architecture().hfName() + " has " + windowedLayers + " windowed of " + config.numLayers());
+        }
         List<NodeResourceSpec> specs = new ArrayList<>();
-        specs.add(new KVSpec(KV, nodes, kvConfig));
+        specs.add(new KVSpec(KV, nodes, kvConfig(kv, apart ? config.numLayers() - windowedLayers : config.numLayers(),
+                kv.maxNumPages(), kv.prefixCache(), kv.cpuOffloadPages())));
         AttentionConfig attention = new AttentionConfig(KV).withSmScale(config.attentionScale());
         specs.add(new AttentionSpec(ATTN, nodes, attention));
-        if (config.slidingWindow() > 0) {
+        if (apart) {
+            specs.add(new KVSpec(KV_WINDOWED, nodes, kvConfig(kv, windowedLayers, kv.windowedLayerPages(), false, 0)));
+            specs.add(new AttentionSpec(ATTN_WINDOWED, nodes, new AttentionConfig(KV_WINDOWED)
+                    .withSmScale(config.attentionScale()).withSlidingWindow(config.slidingWindow())));
+        } else if (config.slidingWindow() > 0) {
             specs.add(new AttentionSpec(ATTN_WINDOWED, nodes, attention.withSlidingWindow(config.slidingWindow())));
         }
         var rope = config.ropeParams();
@@ -96,9 +115,19 @@ public final class LlamaModel implements AutoCloseable {
         return specs;
     }
 
+    private PagedKVConfig kvConfig(KvCacheOptions kv, int layers, int pages, boolean prefixCache, int offloadPages) {
+        return PagedKVConfig.builder(layers, config.numKvHeads(), config.headDim(), kv.maxSeqLen())
+                .numQoHeads(config.numHeads())
+                .maxNumPages(pages)
+                .pageSize(kv.pageSize())
+                .cpuOffloadPages(offloadPages)
+                .prefixCache(prefixCache)
+                .build();
+    }
+
     /** Take the resources built from {@link #declareResources}. */
     public void bind(Map<String, Resource> built) {
-        this.resources = LlamaResources.from(built);
+        this.resources = LlamaResources.from(built, config);
     }
 
     /**
@@ -109,6 +138,14 @@ public final class LlamaModel implements AutoCloseable {
         Map<String, org.mstar.resources.ResourceStep> steps = new java.util.LinkedHashMap<>();
         steps.put(KV, new KVStep());
         steps.put(ATTN, new AttentionStep());
+        if (resources != null && resources.kvWindowed() != null) {
+            // FIFO retention: each request keeps the last window of tokens (whole pages; up to one more page)
+            Map<StreamLabel, RetentionPolicy> window = new HashMap<>();
+            for (Segment s : segments) {
+                window.put(new StreamLabel(s.requestId(), s.label()), new RetentionPolicy(config.slidingWindow()));
+            }
+            steps.put(KV_WINDOWED, KVStep.builder().retention(window).build());
+        }
         if (resources != null && resources.windowed() != null) {
             steps.put(ATTN_WINDOWED, new AttentionStep());
         }

@@ -92,6 +92,28 @@ class ChatTemplateTest {
                 }""");
     }
 
+    /** Templates and what Python's Jinja renders for them (the str methods real templates call, e.g. Qwen3's). */
+    static Stream<Arguments> pythonisms() {
+        return Stream.of(
+                Arguments.of("{{ 'abc'.startswith('a') }}{{ 'abc'.endswith(('x', 'c')) }}{{ 'abc'.startswith('b') }}",
+                        "truetruefalse"),
+                Arguments.of("{{ 'a.b.c'.split('.') | length }} {{ ' a  b '.split() | join(',') }} "
+                        + "{{ 'a-b-c'.split('-', 1)[1] }}", "3 a,b b-c"),
+                Arguments.of("[{{ 'x\\n\\n'.rstrip('\\n') }}][{{ '\\n\\ny'.lstrip() }}][{{ 'xxhixx'.strip('x') }}]",
+                        "[x][y][hi]"),
+                Arguments.of("{{ 'ThInK'.lower() }}{{ 'up'.upper() }} {{ 'hello world'.title() }} {{ 'hELLO'.capitalize() }}",
+                        "thinkUP Hello World Hello"),
+                Arguments.of("{{ 'q</think>\\nanswer'.split('</think>')[-1].lstrip('\\n') }}", "answer"),
+                Arguments.of("{% for m in messages[::-1] %}{{ loop.index0 }}{{ m.role }} {% endfor %}", "0user 1system "));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("pythonisms")
+    void pythonStringMethodsAndReversedSlices(String template, String python) {
+        ChatTemplate t = new ChatTemplate(template, null, null);
+        assertThat(t.render(List.of(new ChatMessage("system", "s"), ChatMessage.user("u")), false)).isEqualTo(python);
+    }
+
     @Test
     void aBrokenTemplateIsNamedNotRendered() {
         ChatTemplate t = new ChatTemplate("{% for m in messages %}{{ m.role }", null, null);

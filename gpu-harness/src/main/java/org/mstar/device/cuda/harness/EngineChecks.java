@@ -48,13 +48,23 @@ final class EngineChecks {
     private final Device candidate;
     private final ModelConfig config;
     private final long seed;
+    private final int windowedLayerPages;
     private final StringBuilder notes = new StringBuilder();
 
     EngineChecks(Device reference, Device candidate, ModelConfig config, long seed) {
+        this(reference, candidate, config, seed, 0);
+    }
+
+    /**
+     * @param windowedLayerPages pages of a separate cache for the windowed layers (both engines), each request
+     *     keeping only its window there; 0 = one cache for every layer, with the prefix cache on
+     */
+    EngineChecks(Device reference, Device candidate, ModelConfig config, long seed, int windowedLayerPages) {
         this.reference = reference;
         this.candidate = candidate;
         this.config = config;
         this.seed = seed;
+        this.windowedLayerPages = windowedLayerPages;
     }
 
     /** Hidden 1024, 8 layers, 16 query / 4 KV heads of 64, vocab 32000, Llama-3 RoPE scaling. */
@@ -100,8 +110,8 @@ final class EngineChecks {
         EngineTranscript f32Graphs = transcript(dir, candidate, DType.F32, requests, true);
         EngineTranscript bf16Graphs = transcript(dir, candidate, DType.BF16, requests, true);
 
-        String shape = String.format(Locale.ROOT, "%s h%d L%d v%d, %d requests x %d tokens",
-                config.architecture().modelType(), config.hiddenSize(),
+        String shape = String.format(Locale.ROOT, "%s%s h%d L%d v%d, %d requests x %d tokens",
+                config.architecture().modelType(), windowedLayerPages > 0 ? " windowed cache" : "", config.hiddenSize(),
                 config.numLayers(), config.vocabSize(), requests.size(), GENERATED);
         List<CheckResult> results = new ArrayList<>();
         Agreement a32 = compare(requests, ref, f32);
@@ -159,7 +169,9 @@ final class EngineChecks {
     /** Loads the checkpoint on {@code device} as {@code dtype} (weights, activations and KV) and serves the batch. */
     private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests,
                                         boolean graphs) throws IOException {
-        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, new KvCacheOptions(1024, 256, 16, 0, true), graphs);
+        KvCacheOptions kv = windowedLayerPages > 0 ? new KvCacheOptions(1024, 256, 16, 0, false, windowedLayerPages)
+                : new KvCacheOptions(1024, 256, 16, 0, true);
+        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, kv, graphs);
         try (LlamaModel model = new LlamaModel(LlamaWeights.load(dir, device, dtype), dtype, "checkpoint:" + dir);
              LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, dtype)) {
             return EngineTranscript.record(engine, requests);

@@ -13,6 +13,7 @@ import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
+import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
 
 /**
@@ -230,14 +231,18 @@ public final class GpuHarness {
     private static String engineChecks(CudaDevice gpu, CpuDevice cpu, long seed, List<CheckResult> checks) {
         StringBuilder notes = new StringBuilder();
         for (ModelConfig geometry : EngineChecks.geometries()) {
-            notes.append(engineChecks(gpu, cpu, geometry, seed, checks));
+            notes.append(engineChecks(gpu, cpu, geometry, seed, 0, checks));
+            if (geometry.architecture() == Architecture.GEMMA3) {
+                // its windowed layers again on a cache of their own, each request keeping its window
+                notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
+            }
         }
         return notes.toString();
     }
 
     private static String engineChecks(CudaDevice gpu, CpuDevice cpu, ModelConfig geometry, long seed,
-                                       List<CheckResult> checks) {
-        EngineChecks engine = new EngineChecks(cpu, gpu, geometry, seed);
+                                       int windowedLayerPages, List<CheckResult> checks) {
+        EngineChecks engine = new EngineChecks(cpu, gpu, geometry, seed, windowedLayerPages);
         CheckResult.attempt(checks, "engine " + geometry.architecture().modelType(), () -> {
             try {
                 Path dir = Files.createTempDirectory("mstar-engine-checks");

@@ -42,17 +42,31 @@ class EngineChecksTest {
     @ParameterizedTest
     @EnumSource(value = Architecture.class, names = {"QWEN3", "GEMMA3", "PHI3"})
     void otherArchitecturesPassOnACpuCandidate(Architecture arch, @TempDir Path dir) throws Exception {
-        ModelConfig big = EngineChecks.geometries().stream().filter(c -> c.architecture() == arch).findFirst().orElseThrow();
-        ModelConfig small = big.toBuilder().hiddenSize(64).intermediateSize(128).numLayers(big.windowedLayers().isEmpty() ? 2
-                        : big.windowedLayers().size()).numHeads(4).numKvHeads(2).headDim(16).vocabSize(320)
-                .slidingWindow(big.slidingWindow() == 0 ? 0 : 40, 0).maxPositionEmbeddings(1024)
-                .queryPreAttnScalar(arch == Architecture.GEMMA3 ? 24 : 0).build();
         try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
-            EngineChecks checks = new EngineChecks(reference, candidate, small, 5);
+            EngineChecks checks = new EngineChecks(reference, candidate, scaledDown(arch), 5);
             List<CheckResult> results = checks.run(dir);
 
             assertThat(results).hasSize(7).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
             assertThat(results.get(1).error()).isZero();
         }
+    }
+
+    @Test
+    void gemma3WithASeparateWindowedCachePassesOnACpuCandidate(@TempDir Path dir) throws Exception {
+        try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
+            EngineChecks checks = new EngineChecks(reference, candidate, scaledDown(Architecture.GEMMA3), 5, 160);
+            List<CheckResult> results = checks.run(dir);
+
+            assertThat(results).hasSize(7).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
+            assertThat(results.get(1).shape()).contains("windowed cache");
+        }
+    }
+
+    private static ModelConfig scaledDown(Architecture arch) {
+        ModelConfig big = EngineChecks.geometries().stream().filter(c -> c.architecture() == arch).findFirst().orElseThrow();
+        return big.toBuilder().hiddenSize(64).intermediateSize(128).numLayers(big.windowedLayers().isEmpty() ? 2
+                        : big.windowedLayers().size()).numHeads(4).numKvHeads(2).headDim(16).vocabSize(320)
+                .slidingWindow(big.slidingWindow() == 0 ? 0 : 40, 0).maxPositionEmbeddings(1024)
+                .queryPreAttnScalar(arch == Architecture.GEMMA3 ? 24 : 0).build();
     }
 }
