@@ -134,12 +134,13 @@ final class ServeJob {
     private static String restUrl(Configuration conf, String jobId) {
         String address = conf.get(RestOptions.BIND_ADDRESS);
         String ports = conf.get(RestOptions.BIND_PORT);
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(500)).build();
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofMillis(500)).build();
         for (Iterator<Integer> it = NetUtils.getPortRangeFromString(ports); it.hasNext(); ) {
             String url = "http://" + address + ":" + it.next();
             try {
                 HttpResponse<Void> r = http.send(HttpRequest.newBuilder(URI.create(url + "/jobs/" + jobId))
-                        .timeout(Duration.ofSeconds(2)).build(), HttpResponse.BodyHandlers.discarding());
+                        .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.discarding()); // a first request is slow
                 if (r.statusCode() == 200) {
                     return url;
                 }
