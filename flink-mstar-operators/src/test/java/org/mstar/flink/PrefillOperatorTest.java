@@ -113,29 +113,6 @@ class PrefillOperatorTest {
     }
 
     @Test
-    void aRequestIdReusedAfterItsHandoffOrResultGets409() throws Exception {
-        try (var h = harness()) {
-            h.open();
-            h.processElement(request("a", 11, 5), 0);
-            h.processElement(request("one", 6, 1), 0);
-            runToIdle(h);
-            int records = handoffs(h).size();
-            h.getOutput().clear();
-
-            h.processElement(request("a", 12, 5), 0);
-            h.processElement(request("one", 7, 1), 0);
-            runToIdle(h);
-            TestRequests.Collected out = new TestRequests.Collected();
-            out.addAll(h.extractOutputValues());
-            assertThat(out.tokens).isEmpty();
-            assertThat(out.results).isEmpty();
-            assertThat(out.errors).extracting(ErrorEvent::getRequestId, ErrorEvent::getCode)
-                    .containsExactly(tuple("a", 409), tuple("one", 409));
-            assertThat(handoffs(h)).as("no second hand-off").hasSize(records);
-        }
-    }
-
-    @Test
     void aRestoreBeforeTheHandoffPrefillsAgainIdentically() throws Exception {
         GenerateRequest r = request("b", 14, 6);
         OperatorSubtaskState snapshot;
@@ -164,6 +141,29 @@ class PrefillOperatorTest {
             }
             assertThat(Map.copyOf(again.get(0).getHeader().getPositionCounters()))
                     .isEqualTo(Map.copyOf(lostRecords.get(0).getHeader().getPositionCounters()));
+        }
+    }
+
+    @Test
+    void aRequestIdReusedAfterItsHandoffOrResultGets409() throws Exception {
+        try (var h = harness()) {
+            h.open();
+            h.processElement(request("a", 11, 5), 0);
+            h.processElement(request("one", 6, 1), 0);
+            runToIdle(h);
+            int records = handoffs(h).size();
+            h.getOutput().clear();
+
+            h.processElement(request("a", 12, 5), 0);
+            h.processElement(request("one", 7, 1), 0);
+            runToIdle(h);
+            TestRequests.Collected out = new TestRequests.Collected();
+            out.addAll(h.extractOutputValues());
+            assertThat(out.tokens).isEmpty();
+            assertThat(out.results).isEmpty();
+            assertThat(out.errors).extracting(ErrorEvent::getRequestId, ErrorEvent::getCode)
+                    .containsExactly(tuple("a", 409), tuple("one", 409));
+            assertThat(handoffs(h)).as("no second hand-off").hasSize(records);
         }
     }
 }
