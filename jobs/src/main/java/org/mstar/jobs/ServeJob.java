@@ -2,6 +2,7 @@ package org.mstar.jobs;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -69,10 +70,12 @@ final class ServeJob {
         if (local) {
             bindLocally(conf);
         }
-        prepareState(flags, conf, err);
+        StringWriter startsFrom = new StringWriter(); // said once Kafka answered: a failure is one line alone
+        prepareState(flags, conf, new PrintWriter(startsFrom, true));
         KafkaCheck.topics(flags.topics.bootstrapServers,
                 List.of(flags.topics.requestsTopic, flags.topics.responsesTopic), true,
                 flags.parallelism == null ? 1 : flags.parallelism);
+        say(err, startsFrom.toString().strip());
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
         if (flags.parallelism != null) {
