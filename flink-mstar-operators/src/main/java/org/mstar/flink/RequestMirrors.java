@@ -1,5 +1,6 @@
 package org.mstar.flink;
 
+import java.util.List;
 import org.apache.flink.api.common.state.KeyedStateStore;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -56,7 +57,7 @@ final class RequestMirrors {
     /** The current key's request as saved: its mirror and later tokens ({@code mirror} is {@link #mirror()}). */
     LiveRequest restore(RequestMirror mirror) throws Exception {
         Iterable<int[]> chunks = tokens.get();
-        return LiveRequest.restored(mirror, chunks == null ? java.util.List.of() : chunks);
+        return LiveRequest.restored(mirror, chunks == null ? List.of() : chunks);
     }
 
     /** Drops the current key's mirror and tokens. */

@@ -1,6 +1,7 @@
 package org.mstar.flink;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,6 +23,7 @@ import org.mstar.engine.EngineRole;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.llama.CheckpointWriter;
+import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.KvHandoff;
 import org.mstar.schemas.Response;
@@ -194,6 +196,29 @@ class PrefillOperatorTest {
             }
             assertThat(Map.copyOf(again.get(0).getHeader().getPositionCounters()))
                     .isEqualTo(Map.copyOf(lostRecords.get(0).getHeader().getPositionCounters()));
+        }
+    }
+
+    @Test
+    void aRequestIdReusedAfterItsHandoffOrResultGets409() throws Exception {
+        try (var h = harness()) {
+            h.open();
+            h.processElement(request("a", 11, 5), 0);
+            h.processElement(request("one", 6, 1), 0);
+            runToIdle(h);
+            int records = handoffs(h).size();
+            h.getOutput().clear();
+
+            h.processElement(request("a", 12, 5), 0);
+            h.processElement(request("one", 7, 1), 0);
+            runToIdle(h);
+            TestRequests.Collected out = new TestRequests.Collected();
+            out.addAll(h.extractOutputValues());
+            assertThat(out.tokens).isEmpty();
+            assertThat(out.results).isEmpty();
+            assertThat(out.errors).extracting(ErrorEvent::getRequestId, ErrorEvent::getCode)
+                    .containsExactly(tuple("a", 409), tuple("one", 409));
+            assertThat(handoffs(h)).as("no second hand-off").hasSize(records);
         }
     }
 }

@@ -2,10 +2,14 @@ package org.mstar.jobs;
 
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.InetAddress;
-import java.net.ServerSocket;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.time.Duration;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -14,8 +18,8 @@ import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.DeploymentOptions;
-import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
+import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.StateRecoveryOptions;
@@ -26,6 +30,7 @@ import org.apache.flink.core.execution.RecoveryClaimMode;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.NetUtils;
 import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
@@ -62,11 +67,15 @@ final class ServeJob {
         Configuration conf = configuration(flags);
         boolean local = StreamExecutionEnvironment.getExecutionEnvironment(conf) instanceof LocalStreamEnvironment;
         String model = model(flags, conf, local, err);
-        String rest = local ? bindLocally(conf) : "those of the Flink cluster";
-        prepareState(flags, conf, err);
+        if (local) {
+            bindLocally(conf);
+        }
+        StringWriter startsFrom = new StringWriter(); // said once Kafka answered: a failure is one line alone
+        prepareState(flags, conf, new PrintWriter(startsFrom, true));
         KafkaCheck.topics(flags.topics.bootstrapServers,
                 List.of(flags.topics.requestsTopic, flags.topics.responsesTopic), true,
                 flags.parallelism == null ? 1 : flags.parallelism);
+        say(err, startsFrom.toString().strip());
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
         if (flags.parallelism != null) {
@@ -79,7 +88,8 @@ final class ServeJob {
             return;
         }
         awaitRunning(job);
-        say(err, runningLine(flags, conf, model, rest));
+        say(err, runningLine(flags, conf, model, local ? restUrl(conf, job.getJobID().toString())
+                : "those of the Flink cluster"));
         job.getJobExecutionResult().get();
     }
 
@@ -107,33 +117,44 @@ final class ServeJob {
 
     /**
      * Binds what the local cluster listens on to 127.0.0.1 unless -D chose otherwise: its REST endpoint (web UI, job
-     * status, metrics) at the first free port from 8081, and its blob server.
-     *
-     * @return the REST endpoint's URL
+     * status, metrics) at the first free port of {@link #REST_PORTS}, and its blob server.
      */
-    static String bindLocally(Configuration conf) throws IOException {
+    static void bindLocally(Configuration conf) {
         setIfAbsent(conf, JobManagerOptions.BIND_HOST, "127.0.0.1");
         setIfAbsent(conf, TaskManagerOptions.BIND_HOST, "127.0.0.1");
         setIfAbsent(conf, RestOptions.BIND_ADDRESS, "127.0.0.1");
         setIfAbsent(conf, RestOptions.ADDRESS, conf.get(RestOptions.BIND_ADDRESS));
-        if (!conf.contains(RestOptions.BIND_PORT)) {
-            conf.set(RestOptions.BIND_PORT, Integer.toString(freePortFrom(conf.get(RestOptions.BIND_ADDRESS), 8081)));
-        }
-        return "http://" + conf.get(RestOptions.BIND_ADDRESS) + ":" + conf.get(RestOptions.BIND_PORT);
+        setIfAbsent(conf, RestOptions.BIND_PORT, REST_PORTS);
     }
 
-    private static int freePortFrom(String address, int first) throws IOException {
-        InetAddress bind = InetAddress.getByName(address);
-        for (int port = first; port < first + 100; port++) {
-            try (ServerSocket s = new ServerSocket(port, 1, bind)) {
-                return s.getLocalPort();
-            } catch (IOException taken) {
-                // try the next
+    /** Ports the local REST endpoint may take, the first free one: Flink's default first. */
+    static final String REST_PORTS = "8081-8180";
+
+    /**
+     * The URL of the local REST endpoint that serves {@code jobId}: Flink took the first free port of its range and
+     * does not tell which, so each is asked for the job.
+     */
+    private static String restUrl(Configuration conf, String jobId) {
+        String address = conf.get(RestOptions.BIND_ADDRESS);
+        String ports = conf.get(RestOptions.BIND_PORT);
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofMillis(500)).build();
+        for (Iterator<Integer> it = NetUtils.getPortRangeFromString(ports); it.hasNext(); ) {
+            String url = "http://" + address + ":" + it.next();
+            try {
+                HttpResponse<Void> r = http.send(HttpRequest.newBuilder(URI.create(url + "/jobs/" + jobId))
+                        .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.discarding()); // a first request is slow
+                if (r.statusCode() == 200) {
+                    return url;
+                }
+            } catch (IOException notThere) {
+                // nothing listens there, or something else does: the next
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
             }
         }
-        try (ServerSocket s = new ServerSocket(0, 1, bind)) {
-            return s.getLocalPort();
-        }
+        return "http://" + address + ":" + ports;
     }
 
     /** Waits until the job runs; throws its failure when it ends first. */

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
@@ -81,7 +82,7 @@ class GenerationPipelineITCase {
 
         JobClient client = job.start(job.config(), 2);
         TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
-        client.cancel().get();
+        cancel(client);
 
         out.assertComplete(requests);
         assertThat(out.errors).isEmpty();
@@ -108,7 +109,7 @@ class GenerationPipelineITCase {
             scenario.awaitFailures(i + 1, TIMEOUT);
         }
         TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
-        client.cancel().get();
+        cancel(client);
 
         out.assertComplete(requests);
         assertThat(out.errors).isEmpty();
@@ -143,7 +144,7 @@ class GenerationPipelineITCase {
         scenario.unpause();
         scenario.awaitFailures(1, TIMEOUT);
         TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
-        client.cancel().get();
+        cancel(client);
 
         out.assertComplete(requests, expected);
         assertThat(out.errors).isEmpty();
@@ -168,7 +169,7 @@ class GenerationPipelineITCase {
         TestRequests.Collected out = kafka.readUntil(job.responses,
                 c -> c.results.keySet().containsAll(requests.stream().map(GenerateRequest::getRequestId).toList()),
                 TIMEOUT);
-        client.cancel().get();
+        cancel(client);
 
         KafkaTestSupport.firstOfEach(out).assertComplete(requests);
     }
@@ -200,7 +201,7 @@ class GenerationPipelineITCase {
         conf.set(StateRecoveryOptions.SAVEPOINT_PATH, savepoint);
         JobClient second = job.start(conf, after);
         TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
-        second.cancel().get();
+        cancel(second);
 
         out.assertComplete(requests);
         assertThat(out.errors).isEmpty();
@@ -243,7 +244,7 @@ class GenerationPipelineITCase {
         TestRequests.Collected out = kafka.readUntil(job.responses,
                 c -> c.resultCount() >= good.size() && c.errors.size() >= badIds.size(), TIMEOUT);
         JobStatus status = client.getJobStatus().get();
-        client.cancel().get();
+        cancel(client);
 
         assertThat(status).isEqualTo(JobStatus.RUNNING);
         assertThat(scenario.engines()).as("engines built: none was rebuilt by a restart").isEqualTo(1);
@@ -312,7 +313,7 @@ class GenerationPipelineITCase {
         TestRequests.Collected out = kafka.readUntil(job.responses,
                 c -> c.resultCount() >= good.size() && !c.errors.isEmpty(), TIMEOUT);
         JobStatus status = client.getJobStatus().get();
-        client.cancel().get();
+        cancel(client);
 
         assertThat(status).isEqualTo(JobStatus.RUNNING);
         assertThat(scenario.engines()).as("engines built: none was rebuilt by a restart").isEqualTo(1);
@@ -339,7 +340,7 @@ class GenerationPipelineITCase {
         kafka.produce(job.requests, List.of(again, fresh));
         TestRequests.Collected out = kafka.readUntil(job.responses,
                 c -> c.results.containsKey("fresh-id") && !c.errors.isEmpty(), TIMEOUT);
-        client.cancel().get();
+        cancel(client);
 
         out.assertComplete(List.of(first, fresh));
         assertThat(out.errors).singleElement().satisfies(e -> {
@@ -347,6 +348,16 @@ class GenerationPipelineITCase {
             assertThat(e.getCode()).isEqualTo(409);
             assertThat(e.getMessage()).contains("already served", "new id");
         });
+    }
+
+    /** Cancels the job and waits until it has ended, so that nothing writes into the test's folder any more. */
+    private static void cancel(JobClient client) throws Exception {
+        client.cancel().get();
+        try {
+            client.getJobExecutionResult().get();
+        } catch (ExecutionException cancelled) {
+            // what a cancelled job's result is
+        }
     }
 
     /** The real engine on a small random Llama written under {@code folder}. */
