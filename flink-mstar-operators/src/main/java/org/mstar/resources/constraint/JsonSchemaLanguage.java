@@ -41,6 +41,8 @@ import org.mstar.resources.RequestValidationException;
  */
 final class JsonSchemaLanguage {
     static final int MAX_DIGITS = 15;
+    /** Largest minLength/maxLength and minItems/maxItems taken: each unit of a bound is a copy in the automaton. */
+    static final int MAX_BOUND = 4096;
     private static final String FIELD = OutputConstraint.Kind.JSON_SCHEMA.field();
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "$schema", "$id", "$comment",
@@ -65,7 +67,6 @@ final class JsonSchemaLanguage {
             throw new RequestValidationException(FIELD, "empty schema");
         }
         Automaton a = value(schema, "#");
-        a.minimize();
         if (a.isEmpty()) {
             throw new RequestValidationException(FIELD, "the schema accepts no value");
         }
@@ -185,8 +186,6 @@ final class JsonSchemaLanguage {
                 newFirst = newFirst.union(first);
                 newLater = newLater.union(later);
             }
-            newFirst.minimize();
-            newLater.minimize();
             first = newFirst;
             later = newLater;
         }
@@ -209,7 +208,7 @@ final class JsonSchemaLanguage {
             return open.concatenate(close);
         }
         Automaton more = BasicAutomata.makeChar(',').concatenate(item);
-        Automaton tail = max < 0 ? more.repeat(Math.max(0, min - 1)) : more.repeat(Math.max(0, min - 1), max - 1);
+        Automaton tail = repeat(more, Math.max(0, min - 1), max < 0 ? -1 : max - 1, path);
         Automaton some = open.concatenate(item).concatenate(tail).concatenate(close);
         return min == 0 ? some.union(open.concatenate(close)) : some;
     }
@@ -230,9 +229,22 @@ final class JsonSchemaLanguage {
                         .concatenate(hex.repeat(2, 2)));
         Automaton unicodeEscape = BasicAutomata.makeString("\\u").concatenate(notSurrogate);
         Automaton character = Automaton.union(List.of(plain, simpleEscape, unicodeEscape));
-        Automaton body = max < 0 ? character.repeat(min) : character.repeat(min, max);
+        Automaton body = repeat(character, min, max, path);
         Automaton quote = BasicAutomata.makeChar('"');
         return quote.concatenate(body).concatenate(quote);
+    }
+
+    /**
+     * {@code a} repeated {@code min} to {@code max} times ({@code max} -1: unbounded), refused up front when the
+     * copies alone would exceed the state budget.
+     */
+    static Automaton repeat(Automaton a, int min, int max, String path) {
+        long copies = Math.max(1, Math.max(min, max));
+        if (copies * a.getNumberOfStates() > ConstraintCompiler.MAX_STATES) {
+            throw invalid(path, "repeating a part of " + a.getNumberOfStates() + " states " + copies
+                    + " times exceeds the " + ConstraintCompiler.MAX_STATES + " automaton states a constraint may use");
+        }
+        return max < 0 ? a.repeat(min) : a.repeat(min, max);
     }
 
     private static Automaton integer() {
@@ -266,8 +278,8 @@ final class JsonSchemaLanguage {
         if (v == null) {
             return absent;
         }
-        if (!v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < 0) {
-            throw invalid(path + "/" + keyword, "must be a non-negative integer, got " + v);
+        if (!v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < 0 || v.asInt() > MAX_BOUND) {
+            throw invalid(path + "/" + keyword, "must be an integer in [0, " + MAX_BOUND + "], got " + v);
         }
         return v.asInt();
     }

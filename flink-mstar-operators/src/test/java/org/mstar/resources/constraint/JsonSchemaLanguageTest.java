@@ -50,12 +50,25 @@ class JsonSchemaLanguageTest {
         }
     }
 
+    @org.junit.jupiter.api.Test
+    void refusesSchemasWhoseAutomatonIsTooLarge() {
+        String wide = "{\"type\":\"array\",\"maxItems\":4000,\"items\":{\"type\":\"string\",\"maxLength\":4000}}";
+        assertThatThrownBy(() -> ConstraintCompiler.compile(OutputConstraint.jsonSchema(wide),
+                TestVocabularies.bytesAnd(java.util.List.of(), 1)))
+                .isInstanceOf(RequestValidationException.class).hasMessageContaining("automaton states");
+        // small parts, but the byte automaton of the whole is over the budget
+        String deep = "{\"type\":\"array\",\"maxItems\":300,\"items\":{\"type\":\"string\",\"maxLength\":60}}";
+        assertThatThrownBy(() -> ConstraintCompiler.compile(OutputConstraint.jsonSchema(deep),
+                TestVocabularies.bytesAnd(java.util.List.of(), 1)))
+                .isInstanceOf(RequestValidationException.class).hasMessageContaining("automaton states");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {
             "{\"type\":\"string\",\"pattern\":\"a+\"}", "{\"type\":\"integer\",\"minimum\":3}",
             "{\"$ref\":\"#/defs/x\"}", "{\"type\":\"date\"}", "{\"oneOf\":[{\"type\":\"null\"}]}",
             "{\"type\":\"array\"}", "{\"type\":\"object\",\"required\":[\"x\"]}", "not json", "[1]",
-            "{\"type\":\"string\",\"maxLength\":-1}"})
+            "{\"type\":\"string\",\"maxLength\":-1}", "{\"type\":\"string\",\"maxLength\":100000}"})
     void refusesWhatItCannotGuarantee(String schemaText) {
         assertThatThrownBy(() -> JsonSchemaLanguage.of(schemaText)).isInstanceOf(RequestValidationException.class)
                 .hasMessageStartingWith("json_schema: ");
