@@ -2,8 +2,9 @@
 # Runs on the GPU machine as gpu-bundle/run-harness.sh (scripts/build-gpu-bundle.sh copies it there with
 # the runtime and jars, so the bundle is all the machine needs). Everything it prints also lands under
 # $OUT (default /tmp/mstar-gpu): nvidia-smi state, the harness log and
-# tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead). Arguments go
-# to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf, --engine-layers 8,32, --seed N);
+# tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead; with --decode-perf,
+# the CUDA-graph decode loop). Arguments go to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf,
+# --decode-perf, --engine-layers 8,32, --seed N);
 # --no-perf and --no-kernel-perf also skip the torch comparison.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
@@ -30,6 +31,7 @@ status=${PIPESTATUS[0]}
 case " $* " in
     *" --no-perf "*|*" --no-kernel-perf "*) ;;
     *" --prefill-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_prefill.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
+    *" --decode-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_decode.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_gemm.py" 2>&1 | tee "$OUT/torch.log" ;;
 esac
 exit "$status"

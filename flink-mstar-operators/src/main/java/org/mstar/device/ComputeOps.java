@@ -17,7 +17,8 @@ public interface ComputeOps {
     void embedding(Tensor table, Tensor ids, Tensor out);
 
     /**
-     * RMSNorm over the last dim: {@code out = x / sqrt(mean(x²) + eps) * weight}. With a non-null
+     * RMSNorm over the last dim: {@code out = x / sqrt(mean(x²) + eps) * weight}; {@code out} may be {@code x} when
+     * there is no residual (per-head q/k norms run in place over {@code [n·heads, headDim]}). With a non-null
      * {@code residual} (fused add, F32 or the activation dtype) it first does {@code residual += x} and
      * normalises the sum: {@code out = norm(residual)}.
      */
@@ -42,6 +43,15 @@ public interface ComputeOps {
 
     /** {@code out[n, I] = silu(gateUp[n, :I]) * gateUp[n, I:]}. */
     void siluMul(Tensor gateUp, Tensor out);
+
+    /**
+     * {@code out[n, I] = geluTanh(gateUp[n, :I]) * gateUp[n, I:]}, with PyTorch's tanh approximation
+     * {@code geluTanh(x) = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))} (Gemma's MLP).
+     */
+    void geluTanhMul(Tensor gateUp, Tensor out);
+
+    /** {@code out = x · factor}, elementwise, same sizes; {@code out} may be {@code x}. */
+    void scale(Tensor x, float factor, Tensor out);
 
     /**
      * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} in place at positions

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceGraph;
@@ -16,13 +17,18 @@ import org.mstar.resources.SlotLease;
 
 /**
  * Decode steps replayed as one device graph per batch bucket (1, 2, 4, ... up to the engine's batch
- * rows rounded up to a power of two, at most 64). A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
+ * rows rounded up to a power of two, at most {@value #MAX_BUCKET}). A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
  * is recorded on its first step and replayed afterwards, so a step costs one launch instead of a few
  * hundred. The resources plan a leased step into static buffers of (bucket, slot 0, label) before the
  * replay; one slot suffices because plan uploads and replays are ordered on the device's one stream.
  */
 final class DecodeGraphs implements AutoCloseable {
     private static final int SLOT = 0;
+    /**
+     * Largest bucket. A bucket holds its forward's temporaries and fp32 logits while the engine lives: at 256
+     * rows of Llama-3-8B's geometry about 170 MB, most of it the logits (256 x 128256 x 4 bytes).
+     */
+    static final int MAX_BUCKET = 256;
 
     private final LlamaModel model;
     private final int maxBucket;
@@ -32,7 +38,7 @@ final class DecodeGraphs implements AutoCloseable {
     DecodeGraphs(LlamaModel model, int maxBatchRows) {
         this.model = model;
         // padding rows take no KV pages, so the last bucket may exceed the batch rows
-        this.maxBucket = Math.min(64, powerOfTwoAtLeast(maxBatchRows));
+        this.maxBucket = Math.min(MAX_BUCKET, powerOfTwoAtLeast(maxBatchRows));
     }
 
     /** The bucket a decode batch of {@code rows} pads to; 0 when it is too large for any (it runs eagerly). */
@@ -71,6 +77,14 @@ final class DecodeGraphs implements AutoCloseable {
     /** Decode steps replayed so far. */
     long replays() {
         return replays;
+    }
+
+    /** Per recorded bucket, the device bytes its graph keeps allocated: tokens, logits and the forward's temporaries. */
+    Map<Integer, Long> heldBytes() {
+        Map<Integer, Long> bytes = new TreeMap<>();
+        buckets.forEach((bs, b) -> bytes.put(bs, b.tokens.byteSize() + b.logits.byteSize()
+                + b.held.stream().mapToLong(Tensor::byteSize).sum()));
+        return bytes;
     }
 
     private Bucket newBucket(int bs) {

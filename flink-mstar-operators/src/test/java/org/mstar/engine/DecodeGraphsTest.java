@@ -15,6 +15,11 @@ class DecodeGraphsTest {
 
         DecodeGraphs wide = new DecodeGraphs(null, 256);
         assertThat(wide.bucketFor(64)).isEqualTo(64);
-        assertThat(wide.bucketFor(65)).as("past the largest bucket: eager").isZero();
+        assertThat(wide.bucketFor(65)).isEqualTo(128);
+        assertThat(wide.bucketFor(256)).isEqualTo(256);
+
+        DecodeGraphs wider = new DecodeGraphs(null, 1024);
+        assertThat(wider.bucketFor(256)).isEqualTo(256);
+        assertThat(wider.bucketFor(257)).as("past the largest bucket: eager").isZero();
     }
 }

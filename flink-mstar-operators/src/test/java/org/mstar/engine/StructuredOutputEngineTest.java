@@ -173,7 +173,7 @@ class StructuredOutputEngineTest {
                     OutputConstraint.regex("(a)\\1"))))
                     .isInstanceOf(RequestValidationException.class).hasMessageStartingWith("regex:");
             GenerationRequest ignoring = new GenerationRequest("c", null, "x", null, 10, 0, List.of(), true, 0,
-                    OutputConstraint.regex("a+"));
+                    OutputConstraint.regex("a+"), null);
             assertThatThrownBy(() -> engine.submit(ignoring))
                     .isInstanceOf(RequestValidationException.class).hasMessageContaining("ignore_eos");
             assertThat(engine.hasWork()).isFalse();

@@ -44,6 +44,6 @@ final class StructuredOutputModel {
                                      OutputConstraint constraint) {
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, 0, 1.0, false, 1.0, 0.0, 0, 0, false, 1, true,
                 seed);
-        return new GenerationRequest(id, null, prompt, sampling, maxTokens, 0, List.of(), false, 0, constraint);
+        return new GenerationRequest(id, null, prompt, sampling, maxTokens, 0, List.of(), false, 0, constraint, null);
     }
 }

@@ -1,7 +1,9 @@
 package org.mstar.jobs;
 
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.mstar.device.Device;
@@ -15,6 +17,7 @@ import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.RequestFailure;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
+import org.mstar.model.chat.ChatMessage;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
@@ -63,6 +66,12 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--max-seq-len", defaultValue = "2048", description = "Longest prompt + output (default: ${DEFAULT-VALUE}).")
     int maxSeqLen;
 
+    @Option(names = "--chat", description = "Send the prompt as a user message, rendered by the model folder's chat template.")
+    boolean chat;
+
+    @Option(names = "--system", paramLabel = "TEXT", description = "With --chat: a system message before the prompt.")
+    String system;
+
     @Override
     public Integer call() {
         PrintStream out = System.out;
@@ -70,7 +79,7 @@ final class GenerateCommand implements Callable<Integer> {
             random = "";
             out.println("[no --model given: serving a bundled random-weight tiny Llama; its text is gibberish]");
         }
-        Path dir = ModelSource.resolve(model, random);
+        Path dir = ModelSource.resolve(model, random, new PrintWriter(System.err, true));
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
@@ -80,13 +89,12 @@ final class GenerateCommand implements Callable<Integer> {
                 true, seed);
         try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options)) {
             try {
-                engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0,
-                        constraint.constraint()));
+                submit(engine, sampling);
             } catch (RequestValidationException e) {
                 System.err.println("error 400: " + e.getMessage());
                 return 1;
             }
-            out.print(prompt);
+            out.print(chat ? "" : prompt);
             out.flush();
             FinishedRequest done = null;
             while (engine.hasWork()) {
@@ -107,6 +115,22 @@ final class GenerateCommand implements Callable<Integer> {
             report(done, engine.stats());
             return 0;
         }
+    }
+
+    /** The prompt as text, or with --chat as a conversation the engine renders with the model's chat template. */
+    private void submit(LlamaEngine engine, SamplingReqConfig sampling) {
+        if (!chat) {
+            engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0,
+                    constraint.constraint(), null));
+            return;
+        }
+        List<ChatMessage> messages = new ArrayList<>();
+        if (system != null) {
+            messages.add(new ChatMessage("system", system));
+        }
+        messages.add(ChatMessage.user(prompt));
+        engine.submit(new GenerationRequest("cli", null, null, sampling, maxTokens, 0, List.of(), false, 0,
+                constraint.constraint(), messages));
     }
 
     private static void report(FinishedRequest done, EngineStats stats) {

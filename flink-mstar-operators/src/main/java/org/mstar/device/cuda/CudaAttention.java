@@ -7,14 +7,20 @@ import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.UnsupportedOnDeviceException;
 
 /**
- * Paged attention launchers. Decode plans (one query per sequence) use split-KV: each sequence's visible
- * keys are cut into slices of {@link #KEYS_PER_SPLIT}, one block per slice and KV head serving that head's
- * query heads (grouped-query heads share the K/V load), then a merge kernel combines the slices. Because
- * the slice size is fixed, a sequence's result does not depend on the batch it is in (bit for bit), and
- * long contexts still spread over the whole GPU. Other bf16 plans use the tensor-core prefill kernel
+ * Paged attention launchers. Decode plans (one query per sequence) use split-KV: blocks per KV head serve
+ * that head's query heads (grouped-query heads share the K/V load), and each sequence's visible keys are cut
+ * into as many slices as the step needs to fill the GPU ({@link #decodeSplits}): many for one long
+ * sequence, none for a large batch. The block that finishes a sequence's last slice merges the slices, so
+ * decode is one launch. The cut depends on the batch, so a sequence's result may differ in the last bits
+ * from batch to batch (batch-invariant numerics route decode rows to the tensor-core kernel instead). Other
+ * bf16 plans use the tensor-core prefill kernel
  * (attention_prefill_mma.cu: 256 rows of (query, grouped head) pairs per block, 128 at head dim 256, one
  * block per row tile, KV head and sequence), which also serves decode at the head dims the decode kernel
- * lacks (80, 96); fp32 plans use the CUDA-core prefill kernel (32 queries of one head per block). The
+ * lacks (80, 96), and every decode row when the device's numerics are batch-invariant (in a decode shape of
+ * fewer rows per block): the kernel's result for a row depends only on that row's query and keys (its key
+ * tiles start at multiples of the tile size), so a token computed as a decode row and recomputed inside a
+ * prefill chunk gets the same bits. fp32
+ * plans use the CUDA-core prefill kernel (32 queries of one head per block). The
  * plan's {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size
  * the grids (slices per sequence, query tiles per sequence).
  */
@@ -23,11 +29,25 @@ final class CudaAttention {
     private static final int PREFILL_THREADS = 128;
     private static final int PREFILL_QUERY_TILE = 32;
     private static final int MMA_THREADS = 256;
+    /** MmaDecodeShape in attention_prefill_mma.cu: four warps of one 16-row mma tile. */
+    private static final int MMA_DECODE_THREADS = 128;
+    private static final int MMA_DECODE_ROWS = 64;
+    /** Shortest decode slice (kMinSplitKeys in attention_decode.cu): below it a block's fixed costs dominate. */
+    static final int MIN_SPLIT_KEYS = 128;
     /**
-     * Keys per decode slice (kKeysPerSplit in attention_decode.cu, which sizes its page-id buffer by it):
-     * 32k-token contexts give 128 slices per KV head, 1k tokens still 4.
+     * Longest decode slice (kMaxSliceKeys in attention_decode.cu): one long sequence among many short ones is
+     * still cut into several slices, so its blocks do not trail the rest.
      */
-    static final int KEYS_PER_SPLIT = 256;
+    static final int MAX_SLICE_KEYS = 2048;
+    /** Pages of one decode slice's page table in shared memory (kSplitPages in attention_decode.cu). */
+    static final int SPLIT_PAGES = 512;
+    /** At most this many waves of blocks are launched for slices beyond {@link #decodeSplits} (long sequences). */
+    private static final int SLICE_WAVES = 4;
+    /**
+     * Decode blocks resident on one SM (128 threads of up to 128 registers: 4 per 64k registers), so the
+     * split count aims at one full wave of blocks.
+     */
+    static final int DECODE_BLOCKS_PER_SM = 4;
     /** Head dims of the CUDA-core kernels, fp32 and bf16, prefill and decode (MSTAR_PREFILL, MSTAR_DECODE_GROUPS). */
     static final List<Integer> SIMT_HEAD_DIMS = List.of(32, 64, 128, 256);
     /**
@@ -93,13 +113,18 @@ final class CudaAttention {
                 .flag(plan.causal()).i32(plan.windowLeft()).flag(plan.contextOnly()).f32(plan.smScale());
         boolean mma = pool.dtype() == DType.BF16 && MMA_HEAD_DIMS.contains(headDim)
                 && (!simtDim || device.tensorCorePrefill());
-        if (plan.isDecode() && simtDim) {
-            decode(type, headDim, qoHeads, kvHeads, plan, common, qoIndptr, out);
+        if (plan.isDecode() && simtDim && !(mma && device.batchInvariant())) {
+            decode(type, headDim, qoHeads, kvHeads, plan, common, out);
+        } else if (mma && plan.isDecode()) {
+            int tiles = (qoHeads / kvHeads + MMA_DECODE_ROWS - 1) / MMA_DECODE_ROWS;
+            device.kernel("attn_decode_mma_bf16_d" + headDim).launch(device.stream(), tiles, kvHeads, plan.rows(),
+                    MMA_DECODE_THREADS, mmaSmemBytes(MMA_DECODE_ROWS, headDim), common.tensor(out),
+                    "pagedAttention decode (tensor cores)");
         } else if (mma) {
             int rows = mmaRows(headDim);
             int tiles = (plan.maxQoLen() * (qoHeads / kvHeads) + rows - 1) / rows;
             device.kernel("attn_prefill_mma_bf16_d" + headDim).launch(device.stream(), tiles, kvHeads, plan.rows(),
-                    MMA_THREADS, mmaSmemBytes(headDim), common.tensor(out), "pagedAttention prefill (tensor cores)");
+                    MMA_THREADS, mmaSmemBytes(rows, headDim), common.tensor(out), "pagedAttention prefill (tensor cores)");
         } else {
             int smem = (3 * 32 * (headDim + 1) + 32 * 33) * 4;
             int tiles = (plan.maxQoLen() + PREFILL_QUERY_TILE - 1) / PREFILL_QUERY_TILE;
@@ -116,37 +141,68 @@ final class CudaAttention {
         }
     }
 
-    /** MmaShape&lt;D&gt;::ROWS in attention_prefill_mma.cu: packed (query, grouped head) rows per block. */
+    /** MmaPrefillShape&lt;D&gt;::ROWS in attention_prefill_mma.cu: packed (query, grouped head) rows per block. */
     private static int mmaRows(int headDim) {
         return headDim <= 128 ? 256 : 128;
     }
 
-    /** MmaShape&lt;D&gt;::SMEM_BYTES: Q rows, then K and V tiles of two stages, rows padded by 8 elements. */
-    private static int mmaSmemBytes(int headDim) {
+    /** MmaShape::SMEM_BYTES: Q rows, then K and V tiles of two stages, rows padded by 8 elements. */
+    private static int mmaSmemBytes(int rows, int headDim) {
         int keys = headDim <= 128 ? 64 : 32;
-        return (mmaRows(headDim) + 4 * keys) * (headDim + 8) * 2;
+        return (rows + 4 * keys) * (headDim + 8) * 2;
     }
 
     private void decode(String type, int headDim, int qoHeads, int kvHeads, PagedAttentionPlan plan, KernelArgs common,
-                        CudaTensor qoIndptr, CudaTensor out) {
+                        CudaTensor out) {
         int group = qoHeads / kvHeads;
         int heads = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+        int blocksPerRow = kvHeads * (group / heads);
         int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
-        int splits = Math.max(1, (span + KEYS_PER_SPLIT - 1) / KEYS_PER_SPLIT);
+        int sms = device.context().multiprocessors();
+        int splits = decodeSplits(plan.rows(), blocksPerRow, span, sms);
+        int slices = maxSlices(splits, span, plan.pageSize());
+        int width = gridWidth(splits, slices, plan.rows() * blocksPerRow, sms);
         CudaTensor partialO = null;
         CudaTensor partialLse = null;
-        if (splits > 1) {
-            long slots = (long) plan.rows() * qoHeads * splits;
+        CudaTensor splitDone = null;
+        if (slices > 1) {
+            long slots = (long) plan.rows() * qoHeads * slices;
             partialO = device.scratch("attn.partialO", DType.F32, slots * headDim);
             partialLse = device.scratch("attn.partialLse", DType.F32, slots);
+            splitDone = device.zeroedScratch("attn.splitDone", DType.I32, (long) plan.rows() * blocksPerRow);
         }
-        device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), splits,
-                kvHeads * (group / heads), plan.rows(), DECODE_THREADS, 0,
-                common.i32(splits).tensor(out).tensor(partialO).tensor(partialLse), "pagedAttention decode");
-        if (splits > 1) {
-            device.kernel("attn_decode_merge_" + type).launch(device.stream(), plan.rows(), qoHeads, 1,
-                    Math.min(headDim, 128), 0, new KernelArgs().tensor(partialO).tensor(partialLse).tensor(qoIndptr)
-                            .i32(qoHeads).i32(headDim).i32(splits).tensor(out), "pagedAttention decode merge");
-        }
+        device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), width,
+                blocksPerRow, plan.rows(), DECODE_THREADS, 0,
+                common.i32(splits).i32(slices).tensor(out).tensor(partialO).tensor(partialLse).tensor(splitDone),
+                "pagedAttention decode");
+    }
+
+    /**
+     * Decode blocks per (sequence, KV head group) for a step of {@code rows} sequences of at most
+     * {@code span} visible keys: enough for one wave of blocks over {@code sms} SMs, but no more than slices of
+     * {@link #MIN_SPLIT_KEYS} give. Batch 1 at 16k keys and 8 KV heads: 66 splits of 249 keys; 256 rows: 1.
+     */
+    static int decodeSplits(int rows, int blocksPerRow, int span, int sms) {
+        long blocks = (long) rows * blocksPerRow;
+        int forOccupancy = (int) Math.max(1, (DECODE_BLOCKS_PER_SM * (long) sms + blocks - 1) / blocks);
+        return Math.max(1, Math.min(forOccupancy, (span + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS));
+    }
+
+    /**
+     * Slices per sequence the kernel may cut (slice_keys in attention_decode.cu): at most {@code splits}, unless
+     * slices would outgrow {@link #MAX_SLICE_KEYS} or their page table, and then one per that many keys.
+     */
+    static int maxSlices(int splits, int span, int pageSize) {
+        long sliceKeys = Math.min(MAX_SLICE_KEYS, (long) (SPLIT_PAGES - 1) * pageSize);
+        return (int) Math.max(splits, (span + sliceKeys - 1) / sliceKeys);
+    }
+
+    /**
+     * Blocks per (sequence, KV head group) launched: {@code splits}, or more for sequences cut into more
+     * slices, up to {@link #SLICE_WAVES} waves of blocks; a block walks the slices past the grid's width.
+     */
+    static int gridWidth(int splits, int slices, int blocksPerSplit, int sms) {
+        long waves = (SLICE_WAVES * DECODE_BLOCKS_PER_SM * (long) sms + blocksPerSplit - 1) / blocksPerSplit;
+        return (int) Math.max(splits, Math.min(slices, waves));
     }
 }

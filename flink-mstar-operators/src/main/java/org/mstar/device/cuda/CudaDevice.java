@@ -11,6 +11,9 @@ import static org.mstar.device.cuda.CudaCheck.check;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Set;
 import jcuda.Pointer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
@@ -34,9 +37,12 @@ public final class CudaDevice implements Device {
     private final KernelModule module;
     private final CudaOps ops;
     private final UploadRing uploads;
+    /** Workspace blocks {@link #zeroedScratch} has zeroed (they are never freed before the device closes). */
+    private final Set<DeviceAllocator.Block> zeroedBlocks = Collections.newSetFromMap(new IdentityHashMap<>());
     private PinnedBuffer staging;
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
+    private boolean batchInvariant;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
@@ -110,6 +116,24 @@ public final class CudaDevice implements Device {
 
     boolean tensorCorePrefill() {
         return tensorCorePrefill;
+    }
+
+    /**
+     * On, a row's results are independent of the other rows of its step: matmuls through split-free cuBLASLt
+     * algorithms and bf16 attention at the tensor-core head dims through one kernel for prefill and decode rows
+     * alike. A request's tokens then do not depend on what it was batched or chunked with, so a request
+     * recomputed after a restore continues exactly as the lost run would have. Off (the default), decode rows use
+     * the split-KV decode kernel and cuBLAS picks its algorithms freely: faster decode, with tokens that can
+     * change when the batching does. fp32 and head dim 32 have no invariant attention path.
+     */
+    @Override
+    public void setBatchInvariant(boolean on) {
+        this.batchInvariant = on;
+    }
+
+    @Override
+    public boolean batchInvariant() {
+        return batchInvariant;
     }
 
     /** Binds the context when a different thread than the last one calls in. */
@@ -308,6 +332,19 @@ public final class CudaDevice implements Device {
     CudaTensor scratch(String name, DType dtype, long... shape) {
         long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
         return new CudaTensor(this, dtype, shape, workspace.get(name, bytes).pointer(), null);
+    }
+
+    /**
+     * Like {@link #scratch}, but zero when the workspace first hands the buffer out; the kernels that use it
+     * must leave it zero again (counters that the last user resets).
+     */
+    CudaTensor zeroedScratch(String name, DType dtype, long... shape) {
+        long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
+        DeviceAllocator.Block b = workspace.get(name, bytes);
+        if (zeroedBlocks.add(b)) {
+            check(cuMemsetD8Async(b.pointer(), (byte) 0, b.bytes(), stream.handle()), "cuMemsetD8Async for " + name);
+        }
+        return new CudaTensor(this, dtype, shape, b.pointer(), null);
     }
 
     Kernel kernel(String name) {

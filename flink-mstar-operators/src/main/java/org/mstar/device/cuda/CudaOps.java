@@ -160,6 +160,32 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void geluTanhMul(Tensor gateUp, Tensor out) {
+        CudaTensor g = t(gateUp, "geluTanhMul gateUp");
+        CudaTensor o = t(out, "geluTanhMul out");
+        long inter = o.dim(-1);
+        int rows = rowsOf(o, inter, "geluTanhMul out");
+        if (g.numel() != 2L * rows * inter) {
+            throw new IllegalArgumentException("geluTanhMul: gateUp " + g + " must be [" + rows + ", " + 2 * inter + "]");
+        }
+        device.enter();
+        elementwise.launch("gelu_tanh_mul", o.numel(), new KernelArgs().tensor(g).i32(code(g)).tensor(o).i32(code(o))
+                .i64(rows).i32((int) inter), "geluTanhMul");
+    }
+
+    @Override
+    public void scale(Tensor x, float factor, Tensor out) {
+        CudaTensor xs = t(x, "scale x");
+        CudaTensor o = t(out, "scale out");
+        if (xs.numel() != o.numel()) {
+            throw new IllegalArgumentException("scale: " + xs + " -> " + o + " need equal sizes");
+        }
+        device.enter();
+        elementwise.launch("scale_elements", o.numel(), new KernelArgs().tensor(xs).i32(code(xs)).tensor(o).i32(code(o))
+                .i64(o.numel()).f32(factor), "scale");
+    }
+
+    @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CudaTensor qs = t(q, "rope q");
         CudaTensor ks = CudaTensor.ofNullable(k, "rope k");

@@ -158,7 +158,7 @@ final class AttentionBench {
 
     static String table(List<Row> rows, double peakTbPerS) {
         StringBuilder sb = new StringBuilder();
-        sb.append("| context | batch | MB moved | µs | TB/s | of ").append(peakTbPerS).append(" TB/s |\n");
+        sb.append(String.format(Locale.ROOT, "| context | batch | MB moved | µs | TB/s | of %.2f TB/s |%n", peakTbPerS));
         sb.append("|---|---|---|---|---|---|\n");
         for (Row r : rows) {
             sb.append(String.format(Locale.ROOT, "| %d | %d | %.1f | %.1f | %.2f | %.0f%% |%n", r.context, r.batch,

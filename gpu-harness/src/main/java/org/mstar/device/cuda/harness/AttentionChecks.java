@@ -13,7 +13,8 @@ import org.mstar.device.Tensor;
 /**
  * Paged attention, CUDA vs reference, over decode and prefill/append batches with odd lengths (not
  * multiples of the page or tile size), grouped-query heads, windows, context-only masks, empty sequences,
- * pages scattered at random through the pool; plus decode batch invariance.
+ * pages scattered at random through the pool; decode cut into many slices (one long sequence), into none (a
+ * large batch) and into more slices than the grid has blocks (one long sequence in a large batch).
  */
 final class AttentionChecks {
     private final Twin tw;
@@ -24,7 +25,17 @@ final class AttentionChecks {
     }
 
     /** Query and key lengths of one batch: sequence r has qLens[r] queries at the end of kvLens[r] keys. */
-    private record Batch(int[] qLens, int[] kvLens) {}
+    private record Batch(int[] qLens, int[] kvLens) {
+        /** {@code rows} decode rows of {@code kvLen} keys each, but for {@code longKv} keys in row 0. */
+        static Batch decode(int rows, int kvLen, int longKv) {
+            int[] qLens = new int[rows];
+            int[] kvLens = new int[rows];
+            Arrays.fill(qLens, 1);
+            Arrays.fill(kvLens, kvLen);
+            kvLens[0] = longKv;
+            return new Batch(qLens, kvLens);
+        }
+    }
 
     private record Geometry(int qoHeads, int kvHeads, int headDim, int pageSize) {}
 
@@ -57,7 +68,7 @@ final class AttentionChecks {
         check("prefill d32", DType.BF16, new Geometry(4, 2, 32, 16), prefill, true, -1, false);
         check("prefill d32", DType.F32, new Geometry(4, 2, 32, 16), prefill, true, -1, false);
         tensorCorePrefill();
-        CheckResult.attempt(results, "attention decode batch invariance", () -> decodeBatchInvariance(llama));
+        splitDecode(llama);
         return results;
     }
 
@@ -65,7 +76,8 @@ final class AttentionChecks {
      * The bf16 tensor-core prefill kernel at every head dim it is compiled for: ragged batches whose query
      * and key counts cross its 64-row and key tiles, chunks appended to a cached prefix (fewer queries than
      * keys), grouped-query heads whose group does not divide the row tile, windows, full and context-only
-     * masks; decode at the head dims the decode kernel lacks; and the CUDA-core kernel it replaced for bf16,
+     * masks; decode at the head dims the decode kernel lacks and at every head dim under batch-invariant numerics;
+     * and the CUDA-core kernel it replaced for bf16,
      * which stays reachable.
      */
     private void tensorCorePrefill() {
@@ -86,6 +98,17 @@ final class AttentionChecks {
         Batch decode = new Batch(new int[] {1, 1, 1, 1}, new int[] {1, 70, 700, 3000});
         check("tc decode d80", DType.BF16, new Geometry(32, 8, 80, 16), decode, true, -1, false);
         check("tc decode d96 window=100", DType.BF16, new Geometry(32, 32, 96, 16), decode, true, 100, false);
+        tw.gpu.setBatchInvariant(true);
+        try {
+            for (int d : new int[] {64, 128, 256}) {
+                check("tc decode, batch-invariant d" + d, DType.BF16, new Geometry(32, 8, d, 16), decode, true, -1,
+                        false);
+            }
+            check("tc decode, batch-invariant group1 window=100", DType.BF16, new Geometry(8, 8, 128, 16), decode,
+                    true, 100, false);
+        } finally {
+            tw.gpu.setBatchInvariant(false);
+        }
         tw.gpu.setTensorCorePrefill(false);
         try {
             check("cuda-core prefill (bf16, switched)", DType.BF16, llama, ragged, true, -1, false);
@@ -136,7 +159,7 @@ final class AttentionChecks {
         final PagedAttentionPlan plan;
         private final List<Tensor> owned = new ArrayList<>();
 
-        OnDevice(Device d, AttentionCase c, DType dt) {
+        OnDevice(Device d, AttentionCase c, DType dt, int maxKvBound) {
             int totalQo = c.qoIndptr()[c.qoIndptr().length - 1];
             int rows = c.qoIndptr().length - 1;
             q = keep(d.fromFloats(c.q(), dt, totalQo, c.qoHeads(), c.headDim()));
@@ -152,7 +175,8 @@ final class AttentionChecks {
             plan = new PagedAttentionPlan(rows, keep(d.fromInts(c.qoIndptr(), rows + 1)),
                     keep(d.fromInts(c.kvIndptr(), rows + 1)),
                     keep(d.fromInts(c.kvIndices(), c.kvIndices().length)),
-                    keep(d.fromInts(c.lastPageLen(), rows)), c.pageSize(), totalQo, maxQo, maxKv, c.causal(),
+                    keep(d.fromInts(c.lastPageLen(), rows)), c.pageSize(), totalQo, maxQo, Math.max(maxKv, maxKvBound),
+                    c.causal(),
                     c.windowLeft(), c.contextOnly(), c.smScale());
         }
 
@@ -168,15 +192,23 @@ final class AttentionChecks {
     }
 
     private void check(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly) {
-        CheckResult.attempt(results, "attention " + name + " " + dt, () -> compare(name, dt, g, b, causal, windowLeft,
-                contextOnly));
+        check(name, dt, g, b, causal, windowLeft, contextOnly, 0);
     }
 
-    private void compare(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly) {
+    /** @param maxKvBound the plan's bound on key counts when above the batch's longest (0: the longest) */
+    private void check(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly,
+                       int maxKvBound) {
+        CheckResult.attempt(results, "attention " + name + " " + dt, () -> compare(name, dt, g, b, causal, windowLeft,
+                contextOnly, maxKvBound));
+    }
+
+    private void compare(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly,
+                         int maxKvBound) {
         AttentionCase c = build(dt, g, b, causal, windowLeft, contextOnly);
-        String shape = "q" + g.qoHeads + "/kv" + g.kvHeads + " d" + g.headDim + " page" + g.pageSize + " q"
-                + Arrays.toString(b.qLens).replace(" ", "") + " kv" + Arrays.toString(b.kvLens).replace(" ", "");
-        try (OnDevice gpu = new OnDevice(tw.gpu, c, dt); OnDevice cpu = new OnDevice(tw.cpu, c, dt)) {
+        String shape = "q" + g.qoHeads + "/kv" + g.kvHeads + " d" + g.headDim + " page" + g.pageSize + " "
+                + (b.qLens.length > 8 ? b.qLens.length + " rows, kv " + b.kvLens[0] + " then " + b.kvLens[1]
+                        : "q" + Arrays.toString(b.qLens).replace(" ", "") + " kv" + Arrays.toString(b.kvLens).replace(" ", ""));
+        try (OnDevice gpu = new OnDevice(tw.gpu, c, dt, maxKvBound); OnDevice cpu = new OnDevice(tw.cpu, c, dt, maxKvBound)) {
             tw.cpu.ops().pagedAttention(cpu.q, cpu.pool, c.layer(), cpu.plan, cpu.out);
             Runnable gpuOp = () -> tw.gpu.ops().pagedAttention(gpu.q, gpu.pool, c.layer(), gpu.plan, gpu.out);
             gpuOp.run();
@@ -186,31 +218,27 @@ final class AttentionChecks {
         }
     }
 
-    /** Sequence 0 decoded alone and inside a batch of five must give the same bits. */
-    private void decodeBatchInvariance(Geometry g) {
-        DType dt = DType.BF16;
-        Batch batch = new Batch(new int[] {1, 1, 1, 1, 1}, new int[] {2500, 17, 9000, 3, 600});
-        AttentionCase full = build(dt, g, batch, true, -1, false);
-        int firstPages = full.kvIndptr()[1];
-        AttentionCase first = new AttentionCase(Arrays.copyOf(full.q(), g.qoHeads * g.headDim), full.pool(), full.layer(),
-                full.pages(), g.pageSize, g.kvHeads, g.headDim, g.qoHeads, new int[] {0, 1}, new int[] {0, firstPages},
-                Arrays.copyOf(full.kvIndices(), firstPages), new int[] {full.lastPageLen()[0]}, true, -1, false,
-                full.smScale());
-        try (OnDevice inBatch = new OnDevice(tw.gpu, full, dt); OnDevice single = new OnDevice(tw.gpu, first, dt)) {
-            tw.gpu.ops().pagedAttention(inBatch.q, inBatch.pool, full.layer(), inBatch.plan, inBatch.out);
-            Runnable alone = () -> tw.gpu.ops().pagedAttention(single.q, single.pool, full.layer(), single.plan,
-                    single.out);
-            alone.run();
-            float[] a = Arrays.copyOf(tw.gpu.toFloats(inBatch.out), g.qoHeads * g.headDim);
-            float[] s = tw.gpu.toFloats(single.out);
-            int differ = 0;
-            for (int i = 0; i < s.length; i++) {
-                if (Float.floatToRawIntBits(a[i]) != Float.floatToRawIntBits(s[i])) {
-                    differ++;
-                }
-            }
-            results.add(new CheckResult("attention decode batch invariance (bits differing)",
-                    "kv2500 alone vs in batch of 5", dt.toString(), differ, 0, tw.median(alone), "gpu itself"));
+    /**
+     * Decode as the launcher cuts it at both ends: one 16k-key sequence (66 slices per KV head, merged by the
+     * block that finishes last), 256 sequences (no split), 256 sequences with one of 9000 keys (5 slices of the
+     * longest length walked by 2 blocks per KV head; at 4-token pages the slice's page table limits it), and short sequences under a plan
+     * bound of 16k keys, as a decode graph's leased plan has.
+     */
+    private void splitDecode(Geometry llama) {
+        Batch longOne = Batch.decode(1, 16384, 16384);
+        Batch wideWithLong = Batch.decode(256, 300, 9000);
+        for (DType dt : List.of(DType.F32, DType.BF16)) {
+            check("decode split 1 x 16k", dt, llama, longOne, true, -1, false, 0);
         }
+        // fp32 at 515 keys would make a host pool of over 2 GB
+        check("decode unsplit 256 x 260", DType.F32, llama, Batch.decode(256, 260, 260), true, -1, false, 0);
+        check("decode unsplit 256 x 515", DType.BF16, llama, Batch.decode(256, 515, 515), true, -1, false, 0);
+        check("decode 256, one of 9000 keys", DType.BF16, llama, wideWithLong, true, -1, false, 0);
+        check("decode 256, one of 9000 keys, page4", DType.BF16, new Geometry(32, 8, 128, 4), wideWithLong,
+                true, -1, false, 0);
+        check("decode d64 group2, 256, one of 9000 keys", DType.F32, new Geometry(16, 8, 64, 16), wideWithLong,
+                true, -1, false, 0);
+        check("decode plan bound 16k", DType.BF16, llama, new Batch(new int[] {1, 1, 1}, new int[] {700, 5, 3000}),
+                true, -1, false, 16384);
     }
 }
