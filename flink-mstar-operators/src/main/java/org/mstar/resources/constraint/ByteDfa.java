@@ -60,6 +60,11 @@ public final class ByteDfa {
         return moves[state];
     }
 
+    /** The table itself, {@code [states * 256]}, for tight loops: read only. */
+    int[] table() {
+        return next;
+    }
+
     /** The state after {@code bytes} from {@code state}, or -1. */
     public int walk(int state, byte[] bytes) {
         int s = state;

@@ -126,13 +126,58 @@ final class JsonSchemaLanguage {
         return t.asText();
     }
 
+    /**
+     * Integers in {@code [minimum, maximum]} (either may be absent: then the usual digit bound applies on that
+     * side), without leading zeros: brics's decimal comparisons intersected with the canonical form.
+     */
+    private static Automaton integerRange(JsonNode s, String path) {
+        long limit = (long) Math.pow(10, MAX_DIGITS) - 1;
+        long lo = longBound(s, "minimum", -limit, path);
+        long hi = longBound(s, "maximum", limit, path);
+        if (lo > hi) {
+            throw invalid(path, "minimum " + lo + " is above maximum " + hi);
+        }
+        Automaton canonical = BasicAutomata.makeChar('0').union(BasicAutomata.makeCharRange('1', '9')
+                .concatenate(BasicAutomata.makeCharRange('0', '9').repeat()));
+        List<Automaton> parts = new ArrayList<>();
+        if (hi >= 0) {
+            parts.add(magnitudes(Math.max(lo, 0), hi).intersection(canonical));
+        }
+        if (lo < 0) {
+            Automaton negative = magnitudes(Math.max(-hi, 1), -lo).intersection(canonical);
+            parts.add(BasicAutomata.makeChar('-').concatenate(negative));
+        }
+        return Automaton.union(parts);
+    }
+
+    /** Decimal strings of the non-negative integers in {@code [lo, hi]} (leading zeros possibly among them). */
+    private static Automaton magnitudes(long lo, long hi) {
+        return BasicAutomata.makeMinInteger(Long.toString(lo)).intersection(BasicAutomata.makeMaxInteger(Long.toString(hi)));
+    }
+
+    private static long longBound(JsonNode s, String keyword, long absent, String path) {
+        JsonNode v = s.get(keyword);
+        if (v == null) {
+            return absent;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToLong() || Math.abs(v.asLong()) > 999_999_999_999_999_999L) {
+            throw invalid(path + "/" + keyword, "must be an integer of at most 18 digits, got " + v);
+        }
+        return v.asLong();
+    }
+
     private static Automaton typed(String type, JsonNode s, String path) {
         return switch (type) {
             case "object" -> object(s, path);
             case "array" -> array(s, path);
             case "string" -> string(s, path);
-            case "integer" -> integer();
-            case "number" -> number();
+            case "integer" -> s.has("minimum") || s.has("maximum") ? integerRange(s, path) : integer();
+            case "number" -> {
+                if (s.has("minimum") || s.has("maximum")) {
+                    throw invalid(path, "minimum and maximum are supported for integers only");
+                }
+                yield number();
+            }
             case "boolean" -> BasicAutomata.makeString("true").union(BasicAutomata.makeString("false"));
             default -> BasicAutomata.makeString("null");
         };
@@ -140,7 +185,7 @@ final class JsonSchemaLanguage {
 
     private static void checkKeywords(JsonNode s, String path) {
         Set<String> supported = Set.of("type", "properties", "required", "additionalProperties", "enum", "const",
-                "items", "minItems", "maxItems", "minLength", "maxLength", "anyOf");
+                "items", "minItems", "maxItems", "minLength", "maxLength", "anyOf", "minimum", "maximum");
         for (Iterator<String> it = s.fieldNames(); it.hasNext(); ) {
             String k = it.next();
             if (!supported.contains(k) && !ANNOTATIONS.contains(k)) {
