@@ -15,7 +15,8 @@ import org.apache.avro.Schema;
  * JSON-to-Avro step turns into the record.
  *
  * <p>Mapping: a record is an object with every field required, in field order, and no other properties; string,
- * boolean and null map to themselves, int and long to integer, float and double to number, an enum to its symbols,
+ * boolean and null map to themselves, int to an integer within int's range, long to integer (up to 15 digits, inside
+ * long's range), float and double to number, an enum to its symbols,
  * an array to an array of its items; a union is {@code anyOf} its branches (a nullable field may be null). Values are
  * plain JSON, not Avro's JSON encoding (which wraps union values in an object naming the branch). Logical types
  * use their underlying type. Maps, bytes, fixed and recursive records have no counterpart in the supported JSON
@@ -39,7 +40,8 @@ public final class AvroJsonSchema {
             case STRING -> typed("string");
             case BOOLEAN -> typed("boolean");
             case NULL -> typed("null");
-            case INT, LONG -> typed("integer");
+            case INT -> typed("integer").put("minimum", Integer.MIN_VALUE).put("maximum", Integer.MAX_VALUE);
+            case LONG -> typed("integer");
             case FLOAT, DOUBLE -> typed("number");
             case ENUM -> {
                 ObjectNode e = NODES.objectNode();

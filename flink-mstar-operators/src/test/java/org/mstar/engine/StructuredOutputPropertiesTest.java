@@ -25,7 +25,7 @@ import org.mstar.resources.constraint.OutputConstraint;
 
 /**
  * Random schemas from the supported subset (objects, nested objects, arrays, strings, numbers, integers, booleans,
- * null, enum, const, required and optional properties), served by the tiny random model sampling at temperature 1:
+ * null, enum, const, integer ranges, required and optional properties), served by the tiny random model sampling at temperature 1:
  * every output parses as JSON, validates against its schema (an independent validator judges), and ends because
  * the schema was satisfied, not because tokens ran out.
  */
@@ -132,6 +132,9 @@ class StructuredOutputPropertiesTest {
                     return e;
                 });
         Arbitrary<ObjectNode> constant = Arbitraries.of("yes", "no").map(v -> NODES.objectNode().put("const", v));
-        return Arbitraries.oneOf(string, typed, enums, constant);
+        Arbitrary<ObjectNode> range = Combinators.combine(Arbitraries.integers().between(-1000, 1000),
+                Arbitraries.integers().between(0, 5000)).as((min, span) -> NODES.objectNode().put("type", "integer")
+                .put("minimum", min).put("maximum", min + span));
+        return Arbitraries.oneOf(string, typed, enums, constant, range);
     }
 }

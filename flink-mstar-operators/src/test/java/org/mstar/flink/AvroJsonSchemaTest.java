@@ -49,6 +49,43 @@ class AvroJsonSchemaTest {
     }
 
     @Test
+    void outputsOfAUnionFreeRecordDecodeWithAvrosJsonDecoder() throws Exception {
+        org.apache.avro.Schema city = new org.apache.avro.Schema.Parser().parse("""
+                {"type":"record","name":"City","fields":[{"name":"name","type":"string"},{"name":"people","type":"long"},
+                 {"name":"kind","type":{"type":"enum","name":"Kind","symbols":["CITY","TOWN"]}},
+                 {"name":"zips","type":{"type":"array","items":"int"}}]}""");
+        org.mstar.resources.constraint.TokenVocabulary bytes = new org.mstar.resources.constraint.TokenVocabulary(
+                java.util.stream.IntStream.range(0, 257).mapToObj(i -> i == 256 ? null : new byte[] {(byte) i})
+                        .toArray(byte[][]::new), java.util.List.of(256));
+        org.mstar.resources.constraint.TokenAutomaton a = org.mstar.resources.constraint.ConstraintCompiler.compile(
+                OutputConstraint.jsonSchema(AvroJsonSchema.of(city).toString()), bytes);
+        java.util.Random rnd = new java.util.Random(5);
+        for (int n = 0; n < 50; n++) {
+            java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
+            int s = a.start();
+            while (a.continues(s) && !(a.accepting(s) && rnd.nextBoolean())) {
+                // ASCII bytes only, biased towards ending strings and numbers soon
+                java.util.List<Integer> options = new java.util.ArrayList<>();
+                int[] mask = a.mask(s);
+                for (int b = 0; b < 128; b++) {
+                    if ((mask[b >>> 5] >>> (b & 31) & 1) != 0) {
+                        options.add(b);
+                    }
+                }
+                int pick = options.contains((int) '"') && rnd.nextInt(3) == 0 ? '"'
+                        : options.get(rnd.nextInt(options.size()));
+                text.write(pick);
+                s = a.next(s, pick);
+            }
+            String json = text.toString(java.nio.charset.StandardCharsets.UTF_8);
+            org.apache.avro.generic.GenericRecord record = new org.apache.avro.generic.GenericDatumReader<
+                    org.apache.avro.generic.GenericRecord>(city).read(null,
+                    org.apache.avro.io.DecoderFactory.get().jsonDecoder(city, json));
+            assertThat(record.get("name").toString()).as(json).isEqualTo(JSON.readTree(json).get("name").asText());
+        }
+    }
+
+    @Test
     void typesWithoutACounterpartAreRefusedByPath() {
         org.apache.avro.Schema withMap = new org.apache.avro.Schema.Parser().parse("""
                 {"type":"record","name":"M","fields":[{"name":"attrs","type":{"type":"map","values":"string"}}]}""");

@@ -124,6 +124,10 @@ class GenerationPipelineITCase {
             requests.get(i).setPrompt(null);
             requests.get(i).setPromptTokenIds(List.of(5 + i, 40 + i, 7, 300 - i));
         }
+        for (int i = 0; i < requests.size(); i += 6) { // structured output: the restore replays tokens through the automaton
+            requests.get(i).setMaxTokens(40);
+            requests.get(i).setRegex("[a-z]{1,6}( [a-z]{1,6}){2,8}");
+        }
         Map<String, List<Integer>> expected;
         try (GenerationEngine reference = llama.create("cpu", 0)) {
             expected = TestRequests.reference(requests, reference);
@@ -150,6 +154,11 @@ class GenerationPipelineITCase {
         assertThat(out.errors).isEmpty();
         assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
         assertThat(out.results.get("llama-0").get(0).getText()).as("detokenised text").isNotEmpty();
+        for (int i = 0; i < requests.size(); i += 6) {
+            var result = out.results.get("llama-" + i).get(0);
+            assertThat(result.getFinishReason()).isEqualTo("stop");
+            assertThat(result.getText()).matches("[a-z]{1,6}( [a-z]{1,6}){2,8}");
+        }
     }
 
     @Test

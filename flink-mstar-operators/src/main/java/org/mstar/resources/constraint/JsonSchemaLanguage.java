@@ -41,6 +41,8 @@ import org.mstar.resources.RequestValidationException;
  */
 final class JsonSchemaLanguage {
     static final int MAX_DIGITS = 15;
+    /** Largest minLength/maxLength and minItems/maxItems taken: each unit of a bound is a copy in the automaton. */
+    static final int MAX_BOUND = 4096;
     private static final String FIELD = OutputConstraint.Kind.JSON_SCHEMA.field();
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "$schema", "$id", "$comment",
@@ -65,7 +67,6 @@ final class JsonSchemaLanguage {
             throw new RequestValidationException(FIELD, "empty schema");
         }
         Automaton a = value(schema, "#");
-        a.minimize();
         if (a.isEmpty()) {
             throw new RequestValidationException(FIELD, "the schema accepts no value");
         }
@@ -125,13 +126,58 @@ final class JsonSchemaLanguage {
         return t.asText();
     }
 
+    /**
+     * Integers in {@code [minimum, maximum]} (either may be absent: then the usual digit bound applies on that
+     * side), without leading zeros: brics's decimal comparisons intersected with the canonical form.
+     */
+    private static Automaton integerRange(JsonNode s, String path) {
+        long limit = (long) Math.pow(10, MAX_DIGITS) - 1;
+        long lo = longBound(s, "minimum", -limit, path);
+        long hi = longBound(s, "maximum", limit, path);
+        if (lo > hi) {
+            throw invalid(path, "minimum " + lo + " is above maximum " + hi);
+        }
+        Automaton canonical = BasicAutomata.makeChar('0').union(BasicAutomata.makeCharRange('1', '9')
+                .concatenate(BasicAutomata.makeCharRange('0', '9').repeat()));
+        List<Automaton> parts = new ArrayList<>();
+        if (hi >= 0) {
+            parts.add(magnitudes(Math.max(lo, 0), hi).intersection(canonical));
+        }
+        if (lo < 0) {
+            Automaton negative = magnitudes(Math.max(-hi, 1), -lo).intersection(canonical);
+            parts.add(BasicAutomata.makeChar('-').concatenate(negative));
+        }
+        return Automaton.union(parts);
+    }
+
+    /** Decimal strings of the non-negative integers in {@code [lo, hi]} (leading zeros possibly among them). */
+    private static Automaton magnitudes(long lo, long hi) {
+        return BasicAutomata.makeMinInteger(Long.toString(lo)).intersection(BasicAutomata.makeMaxInteger(Long.toString(hi)));
+    }
+
+    private static long longBound(JsonNode s, String keyword, long absent, String path) {
+        JsonNode v = s.get(keyword);
+        if (v == null) {
+            return absent;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToLong() || Math.abs(v.asLong()) > 999_999_999_999_999_999L) {
+            throw invalid(path + "/" + keyword, "must be an integer of at most 18 digits, got " + v);
+        }
+        return v.asLong();
+    }
+
     private static Automaton typed(String type, JsonNode s, String path) {
         return switch (type) {
             case "object" -> object(s, path);
             case "array" -> array(s, path);
             case "string" -> string(s, path);
-            case "integer" -> integer();
-            case "number" -> number();
+            case "integer" -> s.has("minimum") || s.has("maximum") ? integerRange(s, path) : integer();
+            case "number" -> {
+                if (s.has("minimum") || s.has("maximum")) {
+                    throw invalid(path, "minimum and maximum are supported for integers only");
+                }
+                yield number();
+            }
             case "boolean" -> BasicAutomata.makeString("true").union(BasicAutomata.makeString("false"));
             default -> BasicAutomata.makeString("null");
         };
@@ -139,7 +185,7 @@ final class JsonSchemaLanguage {
 
     private static void checkKeywords(JsonNode s, String path) {
         Set<String> supported = Set.of("type", "properties", "required", "additionalProperties", "enum", "const",
-                "items", "minItems", "maxItems", "minLength", "maxLength", "anyOf");
+                "items", "minItems", "maxItems", "minLength", "maxLength", "anyOf", "minimum", "maximum");
         for (Iterator<String> it = s.fieldNames(); it.hasNext(); ) {
             String k = it.next();
             if (!supported.contains(k) && !ANNOTATIONS.contains(k)) {
@@ -185,8 +231,6 @@ final class JsonSchemaLanguage {
                 newFirst = newFirst.union(first);
                 newLater = newLater.union(later);
             }
-            newFirst.minimize();
-            newLater.minimize();
             first = newFirst;
             later = newLater;
         }
@@ -209,7 +253,7 @@ final class JsonSchemaLanguage {
             return open.concatenate(close);
         }
         Automaton more = BasicAutomata.makeChar(',').concatenate(item);
-        Automaton tail = max < 0 ? more.repeat(Math.max(0, min - 1)) : more.repeat(Math.max(0, min - 1), max - 1);
+        Automaton tail = repeat(more, Math.max(0, min - 1), max < 0 ? -1 : max - 1, path);
         Automaton some = open.concatenate(item).concatenate(tail).concatenate(close);
         return min == 0 ? some.union(open.concatenate(close)) : some;
     }
@@ -230,9 +274,22 @@ final class JsonSchemaLanguage {
                         .concatenate(hex.repeat(2, 2)));
         Automaton unicodeEscape = BasicAutomata.makeString("\\u").concatenate(notSurrogate);
         Automaton character = Automaton.union(List.of(plain, simpleEscape, unicodeEscape));
-        Automaton body = max < 0 ? character.repeat(min) : character.repeat(min, max);
+        Automaton body = repeat(character, min, max, path);
         Automaton quote = BasicAutomata.makeChar('"');
         return quote.concatenate(body).concatenate(quote);
+    }
+
+    /**
+     * {@code a} repeated {@code min} to {@code max} times ({@code max} -1: unbounded), refused up front when the
+     * copies alone would exceed the state budget.
+     */
+    static Automaton repeat(Automaton a, int min, int max, String path) {
+        long copies = Math.max(1, Math.max(min, max));
+        if (copies * a.getNumberOfStates() > ConstraintCompiler.MAX_STATES) {
+            throw invalid(path, "repeating a part of " + a.getNumberOfStates() + " states " + copies
+                    + " times exceeds the " + ConstraintCompiler.MAX_STATES + " automaton states a constraint may use");
+        }
+        return max < 0 ? a.repeat(min) : a.repeat(min, max);
     }
 
     private static Automaton integer() {
@@ -266,8 +323,8 @@ final class JsonSchemaLanguage {
         if (v == null) {
             return absent;
         }
-        if (!v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < 0) {
-            throw invalid(path + "/" + keyword, "must be a non-negative integer, got " + v);
+        if (!v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < 0 || v.asInt() > MAX_BOUND) {
+            throw invalid(path + "/" + keyword, "must be an integer in [0, " + MAX_BOUND + "], got " + v);
         }
         return v.asInt();
     }

@@ -51,7 +51,6 @@ final class RegexLanguage {
         if (p.pos < regex.length()) {
             throw p.unsupported("'" + regex.charAt(p.pos) + "' here");
         }
-        a.minimize();
         return a;
     }
 
@@ -108,12 +107,23 @@ final class RegexLanguage {
         String body = pattern.substring(pos + 1, close);
         pos = close + 1;
         int comma = body.indexOf(',');
-        int min = Integer.parseInt(body.substring(0, comma < 0 ? body.length() : comma).trim());
-        if (comma < 0) {
-            return a.repeat(min, min);
+        int min = count(body.substring(0, comma < 0 ? body.length() : comma).trim());
+        String upper = comma < 0 ? String.valueOf(min) : body.substring(comma + 1).trim();
+        int max = upper.isEmpty() ? -1 : count(upper);
+        try {
+            return JsonSchemaLanguage.repeat(a, min, max, "{" + body + "}");
+        } catch (RequestValidationException e) {
+            throw unsupported("{" + body + "}: too many copies for the automaton state budget");
         }
-        String upper = body.substring(comma + 1).trim();
-        return upper.isEmpty() ? a.repeat(min) : a.repeat(min, Integer.parseInt(upper));
+    }
+
+    /** A repetition bound: each unit is a copy in the automaton, so it is capped. */
+    private int count(String digits) {
+        int n = Integer.parseInt(digits);
+        if (n > JsonSchemaLanguage.MAX_BOUND) {
+            throw unsupported("a repetition count above " + JsonSchemaLanguage.MAX_BOUND);
+        }
+        return n;
     }
 
     private Automaton atom() {

@@ -120,26 +120,26 @@ public final class TokenAutomaton {
         int[] bits = new int[words];
         int[] sorted = vocab.sorted();
         int[] lcp = vocab.lcp();
+        byte[] all = vocab.sortedBytes();
+        int[] starts = vocab.starts();
+        int[] table = dfa.table();
         // path[d]: the state after the first d bytes of the current token (-1: dead); valid up to `filled`
-        int[] path = new int[64];
+        int[] path = new int[vocab.maxLength() + 1];
         path[0] = state;
         int filled = 0;
         boolean anyText = false;
         for (int i = 0; i < sorted.length; i++) {
-            int id = sorted[i];
-            byte[] b = vocab.bytes(id);
+            int from = starts[i];
+            int length = starts[i + 1] - from;
             int d = Math.min(lcp[i], filled);
             int s = path[d];
-            while (s >= 0 && d < b.length) {
-                s = dfa.next(s, b[d] & 0xFF);
-                d++;
-                if (d >= path.length) {
-                    path = java.util.Arrays.copyOf(path, path.length * 2);
-                }
-                path[d] = s;
+            while (s >= 0 && d < length) {
+                s = table[(s << 8) | (all[from + d] & 0xFF)];
+                path[++d] = s;
             }
             filled = d;
             if (s >= 0) {
+                int id = sorted[i];
                 bits[id >>> 5] |= 1 << (id & 31);
                 anyText = true;
             }

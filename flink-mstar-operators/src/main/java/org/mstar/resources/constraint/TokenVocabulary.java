@@ -20,6 +20,10 @@ public final class TokenVocabulary {
     private final int[] sorted;
     /** {@code lcp[i]}: bytes {@code sorted[i]} shares with {@code sorted[i - 1]} (0 for i = 0). */
     private final int[] lcp;
+    /** The bytes of the sorted tokens, back to back: token {@code sorted[i]} is {@code [starts[i], starts[i + 1])}. */
+    private final byte[] sortedBytes;
+    private final int[] starts;
+    private final int maxLength;
     private final String fingerprint;
 
     /**
@@ -46,6 +50,17 @@ public final class TokenVocabulary {
             int m = Arrays.mismatch(a, b);
             lcp[i] = m < 0 ? a.length : m;
         }
+        this.starts = new int[sorted.length + 1];
+        int max = 0;
+        for (int i = 0; i < sorted.length; i++) {
+            starts[i + 1] = starts[i] + this.bytes[sorted[i]].length;
+            max = Math.max(max, this.bytes[sorted[i]].length);
+        }
+        this.maxLength = max;
+        this.sortedBytes = new byte[starts[sorted.length]];
+        for (int i = 0; i < sorted.length; i++) {
+            System.arraycopy(this.bytes[sorted[i]], 0, sortedBytes, starts[i], starts[i + 1] - starts[i]);
+        }
         this.fingerprint = digest(this.bytes, this.eosIds);
     }
 
@@ -69,6 +84,19 @@ public final class TokenVocabulary {
 
     int[] lcp() {
         return lcp;
+    }
+
+    byte[] sortedBytes() {
+        return sortedBytes;
+    }
+
+    int[] starts() {
+        return starts;
+    }
+
+    /** Bytes of the longest text token. */
+    int maxLength() {
+        return maxLength;
     }
 
     /** SHA-256 over every token's bytes and the end ids: equal vocabularies share compiled constraints. */

@@ -18,7 +18,17 @@ final class ConstraintCursor {
 
     /** Moves past {@code token} and has the new state's mask computed on {@code executor} for the next draw. */
     void accept(int token, Executor executor) {
+        replay(token);
+        prefetch(executor);
+    }
+
+    /** Moves past {@code token} only (a replay: the states in between are never sampled from). */
+    void replay(int token) {
         state = automaton.next(state, token);
+    }
+
+    /** Has the current state's mask computed on {@code executor}. */
+    void prefetch(Executor executor) {
         automaton.prefetch(state, executor);
     }
 

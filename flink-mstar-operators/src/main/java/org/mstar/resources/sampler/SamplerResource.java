@@ -169,8 +169,11 @@ public final class SamplerResource implements Resource {
         for (int token : generated) {
             s.accept(token);
             if (c != null) {
-                c.accept(token, maskExecutor);
+                c.replay(token);
             }
+        }
+        if (c != null) {
+            c.prefetch(maskExecutor);
         }
         drawn.remove(rid);
     }

@@ -24,6 +24,9 @@ class JsonSchemaLanguageTest {
             "{\"type\":\"string\"}",
             "{\"type\":\"string\",\"minLength\":2,\"maxLength\":4}",
             "{\"type\":\"integer\"}",
+            "{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}",
+            "{\"type\":\"integer\",\"minimum\":100}",
+            "{\"type\":\"integer\",\"minimum\":-2147483648,\"maximum\":2147483647}",
             "{\"type\":\"number\"}",
             "{\"type\":[\"boolean\",\"null\"]}",
             "{\"enum\":[\"red\",\"green\",1.5,null,{\"a\":[1]}]}",
@@ -50,12 +53,40 @@ class JsonSchemaLanguageTest {
         }
     }
 
+    @org.junit.jupiter.api.Test
+    void integerBoundsAreExact() {
+        ByteDfa dfa = ByteDfa.fromUtf16(JsonSchemaLanguage.of("{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}"),
+                1000);
+        DfaWalks walks = new DfaWalks(dfa);
+        for (int v = -200; v <= 200; v++) {
+            assertThat(walks.accepts(Integer.toString(v).getBytes(StandardCharsets.UTF_8))).as("%d", v)
+                    .isEqualTo(v >= -5 && v <= 120);
+        }
+        for (String text : new String[] {"007", "-0", "+5", "1.0", "", "-"}) {
+            assertThat(walks.accepts(text.getBytes(StandardCharsets.UTF_8))).as(text).isFalse();
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void refusesSchemasWhoseAutomatonIsTooLarge() {
+        String wide = "{\"type\":\"array\",\"maxItems\":4000,\"items\":{\"type\":\"string\",\"maxLength\":4000}}";
+        assertThatThrownBy(() -> ConstraintCompiler.compile(OutputConstraint.jsonSchema(wide),
+                TestVocabularies.bytesAnd(java.util.List.of(), 1)))
+                .isInstanceOf(RequestValidationException.class).hasMessageContaining("automaton states");
+        // small parts, but the byte automaton of the whole is over the budget
+        String deep = "{\"type\":\"array\",\"maxItems\":300,\"items\":{\"type\":\"string\",\"maxLength\":60}}";
+        assertThatThrownBy(() -> ConstraintCompiler.compile(OutputConstraint.jsonSchema(deep),
+                TestVocabularies.bytesAnd(java.util.List.of(), 1)))
+                .isInstanceOf(RequestValidationException.class).hasMessageContaining("automaton states");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {
-            "{\"type\":\"string\",\"pattern\":\"a+\"}", "{\"type\":\"integer\",\"minimum\":3}",
+            "{\"type\":\"string\",\"pattern\":\"a+\"}", "{\"type\":\"number\",\"minimum\":3}",
+            "{\"type\":\"integer\",\"minimum\":3,\"maximum\":2}",
             "{\"$ref\":\"#/defs/x\"}", "{\"type\":\"date\"}", "{\"oneOf\":[{\"type\":\"null\"}]}",
             "{\"type\":\"array\"}", "{\"type\":\"object\",\"required\":[\"x\"]}", "not json", "[1]",
-            "{\"type\":\"string\",\"maxLength\":-1}"})
+            "{\"type\":\"string\",\"maxLength\":-1}", "{\"type\":\"string\",\"maxLength\":100000}"})
     void refusesWhatItCannotGuarantee(String schemaText) {
         assertThatThrownBy(() -> JsonSchemaLanguage.of(schemaText)).isInstanceOf(RequestValidationException.class)
                 .hasMessageStartingWith("json_schema: ");
