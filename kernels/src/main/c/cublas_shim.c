@@ -208,11 +208,8 @@ enum {
     LT_DESC_TRANSB = 4,
     LT_PREF_MAX_WORKSPACE_BYTES = 1,
     LT_PREF_REDUCTION_SCHEME_MASK = 3,
-    LT_ALGO_CONFIG_ID = 0,
-    LT_ALGO_CONFIG_TILE_ID = 1,
     LT_ALGO_CONFIG_SPLITK_NUM = 2,
     LT_ALGO_CONFIG_REDUCTION_SCHEME = 3,
-    LT_ALGO_CONFIG_STAGES_ID = 6,
     LT_REDUCTION_SCHEME_NONE = 0,
     CUDA_R_32F_CODE = 0,
     LT_CANDIDATES = 16,
@@ -394,16 +391,6 @@ JNIEXPORT jboolean JNICALL Java_org_mstar_device_cuda_CublasNative_ltAdopt(JNIEn
     p->algo = f->algo;
     p->workspace_size = result.workspace_size;
     return JNI_TRUE;
-}
-
-/* "algo A tile T stages S" of a plan, for logs and the GPU harness. */
-JNIEXPORT jstring JNICALL Java_org_mstar_device_cuda_CublasNative_ltDescribe(JNIEnv *env, jclass cls, jlong plan) {
-    (void)cls;
-    const lt_plan *p = (const lt_plan *)plan;
-    char text[128];
-    snprintf(text, sizeof text, "algo %u tile %u stages %u", lt_algo_attr(&p->algo, LT_ALGO_CONFIG_ID),
-             lt_algo_attr(&p->algo, LT_ALGO_CONFIG_TILE_ID), lt_algo_attr(&p->algo, LT_ALGO_CONFIG_STAGES_ID));
-    return (*env)->NewStringUTF(env, text);
 }
 
 JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_ltPlanFree(JNIEnv *env, jclass cls, jlong plan) {

@@ -59,9 +59,6 @@ final class CublasNative {
     /** Gives {@code plan} the algorithm of {@code from} if cuBLASLt accepts it for the plan's shape; says whether. */
     static native boolean ltAdopt(long handle, long plan, long from, long workspaceBytes);
 
-    /** The plan's algorithm, tile and stages ids, for logs. */
-    static native String ltDescribe(long plan);
-
     static native void ltPlanFree(long plan);
 
     static native void ltMatmul(long handle, long plan, Pointer a, Pointer b, Pointer c, Pointer workspace,
