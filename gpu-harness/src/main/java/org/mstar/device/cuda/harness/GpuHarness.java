@@ -19,7 +19,8 @@ import org.mstar.model.ModelConfig;
 /**
  * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
  * the CPU reference on fresh random inputs with poisoned outputs, then the whole engine on a random
- * checkpoint against the CPU engine ({@link EngineChecks}), and prints a table; then, unless
+ * checkpoint against the CPU engine ({@link EngineChecks}) and batch-invariant numerics against themselves
+ * ({@link InvarianceChecks}), and prints a table; then, unless
  * {@code --no-perf}, the performance tables: the kernels' (paged decode attention, the GEMMs of a
  * Llama-3-8B layer, GEMM batch invariance; skipped by {@code --no-kernel-perf}) and the engine's
  * throughput on Llama-3-8B geometry at the layer counts of {@code --engine-layers}. Tables are also written
