@@ -137,7 +137,8 @@ class WindowedLayerCacheTest {
 
     /**
      * Mistral (window 6) keeping only its window: the dense reference's logits while prompts chunk and batch, eagerly
-     * and with decode steps through the graph path.
+     * and with decode steps through the graph path, with one request longer than the whole pool (refused when every
+     * token is kept).
      */
     @ParameterizedTest(name = "decode graphs {0}")
     @ValueSource(booleans = {false, true})
@@ -158,10 +159,20 @@ class WindowedLayerCacheTest {
                     engine.submit(new GenerationRequest("r" + i, prompts.get("r" + i), null, SamplingReqConfig.greedy(),
                             12, 0, List.of(), true, 0));
                 }
+                // 40 + 30 tokens need 18 pages kept whole, more than the pool has; its window needs at most 7
+                prompts.put("long", RandomModels.prompt(rnd, 40));
+                engine.submit(new GenerationRequest("long", prompts.get("long"), null, SamplingReqConfig.greedy(), 30,
+                        0, List.of(), true, 0));
                 driver.drain(engine, 1_000);
                 assertThat(driver.failures).isEmpty();
                 assertThat(driver.finished).hasSize(prompts.size());
                 assertThat(engine.decodeGraphReplays() > 0).as("decode steps replayed").isEqualTo(graphs);
+                assertThat(driver.tokens.get("long")).hasSize(30);
+            }
+            try (LlamaEngine keepsAll = RandomModels.engine(model, new EngineOptions(4, 16,
+                    new KvCacheOptions(256, 9, 4, 0, false), graphs))) {
+                assertThatThrownBy(() -> keepsAll.submit(new GenerationRequest("long", prompts.get("long"), null,
+                        SamplingReqConfig.greedy(), 30, 0, List.of(), true, 0))).hasMessageContaining("18 KV pages");
             }
             for (var e : prompts.entrySet()) {
                 List<Integer> generated = driver.tokens.get(e.getKey());

@@ -129,6 +129,14 @@ public final class LlamaModel implements AutoCloseable {
                 .build();
     }
 
+    /**
+     * The window, in tokens, that the main cache keeps of each request (every layer windowed and the windowed-layer
+     * option on); 0 when it keeps every token. Known once {@link #declareResources} ran.
+     */
+    public int mainCacheWindow() {
+        return mainCacheWindowed ? config.slidingWindow() : 0;
+    }
+
     /** Take the resources built from {@link #declareResources}. */
     public void bind(Map<String, Resource> built) {
         this.resources = LlamaResources.from(built, config);
