@@ -14,7 +14,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.GenerationConfig;
@@ -28,7 +28,7 @@ import org.mstar.resources.kv.KVManager;
  * Windowed layers keeping only their window: Gemma 3's on a cache of their own, and Phi-3's and Mistral's (every layer
  * windowed) on their one cache under the same retention. The KV a request holds, measured in pages of each cache while
  * it generates, against keeping every token; a Mistral engine under retention against the dense reference through
- * chunking, batching and preemption; and the combinations that cannot work refused by name. (That the tokens and
+ * chunking, batching, decode graphs and preemption; and the combinations that cannot work refused by name. (That the tokens and
  * logits stay transformers' is {@link TransformersFidelityTest}'s.)
  */
 class WindowedLayerCacheTest {
@@ -138,16 +138,18 @@ class WindowedLayerCacheTest {
     /**
      * Mistral (window 6) keeping only its window: the dense reference's logits while prompts chunk and batch, eagerly
      * and with decode steps through the graph path, with one request longer than the whole pool (refused when every
-     * token is kept).
+     * token is kept), and running requests preempted for one that outranks them (their windows offloaded to host
+     * pages and reloaded, or freed and recomputed).
      */
-    @ParameterizedTest(name = "decode graphs {0}")
-    @ValueSource(booleans = {false, true})
-    void aMistralKeepingOnlyItsWindowMatchesTheDenseReference(boolean graphs, @TempDir Path dir) throws Exception {
+    @ParameterizedTest(name = "decode graphs {0}, host pages {1}")
+    @CsvSource({"false, 0", "true, 0", "false, 64"})
+    void aMistralKeepingOnlyItsWindowMatchesTheDenseReference(boolean graphs, int hostPages, @TempDir Path dir)
+            throws Exception {
         try (LlamaModel model = RandomModels.load(RandomModels.mistral(), 7, dir, cpu)) {
             DenseLlamaReference reference = new DenseLlamaReference(model.weights());
             // 4 rows, 16 tokens a step, pages of 4, 8 usable pages: requests of up to 8 pages each share them
             EngineOptions options = new EngineOptions(4, 16,
-                    new KvCacheOptions(256, 9, 4, 0, false).withWindowedLayerPages(2), graphs);
+                    new KvCacheOptions(256, 9, 4, hostPages, false).withWindowedLayerPages(2), graphs);
             Map<String, List<float[]>> logits = new HashMap<>();
             Map<String, int[]> prompts = new HashMap<>();
             EngineDriver driver = new EngineDriver();
@@ -163,7 +165,22 @@ class WindowedLayerCacheTest {
                 prompts.put("long", RandomModels.prompt(rnd, 40));
                 engine.submit(new GenerationRequest("long", prompts.get("long"), null, SamplingReqConfig.greedy(), 30,
                         0, List.of(), true, 0));
-                driver.drain(engine, 1_000);
+                for (int i = 0; i < 6; i++) {
+                    driver.collect(engine.step());
+                }
+                // a request that outranks the running ones while the pool is full: some give way (offloaded when
+                // there are host pages, else freed and recomputed)
+                prompts.put("urgent", RandomModels.prompt(rnd, 24));
+                engine.submit(new GenerationRequest("urgent", prompts.get("urgent"), null, SamplingReqConfig.greedy(),
+                        8, 0, List.of(), true, 5));
+                boolean offloaded = false;
+                for (int steps = 0; engine.hasWork(); steps++) {
+                    assertThat(steps).as("steps").isLessThan(1_000);
+                    driver.collect(engine.step());
+                    offloaded |= prompts.keySet().stream().anyMatch(model.resources().kv()::isOffloaded);
+                }
+                assertThat(engine.stats().preemptions()).as("preemptions").isPositive();
+                assertThat(offloaded).as("a request offloaded").isEqualTo(hostPages > 0);
                 assertThat(driver.failures).isEmpty();
                 assertThat(driver.finished).hasSize(prompts.size());
                 assertThat(engine.decodeGraphReplays() > 0).as("decode steps replayed").isEqualTo(graphs);
