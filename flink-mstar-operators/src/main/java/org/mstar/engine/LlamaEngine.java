@@ -89,8 +89,13 @@ public final class LlamaEngine implements GenerationEngine {
         this.usablePages = options.kvCache().maxNumPages() - 1;
         int maxSeqLen = Math.min(options.kvCache().maxSeqLen(), model.config().maxPositionEmbeddings());
         this.stopRule = new StopRule(generation.eosTokenIds(), maxSeqLen);
-        this.checks = new RequestChecks(model.config().vocabSize(), maxSeqLen, pageSize, usablePages, tokenizer);
         List<NodeResourceSpec> specs = model.declareResources(options.kvCache(), generation.eosTokenIds());
+        // a cache that keeps only the window holds at most the window, a partial page and one step's tokens
+        int window = model.mainCacheWindow();
+        int heldPagesBound = window == 0 ? Integer.MAX_VALUE
+                : (window + pageSize + options.tokenBudget() + pageSize - 1) / pageSize;
+        this.checks = new RequestChecks(model.config().vocabSize(), maxSeqLen, pageSize, usablePages, heldPagesBound,
+                tokenizer);
         this.role = options.role();
         long pageBytes = 2L * model.config().numLayers() * pageSize * model.config().numKvHeads()
                 * model.config().headDim() * kvDType.bytes();

@@ -15,16 +15,21 @@ final class RequestChecks {
     private final int maxSeqLen;
     private final int pageSize;
     private final int usablePages;
+    /** The most pages one request holds at once whatever its length (its window when the cache keeps only that). */
+    private final int heldPagesBound;
     /** Null when requests must carry token ids. */
     private final TextTokenizer tokenizer;
     /** Null when the model folder has none: requests with messages are refused. */
     private ChatTemplate chatTemplate;
 
-    RequestChecks(int vocabSize, int maxSeqLen, int pageSize, int usablePages, TextTokenizer tokenizer) {
+    /** @param heldPagesBound the most pages a request holds at once; {@code Integer.MAX_VALUE} when it keeps all */
+    RequestChecks(int vocabSize, int maxSeqLen, int pageSize, int usablePages, int heldPagesBound,
+                  TextTokenizer tokenizer) {
         this.vocabSize = vocabSize;
         this.maxSeqLen = maxSeqLen;
         this.pageSize = pageSize;
         this.usablePages = usablePages;
+        this.heldPagesBound = heldPagesBound;
         this.tokenizer = tokenizer;
     }
 
@@ -94,7 +99,8 @@ final class RequestChecks {
             throw new RequestValidationException("prompt", "has " + prompt.length + " tokens; this model serves at most "
                     + (maxSeqLen - 1) + " prompt tokens");
         }
-        int worstPages = (Math.min(maxSeqLen, prompt.length + request.maxTokens()) + pageSize - 1) / pageSize;
+        int worstPages = Math.min(heldPagesBound,
+                (Math.min(maxSeqLen, prompt.length + request.maxTokens()) + pageSize - 1) / pageSize);
         if (worstPages > usablePages) {
             throw new RequestValidationException("max_tokens", "prompt + max_tokens needs " + worstPages
                     + " KV pages; this engine has " + usablePages);

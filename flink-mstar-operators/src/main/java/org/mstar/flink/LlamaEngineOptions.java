@@ -54,7 +54,9 @@ public final class LlamaEngineOptions {
             .defaultValue(0)
             .withDescription("Pages of a separate KV cache for the sliding-window layers of a model that also has"
                     + " global ones (Gemma 3), where each request keeps only its window instead of its whole context;"
-                    + " needs mstar.kv.prefix-cache=false. 0 keeps every layer's KV in the one cache.");
+                    + " for a model whose every layer is windowed (Mistral, Phi-3) any value >= 2 makes the one cache"
+                    + " keep only each request's window. Needs mstar.kv.prefix-cache=false and a colocated engine."
+                    + " 0 keeps every layer's KV for the whole request.");
 
     public static final ConfigOption<Boolean> DECODE_GRAPHS = ConfigOptions.key("mstar.engine.decode-graphs")
             .booleanType()

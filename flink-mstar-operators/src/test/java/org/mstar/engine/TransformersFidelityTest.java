@@ -28,7 +28,8 @@ import org.mstar.resources.SamplingReqConfig;
  * transformers' greedy continuation of 120 tokens and the logits each token was chosen from. The engine must pick
  * the same tokens and its logits must agree within 1e-4, with each request alone and with all of them batched
  * under a small token budget (prompts prefilled in chunks, beside each other's decodes). Gemma 3's and Phi-3's
- * windows (16 and 24 tokens) are far shorter than the sequences, so the windowed layers are exercised throughout.
+ * windows (16 and 24 tokens) are far shorter than the sequences, so the windowed layers are exercised throughout,
+ * also with their KV released as it leaves the window.
  */
 class TransformersFidelityTest {
     private static final float TOLERANCE = 1e-4f;
@@ -74,6 +75,18 @@ class TransformersFidelityTest {
         run("gemma3_text", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv));
         // decode steps through the graph path (on the CPU a replay re-runs the ops over leased plans)
         run("gemma3_text", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv, true));
+    }
+
+    /** Phi-3 (every layer windowed, 24 tokens) on its one cache keeping only each request's window. */
+    @Test
+    void phi3KeepingOnlyItsWindowMatchesTransformers() throws Exception {
+        Reference ref = reference("phi3");
+        KvCacheOptions kv = new KvCacheOptions(512, 128, 4, 0, false).withWindowedLayerPages(2);
+        for (int p = 0; p < ref.prompts().size(); p++) {
+            run("phi3", ref, List.of(p), new EngineOptions(16, 256, kv));
+        }
+        run("phi3", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv));
+        run("phi3", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv, true));
     }
 
     private static void run(String arch, Reference ref, List<Integer> prompts, EngineOptions options) throws Exception {

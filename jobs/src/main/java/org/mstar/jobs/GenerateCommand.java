@@ -68,7 +68,9 @@ final class GenerateCommand implements Callable<Integer> {
 
     @Option(names = "--windowed-layer-pages", defaultValue = "0", paramLabel = "N",
             description = "Pages of a separate KV cache for the sliding-window layers of a model with global ones too "
-                    + "(Gemma 3): each request keeps only its window there (default: ${DEFAULT-VALUE}, one cache).")
+                    + "(Gemma 3): each request keeps only its window there; for a model whose every layer is windowed "
+                    + "(Mistral, Phi-3) any N >= 2 makes the one cache keep only the window (default: ${DEFAULT-VALUE}, "
+                    + "every token kept).")
     int windowedLayerPages;
 
     @Option(names = "--chat", description = "Send the prompt as a user message, rendered by the model folder's chat template.")

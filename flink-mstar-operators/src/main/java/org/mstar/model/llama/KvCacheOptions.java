@@ -9,9 +9,10 @@ package org.mstar.model.llama;
  * @param cpuOffloadPages host pages for preempted requests (0: preemption frees and recomputes instead)
  * @param prefixCache whether full prompt pages are shared across requests
  * @param windowedLayerPages pages of a separate cache for the sliding-window layers of a model that also has global
- *     layers (Gemma 3), where each request keeps only its window (FIFO retention); page 0 is its sink. 0 = windowed
- *     layers keep every token in the one cache. Needs the prefix cache off: its shared pages would hold no windowed
- *     layers
+ *     layers (Gemma 3), where each request keeps only its window (FIFO retention); page 0 is its sink. A model whose
+ *     every layer is windowed (Mistral, Phi-3) has no second cache: any value here puts its one cache under that
+ *     retention. 0 = windowed layers keep every token. Needs the prefix cache off: its shared pages would hold no
+ *     windowed layers, and a retained stream indexes none
  */
 public record KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int cpuOffloadPages, boolean prefixCache,
                              int windowedLayerPages) {

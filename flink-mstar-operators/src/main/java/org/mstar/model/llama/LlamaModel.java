@@ -54,6 +54,8 @@ public final class LlamaModel implements AutoCloseable {
     private final DType activations;
     private final String weightsId;
     private LlamaResources resources;
+    /** Whether every layer is windowed and the one cache keeps each request's window only (set by declareResources). */
+    private boolean mainCacheWindowed;
 
     /**
      * @param activations dtype of hidden states between ops (F32 on the CPU reference; BF16 on a GPU)
@@ -76,12 +78,12 @@ public final class LlamaModel implements AutoCloseable {
 
     /**
      * The resources this model needs, for {@code ResourceFactory.buildAll}. With
-     * {@link KvCacheOptions#windowedLayerPages()} the sliding-window layers get a cache of their own ({@link #KV_WINDOWED},
-     * attended by {@link #ATTN_WINDOWED}) where each request keeps only its window; the other cache then holds the
-     * global layers alone.
+     * {@link KvCacheOptions#windowedLayerPages()} each request keeps only the window of its sliding-window layers:
+     * a model with global layers too (Gemma 3) puts its windowed layers in a cache of their own ({@link #KV_WINDOWED},
+     * attended by {@link #ATTN_WINDOWED}) and the other cache holds the global layers alone; a model whose every layer
+     * is windowed (Mistral, Phi-3) runs its one cache under that retention instead, with no second cache to size.
      *
-     * @throws IllegalArgumentException when a separate windowed cache is asked of a model without both windowed and
-     *     global layers
+     * @throws IllegalArgumentException when the windowed-layer cache is asked of a model without windowed layers
      */
     public List<NodeResourceSpec> declareResources(KvCacheOptions kv, List<Integer> stopIds) {
         Set<String> nodes = Set.of(NODE);
@@ -89,11 +91,13 @@ public final class LlamaModel implements AutoCloseable {
         for (int l = 0; l < config.numLayers(); l++) {
             windowedLayers += config.attentionWindow(l) > 0 ? 1 : 0;
         }
-        boolean apart = kv.windowedLayerPages() > 0;
-        if (apart && (windowedLayers == 0 || windowedLayers == config.numLayers())) {
-            throw new IllegalArgumentException("a separate windowed-layer cache needs both windowed and global layers; "
-                    + config.architecture().hfName() + " has " + windowedLayers + " windowed of " + config.numLayers());
+        boolean windowOnly = kv.windowedLayerPages() > 0;
+        if (windowOnly && windowedLayers == 0) {
+            throw new IllegalArgumentException("a windowed-layer cache needs windowed layers; "
+                    + config.architecture().hfName() + " has none of " + config.numLayers());
         }
+        boolean apart = windowOnly && windowedLayers < config.numLayers();
+        mainCacheWindowed = windowOnly && !apart;
         List<NodeResourceSpec> specs = new ArrayList<>();
         specs.add(new KVSpec(KV, nodes, kvConfig(kv, apart ? config.numLayers() - windowedLayers : config.numLayers(),
                 kv.maxNumPages(), kv.prefixCache(), kv.cpuOffloadPages())));
@@ -125,6 +129,14 @@ public final class LlamaModel implements AutoCloseable {
                 .build();
     }
 
+    /**
+     * The window, in tokens, that the main cache keeps of each request (every layer windowed and the windowed-layer
+     * option on); 0 when it keeps every token. Known once {@link #declareResources} ran.
+     */
+    public int mainCacheWindow() {
+        return mainCacheWindowed ? config.slidingWindow() : 0;
+    }
+
     /** Take the resources built from {@link #declareResources}. */
     public void bind(Map<String, Resource> built) {
         this.resources = LlamaResources.from(built, config);
@@ -136,15 +148,10 @@ public final class LlamaModel implements AutoCloseable {
      */
     public SubmoduleStep declareStep(List<Segment> segments, Map<String, int[]> promptTokens, Set<String> sampledRids) {
         Map<String, org.mstar.resources.ResourceStep> steps = new java.util.LinkedHashMap<>();
-        steps.put(KV, new KVStep());
+        steps.put(KV, mainCacheWindowed ? KVStep.builder().retention(windowRetention(segments)).build() : new KVStep());
         steps.put(ATTN, new AttentionStep());
         if (resources != null && resources.kvWindowed() != null) {
-            // FIFO retention: each request keeps the last window of tokens (whole pages; up to one more page)
-            Map<StreamLabel, RetentionPolicy> window = new HashMap<>();
-            for (Segment s : segments) {
-                window.put(new StreamLabel(s.requestId(), s.label()), new RetentionPolicy(config.slidingWindow()));
-            }
-            steps.put(KV_WINDOWED, KVStep.builder().retention(window).build());
+            steps.put(KV_WINDOWED, KVStep.builder().retention(windowRetention(segments)).build());
         }
         if (resources != null && resources.windowed() != null) {
             steps.put(ATTN_WINDOWED, new AttentionStep());
@@ -152,6 +159,15 @@ public final class LlamaModel implements AutoCloseable {
         steps.put(ROPE, new PositionStep());
         steps.put(SAMPLER, new SamplerStep(null, true, true, promptTokens, sampledRids));
         return new SubmoduleStep(steps, segments);
+    }
+
+    /** FIFO retention: each row's stream keeps the last window of tokens (whole pages; up to one more page). */
+    private Map<StreamLabel, RetentionPolicy> windowRetention(List<Segment> segments) {
+        Map<StreamLabel, RetentionPolicy> window = new HashMap<>();
+        for (Segment s : segments) {
+            window.put(new StreamLabel(s.requestId(), s.label()), new RetentionPolicy(config.slidingWindow()));
+        }
+        return window;
     }
 
     /**
