@@ -182,6 +182,23 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
     //  arrivals
     // ------------------------------------------------------------------------
 
+    /**
+     * Submits a request that arrived, unless its id is live (a duplicate, such as a producer retry: ignored) or
+     * {@code completed} remembers it (a 409); a bad one gets a 400. Returns whether the engine took it.
+     */
+    boolean submitArrived(GenerateRequest request, CompletedRequests completed) throws Exception {
+        String id = request.getRequestId();
+        if (isDuplicate(id)) {
+            return false;
+        }
+        String conflict = completed.conflict(id);
+        if (conflict != null) {
+            emitError(id, Responses.CONFLICT, conflict);
+            return false;
+        }
+        return submit(request);
+    }
+
     /** Whether {@code requestId} is live already: then the record is a duplicate (a producer retry), ignored. */
     boolean isDuplicate(String requestId) {
         if (live.containsKey(requestId)) {

@@ -80,17 +80,8 @@ public class GenerateOperator extends EngineOperator<GenerateRequest> {
     @Override
     public void processElement(StreamRecord<GenerateRequest> element) throws Exception {
         GenerateRequest request = element.getValue();
-        String id = request.getRequestId();
-        if (isDuplicate(id)) {
-            return;
-        }
-        String conflict = completed.conflict(id);
-        if (conflict != null) {
-            emitError(id, Responses.CONFLICT, conflict);
-            return;
-        }
-        if (submit(request)) {
-            admit(id, LiveRequest.arrived(request, now()));
+        if (submitArrived(request, completed)) {
+            admit(request.getRequestId(), LiveRequest.arrived(request, now()));
         }
     }
 

@@ -60,25 +60,17 @@ public class PrefillOperator extends EngineOperator<GenerateRequest> {
 
     @Override
     public void open() throws Exception {
-        handoffMetrics = new HandoffMetrics(getMetricGroup());
+        handoffMetrics = new HandoffMetrics(getMetricGroup()); // first: the restore in open() may hand off
         super.open();
     }
 
     @Override
     public void processElement(StreamRecord<GenerateRequest> element) throws Exception {
         GenerateRequest request = element.getValue();
+        if (!submitArrived(request, completed)) {
+            return;
+        }
         String id = request.getRequestId();
-        if (isDuplicate(id)) {
-            return;
-        }
-        String conflict = completed.conflict(id);
-        if (conflict != null) {
-            emitError(id, Responses.CONFLICT, conflict);
-            return;
-        }
-        if (!submit(request)) {
-            return;
-        }
         setCurrentKey(id); // steps run while submitting may have moved it
         LiveRequest pending = LiveRequest.arrived(request, now());
         // nothing generated yet: a restore under another model simply prefills again
