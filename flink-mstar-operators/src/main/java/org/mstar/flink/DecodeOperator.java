@@ -1,31 +1,19 @@
 package org.mstar.flink;
 
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
-import org.apache.flink.metrics.Counter;
-import org.apache.flink.runtime.state.KeyedStateBackend;
 import org.apache.flink.runtime.state.StateInitializationContext;
-import org.apache.flink.runtime.state.VoidNamespace;
-import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
-import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
-import org.mstar.engine.FinishedRequest;
-import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.PrefillHandoff;
-import org.mstar.engine.RequestFailure;
-import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.schemas.GenerateRequest;
@@ -33,8 +21,6 @@ import org.mstar.schemas.KvHandoff;
 import org.mstar.schemas.KvHandoffHeader;
 import org.mstar.schemas.RequestMirror;
 import org.mstar.schemas.Response;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The decode half of disaggregated serving, keyed by request id, over a {@code DECODE} engine: it collects each
@@ -52,83 +38,57 @@ import org.slf4j.LoggerFactory;
  * others, which the prefill side re-sends when it did not send them before the same checkpoint.
  */
 @Internal
-public class DecodeOperator extends AbstractStreamOperator<Response>
-        implements OneInputStreamOperator<KvHandoff, Response> {
+public class DecodeOperator extends EngineOperator<KvHandoff> {
     private static final long serialVersionUID = 1L;
-    private static final Logger LOG = LoggerFactory.getLogger(DecodeOperator.class);
 
     static final String MIRROR_STATE = "request-mirror";
     static final String PARTS_STATE = "handoff-parts";
 
-    private final EngineFactory engineFactory;
-    private final GenerateSettings settings;
     /** {@link ModelFingerprint} of this subtask's model, recorded in every mirror. */
     private transient String modelFingerprint;
-    private final RequestConverter converter;
-
-    private transient GenerationEngine engine;
-    private transient Map<String, LiveRequest> live;
-    private transient boolean stepScheduled;
     /** The parts of each hand-off received so far, by request and part index. */
     private transient Map<String, Map<Integer, KvHandoff>> receiving;
     /** Requests whose parts a checkpoint wrote to {@link #parts} (or a restore read from there). */
     private transient Set<String> partsInState;
     /** Received requests without a token from this side yet, by arrival here (ms), for the queue timeout. */
     private transient Map<String, Long> awaitingStep;
-    private transient boolean restored;
-    private transient RequestMirrors mirrors;
     /** Parts of the hand-offs a checkpoint found incomplete. */
     private transient MapState<Integer, KvHandoff> parts;
-    private transient GenerateMetrics metrics;
     private transient HandoffMetrics handoffMetrics;
-    private transient Counter duplicates;
 
     DecodeOperator(StreamOperatorParameters<Response> parameters, EngineFactory engineFactory,
                    GenerateSettings settings) {
-        super(parameters);
-        this.engineFactory = engineFactory;
-        this.settings = settings;
-        this.converter = settings.converter();
+        super(parameters, engineFactory, settings, MIRROR_STATE);
     }
 
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        mirrors = new RequestMirrors(context.getKeyedStateStore(), MIRROR_STATE);
         parts = context.getKeyedStateStore().getMapState(
                 new MapStateDescriptor<>(PARTS_STATE, Types.INT, new AvroTypeInfo<>(KvHandoff.class)));
-        restored = context.isRestored();
     }
 
     @Override
     public void open() throws Exception {
-        super.open();
-        live = new LinkedHashMap<>();
         receiving = new HashMap<>();
         partsInState = new HashSet<>();
         awaitingStep = new HashMap<>();
-        metrics = new GenerateMetrics(getMetricGroup());
         handoffMetrics = new HandoffMetrics(getMetricGroup());
-        duplicates = getMetricGroup().addGroup("mstar").counter("duplicatesIgnored");
-        int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
-        String device = DeviceAssignment.resolve(settings.device(),
-                getRuntimeContext().getExternalResourceInfos(settings.gpuResource()), subtask);
         modelFingerprint = ModelFingerprint.of(engineFactory, settings);
-        engine = engineFactory.create(device, subtask);
-        LOG.info("Decode subtask {} serves on {}", subtask, device);
-        if (restored) {
-            resumeLiveRequests();
-            restoreIncompleteHandoffs();
-        }
-        scheduleStep();
+        super.open();
+    }
+
+    @Override
+    void restoreRequests() throws Exception {
+        resumeMirroredRequests(modelFingerprint);
+        restoreIncompleteHandoffs();
     }
 
     @Override
     public void processElement(StreamRecord<KvHandoff> element) throws Exception {
         KvHandoff record = element.getValue();
         String id = record.getRequestId();
-        if (live.containsKey(id)) {
-            duplicates.inc();
+        if (isDuplicate(id)) {
             return;
         }
         handoffMetrics.record(HandoffRecords.dataBytes(record));
@@ -150,9 +110,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
             emitError(id, Responses.SERVER_ERROR, "broken prefill hand-off: " + e.getMessage());
             return;
         }
-        while (engine.waiting() >= settings.maxWaiting()) {
-            step();
-        }
+        stepWhileQueueFull();
         try {
             engine.receive(converter.convert(request), handoff);
         } catch (RequestValidationException e) {
@@ -177,81 +135,46 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         super.prepareSnapshotPreBarrier(checkpointId);
         writeIncompleteHandoffs();
-        for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
-            if (e.getValue().unsaved()) {
-                setCurrentKey(e.getKey());
-                mirrors.save(e.getValue(), modelFingerprint);
-            }
-        }
-    }
-
-    @Override
-    public void finish() throws Exception {
-        while (engine.hasWork()) {
-            step();
-        }
-        super.finish();
-    }
-
-    @Override
-    public void close() throws Exception {
-        try {
-            if (engine != null) {
-                engine.close();
-                engine = null;
-            }
-        } finally {
-            super.close();
-        }
-    }
-
-    private void scheduleStep() {
-        scheduleStepAt(now());
-    }
-
-    private void scheduleStepAt(long timestamp) {
-        if (!stepScheduled && engine.hasWork()) {
-            stepScheduled = true;
-            getProcessingTimeService().registerTimer(timestamp, this::onStepDue);
-        }
+        saveMirrors(modelFingerprint);
     }
 
     /**
-     * Runs one step. While a hand-off is partly received, the next step waits as long as this one took: Flink runs a
-     * due timer before the next input record, so back-to-back steps would take in one record per step, and a
-     * hand-off of a long prompt (hundreds of records) would take hundreds of steps to arrive. This way records and
-     * steps share the task's time about evenly until the hand-off is complete.
+     * While a hand-off is partly received, the next step waits as long as this one took: Flink runs a due timer
+     * before the next input record, so back-to-back steps would take in one record per step, and a hand-off of a
+     * long prompt (hundreds of records) would take hundreds of steps to arrive. This way records and steps share
+     * the task's time about evenly until the hand-off is complete.
      */
-    private void onStepDue(long dueTime) throws Exception {
-        stepScheduled = false;
-        long start = now();
-        step();
-        scheduleStepAt(receiving.isEmpty() ? now() : now() + Math.max(1, now() - start));
+    @Override
+    long nextStepAt(long dueTime, long startedAt, boolean admitted) {
+        return receiving.isEmpty() ? now() : now() + Math.max(1, now() - startedAt);
     }
 
-    private void step() throws Exception {
-        expireQueued(); // before the step, which could admit them
-        StepResult result = engine.step();
-        for (TokenOutput token : result.tokens()) {
-            awaitingStep.remove(token.requestId());
-            LiveRequest request = live.get(token.requestId());
-            if (request != null) {
-                request.append(token.tokenId());
-            }
-            output.collect(new StreamRecord<>(Responses.token(token)));
-        }
-        metrics.tokens(result.tokens().size());
-        for (FinishedRequest done : result.finished()) {
-            LiveRequest request = forget(done.requestId());
-            metrics.finished(done.timings());
-            output.collect(new StreamRecord<>(Responses.result(done,
-                    request == null ? Map.of() : request.request.getMetadata())));
-        }
-        for (RequestFailure failure : result.failures()) {
-            forget(failure.requestId());
-            emitError(failure.requestId(), failure.code(), failure.message());
-        }
-        metrics.engineStats(engine.stats());
+    @Override
+    void generated(TokenOutput token) {
+        awaitingStep.remove(token.requestId());
+    }
+
+    /**
+     * The colocated operator's queue timeout, counted from a hand-off's arrival here: a received request that got
+     * no token from this side within it is dropped with a 429 (after its token 0, which the prefill side sent). It
+     * bounds how long a decode side without room holds hand-offs, whose KV waits in its memory meanwhile. Resumed
+     * requests had their tokens and are never dropped, as in the colocated operator.
+     */
+    @Override
+    List<String> overdue(long arrivedBy) {
+        return awaitingStep.entrySet().stream()
+                .filter(e -> e.getValue() <= arrivedBy).map(Map.Entry::getKey).toList();
+    }
+
+    @Override
+    String queueTimeoutMessage() {
+        return super.queueTimeoutMessage() + " after the hand-off arrived";
+    }
+
+    @Override
+    LiveRequest forget(String requestId) {
+        awaitingStep.remove(requestId);
+        return super.forget(requestId);
     }
 
     /** Puts the parts of hand-offs still incomplete into keyed state (only an unaligned checkpoint finds any). */
@@ -265,12 +188,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
 
     /** Takes back the parts of the hand-offs the restored checkpoint found incomplete. */
     private void restoreIncompleteHandoffs() throws Exception {
-        List<String> ids;
-        KeyedStateBackend<String> backend = getKeyedStateBackend();
-        try (Stream<String> keys = backend.getKeys(PARTS_STATE, VoidNamespace.INSTANCE)) {
-            ids = keys.distinct().toList();
-        }
-        for (String id : ids) {
+        for (String id : keysOf(PARTS_STATE)) {
             setCurrentKey(id);
             Map<Integer, KvHandoff> received = new HashMap<>();
             for (Map.Entry<Integer, KvHandoff> e : parts.entries()) {
@@ -281,83 +199,5 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
                 partsInState.add(id);
             }
         }
-    }
-
-    /** Re-admits mirrored requests, recomputing their KV from prompt + generated tokens. */
-    private void resumeLiveRequests() throws Exception {
-        List<String> ids;
-        KeyedStateBackend<String> backend = getKeyedStateBackend();
-        try (Stream<String> keys = backend.getKeys(MIRROR_STATE, VoidNamespace.INSTANCE)) {
-            ids = keys.toList();
-        }
-        List<String> resumed = new ArrayList<>();
-        for (String id : ids) {
-            setCurrentKey(id);
-            RequestMirror mirror = mirrors.mirror();
-            if (mirror == null) {
-                continue;
-            }
-            String generatedBy = mirror.getModelFingerprint();
-            if (!generatedBy.isEmpty() && !generatedBy.equals(modelFingerprint)) {
-                forget(id); // its tokens came from other weights
-                emitError(id, Responses.SERVER_ERROR, "not resumed: generation started under model " + generatedBy
-                        + " and this job serves model " + modelFingerprint);
-                continue;
-            }
-            LiveRequest request = mirrors.restore(mirror);
-            try {
-                engine.resume(converter.convert(request.request), request.generated());
-            } catch (RequestValidationException e) {
-                forget(id);
-                emitError(id, Responses.BAD_REQUEST, e.getMessage());
-                continue;
-            }
-            live.put(id, request);
-            resumed.add(id);
-        }
-        LOG.info("Resumed {} live requests", resumed.size());
-    }
-
-    /**
-     * The colocated operator's queue timeout, counted from a hand-off's arrival here: a received request that got
-     * no token from this side within it is dropped with a 429 (after its token 0, which the prefill side sent). It
-     * bounds how long a decode side without room holds hand-offs, whose KV waits in its memory meanwhile. Resumed
-     * requests had their tokens and are never dropped, as in the colocated operator.
-     */
-    private void expireQueued() throws Exception {
-        long timeoutMillis = settings.queueTimeout().toMillis();
-        if (timeoutMillis == 0) {
-            return;
-        }
-        long now = now();
-        List<String> expired = awaitingStep.entrySet().stream()
-                .filter(e -> now - e.getValue() >= timeoutMillis).map(Map.Entry::getKey).toList();
-        for (String id : expired) {
-            engine.remove(id);
-            forget(id);
-            emitError(id, Responses.QUEUE_TIMEOUT, "no token within the queue timeout of " + settings.queueTimeout()
-                    + " ('" + GenerateOptions.QUEUE_TIMEOUT.key() + "') after the hand-off arrived");
-        }
-    }
-
-    private LiveRequest forget(String requestId) {
-        awaitingStep.remove(requestId);
-        setCurrentKey(requestId);
-        mirrors.clear();
-        return live.remove(requestId);
-    }
-
-    private void emitError(String requestId, int code, String message) {
-        metrics.error(code);
-        output.collect(new StreamRecord<>(Responses.error(requestId, code, message)));
-    }
-
-    private long now() {
-        return getProcessingTimeService().getCurrentProcessingTime();
-    }
-
-    @org.apache.flink.annotation.VisibleForTesting
-    int liveRequests() {
-        return live.size();
     }
 }
