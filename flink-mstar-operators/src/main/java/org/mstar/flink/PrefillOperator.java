@@ -90,6 +90,7 @@ public class PrefillOperator extends EngineOperator<GenerateRequest> {
             if (submit(mirror.getRequest())) {
                 live.put(id, LiveRequest.arrived(mirror.getRequest(), mirror.getArrivalTimeMs()));
             } else {
+                setCurrentKey(id); // steps run inside submit may have moved the key
                 mirrors.clear();
             }
         }
