@@ -1,6 +1,7 @@
 package org.mstar.resources.kv.ring;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -48,6 +49,8 @@ public final class RingKVManager implements Resource {
     private final List<Tensor> buffers = new ArrayList<>();
     private final List<boolean[]> written = new ArrayList<>();
     private final boolean[] taken;
+    /** The step's session on the device, filled in place at plan so captured graphs keep reading one address. */
+    private final Tensor stepSession;
     private final Map<String, Clock> clocks = new HashMap<>();
     /** Requests the last admit gave a session, so a rollback returns exactly those. */
     private final Set<String> freshClaims = new LinkedHashSet<>();
@@ -58,6 +61,7 @@ public final class RingKVManager implements Resource {
         this.dtype = dtype;
         this.geometry = config.layers().stream().map(l -> RingGeometry.of(config.tokensPerFrame(), l)).toList();
         this.taken = new boolean[config.numSessions()];
+        this.stepSession = device.zeros(DType.I32, 1);
         for (RingGeometry g : geometry) {
             long rows = (long) config.totalSessions() * g.capacity();
             buffers.add(device.zeros(dtype, rows, 2, config.numKvHeads(), config.headDim()));
@@ -156,7 +160,7 @@ public final class RingKVManager implements Resource {
     public void rollbackAdmit(ResourceStep step, StepContext ctx) {
         for (String rid : freshClaims) {
             Clock c = clocks.get(rid);
-            if (c != null && c.lastFrame < 0) release(c);
+            if (c != null) release(c);
         }
         freshClaims.clear();
     }
@@ -175,7 +179,10 @@ public final class RingKVManager implements Resource {
             sessions[i] = parked ? scratchSession() : c.session;
             positions[i] = parked ? -1 : frames.get(rid);
         }
-        return new RingKVPlan(sessions, positions);
+        int session = sessions.length == 0 ? scratchSession() : sessions[0];
+        ByteBuffer bytes = ByteBuffer.allocate(Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN).putInt(0, session);
+        device.copyFromHost(bytes, stepSession);
+        return new RingKVPlan(sessions, positions, stepSession);
     }
 
     /** Advance each real request's clock; a layer keeps the frame in history only on its write steps. */

@@ -1,10 +1,13 @@
 package org.mstar.resources.kv.ring;
 
+import org.mstar.device.Tensor;
+
 /**
  * What attention reads of a ring step: per padded row, the session it addresses (padding rows park on
- * the scratch session) and its frame position (-1 for padding rows).
+ * the scratch session) and its frame position (-1 for padding rows); and the step's session (the
+ * first row's) as an I32 device scalar whose address never changes.
  */
-public record RingKVPlan(int[] sessions, int[] framePositions) {
+public record RingKVPlan(int[] sessions, int[] framePositions, Tensor stepSession) {
     public RingKVPlan {
         if (sessions.length != framePositions.length) {
             throw new IllegalArgumentException(sessions.length + " sessions for " + framePositions.length + " frames");

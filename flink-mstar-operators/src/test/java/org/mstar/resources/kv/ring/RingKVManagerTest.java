@@ -68,6 +68,22 @@ class RingKVManagerTest {
     }
 
     @Test
+    void theBuilderShardsKvHeadsToTheRank() {
+        RingKVConfig config = new RingKVConfig(1, 4, 8, 8, TPF, List.of(new RingKVLayerConfig(1, 1, 1)), 1);
+        RingKVManager ring = (RingKVManager) new ResourceFactory().build(new KVSpec("ring", Set.of("frames"), config),
+                new EngineResourceInfo(device, 2, 1, DType.BF16, false, Map.of()));
+        assertThat(ring.buffer(0).shape()).containsExactly(2L * 2 * TPF, 2, 2, 8);
+        assertThat(ring.buffer(0).dtype()).isEqualTo(DType.BF16);
+    }
+
+    @Test
+    void aRingSpecNamesTheRingBuilder() {
+        RingKVConfig config = new RingKVConfig(1, 1, 8, null, TPF, List.of(new RingKVLayerConfig(1, 1, 1)), 1);
+        assertThat(new KVSpec("ring", Set.of("frames"), config).builderClassName())
+                .isEqualTo(RingKVManagerBuilder.class.getName());
+    }
+
+    @Test
     void aPlainKvStepIsATypeError() {
         RingKVManager ring = ring(1);
         ring.ingestRequest("a", null);
@@ -164,6 +180,14 @@ class RingKVManagerTest {
         RingKVPlan plan = (RingKVPlan) ring.plan(frame("a", 0), padded);
         assertThat(plan.sessions()).containsExactly(0, 2, 2);
         assertThat(plan.framePositions()).containsExactly(0, -1, -1);
+        assertThat(device.toInts(plan.stepSession())).containsExactly(0);
+        ring.ingestCaptureRow("-3");
+        StepContext dummies = ctx("-3");
+        dummies.setPaddedRequestIds(List.of("-3", "-4"));
+        RingKVPlan parked = (RingKVPlan) ring.plan(frame("-3", 0), dummies);
+        assertThat(parked.sessions()).containsExactly(2, 2);
+        assertThat(parked.stepSession()).as("filled in place").isSameAs(plan.stepSession());
+        assertThat(device.toInts(parked.stepSession())).containsExactly(2);
     }
 
     @Test
