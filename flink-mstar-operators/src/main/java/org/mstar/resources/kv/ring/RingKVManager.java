@@ -185,7 +185,28 @@ public final class RingKVManager implements Resource {
         return new RingKVPlan(sessions, positions, stepSession);
     }
 
-    /** Advance each real request's clock; a layer keeps the frame in history only on its write steps. */
+    /**
+     * Write a frame's K/V, {@code [tokensPerFrame, 2, kvHeads, headDim]} in the buffer's dtype, into the
+     * session's tail at {@code layer}: every frame is computed there; {@link #commit} keeps it in history.
+     */
+    public void writeFrame(int layer, int session, Tensor kv) {
+        if (session < 0 || session >= config.totalSessions()) {
+            throw new IllegalArgumentException("session " + session + " outside [0, " + config.totalSessions() + ")");
+        }
+        RingGeometry g = geometry.get(layer);
+        try (Tensor tail = buffers.get(layer).rows(g.tailStart(session), g.tokensPerFrame())) {
+            if (!Arrays.equals(kv.shape(), tail.shape()) || kv.dtype() != tail.dtype()) {
+                throw new IllegalArgumentException("a frame's K/V is " + Arrays.toString(tail.shape()) + " " + tail.dtype()
+                        + ", got " + Arrays.toString(kv.shape()) + " " + kv.dtype());
+            }
+            device.copy(kv, tail);
+        }
+    }
+
+    /**
+     * Advance each real request's clock; a layer keeps the frame in history only on its write steps,
+     * by copying the tail into the frame's slot (ordered after the forward on the device's stream).
+     */
     @Override
     public void commit(ResourceStep step, StepContext ctx) {
         Map<String, Integer> frames = framesByRid(requireRingStep(step));
@@ -197,6 +218,11 @@ public final class RingKVManager implements Resource {
                 RingGeometry g = geometry.get(layer);
                 if (g.isWriteStep(fp)) {
                     int start = g.ringStart(c.session, fp);
+                    Tensor buffer = buffers.get(layer);
+                    try (Tensor tail = buffer.rows(g.tailStart(c.session), g.tokensPerFrame());
+                         Tensor slot = buffer.rows(start, g.tokensPerFrame())) {
+                        device.copy(tail, slot);
+                    }
                     Arrays.fill(written.get(layer), start, start + g.tokensPerFrame(), true);
                 }
             }

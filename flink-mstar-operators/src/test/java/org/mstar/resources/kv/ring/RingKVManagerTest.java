@@ -230,6 +230,41 @@ class RingKVManagerTest {
     }
 
     @Test
+    void commitKeepsTheTailInTheFramesSlotOnlyOnWriteSteps() {
+        RingKVManager ring = ring(1);
+        ring.ingestRequest("a", null);
+        for (int fp = 0; fp < 4; fp++) {
+            ring.admit(frame("a", fp), ctx("a"));
+            ring.plan(frame("a", fp), ctx("a"));
+            for (int layer = 0; layer < 2; layer++) {
+                ring.writeFrame(layer, 0, device.fromFloats(constant(TPF * 2 * 2 * 4, fp + 1), DType.F32, TPF, 2, 2, 4));
+            }
+            ring.commit(frame("a", fp), ctx("a"));
+        }
+        RingGeometry g0 = ring.geometry(0);
+        RingGeometry g1 = ring.geometry(1);
+        // layer 0 keeps every frame in 3 slots: frame 3 replaced frame 0
+        assertThat(slotValues(ring, 0, g0.ringStart(0, 3))).containsOnly(4f);
+        assertThat(slotValues(ring, 0, g0.ringStart(0, 1))).containsOnly(2f);
+        assertThat(slotValues(ring, 0, g0.ringStart(0, 2))).containsOnly(3f);
+        // layer 1 keeps frames 0 and 2 only; frame 3 lives in the tail
+        assertThat(slotValues(ring, 1, g1.ringStart(0, 0))).containsOnly(1f);
+        assertThat(slotValues(ring, 1, g1.ringStart(0, 2))).containsOnly(3f);
+        assertThat(slotValues(ring, 1, g1.tailStart(0))).containsOnly(4f);
+        assertThatThrownBy(() -> ring.writeFrame(0, 0, device.zeros(DType.F32, TPF, 2, 2, 2))).hasMessageContaining("K/V");
+    }
+
+    private float[] slotValues(RingKVManager ring, int layer, int start) {
+        return device.toFloats(ring.buffer(layer).rows(start, TPF));
+    }
+
+    private static float[] constant(int n, float v) {
+        float[] out = new float[n];
+        java.util.Arrays.fill(out, v);
+        return out;
+    }
+
+    @Test
     void resetZeroesTheSessionAndHandsItBack() {
         RingKVManager ring = ring(1);
         ring.ingestRequest("a", null);
