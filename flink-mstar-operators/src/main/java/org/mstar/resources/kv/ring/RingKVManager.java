@@ -105,6 +105,7 @@ public final class RingKVManager implements Resource {
         clocks.putIfAbsent(rid, new Clock());
     }
 
+    /** The session is all a request holds, so any reset zeroes it and hands it back, {@code free} or not. */
     @Override
     public void resetRequest(String rid, boolean free) {
         Clock c = clocks.get(rid);
