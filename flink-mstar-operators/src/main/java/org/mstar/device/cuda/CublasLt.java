@@ -30,9 +30,9 @@ final class CublasLt implements AutoCloseable {
 
     private static String library;
 
-    private record Shape(DType dtype, int cType, int rows, int cols, int k) {
+    private record Shape(DType operands, DType result, int rows, int cols, int k) {
         Shape withRows(int r) {
-            return new Shape(dtype, cType, r, cols, k);
+            return new Shape(operands, result, r, cols, k);
         }
     }
 
@@ -64,9 +64,12 @@ final class CublasLt implements AutoCloseable {
         return library;
     }
 
-    /** Row-major {@code c[rows, cols] = a[rows, k] · b[cols, k]ᵀ}, as {@link Cublas#gemmRowsByWeightT}. */
-    void gemmRowsByWeightT(CudaTensor a, CudaTensor b, DType dtype, CudaTensor c, int cType, int rows, int cols, int k) {
-        long plan = plan(new Shape(dtype, cType, rows, cols, k), b);
+    /**
+     * Row-major {@code c[rows, cols] = a[rows, k] · b[cols, k]ᵀ}, as {@link Cublas#gemmRowsByWeightT}; a and b share
+     * b's dtype.
+     */
+    void gemmRowsByWeightT(CudaTensor a, CudaTensor b, CudaTensor c, int rows, int cols, int k) {
+        long plan = plan(new Shape(b.dtype(), c.dtype(), rows, cols, k), b);
         run(plan, a, b, c);
     }
 
@@ -124,8 +127,8 @@ final class CublasLt implements AutoCloseable {
     }
 
     private long newPlan(Shape s) {
-        int abType = CudaMatmul.cudaType(s.dtype());
-        return CublasNative.ltPlan(handle, abType, s.cType(), s.cols(), s.rows(), s.k(), workspace.byteSize());
+        return CublasNative.ltPlan(handle, CudaMatmul.cudaType(s.operands()), CudaMatmul.cudaType(s.result()), s.cols(),
+                s.rows(), s.k(), workspace.byteSize());
     }
 
     /** Times every candidate on scratch rows against the real weight and keeps the fastest. */
@@ -134,8 +137,8 @@ final class CublasLt implements AutoCloseable {
         if (candidates == 1) {
             return;
         }
-        CudaTensor a = device.scratch("lt.tune.a", s.dtype(), (long) s.rows() * s.k());
-        CudaTensor c = device.scratch("lt.tune.c", CudaMatmul.dtypeOf(s.cType()), (long) s.rows() * s.cols());
+        CudaTensor a = device.scratch("lt.tune.a", s.operands(), (long) s.rows() * s.k());
+        CudaTensor c = device.scratch("lt.tune.c", s.result(), (long) s.rows() * s.cols());
         int best = 0;
         float bestMillis = Float.MAX_VALUE;
         try (CudaEvent start = new CudaEvent(); CudaEvent end = new CudaEvent()) {

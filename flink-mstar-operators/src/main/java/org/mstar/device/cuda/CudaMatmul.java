@@ -75,8 +75,7 @@ final class CudaMatmul implements AutoCloseable {
         CudaTensor c = direct ? out : device.scratch("matmul.acc", DType.F32, rows, n);
         device.stream().counters().gemm();
         if (device.batchInvariant()) {
-            cublasLt().gemmRowsByWeightT(a, b, b.dtype(), c, cudaType(c.dtype()), Math.toIntExact(rows),
-                    Math.toIntExact(n), Math.toIntExact(k));
+            cublasLt().gemmRowsByWeightT(a, b, c, Math.toIntExact(rows), Math.toIntExact(n), Math.toIntExact(k));
         } else {
             cublas().gemmRowsByWeightT(a, opType, b, opType, c, cudaType(c.dtype()), Math.toIntExact(rows),
                     Math.toIntExact(n), Math.toIntExact(k));
@@ -101,15 +100,6 @@ final class CudaMatmul implements AutoCloseable {
             case BF16 -> CublasNative.R_16BF;
             case F16 -> CublasNative.R_16F;
             default -> throw new IllegalArgumentException("matmul operands must be F32, BF16 or F16, got " + d);
-        };
-    }
-
-    static DType dtypeOf(int cudaType) {
-        return switch (cudaType) {
-            case CublasNative.R_32F -> DType.F32;
-            case CublasNative.R_16BF -> DType.BF16;
-            case CublasNative.R_16F -> DType.F16;
-            default -> throw new IllegalArgumentException("no DType for cudaDataType " + cudaType);
         };
     }
 

@@ -113,7 +113,7 @@ public final class GpuHarness {
             checks.addAll(new AttentionChecks(twin).run());
             checks.addAll(new SamplingChecks(twin).run());
             String engineNotes = engineChecks(gpu, cpu, seed, checks);
-            InvarianceChecks invariance = new InvarianceChecks(gpu, seed);
+            InvarianceChecks invariance = new InvarianceChecks(twin, seed);
             CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
             engineNotes += invariance.notes();
             String table = CheckResult.table(checks);

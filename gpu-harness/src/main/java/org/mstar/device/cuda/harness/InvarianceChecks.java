@@ -45,12 +45,14 @@ final class InvarianceChecks {
     private static final int[] MATMUL_ROWS = {1, 2, 3, 5, 8, 13, 16, 17, 31, 33, 48, 64, 65, 100, 128, 129, 200, 256,
         257, 300, 1000};
 
+    private final Twin tw;
     private final CudaDevice gpu;
     private final long seed;
     private final StringBuilder notes = new StringBuilder();
 
-    InvarianceChecks(CudaDevice gpu, long seed) {
-        this.gpu = gpu;
+    InvarianceChecks(Twin tw, long seed) {
+        this.tw = tw;
+        this.gpu = tw.gpu;
         this.seed = seed;
     }
 
@@ -89,13 +91,12 @@ final class InvarianceChecks {
         int[][] shapes = {{h + 2 * kvDim, h}, {h, c.numHeads() * c.headDim()}, {2 * c.intermediateSize(), h},
             {h, c.intermediateSize()}, {c.vocabSize(), h}};
         String[] names = {"qkv", "o", "gate_up", "down", "lm_head"};
-        Random rnd = new Random(seed);
         int maxRows = Arrays.stream(MATMUL_ROWS).max().orElseThrow();
         for (int s = 0; s < shapes.length; s++) {
             int n = shapes[s][0];
             int k = shapes[s][1];
-            try (Tensor w = gpu.fromFloats(random(rnd, n * k, 0.02f), DType.BF16, n, k);
-                 Tensor x = gpu.fromFloats(random(rnd, maxRows * k, 1f), DType.BF16, maxRows, k);
+            try (Tensor w = AttentionBench.randomBf16(tw, n, k);
+                 Tensor x = AttentionBench.randomBf16(tw, maxRows, k);
                  Tensor one = gpu.allocate(DType.BF16, 1, n)) {
                 Map<Integer, float[]> alone = new HashMap<>();
                 List<Integer> differing = new ArrayList<>();
@@ -109,7 +110,7 @@ final class InvarianceChecks {
                                 gpu.ops().matmul(x.rows(row, 1), w, null, one);
                                 return gpu.toFloats(one);
                             });
-                            same &= bitsEqual(ref, got);
+                            same &= Arrays.equals(ref, got);
                         }
                         if (!same) {
                             differing.add(m);
@@ -154,7 +155,7 @@ final class InvarianceChecks {
                 tokensDiffering += i < t.tokens.length && t.tokens[i] == alone.tokens[i] ? 0 : 1;
                 float[] a = alone.logits.get(i);
                 float[] b = t.logits.get(i);
-                rowsDiffering += a != null && b != null && bitsEqual(a, b) ? 0 : 1;
+                rowsDiffering += a != null && b != null && Arrays.equals(a, b) ? 0 : 1;
             }
             String shape = "h4096 L2 v32000, target " + TARGET_PROMPT + "+" + GENERATED + " tokens, " + c[0];
             if (invariant) {
@@ -224,25 +225,5 @@ final class InvarianceChecks {
             prompt[j] = 2 + r.nextInt(config.vocabSize() - 2);
         }
         return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), generated, 0, List.of(), true, 0);
-    }
-
-    private static float[] random(Random rnd, int n, float scale) {
-        float[] v = new float[n];
-        for (int i = 0; i < n; i++) {
-            v[i] = (rnd.nextFloat() * 2 - 1) * scale;
-        }
-        return v;
-    }
-
-    private static boolean bitsEqual(float[] a, float[] b) {
-        if (a.length != b.length) {
-            return false;
-        }
-        for (int i = 0; i < a.length; i++) {
-            if (Float.floatToRawIntBits(a[i]) != Float.floatToRawIntBits(b[i])) {
-                return false;
-            }
-        }
-        return true;
     }
 }
