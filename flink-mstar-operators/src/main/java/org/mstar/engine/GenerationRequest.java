@@ -10,14 +10,24 @@ import org.mstar.resources.constraint.OutputConstraint;
  * {@code messages} is set; text is tokenised by the engine, and messages are first rendered by the model's chat
  * template. {@code maxTokens} bounds generated tokens; {@code minTokens} holds back EOS and stop ids until
  * reached. The sampler's seed is in {@code sampling}. {@code constraint}, when not null, is what the output must
- * match (structured output).
+ * match (structured output). {@code audio}, when not null, is speech for a speech-to-text model to transcribe; the
+ * prompt fields are then unset (the model builds its own decoder prompt from the audio options).
  */
 public record GenerationRequest(String requestId, int[] promptTokenIds, String promptText, SamplingReqConfig sampling,
                                 int maxTokens, int minTokens, List<Integer> stopTokenIds, boolean ignoreEos,
-                                int priority, OutputConstraint constraint, List<ChatMessage> messages) {
+                                int priority, OutputConstraint constraint, List<ChatMessage> messages,
+                                AudioInput audio) {
     public GenerationRequest {
         stopTokenIds = stopTokenIds == null ? List.of() : List.copyOf(stopTokenIds);
         messages = messages == null ? null : List.copyOf(messages);
+    }
+
+    /** A text request: no audio. */
+    public GenerationRequest(String requestId, int[] promptTokenIds, String promptText, SamplingReqConfig sampling,
+                             int maxTokens, int minTokens, List<Integer> stopTokenIds, boolean ignoreEos, int priority,
+                             OutputConstraint constraint, List<ChatMessage> messages) {
+        this(requestId, promptTokenIds, promptText, sampling, maxTokens, minTokens, stopTokenIds, ignoreEos, priority,
+                constraint, messages, null);
     }
 
     /** An unconstrained request with a prompt (text or ids) rather than a conversation. */
