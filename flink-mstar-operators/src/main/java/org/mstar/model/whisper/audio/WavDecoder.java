@@ -2,8 +2,11 @@ package org.mstar.model.whisper.audio;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import javax.sound.sampled.AudioFileFormat;
 import javax.sound.sampled.AudioFormat;
 import javax.sound.sampled.AudioInputStream;
@@ -36,6 +39,28 @@ public final class WavDecoder {
             throw new WavFormatException("unreadable WAV file: " + e.getMessage(), e);
         } catch (IOException e) {
             throw new WavFormatException("truncated or corrupt WAV file: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The duration a WAV file's header declares, read without its samples, so that a caller can refuse a file that
+     * is too long before loading it.
+     */
+    public static double declaredSeconds(Path file) throws WavFormatException, IOException {
+        byte[] head = new byte[12];
+        try (InputStream in = Files.newInputStream(file)) {
+            if (in.readNBytes(head, 0, head.length) < head.length || !ascii(head, 0, "RIFF") || !ascii(head, 8, "WAVE")) {
+                throw new WavFormatException("not a WAV file (no RIFF/WAVE header)");
+            }
+        }
+        try {
+            AudioFileFormat header = AudioSystem.getAudioFileFormat(file.toFile());
+            AudioFormat format = header.getFormat();
+            long frames = header.getFrameLength() != AudioSystem.NOT_SPECIFIED ? header.getFrameLength()
+                    : Files.size(file) / Math.max(1, format.getFrameSize());
+            return frames / (double) format.getFrameRate();
+        } catch (UnsupportedAudioFileException e) {
+            throw new WavFormatException("unreadable WAV file: " + e.getMessage(), e);
         }
     }
 
