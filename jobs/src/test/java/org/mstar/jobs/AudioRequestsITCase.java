@@ -2,6 +2,8 @@ package org.mstar.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -119,6 +121,42 @@ class AudioRequestsITCase {
         // job read exactly the audio that was sent inline
         assertThat(tokenIds(out, "good-path")).isEqualTo(tokenIds(out, "good-inline"));
         assertThat(tokenIds(out, "good-other")).isNotEqualTo(tokenIds(out, "good-inline"));
+    }
+
+    @Test
+    void sendTranscribesWavFilesThroughTheJobAndFailsOnBadAudio() throws Exception {
+        Path audioDir = Files.createDirectories(tmp.resolve("send-audio"));
+        Files.write(audioDir.resolve("far.wav"), TestWavs.tone(0.5, 300, 16_000));
+        Path near = Files.write(tmp.resolve("near.wav"), TestWavs.tone(0.7, 600, 16_000));
+        Path cd = Files.write(tmp.resolve("cd.wav"), TestWavs.tone(0.2, 600, 44_100));
+        Job job = new Job("audio-send", new FakeEngineFactory(2, Duration.ZERO));
+        Configuration conf = job.config();
+        conf.set(GenerateOptions.AUDIO_DIR, audioDir.toString());
+        JobClient client = job.start(conf, 1);
+        try {
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            int code = send(out, err, job, "--audio", near.toString(), "--audio-path", "far.wav", "--max-tokens", "5",
+                    "--language", "en");
+            assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+            assertThat(err.toString().lines().filter(l -> l.contains("finish=")).count())
+                    .isEqualTo(2);
+            assertThat(out.toString().lines().filter(l -> l.startsWith("[")).count()).isEqualTo(2);
+
+            StringWriter badErr = new StringWriter();
+            assertThat(send(new StringWriter(), badErr, job, "--audio", cd.toString())).isEqualTo(1);
+            assertThat(badErr.toString()).contains("error 400: audio.wav: sample rate is 44100 Hz");
+        } finally {
+            cancel(client);
+        }
+    }
+
+    private static int send(StringWriter out, StringWriter err, Job job, String... args) {
+        List<String> all = new ArrayList<>(List.of("send", "--bootstrap-servers", broker.bootstrapServers(),
+                "--requests-topic", job.requests, "--responses-topic", job.responses, "--timeout", "60"));
+        all.addAll(List.of(args));
+        return Mstar.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err))
+                .execute(all.toArray(String[]::new));
     }
 
     private static String message(TestRequests.Collected out, String id) {
