@@ -87,6 +87,34 @@ class WhisperFidelityTest {
         transcribeAndCheck(cases, toneFeatures(), 0);
     }
 
+    /**
+     * Every case with the Java feature extractor: language detection on noise, and 34 s of audio in two windows of
+     * at most 20 tokens, the second prompted with the first's; alone, then all four batched.
+     */
+    @Test
+    void allCasesWithTheFeatureExtractorMatchTransformers() {
+        for (WhisperFixture.Case c : fixture.cases) {
+            transcribeAndCheck(List.of(c), null, fixture.maxNewTokens);
+        }
+        transcribeAndCheck(fixture.cases, null, fixture.maxNewTokens);
+    }
+
+    /** A resume inside the second window of the long audio and one right after language detection. */
+    @Test
+    void resumedAcrossWindowsAndAfterDetectionContinuesIdentically() {
+        for (String name : List.of("long_en", "detect")) {
+            WhisperFixture.Case c = fixture.find(name);
+            int[] expected = c.output();
+            int done = name.equals("long_en") ? fixture.maxNewTokens + 5 : 1;
+            try (WhisperEngine engine = engine(null, fixture.maxNewTokens)) {
+                engine.resume(request("r", c, expected.length), Arrays.copyOf(expected, done));
+                Drained out = drain(engine);
+                assertThat(out.tokens.get("r")).as(name).containsExactlyElementsOf(tail(expected, done));
+                assertThat(out.finished.get("r").tokenIds()).as(name).containsExactly(expected);
+            }
+        }
+    }
+
     @Test
     void resumedMidTranscriptionContinuesIdentically() {
         WhisperFixture.Case c = fixture.find("translate_de_timestamps");
