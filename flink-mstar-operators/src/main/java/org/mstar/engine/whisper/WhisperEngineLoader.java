@@ -62,7 +62,7 @@ public final class WhisperEngineLoader {
     }
 
     /** {@link LogMelSpectrogram}'s features of a window, turned frames-major as the encoder's convolution reads them. */
-    static Function<float[], float[]> logMel(int melBins) {
+    public static Function<float[], float[]> logMel(int melBins) {
         LogMelSpectrogram spectrogram = new LogMelSpectrogram(melBins);
         return samples -> {
             float[] binMajor = spectrogram.compute(samples);
