@@ -111,6 +111,7 @@ public final class GpuHarness {
             List<CheckResult> checks = new ArrayList<>();
             checks.addAll(new OpChecks(twin).run());
             checks.addAll(new AttentionChecks(twin).run());
+            checks.addAll(new RaggedAttentionChecks(twin).run());
             checks.addAll(new SamplingChecks(twin).run());
             String engineNotes = engineChecks(gpu, cpu, seed, checks);
             InvarianceChecks invariance = new InvarianceChecks(twin, seed);
