@@ -70,6 +70,8 @@ final class RaggedAttentionChecks {
             crossPaged("cross (paged) decode rows d128", dt, new Geometry(32, 8, 128), new int[] {1, 1, 1},
                     new int[] {1500, 3, 0});
         }
+        // printed now as well as in the final table, so a later check that hangs or crashes does not lose them
+        System.out.print(CheckResult.table(results));
         return results;
     }
 
