@@ -7,4 +7,5 @@
 #include "attention_decode.cu"
 #include "attention_prefill.cu"
 #include "attention_prefill_mma.cu"
+#include "attention_ragged.cu"
 #include "sampling.cu"

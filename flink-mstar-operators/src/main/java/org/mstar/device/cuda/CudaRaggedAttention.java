@@ -7,17 +7,21 @@ import org.mstar.device.RaggedAttentionPlan;
 import org.mstar.device.UnsupportedOnDeviceException;
 
 /**
- * Ragged (cacheless) attention launcher (attention_ragged.cu): block (query tile, query head, span) walks the
- * keys its tile's queries may see in tiles staged through shared memory, with an online softmax per query
- * row, fp32 arithmetic on the CUDA cores over fp32 or bf16 storage. The grid's x extent comes from the plan's
- * {@code maxQLen}, which must bound every span's query count.
+ * Ragged (cacheless) attention launchers (attention_ragged.cu). bf16 at the tensor-core head dims runs the
+ * tensor-core body of the paged prefill kernel over contiguous spans (block = (tile of packed (query, grouped
+ * head) rows, KV head, span); off when {@code CudaDevice.setTensorCorePrefill(false)}). fp32, the other bf16
+ * head dims and the switched-off case run the CUDA-core kernel: block (query tile, query head, span) walks the
+ * keys its tile's queries may see in tiles staged through shared memory, with an online softmax per query row
+ * in fp32. The grid's x extent comes from the plan's {@code maxQLen}, which must bound every span's query count.
  */
 final class CudaRaggedAttention {
     private static final int THREADS = 128;
     private static final int QUERY_TILE = 32;
     private static final int KEY_TILE = 32;
-    /** Head dims attention_ragged.cu is compiled for (MSTAR_RAGGED). */
+    /** Head dims of the CUDA-core kernel, fp32 and bf16 (MSTAR_RAGGED). */
     static final List<Integer> HEAD_DIMS = List.of(32, 64, 128, 256);
+    /** Head dims of the bf16 tensor-core kernel (MSTAR_RAGGED_MMA); 80 and 96 run only there. */
+    static final List<Integer> MMA_HEAD_DIMS = List.of(64, 80, 96, 128, 256);
 
     private final CudaDevice device;
 
@@ -59,19 +63,31 @@ final class CudaRaggedAttention {
         }
         CudaTensor qIndptr = CudaTensor.of(plan.qIndptr(), "plan.qIndptr");
         CudaTensor kvIndptr = CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr");
-        int smem = ((QUERY_TILE + 2 * KEY_TILE) * (headDim + 1) + QUERY_TILE * (KEY_TILE + 1)) * 4;
-        int tiles = (plan.maxQLen() + QUERY_TILE - 1) / QUERY_TILE;
-        device.kernel("attn_ragged_" + type + "_d" + headDim).launch(device.stream(), tiles, qoHeads, plan.rows(),
-                THREADS, smem, new KernelArgs().tensor(q).tensor(k).tensor(v).tensor(qIndptr).tensor(kvIndptr)
-                        .i32(qoHeads).i32(kvHeads).i32(plan.causalBlock()).f32(plan.smScale()).tensor(out),
-                "raggedAttention");
+        KernelArgs args = new KernelArgs().tensor(q).tensor(k).tensor(v).tensor(qIndptr).tensor(kvIndptr).i32(qoHeads)
+                .i32(kvHeads).i32(plan.causalBlock()).f32(plan.smScale()).tensor(out);
+        boolean mma = q.dtype() == DType.BF16 && MMA_HEAD_DIMS.contains(headDim)
+                && (device.tensorCorePrefill() || !HEAD_DIMS.contains(headDim));
+        if (mma) {
+            int rows = CudaAttention.mmaRows(headDim);
+            int tiles = (plan.maxQLen() * (qoHeads / kvHeads) + rows - 1) / rows;
+            device.kernel("attn_ragged_mma_bf16_d" + headDim).launch(device.stream(), tiles, kvHeads, plan.rows(),
+                    CudaAttention.MMA_THREADS, CudaAttention.mmaSmemBytes(rows, headDim), args,
+                    "raggedAttention (tensor cores)");
+        } else {
+            int smem = ((QUERY_TILE + 2 * KEY_TILE) * (headDim + 1) + QUERY_TILE * (KEY_TILE + 1)) * 4;
+            int tiles = (plan.maxQLen() + QUERY_TILE - 1) / QUERY_TILE;
+            device.kernel("attn_ragged_" + type + "_d" + headDim).launch(device.stream(), tiles, qoHeads, plan.rows(),
+                    THREADS, smem, args, "raggedAttention");
+        }
     }
 
     /** @throws UnsupportedOnDeviceException unless a ragged kernel for {@code headDim} is compiled */
     static void requireHeadDim(int headDim, DType dtype) {
-        if (!HEAD_DIMS.contains(headDim) || dtype != DType.F32 && dtype != DType.BF16) {
+        boolean compiled = dtype == DType.F32 ? HEAD_DIMS.contains(headDim)
+                : dtype == DType.BF16 && (HEAD_DIMS.contains(headDim) || MMA_HEAD_DIMS.contains(headDim));
+        if (!compiled) {
             throw new UnsupportedOnDeviceException("ragged attention head dim " + headDim + " in " + dtype
-                    + " has no CUDA kernel (F32 and BF16, head dims " + HEAD_DIMS + ")");
+                    + " has no CUDA kernel (fp32: " + HEAD_DIMS + "; bf16: " + HEAD_DIMS + " and " + MMA_HEAD_DIMS + ")");
         }
     }
 }
