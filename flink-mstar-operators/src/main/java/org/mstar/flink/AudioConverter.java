@@ -82,12 +82,21 @@ final class AudioConverter implements Serializable {
             throw new RequestValidationException("audio.path", "audio by path is off on this server ("
                     + GenerateOptions.AUDIO_DIR.key() + " is not set): send the WAV inline");
         }
+        Path root;
         try {
-            Path root = Path.of(dir).toRealPath();
+            root = Path.of(dir).toRealPath();
+        } catch (IOException e) {
+            throw new RequestValidationException("audio.path", "the server's " + GenerateOptions.AUDIO_DIR.key()
+                    + " '" + dir + "' cannot be read here (" + e.getMessage() + ")");
+        }
+        try {
             Path file = root.resolve(path).normalize();
-            if (!file.startsWith(root) || !(file = file.toRealPath()).startsWith(root)) {
-                throw new RequestValidationException("audio.path", "'" + path + "' is outside "
-                        + GenerateOptions.AUDIO_DIR.key());
+            if (!file.startsWith(root)) {
+                throw outside(path);
+            }
+            file = file.toRealPath(); // follows symbolic links, which may lead out of the folder
+            if (!file.startsWith(root)) {
+                throw outside(path);
             }
             if (!Files.isRegularFile(file)) {
                 throw new RequestValidationException("audio.path", "'" + path + "' is not a file");
@@ -101,6 +110,10 @@ final class AudioConverter implements Serializable {
         } catch (IOException e) {
             throw new RequestValidationException("audio.path", "cannot read '" + path + "': " + e.getMessage());
         }
+    }
+
+    private static RequestValidationException outside(String path) {
+        return new RequestValidationException("audio.path", "'" + path + "' is outside " + GenerateOptions.AUDIO_DIR.key());
     }
 
     private static byte[] bytes(ByteBuffer buffer) {

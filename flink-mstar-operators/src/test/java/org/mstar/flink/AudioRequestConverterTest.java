@@ -101,6 +101,8 @@ class AudioRequestConverterTest {
         assertRefused(withDir, byPath("calls"), "audio.path: 'calls' is not a file");
         assertRefused(withDir, byPath("calls/long.wav"), "audio.path: audio of 3.0 s is longer than");
         assertRefused(byPath("tone.wav"), "audio.path: audio by path is off on this server (mstar.audio.dir is not set)");
+        assertRefused(converter(Duration.ofSeconds(2), dir.resolve("gone")), byPath("tone.wav"),
+                "audio.path: the server's mstar.audio.dir '" + dir.resolve("gone") + "' cannot be read here");
         Files.delete(outside);
     }
 
