@@ -210,7 +210,6 @@ public final class WhisperEngine implements GenerationEngine {
     private void run(List<Transcription> rows, List<TokenOutput> tokens, List<FinishedRequest> finished) {
         Map<String, Integer> spans = new LinkedHashMap<>();
         List<String> encode = new ArrayList<>();
-        List<float[]> mels = new ArrayList<>();
         Output[] kinds = new Output[rows.size()];
         int total = rows.stream().mapToInt(t -> t.sequence.size() - t.computed).sum();
         int[] ids = new int[total];
@@ -225,7 +224,6 @@ public final class WhisperEngine implements GenerationEngine {
             spans.put(t.id(), feed.length);
             if (t.phase == Transcription.Phase.ENCODE) {
                 encode.add(t.id());
-                mels.add(melFeatures.apply(t.windows.get(t.window)));
             }
             for (int i = 0; i < feed.length; i++) {
                 ids[at + i] = feed[i];
@@ -240,6 +238,9 @@ public final class WhisperEngine implements GenerationEngine {
                 detectRows.add(at - 1);
             }
         }
+        // the windows' features are independent host work: computed side by side
+        List<float[]> mels = rows.stream().filter(t -> t.phase == Transcription.Phase.ENCODE).parallel()
+                .map(t -> melFeatures.apply(t.windows.get(t.window))).toList();
         SubmoduleStep step = model.declareStep(spans, encode, Set.copyOf(sampleRids));
         step.setCtx(new StepContext(List.copyOf(spans.keySet()), WhisperModel.WALK, 0, false));
         FullAdmitOutcome admitted = runner.admit(step);
