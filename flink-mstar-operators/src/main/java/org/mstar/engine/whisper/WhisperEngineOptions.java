@@ -6,7 +6,8 @@ package org.mstar.engine.whisper;
  * transformers' {@code max_new_tokens} per segment of long-form audio). Each admitted request holds the pages of a
  * whole window: its 1500-frame context and every decoder position.
  */
-public record WhisperEngineOptions(int maxBatchRows, int pages, int pageSize, int maxWindowTokens) {
+public record WhisperEngineOptions(int maxBatchRows, int pages, int pageSize, int maxWindowTokens)
+        implements java.io.Serializable {
     public WhisperEngineOptions {
         if (maxBatchRows < 1 || pages < 2 || pageSize < 1 || maxWindowTokens < 0) {
             throw new IllegalArgumentException("max batch rows >= 1, pages >= 2, page size >= 1 and max window tokens"
