@@ -52,6 +52,9 @@ import org.mstar.resources.sampler.SamplerResource;
  *
  * <p>Deterministic: tokens depend only on the audio, the options, the sampling config and the model, so
  * {@link #resume} continues exactly; its earlier tokens are fed back with each window's prompt, not drawn again.
+ *
+ * <p>A step that throws (other than a {@link DeviceFault}) restarts the windows of its requests, which then run
+ * one at a time until the one that throws alone is failed with a 500; the others carry on, their tokens unchanged.
  */
 public final class WhisperEngine implements GenerationEngine {
     private enum Output { SAMPLE, DETECT, NONE }
@@ -176,20 +179,40 @@ public final class WhisperEngine implements GenerationEngine {
         admitWaiting(tokens, finished);
         List<Transcription> rows = live.values().stream()
                 .filter(t -> t.phase != Transcription.Phase.WAITING && t.computed < t.sequence.size()).toList();
+        // while a failed step's requests are suspects, they run one at a time, alone
+        List<Transcription> suspects = rows.stream().filter(t -> t.suspect).toList();
+        if (!suspects.isEmpty()) {
+            rows = List.of(suspects.get(0));
+        }
         if (rows.isEmpty()) {
             return new StepResult(tokens, finished, failures);
         }
         try {
             run(rows, tokens, finished);
+            rows.forEach(t -> t.suspect = false);
         } catch (DeviceFault e) {
             throw e;
         } catch (RuntimeException e) {
-            for (Transcription t : rows) {
-                failures.add(new RequestFailure(t.id(), 500, "transcribing this request failed: " + e));
-                remove(t.id());
+            if (rows.size() == 1) {
+                failures.add(new RequestFailure(rows.get(0).id(), 500, "transcribing this request failed: " + e));
+                remove(rows.get(0).id());
+            } else {
+                // the step's K/V writes are not committed: each request restarts its window, identically, alone
+                rows.forEach(this::restartWindow);
             }
         }
         return new StepResult(tokens, finished, failures);
+    }
+
+    /** Frees what {@code t} holds and feeds its window again from the start, encoder included; a suspect now. */
+    private void restartWindow(Transcription t) {
+        runner.removeRequest(t.id());
+        runner.ingestRequest(t.id(), Map.of(WhisperModel.SAMPLER, sampling(t.request)));
+        sampler.suppress(t.id(), prompts.suppressAlways());
+        sampler.restore(t.id(), new int[0], t.windowTokens());
+        t.computed = 0;
+        t.phase = Transcription.Phase.ENCODE;
+        t.suspect = true;
     }
 
     /** Opens the first window of waiting requests, in arrival order, while rows and whole-window pages last. */

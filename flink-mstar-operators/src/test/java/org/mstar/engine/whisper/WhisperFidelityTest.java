@@ -149,6 +149,28 @@ class WhisperFidelityTest {
         }
     }
 
+    /** A request whose step throws fails alone with a 500; the one batched with it still gets transformers' tokens. */
+    @Test
+    void aFailingRequestFailsAloneAndTheOthersCarryOn() {
+        WhisperFixture.Case tone = fixture.find("transcribe_en");
+        WhisperFixture.Case noise = fixture.find("detect");
+        Function<float[], float[]> features = toneFeatures();
+        Function<float[], float[]> failingOnNoise = samples -> {
+            if (samples.length == fixture.clips.get("noise").length) {
+                throw new IllegalStateException("no features for this audio");
+            }
+            return features.apply(samples);
+        };
+        try (WhisperEngine engine = engine(failingOnNoise, 0)) {
+            engine.submit(request("tone", tone, tone.output().length));
+            engine.submit(request("noise", noise, noise.output().length));
+            Drained out = drain(engine);
+            assertThat(out.failures).singleElement().asString().startsWith("noise: transcribing this request failed")
+                    .contains("no features for this audio");
+            assertThat(out.tokens.get("tone")).containsExactlyElementsOf(Arrays.stream(tone.output()).boxed().toList());
+        }
+    }
+
     @Test
     void requestsThatCannotBeTranscribedAreRefusedNamingTheField() {
         WhisperFixture.Case c = fixture.find("transcribe_en");
