@@ -145,8 +145,10 @@ final class RequestConverter implements Serializable {
             }
         }
         SamplingReqConfig d = SamplingReqConfig.DEFAULTS;
+        // speech is transcribed greedily unless the request asks otherwise, as Whisper decodes by default
+        double defaultTemperature = r.getAudio() != null ? 0.0 : d.temperature();
         return new SamplingReqConfig(
-                orDefault(r.getTemperature(), d.temperature()),
+                orDefault(r.getTemperature(), defaultTemperature),
                 orDefault(r.getTopK(), d.topK()),
                 orDefault(r.getTopP(), d.topP()),
                 r.getIgnoreEos(),

@@ -55,6 +55,14 @@ class AudioRequestConverterTest {
     }
 
     @Test
+    void speechIsGreedyUnlessTheRequestSetsATemperature() {
+        assertThat(inlineOnly.convert(request(inline(TONE))).sampling().temperature()).isZero();
+        GenerateRequest warm = request(inline(TONE));
+        warm.setTemperature(0.7);
+        assertThat(inlineOnly.convert(warm).sampling().temperature()).isEqualTo(0.7);
+    }
+
+    @Test
     void badAudioIsRefusedNamingTheProblem() {
         assertRefused(inline("RIFF....not audio at all".getBytes()), "audio.wav: not a WAV file");
         assertRefused(inline("just text".getBytes()), "audio.wav: not a WAV file");
