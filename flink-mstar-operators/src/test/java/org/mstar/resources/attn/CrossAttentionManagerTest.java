@@ -18,11 +18,13 @@ import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AttentionStep;
 import org.mstar.resources.AttnBackend;
+import org.mstar.resources.BucketKey;
 import org.mstar.resources.CrossAttentionConfig;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.KVStep;
 import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.SubmoduleStep;
 import org.mstar.resources.kv.KVManager;
@@ -251,5 +253,29 @@ class CrossAttentionManagerTest {
         }
         assertThat(slice(actual, width, width)).containsOnly(0f);
         assertThat(cross.currentPlan().requestIds("main")).containsExactly("a", "-1");
+    }
+
+    @Test
+    void leasedPlansRewriteTheBucketsStaticTablesForEachStepsContexts() {
+        CrossAttentionManager cross = cross(true);
+        StepRunner runner = new StepRunner(Map.of("kv", kv, "cross", cross), null);
+        runner.ingestRequest("a", Map.of());
+        runner.ingestRequest("b", Map.of());
+        SubmoduleStep encode = step(true, ordered("a", 2, 13, "b", 1, 3), List.of("a", "b"));
+        assertThat(runner.admit(encode).ok()).isTrue();
+        runner.plan(encode);
+        writeContexts(ordered("a", 2, 13, "b", 1, 3));
+        runner.commit(encode);
+
+        // one captured decode bucket replayed twice, rows in either order: the same static tables, rewritten
+        for (Map<String, int[]> decode : List.of(ordered("a", 1, 0, "b", 1, 0), ordered("b", 1, 0, "a", 1, 0))) {
+            SubmoduleStep step = step(true, decode, List.copyOf(decode.keySet()));
+            step.ctx().setSlotLease(new SlotLease(0, new BucketKey("decode", 2, 2)));
+            assertThat(runner.admit(step).ok()).isTrue();
+            runner.plan(step);
+            assertThat(cross.currentPlan().paged("main").maxKvLen()).isEqualTo(MAX_SEQ_LEN);
+            attendAndCheck(cross, "main", decode);
+            runner.commit(step);
+        }
     }
 }
