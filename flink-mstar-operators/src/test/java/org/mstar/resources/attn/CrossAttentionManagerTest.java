@@ -1,9 +1,11 @@
 package org.mstar.resources.attn;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -95,7 +97,7 @@ class CrossAttentionManagerTest {
     }
 
     private static Map<String, int[]> ordered(Object... ridQueriesContext) {
-        Map<String, int[]> m = new java.util.LinkedHashMap<>();
+        Map<String, int[]> m = new LinkedHashMap<>();
         for (int i = 0; i < ridQueriesContext.length; i += 3) {
             m.put((String) ridQueriesContext[i], new int[] {(Integer) ridQueriesContext[i + 1],
                     (Integer) ridQueriesContext[i + 2]});
@@ -172,7 +174,7 @@ class CrossAttentionManagerTest {
                     HEAD_DIM, DenseAttention.FULL);
             for (int i = 0; i < expected.length; i++) {
                 assertThat(actual[i]).as("layer %d element %d", layer, i)
-                        .isCloseTo(expected[i], org.assertj.core.api.Assertions.within(1e-5f));
+                        .isCloseTo(expected[i], within(1e-5f));
             }
         }
     }
@@ -249,7 +251,7 @@ class CrossAttentionManagerTest {
                 concat(contextV.get("a").get(0)), new int[] {1}, new int[] {5}, QO_HEADS, KV_HEADS, HEAD_DIM,
                 DenseAttention.FULL);
         for (int i = 0; i < width; i++) {
-            assertThat(actual[i]).isCloseTo(expected[i], org.assertj.core.api.Assertions.within(1e-5f));
+            assertThat(actual[i]).isCloseTo(expected[i], within(1e-5f));
         }
         assertThat(slice(actual, width, width)).containsOnly(0f);
         assertThat(cross.currentPlan().requestIds("main")).containsExactly("a", "-1");
