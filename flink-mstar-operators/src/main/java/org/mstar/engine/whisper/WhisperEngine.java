@@ -176,7 +176,7 @@ public final class WhisperEngine implements GenerationEngine {
         List<TokenOutput> tokens = new ArrayList<>();
         List<FinishedRequest> finished = new ArrayList<>();
         List<RequestFailure> failures = new ArrayList<>();
-        admitWaiting(tokens, finished);
+        admitWaiting();
         List<Transcription> rows = live.values().stream()
                 .filter(t -> t.phase != Transcription.Phase.WAITING && t.computed < t.sequence.size()).toList();
         // while a failed step's requests are suspects, they run one at a time, alone
@@ -216,7 +216,7 @@ public final class WhisperEngine implements GenerationEngine {
     }
 
     /** Opens the first window of waiting requests, in arrival order, while rows and whole-window pages last. */
-    private void admitWaiting(List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void admitWaiting() {
         int active = (int) live.values().stream().filter(t -> t.phase != Transcription.Phase.WAITING).count();
         for (Transcription t : List.copyOf(live.values())) {
             if (t.phase != Transcription.Phase.WAITING) {
@@ -226,7 +226,7 @@ public final class WhisperEngine implements GenerationEngine {
                 break;
             }
             active++;
-            openWindow(t, tokens, finished);
+            openWindow(t);
         }
     }
 
@@ -305,9 +305,9 @@ public final class WhisperEngine implements GenerationEngine {
                 case SAMPLE -> accept(t, drawn[s++], now, tokens, finished);
                 case DETECT -> {
                     t.languageToken = detected[d++];
-                    continueWindow(t, tokens, finished);
+                    continueWindow(t);
                 }
-                case NONE -> endWindow(t, tokens, finished);
+                case NONE -> endWindow(t, finished);
             }
         }
     }
@@ -367,18 +367,18 @@ public final class WhisperEngine implements GenerationEngine {
      * Starts window {@code t.window}: its resources afresh, the prompt's head (up to the start token) and, once the
      * language is known, the rest of the prompt and the window's replayed tokens.
      */
-    private void openWindow(Transcription t, List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void openWindow(Transcription t) {
         runner.removeRequest(t.id());
         runner.ingestRequest(t.id(), Map.of(WhisperModel.SAMPLER, sampling(t.request)));
         sampler.suppress(t.id(), prompts.suppressAlways());
         t.startWindow(prompts.head(t.previousText));
         if (t.languageToken >= 0) {
-            continueWindow(t, tokens, finished);
+            continueWindow(t);
         }
     }
 
     /** The prompt after the start token, then the tokens of this window an earlier run generated. */
-    private void continueWindow(Transcription t, List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void continueWindow(Transcription t) {
         t.extendPrompt(new int[] {t.languageToken});
         t.extendPrompt(prompts.tail(t.taskToken, t.timestamps));
         List<Integer> known = new ArrayList<>();
@@ -439,12 +439,12 @@ public final class WhisperEngine implements GenerationEngine {
             finished.add(result(t, finish));
             remove(t.id());
         } else if (windowDone) {
-            endWindow(t, tokens, finished);
+            endWindow(t, finished);
         }
     }
 
     /** Moves to the next window, prompted with this one's tokens; the last window's end finishes the request. */
-    private void endWindow(Transcription t, List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void endWindow(Transcription t, List<FinishedRequest> finished) {
         if (t.lastWindow()) {
             int last = t.sequence.get(t.sequence.size() - 1);
             finished.add(result(t, last == config.eosTokenId() ? FinishReason.STOP : FinishReason.LENGTH));
@@ -457,7 +457,7 @@ public final class WhisperEngine implements GenerationEngine {
         }
         t.previousText = text;
         t.window++;
-        openWindow(t, tokens, finished);
+        openWindow(t);
     }
 
     private FinishedRequest result(Transcription t, FinishReason finish) {
