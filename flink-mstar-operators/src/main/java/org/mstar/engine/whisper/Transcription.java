@@ -48,6 +48,8 @@ final class Transcription {
     /** The previous window's tokens (its end token left out), for this window's prompt. */
     int[] previousText = new int[0];
     IncrementalDetokenizer detokenizer;
+    /** Whether it was in a step that threw: it runs alone until a step of it succeeds. */
+    boolean suspect;
     long firstTokenNanos = -1;
     long lastTokenNanos = -1;
 

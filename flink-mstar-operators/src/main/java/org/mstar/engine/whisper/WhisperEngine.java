@@ -52,6 +52,9 @@ import org.mstar.resources.sampler.SamplerResource;
  *
  * <p>Deterministic: tokens depend only on the audio, the options, the sampling config and the model, so
  * {@link #resume} continues exactly; its earlier tokens are fed back with each window's prompt, not drawn again.
+ *
+ * <p>A step that throws (other than a {@link DeviceFault}) restarts the windows of its requests, which then run
+ * one at a time until the one that throws alone is failed with a 500; the others carry on, their tokens unchanged.
  */
 public final class WhisperEngine implements GenerationEngine {
     private enum Output { SAMPLE, DETECT, NONE }
@@ -173,27 +176,47 @@ public final class WhisperEngine implements GenerationEngine {
         List<TokenOutput> tokens = new ArrayList<>();
         List<FinishedRequest> finished = new ArrayList<>();
         List<RequestFailure> failures = new ArrayList<>();
-        admitWaiting(tokens, finished);
+        admitWaiting();
         List<Transcription> rows = live.values().stream()
                 .filter(t -> t.phase != Transcription.Phase.WAITING && t.computed < t.sequence.size()).toList();
+        // while a failed step's requests are suspects, they run one at a time, alone
+        List<Transcription> suspects = rows.stream().filter(t -> t.suspect).toList();
+        if (!suspects.isEmpty()) {
+            rows = List.of(suspects.get(0));
+        }
         if (rows.isEmpty()) {
             return new StepResult(tokens, finished, failures);
         }
         try {
             run(rows, tokens, finished);
+            rows.forEach(t -> t.suspect = false);
         } catch (DeviceFault e) {
             throw e;
         } catch (RuntimeException e) {
-            for (Transcription t : rows) {
-                failures.add(new RequestFailure(t.id(), 500, "transcribing this request failed: " + e));
-                remove(t.id());
+            if (rows.size() == 1) {
+                failures.add(new RequestFailure(rows.get(0).id(), 500, "transcribing this request failed: " + e));
+                remove(rows.get(0).id());
+            } else {
+                // the step's K/V writes are not committed: each request restarts its window, identically, alone
+                rows.forEach(this::restartWindow);
             }
         }
         return new StepResult(tokens, finished, failures);
     }
 
+    /** Frees what {@code t} holds and feeds its window again from the start, encoder included; a suspect now. */
+    private void restartWindow(Transcription t) {
+        runner.removeRequest(t.id());
+        runner.ingestRequest(t.id(), Map.of(WhisperModel.SAMPLER, sampling(t.request)));
+        sampler.suppress(t.id(), prompts.suppressAlways());
+        sampler.restore(t.id(), new int[0], t.windowTokens());
+        t.computed = 0;
+        t.phase = Transcription.Phase.ENCODE;
+        t.suspect = true;
+    }
+
     /** Opens the first window of waiting requests, in arrival order, while rows and whole-window pages last. */
-    private void admitWaiting(List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void admitWaiting() {
         int active = (int) live.values().stream().filter(t -> t.phase != Transcription.Phase.WAITING).count();
         for (Transcription t : List.copyOf(live.values())) {
             if (t.phase != Transcription.Phase.WAITING) {
@@ -203,14 +226,13 @@ public final class WhisperEngine implements GenerationEngine {
                 break;
             }
             active++;
-            openWindow(t, tokens, finished);
+            openWindow(t);
         }
     }
 
     private void run(List<Transcription> rows, List<TokenOutput> tokens, List<FinishedRequest> finished) {
         Map<String, Integer> spans = new LinkedHashMap<>();
         List<String> encode = new ArrayList<>();
-        List<float[]> mels = new ArrayList<>();
         Output[] kinds = new Output[rows.size()];
         int total = rows.stream().mapToInt(t -> t.sequence.size() - t.computed).sum();
         int[] ids = new int[total];
@@ -225,7 +247,6 @@ public final class WhisperEngine implements GenerationEngine {
             spans.put(t.id(), feed.length);
             if (t.phase == Transcription.Phase.ENCODE) {
                 encode.add(t.id());
-                mels.add(melFeatures.apply(t.windows.get(t.window)));
             }
             for (int i = 0; i < feed.length; i++) {
                 ids[at + i] = feed[i];
@@ -240,6 +261,9 @@ public final class WhisperEngine implements GenerationEngine {
                 detectRows.add(at - 1);
             }
         }
+        // the windows' features are independent host work: computed side by side
+        List<float[]> mels = rows.stream().filter(t -> t.phase == Transcription.Phase.ENCODE).parallel()
+                .map(t -> melFeatures.apply(t.windows.get(t.window))).toList();
         SubmoduleStep step = model.declareStep(spans, encode, Set.copyOf(sampleRids));
         step.setCtx(new StepContext(List.copyOf(spans.keySet()), WhisperModel.WALK, 0, false));
         FullAdmitOutcome admitted = runner.admit(step);
@@ -281,9 +305,9 @@ public final class WhisperEngine implements GenerationEngine {
                 case SAMPLE -> accept(t, drawn[s++], now, tokens, finished);
                 case DETECT -> {
                     t.languageToken = detected[d++];
-                    continueWindow(t, tokens, finished);
+                    continueWindow(t);
                 }
-                case NONE -> endWindow(t, tokens, finished);
+                case NONE -> endWindow(t, finished);
             }
         }
     }
@@ -343,18 +367,18 @@ public final class WhisperEngine implements GenerationEngine {
      * Starts window {@code t.window}: its resources afresh, the prompt's head (up to the start token) and, once the
      * language is known, the rest of the prompt and the window's replayed tokens.
      */
-    private void openWindow(Transcription t, List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void openWindow(Transcription t) {
         runner.removeRequest(t.id());
         runner.ingestRequest(t.id(), Map.of(WhisperModel.SAMPLER, sampling(t.request)));
         sampler.suppress(t.id(), prompts.suppressAlways());
         t.startWindow(prompts.head(t.previousText));
         if (t.languageToken >= 0) {
-            continueWindow(t, tokens, finished);
+            continueWindow(t);
         }
     }
 
     /** The prompt after the start token, then the tokens of this window an earlier run generated. */
-    private void continueWindow(Transcription t, List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void continueWindow(Transcription t) {
         t.extendPrompt(new int[] {t.languageToken});
         t.extendPrompt(prompts.tail(t.taskToken, t.timestamps));
         List<Integer> known = new ArrayList<>();
@@ -415,12 +439,12 @@ public final class WhisperEngine implements GenerationEngine {
             finished.add(result(t, finish));
             remove(t.id());
         } else if (windowDone) {
-            endWindow(t, tokens, finished);
+            endWindow(t, finished);
         }
     }
 
     /** Moves to the next window, prompted with this one's tokens; the last window's end finishes the request. */
-    private void endWindow(Transcription t, List<TokenOutput> tokens, List<FinishedRequest> finished) {
+    private void endWindow(Transcription t, List<FinishedRequest> finished) {
         if (t.lastWindow()) {
             int last = t.sequence.get(t.sequence.size() - 1);
             finished.add(result(t, last == config.eosTokenId() ? FinishReason.STOP : FinishReason.LENGTH));
@@ -433,7 +457,7 @@ public final class WhisperEngine implements GenerationEngine {
         }
         t.previousText = text;
         t.window++;
-        openWindow(t, tokens, finished);
+        openWindow(t);
     }
 
     private FinishedRequest result(Transcription t, FinishReason finish) {

@@ -1,6 +1,7 @@
 package org.mstar.resources.attn;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -210,8 +211,8 @@ public final class RaggedAttentionManager implements Resource {
         RaggedAttentionPlan plan = p.plan();
         if (q.rank() != 3 || q.dim(1) != qoHeads || q.dim(2) != config.headDim() || k.rank() != 3
                 || k.dim(1) != kvHeads || k.dim(2) != config.headDim()) {
-            throw new IllegalArgumentException("ragged attention '" + planLabel + "': q " + java.util.Arrays.toString(q.shape())
-                    + " and k " + java.util.Arrays.toString(k.shape()) + " must be [n, " + qoHeads + ", "
+            throw new IllegalArgumentException("ragged attention '" + planLabel + "': q " + Arrays.toString(q.shape())
+                    + " and k " + Arrays.toString(k.shape()) + " must be [n, " + qoHeads + ", "
                     + config.headDim() + "] and [m, " + kvHeads + ", " + config.headDim() + "]");
         }
         if (q.dim(0) < plan.totalQ() || k.dim(0) < plan.totalKv()

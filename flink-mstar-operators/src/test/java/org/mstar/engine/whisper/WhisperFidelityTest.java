@@ -19,6 +19,7 @@ import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
+import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
 import org.mstar.model.whisper.WhisperWeights;
@@ -124,6 +125,49 @@ class WhisperFidelityTest {
             Drained out = drain(engine);
             assertThat(out.tokens.get("r")).containsExactlyElementsOf(tail(expected, 7));
             assertThat(out.finished.get("r").tokenIds()).containsExactly(expected);
+        }
+    }
+
+    /**
+     * Whisper's control tokens are added special tokens of tokenizer.json: they encode to their ids and are left out of
+     * the text, while timestamps (not special in this checkpoint, as in openai's) stay in it.
+     */
+    @Test
+    void theTextSkipsControlTokensAndKeepsTimestamps() throws Exception {
+        try (TextTokenizer tokenizer = TextTokenizer.load(fixture.folder)) {
+            assertThat(tokenizer.encode("<|startoftranscript|><|en|><|transcribe|><|notimestamps|>", false))
+                    .containsExactly(321, 322, 329, 333);
+            assertThat(tokenizer.decode(new int[] {321, 322, 329, 333, 320})).isEmpty();
+        }
+        WhisperFixture.Case c = fixture.find("translate_de_timestamps");
+        try (WhisperEngine engine = engine(toneFeatures(), 0)) {
+            engine.submit(request("t", c, fixture.maxNewTokens));
+            FinishedRequest done = drain(engine).finished.get("t");
+            assertThat(done.tokenIds()).containsExactly(c.output());
+            // the first token is the timestamp <|0.18|>, then text
+            assertThat(done.text()).startsWith("<|0.18|>").doesNotContain("<|endoftext|>").hasSizeGreaterThan(8);
+        }
+    }
+
+    /** A request whose step throws fails alone with a 500; the one batched with it still gets transformers' tokens. */
+    @Test
+    void aFailingRequestFailsAloneAndTheOthersCarryOn() {
+        WhisperFixture.Case tone = fixture.find("transcribe_en");
+        WhisperFixture.Case noise = fixture.find("detect");
+        Function<float[], float[]> features = toneFeatures();
+        Function<float[], float[]> failingOnNoise = samples -> {
+            if (samples.length == fixture.clips.get("noise").length) {
+                throw new IllegalStateException("no features for this audio");
+            }
+            return features.apply(samples);
+        };
+        try (WhisperEngine engine = engine(failingOnNoise, 0)) {
+            engine.submit(request("tone", tone, tone.output().length));
+            engine.submit(request("noise", noise, noise.output().length));
+            Drained out = drain(engine);
+            assertThat(out.failures).singleElement().asString().startsWith("noise: transcribing this request failed")
+                    .contains("no features for this audio");
+            assertThat(out.tokens.get("tone")).containsExactlyElementsOf(Arrays.stream(tone.output()).boxed().toList());
         }
     }
 

@@ -1,9 +1,11 @@
 package org.mstar.resources.attn;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -18,11 +20,13 @@ import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AttentionStep;
 import org.mstar.resources.AttnBackend;
+import org.mstar.resources.BucketKey;
 import org.mstar.resources.CrossAttentionConfig;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.KVStep;
 import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.SubmoduleStep;
 import org.mstar.resources.kv.KVManager;
@@ -93,7 +97,7 @@ class CrossAttentionManagerTest {
     }
 
     private static Map<String, int[]> ordered(Object... ridQueriesContext) {
-        Map<String, int[]> m = new java.util.LinkedHashMap<>();
+        Map<String, int[]> m = new LinkedHashMap<>();
         for (int i = 0; i < ridQueriesContext.length; i += 3) {
             m.put((String) ridQueriesContext[i], new int[] {(Integer) ridQueriesContext[i + 1],
                     (Integer) ridQueriesContext[i + 2]});
@@ -170,7 +174,7 @@ class CrossAttentionManagerTest {
                     HEAD_DIM, DenseAttention.FULL);
             for (int i = 0; i < expected.length; i++) {
                 assertThat(actual[i]).as("layer %d element %d", layer, i)
-                        .isCloseTo(expected[i], org.assertj.core.api.Assertions.within(1e-5f));
+                        .isCloseTo(expected[i], within(1e-5f));
             }
         }
     }
@@ -247,9 +251,33 @@ class CrossAttentionManagerTest {
                 concat(contextV.get("a").get(0)), new int[] {1}, new int[] {5}, QO_HEADS, KV_HEADS, HEAD_DIM,
                 DenseAttention.FULL);
         for (int i = 0; i < width; i++) {
-            assertThat(actual[i]).isCloseTo(expected[i], org.assertj.core.api.Assertions.within(1e-5f));
+            assertThat(actual[i]).isCloseTo(expected[i], within(1e-5f));
         }
         assertThat(slice(actual, width, width)).containsOnly(0f);
         assertThat(cross.currentPlan().requestIds("main")).containsExactly("a", "-1");
+    }
+
+    @Test
+    void leasedPlansRewriteTheBucketsStaticTablesForEachStepsContexts() {
+        CrossAttentionManager cross = cross(true);
+        StepRunner runner = new StepRunner(Map.of("kv", kv, "cross", cross), null);
+        runner.ingestRequest("a", Map.of());
+        runner.ingestRequest("b", Map.of());
+        SubmoduleStep encode = step(true, ordered("a", 2, 13, "b", 1, 3), List.of("a", "b"));
+        assertThat(runner.admit(encode).ok()).isTrue();
+        runner.plan(encode);
+        writeContexts(ordered("a", 2, 13, "b", 1, 3));
+        runner.commit(encode);
+
+        // one captured decode bucket replayed twice, rows in either order: the same static tables, rewritten
+        for (Map<String, int[]> decode : List.of(ordered("a", 1, 0, "b", 1, 0), ordered("b", 1, 0, "a", 1, 0))) {
+            SubmoduleStep step = step(true, decode, List.copyOf(decode.keySet()));
+            step.ctx().setSlotLease(new SlotLease(0, new BucketKey("decode", 2, 2)));
+            assertThat(runner.admit(step).ok()).isTrue();
+            runner.plan(step);
+            assertThat(cross.currentPlan().paged("main").maxKvLen()).isEqualTo(MAX_SEQ_LEN);
+            attendAndCheck(cross, "main", decode);
+            runner.commit(step);
+        }
     }
 }

@@ -26,7 +26,7 @@ import org.mstar.model.whisper.WhisperWeights;
  * copy bandwidth given.
  */
 final class WhisperBench {
-    static final int DECODE_STEPS = 64;
+    static final int DECODE_STEPS = 32;
     private static final int WARMUP_STEPS = 2;
     private static final int PAGE = 16;
 
