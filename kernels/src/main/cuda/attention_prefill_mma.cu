@@ -5,18 +5,15 @@
 // row R = i * group + j, so one block of rows serves every query head of one KV head and each K/V tile
 // is loaded once for all of them. Block (row tile, KV head, sequence) of 8 warps, each owning 16 MT rows.
 // Key tiles (KEYS keys) stream through two shared-memory stages filled by cp.async straight from the
-// paged pool; a block walks only the union of its rows' visible keys, so causal tiles past the diagonal
-// and tiles left of a sliding window are never loaded, and the per-element mask runs only on tiles that
-// straddle a row's limits. Queries sit at kvLen - qLen + i, so a chunk appended to a cached prefix uses
-// the same kernel.
+// paged pool; a block walks only the union of its rows' visible keys (from the tile holding the first),
+// so causal tiles past the diagonal and tiles left of a sliding window are never loaded, and the
+// per-element mask runs only on tiles that straddle a row's limits. Queries sit at kvLen - qLen + i, so a
+// chunk appended to a cached prefix uses the same kernel.
 #include "attention.cuh"
 
 using namespace mstar;
 
 namespace {
-
-constexpr int kMmaWarps = 8;
-constexpr int kMmaThreads = kMmaWarps * 32;
 
 // MT 16-row mma tiles per warp: each K/V fragment read from shared memory feeds MT mma, so more rows per
 // warp means less shared-memory traffic per mma; head dim 256 keeps one (its O takes the registers). Eight
@@ -24,16 +21,26 @@ constexpr int kMmaThreads = kMmaWarps * 32;
 // causal prompt, 2026-12-02) 8 warps x 2 mma tiles x 64 keys ran 304 TFLOP/s, 4 x 2 x 64 295, 4 x 2 x 32
 // 275, 4 x 1 x 64 165 (scripts/gpu/prefill_kernel_bench.cu); the 64-key tile spills a few registers at
 // d96 and d128, which costs less than the smaller tile.
-template <int D>
+template <int D, int WARPS, int MT_>
 struct MmaShape {
     static_assert(D % 16 == 0, "head dim must be a multiple of 16 (the mma k step)");
-    static constexpr int MT = D <= 128 ? 2 : 1;
-    static constexpr int ROWS = kMmaWarps * 16 * MT;  // packed rows per block
+    static constexpr int THREADS = WARPS * 32;
+    static constexpr int MT = MT_;
+    static constexpr int ROWS = WARPS * 16 * MT;     // packed rows per block
     static constexpr int KEYS = D <= 128 ? 64 : 32;   // keys per tile: S and O share the register file
     static constexpr int STRIDE = D + 8;              // padded row (elements): rows start 16 bytes apart mod 128
     static constexpr int CHUNKS = D / 8;              // 16-byte pieces per row
     static constexpr int SMEM_BYTES = (ROWS + 4 * KEYS) * STRIDE * 2;  // Q, then K and V of two stages
 };
+
+template <int D>
+using MmaPrefillShape = MmaShape<D, 8, D <= 128 ? 2 : 1>;
+
+// Decode plans (one query of a KV head's group of query heads per sequence) fill a few rows of a block: four
+// warps of one mma tile each. Keys per tile and each row's arithmetic are the prefill shape's, so a row gets
+// the same bits from either shape; only the rows per block change.
+template <int D>
+using MmaDecodeShape = MmaShape<D, 4, 1>;
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -72,10 +79,9 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-template <int D>
+template <int D, class S>
 __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv kv, Mask mask, const int* qoIndptr,
                                                  int qoHeads, float smScale, __nv_bfloat16* out) {
-    using S = MmaShape<D>;
     constexpr int MT = S::MT, ROWS = S::ROWS, KEYS = S::KEYS, STRIDE = S::STRIDE, CHUNKS = S::CHUNKS;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
@@ -94,9 +100,10 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int warpRow = warp * 16 * MT;  // the warp's first row in the block; mma tile mt adds 16 mt
+    const bool warpActive = rowBegin + warpRow < packedRows;
 
     // Q rows of this tile (zeros past the sequence's rows), one commit group of their own.
-    for (int idx = tid; idx < ROWS * CHUNKS; idx += kMmaThreads) {
+    for (int idx = tid; idx < ROWS * CHUNKS; idx += S::THREADS) {
         const int row = idx / CHUNKS, c = idx - row * CHUNKS;
         const int packed = rowBegin + row;
         const bool valid = packed < packedRows;
@@ -111,6 +118,9 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
     int lo, hi, allLo, allHi;
     mask.visible(kvLen, qLen, kvLen - qLen + firstQ, lo, allHi);
     mask.visible(kvLen, qLen, kvLen - qLen + lastQ, allLo, hi);
+    // Key tiles start at multiples of KEYS whatever rows share the block, so a row's keys are summed in the
+    // same tiles, in the same order, whether it is computed alone, as a decode row or inside any chunk.
+    lo -= lo % KEYS;
 
     // This thread's rows: fragment rows lane/4 and lane/4 + 8 of each of its warp's MT mma tiles, as query
     // positions (rows past the sequence's are never stored, so their mask does not matter).
@@ -134,7 +144,7 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
     auto loadTile = [&](int kt, int stage) {
         __nv_bfloat16* ks = kvs + (2 * stage) * KEYS * STRIDE;
         __nv_bfloat16* vs = ks + KEYS * STRIDE;
-        for (int idx = tid; idx < KEYS * CHUNKS; idx += kMmaThreads) {
+        for (int idx = tid; idx < KEYS * CHUNKS; idx += S::THREADS) {
             const int j = idx / CHUNKS, c = idx - j * CHUNKS;
             const int pos = kt + j;
             const bool valid = pos < hi;  // keys past the block's range are zero-filled (and masked)
@@ -176,102 +186,107 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
+        // A warp whose rows all lie past the sequence's only helps load tiles.
+        if (warpActive) {
+            const __nv_bfloat16* ks = kvs + (2 * (t & 1)) * KEYS * STRIDE;
+            const __nv_bfloat16* vs = ks + KEYS * STRIDE;
+            const uint32_t kAddr = smem_addr(ks + kRow * STRIDE + kCol);
+            const uint32_t vAddr = smem_addr(vs + vRow * STRIDE + vCol);
 
-        const __nv_bfloat16* ks = kvs + (2 * (t & 1)) * KEYS * STRIDE;
-        const __nv_bfloat16* vs = ks + KEYS * STRIDE;
-        const uint32_t kAddr = smem_addr(ks + kRow * STRIDE + kCol);
-        const uint32_t vAddr = smem_addr(vs + vRow * STRIDE + vCol);
-
-        float s[MT][KEYS / 8][4];
+            float s[MT][KEYS / 8][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int n = 0; n < KEYS / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
+                for (int n = 0; n < KEYS / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
-        for (int kd = 0; kd < D / 16; ++kd) {
-            uint32_t a[MT][4];
+            for (int kd = 0; kd < D / 16; ++kd) {
+                uint32_t a[MT][4];
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(a[mt], qAddr + (mt * 16 * STRIDE + kd * 16) * 2);
+                for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(a[mt], qAddr + (mt * 16 * STRIDE + kd * 16) * 2);
 #pragma unroll
-            for (int n2 = 0; n2 < KEYS / 16; ++n2) {
-                uint32_t b[4];
-                ldmatrix_x4(b, kAddr + (n2 * 16 * STRIDE + kd * 16) * 2);
+                for (int n2 = 0; n2 < KEYS / 16; ++n2) {
+                    uint32_t b[4];
+                    ldmatrix_x4(b, kAddr + (n2 * 16 * STRIDE + kd * 16) * 2);
 #pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    mma_bf16(s[mt][2 * n2], a[mt], b[0], b[1]);
-                    mma_bf16(s[mt][2 * n2 + 1], a[mt], b[2], b[3]);
-                }
-            }
-        }
-
-        // Scores stay unscaled: the max is taken on raw scores and the scale folds into one FMA per exp.
-        const bool straddles = kt < allLo || kt + KEYS > allHi;
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-            if (straddles) {
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    int rowLo, rowHi;
-                    mask.visible(kvLen, qLen, rowPos[mt][half], rowLo, rowHi);
-#pragma unroll
-                    for (int n = 0; n < KEYS / 8; ++n) {
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            const int key = kt + n * 8 + 2 * (lane & 3) + e;
-                            if (key < rowLo || key >= rowHi) s[mt][n][2 * half + e] = -INFINITY;
-                        }
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_bf16(s[mt][2 * n2], a[mt], b[0], b[1]);
+                        mma_bf16(s[mt][2 * n2 + 1], a[mt], b[2], b[3]);
                     }
                 }
             }
 
-            // Online softmax per row; the row's 4 lanes (lane % 4) hold its columns.
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                float mx = -INFINITY;
-#pragma unroll
-                for (int n = 0; n < KEYS / 8; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * half], s[mt][n][2 * half + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float mNew = fmaxf(m[mt][half], mx);
-                // An all-masked row so far keeps p = 0 (and alpha = 0 on its empty accumulator).
-                const float base = mNew == -INFINITY ? 0.f : mNew * scaleLog2;
-                const float alpha = fast_exp2(m[mt][half] * scaleLog2 - base);
-                m[mt][half] = mNew;
-                float sum = 0.f;
-#pragma unroll
-                for (int n = 0; n < KEYS / 8; ++n) {
-                    s[mt][n][2 * half] = fast_exp2(fmaf(s[mt][n][2 * half], scaleLog2, -base));
-                    s[mt][n][2 * half + 1] = fast_exp2(fmaf(s[mt][n][2 * half + 1], scaleLog2, -base));
-                    sum += s[mt][n][2 * half] + s[mt][n][2 * half + 1];
-                }
-                l[mt][half] = l[mt][half] * alpha + sum;  // this lane's share; the row's lanes are summed at the end
-#pragma unroll
-                for (int n = 0; n < D / 8; ++n) {
-                    o[mt][n][2 * half] *= alpha;
-                    o[mt][n][2 * half + 1] *= alpha;
-                }
-            }
-        }
-
-        // O += P V: the S accumulators of two adjacent 8-key tiles form P's A fragment for 16 keys.
-#pragma unroll
-        for (int kk = 0; kk < KEYS / 16; ++kk) {
-            uint32_t a[MT][4];
+            // Scores stay unscaled: the max is taken on raw scores and the scale folds into one FMA per exp.
+            const bool straddles = kt < allLo || kt + KEYS > allHi;
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
-                a[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                a[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                a[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                a[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-            }
+                if (straddles) {
 #pragma unroll
-            for (int n2 = 0; n2 < D / 16; ++n2) {
-                uint32_t b[4];
-                ldmatrix_x4_trans(b, vAddr + (kk * 16 * STRIDE + n2 * 16) * 2);
+                    for (int half = 0; half < 2; ++half) {
+                        int rowLo, rowHi;
+                        mask.visible(kvLen, qLen, rowPos[mt][half], rowLo, rowHi);
+#pragma unroll
+                        for (int n = 0; n < KEYS / 8; ++n) {
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const int key = kt + n * 8 + 2 * (lane & 3) + e;
+                                if (key < rowLo || key >= rowHi) s[mt][n][2 * half + e] = -INFINITY;
+                            }
+                        }
+                    }
+                }
+
+                // Online softmax per row; the row's 4 lanes (lane % 4) hold its columns.
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    float mx = -INFINITY;
+#pragma unroll
+                    for (int n = 0; n < KEYS / 8; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * half], s[mt][n][2 * half + 1]));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    const float mNew = fmaxf(m[mt][half], mx);
+                    // An all-masked row so far keeps p = 0 and its empty accumulator.
+                    const float base = mNew == -INFINITY ? 0.f : mNew * scaleLog2;
+                    // Exactly 1 when the maximum did not move: a tile all masked for this row (one past its
+                    // diagonal, walked because another row of the block needs it) must leave the row's sums
+                    // untouched, and m * scale - base, contracted into an fma, is not exactly 0.
+                    const float alpha = mNew == m[mt][half] ? 1.f : fast_exp2(m[mt][half] * scaleLog2 - base);
+                    m[mt][half] = mNew;
+                    float sum = 0.f;
+#pragma unroll
+                    for (int n = 0; n < KEYS / 8; ++n) {
+                        s[mt][n][2 * half] = fast_exp2(fmaf(s[mt][n][2 * half], scaleLog2, -base));
+                        s[mt][n][2 * half + 1] = fast_exp2(fmaf(s[mt][n][2 * half + 1], scaleLog2, -base));
+                        sum += s[mt][n][2 * half] + s[mt][n][2 * half + 1];
+                    }
+                    l[mt][half] = l[mt][half] * alpha + sum;  // this lane's share; the row's lanes are summed at the end
+#pragma unroll
+                    for (int n = 0; n < D / 8; ++n) {
+                        o[mt][n][2 * half] *= alpha;
+                        o[mt][n][2 * half + 1] *= alpha;
+                    }
+                }
+            }
+
+            // O += P V: the S accumulators of two adjacent 8-key tiles form P's A fragment for 16 keys.
+#pragma unroll
+            for (int kk = 0; kk < KEYS / 16; ++kk) {
+                uint32_t a[MT][4];
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    mma_bf16(o[mt][2 * n2], a[mt], b[0], b[1]);
-                    mma_bf16(o[mt][2 * n2 + 1], a[mt], b[2], b[3]);
+                    a[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                    a[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                    a[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                    a[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                }
+#pragma unroll
+                for (int n2 = 0; n2 < D / 16; ++n2) {
+                    uint32_t b[4];
+                    ldmatrix_x4_trans(b, vAddr + (kk * 16 * STRIDE + n2 * 16) * 2);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_bf16(o[mt][2 * n2], a[mt], b[0], b[1]);
+                        mma_bf16(o[mt][2 * n2 + 1], a[mt], b[2], b[3]);
+                    }
                 }
             }
         }
@@ -300,15 +315,19 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
 
 }  // namespace
 
-// Dynamic shared memory: MmaShape<D>::SMEM_BYTES (CudaAttention computes the same).
-#define MSTAR_PREFILL_MMA(D)                                                                                        \
-    extern "C" __global__ void __launch_bounds__(kMmaThreads) attn_prefill_mma_bf16_d##D(                          \
+// Dynamic shared memory: the shape's SMEM_BYTES (CudaAttention computes the same).
+#define MSTAR_MMA_KERNEL(NAME, SHAPE, D)                                                                          \
+    extern "C" __global__ void __launch_bounds__(SHAPE<D>::THREADS) NAME##D(                                      \
         const __nv_bfloat16* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,   \
         const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal,        \
         int windowLeft, int contextOnly, float smScale, __nv_bfloat16* out) {                                       \
-        prefill_mma_body<D>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
-                            Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);               \
+        prefill_mma_body<D, SHAPE<D>>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, \
+                                                 kvHeads},                                                          \
+                                      Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);     \
     }
+#define MSTAR_PREFILL_MMA(D)                                   \
+    MSTAR_MMA_KERNEL(attn_prefill_mma_bf16_d, MmaPrefillShape, D) \
+    MSTAR_MMA_KERNEL(attn_decode_mma_bf16_d, MmaDecodeShape, D)
 
 MSTAR_PREFILL_MMA(64)
 MSTAR_PREFILL_MMA(80)

@@ -32,6 +32,25 @@ extern "C" __global__ void silu_mul(const void* gateUp, int inDt, void* out, int
     }
 }
 
+// out[r, i] = gelu_tanh(gateUp[r, i]) * gateUp[r, inter + i], GELU with PyTorch's tanh approximation (Gemma).
+extern "C" __global__ void gelu_tanh_mul(const void* gateUp, int inDt, void* out, int outDt, long long rows,
+                                         int inter) {
+    const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+    MSTAR_GRID_LOOP(i, rows * inter) {
+        const long long r = i / inter;
+        const long long c = i - r * inter;
+        const float g = load_f(gateUp, inDt, r * 2 * inter + c);
+        const float u = load_f(gateUp, inDt, r * 2 * inter + inter + c);
+        const float gelu = 0.5f * g * (1.f + tanhf(k * (g + 0.044715f * g * g * g)));
+        store_f(out, outDt, i, gelu * u);
+    }
+}
+
+// out = x * factor, elementwise (Gemma's embedding scale); out may be x.
+extern "C" __global__ void scale_elements(const void* x, int xDt, void* out, int outDt, long long n, float factor) {
+    MSTAR_GRID_LOOP(i, n) { store_f(out, outDt, i, load_f(x, xDt, i) * factor); }
+}
+
 // The columns of qkv [rows, qw + kw + vw] into contiguous q [rows, qw], k [rows, kw], v [rows, vw]: one
 // fused projection GEMM feeds RoPE, the KV append and attention, which all want dense heads.
 extern "C" __global__ void split_qkv(const void* qkv, int inDt, void* q, int qDt, void* k, int kDt, void* v, int vDt,

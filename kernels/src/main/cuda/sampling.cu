@@ -401,3 +401,13 @@ extern "C" __global__ void sample_from_probs(const float* probs, const long long
     }
     out[r] = lastPositive;
 }
+
+// Structured output: logits of tokens whose bit in the row's allowed mask is clear become -inf, in place.
+// One thread per (row, token); grid (ceil(vocab / blockDim), rows).
+extern "C" __global__ void mask_logits(float* logits, const unsigned* allowed, int vocab, int words) {
+    const int r = blockIdx.y;
+    const int v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= vocab) return;
+    const unsigned w = allowed[(long long)r * words + (v >> 5)];
+    if (((w >> (v & 31)) & 1u) == 0u) logits[(long long)r * vocab + v] = -INFINITY;
+}

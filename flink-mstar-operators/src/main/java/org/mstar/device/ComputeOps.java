@@ -17,7 +17,8 @@ public interface ComputeOps {
     void embedding(Tensor table, Tensor ids, Tensor out);
 
     /**
-     * RMSNorm over the last dim: {@code out = x / sqrt(mean(x²) + eps) * weight}. With a non-null
+     * RMSNorm over the last dim: {@code out = x / sqrt(mean(x²) + eps) * weight}; {@code out} may be {@code x} when
+     * there is no residual (per-head q/k norms run in place over {@code [n·heads, headDim]}). With a non-null
      * {@code residual} (fused add, F32 or the activation dtype) it first does {@code residual += x} and
      * normalises the sum: {@code out = norm(residual)}.
      */
@@ -42,6 +43,15 @@ public interface ComputeOps {
 
     /** {@code out[n, I] = silu(gateUp[n, :I]) * gateUp[n, I:]}. */
     void siluMul(Tensor gateUp, Tensor out);
+
+    /**
+     * {@code out[n, I] = geluTanh(gateUp[n, :I]) * gateUp[n, I:]}, with PyTorch's tanh approximation
+     * {@code geluTanh(x) = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³)))} (Gemma's MLP).
+     */
+    void geluTanhMul(Tensor gateUp, Tensor out);
+
+    /** {@code out = x · factor}, elementwise, same sizes; {@code out} may be {@code x}. */
+    void scale(Tensor x, float factor, Tensor out);
 
     /**
      * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} in place at positions
@@ -88,6 +98,13 @@ public interface ComputeOps {
 
     /** {@code out[r] = argmax(logits[r, :])}, lowest index on ties; out I32 {@code [rows]}. */
     void argmax(Tensor logits, Tensor out);
+
+    /**
+     * Structured output's mask, in place: {@code logits[r, v] = -inf} unless bit {@code v & 31} of
+     * {@code allowed[r, v >>> 5]} is set. Logits F32 {@code [rows, vocab]}; allowed I32
+     * {@code [rows, ceil(vocab / 32)]}, bits past the vocabulary ignored.
+     */
+    void maskLogits(Tensor logits, Tensor allowed);
 
     /** Steps 1-6 of the sampling pipeline ({@link SamplingBatch}): logits F32 {@code [rows, vocab]} → probs F32. */
     void samplingProbs(Tensor logits, SamplingBatch batch, Tensor probs);

@@ -69,6 +69,18 @@ public interface Device extends AutoCloseable {
     default void bindToCurrentThread() {
     }
 
+    /**
+     * Whether every op gives a row the same bits whatever other rows share its call, so that a request's tokens do
+     * not depend on what it was batched or chunked with. The CPU reference always does.
+     */
+    default boolean batchInvariant() {
+        return true;
+    }
+
+    /** Asks for batch-invariant numerics ({@link #batchInvariant()}) or lets the device trade them for speed. */
+    default void setBatchInvariant(boolean on) {
+    }
+
     /** Wait for all enqueued work. */
     default void synchronize() {
         stream().synchronize();

@@ -10,12 +10,14 @@ import org.mstar.device.DeviceFault;
 import org.mstar.device.Tensor;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.resources.AdmitFailedReason;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.SlotLease;
 import org.mstar.resources.kv.KVManager;
@@ -57,6 +59,8 @@ public final class LlamaEngine implements GenerationEngine {
     private final StopRule stopRule;
     private final RequestResources resources;
     private final RequestChecks checks;
+    /** Longest prompt a prefill engine takes: its hand-off's KV must fit one Java array. */
+    private final int maxHandoffPrompt;
     private final Scheduler scheduler;
     private final StepBuilder steps;
     private final EngineCounters counters = new EngineCounters();
@@ -88,6 +92,9 @@ public final class LlamaEngine implements GenerationEngine {
         this.checks = new RequestChecks(model.config().vocabSize(), maxSeqLen, pageSize, usablePages, tokenizer);
         List<NodeResourceSpec> specs = model.declareResources(options.kvCache(), generation.eosTokenIds());
         this.role = options.role();
+        long pageBytes = 2L * model.config().numLayers() * pageSize * model.config().numKvHeads()
+                * model.config().headDim() * kvDType.bytes();
+        this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(pageBytes, pageSize) : Integer.MAX_VALUE;
         HandoffKvTransport transport = role == EngineRole.COLOCATED ? null : new HandoffKvTransport();
         Map<String, ResourceBuilder> builders = transport == null ? Map.of()
                 : Map.of(LlamaModel.KV, new KVManagerBuilder(transport));
@@ -100,7 +107,8 @@ public final class LlamaEngine implements GenerationEngine {
         this.sampler = model.resources().sampler();
         NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER))
                 .findFirst().orElseThrow();
-        this.resources = new RequestResources(runner, kv, sampler, samplerSpec, stopRule, pageSize);
+        this.resources = new RequestResources(runner, kv, sampler, samplerSpec, stopRule,
+                new Constraints(tokenizer, model.config().vocabSize(), generation.eosTokenIds()), pageSize);
         this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize, options.scheduling());
         kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
         this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
@@ -127,9 +135,21 @@ public final class LlamaEngine implements GenerationEngine {
         }
         int[] prompt = checks.prompt(request);
         checks.check(request, prompt, generated);
+        if (prompt.length > maxHandoffPrompt) {
+            throw new RequestValidationException("prompt", "has " + prompt.length + " tokens; a prefill engine of this"
+                    + " model hands off at most " + maxHandoffPrompt + " (a hand-off's KV must stay under 2 GiB)");
+        }
         LiveRequest r = new LiveRequest(request, prompt, generated, System.nanoTime());
         resources.open(r);
         enter(r);
+    }
+
+    /**
+     * Prompt tokens whose KV pages fit under 2 GiB (less room for the payload's header): a hand-off's page
+     * contents travel as one array per stream.
+     */
+    static int maxHandoffTokens(long pageBytes, int pageSize) {
+        return (int) Math.min(Integer.MAX_VALUE, (Integer.MAX_VALUE - 1024L) / pageBytes * pageSize);
     }
 
     private void enter(LiveRequest r) {
@@ -290,6 +310,9 @@ public final class LlamaEngine implements GenerationEngine {
         r.recordToken(now);
         resources.extendPrefix(r, token);
         FinishReason finish = stopRule.check(r, token);
+        if (finish == null && resources.constraintComplete(r)) {
+            finish = FinishReason.STOP; // structured output complete: nothing else may follow
+        }
         out.tokens.add(r.output(token, finish));
         if (finish == null && role == EngineRole.PREFILL) {
             out.handoffs.add(exchange.publish(r));
@@ -339,6 +362,11 @@ public final class LlamaEngine implements GenerationEngine {
      * For checks and harnesses: {@code observer} sees the logits of every sampled row before it is drawn
      * (null removes it). While one is set each step copies its logits to the host, so serving leaves it unset.
      */
+    /** Render the messages of requests that send a conversation with {@code template} (the model folder's). */
+    public void useChatTemplate(ChatTemplate template) {
+        checks.useChatTemplate(template);
+    }
+
     public void observeLogits(LogitsObserver observer) {
         this.logitsObserver = observer;
     }

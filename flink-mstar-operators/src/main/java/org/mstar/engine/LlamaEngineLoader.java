@@ -7,14 +7,15 @@ import java.nio.file.Path;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.model.GenerationConfig;
+import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.tokenizer.TextTokenizer;
 
 /**
  * Builds a {@link LlamaEngine} from a Hugging Face model folder (config.json, safetensors weights,
- * tokenizer.json, generation_config.json). Precision follows the device: fp32 weights, activations and
- * KV on the CPU reference; bf16 storage with fp32 accumulation on a GPU.
+ * tokenizer.json, generation_config.json, and the chat template when the folder has one). Precision follows the
+ * device: fp32 weights, activations and KV on the CPU reference; bf16 storage with fp32 accumulation on a GPU.
  */
 public final class LlamaEngineLoader {
     private LlamaEngineLoader() {}
@@ -57,6 +58,7 @@ public final class LlamaEngineLoader {
             if (tokenizer != null) {
                 engine.own(tokenizer);
             }
+            ChatTemplate.load(modelDir).ifPresent(engine::useChatTemplate);
             return engine;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot load the model in " + modelDir, e);

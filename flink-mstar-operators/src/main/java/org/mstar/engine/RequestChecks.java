@@ -1,5 +1,7 @@
 package org.mstar.engine;
 
+import org.mstar.model.chat.ChatTemplate;
+import org.mstar.model.chat.ChatTemplateException;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.resources.RequestValidationException;
 
@@ -15,6 +17,8 @@ final class RequestChecks {
     private final int usablePages;
     /** Null when requests must carry token ids. */
     private final TextTokenizer tokenizer;
+    /** Null when the model folder has none: requests with messages are refused. */
+    private ChatTemplate chatTemplate;
 
     RequestChecks(int vocabSize, int maxSeqLen, int pageSize, int usablePages, TextTokenizer tokenizer) {
         this.vocabSize = vocabSize;
@@ -24,10 +28,16 @@ final class RequestChecks {
         this.tokenizer = tokenizer;
     }
 
-    /** The prompt's token ids: given, or the text tokenised. */
+    void useChatTemplate(ChatTemplate template) {
+        this.chatTemplate = template;
+    }
+
+    /** The prompt's token ids: given, the text tokenised, or the messages rendered by the chat template and tokenised. */
     int[] prompt(GenerationRequest request) {
         int[] ids = request.promptTokenIds();
-        if (ids == null) {
+        if (ids == null && request.messages() != null) {
+            ids = chatPrompt(request);
+        } else if (ids == null) {
             if (request.promptText() == null) {
                 throw new RequestValidationException("prompt", "either prompt text or prompt token ids is required");
             }
@@ -43,6 +53,30 @@ final class RequestChecks {
             checkId("prompt_token_ids", id);
         }
         return ids;
+    }
+
+    private int[] chatPrompt(GenerationRequest request) {
+        if (request.promptText() != null) {
+            throw new RequestValidationException("messages", "set either messages or a prompt, not both");
+        }
+        if (chatTemplate == null) {
+            throw new RequestValidationException("messages", "this model has no chat template (chat_template.jinja or "
+                    + "tokenizer_config.json's chat_template); send a prompt");
+        }
+        if (tokenizer == null) {
+            throw new RequestValidationException("messages", "this model has no tokenizer; send token ids");
+        }
+        if (request.messages().isEmpty()) {
+            throw new RequestValidationException("messages", "must not be empty");
+        }
+        String text;
+        try {
+            text = chatTemplate.render(request.messages(), true);
+        } catch (ChatTemplateException e) {
+            throw new RequestValidationException("messages", e.getMessage());
+        }
+        // the template writes the special tokens (BOS included) itself
+        return tokenizer.encode(text, false);
     }
 
     /** Limits and ids of {@code request}, whose prompt is {@code prompt} and which already generated {@code generated}. */

@@ -14,6 +14,7 @@ import org.mstar.resources.Segment;
 import org.mstar.resources.kv.KVManager;
 import org.mstar.resources.kv.PrefixKeys;
 import org.mstar.resources.runner.StepRunner;
+import org.mstar.resources.constraint.TokenAutomaton;
 import org.mstar.resources.sampler.SamplerResource;
 
 /**
@@ -30,21 +31,27 @@ final class RequestResources {
     private final SamplerResource sampler;
     private final NodeResourceSpec samplerSpec;
     private final StopRule stopRule;
+    private final Constraints constraints;
     private final int pageSize;
 
     RequestResources(StepRunner runner, KVManager kv, SamplerResource sampler, NodeResourceSpec samplerSpec,
-                     StopRule stopRule, int pageSize) {
+                     StopRule stopRule, Constraints constraints, int pageSize) {
         this.runner = runner;
         this.kv = kv;
         this.sampler = sampler;
         this.samplerSpec = samplerSpec;
         this.stopRule = stopRule;
+        this.constraints = constraints;
         this.pageSize = pageSize;
     }
 
-    /** Open {@code r} everywhere; a request with generated tokens continues their random stream. */
+    /**
+     * Open {@code r} everywhere; a request with generated tokens continues their random stream, and its constraint
+     * (compiled or taken from the cache) stands where those tokens lead.
+     */
     void open(LiveRequest r) {
         SamplingReqConfig sampling = sampling(r.request);
+        TokenAutomaton constraint = constraints.automaton(r.request);
         int whole = r.prompt.length / pageSize * pageSize;
         int[] tail = Arrays.copyOfRange(r.prompt, whole, r.prompt.length);
         List<byte[]> keys = new ArrayList<>(PrefixKeys.chain(r.prompt, pageSize));
@@ -61,6 +68,9 @@ final class RequestResources {
         Map<String, ResourceReqConfig> overrides = Map.of(LlamaModel.KV, kvCfg, LlamaModel.SAMPLER, sampling);
         runner.ingestRequest(r.id(), overrides);
         sampler.setStopIds(r.id(), stopRule.stopIds(r.request));
+        if (constraint != null) {
+            sampler.constrain(r.id(), constraint);
+        }
         if (r.generated.size() > 0) {
             sampler.restore(r.id(), r.prompt, r.generated.toArray());
             r.promptTracked = true;
@@ -125,6 +135,11 @@ final class RequestResources {
     /** Extend the prefix chain with a sampled token, so the pages it fills can be shared. */
     void extendPrefix(LiveRequest r, int token) {
         runner.extendPrefixChains(r.id(), LlamaModel.NODE, LlamaModel.WALK, Map.of(OUT, new int[] {token}));
+    }
+
+    /** Whether {@code r}'s constraint is satisfied and allows nothing more: its output is complete. */
+    boolean constraintComplete(LiveRequest r) {
+        return sampler.constraintComplete(r.id());
     }
 
     void close(String rid) {

@@ -2,9 +2,11 @@ package org.mstar.flink;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.common.state.MapState;
@@ -43,7 +45,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>State, per request: the parts received so far, until the last one arrives; then, in the same call, the parts
  * are cleared and a {@link RequestMirror} (the request and its generated tokens, the prefill's first included) is
- * written, and kept up to date before every checkpoint barrier as the colocated operator does. A checkpoint thus
+ * written, and the tokens generated after it are appended before every checkpoint barrier ({@link RequestMirrors}),
+ * as the colocated operator does. A checkpoint thus
  * holds each request either as parts or as a mirror, never both, so a hand-off is applied once; a restore resumes
  * mirrored requests by recomputing their KV from prompt + generated tokens, and keeps waiting for the parts of the
  * others, which the prefill side re-sends when it did not send them before the same checkpoint.
@@ -56,6 +59,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
 
     static final String MIRROR_STATE = "request-mirror";
     static final String PARTS_STATE = "handoff-parts";
+    static final String PARTS_COUNT_STATE = "handoff-parts-received";
 
     private final EngineFactory engineFactory;
     private final GenerateSettings settings;
@@ -66,9 +70,15 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     private transient GenerationEngine engine;
     private transient Map<String, LiveRequest> live;
     private transient boolean stepScheduled;
+    /** Requests whose hand-off is partly received: a scheduling hint, not state. */
+    private transient Set<String> receiving;
+    /** Received requests without a token from this side yet, by arrival here (ms), for the queue timeout. */
+    private transient Map<String, Long> awaitingStep;
     private transient boolean restored;
-    private transient ValueState<RequestMirror> mirrors;
+    private transient RequestMirrors mirrors;
     private transient MapState<Integer, KvHandoff> parts;
+    /** How many distinct parts {@link #parts} holds. */
+    private transient ValueState<Integer> partsReceived;
     private transient GenerateMetrics metrics;
     private transient HandoffMetrics handoffMetrics;
     private transient Counter duplicates;
@@ -84,10 +94,10 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        mirrors = context.getKeyedStateStore().getState(
-                new ValueStateDescriptor<>(MIRROR_STATE, new AvroTypeInfo<>(RequestMirror.class)));
+        mirrors = new RequestMirrors(context.getKeyedStateStore(), MIRROR_STATE);
         parts = context.getKeyedStateStore().getMapState(
                 new MapStateDescriptor<>(PARTS_STATE, Types.INT, new AvroTypeInfo<>(KvHandoff.class)));
+        partsReceived = context.getKeyedStateStore().getState(new ValueStateDescriptor<>(PARTS_COUNT_STATE, Types.INT));
         restored = context.isRestored();
     }
 
@@ -95,6 +105,8 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     public void open() throws Exception {
         super.open();
         live = new LinkedHashMap<>();
+        receiving = new HashSet<>();
+        awaitingStep = new HashMap<>();
         metrics = new GenerateMetrics(getMetricGroup());
         handoffMetrics = new HandoffMetrics(getMetricGroup());
         duplicates = getMetricGroup().addGroup("mstar").counter("duplicatesIgnored");
@@ -119,15 +131,24 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
             return;
         }
         handoffMetrics.record(HandoffRecords.dataBytes(record));
+        // counted, not listed: reading every part held at each arrival would cost quadratic time in the parts
+        int count = partsReceived.value() == null ? 0 : partsReceived.value();
+        if (!parts.contains(record.getPart())) {
+            count++;
+        }
         parts.put(record.getPart(), record);
+        if (count < record.getParts()) {
+            partsReceived.update(count);
+            receiving.add(id);
+            return;
+        }
+        receiving.remove(id);
         Map<Integer, KvHandoff> received = new HashMap<>();
         for (Map.Entry<Integer, KvHandoff> e : parts.entries()) {
             received.put(e.getKey(), e.getValue());
         }
-        if (received.size() < record.getParts()) {
-            return;
-        }
         parts.clear();
+        partsReceived.clear();
         KvHandoffHeader header = received.get(0).getHeader();
         GenerateRequest request = header.getRequest();
         PrefillHandoff handoff;
@@ -154,8 +175,9 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         handoffMetrics.handoff(bytes, Math.max(0, System.currentTimeMillis() - header.getPublishedAtMs()));
         RequestMirror mirror = new RequestMirror(request, header.getGeneratedTokenIds(), now(), modelFingerprint);
         setCurrentKey(id); // steps run above may have moved it
-        mirrors.update(mirror);
-        live.put(id, LiveRequest.restored(mirror));
+        mirrors.start(mirror);
+        live.put(id, LiveRequest.restored(mirror, List.of()));
+        awaitingStep.put(id, now());
         scheduleStep();
     }
 
@@ -163,9 +185,9 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
         super.prepareSnapshotPreBarrier(checkpointId);
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
-            if (e.getValue().dirty()) {
+            if (e.getValue().unsaved()) {
                 setCurrentKey(e.getKey());
-                mirrors.update(e.getValue().flush(modelFingerprint));
+                mirrors.save(e.getValue(), modelFingerprint);
             }
         }
     }
@@ -191,21 +213,34 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
     }
 
     private void scheduleStep() {
+        scheduleStepAt(now());
+    }
+
+    private void scheduleStepAt(long timestamp) {
         if (!stepScheduled && engine.hasWork()) {
             stepScheduled = true;
-            getProcessingTimeService().registerTimer(now(), this::onStepDue);
+            getProcessingTimeService().registerTimer(timestamp, this::onStepDue);
         }
     }
 
+    /**
+     * Runs one step. While a hand-off is partly received, the next step waits as long as this one took: Flink runs a
+     * due timer before the next input record, so back-to-back steps would take in one record per step, and a
+     * hand-off of a long prompt (hundreds of records) would take hundreds of steps to arrive. This way records and
+     * steps share the task's time about evenly until the hand-off is complete.
+     */
     private void onStepDue(long dueTime) throws Exception {
         stepScheduled = false;
+        long start = now();
         step();
-        scheduleStep();
+        scheduleStepAt(receiving.isEmpty() ? now() : now() + Math.max(1, now() - start));
     }
 
     private void step() throws Exception {
+        expireQueued(); // before the step, which could admit them
         StepResult result = engine.step();
         for (TokenOutput token : result.tokens()) {
+            awaitingStep.remove(token.requestId());
             LiveRequest request = live.get(token.requestId());
             if (request != null) {
                 request.append(token.tokenId());
@@ -236,7 +271,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         List<String> resumed = new ArrayList<>();
         for (String id : ids) {
             setCurrentKey(id);
-            RequestMirror mirror = mirrors.value();
+            RequestMirror mirror = mirrors.mirror();
             if (mirror == null) {
                 continue;
             }
@@ -247,7 +282,7 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
                         + " and this job serves model " + modelFingerprint);
                 continue;
             }
-            LiveRequest request = LiveRequest.restored(mirror);
+            LiveRequest request = mirrors.restore(mirror);
             try {
                 engine.resume(converter.convert(request.request), request.generated());
             } catch (RequestValidationException e) {
@@ -261,7 +296,30 @@ public class DecodeOperator extends AbstractStreamOperator<Response>
         LOG.info("Resumed {} live requests", resumed.size());
     }
 
+    /**
+     * The colocated operator's queue timeout, counted from a hand-off's arrival here: a received request that got
+     * no token from this side within it is dropped with a 429 (after its token 0, which the prefill side sent). It
+     * bounds how long a decode side without room holds hand-offs, whose KV waits in its memory meanwhile. Resumed
+     * requests had their tokens and are never dropped, as in the colocated operator.
+     */
+    private void expireQueued() throws Exception {
+        long timeoutMillis = settings.queueTimeout().toMillis();
+        if (timeoutMillis == 0) {
+            return;
+        }
+        long now = now();
+        List<String> expired = awaitingStep.entrySet().stream()
+                .filter(e -> now - e.getValue() >= timeoutMillis).map(Map.Entry::getKey).toList();
+        for (String id : expired) {
+            engine.remove(id);
+            forget(id);
+            emitError(id, Responses.QUEUE_TIMEOUT, "no token within the queue timeout of " + settings.queueTimeout()
+                    + " ('" + GenerateOptions.QUEUE_TIMEOUT.key() + "') after the hand-off arrived");
+        }
+    }
+
     private LiveRequest forget(String requestId) {
+        awaitingStep.remove(requestId);
         setCurrentKey(requestId);
         mirrors.clear();
         return live.remove(requestId);

@@ -22,7 +22,11 @@ import org.mstar.engine.StepResult;
 @Internal
 public final class DeviceTurn {
     private final Device device;
-    private final ReentrantLock lock = new ReentrantLock();
+    /**
+     * Fair: an engine that steps back to back (a prefill operator's) would otherwise take the turn again before
+     * the thread waiting for it woke, and starve the other engines on the device.
+     */
+    private final ReentrantLock lock = new ReentrantLock(true);
 
     public DeviceTurn(Device device) {
         this.device = device;

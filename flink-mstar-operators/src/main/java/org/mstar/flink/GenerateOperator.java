@@ -8,9 +8,6 @@ import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.KeyedStateBackend;
 import org.apache.flink.runtime.state.StateInitializationContext;
@@ -40,18 +37,22 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Lifecycle, hook by hook:
  * <ul>
- *   <li>{@link #initializeState}: registers the {@link RequestMirror} keyed state.
+ *   <li>{@link #initializeState}: registers the keyed state: the live requests' mirrors ({@link RequestMirrors})
+ *       and the ids of served requests ({@link CompletedRequests}).
  *   <li>{@link #open}: builds the engine on this subtask's device (weights, KV memory). After a restore it
  *       resumes every request found in keyed state, so generation continues where the checkpoint left it.
- *   <li>{@link #processElement}: validates the request (a bad one becomes a 400 error event) and submits it.
+ *   <li>{@link #processElement}: validates the request (a bad one becomes a 400 error event, one whose id was
+ *       served within {@link GenerateOptions#REQUEST_ID_RETENTION} a 409) and submits it.
  *       While {@link GenerateOptions#MAX_WAITING} requests wait, it first runs engine steps, which slows the
  *       Kafka source instead of growing memory.
  *   <li>engine steps run as processing-time timers on the task thread, each scheduling the next while the
- *       engine has work; records and barriers are processed between steps. A step micro-batches every live
+ *       engine has work, and none while it has none (an arriving request schedules the first); records and
+ *       barriers are processed between steps. A step micro-batches every live
  *       request and emits their {@code TokenEvent}s, a {@code GenerateResult} per finished request and an
  *       {@code ErrorEvent} per failed or timed-out one.
- *   <li>{@link #prepareSnapshotPreBarrier}: writes the mirrors of requests that changed since the last
- *       checkpoint, so the checkpoint holds exactly the tokens emitted before its barrier.
+ *   <li>{@link #prepareSnapshotPreBarrier}: saves what changed since the last checkpoint (a new request's mirror,
+ *       the tokens others generated since), so the checkpoint holds exactly the tokens emitted before its
+ *       barrier and costs only what is new.
  *   <li>{@link #finish}: end of input (also stop-with-savepoint --drain): runs steps until every request is
  *       done; nothing is emitted after it. Stop-with-savepoint without drain does not call it: steps stop and
  *       the savepoint holds the live requests, to be resumed by the next job, at any parallelism.
@@ -63,7 +64,8 @@ import org.slf4j.LoggerFactory;
  * restored under another model is not resumed but ends with a 500 error event. Sampling is counter-based, so
  * tokens emitted after that checkpoint are generated again, identically. With a transactional sink and read_committed consumers nothing is lost or repeated; with
  * an at-least-once sink a consumer sees the regenerated tokens again and drops them by (request id, index).
- * A request whose id is already live is a duplicate (such as a producer retry) and is ignored.
+ * A request whose id is already live is a duplicate (such as a producer retry) and is ignored; one whose id was
+ * served within {@link GenerateOptions#REQUEST_ID_RETENTION} gets a 409 error event.
  */
 @Internal
 public class GenerateOperator extends AbstractStreamOperator<Response>
@@ -110,7 +112,8 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     //  keyed state and metrics
     // ------------------------------------------------------------------------
 
-    private transient ValueState<RequestMirror> mirrors;
+    private transient RequestMirrors mirrors;
+    private transient CompletedRequests completed;
     private transient GenerateMetrics metrics;
     /** Requests ignored because their id was live. */
     private transient Counter duplicates;
@@ -130,8 +133,8 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        mirrors = context.getKeyedStateStore().getState(
-                new ValueStateDescriptor<>(MIRROR_STATE, new AvroTypeInfo<>(RequestMirror.class)));
+        mirrors = new RequestMirrors(context.getKeyedStateStore(), MIRROR_STATE);
+        completed = new CompletedRequests(context.getKeyedStateStore(), settings.requestIdRetention());
         restored = context.isRestored();
     }
 
@@ -161,6 +164,11 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
             duplicates.inc();
             return;
         }
+        String conflict = completed.conflict(id);
+        if (conflict != null) {
+            emitError(id, Responses.CONFLICT, conflict);
+            return;
+        }
         GenerationRequest engineRequest;
         try {
             engineRequest = converter.convert(request);
@@ -187,13 +195,13 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         super.prepareSnapshotPreBarrier(checkpointId);
         int written = 0;
         for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
-            if (e.getValue().dirty()) {
+            if (e.getValue().unsaved()) {
                 setCurrentKey(e.getKey());
-                mirrors.update(e.getValue().flush(modelFingerprint));
+                mirrors.save(e.getValue(), modelFingerprint);
                 written++;
             }
         }
-        LOG.debug("Checkpoint {}: wrote {} of {} live request mirrors", checkpointId, written, live.size());
+        LOG.debug("Checkpoint {}: saved {} of {} live requests", checkpointId, written, live.size());
     }
 
     @Override
@@ -273,6 +281,7 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         metrics.tokens(result.tokens().size());
         for (FinishedRequest done : result.finished()) {
             LiveRequest request = forget(done.requestId());
+            completed.record(now());
             metrics.finished(done.timings());
             emit(Responses.result(done, request == null ? Map.of() : request.request.getMetadata()));
         }
@@ -319,7 +328,7 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         }
         for (String id : ids) {
             setCurrentKey(id);
-            RequestMirror mirror = mirrors.value();
+            RequestMirror mirror = mirrors.mirror();
             if (mirror == null) {
                 continue;
             }
@@ -331,7 +340,7 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
                         + " and this job serves model " + modelFingerprint);
                 continue;
             }
-            LiveRequest request = LiveRequest.restored(mirror);
+            LiveRequest request = mirrors.restore(mirror);
             try {
                 engine.resume(converter.convert(request.request), request.generated());
             } catch (RequestValidationException e) {
@@ -345,7 +354,7 @@ public class GenerateOperator extends AbstractStreamOperator<Response>
         LOG.info("Resumed {} live requests", live.size());
     }
 
-    /** Ends a request: drops it from the live set and clears its keyed mirror. */
+    /** Ends a request: drops it from the live set and clears its keyed mirror; the key stays set to it. */
     private LiveRequest forget(String requestId) {
         setCurrentKey(requestId);
         mirrors.clear();

@@ -53,4 +53,11 @@ public final class GenerateOptions {
             .intType()
             .defaultValue(256)
             .withDescription("max_tokens of a request that does not set it.");
+
+    public static final ConfigOption<Duration> REQUEST_ID_RETENTION = ConfigOptions.key("mstar.request.id-retention")
+            .durationType()
+            .defaultValue(Duration.ofHours(1))
+            .withDescription("How long the id of a served request is remembered (in keyed state, per id): a request"
+                    + " arriving under it within this time gets a 409 error event instead of being generated again."
+                    + " 0 remembers nothing.");
 }

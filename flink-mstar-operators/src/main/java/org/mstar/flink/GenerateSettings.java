@@ -13,9 +13,10 @@ import org.apache.flink.configuration.ReadableConfig;
  * @param gpuResource see {@link GenerateOptions#GPU_RESOURCE}
  * @param defaultMaxTokens see {@link GenerateOptions#DEFAULT_MAX_TOKENS}
  * @param modelDir see {@link GenerateOptions#MODEL_DIR}; null when not set
+ * @param requestIdRetention see {@link GenerateOptions#REQUEST_ID_RETENTION}; {@link Duration#ZERO} = off
  */
 record GenerateSettings(int maxWaiting, Duration queueTimeout, String device, String gpuResource,
-                        int defaultMaxTokens, String modelDir) implements Serializable {
+                        int defaultMaxTokens, String modelDir, Duration requestIdRetention) implements Serializable {
 
     GenerateSettings {
         if (maxWaiting < 1) {
@@ -29,13 +30,17 @@ record GenerateSettings(int maxWaiting, Duration queueTimeout, String device, St
         if (queueTimeout.isNegative()) {
             throw new IllegalArgumentException("'" + GenerateOptions.QUEUE_TIMEOUT.key() + "' must not be negative");
         }
+        if (requestIdRetention.isNegative()) {
+            throw new IllegalArgumentException("'" + GenerateOptions.REQUEST_ID_RETENTION.key() + "' must not be negative");
+        }
     }
 
     static GenerateSettings from(ReadableConfig config) {
         return new GenerateSettings(config.get(GenerateOptions.MAX_WAITING),
                 config.getOptional(GenerateOptions.QUEUE_TIMEOUT).orElse(Duration.ZERO),
                 config.get(GenerateOptions.DEVICE), config.get(GenerateOptions.GPU_RESOURCE),
-                config.get(GenerateOptions.DEFAULT_MAX_TOKENS), config.getOptional(GenerateOptions.MODEL_DIR).orElse(null));
+                config.get(GenerateOptions.DEFAULT_MAX_TOKENS), config.getOptional(GenerateOptions.MODEL_DIR).orElse(null),
+                config.get(GenerateOptions.REQUEST_ID_RETENTION));
     }
 
     RequestConverter converter() {

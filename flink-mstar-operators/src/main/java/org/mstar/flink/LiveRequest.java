@@ -7,8 +7,9 @@ import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.RequestMirror;
 
 /**
- * The operator's in-memory record of one live request: what it was asked and what it has generated. The keyed
- * {@link RequestMirror} is written from it before a checkpoint barrier when it changed since the last one.
+ * The operator's in-memory record of one live request: what it was asked and what it has generated, and how much
+ * of that its keyed state ({@link RequestMirrors}) holds. Before each checkpoint barrier a changed record is saved:
+ * the first time as a whole {@link RequestMirror}, after that only the tokens generated since the last save.
  */
 final class LiveRequest {
     final GenerateRequest request;
@@ -16,24 +17,36 @@ final class LiveRequest {
     final long arrivalMillis;
     private int[] generated;
     private int count;
-    /** Whether the keyed mirror lags behind this record. */
-    private boolean dirty;
+    /** Whether keyed state holds this request's mirror. */
+    private boolean mirrored;
+    /** How many of the generated tokens keyed state holds. */
+    private int saved;
 
-    private LiveRequest(GenerateRequest request, long arrivalMillis, int[] generated, boolean dirty) {
+    private LiveRequest(GenerateRequest request, long arrivalMillis, int[] generated, boolean mirrored) {
         this.request = request;
         this.arrivalMillis = arrivalMillis;
         this.generated = generated;
         this.count = generated.length;
-        this.dirty = dirty;
+        this.mirrored = mirrored;
+        this.saved = mirrored ? count : 0;
     }
 
     static LiveRequest arrived(GenerateRequest request, long nowMillis) {
-        return new LiveRequest(request, nowMillis, new int[0], true);
+        return new LiveRequest(request, nowMillis, new int[0], false);
     }
 
-    static LiveRequest restored(RequestMirror mirror) {
+    /**
+     * The request as keyed state holds it: its mirror and the chunks of tokens appended after the mirror was
+     * written, in order.
+     */
+    static LiveRequest restored(RequestMirror mirror, Iterable<int[]> laterTokens) {
         int[] ids = mirror.getGeneratedTokenIds().stream().mapToInt(Integer::intValue).toArray();
-        return new LiveRequest(mirror.getRequest(), mirror.getArrivalTimeMs(), ids, false);
+        for (int[] chunk : laterTokens) {
+            int at = ids.length;
+            ids = Arrays.copyOf(ids, at + chunk.length);
+            System.arraycopy(chunk, 0, ids, at, chunk.length);
+        }
+        return new LiveRequest(mirror.getRequest(), mirror.getArrivalTimeMs(), ids, true);
     }
 
     void append(int tokenId) {
@@ -41,7 +54,6 @@ final class LiveRequest {
             generated = Arrays.copyOf(generated, Math.max(16, count * 2));
         }
         generated[count++] = tokenId;
-        dirty = true;
     }
 
     /** Whether the request has produced its first token. */
@@ -53,21 +65,34 @@ final class LiveRequest {
         return Arrays.copyOf(generated, count);
     }
 
-    boolean dirty() {
-        return dirty;
+    /** Whether keyed state lacks anything of this record. */
+    boolean unsaved() {
+        return !mirrored || saved < count;
+    }
+
+    boolean mirrored() {
+        return mirrored;
     }
 
     /**
-     * The mirror to write now; from here on the record counts as written.
+     * The whole mirror, with every token generated so far; from here on they count as saved.
      *
      * @param modelFingerprint the {@link ModelFingerprint} of the model generating the request
      */
-    RequestMirror flush(String modelFingerprint) {
+    RequestMirror mirror(String modelFingerprint) {
         List<Integer> ids = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             ids.add(generated[i]);
         }
-        dirty = false;
+        mirrored = true;
+        saved = count;
         return new RequestMirror(request, ids, arrivalMillis, modelFingerprint);
+    }
+
+    /** The tokens generated since the last save; from here on they count as saved. */
+    int[] takeUnsavedTokens() {
+        int[] chunk = Arrays.copyOfRange(generated, saved, count);
+        saved = count;
+        return chunk;
     }
 }

@@ -32,6 +32,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final int cpuOffloadPages;
     private final boolean prefixCache;
     private final boolean decodeGraphs;
+    private final boolean batchInvariant;
     private final SchedulingPolicy schedulingPolicy;
     private final Duration priorityAging;
     private final Duration maxPrefillStall;
@@ -50,6 +51,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.cpuOffloadPages = config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES);
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
+        this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
@@ -69,6 +71,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         try {
             SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
             DeviceTurn turn = shared.turn();
+            turn.device().setBatchInvariant(batchInvariant);
             // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops
             EngineOptions options = options().withDecodeGraphs(decodeGraphs && turn.device().isCuda());
             return turn.guard(turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options)));

@@ -74,4 +74,13 @@ public final class LlamaEngineOptions {
             .withDescription("The longest a step carrying decodes may take because of the prefill chunks in it, from"
                     + " measured step times: bounds how long a long prompt holds back every running request's next"
                     + " token. 0 bounds prefill chunks by the token budget only.");
+
+    public static final ConfigOption<Boolean> BATCH_INVARIANT = ConfigOptions.key("mstar.engine.batch-invariant")
+            .booleanType()
+            .defaultValue(false)
+            .withDescription("On a GPU, numerics that give every request the same tokens whatever it is batched"
+                    + " with (split-free matmuls, one attention kernel for prefill and decode), so a request"
+                    + " recomputed after a failure continues exactly as the lost run would have. Costs decode"
+                    + " speed (docs/gpu/batch-invariance.md); bf16 at head dims 64, 80, 96, 128, 256. The CPU always"
+                    + " has them.");
 }

@@ -40,7 +40,9 @@ import org.slf4j.LoggerFactory;
  * <p>State: a {@link RequestMirror} per request between arrival and hand-off, written on arrival and cleared in the
  * step that hands it off, so a checkpoint holds exactly the requests whose hand-off was not sent before its barrier;
  * a restore prefills those again (deterministically, so the first token and the KV are the same) and sends their
- * hand-offs then. A step sends all records of a hand-off at once, so a barrier never falls between them.
+ * hand-offs then. A step sends all records of a hand-off at once, so a barrier never falls between them. The ids of
+ * requests handed off or finished here are remembered ({@link CompletedRequests}): a later request under one gets a
+ * 409.
  */
 @Internal
 public class PrefillOperator extends AbstractStreamOperator<Response>
@@ -63,8 +65,11 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     /** Requests not yet handed off, in arrival order. */
     private transient Map<String, Pending> live;
     private transient boolean stepScheduled;
+    /** Whether requests were admitted since the last step began. */
+    private transient boolean admittedSinceStep;
     private transient boolean restored;
     private transient ValueState<RequestMirror> mirrors;
+    private transient CompletedRequests completed;
     private transient GenerateMetrics metrics;
     private transient HandoffMetrics handoffMetrics;
     private transient Counter duplicates;
@@ -83,6 +88,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         super.initializeState(context);
         mirrors = context.getKeyedStateStore().getState(
                 new ValueStateDescriptor<>(MIRROR_STATE, new AvroTypeInfo<>(RequestMirror.class)));
+        completed = new CompletedRequests(context.getKeyedStateStore(), settings.requestIdRetention());
         restored = context.isRestored();
     }
 
@@ -112,6 +118,11 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
             duplicates.inc();
             return;
         }
+        String conflict = completed.conflict(id);
+        if (conflict != null) {
+            emitError(id, Responses.CONFLICT, conflict);
+            return;
+        }
         if (!submit(request)) {
             return;
         }
@@ -120,6 +131,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         // nothing generated yet: a restore under another model simply prefills again
         mirrors.update(new RequestMirror(request, List.of(), arrival, ""));
         live.put(id, new Pending(request, arrival));
+        admittedSinceStep = true;
         scheduleStep();
     }
 
@@ -159,19 +171,27 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
     }
 
     private void scheduleStep() {
+        scheduleStepAt(now());
+    }
+
+    private void scheduleStepAt(long timestamp) {
         if (!stepScheduled && engine.hasWork()) {
             stepScheduled = true;
-            getProcessingTimeService().registerTimer(now(), this::onStepDue);
+            getProcessingTimeService().registerTimer(timestamp, this::onStepDue);
         }
     }
 
+    /** As the colocated operator: after a step before which requests arrived, the rest of a burst comes in first. */
     private void onStepDue(long dueTime) throws Exception {
         stepScheduled = false;
+        boolean arriving = admittedSinceStep;
+        admittedSinceStep = false;
         step();
-        scheduleStep();
+        scheduleStepAt(arriving ? now() + GenerateOperator.ARRIVAL_WINDOW_MILLIS : now());
     }
 
     private void step() throws Exception {
+        expireQueued(); // before the step, which could admit them
         StepResult result = engine.step();
         for (TokenOutput token : result.tokens()) {
             output.collect(new StreamRecord<>(Responses.token(token)));
@@ -179,6 +199,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         metrics.tokens(result.tokens().size());
         for (PrefillHandoff h : result.handoffs()) {
             Pending pending = forget(h.requestId());
+            completed.record(now());
             GenerateRequest request = pending.request();
             metrics.firstToken(Math.max(0, now() - pending.arrivalMillis()) * 1000);
             long bytes = 0;
@@ -192,6 +213,7 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
         }
         for (FinishedRequest done : result.finished()) {
             Pending pending = forget(done.requestId());
+            completed.record(now());
             metrics.finished(done.timings());
             output.collect(new StreamRecord<>(Responses.result(done,
                     pending == null ? Map.of() : pending.request().getMetadata())));
@@ -201,6 +223,26 @@ public class PrefillOperator extends AbstractStreamOperator<Response>
             emitError(failure.requestId(), failure.code(), failure.message());
         }
         metrics.engineStats(engine.stats());
+    }
+
+    /**
+     * As the colocated operator: drops requests that produced no token within the queue timeout, with a 429 each.
+     * Here that is every request not yet handed off, since the first token and the hand-off come in one step.
+     */
+    private void expireQueued() throws Exception {
+        long timeoutMillis = settings.queueTimeout().toMillis();
+        if (timeoutMillis == 0) {
+            return;
+        }
+        long now = now();
+        List<String> expired = live.entrySet().stream()
+                .filter(e -> now - e.getValue().arrivalMillis() >= timeoutMillis).map(Map.Entry::getKey).toList();
+        for (String id : expired) {
+            engine.remove(id);
+            forget(id);
+            emitError(id, Responses.QUEUE_TIMEOUT, "no token within the queue timeout of " + settings.queueTimeout()
+                    + " ('" + GenerateOptions.QUEUE_TIMEOUT.key() + "')");
+        }
     }
 
     private void resubmitLiveRequests() throws Exception {

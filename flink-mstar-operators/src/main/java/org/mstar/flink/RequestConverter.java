@@ -2,13 +2,17 @@ package org.mstar.flink;
 
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.mstar.engine.GenerationRequest;
+import org.mstar.model.chat.ChatMessage;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.constraint.OutputConstraint;
+import org.mstar.schemas.ChatTurn;
 import org.mstar.schemas.GenerateRequest;
 
 /**
@@ -55,14 +59,37 @@ final class RequestConverter implements Serializable {
         SamplingReqConfig sampling = sampling(r, id, minTokens);
         sampling.validate(null);
         return new GenerationRequest(id, promptIds, promptText, sampling, maxTokens, minTokens, stopIds,
-                r.getIgnoreEos(), orDefault(r.getPriority(), 0));
+                r.getIgnoreEos(), orDefault(r.getPriority(), 0), constraint(r), messages(r));
+    }
+
+    /** The request's structured-output constraint, or null; at most one of the three fields may be set. */
+    private static OutputConstraint constraint(GenerateRequest r) {
+        List<OutputConstraint> set = new java.util.ArrayList<>();
+        if (r.getJsonSchema() != null) {
+            set.add(OutputConstraint.jsonSchema(r.getJsonSchema()));
+        }
+        if (r.getRegex() != null) {
+            set.add(OutputConstraint.regex(r.getRegex()));
+        }
+        if (r.getChoices() != null) {
+            set.add(OutputConstraint.choice(r.getChoices()));
+        }
+        if (set.size() > 1) {
+            throw new RequestValidationException(set.get(0).kind().field(),
+                    "set at most one of json_schema, regex and choices");
+        }
+        return set.isEmpty() ? null : set.get(0);
     }
 
     private static int[] promptIds(GenerateRequest r) {
         boolean hasText = r.getPrompt() != null;
         boolean hasIds = r.getPromptTokenIds() != null;
-        if (hasText == hasIds) {
-            throw new RequestValidationException("prompt", "set exactly one of prompt and prompt_token_ids");
+        boolean hasMessages = r.getMessages() != null;
+        if ((hasText ? 1 : 0) + (hasIds ? 1 : 0) + (hasMessages ? 1 : 0) != 1) {
+            throw new RequestValidationException("prompt", "set exactly one of prompt, prompt_token_ids and messages");
+        }
+        if (hasMessages) {
+            return null;
         }
         if (hasText) {
             if (r.getPrompt().isEmpty()) {
@@ -81,6 +108,21 @@ final class RequestConverter implements Serializable {
                 throw new RequestValidationException("prompt_token_ids", "ids must be >= 0, got " + id + " at " + i);
             }
             out[i] = id;
+        }
+        return out;
+    }
+
+    /** The conversation, or null; its rendering is the engine's (it holds the model's chat template). */
+    private static List<ChatMessage> messages(GenerateRequest r) {
+        if (r.getMessages() == null) {
+            return null;
+        }
+        if (r.getMessages().isEmpty()) {
+            throw new RequestValidationException("messages", "must not be empty");
+        }
+        List<ChatMessage> out = new ArrayList<>();
+        for (ChatTurn t : r.getMessages()) {
+            out.add(new ChatMessage(t.getRole(), t.getContent()));
         }
         return out;
     }

@@ -1,6 +1,11 @@
 package org.mstar.flink;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import org.apache.avro.Schema;
+import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.java.typeutils.EitherTypeInfo;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -18,6 +23,8 @@ import org.mstar.schemas.GenerateRequest;
  */
 final class RequestDeserializer implements KafkaRecordDeserializationSchema<Either<ErrorEvent, GenerateRequest>> {
     private static final long serialVersionUID = 1L;
+    /** Decodes the current schema and every earlier one (producers that predate a new optional field). */
+    private static final BinaryMessageDecoder<GenerateRequest> DECODER = decoder();
 
     @Override
     public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Either<ErrorEvent, GenerateRequest>> out) {
@@ -28,7 +35,7 @@ final class RequestDeserializer implements KafkaRecordDeserializationSchema<Eith
         }
         GenerateRequest request;
         try {
-            request = GenerateRequest.getDecoder().decode(record.value());
+            request = DECODER.decode(record.value());
         } catch (Exception e) {
             out.collect(Either.Left(new ErrorEvent(keyId, Responses.BAD_REQUEST,
                     "undecodable request (expected an Avro single-object encoded GenerateRequest): " + e)));
@@ -39,6 +46,19 @@ final class RequestDeserializer implements KafkaRecordDeserializationSchema<Eith
             return;
         }
         out.collect(Either.Right(request));
+    }
+
+    private static BinaryMessageDecoder<GenerateRequest> decoder() {
+        BinaryMessageDecoder<GenerateRequest> d = GenerateRequest.createDecoder(null);
+        try (InputStream in = GenerateRequest.class.getResourceAsStream("previous/GenerateRequest-1.avsc")) {
+            if (in == null) {
+                throw new IllegalStateException("the schemas jar lacks previous/GenerateRequest-1.avsc");
+            }
+            d.addSchema(new Schema.Parser().parse(in));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return d;
     }
 
     @Override

@@ -16,6 +16,8 @@ import org.mstar.schemas.Usage;
 /** Builds the {@link Response} envelopes of the responses topic from engine outputs. */
 public final class Responses {
     public static final int BAD_REQUEST = 400;
+    /** The request's id was served already (see {@link GenerateOptions#REQUEST_ID_RETENTION}). */
+    public static final int CONFLICT = 409;
     public static final int QUEUE_TIMEOUT = 429;
     public static final int SERVER_ERROR = 500;
 

@@ -5,12 +5,20 @@ import java.util.stream.Collectors;
 
 /**
  * The Hugging Face architectures this library runs: all are the Llama decoder (RMSNorm, GQA attention with
- * RoPE, SwiGLU MLP) with small differences that {@link ModelConfig} records (q/k/v bias, sliding window).
+ * RoPE, gated MLP) with differences that {@link ModelConfig} records or derives from the architecture: q/k/v bias
+ * (Qwen2), per-head q/k RMSNorm (Qwen3, Gemma 3), sliding-window layers (Mistral, Qwen2, Phi-3, Gemma 3), fused
+ * q/k/v and gate/up tensors in the checkpoint (Phi-3, Phi-4), and Gemma 3's scaled embeddings, extra norms
+ * around attention and MLP, GELU-tanh MLP and separate RoPE base for its local layers.
  */
 public enum Architecture {
     LLAMA("LlamaForCausalLM", "llama"),
     MISTRAL("MistralForCausalLM", "mistral"),
-    QWEN2("Qwen2ForCausalLM", "qwen2");
+    QWEN2("Qwen2ForCausalLM", "qwen2"),
+    QWEN3("Qwen3ForCausalLM", "qwen3"),
+    /** Gemma 3's text-only checkpoints (1B, 270M); the multimodal ones are Gemma3ForConditionalGeneration. */
+    GEMMA3("Gemma3ForCausalLM", "gemma3_text"),
+    /** Phi-3 and Phi-4 (Phi-3.5-mini and Phi-4-mini use longrope scaling, which is refused by name). */
+    PHI3("Phi3ForCausalLM", "phi3");
 
     private final String hfName;
     private final String modelType;

@@ -1,7 +1,9 @@
 package org.mstar.model;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.OptionalInt;
@@ -19,19 +21,21 @@ final class HfConfigJson {
     /** transformers' Qwen2Config defaults. */
     private static final int QWEN2_DEFAULT_WINDOW = 4096;
     private static final int QWEN2_DEFAULT_MAX_WINDOW_LAYERS = 28;
+    /** transformers' Gemma3TextConfig defaults. */
+    private static final int GEMMA3_DEFAULT_WINDOW = 4096;
+    private static final int GEMMA3_DEFAULT_PATTERN = 6;
+    private static final double GEMMA3_DEFAULT_LOCAL_THETA = 10_000;
+    private static final double GEMMA3_DEFAULT_QUERY_PRE_ATTN_SCALAR = 256;
 
     private HfConfigJson() {}
 
     static ModelConfig parseModelConfig(ConfigFields f) {
         Architecture arch = architecture(f);
-        String act = f.optString("hidden_act", "silu");
-        if (!act.equals("silu")) {
-            throw f.error("hidden_act '" + act + "' is not supported; the Llama family uses 'silu'");
-        }
+        requireActivation(f, arch);
         if (f.optBoolean("mlp_bias", false)) {
             throw f.error("mlp_bias=true is not supported");
         }
-        if (arch == Architecture.LLAMA && f.optBoolean("attention_bias", false)) {
+        if (arch != Architecture.QWEN2 && f.optBoolean("attention_bias", false)) {
             throw f.error("attention_bias=true (a bias on q/k/v/o_proj) is not supported");
         }
         ModelConfig.Builder b = ModelConfig.builder(arch)
@@ -42,34 +46,128 @@ final class HfConfigJson {
                 .numKvHeads(f.optInt("num_key_value_heads", 0))
                 .headDim(f.optInt("head_dim", 0))
                 .rmsNormEps(f.optDouble("rms_norm_eps", 1e-6))
-                .partialRotaryFactor(f.optDouble("partial_rotary_factor", 1))
                 .maxPositionEmbeddings(f.requiredInt("max_position_embeddings"))
                 .vocabSize(f.requiredInt("vocab_size"))
-                .tieWordEmbeddings(f.optBoolean("tie_word_embeddings", false))
+                .tieWordEmbeddings(f.optBoolean("tie_word_embeddings", arch == Architecture.GEMMA3))
                 .bosTokenId(f.optTokenId("bos_token_id"))
                 .eosTokenIds(f.tokenIds("eos_token_id"))
                 .dtype(dtype(f));
-        // transformers 5 moved rope_theta and the scaling entry into one rope_parameters object
-        if (f.has("rope_parameters")) {
-            ConfigFields rope = new ConfigFields(f.get("rope_parameters"), f.source() + " rope_parameters");
-            b.ropeTheta(rope.optDouble("rope_theta", 10_000)).ropeScaling(ropeScaling(rope));
-        } else {
-            b.ropeTheta(f.optDouble("rope_theta", 10_000));
-            if (f.has("rope_scaling")) {
-                b.ropeScaling(ropeScaling(new ConfigFields(f.get("rope_scaling"), f.source() + " rope_scaling")));
-            }
-        }
+        rope(f, arch, b);
         switch (arch) {
             case MISTRAL -> b.slidingWindow(window(f, MISTRAL_DEFAULT_WINDOW), 0);
-            case QWEN2 -> b.slidingWindow(f.optBoolean("use_sliding_window", false) ? window(f, QWEN2_DEFAULT_WINDOW) : 0,
+            case QWEN2, QWEN3 -> b.slidingWindow(f.optBoolean("use_sliding_window", false) ? window(f, QWEN2_DEFAULT_WINDOW) : 0,
                     f.optInt("max_window_layers", QWEN2_DEFAULT_MAX_WINDOW_LAYERS));
+            case PHI3 -> b.slidingWindow(f.optInt("sliding_window", 0), 0);
+            case GEMMA3 -> gemma3(f, b);
             case LLAMA -> { }
+        }
+        if (f.has("layer_types")) {
+            b.windowedLayers(layerTypes(f));
         }
         try {
             return b.build();
         } catch (ModelFormatException e) {
             throw f.error(e.getMessage());
         }
+    }
+
+    private static void requireActivation(ConfigFields f, Architecture arch) {
+        String expected = arch == Architecture.GEMMA3 ? "gelu_pytorch_tanh" : "silu";
+        // Gemma 3 names it hidden_activation; a hidden_act beside it must agree
+        for (String key : arch == Architecture.GEMMA3 ? List.of("hidden_activation", "hidden_act") : List.of("hidden_act")) {
+            String act = f.optString(key, expected);
+            if (!act.equals(expected)) {
+                throw f.error(key + " '" + act + "' is not supported; " + arch.hfName() + " runs with '" + expected + "'");
+            }
+        }
+    }
+
+    /**
+     * RoPE base, scaling and partial rotary factor: transformers 5's rope_parameters (one entry, or for Gemma 3 one per
+     * layer type) or the older rope_theta / rope_scaling / rope_local_base_freq keys.
+     */
+    private static void rope(ConfigFields f, Architecture arch, ModelConfig.Builder b) {
+        double partial = f.optDouble("partial_rotary_factor", 1);
+        ConfigFields global;
+        if (f.has("rope_parameters")) {
+            ConfigFields rope = new ConfigFields(f.get("rope_parameters"), f.source() + " rope_parameters");
+            if (rope.has("full_attention") || rope.has("sliding_attention")) {
+                if (arch != Architecture.GEMMA3) {
+                    throw f.error("rope_parameters per layer type is not supported for " + arch.hfName());
+                }
+                global = sub(rope, "full_attention");
+                ConfigFields local = sub(rope, "sliding_attention");
+                if (ropeScaling(local).kind() != RopeScaling.Kind.NONE) {
+                    throw local.error("scaled RoPE on sliding_attention layers is not supported");
+                }
+                b.localRopeTheta(local.optDouble("rope_theta", GEMMA3_DEFAULT_LOCAL_THETA));
+            } else {
+                global = rope;
+                if (arch == Architecture.GEMMA3) {
+                    b.localRopeTheta(f.optDouble("rope_local_base_freq", GEMMA3_DEFAULT_LOCAL_THETA));
+                }
+            }
+            b.ropeTheta(global.optDouble("rope_theta", 10_000)).ropeScaling(ropeScaling(global));
+            partial = global.optDouble("partial_rotary_factor", partial);
+        } else {
+            b.ropeTheta(f.optDouble("rope_theta", arch == Architecture.GEMMA3 ? 1_000_000 : 10_000));
+            if (f.has("rope_scaling")) {
+                b.ropeScaling(ropeScaling(new ConfigFields(f.get("rope_scaling"), f.source() + " rope_scaling")));
+            }
+            if (arch == Architecture.GEMMA3) {
+                b.localRopeTheta(f.optDouble("rope_local_base_freq", GEMMA3_DEFAULT_LOCAL_THETA));
+            }
+        }
+        b.partialRotaryFactor(partial);
+    }
+
+    private static ConfigFields sub(ConfigFields parent, String key) {
+        if (!parent.has(key)) {
+            throw parent.error("missing '" + key + "'");
+        }
+        return new ConfigFields(parent.get(key), parent.source() + "." + key);
+    }
+
+    /** Gemma 3: scores scaled by query_pre_attn_scalar, windowed layers by layer_types or the older pattern. */
+    private static void gemma3(ConfigFields f, ModelConfig.Builder b) {
+        for (String key : List.of("final_logit_softcapping", "attn_logit_softcapping")) {
+            if (f.has(key)) {
+                throw f.error(key + " " + f.get(key) + " is not supported (Gemma 3 checkpoints set it to null)");
+            }
+        }
+        if (f.optBoolean("use_bidirectional_attention", false)) {
+            throw f.error("use_bidirectional_attention=true (an encoder) is not supported");
+        }
+        int layers = f.requiredInt("num_hidden_layers");
+        b.queryPreAttnScalar(f.optDouble("query_pre_attn_scalar", GEMMA3_DEFAULT_QUERY_PRE_ATTN_SCALAR))
+                .slidingWindow(window(f, GEMMA3_DEFAULT_WINDOW), 0);
+        // before layer_types existed, every pattern-th layer was global; transformers 5 saves the pattern as _sliding_window_pattern
+        int pattern = f.optInt("sliding_window_pattern", f.optInt("_sliding_window_pattern", GEMMA3_DEFAULT_PATTERN));
+        if (pattern < 1) {
+            throw f.error("sliding_window_pattern must be >= 1, got " + pattern);
+        }
+        List<Boolean> windowed = new ArrayList<>();
+        for (int i = 0; i < layers; i++) {
+            windowed.add((i + 1) % pattern != 0);
+        }
+        b.windowedLayers(windowed);
+    }
+
+    private static List<Boolean> layerTypes(ConfigFields f) {
+        JsonNode types = f.get("layer_types");
+        if (!types.isArray()) {
+            throw f.error("'layer_types' must be a list, got " + types);
+        }
+        List<Boolean> windowed = new ArrayList<>();
+        for (JsonNode t : types) {
+            String type = t.asText();
+            switch (type) {
+                case "full_attention" -> windowed.add(false);
+                case "sliding_attention" -> windowed.add(true);
+                default -> throw f.error("layer type '" + t + "' is not supported; supported: full_attention, sliding_attention");
+            }
+        }
+        return windowed;
     }
 
     /** sliding_window: the class default when the key is absent, none when it is null. */
@@ -130,7 +228,7 @@ final class HfConfigJson {
         o.put("num_attention_heads", c.numHeads());
         o.put("num_key_value_heads", c.numKvHeads());
         o.put("head_dim", c.headDim());
-        o.put("hidden_act", "silu");
+        o.put(c.geluTanhMlp() ? "hidden_activation" : "hidden_act", c.geluTanhMlp() ? "gelu_pytorch_tanh" : "silu");
         o.put("rms_norm_eps", c.rmsNormEps());
         o.put("rope_theta", c.ropeTheta());
         RopeScaling rs = c.ropeScaling();
@@ -151,12 +249,23 @@ final class HfConfigJson {
         o.put("torch_dtype", torchDtype(c.dtype()));
         switch (c.architecture()) {
             case LLAMA -> o.put("attention_bias", false).put("mlp_bias", false);
-            case MISTRAL -> putWindow(o, c.slidingWindow());
-            case QWEN2 -> {
+            case MISTRAL, PHI3 -> putWindow(o, c.slidingWindow());
+            case QWEN2, QWEN3 -> {
                 o.put("use_sliding_window", c.slidingWindow() > 0);
                 putWindow(o, c.slidingWindow());
                 o.put("max_window_layers", c.firstSlidingWindowLayer());
             }
+            case GEMMA3 -> {
+                putWindow(o, c.slidingWindow());
+                o.put("rope_local_base_freq", c.localRopeTheta());
+                o.put("query_pre_attn_scalar", c.queryPreAttnScalar());
+                o.putNull("final_logit_softcapping");
+                o.putNull("attn_logit_softcapping");
+            }
+        }
+        if (!c.windowedLayers().isEmpty()) {
+            var types = o.putArray("layer_types");
+            c.windowedLayers().forEach(w -> types.add(w ? "sliding_attention" : "full_attention"));
         }
         return o;
     }

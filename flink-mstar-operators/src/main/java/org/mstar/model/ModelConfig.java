@@ -29,18 +29,25 @@ import org.mstar.device.RopeParams;
  * @param maxPositionEmbeddings {@code max_position_embeddings}: the context length in tokens
  * @param vocabSize {@code vocab_size}: rows of the embedding and the LM head
  * @param tieWordEmbeddings {@code tie_word_embeddings}: the LM head reuses the embedding matrix
- * @param slidingWindow attention window in tokens for the layers from {@link #firstSlidingWindowLayer} on; 0 = none
- * @param firstSlidingWindowLayer first layer that uses the window (Qwen2 {@code max_window_layers}; 0 for Mistral)
+ * @param slidingWindow attention window in tokens of the windowed layers; 0 = none
+ * @param firstSlidingWindowLayer first layer that uses the window (Qwen2 {@code max_window_layers}; 0 for Mistral),
+ *     when {@code windowedLayers} is empty
+ * @param windowedLayers {@code layer_types} as one flag a layer (true = "sliding_attention"), or empty when the
+ *     windowed layers are those from {@code firstSlidingWindowLayer} on
  * @param bosTokenId {@code bos_token_id}, when declared
  * @param eosTokenIds {@code eos_token_id}, as a list (config.json gives an int or a list)
  * @param dtype {@code torch_dtype}: the dtype the checkpoint was saved in (F32 when absent, as transformers assumes)
+ * @param localRopeTheta RoPE base of the windowed layers (Gemma 3 {@code rope_local_base_freq}, unscaled); 0 = they
+ *     rotate as the others do
+ * @param queryPreAttnScalar Gemma 3 {@code query_pre_attn_scalar}: attention scores are scaled by its inverse square
+ *     root instead of head_dim's; 0 = head_dim
  */
 public record ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numLayers,
                           int numHeads, int numKvHeads, int headDim, double rmsNormEps, double ropeTheta,
                           RopeScaling ropeScaling, double partialRotaryFactor, int maxPositionEmbeddings,
                           int vocabSize, boolean tieWordEmbeddings, int slidingWindow,
-                          int firstSlidingWindowLayer, OptionalInt bosTokenId, List<Integer> eosTokenIds,
-                          DType dtype) {
+                          int firstSlidingWindowLayer, List<Boolean> windowedLayers, OptionalInt bosTokenId,
+                          List<Integer> eosTokenIds, DType dtype, double localRopeTheta, double queryPreAttnScalar) {
 
     /** The file name inside a model folder. */
     public static final String FILE_NAME = "config.json";
@@ -77,9 +84,25 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             throw new ModelFormatException("sliding_window and max_window_layers must be >= 0, got "
                     + slidingWindow + ", " + firstSlidingWindowLayer);
         }
+        windowedLayers = List.copyOf(windowedLayers);
+        if (!windowedLayers.isEmpty() && windowedLayers.size() != numLayers) {
+            throw new ModelFormatException("layer_types names " + windowedLayers.size() + " layers, num_hidden_layers is "
+                    + numLayers);
+        }
+        if (windowedLayers.contains(true) && slidingWindow == 0) {
+            throw new ModelFormatException("layer_types has sliding_attention layers but sliding_window is not set");
+        }
+        if (localRopeTheta < 0 || queryPreAttnScalar < 0) {
+            throw new ModelFormatException("rope_local_base_freq and query_pre_attn_scalar must be >= 0, got "
+                    + localRopeTheta + ", " + queryPreAttnScalar);
+        }
         // what config.json cannot say for the architecture, the forward must not assume either
         if (architecture == Architecture.LLAMA && slidingWindow != 0) {
             throw new ModelFormatException("LlamaForCausalLM has no sliding window, got " + slidingWindow);
+        }
+        if (architecture != Architecture.GEMMA3 && (localRopeTheta != 0 || queryPreAttnScalar != 0)) {
+            throw new ModelFormatException(architecture.hfName() + " has no rope_local_base_freq or "
+                    + "query_pre_attn_scalar, got " + localRopeTheta + ", " + queryPreAttnScalar);
         }
         if (architecture == Architecture.MISTRAL && firstSlidingWindowLayer != 0) {
             throw new ModelFormatException("MistralForCausalLM slides over every layer, got first layer "
@@ -136,6 +159,48 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         return architecture == Architecture.QWEN2;
     }
 
+    /** Whether each head of q and k goes through its own RMSNorm ({@code q_norm}, {@code k_norm}) before RoPE. */
+    public boolean qkNorm() {
+        return architecture == Architecture.QWEN3 || architecture == Architecture.GEMMA3;
+    }
+
+    /**
+     * Gemma 3's layer: the attention output and the MLP output are each normalised ({@code post_attention_layernorm},
+     * {@code post_feedforward_layernorm}) before they join the residual stream, and {@code pre_feedforward_layernorm}
+     * is the norm before the MLP.
+     */
+    public boolean sandwichNorms() {
+        return architecture == Architecture.GEMMA3;
+    }
+
+    /** The MLP's gate activation: GELU with the tanh approximation for Gemma 3, SiLU for the others. */
+    public boolean geluTanhMlp() {
+        return architecture == Architecture.GEMMA3;
+    }
+
+    /** Factor on the embeddings before the first layer: sqrt(hidden) rounded to fp32 for Gemma 3, else 1. */
+    public float embeddingScale() {
+        return architecture == Architecture.GEMMA3 ? (float) Math.sqrt(hiddenSize) : 1f;
+    }
+
+    /**
+     * What the checkpoint's RMSNorm weights are offset by: Gemma 3 stores {@code w} and scales by {@code 1 + w}, so the
+     * weights are loaded as {@code 1 + w}; 0 for the others.
+     */
+    public float normWeightOffset() {
+        return architecture == Architecture.GEMMA3 ? 1f : 0f;
+    }
+
+    /** Whether the checkpoint stores q/k/v as one {@code qkv_proj} and gate/up as one {@code gate_up_proj} (Phi-3). */
+    public boolean fusedCheckpointProjections() {
+        return architecture == Architecture.PHI3;
+    }
+
+    /** The softmax scale of attention scores: 1/sqrt(query_pre_attn_scalar) when given, else 1/sqrt(head_dim). */
+    public double attentionScale() {
+        return 1.0 / Math.sqrt(queryPreAttnScalar > 0 ? queryPreAttnScalar : headDim);
+    }
+
     /** Hq·D: width of the query projection output. */
     public int qSize() {
         return numHeads * headDim;
@@ -168,7 +233,16 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
 
     /** The attention window of {@code layer} in tokens, or 0 when the layer attends to the whole context. */
     public int attentionWindow(int layer) {
+        if (!windowedLayers.isEmpty()) {
+            return windowedLayers.get(layer) ? slidingWindow : 0;
+        }
         return layer >= firstSlidingWindowLayer ? slidingWindow : 0;
+    }
+
+    /** RoPE of {@code layer}: windowed layers of a model with a local RoPE base rotate with it, unscaled. */
+    public RopeParams ropeParams(int layer) {
+        return localRopeTheta > 0 && attentionWindow(layer) > 0 ? RopeParams.standard(rotaryDim(), localRopeTheta)
+                : ropeParams();
     }
 
     public Builder toBuilder() {
@@ -202,9 +276,12 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         private boolean tieWordEmbeddings;
         private int slidingWindow;
         private int firstSlidingWindowLayer;
+        private List<Boolean> windowedLayers = List.of();
         private OptionalInt bosTokenId = OptionalInt.empty();
         private List<Integer> eosTokenIds = List.of();
         private DType dtype = DType.BF16;
+        private double localRopeTheta;
+        private double queryPreAttnScalar;
 
         private Builder(Architecture architecture) {
             this.architecture = architecture;
@@ -227,9 +304,12 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             tieWordEmbeddings = c.tieWordEmbeddings;
             slidingWindow = c.slidingWindow;
             firstSlidingWindowLayer = c.firstSlidingWindowLayer;
+            windowedLayers = c.windowedLayers;
             bosTokenId = c.bosTokenId;
             eosTokenIds = c.eosTokenIds;
             dtype = c.dtype;
+            localRopeTheta = c.localRopeTheta;
+            queryPreAttnScalar = c.queryPreAttnScalar;
         }
 
         public Builder architecture(Architecture v) { architecture = v; return this; }
@@ -250,6 +330,10 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         public Builder tieWordEmbeddings(boolean v) { tieWordEmbeddings = v; return this; }
         /** Window in tokens (0 = none) for layers {@code firstLayer} and up. */
         public Builder slidingWindow(int window, int firstLayer) { slidingWindow = window; firstSlidingWindowLayer = firstLayer; return this; }
+        /** One flag a layer, true for a windowed one ({@code layer_types}); empty = from the first windowed layer on. */
+        public Builder windowedLayers(List<Boolean> v) { windowedLayers = v; return this; }
+        public Builder localRopeTheta(double v) { localRopeTheta = v; return this; }
+        public Builder queryPreAttnScalar(double v) { queryPreAttnScalar = v; return this; }
         public Builder bosTokenId(OptionalInt v) { bosTokenId = v; return this; }
         public Builder bosTokenId(int v) { return bosTokenId(OptionalInt.of(v)); }
         public Builder eosTokenIds(List<Integer> v) { eosTokenIds = v; return this; }
@@ -272,7 +356,8 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             }
             return new ModelConfig(architecture, hiddenSize, intermediateSize, numLayers, numHeads, kv, hd, rmsNormEps,
                     ropeTheta, ropeScaling, partialRotaryFactor, maxPositionEmbeddings, vocabSize, tieWordEmbeddings,
-                    slidingWindow, firstSlidingWindowLayer, bosTokenId, eosTokenIds, dtype);
+                    slidingWindow, firstSlidingWindowLayer, windowedLayers, bosTokenId, eosTokenIds, dtype, localRopeTheta,
+                    queryPreAttnScalar);
         }
     }
 }

@@ -114,6 +114,10 @@ class DisaggregatedEngineTest {
     }
 
     private static Map<String, List<Integer>> colocated(List<GenerationRequest> requests) {
+        return colocated(model, requests);
+    }
+
+    private static Map<String, List<Integer>> colocated(LlamaModel model, List<GenerationRequest> requests) {
         try (LlamaEngine engine = RandomModels.engine(model, options(64, EngineRole.COLOCATED))) {
             Collected c = new Collected();
             requests.forEach(engine::submit);
@@ -167,6 +171,44 @@ class DisaggregatedEngineTest {
             assertThat(prefill.hasWork()).isFalse();
             assertThat(decode.handoffBytesCopied()).isPositive();
         }
+    }
+
+    /**
+     * A sliding window masks attention but releases no page: the colocated engine keeps a request's KV from token
+     * 0, and so does a hand-off, so the decode side holds what the colocated engine would (window 6, prompts up to
+     * 29 tokens, chunked prefill on the prefill side).
+     */
+    @Test
+    void aSlidingWindowModelGeneratesWhatTheColocatedEngineDoes(@TempDir Path mistralDir, @TempDir Path fullDir)
+            throws Exception {
+        LlamaModel mistral = RandomModels.load(RandomModels.mistral(), 5, mistralDir, cpu);
+        LlamaModel decodeMistral = new LlamaModel(mistral.weights(), DType.F32, "random:5");
+        Map<String, List<Integer>> expected;
+        try {
+            List<GenerationRequest> requests = workload();
+            expected = colocated(mistral, requests);
+            try (LlamaEngine prefill = RandomModels.engine(mistral, options(8, EngineRole.PREFILL));
+                 LlamaEngine decode = RandomModels.engine(decodeMistral, options(64, EngineRole.DECODE))) {
+                Collected c = disaggregated(prefill, decode, requests);
+                assertThat(c.sequences()).isEqualTo(expected);
+                assertThat(c.finished.get("s-whole").cachedPromptTokens()).as("shared prefix, past the window")
+                        .isEqualTo(12);
+            }
+        } finally {
+            mistral.close();
+        }
+        // the same weights without the window: the window is what shaped the outputs above
+        try (LlamaModel full = RandomModels.load(RandomModels.mistral().toBuilder().slidingWindow(0, 0).build(), 5,
+                fullDir, cpu)) {
+            assertThat(colocated(full, workload())).isNotEqualTo(expected);
+        }
+    }
+
+    @Test
+    void aHandoffCarriesAtMostTwoGibibytesOfKv() {
+        // Llama-3-8B in bf16: 32 layers x K and V x 16 tokens x 8 KV heads x 128 dims x 2 bytes = 2 MiB a page
+        assertThat(LlamaEngine.maxHandoffTokens(2L * 32 * 16 * 8 * 128 * 2, 16)).isEqualTo(1023 * 16);
+        assertThat(LlamaEngine.maxHandoffTokens(1024, 4)).isEqualTo((Integer.MAX_VALUE - 1024) / 1024 * 4);
     }
 
     @Test

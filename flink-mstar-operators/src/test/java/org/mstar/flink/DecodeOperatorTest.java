@@ -53,7 +53,10 @@ class DecodeOperatorTest {
     }
 
     private static LlamaEngineFactory engines(EngineRole role) {
-        Configuration c = new Configuration();
+        return engines(role, new Configuration());
+    }
+
+    private static LlamaEngineFactory engines(EngineRole role, Configuration c) {
         c.set(GenerateOptions.MODEL_DIR, model.toString());
         c.set(LlamaEngineOptions.PAGE_SIZE, 4);
         c.set(LlamaEngineOptions.MAX_SEQ_LEN, 128);
@@ -84,7 +87,14 @@ class DecodeOperatorTest {
     }
 
     private static KeyedOneInputStreamOperatorTestHarness<String, KvHandoff, Response> harness() throws Exception {
-        var factory = new DecodeOperatorFactory(engines(EngineRole.DECODE), GenerateSettings.from(new Configuration()));
+        return harness(new Configuration());
+    }
+
+    /** @param conf the operator's settings and its engine's knobs */
+    private static KeyedOneInputStreamOperatorTestHarness<String, KvHandoff, Response> harness(Configuration conf)
+            throws Exception {
+        var factory = new DecodeOperatorFactory(engines(EngineRole.DECODE, new Configuration(conf)),
+                GenerateSettings.from(conf));
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(
                 factory, KvHandoff::getRequestId, Types.STRING, MAX_PARALLELISM, 1, 0);
         harness.setStateBackend(new EmbeddedRocksDBStateBackend());
@@ -159,6 +169,49 @@ class DecodeOperatorTest {
             assertThat(out.errors).extracting(ErrorEvent::getRequestId, ErrorEvent::getCode)
                     .containsExactly(org.assertj.core.api.Assertions.tuple("broken", 500));
             assertDecoded(out, r, expected);
+        }
+    }
+
+    @Test
+    void aHandoffWithoutATokenHereWithinTheQueueTimeoutGets429() throws Exception {
+        GenerateRequest first = request("first", 9);
+        GenerateRequest second = request("second", 11);
+        GenerateRequest third = request("third", 13);
+        List<Integer> firstTokens = new ArrayList<>();
+        List<Integer> thirdTokens = new ArrayList<>();
+        List<KvHandoff> firstRecords = prefill(first, firstTokens);
+        List<KvHandoff> secondRecords = prefill(second, new ArrayList<>());
+        List<KvHandoff> thirdRecords = prefill(third, thirdTokens);
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.QUEUE_TIMEOUT, java.time.Duration.ofSeconds(1));
+        conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 1); // the second waits while the first decodes
+        try (var harness = harness(conf)) {
+            harness.open();
+            harness.setProcessingTime(1_000);
+            for (KvHandoff k : firstRecords) {
+                harness.processElement(k, 0);
+            }
+            for (KvHandoff k : secondRecords) {
+                harness.processElement(k, 0);
+            }
+            // part of the third's hand-off: while it is incomplete, steps are spaced out (1 ms in harness time)
+            harness.processElement(thirdRecords.get(0), 0);
+            harness.setProcessingTime(1_001); // one step: the first's token 1
+            harness.setProcessingTime(2_500); // the second has waited 1.5 s without a token from this side
+            for (KvHandoff k : thirdRecords.subList(1, thirdRecords.size())) {
+                harness.processElement(k, 0); // its clock starts now, complete
+            }
+            runToIdle(harness);
+
+            TestRequests.Collected out = collect(harness);
+            assertDecoded(out, first, firstTokens);
+            assertDecoded(out, third, thirdTokens);
+            assertThat(out.errors).singleElement().satisfies(e -> {
+                assertThat(e.getRequestId()).isEqualTo("second");
+                assertThat(e.getCode()).isEqualTo(429);
+            });
+            assertThat(out.tokens).doesNotContainKey("second");
+            assertThat(((DecodeOperator) harness.getOperator()).liveRequests()).isZero();
         }
     }
 

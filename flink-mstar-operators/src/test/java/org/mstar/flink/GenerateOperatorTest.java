@@ -8,8 +8,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.flink.api.common.state.KeyedStateStore;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
@@ -19,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
+import org.mstar.schemas.RequestMirror;
 import org.mstar.schemas.Response;
 
 /** Drives one {@link GenerateOperator} on RocksDB keyed state with a {@link FakeEngine}, step by step. */
@@ -66,6 +72,125 @@ class GenerateOperatorTest {
             committed.addAll(restored.extractOutputValues());
         }
         committed.assertComplete(requests);
+    }
+
+    @Test
+    void aCheckpointSavesOnlyTheTokensGeneratedSinceThePreviousOneAndARestoreJoinsThem() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("g", 2); // both run from the first step
+        requests.forEach(r -> {
+            r.setIgnoreEos(true);
+            r.setMaxTokens(20);
+        });
+        TestRequests.Collected committed = new TestRequests.Collected();
+        OperatorSubtaskState snapshot;
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            for (GenerateRequest r : requests) {
+                harness.processElement(r, 0);
+            }
+            runSteps(harness, 4);
+            harness.prepareSnapshotPreBarrier(1);
+            harness.snapshot(1, 1);
+            runSteps(harness, 3);
+            harness.prepareSnapshotPreBarrier(2);
+            harness.prepareSnapshotPreBarrier(3); // nothing new: nothing appended
+            runSteps(harness, 5);
+            harness.prepareSnapshotPreBarrier(4);
+            snapshot = harness.snapshot(4, 4);
+            committed.addAll(harness.extractOutputValues());
+
+            for (GenerateRequest r : requests) {
+                harness.getOperator().setCurrentKey(r.getRequestId());
+                KeyedStateStore store = harness.getOperator().getKeyedStateStore();
+                RequestMirror mirror = store.getState(new ValueStateDescriptor<>(GenerateOperator.MIRROR_STATE,
+                        new AvroTypeInfo<>(RequestMirror.class))).value();
+                int first = mirror.getGeneratedTokenIds().size();
+                assertThat(first).as("tokens in the mirror written at the first checkpoint").isPositive();
+                List<Integer> chunkSizes = new ArrayList<>();
+                store.getListState(new ListStateDescriptor<>(GenerateOperator.MIRROR_STATE + RequestMirrors.TOKENS_SUFFIX,
+                        PrimitiveArrayTypeInfo.INT_PRIMITIVE_ARRAY_TYPE_INFO)).get().forEach(c -> chunkSizes.add(c.length));
+                assertThat(chunkSizes).as("chunks appended after the mirror").hasSize(2);
+                assertThat(first + chunkSizes.get(0) + chunkSizes.get(1))
+                        .isEqualTo(committed.tokens.get(r.getRequestId()).size());
+            }
+            runSteps(harness, 3); // lost with the failure
+        }
+        try (var restored = harness(new Configuration(), 1, 0)) {
+            restored.initializeState(snapshot);
+            restored.open();
+            runToIdle(restored);
+            committed.addAll(restored.extractOutputValues());
+            assertThat(mirrors(restored)).isZero();
+        }
+        committed.assertComplete(requests);
+    }
+
+    @Test
+    void aRequestIdReusedAfterItsRequestCompletedGets409AlsoAfterARestore() throws Exception {
+        GenerateRequest first = TestRequests.request("reused", 4);
+        GenerateRequest other = TestRequests.request("fresh", 5);
+        OperatorSubtaskState snapshot;
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            harness.processElement(first, 0);
+            runToIdle(harness);
+            collect(harness).assertComplete(List.of(first));
+            harness.getOutput().clear();
+
+            harness.processElement(GenerateRequest.newBuilder(first).setPrompt("another prompt").build(), 0);
+            harness.processElement(other, 0);
+            runToIdle(harness);
+            TestRequests.Collected out = collect(harness);
+            out.assertComplete(List.of(other));
+            assertThat(out.tokens).doesNotContainKey("reused");
+            assertThat(out.errors).singleElement().satisfies(e -> {
+                assertThat(e.getRequestId()).isEqualTo("reused");
+                assertThat(e.getCode()).isEqualTo(Responses.CONFLICT);
+                assertThat(e.getMessage()).contains("'reused' was already served", "new id",
+                        GenerateOptions.REQUEST_ID_RETENTION.key());
+            });
+            harness.prepareSnapshotPreBarrier(1);
+            snapshot = harness.snapshot(1, 1);
+        }
+        try (var restored = harness(new Configuration(), 1, 0)) {
+            restored.initializeState(snapshot);
+            restored.open();
+            restored.processElement(first, 0);
+            runToIdle(restored);
+            assertThat(collect(restored).errors).extracting(ErrorEvent::getCode).containsExactly(Responses.CONFLICT);
+        }
+    }
+
+    @Test
+    void withoutRetentionAReusedIdIsServedAgain() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.REQUEST_ID_RETENTION, Duration.ZERO);
+        GenerateRequest request = TestRequests.request("again", 4);
+        try (var harness = harness(conf, 1, 0)) {
+            harness.open();
+            harness.processElement(request, 0);
+            runToIdle(harness);
+            harness.getOutput().clear();
+            harness.processElement(request, 0);
+            runToIdle(harness);
+            TestRequests.Collected out = collect(harness);
+            out.assertComplete(List.of(request));
+            assertThat(out.errors).isEmpty();
+        }
+    }
+
+    @Test
+    void noStepIsScheduledWhileNothingIsLive() throws Exception {
+        try (var harness = harness(new Configuration(), 1, 0)) {
+            harness.open();
+            assertThat(harness.getProcessingTimeService().getNumActiveTimers()).as("after open").isZero();
+            harness.processElement(TestRequests.request("t", 1), 0);
+            assertThat(harness.getProcessingTimeService().getNumActiveTimers()).as("with a request").isEqualTo(1);
+            runToIdle(harness);
+            harness.setProcessingTime(harness.getProcessingTime() + 60_000);
+            assertThat(harness.getProcessingTimeService().getNumActiveTimers()).as("after it finished").isZero();
+            assertThat(collect(harness).results).containsOnlyKeys("t");
+        }
     }
 
     @Test

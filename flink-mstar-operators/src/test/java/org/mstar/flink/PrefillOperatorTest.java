@@ -50,12 +50,18 @@ class PrefillOperatorTest {
     }
 
     private static KeyedOneInputStreamOperatorTestHarness<String, GenerateRequest, Response> harness() throws Exception {
-        Configuration c = new Configuration();
+        return harness(new Configuration());
+    }
+
+    /** @param conf the operator's settings and its engine's knobs */
+    private static KeyedOneInputStreamOperatorTestHarness<String, GenerateRequest, Response> harness(Configuration conf)
+            throws Exception {
+        Configuration c = new Configuration(conf);
         c.set(GenerateOptions.MODEL_DIR, model.toString());
         c.set(LlamaEngineOptions.PAGE_SIZE, 4);
         c.set(LlamaEngineOptions.MAX_SEQ_LEN, 128);
         c.set(DisaggregationOptions.ENGINE_ROLE, EngineRole.PREFILL);
-        var factory = new PrefillOperatorFactory(new LlamaEngineFactory(c), GenerateSettings.from(new Configuration()),
+        var factory = new PrefillOperatorFactory(new LlamaEngineFactory(c), GenerateSettings.from(conf),
                 500);
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(
                 factory, GenerateRequest::getRequestId, Types.STRING, 128, 1, 0);
@@ -103,6 +109,35 @@ class PrefillOperatorTest {
             });
             assertThat(records.get(0).getHeader().getGeneratedTokenIds())
                     .containsExactly(out.tokens.get("a").get(0).getTokenId());
+            try (var keys = h.getOperator().getKeyedStateBackend()
+                    .getKeys(PrefillOperator.MIRROR_STATE, org.apache.flink.runtime.state.VoidNamespace.INSTANCE)) {
+                assertThat(keys.count()).as("mirrors left").isZero();
+            }
+        }
+    }
+
+    @Test
+    void aRequestNotHandedOffWithinTheQueueTimeoutGets429() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.QUEUE_TIMEOUT, java.time.Duration.ofSeconds(1));
+        conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 1); // the second waits while the first prefills
+        try (var h = harness(conf)) {
+            h.open();
+            h.setProcessingTime(1_000);
+            h.processElement(request("first", 11, 5), 0);
+            h.processElement(request("second", 7, 5), 0);
+            h.setProcessingTime(1_001); // one step: the first is handed off
+            h.setProcessingTime(2_500);
+            runToIdle(h);
+
+            TestRequests.Collected out = new TestRequests.Collected();
+            out.addAll(h.extractOutputValues());
+            assertThat(out.tokens).containsOnlyKeys("first");
+            assertThat(handoffs(h)).isNotEmpty().allSatisfy(r -> assertThat(r.getRequestId()).isEqualTo("first"));
+            assertThat(out.errors).singleElement().satisfies(e -> {
+                assertThat(e.getRequestId()).isEqualTo("second");
+                assertThat(e.getCode()).isEqualTo(429);
+            });
             try (var keys = h.getOperator().getKeyedStateBackend()
                     .getKeys(PrefillOperator.MIRROR_STATE, org.apache.flink.runtime.state.VoidNamespace.INSTANCE)) {
                 assertThat(keys.count()).as("mirrors left").isZero();

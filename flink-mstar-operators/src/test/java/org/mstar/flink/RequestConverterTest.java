@@ -8,8 +8,10 @@ import java.util.Map;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 import org.mstar.engine.GenerationRequest;
+import org.mstar.model.chat.ChatMessage;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
+import org.mstar.schemas.ChatTurn;
 import org.mstar.schemas.GenerateRequest;
 
 class RequestConverterTest {
@@ -44,6 +46,17 @@ class RequestConverterTest {
         assertThat(r.ignoreEos()).isTrue();
         assertThat(r.priority()).isEqualTo(5);
         assertThat(r.sampling()).isEqualTo(new SamplingReqConfig(0.0, 4, 0.9, true, 1.2, 0.1, 16, 2, false, 1, false, 7L));
+    }
+
+    @Test
+    void aConversationGoesToTheEngineAsMessages() {
+        GenerationRequest r = converter.convert(GenerateRequest.newBuilder().setRequestId("r")
+                .setMessages(List.of(new ChatTurn("system", "Be brief."), new ChatTurn("user", "Hi"))).build());
+        assertThat(r.promptText()).isNull();
+        assertThat(r.promptTokenIds()).isNull();
+        assertThat(r.messages()).containsExactly(new ChatMessage("system", "Be brief."), new ChatMessage("user", "Hi"));
+        assertRejected(b -> b.setMessages(List.of(new ChatTurn("user", "x"))), "prompt: set exactly one");
+        assertRejected(b -> b.setPrompt(null).setMessages(List.of()), "messages: must not be empty");
     }
 
     @Test

@@ -45,6 +45,23 @@ class RequestDeserializerTest {
     }
 
     @Test
+    void decodesRequestsOfTheSchemaBeforeStructuredOutput() throws Exception {
+        org.apache.avro.Schema previous;
+        try (java.io.InputStream in = GenerateRequest.class.getResourceAsStream("previous/GenerateRequest-1.avsc")) {
+            previous = new org.apache.avro.Schema.Parser().parse(in);
+        }
+        org.apache.avro.generic.GenericRecord old = new org.apache.avro.generic.GenericRecordBuilder(previous)
+                .set("request_id", "old").set("prompt", "hi").build();
+        byte[] value = new org.apache.avro.message.BinaryMessageEncoder<org.apache.avro.generic.GenericRecord>(
+                org.apache.avro.generic.GenericData.get(), previous).encode(old).array();
+        Either<ErrorEvent, GenerateRequest> out = decode("old", value);
+        assertThat(out.isRight()).as("%s", out).isTrue();
+        assertThat(out.right().getPrompt()).isEqualTo("hi");
+        assertThat(out.right().getJsonSchema()).isNull();
+        assertThat(out.right().getChoices()).isNull();
+    }
+
+    @Test
     void emptyRequestIdIsRejected() throws Exception {
         GenerateRequest request = TestRequests.request("", 1);
         assertThat(decode("k", bytes(request)).left().getMessage()).startsWith("request_id:");

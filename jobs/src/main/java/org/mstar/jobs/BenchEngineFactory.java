@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import org.mstar.engine.EngineOptions;
+import org.mstar.engine.EngineRole;
 import org.mstar.engine.ForwardingEngine;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.LlamaEngineLoader;
@@ -37,6 +38,7 @@ final class BenchEngineFactory implements EngineFactory {
     private final int maxSeqLen;
     private final int pages;
     private final int pageSize;
+    private final EngineRole role;
     private final Set<Long> failAtSteps;
 
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps) {
@@ -47,6 +49,7 @@ final class BenchEngineFactory implements EngineFactory {
         this.maxSeqLen = options.kvCache().maxSeqLen();
         this.pages = options.kvCache().maxNumPages();
         this.pageSize = options.kvCache().pageSize();
+        this.role = options.role();
         this.failAtSteps = Set.copyOf(failAtSteps);
     }
 
@@ -70,7 +73,8 @@ final class BenchEngineFactory implements EngineFactory {
         DeviceTurn turn = shared.turn();
         long before = turn.call(() -> BenchModels.memoryInUse(turn));
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget,
-                new KvCacheOptions(maxSeqLen, pages, pageSize, 0, true)).withDecodeGraphs(turn.device().isCuda());
+                new KvCacheOptions(maxSeqLen, pages, pageSize, 0, true)).withDecodeGraphs(turn.device().isCuda())
+                .withRole(role);
         GenerationEngine engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options));
         long after = turn.call(() -> BenchModels.memoryInUse(turn));
         EVENTS.add(String.format(Locale.ROOT,

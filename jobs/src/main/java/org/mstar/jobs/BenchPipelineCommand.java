@@ -57,6 +57,10 @@ final class BenchPipelineCommand implements Callable<Integer> {
             description = "Flink's execution.buffer-timeout.interval. Default: ${DEFAULT-VALUE}.")
     long bufferTimeoutMillis = 5;
 
+    @Option(names = "--batch-invariant",
+            description = "Batch-invariant numerics on the GPU (mstar.engine.batch-invariant), for the engine and the job.")
+    boolean batchInvariant;
+
     @Option(names = "--failures", paramLabel = "N",
             description = "After the table: run a failover load twice under EXACTLY_ONCE, uninterrupted and with N"
                     + " injected task failures, and compare the committed outputs. Default: ${DEFAULT-VALUE}.")
@@ -66,6 +70,61 @@ final class BenchPipelineCommand implements Callable<Integer> {
             description = "Requests of the failover load (mixed lengths, half greedy, half seeded sampling)."
                     + " Default: ${DEFAULT-VALUE}.")
     int failoverRequests = 64;
+
+    @Option(names = "--disaggregation",
+            description = "Instead of the engine-vs-job table: serve one mixed load (decoders with short prompts and"
+                    + " long outputs, long prompts arriving while they decode) through the colocated job and through"
+                    + " the disaggregated one (prefill and decode operators, each with its own engine and KV pool on"
+                    + " --device), and compare tokens/s, TTFT, inter-token latency and the hand-offs.")
+    boolean disaggregation;
+
+    @Option(names = "--decoders", paramLabel = "N",
+            description = "With --disaggregation: requests sent at the start; with the long prompts running beside"
+                    + " them they should fit --max-batch-rows (decode graphs cover up to 64 rows)."
+                    + " Default: ${DEFAULT-VALUE}.")
+    int decoders = 56;
+
+    @Option(names = "--decoder-prompt-len", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
+    int decoderPromptLen = 128;
+
+    @Option(names = "--decoder-max-tokens", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
+    int decoderMaxTokens = 512;
+
+    @Option(names = "--long-prompts", paramLabel = "N",
+            description = "With --disaggregation: long-prompt requests sent while the decoders run."
+                    + " Default: ${DEFAULT-VALUE}.")
+    int longPrompts = 8;
+
+    @Option(names = "--long-prompt-lens", paramLabel = "N", split = ",",
+            description = "Prompt tokens of the long prompts, taken in turn. Default: 4096,8192,12288.")
+    List<Integer> longPromptLens = List.of(4096, 8192, 12288);
+
+    @Option(names = "--long-max-tokens", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
+    int longMaxTokens = 32;
+
+    @Option(names = "--long-start", paramLabel = "MILLIS",
+            description = "When the first long prompt is sent, after the decoders. Default: ${DEFAULT-VALUE}.")
+    long longStartMillis = 2000;
+
+    @Option(names = "--long-interval", paramLabel = "MILLIS",
+            description = "Between two long prompts. Default: ${DEFAULT-VALUE}.")
+    long longIntervalMillis = 1000;
+
+    @Option(names = "--prefill-pages", paramLabel = "N",
+            description = "KV pages of the prefill engine (disaggregated). Default: --pages.")
+    Integer prefillPages;
+
+    @Option(names = "--decode-pages", paramLabel = "N",
+            description = "KV pages of the decode engine (disaggregated). Default: --pages.")
+    Integer decodePages;
+
+    @Option(names = "--prefill-token-budget", paramLabel = "N",
+            description = "Token budget of the prefill engine (disaggregated). Default: --token-budget.")
+    Integer prefillTokenBudget;
+
+    @Option(names = "--handoff-record-size", paramLabel = "SIZE",
+            description = "Most KV bytes in one hand-off record. Default: ${DEFAULT-VALUE}.")
+    String handoffRecordSize = "1mb";
 
     @Option(names = "--timeout", paramLabel = "SECONDS", description = "Per load. Default: ${DEFAULT-VALUE}.")
     long timeoutSeconds = 300;

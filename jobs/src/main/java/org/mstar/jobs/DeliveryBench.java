@@ -49,7 +49,7 @@ final class DeliveryBench {
             runs.add(new Run(DeliveryGuarantee.EXACTLY_ONCE, Duration.ofMillis(Math.round(seconds * 1000))));
         }
         runs.add(new Run(DeliveryGuarantee.AT_LEAST_ONCE, runs.get(runs.size() - 1).checkpointInterval()));
-        String model = ModelSource.resolve(null, "").toString();
+        String model = ModelSource.resolve(null, "", err).toString();
         DeliveryTable table = new DeliveryTable();
         Path work = Files.createTempDirectory("mstar-bench-");
         try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {

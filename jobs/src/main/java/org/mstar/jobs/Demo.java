@@ -48,7 +48,7 @@ final class Demo {
                 conf.set(GenerateOptions.MODEL_DIR, flags.model);
             } else {
                 err.println("No --model: serving a bundled tiny random Llama; its answers are noise.");
-                conf.set(GenerateOptions.MODEL_DIR, ModelSource.resolve(null, "").toString());
+                conf.set(GenerateOptions.MODEL_DIR, ModelSource.resolve(null, "", err).toString());
             }
             StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(flags.parallelism, conf);
             GenerationPipeline.builder()

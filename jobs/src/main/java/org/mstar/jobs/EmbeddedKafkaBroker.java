@@ -24,25 +24,46 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.utils.Time;
 
 /**
- * A single-node Kafka cluster (KRaft, combined broker and controller) inside this JVM, for the demo and the
- * tests. It listens on 127.0.0.1 only, at free ports, keeps its data in a temporary folder deleted by
- * {@link #close}, and supports transactions (replication factor 1 everywhere).
+ * A single-node Kafka cluster (KRaft, combined broker and controller) inside this JVM, for {@code mstar kafka}, the
+ * demo and the tests. It listens on 127.0.0.1 only and supports transactions (replication factor 1 everywhere).
+ * {@link #start()} keeps its data in a temporary folder deleted by {@link #close}; {@link #start(Path, int)} in a
+ * folder that outlives it, so topics, offsets and transactions survive a restart.
  */
 public final class EmbeddedKafkaBroker implements AutoCloseable {
     private final Path dir;
+    private final boolean temporary;
     private final String bootstrapServers;
     private final KafkaRaftServer server;
 
-    private EmbeddedKafkaBroker(Path dir, String bootstrapServers, KafkaRaftServer server) {
+    private EmbeddedKafkaBroker(Path dir, boolean temporary, String bootstrapServers, KafkaRaftServer server) {
         this.dir = dir;
+        this.temporary = temporary;
         this.bootstrapServers = bootstrapServers;
         this.server = server;
     }
 
-    /** Formats a fresh log folder, starts the server and waits until it answers. */
+    /** Formats a fresh log folder in a temporary folder, starts the server at a free port and waits until it answers. */
     public static EmbeddedKafkaBroker start() throws Exception {
-        Path dir = Files.createTempDirectory("mstar-kafka-");
-        int brokerPort = freePort();
+        return start(Files.createTempDirectory("mstar-kafka-"), freePort(), true);
+    }
+
+    /**
+     * Starts the server on {@code port} with its data in {@code dir}, formatting the folder when it holds none yet
+     * (else resuming what it holds), and waits until it answers. {@link #close} keeps the folder.
+     *
+     * @throws IllegalStateException when {@code port} is taken
+     */
+    public static EmbeddedKafkaBroker start(Path dir, int port) throws Exception {
+        try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getByName("127.0.0.1"))) {
+            probe.getLocalPort();
+        } catch (IOException e) {
+            throw new IllegalStateException("port " + port + " on 127.0.0.1 is taken (another Kafka?): " + e.getMessage());
+        }
+        Files.createDirectories(dir);
+        return start(dir.toAbsolutePath(), port, false);
+    }
+
+    private static EmbeddedKafkaBroker start(Path dir, int brokerPort, boolean temporary) throws Exception {
         int controllerPort = freePort();
         Properties p = new Properties();
         p.putAll(Map.ofEntries(
@@ -67,15 +88,17 @@ public final class EmbeddedKafkaBroker implements AutoCloseable {
         try (OutputStream out = Files.newOutputStream(config)) {
             p.store(out, "mstar embedded broker");
         }
-        ByteArrayOutputStream formatLog = new ByteArrayOutputStream();
-        int formatted = StorageTool.execute(new String[] {"format", "-t", Uuid.randomUuid().toString(), "-c",
-                config.toString()}, new PrintStream(formatLog, true, StandardCharsets.UTF_8));
-        if (formatted != 0) {
-            throw new IllegalStateException("kafka storage format failed: " + formatLog.toString(StandardCharsets.UTF_8));
+        if (!Files.exists(dir.resolve("logs").resolve("meta.properties"))) {
+            ByteArrayOutputStream formatLog = new ByteArrayOutputStream();
+            int formatted = StorageTool.execute(new String[] {"format", "-t", Uuid.randomUuid().toString(), "-c",
+                    config.toString()}, new PrintStream(formatLog, true, StandardCharsets.UTF_8));
+            if (formatted != 0) {
+                throw new IllegalStateException("kafka storage format failed: " + formatLog.toString(StandardCharsets.UTF_8));
+            }
         }
         KafkaRaftServer server = new KafkaRaftServer(KafkaConfig.fromProps(p, false), Time.SYSTEM);
         server.startup();
-        EmbeddedKafkaBroker broker = new EmbeddedKafkaBroker(dir, "127.0.0.1:" + brokerPort, server);
+        EmbeddedKafkaBroker broker = new EmbeddedKafkaBroker(dir, temporary, "127.0.0.1:" + brokerPort, server);
         try (Admin admin = broker.admin()) {
             admin.describeCluster().nodes().get();
         } catch (Exception e) {
@@ -87,6 +110,11 @@ public final class EmbeddedKafkaBroker implements AutoCloseable {
 
     public String bootstrapServers() {
         return bootstrapServers;
+    }
+
+    /** The folder of its data. */
+    public Path dataDir() {
+        return dir;
     }
 
     /** Creates each topic with {@code partitions} partitions. */
@@ -107,8 +135,10 @@ public final class EmbeddedKafkaBroker implements AutoCloseable {
             server.shutdown();
             server.awaitShutdown();
         } finally {
-            try (Stream<Path> files = Files.walk(dir)) {
-                files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            if (temporary) {
+                try (Stream<Path> files = Files.walk(dir)) {
+                    files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+                }
             }
         }
     }

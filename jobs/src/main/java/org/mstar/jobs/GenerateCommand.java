@@ -1,7 +1,9 @@
 package org.mstar.jobs;
 
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.mstar.device.Device;
@@ -15,9 +17,12 @@ import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.RequestFailure;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
+import org.mstar.model.chat.ChatMessage;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -52,11 +57,20 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "0", description = "Sampler seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
+    @Mixin
+    ConstraintFlags constraint;
+
     @Option(names = "--device", defaultValue = "cpu", description = "cpu or cuda:N (default: ${DEFAULT-VALUE}).")
     String device;
 
     @Option(names = "--max-seq-len", defaultValue = "2048", description = "Longest prompt + output (default: ${DEFAULT-VALUE}).")
     int maxSeqLen;
+
+    @Option(names = "--chat", description = "Send the prompt as a user message, rendered by the model folder's chat template.")
+    boolean chat;
+
+    @Option(names = "--system", paramLabel = "TEXT", description = "With --chat: a system message before the prompt.")
+    String system;
 
     @Override
     public Integer call() {
@@ -65,7 +79,7 @@ final class GenerateCommand implements Callable<Integer> {
             random = "";
             out.println("[no --model given: serving a bundled random-weight tiny Llama; its text is gibberish]");
         }
-        Path dir = ModelSource.resolve(model, random);
+        Path dir = ModelSource.resolve(model, random, new PrintWriter(System.err, true));
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
@@ -74,8 +88,13 @@ final class GenerateCommand implements Callable<Integer> {
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
         try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options)) {
-            engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0));
-            out.print(prompt);
+            try {
+                submit(engine, sampling);
+            } catch (RequestValidationException e) {
+                System.err.println("error 400: " + e.getMessage());
+                return 1;
+            }
+            out.print(chat ? "" : prompt);
             out.flush();
             FinishedRequest done = null;
             while (engine.hasWork()) {
@@ -96,6 +115,22 @@ final class GenerateCommand implements Callable<Integer> {
             report(done, engine.stats());
             return 0;
         }
+    }
+
+    /** The prompt as text, or with --chat as a conversation the engine renders with the model's chat template. */
+    private void submit(LlamaEngine engine, SamplingReqConfig sampling) {
+        if (!chat) {
+            engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0,
+                    constraint.constraint(), null));
+            return;
+        }
+        List<ChatMessage> messages = new ArrayList<>();
+        if (system != null) {
+            messages.add(new ChatMessage("system", system));
+        }
+        messages.add(ChatMessage.user(prompt));
+        engine.submit(new GenerationRequest("cli", null, null, sampling, maxTokens, 0, List.of(), false, 0,
+                constraint.constraint(), messages));
     }
 
     private static void report(FinishedRequest done, EngineStats stats) {

@@ -7,9 +7,9 @@ import picocli.CommandLine.Option;
  * KafkaIoOptions} as literals, so that {@code send} runs from the job jar without Flink on the classpath.
  */
 final class KafkaTopics {
-    @Option(names = "--bootstrap-servers", required = true, paramLabel = "HOST:PORT[,...]",
-            description = "Kafka bootstrap servers.")
-    String bootstrapServers;
+    @Option(names = "--bootstrap-servers", paramLabel = "HOST:PORT[,...]",
+            description = "Kafka bootstrap servers. Default: ${DEFAULT-VALUE}, where `mstar kafka` listens.")
+    String bootstrapServers = "localhost:9092";
 
     @Option(names = "--requests-topic", paramLabel = "TOPIC", description = "Default: ${DEFAULT-VALUE}.")
     String requestsTopic = "requests";

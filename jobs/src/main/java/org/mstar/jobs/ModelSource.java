@@ -1,66 +1,155 @@
 package org.mstar.jobs;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Comparator;
 import java.util.HexFormat;
+import java.util.Locale;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.mstar.device.DType;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.ModelFormatException;
 import org.mstar.model.llama.CheckpointWriter;
 import org.mstar.resources.kv.PrefixKeys;
 
 /**
- * Where a command's model comes from: a Hugging Face folder, or random weights of a given geometry
- * written once as a complete checkpoint (config, safetensors, tokenizer) under
- * {@code ~/.cache/mstar/random-<digest>} so the real loading code serves it.
+ * Where a command's model comes from: a Hugging Face folder, or random weights of a given geometry written once
+ * as a complete checkpoint (config, safetensors, tokenizer) under {@code ~/.cache/mstar/random-<digest>}, so the
+ * real loading code serves it and later runs (and restarts of {@code serve}) find the same weights. A checkpoint
+ * is written into a scratch folder beside it and moved into place when complete; the scratch folder is deleted
+ * when writing fails or the command is stopped, so no partial checkpoint is left behind.
  */
 final class ModelSource {
     /** The geometry used when {@code --random} names no config. */
     static final String BUNDLED_CONFIG = "tiny-llama.json";
     static final long RANDOM_SEED = 42;
+    /** Random checkpoints at least this large report their progress while being written. */
+    private static final long PROGRESS_BYTES = 256L << 20;
 
     private ModelSource() {}
 
     /**
      * @param modelDir a model folder, or null
      * @param randomConfig a config.json path, "" for the bundled tiny Llama, or null
+     * @param progress where the writing of a large random checkpoint reports its progress
+     * @throws IllegalArgumentException naming the flag, when the folder or config is not usable
      */
-    static Path resolve(Path modelDir, String randomConfig) {
+    static Path resolve(Path modelDir, String randomConfig, PrintWriter progress) {
         if (modelDir != null && randomConfig != null) {
             throw new IllegalArgumentException("give --model or --random, not both");
         }
         if (modelDir != null) {
+            if (!Files.isDirectory(modelDir)) {
+                throw new IllegalArgumentException("--model " + modelDir + ": no such folder");
+            }
             if (!Files.isRegularFile(modelDir.resolve(ModelConfig.FILE_NAME))) {
-                throw new IllegalArgumentException(modelDir + " has no " + ModelConfig.FILE_NAME);
+                throw new IllegalArgumentException("--model " + modelDir + ": no " + ModelConfig.FILE_NAME + " in it"
+                        + " (a model folder in Hugging Face layout holds config.json, *.safetensors and tokenizer.json)");
             }
             return modelDir;
         }
-        return randomCheckpoint(randomConfig == null ? "" : randomConfig);
+        return randomCheckpoint(randomConfig == null ? "" : randomConfig, progress);
     }
 
-    static boolean isRandom(Path modelDir) {
-        return modelDir == null;
-    }
-
-    private static Path randomCheckpoint(String configPath) {
+    private static Path randomCheckpoint(String configPath, PrintWriter progress) {
+        byte[] configJson;
+        ModelConfig config;
         try {
-            byte[] configJson = configPath.isEmpty() ? bundled() : Files.readAllBytes(Path.of(configPath));
-            String digest = HexFormat.of().formatHex(PrefixKeys.fingerprint(configJson, RANDOM_SEED)).substring(0, 16);
-            Path dir = Path.of(System.getProperty("user.home"), ".cache", "mstar", "random-" + digest);
-            if (!Files.isRegularFile(dir.resolve(".complete"))) {
-                Path config = Files.createTempFile("mstar-config", ".json");
-                Files.write(config, configJson);
-                ModelConfig cfg = ModelConfig.load(config);
-                Files.delete(config);
-                Files.createDirectories(dir);
-                CheckpointWriter.writeRandom(cfg, DType.F32, RANDOM_SEED, dir);
-                Files.createFile(dir.resolve(".complete"));
-            }
+            configJson = configPath.isEmpty() ? bundled() : Files.readAllBytes(Path.of(configPath));
+            config = ModelConfig.fromJson(new ObjectMapper().readTree(configJson),
+                    configPath.isEmpty() ? BUNDLED_CONFIG : configPath);
+        } catch (NoSuchFileException e) {
+            throw new IllegalArgumentException("--random " + configPath + ": no such file");
+        } catch (IOException | ModelFormatException e) {
+            throw new IllegalArgumentException("--random " + configPath + ": " + e.getMessage());
+        }
+        String digest = HexFormat.of().formatHex(PrefixKeys.fingerprint(configJson, RANDOM_SEED)).substring(0, 16);
+        Path dir = Path.of(System.getProperty("user.home"), ".cache", "mstar", "random-" + digest);
+        if (Files.isRegularFile(dir.resolve(".complete"))) {
+            return dir;
+        }
+        try {
+            Files.createDirectories(dir.getParent());
+            write(config, dir, progress);
             return dir;
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot write a random checkpoint", e);
+            throw new UncheckedIOException("cannot write a random checkpoint to " + dir, e);
+        }
+    }
+
+    /** Writes the checkpoint into a scratch folder, then moves it to {@code dir}. */
+    private static void write(ModelConfig config, Path dir, PrintWriter progress) throws IOException {
+        Path scratch = Files.createTempDirectory(dir.getParent(), dir.getFileName() + ".partial-");
+        Thread cleanup = new Thread(() -> deleteQuietly(scratch), "mstar-random-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
+        long expected = weightBytes(config);
+        ScheduledExecutorService reporter = null;
+        if (expected >= PROGRESS_BYTES) {
+            progress.printf(Locale.ROOT, "Writing random weights (%.1f GiB, once) to %s%n", gib(expected), dir);
+            progress.flush();
+            reporter = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "mstar-random-progress");
+                t.setDaemon(true);
+                return t;
+            });
+            reporter.scheduleAtFixedRate(() -> {
+                progress.printf(Locale.ROOT, "  %.1f of %.1f GiB written%n", gib(size(scratch)), gib(expected));
+                progress.flush();
+            }, 2, 2, TimeUnit.SECONDS);
+        }
+        try {
+            CheckpointWriter.writeRandom(config, DType.F32, RANDOM_SEED, scratch);
+            Files.createFile(scratch.resolve(".complete"));
+            Files.move(scratch, dir, StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            if (reporter != null) {
+                reporter.shutdownNow();
+            }
+            deleteQuietly(scratch);
+            Runtime.getRuntime().removeShutdownHook(cleanup);
+        }
+    }
+
+    /** f32 bytes of the weights: embeddings, LM head unless tied, and per layer attention, MLP and norms. */
+    private static long weightBytes(ModelConfig c) {
+        long h = c.hiddenSize();
+        long q = (long) c.numHeads() * c.headDim();
+        long kv = (long) c.numKvHeads() * c.headDim();
+        long layer = h * q + 2 * h * kv + q * h + 3 * h * c.intermediateSize() + 2 * h;
+        long embeddings = (long) c.vocabSize() * h * (c.tieWordEmbeddings() ? 1 : 2);
+        return 4 * (embeddings + c.numLayers() * layer + h);
+    }
+
+    private static double gib(long bytes) {
+        return bytes / (double) (1L << 30);
+    }
+
+    private static long size(Path dir) {
+        try (Stream<Path> files = Files.walk(dir)) {
+            return files.filter(Files::isRegularFile).mapToLong(f -> f.toFile().length()).sum();
+        } catch (IOException | UncheckedIOException e) {
+            return 0; // the folder moved or went away meanwhile
+        }
+    }
+
+    private static void deleteQuietly(Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // best effort: a scratch folder under the cache, named .partial-
         }
     }
 

@@ -4,12 +4,13 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * The {@code mstar} command line: {@code serve} runs the generation job, {@code send} talks to a running one,
+ * The {@code mstar} command line: {@code kafka} runs a broker to try things with, {@code serve} runs the generation
+ * job, {@code send} talks to a running one,
  * {@code demo} runs everything in this process, {@code bench-delivery} measures how soon tokens reach a consumer, {@code bench-pipeline} compares the job with
  * the bare engine.
  */
 @Command(name = "mstar", mixinStandardHelpOptions = true, versionProvider = MstarVersion.class,
-        subcommands = {GenerateCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
+        subcommands = {GenerateCommand.class, KafkaCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
                 BenchDeliveryCommand.class, BenchPipelineCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")
 public final class Mstar implements Runnable {
@@ -21,11 +22,29 @@ public final class Mstar implements Runnable {
                 && System.getProperty("log4j2.configurationFile") == null) {
             System.setProperty("log4j2.configurationFile", CLI_LOG_CONFIG);
         }
-        int code = new CommandLine(new Mstar()).execute(args);
+        int code = commandLine().execute(args);
         // Exit only on failure: under `flink run` and in application mode, main must return normally.
         if (code != 0) {
             System.exit(code);
         }
+    }
+
+    /**
+     * The command line, with what every command shares: an option error prints the message and the usage (picocli's
+     * default), and an {@link IllegalArgumentException} out of a command, which is how the commands reject a value
+     * they cannot use, prints its message in one line instead of a stack trace.
+     */
+    static CommandLine commandLine() {
+        CommandLine cli = new CommandLine(new Mstar());
+        cli.setExecutionExceptionHandler((e, command, parsed) -> {
+            if (!(e instanceof IllegalArgumentException)) {
+                throw e;
+            }
+            command.getErr().println("mstar " + command.getCommandName() + ": " + e.getMessage());
+            command.getErr().println("(mstar " + command.getCommandName() + " --help lists its options)");
+            return command.getCommandSpec().exitCodeOnInvalidInput();
+        });
+        return cli;
     }
 
     @Override

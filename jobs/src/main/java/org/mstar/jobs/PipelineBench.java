@@ -88,6 +88,9 @@ final class PipelineBench {
                 seed = ModelSource.RANDOM_SEED;
             }
             ModelConfig config = ModelConfig.load(modelDir);
+            if (flags.disaggregation) {
+                return DisaggregationBench.run(flags, modelDir, seed, config, work, out, err);
+            }
             EngineOptions options = new EngineOptions(flags.maxBatchRows, flags.tokenBudget,
                     new KvCacheOptions(Math.min(config.maxPositionEmbeddings(), 2 * flags.promptLen + 2 * flags.maxTokens
                             + PAGE_SIZE), flags.pages, PAGE_SIZE, 0, true));
@@ -105,6 +108,7 @@ final class PipelineBench {
 
             long start = System.nanoTime();
             BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.device);
+            shared.turn().device().setBatchInvariant(flags.batchInvariant);
             err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
                     shared.turn().device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - start) / 1e9);
             err.flush();
@@ -275,15 +279,7 @@ final class PipelineBench {
             String requests = name + "-requests";
             String responses = name + "-responses";
             broker.createTopics(1, requests, responses);
-            Configuration conf = new Configuration();
-            conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(flags.checkpointMillis));
-            conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, work.resolve("checkpoints-" + name).toUri().toString());
-            conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
-            conf.set(ExecutionOptions.BUFFER_TIMEOUT, Duration.ofMillis(flags.bufferTimeoutMillis));
-            conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-            conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, restarts);
-            conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
-            conf.set(GenerateOptions.DEVICE, flags.device);
+            Configuration conf = jobConfig(name, flags, restarts, work);
             StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
             GenerationPipeline.builder()
                     .configure(conf)
@@ -344,6 +340,23 @@ final class PipelineBench {
         }
     }
 
+    /**
+     * A measured job's configuration: RocksDB checkpoints every {@code --checkpoint-interval}, the buffer timeout,
+     * {@code restarts} fixed-delay restarts, the engines on {@code --device}.
+     */
+    static Configuration jobConfig(String name, BenchPipelineCommand flags, int restarts, Path work) {
+        Configuration conf = new Configuration();
+        conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(flags.checkpointMillis));
+        conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, work.resolve("checkpoints-" + name).toUri().toString());
+        conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
+        conf.set(ExecutionOptions.BUFFER_TIMEOUT, Duration.ofMillis(flags.bufferTimeoutMillis));
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, restarts);
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
+        conf.set(GenerateOptions.DEVICE, flags.device);
+        return conf;
+    }
+
     private static Load batch(String name, int n, int promptLen, int maxTokens, ModelConfig config, Random rnd) {
         String prefix = name.replace(' ', '-');
         return new Load(name, IntStream.range(0, n)
@@ -396,7 +409,7 @@ final class PipelineBench {
     }
 
     /** A line the GPU run script matches with its utilisation samples. */
-    private static void phase(PrintWriter err, String name, long startMillis) {
+    static void phase(PrintWriter err, String name, long startMillis) {
         err.printf(Locale.ROOT, "phase\t%s\t%d\t%d%n", name, startMillis, System.currentTimeMillis());
         err.flush();
     }

@@ -1,7 +1,11 @@
 package org.mstar.jobs;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
+import org.mstar.schemas.ChatTurn;
 import org.mstar.schemas.GenerateRequest;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** The request fields the command line sets; unset ones take the server's defaults. */
@@ -15,14 +19,35 @@ final class SamplingFlags {
     @Option(names = "--seed", paramLabel = "S", description = "Sampler seed.")
     Long seed;
 
+    @Mixin
+    ConstraintFlags constraint;
+
+    @Option(names = "--chat", description = "Send each prompt as a user message (the request's messages), which the "
+            + "server renders with the model folder's chat template.")
+    boolean chat;
+
+    @Option(names = "--system", paramLabel = "TEXT", description = "With --chat: a system message before each prompt.")
+    String system;
+
     /** A request for {@code prompt} with a fresh id. */
     GenerateRequest request(String prompt) {
-        return GenerateRequest.newBuilder()
-                .setRequestId(UUID.randomUUID().toString())
-                .setPrompt(prompt)
+        GenerateRequest.Builder b = GenerateRequest.newBuilder();
+        if (chat) {
+            List<ChatTurn> turns = new ArrayList<>();
+            if (system != null) {
+                turns.add(new ChatTurn("system", system));
+            }
+            turns.add(new ChatTurn("user", prompt));
+            b.setMessages(turns);
+        } else {
+            b.setPrompt(prompt);
+        }
+        GenerateRequest request = b.setRequestId(UUID.randomUUID().toString())
                 .setMaxTokens(maxTokens)
                 .setTemperature(temperature)
                 .setSeed(seed)
                 .build();
+        constraint.applyTo(request);
+        return request;
     }
 }

@@ -42,6 +42,12 @@ final class SendCommand implements Callable<Integer> {
                 : new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).lines()
                         .filter(l -> !l.isBlank()).toList();
         List<GenerateRequest> requests = texts.stream().map(sampling::request).toList();
+        try {
+            KafkaCheck.topics(topics.bootstrapServers, List.of(topics.requestsTopic, topics.responsesTopic), false, 1);
+        } catch (KafkaCheck.KafkaUnavailable e) {
+            spec.commandLine().getErr().println(e.getMessage());
+            return 2;
+        }
         try (GenerateClient client = new GenerateClient(topics.bootstrapServers, topics.requestsTopic,
                 topics.responsesTopic)) {
             return exchange(spec.commandLine(), client, requests, Duration.ofSeconds(timeoutSeconds));

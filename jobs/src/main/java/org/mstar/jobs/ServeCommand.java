@@ -2,12 +2,16 @@ package org.mstar.jobs;
 
 import java.io.PrintWriter;
 import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import org.mstar.flink.GenerateOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
@@ -26,6 +30,11 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--model", paramLabel = "DIR",
             description = "Model folder (Hugging Face layout), at the same path on every TaskManager.")
     String model;
+
+    @Option(names = "--random", paramLabel = "CONFIG.json", arity = "0..1", fallbackValue = "",
+            description = "Instead of --model: random weights of this config.json's geometry (no value: a bundled"
+                    + " tiny Llama), written once under ~/.cache/mstar. Their text is noise.")
+    String random;
 
     @Option(names = "--engine-factory", paramLabel = "CLASS",
             description = "EngineFactory class with a public (ReadableConfig) constructor. Default: the Llama engine.")
@@ -67,7 +76,7 @@ final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--checkpoint-interval", paramLabel = "SECONDS",
             description = "Responses become visible to read_committed consumers at each checkpoint. Default: ${DEFAULT-VALUE}.")
-    long checkpointSeconds = 10;
+    long checkpointSeconds = 2;
 
     @Option(names = "--state-dir", paramLabel = "DIR",
             description = "Checkpoints, and what they were taken with; a rerun resumes from the latest one. A local"
@@ -88,11 +97,22 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (model != null && random != null) {
+            throw new ParameterException(spec.commandLine(), "Give --model or --random, not both.");
+        }
+        if (model == null && random == null && engineFactory == null && !options.containsKey(GenerateOptions.MODEL_DIR.key())) {
+            throw new ParameterException(spec.commandLine(), "serve needs a model: --model DIR (a Hugging Face"
+                    + " folder) or --random [CONFIG.json] (random weights; without a value a tiny Llama).");
+        }
+        if (delivery != null && !List.of("EXACTLY_ONCE", "AT_LEAST_ONCE").contains(delivery.toUpperCase(Locale.ROOT))) {
+            throw new ParameterException(spec.commandLine(),
+                    "--delivery is EXACTLY_ONCE or AT_LEAST_ONCE, not '" + delivery + "'.");
+        }
         PrintWriter err = spec.commandLine().getErr();
         try {
             ServeJob.run(this, err);
             return 0;
-        } catch (ServeJob.StateRefused e) {
+        } catch (ServeJob.StateRefused | KafkaCheck.KafkaUnavailable e) {
             err.println(e.getMessage());
             return 2;
         }

@@ -2,26 +2,36 @@ package org.mstar.jobs;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.DeploymentOptions;
+import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
+import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.StateRecoveryOptions;
+import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.RecoveryClaimMode;
 import org.apache.flink.core.fs.Path;
+import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
 import org.mstar.flink.KafkaIoOptions;
 import org.mstar.flink.ModelFingerprint;
+import picocli.CommandLine;
 
 /**
  * The job {@code mstar serve} runs, configured from its flags. It is durable by default: RocksDB with incremental
@@ -40,20 +50,125 @@ final class ServeJob {
     }
 
     /**
-     * Builds the job and runs it until it ends (or, under {@code flink run -d}, submits it).
+     * Checks Kafka (creating missing topics) and the state directory, builds the job and runs it until it ends
+     * (under {@code flink run -d}, submits it). Says where the job starts from, then, once it runs, what it serves
+     * and where to look, one line each.
      *
-     * @param err where the one line saying where the job starts from goes
+     * @param err where those lines go
+     * @throws KafkaCheck.KafkaUnavailable no broker answered, or a topic is missing and cannot be created
+     * @throws StateRefused the state directory holds checkpoints of other settings
      */
     static void run(ServeCommand flags, PrintWriter err) throws Exception {
         Configuration conf = configuration(flags);
+        boolean local = StreamExecutionEnvironment.getExecutionEnvironment(conf) instanceof LocalStreamEnvironment;
+        String model = model(flags, conf, local, err);
+        String rest = local ? bindLocally(conf) : "those of the Flink cluster";
         prepareState(flags, conf, err);
+        KafkaCheck.topics(flags.topics.bootstrapServers,
+                List.of(flags.topics.requestsTopic, flags.topics.responsesTopic), true,
+                flags.parallelism == null ? 1 : flags.parallelism);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
         if (flags.parallelism != null) {
             builder.parallelism(flags.parallelism);
         }
         builder.build().addTo(env);
-        env.execute("mstar serve");
+        JobClient job = env.executeAsync("mstar serve");
+        if (!local && !env.getConfiguration().get(DeploymentOptions.ATTACHED)) { // flink run -d
+            say(err, "Submitted job " + job.getJobID() + " (detached).");
+            return;
+        }
+        awaitRunning(job);
+        say(err, runningLine(flags, conf, model, rest));
+        job.getJobExecutionResult().get();
+    }
+
+    /**
+     * The model to serve, as shown to the user: {@code --random} writes (or finds) its checkpoint and sets it as the
+     * model folder; a local run checks that {@code --model} is one.
+     *
+     * @throws CommandLine.ParameterException naming the flag, when its folder is not a model folder
+     */
+    private static String model(ServeCommand flags, Configuration conf, boolean local, PrintWriter err) {
+        try {
+            if (flags.random != null) {
+                java.nio.file.Path dir = ModelSource.resolve(null, flags.random, err);
+                conf.set(GenerateOptions.MODEL_DIR, dir.toString());
+                return "random weights of " + (flags.random.isEmpty() ? "a tiny Llama" : flags.random) + " (" + dir + ")";
+            }
+            if (flags.model != null && local) {
+                ModelSource.resolve(java.nio.file.Path.of(flags.model), null, err);
+            }
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(flags.spec.commandLine(), e.getMessage());
+        }
+        return conf.getOptional(GenerateOptions.MODEL_DIR).orElse("(chosen by " + conf.get(GenerateOptions.ENGINE_FACTORY) + ")");
+    }
+
+    /**
+     * Binds what the local cluster listens on to 127.0.0.1 unless -D chose otherwise: its REST endpoint (web UI, job
+     * status, metrics) at the first free port from 8081, and its blob server.
+     *
+     * @return the REST endpoint's URL
+     */
+    static String bindLocally(Configuration conf) throws IOException {
+        setIfAbsent(conf, JobManagerOptions.BIND_HOST, "127.0.0.1");
+        setIfAbsent(conf, TaskManagerOptions.BIND_HOST, "127.0.0.1");
+        setIfAbsent(conf, RestOptions.BIND_ADDRESS, "127.0.0.1");
+        setIfAbsent(conf, RestOptions.ADDRESS, conf.get(RestOptions.BIND_ADDRESS));
+        if (!conf.contains(RestOptions.BIND_PORT)) {
+            conf.set(RestOptions.BIND_PORT, Integer.toString(freePortFrom(conf.get(RestOptions.BIND_ADDRESS), 8081)));
+        }
+        return "http://" + conf.get(RestOptions.BIND_ADDRESS) + ":" + conf.get(RestOptions.BIND_PORT);
+    }
+
+    private static int freePortFrom(String address, int first) throws IOException {
+        InetAddress bind = InetAddress.getByName(address);
+        for (int port = first; port < first + 100; port++) {
+            try (ServerSocket s = new ServerSocket(port, 1, bind)) {
+                return s.getLocalPort();
+            } catch (IOException taken) {
+                // try the next
+            }
+        }
+        try (ServerSocket s = new ServerSocket(0, 1, bind)) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** Waits until the job runs; throws its failure when it ends first. */
+    private static void awaitRunning(JobClient job) throws Exception {
+        while (true) {
+            JobStatus status = job.getJobStatus().get();
+            if (status == JobStatus.RUNNING) {
+                return;
+            }
+            if (status.isGloballyTerminalState()) {
+                job.getJobExecutionResult().get(); // throws the failure
+                return;
+            }
+            Thread.sleep(50); // polling the status: JobClient offers no notification
+        }
+    }
+
+    private static String device(Configuration conf) {
+        String device = conf.get(GenerateOptions.DEVICE);
+        return device.equals("auto") ? "auto (a GPU that Flink's '" + conf.get(GenerateOptions.GPU_RESOURCE)
+                + "' resource lists, else cpu)" : device;
+    }
+
+    /** The line that says the job runs: from where to where, what, how responses are delivered, where to look. */
+    static String runningLine(ServeCommand flags, Configuration conf, String model, String rest) {
+        DeliveryGuarantee delivery = conf.get(KafkaIoOptions.DELIVERY_GUARANTEE);
+        String latency = delivery == DeliveryGuarantee.EXACTLY_ONCE
+                ? "responses reach read_committed consumers at each checkpoint, every "
+                        + conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL).toSeconds() + " s"
+                : "responses are visible as generated; after a failure consumers drop repeats by (request id, index)";
+        return "mstar serve is running: Kafka " + flags.topics.bootstrapServers + ", topics "
+                + flags.topics.requestsTopic + " -> " + flags.topics.responsesTopic + ", model " + model
+                + ", device " + device(conf) + ", delivery " + delivery + " (" + latency + ")"
+                + ", state " + stateRoot(flags.stateDir).getPath() + ", REST and metrics " + rest
+                + ". Ctrl-C stops it; the same command resumes.";
     }
 
     /** The -D options, overridden by the flags; RocksDB and a checkpoint interval unless -D chose otherwise. */

@@ -18,9 +18,11 @@ record ServeManifest(String stateFormat, String modelFingerprint, String model, 
                      String responsesTopic, String transactionalIdPrefix) {
     /**
      * Version of what serve keeps in checkpoints: operator uids, state types, the sink's transactional ids.
-     * Raise it with any change a checkpoint of the previous version cannot be restored under.
+     * Raise it with any change a checkpoint of the previous version cannot be restored under, or that a previous
+     * version would restore wrongly. 2: a live request's later tokens in chunks beside its mirror (version 1 would
+     * resume from the mirror's tokens alone and generate the rest again) and the served ids.
      */
-    static final String STATE_FORMAT = "1";
+    static final String STATE_FORMAT = "2";
 
     ServeManifest {
         Objects.requireNonNull(stateFormat);
@@ -38,7 +40,8 @@ record ServeManifest(String stateFormat, String modelFingerprint, String model, 
     List<String> differencesFrom(ServeManifest now) {
         List<String> out = new ArrayList<>();
         if (!stateFormat.equals(now.stateFormat)) {
-            out.add("another state format (" + stateFormat + ", this version reads " + now.stateFormat + ")");
+            out.add("another state format (" + stateFormat + "; this version of mstar serve reads and writes "
+                    + now.stateFormat + ", so an older or newer mstar wrote them)");
         }
         if (!modelFingerprint.equals(now.modelFingerprint)) {
             out.add("another model (" + model + ", fingerprint " + modelFingerprint + "; now " + now.model

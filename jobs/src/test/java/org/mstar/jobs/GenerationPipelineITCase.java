@@ -258,6 +258,97 @@ class GenerationPipelineITCase {
         assertThat(out.errors).allSatisfy(e -> assertThat(e.getCode()).isEqualTo(400));
     }
 
+    @Test
+    void aConstrainedRequestGetsJsonOfItsSchemaAndAnInvalidConstraintA400() throws Exception {
+        Job job = new Job("structured", llama("structured"));
+        String schema = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":8},"
+                + "\"population\":{\"type\":\"integer\"}},\"required\":[\"city\",\"population\"]}";
+        GenerateRequest constrained = GenerateRequest.newBuilder().setRequestId("json").setPrompt("Extract: Paris, 2.1M")
+                .setMaxTokens(120).setTemperature(1.0).setSeed(3L).setJsonSchema(schema).build();
+        GenerateRequest invalid = GenerateRequest.newBuilder().setRequestId("bad-regex").setPrompt("x").setMaxTokens(5)
+                .setRegex("(a)\\1").build();
+        GenerateRequest plain = TestRequests.request("plain", 3);
+        kafka.produce(job.requests, List.of(constrained, invalid, plain));
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
+        JobClient client = job.start(conf, 1);
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.resultCount() >= 2 && !c.errors.isEmpty(), TIMEOUT);
+        JobStatus status = client.getJobStatus().get();
+        client.cancel().get();
+
+        assertThat(status).isEqualTo(JobStatus.RUNNING);
+        String text = out.results.get("json").get(0).getText();
+        com.fasterxml.jackson.databind.JsonNode value = new com.fasterxml.jackson.databind.ObjectMapper().readTree(text);
+        assertThat(value.get("city").isTextual()).as(text).isTrue();
+        assertThat(value.get("population").isIntegralNumber()).as(text).isTrue();
+        assertThat(value.size()).as(text).isEqualTo(2);
+        assertThat(out.results.get("json").get(0).getFinishReason()).isEqualTo("stop");
+        assertThat(out.results).containsKey("plain");
+        assertThat(out.errors).singleElement().satisfies(e -> {
+            assertThat(e.getRequestId()).isEqualTo("bad-regex");
+            assertThat(e.getCode()).isEqualTo(400);
+            assertThat(e.getMessage()).startsWith("regex: unsupported").contains("\\1");
+        });
+    }
+
+    @Test
+    void aRequestThatMakesTheEngineThrowGetsA500WhileTheOthersCompleteAndTheTaskNeverRestarts() throws Exception {
+        Path model = tmp.resolve("poisoned");
+        RandomModel.write(model, 7);
+        Job job = new Job("poisoned", new PoisonedLlamaEngineFactory(model));
+        Scenario scenario = Scenario.start(job.name);
+        List<GenerateRequest> good = TestRequests.requests("good", 6);
+        GenerateRequest poison = TestRequests.request(PoisonedLlamaEngineFactory.POISON + "-1", 3);
+        List<GenerateRequest> all = new ArrayList<>(good.subList(0, 3));
+        all.add(poison);
+        all.addAll(good.subList(3, good.size()));
+        kafka.produce(job.requests, all);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none"); // a task failure would fail the job
+        JobClient client = job.start(conf, 1);
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.resultCount() >= good.size() && !c.errors.isEmpty(), TIMEOUT);
+        JobStatus status = client.getJobStatus().get();
+        client.cancel().get();
+
+        assertThat(status).isEqualTo(JobStatus.RUNNING);
+        assertThat(scenario.engines()).as("engines built: none was rebuilt by a restart").isEqualTo(1);
+        try (GenerationEngine reference = llama("poisoned-reference").create("cpu", 0)) {
+            out.assertComplete(good, TestRequests.reference(good, reference));
+        }
+        assertThat(out.errors).singleElement().satisfies(e -> {
+            assertThat(e.getRequestId()).isEqualTo(poison.getRequestId());
+            assertThat(e.getCode()).isEqualTo(500);
+            assertThat(e.getMessage()).contains("injected fault sampling");
+        });
+    }
+
+    @Test
+    void aRequestIdReusedAfterItsRequestCompletedGetsA409AndNoSecondGeneration() throws Exception {
+        Job job = new Job("reused", 2, Duration.ZERO);
+        GenerateRequest first = TestRequests.request("reused-id", 4);
+        kafka.produce(job.requests, List.of(first));
+        JobClient client = job.start(job.config(), 2);
+        kafka.readUntil(job.responses, c -> c.resultCount() >= 1, TIMEOUT);
+
+        GenerateRequest again = GenerateRequest.newBuilder(first).setPrompt("another prompt, same id").build();
+        GenerateRequest fresh = TestRequests.request("fresh-id", 5);
+        kafka.produce(job.requests, List.of(again, fresh));
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.results.containsKey("fresh-id") && !c.errors.isEmpty(), TIMEOUT);
+        client.cancel().get();
+
+        out.assertComplete(List.of(first, fresh));
+        assertThat(out.errors).singleElement().satisfies(e -> {
+            assertThat(e.getRequestId()).isEqualTo("reused-id");
+            assertThat(e.getCode()).isEqualTo(409);
+            assertThat(e.getMessage()).contains("already served", "new id");
+        });
+    }
+
     /** The real engine on a small random Llama written under {@code folder}. */
     private LlamaEngineFactory llama(String folder) throws Exception {
         Path model = tmp.resolve(folder);

@@ -22,7 +22,40 @@ class MstarCliTest {
     @Test
     void helpListsTheCommands() {
         assertThat(run("--help")).isZero();
-        assertThat(out.toString()).contains("serve", "send", "demo", "bench-delivery", "bench-pipeline");
+        assertThat(out.toString()).contains("kafka", "serve", "send", "demo", "bench-delivery", "bench-pipeline");
+    }
+
+    @Test
+    void serveWithoutAModelSaysSoAndPrintsTheUsage() {
+        assertThat(run("serve")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("serve needs a model: --model DIR").contains("Usage: mstar serve")
+                .doesNotContain("Exception");
+    }
+
+    @Test
+    void badOptionsPrintTheUsageNotAStackTrace() {
+        assertThat(run("serve", "--no-such-flag", "--random")).isEqualTo(2);
+        assertThat(err.toString()).contains("Unknown option: '--no-such-flag'", "Usage: mstar serve");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--parallelism", "two", "--random")).isEqualTo(2);
+        assertThat(err.toString()).contains("'two' is not an int", "Usage: mstar serve");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--random", "--delivery", "twice")).isEqualTo(2);
+        assertThat(err.toString()).contains("--delivery is EXACTLY_ONCE or AT_LEAST_ONCE, not 'twice'");
+        assertThat(err.toString()).doesNotContain("Exception", "\tat ");
+    }
+
+    @Test
+    void aModelFolderThatIsNoneIsNamedByItsFlag(@org.junit.jupiter.api.io.TempDir java.nio.file.Path empty) {
+        assertThat(run("generate", "--model", empty.toString(), "--prompt", "hi")).isEqualTo(2);
+        assertThat(err.toString()).contains("--model " + empty + ": no config.json in it").doesNotContain("Exception");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--model", empty.resolve("missing").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--model " + empty.resolve("missing") + ": no such folder",
+                "Usage: mstar serve");
+        err.getBuffer().setLength(0);
+        assertThat(run("serve", "--random", empty.resolve("none.json").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--random " + empty.resolve("none.json") + ": no such file");
     }
 
     @Test
@@ -115,8 +148,30 @@ class MstarCliTest {
                 .isGreaterThanOrEqualTo(2);
     }
 
+    @Test
+    void benchPipelineComparesTheColocatedAndTheDisaggregatedJobUnderAMixedLoad() {
+        int code = run("bench-pipeline", "--disaggregation", "--decoders", "4", "--decoder-prompt-len", "8",
+                "--decoder-max-tokens", "24", "--long-prompts", "2", "--long-prompt-lens", "96,160",
+                "--long-max-tokens", "4", "--long-start", "20", "--long-interval", "20", "--pages", "128",
+                "--decode-pages", "96", "--handoff-record-size", "16kb", "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        String table = out.toString();
+        assertThat(table).contains("Disaggregation: 4 decoders", "| colocated | 6 | 104 |",
+                "| disaggregated | 6 | 104 |");
+        String disaggregated = table.lines().filter(l -> l.startsWith("| disaggregated")).findFirst().orElseThrow();
+        // the CPU path is batch-invariant: the layouts generate the same tokens
+        assertThat(disaggregated).contains("| 6 of 6 |");
+        // every request is handed off once; the long prompts' KV spans several 16 KiB records
+        assertThat(disaggregated).containsPattern("\\| 6 \\((\\d+) records\\) \\|");
+        int records = Integer.parseInt(disaggregated.replaceAll(".*\\| 6 \\((\\d+) records\\).*", "$1"));
+        assertThat(records).isGreaterThan(6);
+        assertThat(table.lines().filter(l -> l.startsWith("| colocated")).findFirst().orElseThrow())
+                .contains("| - | - | - | - |");
+    }
+
     private int run(String... args) {
-        CommandLine cli = new CommandLine(new Mstar());
+        CommandLine cli = Mstar.commandLine();
         cli.setOut(new PrintWriter(out, true));
         cli.setErr(new PrintWriter(err, true));
         return cli.execute(args);

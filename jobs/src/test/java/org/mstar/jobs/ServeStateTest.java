@@ -89,6 +89,21 @@ class ServeStateTest {
     }
 
     @Test
+    void checkpointsOfAnEarlierStateFormatAreRefused() throws Exception {
+        String model = model("m", "w").toString();
+        prepare("--model", model);
+        checkpoint("run", 3, Instant.now());
+        Path manifest = tmp.resolve("state").resolve(StateDirectory.MANIFEST);
+        Files.writeString(manifest, Files.readString(manifest).replace("state-format=" + ServeManifest.STATE_FORMAT,
+                "state-format=1"));
+
+        assertThatThrownBy(() -> prepare("--model", model)).isInstanceOf(ServeJob.StateRefused.class)
+                .hasMessageContaining("another state format (1; this version of mstar serve reads and writes "
+                        + ServeManifest.STATE_FORMAT)
+                .hasMessageContaining("--fresh");
+    }
+
+    @Test
     void aStartThatTookNoCheckpointDoesNotBlockARunUnderOtherSettings() throws Exception {
         prepare("--model", model("a", "weights a").toString()); // e.g. the job then failed to start
 

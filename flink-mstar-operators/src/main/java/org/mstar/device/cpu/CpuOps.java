@@ -153,6 +153,46 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void geluTanhMul(Tensor gateUp, Tensor out) {
+        CpuTensor g = CpuTensor.of(gateUp);
+        CpuTensor o = CpuTensor.of(out);
+        int inter = (int) o.dim(-1);
+        int rows = o.size() / inter;
+        requireSize(g, 2L * o.size(), "geluTanhMul input");
+        double k = Math.sqrt(2 / Math.PI);
+        loop.forChunks(rows, inter * 16L, (from, to) -> {
+            float[] gu = new float[2 * inter];
+            float[] res = new float[inter];
+            for (int r = from; r < to; r++) {
+                FloatRows.read(g, r * 2 * inter, gu, 0, 2 * inter);
+                for (int i = 0; i < inter; i++) {
+                    double x = gu[i];
+                    float gelu = (float) (0.5 * x * (1 + Math.tanh(k * (x + 0.044715 * x * x * x))));
+                    res[i] = gelu * gu[inter + i];
+                }
+                FloatRows.write(res, 0, o, r * inter, inter);
+            }
+        });
+    }
+
+    @Override
+    public void scale(Tensor x, float factor, Tensor out) {
+        CpuTensor xs = CpuTensor.of(x);
+        CpuTensor o = CpuTensor.of(out);
+        requireSize(xs, o.size(), "scale input");
+        int block = 4096;
+        float[] v = new float[block];
+        for (int from = 0; from < o.size(); from += block) {
+            int n = Math.min(block, o.size() - from);
+            FloatRows.read(xs, from, v, 0, n);
+            for (int i = 0; i < n; i++) {
+                v[i] *= factor;
+            }
+            FloatRows.write(v, 0, o, from, n);
+        }
+    }
+
+    @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);
     }
@@ -233,6 +273,30 @@ final class CpuOps implements ComputeOps, AutoCloseable {
                 }
             }
             o.setInt(r, best);
+        }
+    }
+
+    @Override
+    public void maskLogits(Tensor logits, Tensor allowed) {
+        CpuTensor l = CpuTensor.of(logits);
+        CpuTensor a = CpuTensor.of(allowed);
+        if (l.dtype() != DType.F32 || a.dtype() != DType.I32) {
+            throw new IllegalArgumentException("maskLogits takes F32 logits and I32 allowed bits, got " + l + " and " + a);
+        }
+        int vocab = (int) l.dim(-1);
+        int rows = l.size() / vocab;
+        int words = (vocab + 31) >>> 5;
+        requireSize(a, rows * words, "maskLogits allowed");
+        float[] f = l.f32();
+        int[] bits = a.i32();
+        for (int r = 0; r < rows; r++) {
+            int base = l.offset() + r * vocab;
+            int wordBase = a.offset() + r * words;
+            for (int v = 0; v < vocab; v++) {
+                if ((bits[wordBase + (v >>> 5)] >>> (v & 31) & 1) == 0) {
+                    f[base + v] = Float.NEGATIVE_INFINITY;
+                }
+            }
         }
     }
 

@@ -35,4 +35,35 @@ final class CublasNative {
     static native void gemmEx(long handle, int transa, int transb, int m, int n, int k, float alpha, Pointer a,
                               int aType, int lda, Pointer b, int bType, int ldb, float beta, Pointer c, int cType,
                               int ldc);
+
+    /** dlopens the first loadable cuBLASLt candidate exporting the needed symbols; UnsatisfiedLinkError when none. */
+    static native String ltOpen(String[] candidates);
+
+    static native long ltCreate();
+
+    static native void ltDestroy(long handle);
+
+    /**
+     * A plan for column-major {@code c[m, n] = a[k, m]ᵀ · b[k, n]} (a and b of {@code abType}, c of {@code cType},
+     * fp32 compute) whose algorithm walks K whole: no split-K, so a column of c (a row of the caller's row-major
+     * output) has the same bits whatever n is. Throws when cuBLASLt offers no such algorithm.
+     */
+    static native long ltPlan(long handle, int abType, int cType, int m, int n, int k, long workspaceBytes);
+
+    /** How many split-free algorithms the plan holds (at least one), in cuBLASLt's estimated order. */
+    static native int ltCandidates(long plan);
+
+    /** Makes candidate {@code index} the plan's algorithm. */
+    static native void ltChoose(long plan, int index);
+
+    /** Gives {@code plan} the algorithm of {@code from} if cuBLASLt accepts it for the plan's shape; says whether. */
+    static native boolean ltAdopt(long handle, long plan, long from, long workspaceBytes);
+
+    /** The plan's algorithm, tile and stages ids, for logs. */
+    static native String ltDescribe(long plan);
+
+    static native void ltPlanFree(long plan);
+
+    static native void ltMatmul(long handle, long plan, Pointer a, Pointer b, Pointer c, Pointer workspace,
+                                long workspaceBytes, NativePointerObject stream);
 }

@@ -11,11 +11,16 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * that head's query heads (grouped-query heads share the K/V load), and each sequence's visible keys are cut
  * into as many slices as the step needs to fill the GPU ({@link #decodeSplits}): many for one long
  * sequence, none for a large batch. A block walks its slices with one running softmax and writes one
- * partial; the last of a sequence's blocks to finish merges them, so decode is one launch. The cut depends on the batch, so a sequence's result may differ in the last bits
- * from batch to batch. Other bf16 plans use the tensor-core prefill kernel
+ * partial; the last of a sequence's blocks to finish merges them, so decode is one launch. The cut depends on
+ * the batch, so a sequence's result may differ in the last bits from batch to batch (batch-invariant numerics
+ * route decode rows to the tensor-core kernel instead). Other bf16 plans use the tensor-core prefill kernel
  * (attention_prefill_mma.cu: 256 rows of (query, grouped head) pairs per block, 128 at head dim 256, one
  * block per row tile, KV head and sequence), which also serves decode at the head dims the decode kernel
- * lacks (80, 96); fp32 plans use the CUDA-core prefill kernel (32 queries of one head per block). The
+ * lacks (80, 96), and every decode row when the device's numerics are batch-invariant (in a decode shape of
+ * fewer rows per block): the kernel's result for a row depends only on that row's query and keys (its key
+ * tiles start at multiples of the tile size), so a token computed as a decode row and recomputed inside a
+ * prefill chunk gets the same bits. fp32
+ * plans use the CUDA-core prefill kernel (32 queries of one head per block). The
  * plan's {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size
  * the grids (slices per sequence, query tiles per sequence).
  */
@@ -24,6 +29,9 @@ final class CudaAttention {
     private static final int PREFILL_THREADS = 128;
     private static final int PREFILL_QUERY_TILE = 32;
     private static final int MMA_THREADS = 256;
+    /** MmaDecodeShape in attention_prefill_mma.cu: four warps of one 16-row mma tile. */
+    private static final int MMA_DECODE_THREADS = 128;
+    private static final int MMA_DECODE_ROWS = 64;
     /** Shortest decode slice (kMinSplitKeys in attention_decode.cu): below it a block's fixed costs dominate. */
     static final int MIN_SPLIT_KEYS = 128;
     /**
@@ -105,13 +113,18 @@ final class CudaAttention {
                 .flag(plan.causal()).i32(plan.windowLeft()).flag(plan.contextOnly()).f32(plan.smScale());
         boolean mma = pool.dtype() == DType.BF16 && MMA_HEAD_DIMS.contains(headDim)
                 && (!simtDim || device.tensorCorePrefill());
-        if (plan.isDecode() && simtDim) {
+        if (plan.isDecode() && simtDim && !(mma && device.batchInvariant())) {
             decode(type, headDim, qoHeads, kvHeads, plan, common, out);
+        } else if (mma && plan.isDecode()) {
+            int tiles = (qoHeads / kvHeads + MMA_DECODE_ROWS - 1) / MMA_DECODE_ROWS;
+            device.kernel("attn_decode_mma_bf16_d" + headDim).launch(device.stream(), tiles, kvHeads, plan.rows(),
+                    MMA_DECODE_THREADS, mmaSmemBytes(MMA_DECODE_ROWS, headDim), common.tensor(out),
+                    "pagedAttention decode (tensor cores)");
         } else if (mma) {
             int rows = mmaRows(headDim);
             int tiles = (plan.maxQoLen() * (qoHeads / kvHeads) + rows - 1) / rows;
             device.kernel("attn_prefill_mma_bf16_d" + headDim).launch(device.stream(), tiles, kvHeads, plan.rows(),
-                    MMA_THREADS, mmaSmemBytes(headDim), common.tensor(out), "pagedAttention prefill (tensor cores)");
+                    MMA_THREADS, mmaSmemBytes(rows, headDim), common.tensor(out), "pagedAttention prefill (tensor cores)");
         } else {
             int smem = (3 * 32 * (headDim + 1) + 32 * 33) * 4;
             int tiles = (plan.maxQoLen() + PREFILL_QUERY_TILE - 1) / PREFILL_QUERY_TILE;
@@ -128,15 +141,15 @@ final class CudaAttention {
         }
     }
 
-    /** MmaShape&lt;D&gt;::ROWS in attention_prefill_mma.cu: packed (query, grouped head) rows per block. */
+    /** MmaPrefillShape&lt;D&gt;::ROWS in attention_prefill_mma.cu: packed (query, grouped head) rows per block. */
     private static int mmaRows(int headDim) {
         return headDim <= 128 ? 256 : 128;
     }
 
-    /** MmaShape&lt;D&gt;::SMEM_BYTES: Q rows, then K and V tiles of two stages, rows padded by 8 elements. */
-    private static int mmaSmemBytes(int headDim) {
+    /** MmaShape::SMEM_BYTES: Q rows, then K and V tiles of two stages, rows padded by 8 elements. */
+    private static int mmaSmemBytes(int rows, int headDim) {
         int keys = headDim <= 128 ? 64 : 32;
-        return (mmaRows(headDim) + 4 * keys) * (headDim + 8) * 2;
+        return (rows + 4 * keys) * (headDim + 8) * 2;
     }
 
     private void decode(String type, int headDim, int qoHeads, int kvHeads, PagedAttentionPlan plan, KernelArgs common,

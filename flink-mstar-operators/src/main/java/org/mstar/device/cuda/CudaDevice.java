@@ -42,6 +42,7 @@ public final class CudaDevice implements Device {
     private PinnedBuffer staging;
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
+    private boolean batchInvariant;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
@@ -115,6 +116,24 @@ public final class CudaDevice implements Device {
 
     boolean tensorCorePrefill() {
         return tensorCorePrefill;
+    }
+
+    /**
+     * On, a row's results are independent of the other rows of its step: matmuls through split-free cuBLASLt
+     * algorithms and bf16 attention at the tensor-core head dims through one kernel for prefill and decode rows
+     * alike. A request's tokens then do not depend on what it was batched or chunked with, so a request
+     * recomputed after a restore continues exactly as the lost run would have. Off (the default), decode rows use
+     * the split-KV decode kernel and cuBLAS picks its algorithms freely: faster decode, with tokens that can
+     * change when the batching does. fp32 and head dim 32 have no invariant attention path.
+     */
+    @Override
+    public void setBatchInvariant(boolean on) {
+        this.batchInvariant = on;
+    }
+
+    @Override
+    public boolean batchInvariant() {
+        return batchInvariant;
     }
 
     /** Binds the context when a different thread than the last one calls in. */

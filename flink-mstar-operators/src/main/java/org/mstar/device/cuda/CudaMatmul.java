@@ -6,12 +6,14 @@ import org.mstar.device.DType;
  * Dense projections through cuBLAS (fp32 accumulation). Same-dtype operands go straight to cublasGemmEx;
  * mixed operand dtypes are widened to fp32 first (exact, but a slow path meant for checks). A bias, or an
  * output dtype cuBLAS cannot write for the operand type, goes through an fp32 accumulator and one
- * rounding kernel, so the result is rounded once, as the contract asks.
+ * rounding kernel, so the result is rounded once, as the contract asks. With the device's batch-invariant
+ * numerics on, the GEMM goes through {@link CublasLt}, whose algorithms never split K.
  */
 final class CudaMatmul implements AutoCloseable {
     private final CudaDevice device;
     private final Elementwise elementwise;
     private Cublas cublas;
+    private CublasLt cublasLt;
 
     CudaMatmul(CudaDevice device, Elementwise elementwise) {
         this.device = device;
@@ -20,15 +22,27 @@ final class CudaMatmul implements AutoCloseable {
 
     private Cublas cublas() {
         if (cublas == null) {
-            CudaTensor ws = device.scratch("cublas", DType.U8, Cublas.WORKSPACE_BYTES);
-            cublas = new Cublas(device.stream(), ws);
+            cublas = new Cublas(device.stream(), workspace());
         }
         return cublas;
     }
 
+    private CublasLt cublasLt() {
+        if (cublasLt == null) {
+            cublasLt = new CublasLt(device, workspace());
+        }
+        return cublasLt;
+    }
+
+    /** One workspace for both libraries: they run in order on the device's one stream. */
+    private CudaTensor workspace() {
+        return device.scratch("cublas", DType.U8, Cublas.WORKSPACE_BYTES);
+    }
+
     /** The cuBLAS library and version in use (loads it). */
     String describe() {
-        return Cublas.load() + " version " + cublas().version();
+        return Cublas.load() + " version " + cublas().version()
+                + (device.batchInvariant() ? ", " + CublasLt.load() + " for batch-invariant matmuls" : "");
     }
 
     void matmul(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out) {
@@ -60,8 +74,13 @@ final class CudaMatmul implements AutoCloseable {
         boolean direct = bias == null && (out.dtype() == b.dtype() || out.dtype() == DType.F32);
         CudaTensor c = direct ? out : device.scratch("matmul.acc", DType.F32, rows, n);
         device.stream().counters().gemm();
-        cublas().gemmRowsByWeightT(a, opType, b, opType, c, cudaType(c.dtype()), Math.toIntExact(rows),
-                Math.toIntExact(n), Math.toIntExact(k));
+        if (device.batchInvariant()) {
+            cublasLt().gemmRowsByWeightT(a, b, b.dtype(), c, cudaType(c.dtype()), Math.toIntExact(rows),
+                    Math.toIntExact(n), Math.toIntExact(k));
+        } else {
+            cublas().gemmRowsByWeightT(a, opType, b, opType, c, cudaType(c.dtype()), Math.toIntExact(rows),
+                    Math.toIntExact(n), Math.toIntExact(k));
+        }
         if (!direct) {
             elementwise.biasAddCast(c, bias, out, rows, n);
         }
@@ -76,7 +95,7 @@ final class CudaMatmul implements AutoCloseable {
         return f;
     }
 
-    private static int cudaType(DType d) {
+    static int cudaType(DType d) {
         return switch (d) {
             case F32 -> CublasNative.R_32F;
             case BF16 -> CublasNative.R_16BF;
@@ -85,10 +104,22 @@ final class CudaMatmul implements AutoCloseable {
         };
     }
 
+    static DType dtypeOf(int cudaType) {
+        return switch (cudaType) {
+            case CublasNative.R_32F -> DType.F32;
+            case CublasNative.R_16BF -> DType.BF16;
+            case CublasNative.R_16F -> DType.F16;
+            default -> throw new IllegalArgumentException("no DType for cudaDataType " + cudaType);
+        };
+    }
+
     @Override
     public void close() {
         if (cublas != null) {
             cublas.close();
+        }
+        if (cublasLt != null) {
+            cublasLt.close();
         }
     }
 }

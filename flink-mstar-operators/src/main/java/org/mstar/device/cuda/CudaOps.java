@@ -160,6 +160,32 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void geluTanhMul(Tensor gateUp, Tensor out) {
+        CudaTensor g = t(gateUp, "geluTanhMul gateUp");
+        CudaTensor o = t(out, "geluTanhMul out");
+        long inter = o.dim(-1);
+        int rows = rowsOf(o, inter, "geluTanhMul out");
+        if (g.numel() != 2L * rows * inter) {
+            throw new IllegalArgumentException("geluTanhMul: gateUp " + g + " must be [" + rows + ", " + 2 * inter + "]");
+        }
+        device.enter();
+        elementwise.launch("gelu_tanh_mul", o.numel(), new KernelArgs().tensor(g).i32(code(g)).tensor(o).i32(code(o))
+                .i64(rows).i32((int) inter), "geluTanhMul");
+    }
+
+    @Override
+    public void scale(Tensor x, float factor, Tensor out) {
+        CudaTensor xs = t(x, "scale x");
+        CudaTensor o = t(out, "scale out");
+        if (xs.numel() != o.numel()) {
+            throw new IllegalArgumentException("scale: " + xs + " -> " + o + " need equal sizes");
+        }
+        device.enter();
+        elementwise.launch("scale_elements", o.numel(), new KernelArgs().tensor(xs).i32(code(xs)).tensor(o).i32(code(o))
+                .i64(o.numel()).f32(factor), "scale");
+    }
+
+    @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CudaTensor qs = t(q, "rope q");
         CudaTensor ks = CudaTensor.ofNullable(k, "rope k");
@@ -285,6 +311,23 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         }
         kernel("argmax_rows").launch(device.stream(), rows, 1, 1, threadsFor(vocab, 16), 0,
                 new KernelArgs().tensor(l).i32(code(l)).tensor(o).i32((int) vocab), "argmax");
+    }
+
+    @Override
+    public void maskLogits(Tensor logits, Tensor allowed) {
+        CudaTensor l = t(logits, "maskLogits logits");
+        CudaTensor a = t(allowed, "maskLogits allowed");
+        requireType(l, DType.F32, "maskLogits logits");
+        requireType(a, DType.I32, "maskLogits allowed");
+        long vocab = l.dim(-1);
+        int rows = rowsOf(l, vocab, "maskLogits logits");
+        int words = Math.toIntExact((vocab + 31) / 32);
+        if (a.numel() != (long) rows * words) {
+            throw new IllegalArgumentException("maskLogits: allowed " + a + " must have " + rows + " x " + words
+                    + " entries for logits " + l);
+        }
+        kernel("mask_logits").launch(device.stream(), Math.toIntExact((vocab + 255) / 256), rows, 1, 256, 0,
+                new KernelArgs().tensor(l).tensor(a).i32((int) vocab).i32(words), "maskLogits");
     }
 
     @Override

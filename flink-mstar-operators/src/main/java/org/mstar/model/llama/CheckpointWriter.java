@@ -4,7 +4,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.mstar.device.DType;
+import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.ModelConfig;
@@ -41,8 +44,19 @@ public final class CheckpointWriter {
         ByteLevelBpeTokenizerJson.write(folder.resolve(TextTokenizer.FILE_NAME), config.vocabSize(),
                 config.bosTokenId(), config.eosTokenIds());
         SafetensorsWriter tensors = new SafetensorsWriter();
-        weights.hfTensors().forEach(tensors::add);
-        tensors.writeCheckpoint(folder, maxShardBytes);
+        List<Tensor> copies = new ArrayList<>();
+        try {
+            weights.hfTensors().forEach((name, stored) -> {
+                Tensor values = weights.checkpointValues(name, stored);
+                if (values != stored) {
+                    copies.add(values);
+                }
+                tensors.add(name, values);
+            });
+            tensors.writeCheckpoint(folder, maxShardBytes);
+        } finally {
+            copies.forEach(Tensor::close);
+        }
     }
 
     /** Writes a random model ({@link RandomWeights}) of {@code config}'s geometry, built in host memory. */

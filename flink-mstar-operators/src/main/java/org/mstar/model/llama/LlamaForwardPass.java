@@ -5,6 +5,7 @@ import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
 import org.mstar.resources.Segment;
@@ -12,8 +13,10 @@ import org.mstar.resources.Segment;
 /**
  * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
  * layer is RMSNorm → fused QKV projection → one fused q/k/v split, RoPE and KV append → paged attention → O projection →
- * RMSNorm (fused residual add) → gate/up projection → SiLU·mul → down projection. Temporaries are
- * released when the pass ends.
+ * RMSNorm (fused residual add) → gate/up projection → SiLU·mul → down projection. Architecture variants
+ * ({@link ModelConfig}): per-head q/k RMSNorm before RoPE (split, norm, RoPE and append as separate ops), Gemma's
+ * scaled embeddings, norms of the attention and MLP outputs before they join the residual and GELU-tanh MLP, and a
+ * RoPE per layer. Temporaries are released when the pass ends.
  */
 final class LlamaForwardPass {
     private static final String LABEL = Segment.MAIN;
@@ -71,6 +74,9 @@ final class LlamaForwardPass {
 
         Tensor residual = temp(DType.F32, n, hidden);
         ops.embedding(w.embedding(), tokens, residual);
+        if (cfg.embeddingScale() != 1f) {
+            ops.scale(residual, cfg.embeddingScale(), residual);
+        }
         Tensor normed = temp(act, n, hidden);
         Tensor qkvT = temp(act, n, q + 2L * kv);
         Tensor qT = temp(act, n, q);
@@ -78,27 +84,61 @@ final class LlamaForwardPass {
         Tensor proj = temp(act, n, hidden);
         Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
         Tensor mlpAct = temp(act, n, cfg.intermediateSize());
+        Tensor projNormed = cfg.sandwichNorms() ? temp(act, n, hidden) : null;
+        Tensor kT = cfg.qkNorm() ? temp(act, n, kv) : null;
+        Tensor vT = cfg.qkNorm() ? temp(act, n, kv) : null;
         Tensor tensorsToAdd = null;
+        float eps = (float) cfg.rmsNormEps();
 
         for (int l = 0; l < cfg.numLayers(); l++) {
             LlamaLayerWeights lw = w.layer(l);
             // the first layer normalises the embeddings; later ones add the previous MLP output first
             ops.rmsNorm(tensorsToAdd == null ? residual : tensorsToAdd, tensorsToAdd == null ? null : residual,
-                    lw.inputNorm(), (float) cfg.rmsNormEps(), normed);
+                    lw.inputNorm(), eps, normed);
             // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
             ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
-            // split, RoPE and KV append in one op: K and V go straight from the projection into the pool
             Tensor q3 = qT.reshape(n, cfg.numHeads(), d);
             Tensor pos = res.rope().firstIds(LABEL, n);
-            res.kv().writeKv(l, LABEL, n, (pool, layer, pages, offsets) ->
-                    ops.qkvRopeAppend(qkvT, pos, res.rope().ropeParams(), pool, layer, pages, offsets, q3));
+            // windowed layers of a model with a local RoPE base rotate with it; the others as the position resource says
+            RopeParams rope = cfg.localRopeTheta() > 0 && cfg.attentionWindow(l) > 0 ? cfg.ropeParams(l)
+                    : res.rope().ropeParams();
+            if (lw.qNorm() != null) {
+                // q/k norms sit between the projection and RoPE, so the fused split-RoPE-append cannot be used
+                Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
+                Tensor v3 = vT.reshape(n, cfg.numKvHeads(), d);
+                ops.splitQkv(qkvT, q3, k3, v3);
+                ops.rmsNorm(qT.reshape((long) n * cfg.numHeads(), d), null, lw.qNorm(), eps,
+                        qT.reshape((long) n * cfg.numHeads(), d));
+                ops.rmsNorm(kT.reshape((long) n * cfg.numKvHeads(), d), null, lw.kNorm(), eps,
+                        kT.reshape((long) n * cfg.numKvHeads(), d));
+                ops.rope(q3, k3, pos, rope);
+                res.kv().writeKv(l, LABEL, n, (pool, layer, pages, offsets) ->
+                        ops.kvAppend(pool, layer, k3, v3, pages, offsets));
+            } else {
+                // split, RoPE and KV append in one op: K and V go straight from the projection into the pool
+                res.kv().writeKv(l, LABEL, n, (pool, layer, pages, offsets) ->
+                        ops.qkvRopeAppend(qkvT, pos, rope, pool, layer, pages, offsets, q3));
+            }
             res.forLayer(model, l).run(q3, LABEL, l, res.kv().pool(), attnOut.reshape(n, cfg.numHeads(), d));
             ops.matmul(attnOut, lw.oWeight(), null, proj);
-            ops.rmsNorm(proj, residual, lw.postAttentionNorm(), (float) cfg.rmsNormEps(), normed);
+            Tensor attnResult = proj;
+            if (lw.attentionOutputNorm() != null) {
+                ops.rmsNorm(proj, null, lw.attentionOutputNorm(), eps, projNormed);
+                attnResult = projNormed;
+            }
+            ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
             ops.matmul(normed, lw.gateUpWeight(), null, gateUp);
-            ops.siluMul(gateUp, mlpAct);
+            if (cfg.geluTanhMlp()) {
+                ops.geluTanhMul(gateUp, mlpAct);
+            } else {
+                ops.siluMul(gateUp, mlpAct);
+            }
             ops.matmul(mlpAct, lw.downWeight(), null, proj);
             tensorsToAdd = proj;
+            if (lw.mlpOutputNorm() != null) {
+                ops.rmsNorm(proj, null, lw.mlpOutputNorm(), eps, projNormed);
+                tensorsToAdd = projNormed;
+            }
         }
 
         Tensor lastResidual = residual;

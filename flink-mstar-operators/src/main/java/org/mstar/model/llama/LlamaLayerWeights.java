@@ -11,10 +11,17 @@ import org.mstar.device.Tensor;
  * @param qkvWeight {@code [(Hq + 2·Hkv)·D, H]}: q_proj rows, then k_proj, then v_proj
  * @param qkvBias {@code [(Hq + 2·Hkv)·D]} in the same order (Qwen2), or null
  * @param oWeight {@code [H, Hq·D]}: o_proj
- * @param postAttentionNorm {@code [H]}: RMSNorm before the MLP ({@code post_attention_layernorm})
+ * @param postAttentionNorm {@code [H]}: RMSNorm before the MLP ({@code post_attention_layernorm}; Gemma 3's
+ *     {@code pre_feedforward_layernorm})
  * @param gateUpWeight {@code [2·I, H]}: gate_proj rows, then up_proj, the layout {@code ComputeOps.siluMul} reads
  * @param downWeight {@code [H, I]}: down_proj
+ * @param qNorm {@code [D]}: RMSNorm of each query head ({@code q_norm}, Qwen3 and Gemma 3), or null
+ * @param kNorm {@code [D]}: RMSNorm of each key head ({@code k_norm}), or null
+ * @param attentionOutputNorm {@code [H]}: Gemma 3's RMSNorm of the attention output before the residual add
+ *     ({@code post_attention_layernorm}), or null
+ * @param mlpOutputNorm {@code [H]}: Gemma 3's RMSNorm of the MLP output ({@code post_feedforward_layernorm}), or null
  */
 public record LlamaLayerWeights(Tensor inputNorm, Tensor qkvWeight, Tensor qkvBias, Tensor oWeight,
-                                Tensor postAttentionNorm, Tensor gateUpWeight, Tensor downWeight) {
+                                Tensor postAttentionNorm, Tensor gateUpWeight, Tensor downWeight, Tensor qNorm,
+                                Tensor kNorm, Tensor attentionOutputNorm, Tensor mlpOutputNorm) {
 }

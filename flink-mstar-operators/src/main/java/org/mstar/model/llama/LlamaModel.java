@@ -27,7 +27,7 @@ import org.mstar.resources.Segment;
 import org.mstar.resources.SubmoduleStep;
 
 /**
- * A Llama-family decoder (Llama 2/3/3.x, Qwen2, Mistral) on the resource layer: it declares its
+ * A Llama-family decoder (Llama 2/3/3.x, Qwen2/3, Mistral, Gemma 3, Phi-3/4) on the resource layer: it declares its
  * resources (paged KV, attention, RoPE positions, sampler), builds a {@link SubmoduleStep} per batch,
  * and runs its forward through the device's compute ops, reading the resources' plans.
  *
@@ -82,9 +82,10 @@ public final class LlamaModel implements AutoCloseable {
                 .build();
         List<NodeResourceSpec> specs = new ArrayList<>();
         specs.add(new KVSpec(KV, nodes, kvConfig));
-        specs.add(new AttentionSpec(ATTN, nodes, new AttentionConfig(KV)));
+        AttentionConfig attention = new AttentionConfig(KV).withSmScale(config.attentionScale());
+        specs.add(new AttentionSpec(ATTN, nodes, attention));
         if (config.slidingWindow() > 0) {
-            specs.add(new AttentionSpec(ATTN_WINDOWED, nodes, new AttentionConfig(KV).withSlidingWindow(config.slidingWindow())));
+            specs.add(new AttentionSpec(ATTN_WINDOWED, nodes, attention.withSlidingWindow(config.slidingWindow())));
         }
         var rope = config.ropeParams();
         specs.add(new PositionSpec(ROPE, nodes, new PositionConfig(KV, PosBackend.ROPE, PosScheme.SEQUENTIAL, 1,

@@ -77,11 +77,46 @@ public final class LlamaWeights implements AutoCloseable {
         try {
             for (Map.Entry<String, Tensor> e : weights.hfTensors().entrySet()) {
                 source.fill(e.getKey(), e.getValue());
+                if (isNorm(e.getKey()) && config.normWeightOffset() != 0) {
+                    addOnHost(e.getValue(), config.normWeightOffset());
+                }
             }
             return weights;
         } catch (IOException | RuntimeException e) {
             weights.close();
             throw e;
+        }
+    }
+
+    /** Whether the Hugging Face tensor {@code hfName} is an RMSNorm weight (whose storage may be offset, see below). */
+    static boolean isNorm(String hfName) {
+        return hfName.endsWith("norm.weight");
+    }
+
+    /**
+     * The weight under {@code hfName} as the checkpoint stores it: a copy with the config's norm offset taken off
+     * again, or the tensor itself (the caller closes a copy, never the tensor itself).
+     */
+    Tensor checkpointValues(String hfName, Tensor stored) {
+        if (!isNorm(hfName) || config.normWeightOffset() == 0) {
+            return stored;
+        }
+        Device device = stored.device();
+        float[] v = device.toFloats(stored);
+        for (int i = 0; i < v.length; i++) {
+            v[i] -= config.normWeightOffset();
+        }
+        return device.fromFloats(v, stored.dtype(), stored.shape());
+    }
+
+    private static void addOnHost(Tensor t, float offset) {
+        Device device = t.device();
+        float[] v = device.toFloats(t);
+        for (int i = 0; i < v.length; i++) {
+            v[i] += offset;
+        }
+        try (Tensor shifted = device.fromFloats(v, t.dtype(), t.shape())) {
+            device.copy(shifted, t);
         }
     }
 
@@ -95,18 +130,24 @@ public final class LlamaWeights implements AutoCloseable {
             long h = c.hiddenSize();
             long inter = c.intermediateSize();
             Tensor embedding = allocate(owned, device, dtype, c.vocabSize(), h);
+            // norms offset by 1 (Gemma) stay fp32 so that 1 + w is not rounded to the storage dtype
+            DType norms = c.normWeightOffset() != 0 ? DType.F32 : dtype;
             List<LlamaLayerWeights> layers = new ArrayList<>();
             for (int i = 0; i < c.numLayers(); i++) {
                 layers.add(new LlamaLayerWeights(
-                        allocate(owned, device, dtype, h),
+                        allocate(owned, device, norms, h),
                         allocate(owned, device, dtype, c.qkvRows(), h),
                         c.qkvBias() ? allocate(owned, device, dtype, c.qkvRows()) : null,
                         allocate(owned, device, dtype, h, c.qSize()),
-                        allocate(owned, device, dtype, h),
+                        allocate(owned, device, norms, h),
                         allocate(owned, device, dtype, 2 * inter, h),
-                        allocate(owned, device, dtype, h, inter)));
+                        allocate(owned, device, dtype, h, inter),
+                        c.qkNorm() ? allocate(owned, device, norms, c.headDim()) : null,
+                        c.qkNorm() ? allocate(owned, device, norms, c.headDim()) : null,
+                        c.sandwichNorms() ? allocate(owned, device, norms, h) : null,
+                        c.sandwichNorms() ? allocate(owned, device, norms, h) : null));
             }
-            Tensor finalNorm = allocate(owned, device, dtype, h);
+            Tensor finalNorm = allocate(owned, device, norms, h);
             Tensor lmHead = c.tieWordEmbeddings() ? embedding : allocate(owned, device, dtype, c.vocabSize(), h);
             return new LlamaWeights(c, dtype, embedding, layers, finalNorm, lmHead, owned);
         } catch (RuntimeException e) {
@@ -149,18 +190,36 @@ public final class LlamaWeights implements AutoCloseable {
             LlamaLayerWeights l = layers.get(i);
             String p = "model.layers." + i + ".";
             m.put(p + "input_layernorm.weight", l.inputNorm());
-            m.put(p + "self_attn.q_proj.weight", l.qkvWeight().rows(0, q));
-            m.put(p + "self_attn.k_proj.weight", l.qkvWeight().rows(q, kv));
-            m.put(p + "self_attn.v_proj.weight", l.qkvWeight().rows(q + kv, kv));
+            if (config.fusedCheckpointProjections()) {
+                m.put(p + "self_attn.qkv_proj.weight", l.qkvWeight());
+            } else {
+                m.put(p + "self_attn.q_proj.weight", l.qkvWeight().rows(0, q));
+                m.put(p + "self_attn.k_proj.weight", l.qkvWeight().rows(q, kv));
+                m.put(p + "self_attn.v_proj.weight", l.qkvWeight().rows(q + kv, kv));
+            }
             if (l.qkvBias() != null) {
                 m.put(p + "self_attn.q_proj.bias", l.qkvBias().rows(0, q));
                 m.put(p + "self_attn.k_proj.bias", l.qkvBias().rows(q, kv));
                 m.put(p + "self_attn.v_proj.bias", l.qkvBias().rows(q + kv, kv));
             }
+            if (l.qNorm() != null) {
+                m.put(p + "self_attn.q_norm.weight", l.qNorm());
+                m.put(p + "self_attn.k_norm.weight", l.kNorm());
+            }
             m.put(p + "self_attn.o_proj.weight", l.oWeight());
-            m.put(p + "post_attention_layernorm.weight", l.postAttentionNorm());
-            m.put(p + "mlp.gate_proj.weight", l.gateUpWeight().rows(0, inter));
-            m.put(p + "mlp.up_proj.weight", l.gateUpWeight().rows(inter, inter));
+            if (l.attentionOutputNorm() != null) {
+                m.put(p + "post_attention_layernorm.weight", l.attentionOutputNorm());
+                m.put(p + "pre_feedforward_layernorm.weight", l.postAttentionNorm());
+                m.put(p + "post_feedforward_layernorm.weight", l.mlpOutputNorm());
+            } else {
+                m.put(p + "post_attention_layernorm.weight", l.postAttentionNorm());
+            }
+            if (config.fusedCheckpointProjections()) {
+                m.put(p + "mlp.gate_up_proj.weight", l.gateUpWeight());
+            } else {
+                m.put(p + "mlp.gate_proj.weight", l.gateUpWeight().rows(0, inter));
+                m.put(p + "mlp.up_proj.weight", l.gateUpWeight().rows(inter, inter));
+            }
             m.put(p + "mlp.down_proj.weight", l.downWeight());
         }
         m.put("model.norm.weight", finalNorm);
@@ -174,7 +233,7 @@ public final class LlamaWeights implements AutoCloseable {
         return config;
     }
 
-    /** The dtype of every weight tensor. */
+    /** The dtype of every weight tensor (RMSNorm weights of a model with a norm offset are F32). */
     public DType dtype() {
         return dtype;
     }

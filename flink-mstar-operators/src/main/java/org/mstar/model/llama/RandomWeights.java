@@ -15,7 +15,7 @@ import org.mstar.model.io.HostFloats;
 /**
  * Seeded random {@link LlamaWeights} of any geometry, for tests and benchmarks: projections and embeddings
  * ~ N(0, 0.02²) (GPT-2's initialisation, which keeps activations of a random model in range), norm weights
- * ~ 1 + N(0, 0.05²), biases ~ N(0, 0.02²).
+ * ~ 1 + N(0, 0.05²) as the forward applies them, biases ~ N(0, 0.02²).
  *
  * <p>Values are counter-based: element j of the Hugging Face tensor {@code name} depends only on
  * (seed, name, j), never on the device, the dtype's chunking or thread scheduling, so equal seeds give equal
@@ -33,15 +33,17 @@ public final class RandomWeights {
     /** Random weights for {@code config}, as {@code dtype} tensors on {@code device}. */
     public static LlamaWeights create(ModelConfig config, Device device, DType dtype, long seed) {
         try {
-            return LlamaWeights.fill(config, device, dtype, (name, dst) -> fill(dst, seed, name));
+            // norm weights come out near 1 as the forward applies them, whatever offset the checkpoint stores them with
+            double normMean = 1 - config.normWeightOffset();
+            return LlamaWeights.fill(config, device, dtype, (name, dst) -> fill(dst, seed, name, normMean));
         } catch (IOException e) {
             throw new UncheckedIOException(e); // nothing here reads files
         }
     }
 
-    private static void fill(Tensor dst, long seed, String name) {
-        boolean norm = name.endsWith("norm.weight");
-        double mean = norm ? 1 : 0;
+    private static void fill(Tensor dst, long seed, String name, double normMean) {
+        boolean norm = LlamaWeights.isNorm(name);
+        double mean = norm ? normMean : 0;
         double std = norm ? NORM_STD : PROJECTION_STD;
         long stream = mix(seed ^ mix(fnv1a(name)));
         DType dtype = dst.dtype();

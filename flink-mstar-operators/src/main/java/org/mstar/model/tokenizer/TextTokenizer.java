@@ -41,9 +41,12 @@ public final class TextTokenizer implements AutoCloseable {
     }
 
     private final HuggingFaceTokenizer tokenizer;
+    /** The tokenizer.json it was loaded from. */
+    private final Path file;
 
-    private TextTokenizer(HuggingFaceTokenizer tokenizer) {
+    private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file) {
         this.tokenizer = tokenizer;
+        this.file = file;
     }
 
     private static void pinBundledNativeLibrary() {
@@ -60,7 +63,7 @@ public final class TextTokenizer implements AutoCloseable {
         Path file = Files.isDirectory(path) ? path.resolve(FILE_NAME) : path;
         // "truncation"/"padding" false make DJL disable both in the native tokenizer, whatever the file says
         Map<String, String> options = Map.of("truncation", "false", "padding", "false", "addSpecialTokens", "true");
-        return new TextTokenizer(HuggingFaceTokenizer.newInstance(file, options));
+        return new TextTokenizer(HuggingFaceTokenizer.newInstance(file, options), file);
     }
 
     /** The ids of {@code text}, with the special tokens (BOS) the tokenizer's post-processor adds; never truncated. */
@@ -95,6 +98,15 @@ public final class TextTokenizer implements AutoCloseable {
             window[i - from] = ids[i];
         }
         return tokenizer.decode(window, true);
+    }
+
+    /**
+     * The bytes of each of {@code vocabSize} token ids ({@link TokenBytes}): null for special and unused ids.
+     *
+     * @throws IllegalArgumentException when the tokenizer is not byte-level BPE
+     */
+    public byte[][] tokenBytes(int vocabSize) throws IOException {
+        return TokenBytes.read(file, vocabSize);
     }
 
     /** A detokenizer for a stream of generated ids with no text before them. */

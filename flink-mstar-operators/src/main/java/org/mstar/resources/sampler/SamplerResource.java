@@ -12,6 +12,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.resources.Resource;
@@ -21,6 +23,8 @@ import org.mstar.resources.SamplerSpec;
 import org.mstar.resources.SamplerStep;
 import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.StepContext;
+import org.mstar.resources.constraint.AllowedTokens;
+import org.mstar.resources.constraint.TokenAutomaton;
 
 /**
  * Token sampling with per-request parameters (spec §7).
@@ -35,6 +39,10 @@ import org.mstar.resources.StepContext;
  * accepts the drawn token of every kept row (seen set, generated count and offset advance once). A
  * caller that keeps tokens outside a runner commit uses {@link #accept} instead.
  *
+ * <p>A request may be {@link #constrain constrained} (structured output): each draw then masks the tokens its
+ * automaton does not allow in its current state, and each accepted token moves it on. The next state's mask is
+ * computed on another thread as soon as the token is accepted, while the next step's forward runs.
+ *
  * <p>Not thread-safe: one step loop drives it.
  */
 public final class SamplerResource implements Resource {
@@ -45,6 +53,10 @@ public final class SamplerResource implements Resource {
     private SamplerStep planned;
     /** Tokens drawn in this step and not yet accepted, by request. */
     private final Map<String, Integer> drawn = new LinkedHashMap<>();
+    /** Constrained requests' positions in their automata. */
+    private final Map<String, ConstraintCursor> constraints = new HashMap<>();
+    /** Where the mask of a constrained request's next state is computed. */
+    private final Executor maskExecutor = ForkJoinPool.commonPool();
 
     /**
      * @param spec   the node's sampler capabilities; its resource key also salts every request's seed
@@ -102,13 +114,34 @@ public final class SamplerResource implements Resource {
         if (s != null) {
             s.reset();
         }
+        ConstraintCursor c = constraints.get(rid);
+        if (c != null) {
+            c.reset();
+        }
         drawn.remove(rid);
     }
 
     @Override
     public void removeRequest(String rid) {
         requests.remove(rid);
+        constraints.remove(rid);
         drawn.remove(rid);
+    }
+
+    /**
+     * Constrains {@code rid}'s output to {@code automaton}, from its start state (replacing any earlier
+     * constraint): from now on each draw allows only the tokens the automaton allows. Before {@link #restore},
+     * which then replays the generated tokens through it.
+     */
+    public void constrain(String rid, TokenAutomaton automaton) {
+        state(rid);
+        constraints.put(rid, new ConstraintCursor(automaton));
+    }
+
+    /** Whether {@code rid} is constrained and its output is complete: its automaton allows nothing more. */
+    public boolean constraintComplete(String rid) {
+        ConstraintCursor c = constraints.get(rid);
+        return c != null && c.complete();
     }
 
     /**
@@ -129,8 +162,15 @@ public final class SamplerResource implements Resource {
         SamplingState s = state(rid);
         s.reset();
         s.addPrompt(prompt);
+        ConstraintCursor c = constraints.get(rid);
+        if (c != null) {
+            c.reset();
+        }
         for (int token : generated) {
             s.accept(token);
+            if (c != null) {
+                c.accept(token, maskExecutor);
+            }
         }
         drawn.remove(rid);
     }
@@ -177,6 +217,7 @@ public final class SamplerResource implements Resource {
             return new int[0];
         }
         List<SamplingState> states = new ArrayList<>(rids.size());
+        List<ConstraintCursor> cursors = new ArrayList<>(rids.size());
         Set<String> known = new HashSet<>();
         for (String rid : rids) {
             SamplingState s = requests.get(rid);
@@ -185,11 +226,12 @@ public final class SamplerResource implements Resource {
                 throw new IllegalArgumentException("request '" + rid + "' appears twice in one sample call");
             }
             states.add(s);
+            cursors.add(s == null ? null : constraints.get(rid));
         }
         boolean applyPenalty = planned == null || planned.applyPenalty();
         boolean applyFilters = planned == null || planned.applyFilters();
         SamplingRows rows = new SamplingRows(states, spec.minTokensStopIds(), applyPenalty, (int) logits.dim(-1));
-        int[] tokens = rows.draw(device, logits, applyFilters);
+        int[] tokens = rows.draw(device, logits, applyFilters, allowedTokens(cursors, rids, (int) logits.dim(-1)));
         for (int r = 0; r < tokens.length; r++) {
             if (states.get(r) != null) {
                 drawn.put(rids.get(r), tokens[r]);
@@ -205,7 +247,7 @@ public final class SamplerResource implements Resource {
         drawn.forEach((rid, token) -> {
             // a replay's padding row leaves no state; during capture the dummy rows are the batch
             if (ss.kept(rid) && (ctx.capture() || ctx.isRealRow(rid))) {
-                requests.get(rid).accept(token);
+                acceptInto(rid, token);
             }
         });
         drawn.clear();
@@ -218,11 +260,35 @@ public final class SamplerResource implements Resource {
      * so a later {@link #commit} does not accept that draw again (accepting after the commit would).
      */
     public void accept(String rid, int token) {
-        state(rid).accept(token);
+        state(rid);
+        acceptInto(rid, token);
         drawn.remove(rid);
     }
 
+    private void acceptInto(String rid, int token) {
+        requests.get(rid).accept(token);
+        ConstraintCursor c = constraints.get(rid);
+        if (c != null) {
+            c.accept(token, maskExecutor);
+        }
+    }
+
     // ---------------------------------------------------------------- internals
+
+    /** The draw's allowed-token bitmask, or null when no row is constrained. */
+    private static int[] allowedTokens(List<ConstraintCursor> cursors, List<String> rids, int vocab) {
+        if (cursors.stream().allMatch(c -> c == null)) {
+            return null;
+        }
+        List<TokenAutomaton> automata = new ArrayList<>(cursors.size());
+        int[] states = new int[cursors.size()];
+        for (int r = 0; r < cursors.size(); r++) {
+            ConstraintCursor c = cursors.get(r);
+            automata.add(c == null ? null : c.automaton());
+            states[r] = c == null ? 0 : c.state();
+        }
+        return AllowedTokens.bitmask(automata, states, rids, vocab);
+    }
 
     private SamplingState state(String rid) {
         SamplingState s = requests.get(rid);

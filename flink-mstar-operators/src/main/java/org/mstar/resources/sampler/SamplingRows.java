@@ -13,8 +13,9 @@ import org.mstar.resources.SamplingReqConfig;
 
 /**
  * The per-row parameters of one {@link SamplerResource#sample} call, gathered on the host, and the draw
- * that runs them on the device: {@code samplingProbs} (penalty, temperature, min-p, filters, stop-id
- * mask) then {@code sampleFromProbs} (Philox at each row's own seed and offset).
+ * that runs them on the device: {@code maskLogits} (structured output's allowed tokens, when a row is
+ * constrained), {@code samplingProbs} (penalty, temperature, min-p, filters, stop-id mask) then
+ * {@code sampleFromProbs} (Philox at each row's own seed and offset).
  */
 final class SamplingRows {
     private final int rows;
@@ -81,11 +82,20 @@ final class SamplingRows {
         }
     }
 
-    /** One token per row from {@code logits} F32 {@code [rows, vocab]}. */
-    int[] draw(Device device, Tensor logits, boolean applyFilters) {
+    /**
+     * One token per row from {@code logits} F32 {@code [rows, vocab]}.
+     *
+     * @param allowed null, or the {@code AllowedTokens} bitmask: logits of tokens it leaves out become -inf first (in
+     *                place), so no later step can pick them
+     */
+    int[] draw(Device device, Tensor logits, boolean applyFilters, int[] allowed) {
         int vocab = (int) logits.dim(-1);
         List<Tensor> owned = new ArrayList<>();
         try {
+            if (allowed != null) {
+                Tensor mask = own(owned, device.fromInts(allowed, rows, allowed.length / rows));
+                device.ops().maskLogits(logits, mask);
+            }
             Tensor temp = own(owned, device.fromFloats(temperature, DType.F32, rows));
             Tensor k = own(owned, device.fromInts(topK, rows));
             Tensor p = own(owned, device.fromFloats(topP, DType.F32, rows));

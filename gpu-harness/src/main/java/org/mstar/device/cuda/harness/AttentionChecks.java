@@ -76,7 +76,8 @@ final class AttentionChecks {
      * The bf16 tensor-core prefill kernel at every head dim it is compiled for: ragged batches whose query
      * and key counts cross its 64-row and key tiles, chunks appended to a cached prefix (fewer queries than
      * keys), grouped-query heads whose group does not divide the row tile, windows, full and context-only
-     * masks; decode at the head dims the decode kernel lacks; and the CUDA-core kernel it replaced for bf16,
+     * masks; decode at the head dims the decode kernel lacks and at every head dim under batch-invariant numerics;
+     * and the CUDA-core kernel it replaced for bf16,
      * which stays reachable.
      */
     private void tensorCorePrefill() {
@@ -97,6 +98,17 @@ final class AttentionChecks {
         Batch decode = new Batch(new int[] {1, 1, 1, 1}, new int[] {1, 70, 700, 3000});
         check("tc decode d80", DType.BF16, new Geometry(32, 8, 80, 16), decode, true, -1, false);
         check("tc decode d96 window=100", DType.BF16, new Geometry(32, 32, 96, 16), decode, true, 100, false);
+        tw.gpu.setBatchInvariant(true);
+        try {
+            for (int d : new int[] {64, 128, 256}) {
+                check("tc decode, batch-invariant d" + d, DType.BF16, new Geometry(32, 8, d, 16), decode, true, -1,
+                        false);
+            }
+            check("tc decode, batch-invariant group1 window=100", DType.BF16, new Geometry(8, 8, 128, 16), decode,
+                    true, 100, false);
+        } finally {
+            tw.gpu.setBatchInvariant(false);
+        }
         tw.gpu.setTensorCorePrefill(false);
         try {
             check("cuda-core prefill (bf16, switched)", DType.BF16, llama, ragged, true, -1, false);

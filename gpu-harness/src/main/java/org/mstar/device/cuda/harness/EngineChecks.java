@@ -65,6 +65,31 @@ final class EngineChecks {
                 .maxPositionEmbeddings(2048).vocabSize(32_000).bosTokenId(0).eosTokenId(1).dtype(DType.F32).build();
     }
 
+    /**
+     * The geometries whose forwards differ: {@link #geometry()} and one random model of each further architecture,
+     * small enough for the CPU reference, with windows shorter than the longest prompts: Qwen3 (q/k norms, head dim
+     * 128), Gemma 3 (q/k norms, sandwich norms, GELU-tanh, scaled embeddings, five windowed layers with their own
+     * RoPE base to one global with linear scaling, query_pre_attn_scalar, head dim 256) and Phi-3 (fused checkpoint
+     * tensors, partial rotary 0.75, a window on every layer).
+     */
+    static List<ModelConfig> geometries() {
+        ModelConfig qwen3 = ModelConfig.builder(Architecture.QWEN3)
+                .hiddenSize(1024).intermediateSize(3072).numLayers(4).numHeads(16).numKvHeads(8).headDim(128)
+                .ropeTheta(1_000_000).rmsNormEps(1e-6).maxPositionEmbeddings(2048).vocabSize(32_000).bosTokenId(0)
+                .eosTokenId(1).dtype(DType.F32).build();
+        ModelConfig gemma3 = ModelConfig.builder(Architecture.GEMMA3)
+                .hiddenSize(640).intermediateSize(2048).numLayers(6).numHeads(4).numKvHeads(1).headDim(256)
+                .ropeTheta(1_000_000).ropeScaling(RopeScaling.linear(8)).localRopeTheta(10_000).queryPreAttnScalar(256)
+                .slidingWindow(128, 0).windowedLayers(List.of(true, true, true, true, true, false))
+                .rmsNormEps(1e-6).tieWordEmbeddings(true).maxPositionEmbeddings(2048).vocabSize(32_000).bosTokenId(0)
+                .eosTokenId(1).dtype(DType.F32).build();
+        ModelConfig phi3 = ModelConfig.builder(Architecture.PHI3)
+                .hiddenSize(1024).intermediateSize(2816).numLayers(4).numHeads(16).numKvHeads(16).headDim(64)
+                .partialRotaryFactor(0.75).slidingWindow(200, 0).maxPositionEmbeddings(2048).vocabSize(32_000)
+                .bosTokenId(0).eosTokenId(1).dtype(DType.F32).build();
+        return List.of(geometry(), qwen3, gemma3, phi3);
+    }
+
     /** Writes the checkpoint into {@code dir}, runs the three engines and compares them. */
     List<CheckResult> run(Path dir) throws IOException {
         CheckpointWriter.writeRandom(config, DType.F32, seed, dir);
@@ -75,7 +100,8 @@ final class EngineChecks {
         EngineTranscript f32Graphs = transcript(dir, candidate, DType.F32, requests, true);
         EngineTranscript bf16Graphs = transcript(dir, candidate, DType.BF16, requests, true);
 
-        String shape = String.format(Locale.ROOT, "h%d L%d v%d, %d requests x %d tokens", config.hiddenSize(),
+        String shape = String.format(Locale.ROOT, "%s h%d L%d v%d, %d requests x %d tokens",
+                config.architecture().modelType(), config.hiddenSize(),
                 config.numLayers(), config.vocabSize(), requests.size(), GENERATED);
         List<CheckResult> results = new ArrayList<>();
         Agreement a32 = compare(requests, ref, f32);

@@ -13,6 +13,7 @@ import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
+import org.mstar.model.ModelConfig;
 
 /**
  * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
@@ -27,10 +28,12 @@ import org.mstar.device.cuda.CudaDevice;
  * {@code --decode-perf} replaces them by the decode ones: copy bandwidth, the paged decode attention kernel
  * and the projections at the batches and contexts of the engine rows, and the engine's decode steps
  * ({@link DecodeBench}) on Llama-3-8B and Llama-3.2-1B geometry against the weights+KV bound at the
- * bandwidth measured in the same call. Exits 1 when a check fails.
+ * bandwidth measured in the same call. {@code --invariance-perf} replaces them by the GEMMs, decode
+ * attention and engine throughput (32 layers) with batch-invariant numerics off and on. Exits 1 when a check
+ * fails.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -69,6 +72,7 @@ public final class GpuHarness {
         boolean kernelPerf = true;
         boolean prefillPerf = false;
         boolean decodePerf = false;
+        boolean invariancePerf = false;
         int[] engineLayers = {8, 32};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -78,11 +82,12 @@ public final class GpuHarness {
                 case "--no-kernel-perf" -> kernelPerf = false;
                 case "--prefill-perf" -> prefillPerf = true;
                 case "--decode-perf" -> decodePerf = true;
+                case "--invariance-perf" -> invariancePerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf)");
+                        + "--prefill-perf, --decode-perf, --invariance-perf)");
             }
         }
         Files.createDirectories(out);
@@ -106,6 +111,9 @@ public final class GpuHarness {
             checks.addAll(new AttentionChecks(twin).run());
             checks.addAll(new SamplingChecks(twin).run());
             String engineNotes = engineChecks(gpu, cpu, seed, checks);
+            InvarianceChecks invariance = new InvarianceChecks(gpu, seed);
+            CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
+            engineNotes += invariance.notes();
             String table = CheckResult.table(checks);
             long failed = checks.stream().filter(c -> !c.passed()).count();
             String summary = checks.size() - failed + " of " + checks.size() + " checks passed\n";
@@ -115,7 +123,26 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             StringBuilder tables = new StringBuilder(header);
-            if (perf && prefillPerf) {
+            if (perf && invariancePerf) {
+                long benchSeed = seed;
+                GemmBench gemm = new GemmBench(twin);
+                AttentionBench attention = new AttentionBench(twin);
+                for (boolean invariant : new boolean[] {false, true}) {
+                    String mode = "batch-invariant numerics " + (invariant ? "on" : "off");
+                    gpu.setBatchInvariant(invariant);
+                    tables.append(section("Llama-3-8B layer GEMMs, " + mode, () ->
+                                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 128, 1024}))))
+                            .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16), " + mode, () ->
+                                    AttentionBench.table(attention.run(new int[][] {
+                                        {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}}), PEAK_TB_PER_S)))
+                            .append(section("Engine throughput, " + mode + " (bf16, Llama-3-8B geometry, 32 layers, "
+                                    + "random weights, " + EngineBench.PROMPT + "-token prompts)", () ->
+                                    EngineBench.table(new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(),
+                                            new int[] {32}, new int[] {1, 64}), PEAK_TB_PER_S)));
+                }
+                gpu.setBatchInvariant(false);
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && prefillPerf) {
                 AttentionBench attention = new AttentionBench(twin);
                 long benchSeed = seed;
                 tables.append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
@@ -151,7 +178,7 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !prefillPerf && !decodePerf) {
+            if (perf && !prefillPerf && !decodePerf && !invariancePerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
@@ -201,8 +228,17 @@ public final class GpuHarness {
      * {@code checks}; returns their notes.
      */
     private static String engineChecks(CudaDevice gpu, CpuDevice cpu, long seed, List<CheckResult> checks) {
-        EngineChecks engine = new EngineChecks(cpu, gpu, EngineChecks.geometry(), seed);
-        CheckResult.attempt(checks, "engine", () -> {
+        StringBuilder notes = new StringBuilder();
+        for (ModelConfig geometry : EngineChecks.geometries()) {
+            notes.append(engineChecks(gpu, cpu, geometry, seed, checks));
+        }
+        return notes.toString();
+    }
+
+    private static String engineChecks(CudaDevice gpu, CpuDevice cpu, ModelConfig geometry, long seed,
+                                       List<CheckResult> checks) {
+        EngineChecks engine = new EngineChecks(cpu, gpu, geometry, seed);
+        CheckResult.attempt(checks, "engine " + geometry.architecture().modelType(), () -> {
             try {
                 Path dir = Files.createTempDirectory("mstar-engine-checks");
                 try {

@@ -13,7 +13,8 @@ import org.mstar.device.cuda.CudaGraph;
 import org.mstar.device.cuda.harness.Twin.Pair;
 
 /**
- * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain and fused residual), add, SiLU·mul, qkv split, matmul,
+ * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain, fused residual, and per head in place with fp32 weights as
+ * Qwen3's and Gemma 3's q/k norms run), add, SiLU·mul, GELU-tanh·mul, scale in place, qkv split, matmul,
  * RoPE, KV append, fused qkv split + RoPE + KV append, row and page copies, argmax, and one CUDA-graph replay. Each op runs once on poisoned
  * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
  */
@@ -32,6 +33,9 @@ final class OpChecks {
             attempt("rmsNorm+residual", () -> rmsNorm(dt, 5, 1000, true));
             attempt("add", () -> add(dt));
             attempt("siluMul", () -> siluMul(dt));
+            attempt("geluTanhMul", () -> geluTanhMul(dt));
+            attempt("scale in place", () -> scaleInPlace(dt));
+            attempt("rmsNorm per head in place", () -> headNormInPlace(dt));
             attempt("splitQkv", () -> splitQkv(dt));
             attempt("matmul", () -> matmul(dt, dt, 5, 512, 384, false));
             attempt("matmul+bias", () -> matmul(dt, dt, 33, 1024, 640, true));
@@ -120,6 +124,40 @@ final class OpChecks {
         Pair out = tw.poisoned(dt, rows, inter);
         tw.cpu.ops().siluMul(gu.cpu(), out.cpu());
         check("siluMul", shape(rows, inter), out, () -> tw.gpu.ops().siluMul(gu.gpu(), out.gpu()));
+    }
+
+    /** Gemma 3 4B's MLP width. */
+    private void geluTanhMul(DType dt) {
+        int rows = 6;
+        int inter = 10240;
+        Pair gu = tw.floats(tw.randomFloats(rows * 2 * inter, 6f, dt), dt, rows, 2 * inter);
+        Pair out = tw.poisoned(dt, rows, inter);
+        tw.cpu.ops().geluTanhMul(gu.cpu(), out.cpu());
+        check("geluTanhMul", shape(rows, inter), out, () -> tw.gpu.ops().geluTanhMul(gu.gpu(), out.gpu()));
+    }
+
+    /** Gemma's embedding scale on an F32 residual of Gemma 3 4B's width, in place (compared after the first run). */
+    private void scaleInPlace(DType dt) {
+        int rows = 9;
+        int hidden = 2560;
+        float factor = (float) Math.sqrt(hidden);
+        Pair x = tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden);
+        tw.cpu.ops().scale(x.cpu(), factor, x.cpu());
+        tw.gpu.ops().scale(x.gpu(), factor, x.gpu());
+        results.add(new CheckResult("scale in place", shape(rows, hidden), dt.toString(), err(x), tolerance(dt),
+                tw.median(() -> tw.gpu.ops().scale(x.gpu(), 1f, x.gpu())), "cpu"));
+    }
+
+    /** q/k norm as the forward runs it: [tokens·heads, headDim] normalised in place with an fp32 weight. */
+    private void headNormInPlace(DType dt) {
+        int rows = 11 * 8;
+        int headDim = 256;
+        Pair x = tw.floats(tw.randomFloats(rows * headDim, 2f, dt), dt, rows, headDim);
+        Pair w = tw.floats(tw.randomFloats(headDim, 1f, DType.F32), DType.F32, headDim);
+        tw.cpu.ops().rmsNorm(x.cpu(), null, w.cpu(), 1e-6f, x.cpu());
+        tw.gpu.ops().rmsNorm(x.gpu(), null, w.gpu(), 1e-6f, x.gpu());
+        results.add(new CheckResult("rmsNorm per head in place", shape(rows, headDim), dt.toString(), err(x),
+                tolerance(dt), tw.median(() -> tw.gpu.ops().rmsNorm(x.gpu(), null, w.gpu(), 1e-6f, x.gpu())), "cpu"));
     }
 
     /** Llama-3-8B widths (32 query, 8 KV heads of 128); all three outputs compared as one. */

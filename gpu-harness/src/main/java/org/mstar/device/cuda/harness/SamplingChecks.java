@@ -14,7 +14,8 @@ import org.mstar.device.cuda.harness.Twin.Pair;
 /**
  * The sampling pipeline: samplingProbs over rows that exercise every step (penalty, greedy, min-p, top-k,
  * top-p in both orders, min-keep, stop ids), and sampleFromProbs, whose tokens must equal the CPU's bit
- * for bit given the same probabilities.
+ * for bit given the same probabilities; maskLogits (structured output), whose masked logits must equal the CPU's
+ * bit for bit.
  */
 final class SamplingChecks {
     /** One row's sampling parameters, as SamplingBatch holds them. */
@@ -47,6 +48,8 @@ final class SamplingChecks {
         CheckResult.attempt(results, "samplingProbs 128256", () -> samplingProbs(128_256));
         CheckResult.attempt(results, "sampleFromProbs 50000", () -> sampleFromProbs(200, 50_000));
         CheckResult.attempt(results, "sampleFromProbs 1000", () -> sampleFromProbs(17, 1000));
+        CheckResult.attempt(results, "maskLogits 128256", () -> maskLogits(64, 128_256));
+        CheckResult.attempt(results, "maskLogits 1017", () -> maskLogits(5, 1017));
         return results;
     }
 
@@ -143,6 +146,44 @@ final class SamplingChecks {
         gpuOp.run();
         double bad = Twin.mismatches(tw.cpu.toInts(out.cpu()), tw.gpu.toInts(out.gpu()));
         results.add(new CheckResult("sampleFromProbs (tokens differing)", shape(rows, vocab), "I32", bad, 0,
+                tw.median(gpuOp), "cpu"));
+    }
+
+    /**
+     * Structured output's mask: random allowed bits (sparse and dense rows, one row allowing everything, bits past
+     * the vocabulary set); every logit must equal the CPU's bit for bit, -inf included.
+     */
+    private void maskLogits(int rows, int vocab) {
+        int words = (vocab + 31) / 32;
+        float[] logits = tw.randomFloats(rows * vocab, 8f, DType.F32);
+        int[] allowed = new int[rows * words];
+        for (int r = 0; r < rows; r++) {
+            int density = r % 4; // 0: all allowed, 1: about half, 2: a few, 3: most
+            for (int w = 0; w < words; w++) {
+                int bits = switch (density) {
+                    case 0 -> -1;
+                    case 1 -> tw.rnd.nextInt();
+                    case 2 -> tw.rnd.nextInt(64) == 0 ? 1 << tw.rnd.nextInt(32) : 0;
+                    default -> tw.rnd.nextInt() | tw.rnd.nextInt();
+                };
+                allowed[r * words + w] = bits;
+            }
+        }
+        Pair l = tw.floats(logits, DType.F32, rows, vocab);
+        Pair a = tw.ints(allowed, rows, words);
+        tw.cpu.ops().maskLogits(l.cpu(), a.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().maskLogits(l.gpu(), a.gpu());
+        gpuOp.run();
+        float[] expected = tw.cpu.toFloats(l.cpu());
+        float[] got = tw.gpu.toFloats(l.gpu());
+        int differ = 0;
+        for (int i = 0; i < got.length; i++) {
+            if (Float.floatToRawIntBits(expected[i]) != Float.floatToRawIntBits(got[i])) {
+                differ++;
+            }
+        }
+        // masking is idempotent, so timing repeats of the same call is fair
+        results.add(new CheckResult("maskLogits (logits differing)", shape(rows, vocab), "F32", differ, 0,
                 tw.median(gpuOp), "cpu"));
     }
 }

@@ -6,6 +6,8 @@ import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
@@ -33,6 +35,24 @@ class EngineChecksTest {
             assertThat(results.subList(3, 7)).allSatisfy(r -> assertThat(r.error()).isZero());
             assertThat(checks.notes()).doesNotContain(": 0 decode steps replayed");
             assertThat(checks.notes()).contains("192 of 192 tokens equal");
+        }
+    }
+
+    /** The same with the architectures whose forwards differ from Llama's, scaled down from {@code geometries()}. */
+    @ParameterizedTest
+    @EnumSource(value = Architecture.class, names = {"QWEN3", "GEMMA3", "PHI3"})
+    void otherArchitecturesPassOnACpuCandidate(Architecture arch, @TempDir Path dir) throws Exception {
+        ModelConfig big = EngineChecks.geometries().stream().filter(c -> c.architecture() == arch).findFirst().orElseThrow();
+        ModelConfig small = big.toBuilder().hiddenSize(64).intermediateSize(128).numLayers(big.windowedLayers().isEmpty() ? 2
+                        : big.windowedLayers().size()).numHeads(4).numKvHeads(2).headDim(16).vocabSize(320)
+                .slidingWindow(big.slidingWindow() == 0 ? 0 : 40, 0).maxPositionEmbeddings(1024)
+                .queryPreAttnScalar(arch == Architecture.GEMMA3 ? 24 : 0).build();
+        try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
+            EngineChecks checks = new EngineChecks(reference, candidate, small, 5);
+            List<CheckResult> results = checks.run(dir);
+
+            assertThat(results).hasSize(7).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
+            assertThat(results.get(1).error()).isZero();
         }
     }
 }

@@ -1,0 +1,137 @@
+package org.mstar.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.mstar.device.cpu.CpuDevice;
+import org.mstar.model.io.SafetensorsFile;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * The engine on the CPU (fp32) against transformers on tiny random checkpoints of each architecture that needs more
+ * than the Llama forward (fixtures written by {@code scripts/fixtures/write_model_fixtures.py}): for each prompt,
+ * transformers' greedy continuation of 120 tokens and the logits each token was chosen from. The engine must pick
+ * the same tokens and its logits must agree within 1e-4, with each request alone and with all of them batched
+ * under a small token budget (prompts prefilled in chunks, beside each other's decodes). Gemma 3's and Phi-3's
+ * windows (16 and 24 tokens) are far shorter than the sequences, so the windowed layers are exercised throughout.
+ */
+class TransformersFidelityTest {
+    private static final float TOLERANCE = 1e-4f;
+    private static CpuDevice cpu;
+
+    @BeforeAll
+    static void start() {
+        cpu = new CpuDevice(2);
+    }
+
+    @AfterAll
+    static void stop() {
+        cpu.close();
+    }
+
+    private record Reference(List<int[]> prompts, List<int[]> tokens, List<float[][]> logits) {}
+
+    @ParameterizedTest
+    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3"})
+    void eachRequestAloneMatchesTransformers(String arch) throws Exception {
+        Reference ref = reference(arch);
+        for (int p = 0; p < ref.prompts().size(); p++) {
+            run(arch, ref, List.of(p), new EngineOptions(16, 256, new KvCacheOptions(512, 128, 16, 0, false)));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3"})
+    void batchedChunkedRequestsMatchTransformers(String arch) throws Exception {
+        Reference ref = reference(arch);
+        // 7 tokens a step: every prompt is prefilled in chunks, and the later ones beside the earlier ones' decodes
+        run(arch, ref, List.of(0, 1, 2), new EngineOptions(16, 7, new KvCacheOptions(512, 128, 4, 0, false)));
+    }
+
+    private static void run(String arch, Reference ref, List<Integer> prompts, EngineOptions options) throws Exception {
+        Map<String, Map<Integer, float[]>> seen = new HashMap<>();
+        try (LlamaEngine engine = LlamaEngineLoader.load(folder(arch), cpu, options)) {
+            engine.observeLogits((rid, index, logits) -> seen.computeIfAbsent(rid, k -> new HashMap<>()).put(index, logits.clone()));
+            for (int p : prompts) {
+                int steps = ref.tokens().get(p).length;
+                engine.submit(new GenerationRequest("p" + p, ref.prompts().get(p), null, SamplingReqConfig.greedy(),
+                        steps, 0, List.of(), true, 0));
+            }
+            EngineDriver driver = new EngineDriver();
+            float worst = 0;
+            driver.drain(engine, 10_000);
+            assertThat(driver.failures).isEmpty();
+            for (int p : prompts) {
+                String rid = "p" + p;
+                int[] expected = ref.tokens().get(p);
+                for (int i = 0; i < expected.length; i++) {
+                    float[] got = seen.get(rid).get(i);
+                    float[] want = ref.logits().get(p)[i];
+                    worst = Math.max(worst, maxAbsDiff(got, want));
+                    assertThat(maxAbsDiff(got, want)).as("%s prompt %d logits of token %d", arch, p, i)
+                            .isLessThanOrEqualTo(TOLERANCE);
+                }
+                assertThat(driver.tokens.get(rid)).as("%s prompt %d greedy tokens", arch, p)
+                        .containsExactly(Arrays.stream(expected).boxed().toArray(Integer[]::new));
+            }
+            // the number docs/models.md reports
+            System.out.printf("%s prompts %s: largest |logit - transformers'| %.3g%n", arch, prompts, worst);
+        }
+    }
+
+    private static float maxAbsDiff(float[] a, float[] b) {
+        assertThat(a).hasSameSizeAs(b);
+        float max = 0;
+        for (int i = 0; i < a.length; i++) {
+            max = Math.max(max, Math.abs(a[i] - b[i]));
+        }
+        return max;
+    }
+
+    static Path folder(String arch) throws URISyntaxException {
+        return Path.of(TransformersFidelityTest.class.getResource("/org/mstar/model/fixtures/" + arch).toURI());
+    }
+
+    private static Reference reference(String arch) throws IOException, URISyntaxException {
+        List<int[]> prompts = new ArrayList<>();
+        List<int[]> tokens = new ArrayList<>();
+        List<float[][]> logits = new ArrayList<>();
+        try (SafetensorsFile f = SafetensorsFile.open(folder(arch).resolve("reference.safetensors"))) {
+            for (int p = 0; f.contains("prompt." + p); p++) {
+                prompts.add(ints(f.bytes("prompt." + p)));
+                tokens.add(ints(f.bytes("tokens." + p)));
+                long[] shape = f.info("logits." + p).shape();
+                ByteBuffer b = f.bytes("logits." + p).order(ByteOrder.LITTLE_ENDIAN);
+                float[][] rows = new float[(int) shape[0]][(int) shape[1]];
+                for (float[] row : rows) {
+                    b.asFloatBuffer().get(row);
+                    b.position(b.position() + row.length * Float.BYTES);
+                }
+                logits.add(rows);
+            }
+        }
+        assertThat(prompts).hasSize(3);
+        return new Reference(prompts, tokens, logits);
+    }
+
+    private static int[] ints(ByteBuffer b) {
+        var ib = b.order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+        int[] out = new int[ib.remaining()];
+        ib.get(out);
+        return out;
+    }
+}

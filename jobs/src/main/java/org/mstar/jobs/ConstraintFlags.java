@@ -1,0 +1,78 @@
+package org.mstar.jobs;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.avro.Schema;
+import org.mstar.flink.AvroJsonSchema;
+import org.mstar.resources.constraint.OutputConstraint;
+import org.mstar.schemas.GenerateRequest;
+import picocli.CommandLine.Option;
+
+/** Structured output from the command line: at most one of a JSON schema, an Avro schema, a regex or choices. */
+final class ConstraintFlags {
+    @Option(names = "--json-schema", paramLabel = "FILE",
+            description = "The output is compact JSON valid against this JSON schema (docs/structured-output.md).")
+    Path jsonSchema;
+
+    @Option(names = "--avro-schema", paramLabel = "FILE",
+            description = "The output is JSON of this Avro schema's record (converted to a JSON schema).")
+    Path avroSchema;
+
+    @Option(names = "--regex", paramLabel = "REGEX", description = "The whole output matches this regular expression.")
+    String regex;
+
+    @Option(names = "--choice", paramLabel = "TEXT", split = ",",
+            description = "The output is exactly one of these comma-separated strings.")
+    List<String> choices;
+
+    /**
+     * The constraint the flags ask for, or null.
+     *
+     * @throws IllegalArgumentException when more than one is given, or a schema file cannot be read or converted
+     */
+    OutputConstraint constraint() {
+        List<OutputConstraint> set = new ArrayList<>();
+        if (jsonSchema != null) {
+            set.add(OutputConstraint.jsonSchema(read(jsonSchema)));
+        }
+        if (avroSchema != null) {
+            Schema avro = new Schema.Parser().parse(read(avroSchema));
+            set.add(OutputConstraint.jsonSchema(AvroJsonSchema.of(avro).toString()));
+        }
+        if (regex != null) {
+            set.add(OutputConstraint.regex(regex));
+        }
+        if (choices != null) {
+            set.add(OutputConstraint.choice(choices));
+        }
+        if (set.size() > 1) {
+            throw new IllegalArgumentException("give at most one of --json-schema, --avro-schema, --regex and --choice");
+        }
+        return set.isEmpty() ? null : set.get(0);
+    }
+
+    /** Sets the request fields of {@link #constraint()} on {@code request}. */
+    void applyTo(GenerateRequest request) {
+        OutputConstraint c = constraint();
+        if (c == null) {
+            return;
+        }
+        switch (c.kind()) {
+            case JSON_SCHEMA -> request.setJsonSchema(c.text());
+            case REGEX -> request.setRegex(c.text());
+            case CHOICE -> request.setChoices(c.choices());
+        }
+    }
+
+    private static String read(Path file) {
+        try {
+            return Files.readString(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
+        }
+    }
+}
