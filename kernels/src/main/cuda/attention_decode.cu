@@ -4,9 +4,9 @@
 // count (sized from the step's batch so the blocks fill the GPU): at least kMinSplitKeys, so short sequences
 // are not cut into slivers, and at most kMaxSliceKeys (and what the shared page table holds), so one long
 // sequence in a large batch is still spread over several blocks. Block x walks slices x, x + gridDim.x, ...
-// with one running softmax. When a sequence has one block, it writes the output; otherwise each block writes a
-// normalised partial and its log2-sum-exp, and the last block to finish (counted in splitDone, which it resets
-// to zero) merges them: no second launch.
+// With one slice the block writes the output; otherwise each slice writes a normalised partial and its
+// log2-sum-exp, and the block that finishes a sequence's last slice (counted in splitDone, which it resets to
+// zero) merges them: no second launch.
 #include "attention.cuh"
 
 using namespace mstar;
@@ -65,8 +65,8 @@ __device__ __forceinline__ void load_staged(const unsigned char* row, int lane, 
 // once into shared memory.
 template <typename T, int D, int GH>
 __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, const int* qoIndptr, int qoHeads,
-                                            float smScale, int splits, T* out, float* partialO, float* partialLse,
-                                            int* splitDone) {
+                                            float smScale, int splits, int sliceStride, T* out, float* partialO,
+                                            float* partialLse, int* splitDone) {
     using S = DecodeShape<T, D, GH>;
     constexpr int EPL = S::EPL, CHUNKS = S::CHUNKS, LPT = S::LPT, TPW = S::TPW, SLOTS = S::SLOTS, U = S::U;
     constexpr int STAGES = S::STAGES;
@@ -81,7 +81,6 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     const int blocksPerKvHead = group / GH;
     const int g = blockIdx.y / blocksPerKvHead;
     const int h0 = g * group + (blockIdx.y % blocksPerKvHead) * GH;
-    const long long headBase = (long long)r * qoHeads + h0;  // the block's first (sequence, query head)
     const int qBegin = qoIndptr[r], qLen = qoIndptr[r + 1] - qBegin;
     if (qLen <= 0) return;
 
@@ -91,7 +90,6 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     const int keys = slice_keys(hi - lo, splits, kv.pageSize);
     const int slices = max(1, (hi - lo + keys - 1) / keys);
     if (blockIdx.x >= slices) return;
-    const int active = min(stride, slices);  // blocks that write a partial of this sequence
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slotInWarp = lane / LPT, sub = lane % LPT;
     const int slot = warp * TPW + slotInWarp;
@@ -113,20 +111,11 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     float* smTotal = smW + SLOTS * GH;            // [GH]
     float* smAcc = smTotal + GH;                  // [SLOTS][GH][D]
 
-    float m[GH], l[GH], acc[GH][EPL];
-#pragma unroll
-    for (int j = 0; j < GH; ++j) {
-        m[j] = -INFINITY;
-        l[j] = 0.f;
-#pragma unroll
-        for (int e = 0; e < EPL; ++e) acc[j][e] = 0.f;
-    }
-
     for (int split = blockIdx.x; split < slices; split += stride) {
         const int kBegin = lo + split * keys;
         const int kEnd = min(hi, kBegin + keys);
         const int firstPage = kBegin / kv.pageSize;
-        __syncthreads();  // every warp has issued the previous slice's copies: its page table may go
+        __syncthreads();  // the previous slice's combine is done with the shared memory
         if (kBegin < kEnd) {
             const int pages = (kEnd - 1) / kv.pageSize - firstPage + 1;
             const int* ids = kv.kvIndices + kv.kvIndptr[r] + firstPage;
@@ -135,6 +124,15 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
             }
         }
         __syncthreads();
+
+        float m[GH], l[GH], acc[GH][EPL];
+#pragma unroll
+        for (int j = 0; j < GH; ++j) {
+            m[j] = -INFINITY;
+            l[j] = 0.f;
+#pragma unroll
+            for (int e = 0; e < EPL; ++e) acc[j][e] = 0.f;
+        }
 
         const int warpFirst = kBegin + warp * TPW * U;
         const int steps = warpFirst < kEnd ? (kEnd - warpFirst + SLOTS * U - 1) / (SLOTS * U) : 0;
@@ -226,55 +224,58 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
                 }
             }
         }
-    }
-    cp_async_wait<0>();
-    __syncthreads();  // the combine below reuses the staging memory
+        cp_async_wait<0>();
+        __syncthreads();  // the combine below reuses the staging memory
 
 #pragma unroll
-    for (int j = 0; j < GH; ++j) {
+        for (int j = 0; j < GH; ++j) {
 #pragma unroll
-        for (int e = 0; e < EPL; ++e) smAcc[(slot * GH + j) * D + sub * EPL + e] = acc[j][e];
-        if (sub == 0) {
-            smM[slot * GH + j] = m[j];
-            smL[slot * GH + j] = l[j];
+            for (int e = 0; e < EPL; ++e) smAcc[(slot * GH + j) * D + sub * EPL + e] = acc[j][e];
+            if (sub == 0) {
+                smM[slot * GH + j] = m[j];
+                smL[slot * GH + j] = l[j];
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x < GH) {
+            const int j = threadIdx.x;
+            float mAll = -INFINITY;
+            for (int s = 0; s < SLOTS; ++s) mAll = fmaxf(mAll, smM[s * GH + j]);
+            float total = 0.f;
+            for (int s = 0; s < SLOTS; ++s) {
+                const float w = mAll == -INFINITY ? 0.f : exp2f(smM[s * GH + j] - mAll);
+                smW[s * GH + j] = w;
+                total += w * smL[s * GH + j];
+            }
+            smTotal[j] = total;
+            if (slices > 1) {
+                partialLse[((long long)r * qoHeads + h0 + j) * sliceStride + split] =
+                    total > 0.f ? mAll + log2f(total) : -INFINITY;
+            }
+        }
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < GH * D; idx += blockDim.x) {
+            const int j = idx / D, d = idx - j * D;
+            float o = 0.f;
+            for (int s = 0; s < SLOTS; ++s) o += smW[s * GH + j] * smAcc[(s * GH + j) * D + d];
+            const float v = smTotal[j] > 0.f ? o / smTotal[j] : 0.f;
+            if (slices == 1) {
+                store_elem<T>(out, ((long long)qBegin * qoHeads + h0 + j) * D + d, v);
+            } else {
+                partialO[(((long long)r * qoHeads + h0 + j) * sliceStride + split) * D + d] = v;
+            }
         }
     }
-    __syncthreads();
-    if (threadIdx.x < GH) {
-        const int j = threadIdx.x;
-        float mAll = -INFINITY;
-        for (int s = 0; s < SLOTS; ++s) mAll = fmaxf(mAll, smM[s * GH + j]);
-        float total = 0.f;
-        for (int s = 0; s < SLOTS; ++s) {
-            const float w = mAll == -INFINITY ? 0.f : exp2f(smM[s * GH + j] - mAll);
-            smW[s * GH + j] = w;
-            total += w * smL[s * GH + j];
-        }
-        smTotal[j] = total;
-        if (active > 1) {
-            partialLse[(headBase + j) * stride + blockIdx.x] = total > 0.f ? mAll + log2f(total) : -INFINITY;
-        }
-    }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < GH * D; idx += blockDim.x) {
-        const int j = idx / D, d = idx - j * D;
-        float o = 0.f;
-        for (int s = 0; s < SLOTS; ++s) o += smW[s * GH + j] * smAcc[(s * GH + j) * D + d];
-        const float v = smTotal[j] > 0.f ? o / smTotal[j] : 0.f;
-        if (active == 1) {
-            store_elem<T>(out, ((long long)qBegin * qoHeads + h0 + j) * D + d, v);
-        } else {
-            partialO[((headBase + j) * stride + blockIdx.x) * D + d] = v;
-        }
-    }
-    if (active == 1) return;
+    if (slices == 1) return;
 
-    // The last block of the sequence to finish merges: out = sum_b 2^(lse_b - M) o_b / sum_b 2^(lse_b - M).
+    // The block that completes the sequence's last slice merges:
+    // out = sum_s 2^(lse_s - M) o_s / sum_s 2^(lse_s - M).
     __threadfence();  // this block's partials are visible device-wide before it is counted
     __syncthreads();
     if (threadIdx.x == 0) {
+        const int mine = (slices - 1 - blockIdx.x) / stride + 1;
         int* done = splitDone + (long long)r * gridDim.y + blockIdx.y;
-        lastBlock = atomicAdd(done, 1) + 1 == active;
+        lastBlock = atomicAdd(done, mine) + mine == slices;
         if (lastBlock) *done = 0;  // every other block has counted: ready for the next launch
     }
     __syncthreads();
@@ -283,13 +284,13 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     float* mergeMax = smM;         // [GH]
     float* mergeTotal = smM + GH;  // [GH]
     for (int j = warp; j < GH; j += kDecodeWarps) {
-        const float* lse = partialLse + (headBase + j) * stride;
+        const float* lse = partialLse + ((long long)r * qoHeads + h0 + j) * sliceStride;
         float mAll = -INFINITY;
-        for (int b = lane; b < active; b += 32) mAll = fmaxf(mAll, __ldcg(lse + b));
+        for (int s = lane; s < slices; s += 32) mAll = fmaxf(mAll, __ldcg(lse + s));
         mAll = warp_max(mAll);
         float total = 0.f;
         if (mAll != -INFINITY) {
-            for (int b = lane; b < active; b += 32) total += exp2f(__ldcg(lse + b) - mAll);
+            for (int s = lane; s < slices; s += 32) total += exp2f(__ldcg(lse + s) - mAll);
         }
         total = warp_sum(total);
         if (lane == 0) {
@@ -303,15 +304,16 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     constexpr int D4 = D / 4;
     for (int idx = threadIdx.x; idx < GH * D4; idx += blockDim.x) {
         const int j = idx / D4, d4 = idx - j * D4;
+        const long long head = (long long)r * qoHeads + h0 + j;
         const float total = mergeTotal[j], mx = mergeMax[j];
-        const float* lse = partialLse + (headBase + j) * stride;
-        const float4* po = reinterpret_cast<const float4*>(partialO + (headBase + j) * stride * D) + d4;
+        const float* lse = partialLse + head * sliceStride;
+        const float4* po = reinterpret_cast<const float4*>(partialO + head * sliceStride * D) + d4;
         float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
         if (total > 0.f) {
 #pragma unroll 8
-            for (int b = 0; b < active; ++b) {
-                const float w = exp2f(__ldcg(lse + b) - mx);
-                const float4 p = __ldcg(po + (long long)b * D4);
+            for (int s = 0; s < slices; ++s) {
+                const float w = exp2f(__ldcg(lse + s) - mx);
+                const float4 p = __ldcg(po + (long long)s * D4);
                 o.x += w * p.x;
                 o.y += w * p.y;
                 o.z += w * p.z;
@@ -335,11 +337,11 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
     extern "C" __global__ void __launch_bounds__(kDecodeWarps * 32, GH <= 4 ? 4 : 1)                            \
         NAME(const T* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,     \
              const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal, \
-             int windowLeft, int contextOnly, float smScale, int splits, T* out, float* partialO,              \
-             float* partialLse, int* splitDone) {                                                              \
+             int windowLeft, int contextOnly, float smScale, int splits, int sliceStride, T* out,              \
+             float* partialO, float* partialLse, int* splitDone) {                                             \
         decode_body<T, D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
-                              Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, splits, out,  \
-                              partialO, partialLse, splitDone);                                                \
+                              Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, splits, sliceStride, \
+                              out, partialO, partialLse, splitDone);                                           \
     }
 
 #define MSTAR_DECODE_GROUPS(TN, T, D)           \

@@ -10,10 +10,10 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * Paged attention launchers. Decode plans (one query per sequence) use split-KV: blocks per KV head serve
  * that head's query heads (grouped-query heads share the K/V load), and each sequence's visible keys are cut
  * into as many slices as the step needs to fill the GPU ({@link #decodeSplits}): many for one long
- * sequence, none for a large batch. A block walks its slices with one running softmax and writes one
- * partial; the last of a sequence's blocks to finish merges them, so decode is one launch. The cut depends on
- * the batch, so a sequence's result may differ in the last bits from batch to batch (batch-invariant numerics
- * route decode rows to the tensor-core kernel instead). Other bf16 plans use the tensor-core prefill kernel
+ * sequence, none for a large batch. The block that finishes a sequence's last slice merges the slices, so
+ * decode is one launch. The cut depends on the batch, so a sequence's result may differ in the last bits
+ * from batch to batch (batch-invariant numerics route decode rows to the tensor-core kernel instead). Other
+ * bf16 plans use the tensor-core prefill kernel
  * (attention_prefill_mma.cu: 256 rows of (query, grouped head) pairs per block, 128 at head dim 256, one
  * block per row tile, KV head and sequence), which also serves decode at the head dims the decode kernel
  * lacks (80, 96), and every decode row when the device's numerics are batch-invariant (in a decode shape of
@@ -165,15 +165,15 @@ final class CudaAttention {
         CudaTensor partialO = null;
         CudaTensor partialLse = null;
         CudaTensor splitDone = null;
-        if (width > 1) {
-            long partials = (long) plan.rows() * qoHeads * width;
-            partialO = device.scratch("attn.partialO", DType.F32, partials * headDim);
-            partialLse = device.scratch("attn.partialLse", DType.F32, partials);
+        if (slices > 1) {
+            long slots = (long) plan.rows() * qoHeads * slices;
+            partialO = device.scratch("attn.partialO", DType.F32, slots * headDim);
+            partialLse = device.scratch("attn.partialLse", DType.F32, slots);
             splitDone = device.zeroedScratch("attn.splitDone", DType.I32, (long) plan.rows() * blocksPerRow);
         }
         device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), width,
                 blocksPerRow, plan.rows(), DECODE_THREADS, 0,
-                common.i32(splits).tensor(out).tensor(partialO).tensor(partialLse).tensor(splitDone),
+                common.i32(splits).i32(slices).tensor(out).tensor(partialO).tensor(partialLse).tensor(splitDone),
                 "pagedAttention decode");
     }
 
@@ -189,9 +189,8 @@ final class CudaAttention {
     }
 
     /**
-     * Slices per sequence the kernel may cut (slice_keys in attention_decode.cu) from one of {@code span} keys:
-     * at most {@code splits}, unless slices would outgrow {@link #MAX_SLICE_KEYS} or their page table, and then
-     * one per that many keys.
+     * Slices per sequence the kernel may cut (slice_keys in attention_decode.cu): at most {@code splits}, unless
+     * slices would outgrow {@link #MAX_SLICE_KEYS} or their page table, and then one per that many keys.
      */
     static int maxSlices(int splits, int span, int pageSize) {
         long sliceKeys = Math.min(MAX_SLICE_KEYS, (long) (SPLIT_PAGES - 1) * pageSize);
