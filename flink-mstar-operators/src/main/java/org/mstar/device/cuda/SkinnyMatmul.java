@@ -4,9 +4,9 @@ import org.mstar.device.DType;
 
 /**
  * Launcher of skinny_matmul.cu: bf16 products of a few rows (decode steps) on the tensor cores with the
- * weights as the wide operand, so the launch is one stream over the weights. cuBLAS reads a 4096 x 4096
- * weight at about 2.7 TB/s at one row (2026-12-02, H200); this kernel is meant to read it near copy
- * bandwidth. Within one instantiation (rows 1-8, 9-16, 17-32) a row's result does not depend on the
+ * weights as the wide operand, so the launch is one stream over the weights. At one row it read a 4096 x 4096
+ * weight at 3.2 TB/s where cuBLAS reached 2.65 (2026-12-02, H200; docs/perf.md has every shape, the large-K
+ * down projections among them, where cuBLAS stays ahead). Within one instantiation (rows 1-8, 9-16, 17-32) a row's result does not depend on the
  * row count.
  */
 final class SkinnyMatmul {
