@@ -7,3 +7,4 @@
 #include "attention_prefill.cu"
 #include "attention_prefill_mma.cu"
 #include "sampling.cu"
+#include "skinny_matmul.cu"

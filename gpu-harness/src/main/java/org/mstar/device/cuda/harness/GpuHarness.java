@@ -31,11 +31,13 @@ import org.mstar.model.ModelConfig;
  * and the projections at the batches and contexts of the engine rows, and the engine's decode steps
  * ({@link DecodeBench}) on Llama-3-8B and Llama-3.2-1B geometry against the weights+KV bound at the
  * bandwidth measured in the same call. {@code --invariance-perf} replaces them by the GEMMs, decode
- * attention and engine throughput (32 layers) with batch-invariant numerics off and on. Exits 1 when a check
- * fails.
+ * attention and engine throughput (32 layers) with batch-invariant numerics off and on. {@code --skinny-perf}
+ * replaces them by copy bandwidth, the decode projections of both geometries through cuBLAS and through the
+ * skinny-matmul kernel, and engine decode rows of few requests with each. Exits 1 when a check fails.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf
+ *     | --skinny-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -52,7 +54,21 @@ public final class GpuHarness {
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
 
+    /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
+    private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
+
     private GpuHarness() {}
+
+    /** Decode cases of few requests, each with every matmul on cuBLAS and then with the skinny kernel's default. */
+    private static List<DecodeBench.Case> skinnyCases(int[][] batchAndContext) {
+        List<DecodeBench.Case> cases = new ArrayList<>();
+        for (int rows : new int[] {0, CudaDevice.DEFAULT_SKINNY_MATMUL_ROWS}) {
+            for (int[] bc : batchAndContext) {
+                cases.add(new DecodeBench.Case(bc[0], bc[1], true, rows));
+            }
+        }
+        return cases;
+    }
 
     /** One titled markdown table, printed as soon as it is measured; a failure is reported in its place. */
     private static String section(String title, Supplier<String> table) {
@@ -75,6 +91,7 @@ public final class GpuHarness {
         boolean prefillPerf = false;
         boolean decodePerf = false;
         boolean invariancePerf = false;
+        boolean skinnyPerf = false;
         int[] engineLayers = {8, 32};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -85,11 +102,12 @@ public final class GpuHarness {
                 case "--prefill-perf" -> prefillPerf = true;
                 case "--decode-perf" -> decodePerf = true;
                 case "--invariance-perf" -> invariancePerf = true;
+                case "--skinny-perf" -> skinnyPerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf, --invariance-perf)");
+                        + "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf)");
             }
         }
         Files.createDirectories(out);
@@ -158,6 +176,9 @@ public final class GpuHarness {
                         + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
                                 new PrefillBench(gpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
                 Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && skinnyPerf) {
+                tables.append(skinnyTables(twin, gpu, seed));
+                Files.writeString(out.resolve("perf.md"), tables);
             } else if (perf && decodePerf) {
                 tables.append(decodeTables(twin, gpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
@@ -180,7 +201,7 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !prefillPerf && !decodePerf && !invariancePerf) {
+            if (perf && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
@@ -196,6 +217,31 @@ public final class GpuHarness {
             }
         }
         System.exit(allPassed ? 0 : 1);
+    }
+
+    /**
+     * Copy bandwidth, the decode projections through cuBLAS and through the skinny-matmul kernel, and the engine's
+     * decode steps at few requests with the one and the other.
+     */
+    private static String skinnyTables(Twin twin, CudaDevice gpu, long seed) {
+        AttentionBench attention = new AttentionBench(twin);
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
+            rate[0] = attention.copyTerabytesPerSecond();
+            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
+        }));
+        sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
+                + "rotated past L2)", () -> GemmBench.skinnyTable(new GemmBench(twin).skinny(SKINNY_ROW_COUNTS), rate[0])));
+        DecodeBench bench = new DecodeBench(gpu, seed);
+        sb.append(section("Engine decode, matmuls on cuBLAS against the skinny kernel (bf16, random weights, "
+                + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
+                    List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(),
+                            skinnyCases(new int[][] {{1, 512}, {16, 512}, {1, 16384}})));
+                    rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), skinnyCases(new int[][] {{1, 512}, {16, 512}})));
+                    return DecodeBench.table(rows, rate[0]);
+                }));
+        return sb.toString();
     }
 
     /**

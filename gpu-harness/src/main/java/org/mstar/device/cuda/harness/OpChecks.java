@@ -9,6 +9,7 @@ import java.util.List;
 import org.mstar.device.DType;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
+import org.mstar.device.cuda.CudaDevice;
 import org.mstar.device.cuda.CudaGraph;
 import org.mstar.device.cuda.harness.Twin.Pair;
 
@@ -51,6 +52,12 @@ final class OpChecks {
             attempt("pages", () -> pages(dt));
         }
         attempt("matmul mixed", () -> matmul(DType.F32, DType.BF16, 9, 256, 320, true));
+        // The skinny kernel's three instantiations (1-8, 9-16, 17-32 rows) with partial row tiles, an N that is
+        // not a multiple of 16, a K whose last group of chunks is partial, bf16 and fp32 outputs.
+        for (int rows : new int[] {1, 7, 13, 16, 25, 32}) {
+            attempt("matmul skinny", () -> skinnyMatmul(rows, 1000, 576, rows % 2 == 0 ? DType.F32 : DType.BF16));
+        }
+        attempt("matmul skinny", () -> skinnyMatmul(3, 4096, 4160, DType.BF16));
         attempt("argmax", this::argmax);
         attempt("cudaGraph", this::graphReplay);
         return results;
@@ -185,6 +192,22 @@ final class OpChecks {
         String op = "matmul" + (bias ? "+bias" : "") + (xt != wt ? " x" + xt + "·w" + wt : "");
         check(op, shape(n, k) + "·" + shape(cols, k) + "ᵀ", out,
                 () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
+    }
+
+    /** bf16 x·wᵀ through the skinny-matmul kernel (enabled up to its largest row count for the check). */
+    private void skinnyMatmul(int rows, int cols, int k, DType outType) {
+        Pair x = tw.floats(tw.randomFloats(rows * k, 1f, DType.BF16), DType.BF16, rows, k);
+        Pair w = tw.floats(tw.randomFloats(cols * k, 0.1f, DType.BF16), DType.BF16, cols, k);
+        Pair out = tw.poisoned(outType, rows, cols);
+        tw.cpu.ops().matmul(x.cpu(), w.cpu(), null, out.cpu());
+        int before = tw.gpu.skinnyMatmulRows();
+        tw.gpu.setSkinnyMatmulRows(CudaDevice.MAX_SKINNY_MATMUL_ROWS);
+        try {
+            check("matmul skinny", shape(rows, k) + "·" + shape(cols, k) + "ᵀ→" + outType, out,
+                    () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), null, out.gpu()));
+        } finally {
+            tw.gpu.setSkinnyMatmulRows(before);
+        }
     }
 
     private void rope(DType dt, RopeParams params, String variant) {
