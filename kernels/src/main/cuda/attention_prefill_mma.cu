@@ -79,8 +79,52 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-template <int D, class S>
-__device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv kv, Mask mask, const int* qoIndptr,
+// Where a block finds its keys: the paged pool of one layer. A cursor for (sequence r, KV head g) gives the
+// address of each key's and value's row of D elements.
+struct PagedKeys {
+    PagedKv kv;
+
+    struct Cursor {
+        const __nv_bfloat16* base;  // any valid address, for zero-filled (not read) copies
+        const __nv_bfloat16* head;
+        const int* pages;
+        int pageSize, slotStride, pageShift;
+        long long pageStride, vDelta;
+        bool pow2Pages;
+
+        __device__ __forceinline__ const __nv_bfloat16* key(int pos) const {
+            // pages are found by shift when their size is a power of two (the usual case), else by division
+            const int p = pow2Pages ? pos >> pageShift : pos / pageSize;
+            const int slot = pos - p * pageSize;
+            return head + pages[p] * pageStride + slot * slotStride;
+        }
+        __device__ __forceinline__ const __nv_bfloat16* value(int pos) const { return key(pos) + vDelta; }
+    };
+
+    __device__ __forceinline__ int kvHeads() const { return kv.kvHeads; }
+    __device__ __forceinline__ int length(int r) const { return kv.length(r); }
+
+    template <int D>
+    __device__ __forceinline__ Cursor cursor(int r, int g) const {
+        Cursor c;
+        c.base = static_cast<const __nv_bfloat16*>(kv.pool);
+        c.head = c.base + (long long)kv.layer * kv.numPages * 2 * kv.pageSize * kv.kvHeads * D + g * D;
+        c.pages = kv.kvIndices + kv.kvIndptr[r];
+        c.pageSize = kv.pageSize;
+        c.slotStride = kv.kvHeads * D;
+        c.pageShift = __ffs(kv.pageSize) - 1;
+        c.pageStride = 2LL * kv.pageSize * c.slotStride;
+        c.vDelta = (long long)kv.pageSize * c.slotStride;
+        c.pow2Pages = (kv.pageSize & (kv.pageSize - 1)) == 0;
+        return c;
+    }
+};
+
+// Body of the tensor-core kernels. Keys is where the keys live (PagedKeys here, contiguous ragged spans in
+// attention_ragged.cu); M the mask, whose visible(kvLen, qLen, qpos, lo, hi) gives a query's keys [lo, hi),
+// moving right as the query advances.
+template <int D, class S, class Keys, class M>
+__device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, Keys kv, M mask, const int* qoIndptr,
                                                  int qoHeads, float smScale, __nv_bfloat16* out) {
     constexpr int MT = S::MT, ROWS = S::ROWS, KEYS = S::KEYS, STRIDE = S::STRIDE, CHUNKS = S::CHUNKS;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -89,7 +133,7 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
 
     const int r = blockIdx.z, g = blockIdx.y;
     const int qBegin = qoIndptr[r], qLen = qoIndptr[r + 1] - qBegin;
-    const int group = qoHeads / kv.kvHeads;
+    const int group = qoHeads / kv.kvHeads();
     const int packedRows = qLen * group;
     // Later tiles see more keys under a causal mask: launch them first.
     const int tile = gridDim.x - 1 - blockIdx.x;
@@ -131,16 +175,7 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
         for (int half = 0; half < 2; ++half)
             rowPos[mt][half] = kvLen - qLen + (rowBegin + warpRow + mt * 16 + (lane >> 2) + half * 8) / group;
 
-    // Token slot of this KV head in the pool: head + page * pageStride + slot * slotStride; pages are
-    // found by shift when their size is a power of two (the usual case), else by division.
-    const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(kv.pool);
-    const __nv_bfloat16* head = pool + (long long)kv.layer * kv.numPages * 2 * kv.pageSize * kv.kvHeads * D + g * D;
-    const int slotStride = kv.kvHeads * D;
-    const long long pageStride = 2LL * kv.pageSize * slotStride;
-    const long long vDelta = (long long)kv.pageSize * slotStride;
-    const bool pow2Pages = (kv.pageSize & (kv.pageSize - 1)) == 0;
-    const int pageShift = __ffs(kv.pageSize) - 1;
-    const int* pages = kv.kvIndices + kv.kvIndptr[r];
+    const typename Keys::Cursor keys = kv.template cursor<D>(r, g);
     auto loadTile = [&](int kt, int stage) {
         __nv_bfloat16* ks = kvs + (2 * stage) * KEYS * STRIDE;
         __nv_bfloat16* vs = ks + KEYS * STRIDE;
@@ -148,14 +183,8 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
             const int j = idx / CHUNKS, c = idx - j * CHUNKS;
             const int pos = kt + j;
             const bool valid = pos < hi;  // keys past the block's range are zero-filled (and masked)
-            const __nv_bfloat16* src = pool;
-            if (valid) {
-                const int p = pow2Pages ? pos >> pageShift : pos / kv.pageSize;
-                const int slot = pos - p * kv.pageSize;
-                src = head + pages[p] * pageStride + slot * slotStride + c * 8;
-            }
-            cp_async16(ks + j * STRIDE + c * 8, src, valid);
-            cp_async16(vs + j * STRIDE + c * 8, valid ? src + vDelta : pool, valid);
+            cp_async16(ks + j * STRIDE + c * 8, valid ? keys.key(pos) + c * 8 : keys.base, valid);
+            cp_async16(vs + j * STRIDE + c * 8, valid ? keys.value(pos) + c * 8 : keys.base, valid);
         }
     };
 
@@ -321,9 +350,9 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, PagedKv
         const __nv_bfloat16* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,   \
         const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal,        \
         int windowLeft, int contextOnly, float smScale, __nv_bfloat16* out) {                                       \
-        prefill_mma_body<D, SHAPE<D>>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, \
-                                                 kvHeads},                                                          \
-                                      Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);     \
+        prefill_mma_body<D, SHAPE<D>>(                                                                          \
+            q, PagedKeys{PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}},          \
+            Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);                                \
     }
 #define MSTAR_PREFILL_MMA(D)                                   \
     MSTAR_MMA_KERNEL(attn_prefill_mma_bf16_d, MmaPrefillShape, D) \

@@ -6,5 +6,6 @@
 #include "attention_decode.cu"
 #include "attention_prefill.cu"
 #include "attention_prefill_mma.cu"
+#include "attention_ragged.cu"
 #include "sampling.cu"
 #include "skinny_matmul.cu"

@@ -123,4 +123,24 @@ public interface ComputeOps {
 
     /** Inverse of {@link #gatherPages}: {@code pool[:, pages[i]] = in[:, i]}. */
     void scatterPages(Tensor pool, Tensor pages, Tensor in);
+
+    // ---------------------------------------------------------------- ragged (cacheless) attention
+
+    /**
+     * Varlen attention with no KV cache: span r of {@code plan} attends queries {@code q[qIndptr[r] ..
+     * qIndptr[r+1])} against keys and values {@code k, v[kvIndptr[r] .. kvIndptr[r+1])} under the plan's mask
+     * ({@link RaggedAttentionPlan}). q {@code [≥ totalQ, qoHeads, headDim]}, k and v {@code [≥ totalKv, kvHeads,
+     * headDim]}, out of q's shape and dtype; grouped-query heads map query head h to KV head
+     * {@code h / (qoHeads / kvHeads)}. Rows of {@code out} past {@code totalQ} are not written.
+     */
+    void raggedAttention(Tensor q, Tensor k, Tensor v, RaggedAttentionPlan plan, Tensor out);
+
+    /**
+     * Refuses a head dim {@link #raggedAttention} cannot run in {@code dtype}, so a model is rejected where it is
+     * built. Every head dim by default.
+     *
+     * @throws UnsupportedOnDeviceException naming the head dims this device runs
+     */
+    default void requireRaggedAttentionHeadDim(int headDim, DType dtype) {
+    }
 }

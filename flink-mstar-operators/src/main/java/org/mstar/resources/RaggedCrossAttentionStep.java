@@ -17,4 +17,9 @@ public final class RaggedCrossAttentionStep extends ResourceStep {
     }
 
     public List<Pair> pairs() { return pairs; }
+
+    /** The plan a pair runs under: {@code qLabel}'s spans attending {@code kvLabel}'s. */
+    public static String crossLabel(String qLabel, String kvLabel) {
+        return qLabel + "->" + kvLabel;
+    }
 }

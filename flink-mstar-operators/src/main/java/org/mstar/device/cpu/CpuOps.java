@@ -5,6 +5,7 @@ import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.Philox;
 import org.mstar.device.ProbabilitySampler;
+import org.mstar.device.RaggedAttentionPlan;
 import org.mstar.device.RopeParams;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
@@ -367,6 +368,13 @@ final class CpuOps implements ComputeOps, AutoCloseable {
                 FloatRows.copy(src, (l * n + i) * g.pageElems(), p, g.page(l, ids.getInt(i)), g.pageElems());
             }
         }
+    }
+
+    // ---------------------------------------------------------------- ragged (cacheless) attention
+
+    @Override
+    public void raggedAttention(Tensor q, Tensor k, Tensor v, RaggedAttentionPlan plan, Tensor out) {
+        CpuRaggedAttention.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(v), plan, CpuTensor.of(out));
     }
 
     private static void requireSize(CpuTensor t, long expected, String what) {

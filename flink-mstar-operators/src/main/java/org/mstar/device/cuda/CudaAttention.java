@@ -28,7 +28,7 @@ final class CudaAttention {
     private static final int DECODE_THREADS = 128;
     private static final int PREFILL_THREADS = 128;
     private static final int PREFILL_QUERY_TILE = 32;
-    private static final int MMA_THREADS = 256;
+    static final int MMA_THREADS = 256;
     /** MmaDecodeShape in attention_prefill_mma.cu: four warps of one 16-row mma tile. */
     private static final int MMA_DECODE_THREADS = 128;
     private static final int MMA_DECODE_ROWS = 64;
@@ -142,12 +142,12 @@ final class CudaAttention {
     }
 
     /** MmaPrefillShape&lt;D&gt;::ROWS in attention_prefill_mma.cu: packed (query, grouped head) rows per block. */
-    private static int mmaRows(int headDim) {
+    static int mmaRows(int headDim) {
         return headDim <= 128 ? 256 : 128;
     }
 
     /** MmaShape::SMEM_BYTES: Q rows, then K and V tiles of two stages, rows padded by 8 elements. */
-    private static int mmaSmemBytes(int rows, int headDim) {
+    static int mmaSmemBytes(int rows, int headDim) {
         int keys = headDim <= 128 ? 64 : 32;
         return (rows + 4 * keys) * (headDim + 8) * 2;
     }

@@ -5,6 +5,7 @@ import static org.mstar.device.cuda.Elementwise.code;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.RaggedAttentionPlan;
 import org.mstar.device.RopeParams;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
@@ -19,6 +20,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     private final Elementwise elementwise;
     private final CudaMatmul matmul;
     private final CudaAttention attention;
+    private final CudaRaggedAttention raggedAttention;
     private final RopeTables ropeTables;
 
     CudaOps(CudaDevice device) {
@@ -26,6 +28,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         this.elementwise = new Elementwise(device);
         this.matmul = new CudaMatmul(device, elementwise);
         this.attention = new CudaAttention(device);
+        this.raggedAttention = new CudaRaggedAttention(device);
         this.ropeTables = new RopeTables(device);
     }
 
@@ -425,6 +428,20 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         kernel("chunk_copy").launch(device.stream(), Math.toIntExact(chunks), Math.toIntExact(layers), 1,
                 threadsFor(chunkBytes / 16, 4), 0, new KernelArgs().tensor(src).i64(srcLayerStride).tensor(srcIdx)
                         .tensor(dst).i64(dstLayerStride).tensor(dstIdx).i64(chunkBytes), op);
+    }
+
+    // ---------------------------------------------------------------- ragged (cacheless) attention
+
+    @Override
+    public void raggedAttention(Tensor q, Tensor k, Tensor v, RaggedAttentionPlan plan, Tensor out) {
+        device.enter();
+        raggedAttention.run(t(q, "raggedAttention q"), t(k, "raggedAttention k"), t(v, "raggedAttention v"), plan,
+                t(out, "raggedAttention out"));
+    }
+
+    @Override
+    public void requireRaggedAttentionHeadDim(int headDim, DType dtype) {
+        CudaRaggedAttention.requireHeadDim(headDim, dtype);
     }
 
     @Override

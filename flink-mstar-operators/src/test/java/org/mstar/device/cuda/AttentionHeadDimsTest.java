@@ -30,4 +30,20 @@ class AttentionHeadDimsTest {
                 .isInstanceOf(UnsupportedOnDeviceException.class)
                 .hasMessageStartingWith("attention head dim 48 has no CUDA kernels for BF16");
     }
+
+    @Test
+    void raggedAttentionRunsEveryCompiledHeadDimAndRefusesTheRest() {
+        for (int d : new int[] {32, 64, 128, 256}) {
+            assertThatCode(() -> CudaRaggedAttention.requireHeadDim(d, DType.F32)).doesNotThrowAnyException();
+            assertThatCode(() -> CudaRaggedAttention.requireHeadDim(d, DType.BF16)).doesNotThrowAnyException();
+        }
+        for (int d : new int[] {80, 96}) {
+            assertThatCode(() -> CudaRaggedAttention.requireHeadDim(d, DType.BF16)).doesNotThrowAnyException();
+            assertThatThrownBy(() -> CudaRaggedAttention.requireHeadDim(d, DType.F32))
+                    .isInstanceOf(UnsupportedOnDeviceException.class)
+                    .hasMessageStartingWith("ragged attention head dim " + d + " in F32 has no CUDA kernel");
+        }
+        assertThatThrownBy(() -> CudaRaggedAttention.requireHeadDim(48, DType.BF16))
+                .isInstanceOf(UnsupportedOnDeviceException.class).hasMessageContaining("bf16: [32, 64, 128, 256] and");
+    }
 }

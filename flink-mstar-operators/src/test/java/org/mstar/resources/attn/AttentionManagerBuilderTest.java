@@ -114,19 +114,40 @@ class AttentionManagerBuilderTest {
     }
 
     @Test
-    void crossAndRaggedAttentionAreNotYetSupported() {
-        RaggedAttentionConfig ragged = new RaggedAttentionConfig(4, 4, 64, null, 1, null, RaggedAttnBackend.AUTO);
+    void crossAndRaggedSpecsBuildTheirManagers() {
+        RaggedAttentionConfig ragged = new RaggedAttentionConfig(4, 2, 64, null, 1, null, RaggedAttnBackend.AUTO);
 
-        assertThatThrownBy(() -> build(new CrossAttentionSpec("cross", Set.of("llm"), new CrossAttentionConfig("kv")),
-                pagedKv(KVLayout.NHD), 1))
-                .isInstanceOf(UnsupportedOperationException.class)
-                .hasMessageContaining("cross-attention ('cross'").hasMessageContaining("not yet supported");
-        for (NodeResourceSpec spec : List.of(new RaggedAttentionSpec("ragged", Set.of("llm"), ragged),
-                new RaggedCrossAttentionSpec("ragged", Set.of("llm"), ragged),
-                new RaggedBlockCausalAttentionSpec("ragged", Set.of("llm"), ragged, 16))) {
-            assertThatThrownBy(() -> build(spec, null, 1))
-                    .isInstanceOf(UnsupportedOperationException.class)
-                    .hasMessageContaining(spec.getClass().getSimpleName()).hasMessageContaining("not yet supported");
-        }
+        assertThat(build(new CrossAttentionSpec("cross", Set.of("llm"), new CrossAttentionConfig("kv")),
+                pagedKv(KVLayout.NHD), 1)).isInstanceOf(CrossAttentionManager.class);
+        assertThat(build(new RaggedAttentionSpec("ragged", Set.of("llm"), ragged), null, 2))
+                .isInstanceOfSatisfying(RaggedAttentionManager.class, m -> {
+                    assertThat(m.kind()).isEqualTo(RaggedAttentionManager.Kind.SELF);
+                    assertThat(m.qoHeads()).isEqualTo(2);
+                    assertThat(m.kvHeads()).isEqualTo(1);
+                });
+        assertThat(build(new RaggedCrossAttentionSpec("ragged", Set.of("llm"), ragged), null, 1))
+                .isInstanceOfSatisfying(RaggedAttentionManager.class,
+                        m -> assertThat(m.kind()).isEqualTo(RaggedAttentionManager.Kind.CROSS));
+        assertThat(build(new RaggedBlockCausalAttentionSpec("ragged", Set.of("llm"), ragged, 16), null, 1))
+                .isInstanceOfSatisfying(RaggedAttentionManager.class,
+                        m -> assertThat(m.kind()).isEqualTo(RaggedAttentionManager.Kind.BLOCK_CAUSAL));
+    }
+
+    @Test
+    void crossAttentionRefusesAContextOutsideAPagedNhdCache() {
+        CrossAttentionSpec cross = new CrossAttentionSpec("cross", Set.of("llm"), new CrossAttentionConfig("kv"));
+
+        assertThatThrownBy(() -> build(cross, null, 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("needs KV spec 'kv'");
+        assertThatThrownBy(() -> build(cross, pagedKv(KVLayout.MLA), 1))
+                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("paged NHD KV cache");
+    }
+
+    @Test
+    void raggedAttentionRefusesHeadsThatDoNotSplitOverTheRanks() {
+        RaggedAttentionConfig ragged = new RaggedAttentionConfig(6, 3, 64, null, 1, null, RaggedAttnBackend.AUTO);
+
+        assertThatThrownBy(() -> build(new RaggedAttentionSpec("ragged", Set.of("llm"), ragged), null, 2))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("do not split over 2 ranks");
     }
 }

@@ -34,10 +34,11 @@ import org.mstar.model.ModelConfig;
  * attention and engine throughput (32 layers) with batch-invariant numerics off and on. {@code --skinny-perf}
  * replaces them by copy bandwidth, the decode projections of both geometries through cuBLAS and through the
  * skinny-matmul kernel, and engine decode rows of few requests with each. Exits 1 when a check fails.
+ * {@code --attention-only} runs only the attention checks (paged, ragged, cross) and no performance table.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf
- *     | --skinny-perf]</pre>
+ *     | --skinny-perf] [--attention-only]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -92,6 +93,7 @@ public final class GpuHarness {
         boolean decodePerf = false;
         boolean invariancePerf = false;
         boolean skinnyPerf = false;
+        boolean attentionOnly = false;
         int[] engineLayers = {8, 32};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -103,11 +105,15 @@ public final class GpuHarness {
                 case "--decode-perf" -> decodePerf = true;
                 case "--invariance-perf" -> invariancePerf = true;
                 case "--skinny-perf" -> skinnyPerf = true;
+                case "--attention-only" -> {
+                    attentionOnly = true;
+                    perf = false;
+                }
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf)");
+                        + "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, --attention-only)");
             }
         }
         Files.createDirectories(out);
@@ -127,13 +133,19 @@ public final class GpuHarness {
             Twin twin = new Twin(gpu, cpu, seed);
 
             List<CheckResult> checks = new ArrayList<>();
-            checks.addAll(new OpChecks(twin).run());
+            String engineNotes = "";
+            if (!attentionOnly) {
+                checks.addAll(new OpChecks(twin).run());
+            }
             checks.addAll(new AttentionChecks(twin).run());
-            checks.addAll(new SamplingChecks(twin).run());
-            String engineNotes = engineChecks(gpu, cpu, seed, checks);
-            InvarianceChecks invariance = new InvarianceChecks(twin, seed);
-            CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
-            engineNotes += invariance.notes();
+            checks.addAll(new RaggedAttentionChecks(twin).run());
+            if (!attentionOnly) {
+                checks.addAll(new SamplingChecks(twin).run());
+                engineNotes = engineChecks(gpu, cpu, seed, checks);
+                InvarianceChecks invariance = new InvarianceChecks(twin, seed);
+                CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
+                engineNotes += invariance.notes();
+            }
             String table = CheckResult.table(checks);
             long failed = checks.stream().filter(c -> !c.passed()).count();
             String summary = checks.size() - failed + " of " + checks.size() + " checks passed\n";
