@@ -17,13 +17,14 @@ mkdir -p "$BUNDLE/lib"
 # binding on the class path it logs nowhere).
 mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package dependency:copy-dependencies \
     -DskipTests -Dkernels.require=true -DincludeScope=runtime \
-    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api -DoutputDirectory="$PWD/$BUNDLE/lib"
+    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api,JTransforms,JLargeArrays,commons-math3 -DoutputDirectory="$PWD/$BUNDLE/lib"
 jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
     --no-man-pages --output "$BUNDLE/jre"
 cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
     gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
-cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py "$BUNDLE/"
+cp scripts/gpu/run-harness.sh scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py \
+    scripts/gpu/whisper_reference.py scripts/gpu/run-whisper.sh scripts/fixtures/write_whisper_fixtures.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
 # GPU machine lacks and this project never loads; keep only the driver-API library.

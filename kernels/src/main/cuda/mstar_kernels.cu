@@ -1,6 +1,7 @@
 // The one translation unit nvcc turns into mstar_kernels.fatbin: each op family lives in its own file.
 #include "elementwise.cu"
 #include "norm.cu"
+#include "encoder.cu"
 #include "rope.cu"
 #include "pages.cu"
 #include "attention_decode.cu"

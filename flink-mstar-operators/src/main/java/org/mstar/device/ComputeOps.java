@@ -53,6 +53,55 @@ public interface ComputeOps {
     /** {@code out = x · factor}, elementwise, same sizes; {@code out} may be {@code x}. */
     void scale(Tensor x, float factor, Tensor out);
 
+    // ---- Encoder ops (Whisper and other encoder-decoder models): LayerNorm, exact GELU, conv1d ----
+
+    /**
+     * LayerNorm over the last dim, as PyTorch's {@code nn.LayerNorm}: {@code out = (x − mean) / sqrt(var + eps) ·
+     * weight + bias} with the biased variance of each row; {@code bias} may be null (no shift). {@code out} may be
+     * {@code x} when there is no residual. With a non-null {@code residual} it first does {@code residual += x},
+     * rounded to the residual's dtype, and normalises the sum ({@code out = norm(residual)}), as {@link #rmsNorm}
+     * does. weight and bias {@code [hidden]}; x, residual and out {@code [rows, hidden]} (any leading shape).
+     */
+    void layerNorm(Tensor x, Tensor residual, Tensor weight, Tensor bias, float eps, Tensor out);
+
+    /**
+     * Exact (erf) GELU, elementwise: {@code out = x · Φ(x) = 0.5 · x · (1 + erf(x / √2))}, PyTorch's
+     * {@code gelu(approximate="none")} and Hugging Face's {@code "gelu"} activation (not the tanh form of
+     * {@link #geluTanhMul}). Same sizes; {@code out} may be {@code x}.
+     */
+    void gelu(Tensor x, Tensor out);
+
+    /**
+     * 1-D convolution over frames, frames-major so that its output feeds row-wise ops and matmuls directly:
+     * {@code out[t, o] = bias[o] + Σ_c Σ_k weight[o, c, k] · x[t·stride + k − padding, c]}, zero outside the
+     * input. x {@code [frames, inChannels]} (the transpose of PyTorch's {@code [channels, frames]}); weight
+     * {@code [outChannels, inChannels, kernel]} as PyTorch's {@code nn.Conv1d} stores it; bias
+     * {@code [outChannels]} or null; out {@code [(frames + 2·padding − kernel) / stride + 1, outChannels]}.
+     * Sums accumulate in fp32 and round once on store, as {@link #matmul} does.
+     */
+    void conv1d(Tensor x, Tensor weight, Tensor bias, int stride, int padding, Tensor out);
+
+    /**
+     * The frames {@link #conv1d} writes: {@code (frames + 2·padding − kernel) / stride + 1} (Whisper's stem: 3000
+     * mel frames → 3000 after conv1, 1500 after conv2).
+     *
+     * @throws IllegalArgumentException for a stride below 1, a negative padding or an input shorter than the kernel
+     */
+    static int conv1dOutFrames(long frames, long kernel, int stride, int padding) {
+        if (stride < 1 || padding < 0 || kernel < 1) {
+            throw new IllegalArgumentException("conv1d needs stride >= 1, padding >= 0 and a kernel >= 1, got stride "
+                    + stride + ", padding " + padding + ", kernel " + kernel);
+        }
+        long span = frames + 2L * padding - kernel;
+        if (span < 0) {
+            throw new IllegalArgumentException("conv1d: " + frames + " frames padded by " + padding
+                    + " are shorter than the kernel " + kernel);
+        }
+        return Math.toIntExact(span / stride + 1);
+    }
+
+    // ---- end of encoder ops ----
+
     /**
      * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} in place at positions
      * {@code posIds} (I32 {@code [n]}), as {@link RopeParams} defines. Angles are computed as

@@ -39,6 +39,10 @@ final class RequestChecks {
 
     /** The prompt's token ids: given, the text tokenised, or the messages rendered by the chat template and tokenised. */
     int[] prompt(GenerationRequest request) {
+        if (request.audio() != null) {
+            throw new RequestValidationException("audio", "this model takes text, not audio: serve a speech-to-text"
+                    + " model (Whisper) for audio requests");
+        }
         int[] ids = request.promptTokenIds();
         if (ids == null && request.messages() != null) {
             ids = chatPrompt(request);

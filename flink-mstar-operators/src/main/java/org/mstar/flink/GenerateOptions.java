@@ -61,4 +61,17 @@ public final class GenerateOptions {
             .withDescription("How long the id of a served request is remembered (in keyed state, per id): a request"
                     + " arriving under it within this time gets a 409 error event instead of being generated again."
                     + " 0 remembers nothing.");
+
+    public static final ConfigOption<Duration> AUDIO_MAX_DURATION = ConfigOptions.key("mstar.audio.max-duration")
+            .durationType()
+            .defaultValue(Duration.ofMinutes(10))
+            .withDescription("Longest audio a speech-to-text request may carry; longer audio gets a 400 error event."
+                    + " The limit is checked from the WAV header before a referenced file's samples are read.");
+
+    public static final ConfigOption<String> AUDIO_DIR = ConfigOptions.key("mstar.audio.dir")
+            .stringType()
+            .noDefaultValue()
+            .withDescription("Folder whose WAV files audio requests may name by path (audio.path, relative to it or"
+                    + " absolute inside it); it must be readable at the same path on every TaskManager. Unset:"
+                    + " requests must carry their audio inline, and a path gets a 400 error event.");
 }

@@ -14,9 +14,12 @@ import org.apache.flink.configuration.ReadableConfig;
  * @param defaultMaxTokens see {@link GenerateOptions#DEFAULT_MAX_TOKENS}
  * @param modelDir see {@link GenerateOptions#MODEL_DIR}; null when not set
  * @param requestIdRetention see {@link GenerateOptions#REQUEST_ID_RETENTION}; {@link Duration#ZERO} = off
+ * @param maxAudio see {@link GenerateOptions#AUDIO_MAX_DURATION}
+ * @param audioDir see {@link GenerateOptions#AUDIO_DIR}; null when not set
  */
 record GenerateSettings(int maxWaiting, Duration queueTimeout, String device, String gpuResource,
-                        int defaultMaxTokens, String modelDir, Duration requestIdRetention) implements Serializable {
+                        int defaultMaxTokens, String modelDir, Duration requestIdRetention, Duration maxAudio,
+                        String audioDir) implements Serializable {
 
     GenerateSettings {
         if (maxWaiting < 1) {
@@ -33,6 +36,9 @@ record GenerateSettings(int maxWaiting, Duration queueTimeout, String device, St
         if (requestIdRetention.isNegative()) {
             throw new IllegalArgumentException("'" + GenerateOptions.REQUEST_ID_RETENTION.key() + "' must not be negative");
         }
+        if (maxAudio.isNegative() || maxAudio.isZero()) {
+            throw new IllegalArgumentException("'" + GenerateOptions.AUDIO_MAX_DURATION.key() + "' must be positive");
+        }
     }
 
     static GenerateSettings from(ReadableConfig config) {
@@ -40,10 +46,11 @@ record GenerateSettings(int maxWaiting, Duration queueTimeout, String device, St
                 config.getOptional(GenerateOptions.QUEUE_TIMEOUT).orElse(Duration.ZERO),
                 config.get(GenerateOptions.DEVICE), config.get(GenerateOptions.GPU_RESOURCE),
                 config.get(GenerateOptions.DEFAULT_MAX_TOKENS), config.getOptional(GenerateOptions.MODEL_DIR).orElse(null),
-                config.get(GenerateOptions.REQUEST_ID_RETENTION));
+                config.get(GenerateOptions.REQUEST_ID_RETENTION), config.get(GenerateOptions.AUDIO_MAX_DURATION),
+                config.getOptional(GenerateOptions.AUDIO_DIR).orElse(null));
     }
 
     RequestConverter converter() {
-        return new RequestConverter(defaultMaxTokens);
+        return new RequestConverter(defaultMaxTokens, new AudioConverter(maxAudio, audioDir));
     }
 }

@@ -13,11 +13,13 @@ import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.SchedulerOptions;
 import org.mstar.engine.SchedulingPolicy;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.whisper.WhisperConfig;
 
 /**
  * Builds a {@code LlamaEngine} (Llama, Qwen2, Mistral checkpoints in Hugging Face layout) on each subtask's device,
  * from the model folder {@link GenerateOptions#MODEL_DIR} and the knobs of {@link LlamaEngineOptions}. The default
- * {@link GenerateOptions#ENGINE_FACTORY}.
+ * {@link GenerateOptions#ENGINE_FACTORY}. A Whisper folder ({@code model_type: whisper}) is served by a
+ * {@link WhisperEngineFactory} instead.
  */
 @PublicEvolving
 public final class LlamaEngineFactory implements EngineFactory {
@@ -38,6 +40,8 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final Duration priorityAging;
     private final Duration maxPrefillStall;
     private final EngineRole role;
+    /** Set when the model folder is a Whisper checkpoint: that factory builds the engines. */
+    private final WhisperEngineFactory whisper;
 
     /** @throws IllegalArgumentException when {@link GenerateOptions#MODEL_DIR} is not set */
     public LlamaEngineFactory(ReadableConfig config) {
@@ -58,6 +62,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
         this.role = config.get(DisaggregationOptions.ENGINE_ROLE);
+        this.whisper = WhisperConfig.isWhisper(Path.of(modelDir)) ? new WhisperEngineFactory(config) : null;
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
     }
 
@@ -70,6 +75,9 @@ public final class LlamaEngineFactory implements EngineFactory {
      */
     @Override
     public GenerationEngine create(String device, int subtaskIndex) {
+        if (whisper != null) {
+            return whisper.create(device, subtaskIndex);
+        }
         try {
             SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
             DeviceTurn turn = shared.turn();

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.mstar.engine.AudioInput;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.model.chat.ChatMessage;
 import org.mstar.resources.RequestValidationException;
@@ -28,10 +29,15 @@ final class RequestConverter implements Serializable {
             Set.of("repetition_window", "top_p_first", "top_p_min_keep", "penalize_prompt");
 
     private final int defaultMaxTokens;
+    private final AudioConverter audio;
 
-    /** @param defaultMaxTokens max_tokens of a request that sets none, >= 1 */
-    RequestConverter(int defaultMaxTokens) {
+    /**
+     * @param defaultMaxTokens max_tokens of a request that sets none, >= 1
+     * @param audio reads and checks the audio of speech-to-text requests
+     */
+    RequestConverter(int defaultMaxTokens, AudioConverter audio) {
         this.defaultMaxTokens = defaultMaxTokens;
+        this.audio = audio;
     }
 
     /** @throws RequestValidationException naming the offending field */
@@ -58,8 +64,9 @@ final class RequestConverter implements Serializable {
         }
         SamplingReqConfig sampling = sampling(r, id, minTokens);
         sampling.validate(null);
+        AudioInput speech = r.getAudio() == null ? null : audio.convert(r.getAudio());
         return new GenerationRequest(id, promptIds, promptText, sampling, maxTokens, minTokens, stopIds,
-                r.getIgnoreEos(), orDefault(r.getPriority(), 0), constraint(r), messages(r));
+                r.getIgnoreEos(), orDefault(r.getPriority(), 0), constraint(r), messages(r), speech);
     }
 
     /** The request's structured-output constraint, or null; at most one of the three fields may be set. */
@@ -85,10 +92,12 @@ final class RequestConverter implements Serializable {
         boolean hasText = r.getPrompt() != null;
         boolean hasIds = r.getPromptTokenIds() != null;
         boolean hasMessages = r.getMessages() != null;
-        if ((hasText ? 1 : 0) + (hasIds ? 1 : 0) + (hasMessages ? 1 : 0) != 1) {
-            throw new RequestValidationException("prompt", "set exactly one of prompt, prompt_token_ids and messages");
+        boolean hasAudio = r.getAudio() != null;
+        if ((hasText ? 1 : 0) + (hasIds ? 1 : 0) + (hasMessages ? 1 : 0) + (hasAudio ? 1 : 0) != 1) {
+            throw new RequestValidationException("prompt",
+                    "set exactly one of prompt, prompt_token_ids, messages and audio");
         }
-        if (hasMessages) {
+        if (hasMessages || hasAudio) {
             return null;
         }
         if (hasText) {
@@ -136,8 +145,10 @@ final class RequestConverter implements Serializable {
             }
         }
         SamplingReqConfig d = SamplingReqConfig.DEFAULTS;
+        // speech is transcribed greedily unless the request asks otherwise, as Whisper decodes by default
+        double defaultTemperature = r.getAudio() != null ? 0.0 : d.temperature();
         return new SamplingReqConfig(
-                orDefault(r.getTemperature(), d.temperature()),
+                orDefault(r.getTemperature(), defaultTemperature),
                 orDefault(r.getTopK(), d.topK()),
                 orDefault(r.getTopP(), d.topP()),
                 r.getIgnoreEos(),

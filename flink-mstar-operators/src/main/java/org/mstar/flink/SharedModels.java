@@ -28,7 +28,7 @@ final class SharedModels {
 
     /** The weights of {@code modelDir} on {@code deviceName} ({@code cpu} or {@code cuda:N}), loading them once. */
     static synchronized Loaded get(Path modelDir, String deviceName) {
-        DeviceTurn turn = DEVICES.computeIfAbsent(deviceName, n -> new DeviceTurn(Devices.open(n)));
+        DeviceTurn turn = turn(deviceName);
         String key = modelDir.toAbsolutePath().normalize() + "@" + deviceName;
         LlamaWeights weights = WEIGHTS.get(key);
         if (weights == null) {
@@ -37,6 +37,11 @@ final class SharedModels {
             loads++;
         }
         return new Loaded(turn, weights);
+    }
+
+    /** The turn of device {@code deviceName}, opened once: for engines that load their own weights (Whisper). */
+    static synchronized DeviceTurn turn(String deviceName) {
+        return DEVICES.computeIfAbsent(deviceName, n -> new DeviceTurn(Devices.open(n)));
     }
 
     /** How many times weights were read from disk in this process (tests check reuse with it). */

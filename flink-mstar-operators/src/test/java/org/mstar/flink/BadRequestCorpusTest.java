@@ -83,7 +83,12 @@ class BadRequestCorpusTest {
                     r.setStopTokenIds(List.of(999_999));
                 }, "stop_token_ids", true),
                 bad("negative stop id", r -> r.setStopTokenIds(List.of(-2)), "stop_token_ids", true),
-                bad("more tokens than the KV pool holds", r -> r.setMaxTokens(100_000), "max_tokens", false));
+                bad("more tokens than the KV pool holds", r -> r.setMaxTokens(100_000), "max_tokens", false),
+                bad("audio for a text model", r -> {
+                    r.setPrompt(null);
+                    r.setAudio(org.mstar.schemas.Audio.newBuilder().setWav(java.nio.ByteBuffer.wrap(
+                            org.mstar.model.whisper.audio.TestWavs.tone(0.5, 440, 16_000))).build());
+                }, "audio", false));
     }
 
     @ParameterizedTest(name = "{0}")

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.concurrent.locks.LockSupport;
+import org.mstar.engine.AudioInput;
 import org.mstar.engine.EngineStats;
 import org.mstar.engine.FinishReason;
 import org.mstar.engine.FinishedRequest;
@@ -25,7 +26,7 @@ import org.mstar.resources.RequestValidationException;
  * it does not depend on batching, and {@link #resume} continues exactly where a lost run would have. Each step
  * admits waiting requests up to {@code maxRunning} and gives every running request one token; a request stops
  * at its max_tokens, at the end of the context, on a stop id, or on {@link #EOS} (about one token in 23 unless
- * ignore_eos). Text prompts are tokenised per word. A step can be given simulated device time.
+ * ignore_eos). Text prompts are tokenised per word; audio becomes one token hashed from its samples. A step can be given simulated device time.
  */
 public final class FakeEngine implements GenerationEngine {
     public static final int EOS = 2;
@@ -72,7 +73,8 @@ public final class FakeEngine implements GenerationEngine {
         if (live.containsKey(request.requestId())) {
             return;
         }
-        int[] prompt = request.promptTokenIds() != null ? request.promptTokenIds() : tokenize(request.promptText());
+        int[] prompt = request.audio() != null ? listen(request.audio())
+                : request.promptTokenIds() != null ? request.promptTokenIds() : tokenize(request.promptText());
         if (prompt.length == 0) {
             throw new RequestValidationException("prompt", "has no tokens");
         }
@@ -167,6 +169,11 @@ public final class FakeEngine implements GenerationEngine {
 
     static String textOf(int id) {
         return id == EOS ? "" : "t" + id + " ";
+    }
+
+    /** Speech as a one-token prompt that depends on every sample, so the tokens show what audio arrived. */
+    static int[] listen(AudioInput audio) {
+        return new int[] {3 + Math.floorMod(Arrays.hashCode(audio.samples()), VOCAB - 3)};
     }
 
     static int[] tokenize(String text) {

@@ -15,7 +15,7 @@ import org.mstar.schemas.ChatTurn;
 import org.mstar.schemas.GenerateRequest;
 
 class RequestConverterTest {
-    private final RequestConverter converter = new RequestConverter(100);
+    private final RequestConverter converter = new RequestConverter(100, new AudioConverter(java.time.Duration.ofMinutes(10), null));
 
     @Test
     void unsetFieldsTakeServerDefaults() {

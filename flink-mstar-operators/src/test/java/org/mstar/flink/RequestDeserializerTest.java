@@ -74,27 +74,40 @@ class RequestDeserializerTest {
     /** A client built before GenerateRequest had messages: its records name the older schema's fingerprint. */
     @Test
     void requestsOfTheSchemaBeforeMessagesStillDecode() throws Exception {
+        GenerateRequest now = TestRequests.request("old-client", 3);
+        Either<ErrorEvent, GenerateRequest> out = decode("old-client", encodedWithout(now, "messages", "audio"));
+        assertThat(out.isRight()).as("%s", out).isTrue();
+        assertThat(out.right()).isEqualTo(now);
+        assertThat(out.right().getMessages()).isNull();
+    }
+
+    @Test
+    void requestsOfTheSchemaBeforeAudioStillDecode() throws Exception {
+        GenerateRequest now = TestRequests.request("pre-audio-client", 3);
+        Either<ErrorEvent, GenerateRequest> out = decode("pre-audio-client", encodedWithout(now, "audio"));
+        assertThat(out.isRight()).as("%s", out).isTrue();
+        assertThat(out.right()).isEqualTo(now);
+        assertThat(out.right().getAudio()).isNull();
+    }
+
+    /** {@code request} as a client whose schema lacks the {@code dropped} fields (the newest ones) writes it. */
+    private static byte[] encodedWithout(GenerateRequest request, String... dropped) throws Exception {
         Schema current = GenerateRequest.getClassSchema();
         List<Schema.Field> fields = new ArrayList<>();
         for (Schema.Field f : current.getFields()) {
-            if (!f.name().equals("messages")) {
+            if (!List.of(dropped).contains(f.name())) {
                 fields.add(new Schema.Field(f, f.schema()));
             }
         }
         Schema before = Schema.createRecord(current.getName(), "older doc", current.getNamespace(), false, fields);
         GenericRecord old = new GenericData.Record(before);
-        GenerateRequest now = TestRequests.request("old-client", 3);
         for (Schema.Field f : before.getFields()) {
-            old.put(f.name(), now.get(f.name()));
+            old.put(f.name(), request.get(f.name()));
         }
         ByteBuffer encoded = new BinaryMessageEncoder<GenericRecord>(GenericData.get(), before).encode(old);
         byte[] value = new byte[encoded.remaining()];
         encoded.get(value);
-
-        Either<ErrorEvent, GenerateRequest> out = decode("old-client", value);
-        assertThat(out.isRight()).as("%s", out).isTrue();
-        assertThat(out.right()).isEqualTo(now);
-        assertThat(out.right().getMessages()).isNull();
+        return value;
     }
 
     private static byte[] bytes(GenerateRequest request) throws Exception {

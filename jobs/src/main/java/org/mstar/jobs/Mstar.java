@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
  * the bare engine.
  */
 @Command(name = "mstar", mixinStandardHelpOptions = true, versionProvider = MstarVersion.class,
-        subcommands = {GenerateCommand.class, KafkaCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
+        subcommands = {GenerateCommand.class, TranscribeCommand.class, KafkaCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
                 BenchDeliveryCommand.class, BenchPipelineCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")
 public final class Mstar implements Runnable {

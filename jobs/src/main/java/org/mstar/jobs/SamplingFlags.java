@@ -3,6 +3,7 @@ package org.mstar.jobs;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import org.mstar.schemas.Audio;
 import org.mstar.schemas.ChatTurn;
 import org.mstar.schemas.GenerateRequest;
 import picocli.CommandLine.Mixin;
@@ -29,6 +30,11 @@ final class SamplingFlags {
     @Option(names = "--system", paramLabel = "TEXT", description = "With --chat: a system message before each prompt.")
     String system;
 
+    /** A speech-to-text request for {@code audio} with a fresh id. */
+    GenerateRequest request(Audio audio) {
+        return withSampling(GenerateRequest.newBuilder().setAudio(audio));
+    }
+
     /** A request for {@code prompt} with a fresh id. */
     GenerateRequest request(String prompt) {
         GenerateRequest.Builder b = GenerateRequest.newBuilder();
@@ -42,6 +48,10 @@ final class SamplingFlags {
         } else {
             b.setPrompt(prompt);
         }
+        return withSampling(b);
+    }
+
+    private GenerateRequest withSampling(GenerateRequest.Builder b) {
         GenerateRequest request = b.setRequestId(UUID.randomUUID().toString())
                 .setMaxTokens(maxTokens)
                 .setTemperature(temperature)

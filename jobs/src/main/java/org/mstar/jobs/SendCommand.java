@@ -13,13 +13,14 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-/** {@code mstar send}: produce prompts to a running job and print its streamed responses. */
+/** {@code mstar send}: produce prompts or audio to a running job and print its streamed responses. */
 @Command(name = "send", mixinStandardHelpOptions = true,
-        description = "Send prompts to a running generation job and print the responses as they stream.")
+        description = "Send prompts (or audio to transcribe) to a running job and print the responses as they stream.")
 final class SendCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -33,15 +34,26 @@ final class SendCommand implements Callable<Integer> {
     @Option(names = "--timeout", paramLabel = "SECONDS", description = "Give up after this long. Default: ${DEFAULT-VALUE}.")
     long timeoutSeconds = 120;
 
-    @Parameters(paramLabel = "PROMPT", description = "Prompts; when none are given, one per line from stdin.")
+    @Mixin
+    AudioFlags audio;
+
+    @Parameters(paramLabel = "PROMPT", description = "Prompts; when none are given (and no audio), one per line from stdin.")
     List<String> prompts;
 
     @Override
     public Integer call() throws Exception {
-        List<String> texts = prompts != null && !prompts.isEmpty() ? prompts
-                : new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).lines()
-                        .filter(l -> !l.isBlank()).toList();
-        List<GenerateRequest> requests = texts.stream().map(sampling::request).toList();
+        List<GenerateRequest> requests;
+        if (audio.any()) {
+            if (prompts != null && !prompts.isEmpty()) {
+                throw new ParameterException(spec.commandLine(), "Give prompts or audio (--audio, --audio-path), not both.");
+            }
+            requests = audio.audio().stream().map(sampling::request).toList();
+        } else {
+            List<String> texts = prompts != null && !prompts.isEmpty() ? prompts
+                    : new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).lines()
+                            .filter(l -> !l.isBlank()).toList();
+            requests = texts.stream().map(sampling::request).toList();
+        }
         try {
             KafkaCheck.topics(topics.bootstrapServers, List.of(topics.requestsTopic, topics.responsesTopic), false, 1);
         } catch (KafkaCheck.KafkaUnavailable e) {

@@ -64,6 +64,11 @@ final class ServeCommand implements Callable<Integer> {
             description = "With --disaggregated: the decode engines' device. Default: --device.")
     String decodeDevice;
 
+    @Option(names = "--audio-dir", paramLabel = "DIR",
+            description = "Folder whose WAV files speech-to-text requests may name by path (send --audio-path);"
+                    + " without it, audio must come inline.")
+    java.nio.file.Path audioDir;
+
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
     String delivery;
 

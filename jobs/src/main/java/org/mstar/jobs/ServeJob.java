@@ -205,6 +205,8 @@ final class ServeJob {
         setIfGiven(conf, GenerateOptions.ENGINE_FACTORY, flags.engineFactory);
         setIfGiven(conf, GenerateOptions.MODEL_DIR, flags.model);
         setIfGiven(conf, GenerateOptions.DEVICE, flags.device);
+        setIfGiven(conf, GenerateOptions.AUDIO_DIR,
+                flags.audioDir == null ? null : flags.audioDir.toAbsolutePath().normalize().toString());
         if (flags.disaggregated) {
             conf.set(DisaggregationOptions.ENABLED, true);
         }

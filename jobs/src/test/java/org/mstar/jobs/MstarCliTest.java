@@ -59,6 +59,32 @@ class MstarCliTest {
     }
 
     @Test
+    void sendTakesPromptsOrAudioAndAudioThatFitsInOneRecord(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        java.nio.file.Path wav = java.nio.file.Files.write(dir.resolve("a.wav"), new byte[64]);
+        assertThat(run("send", "--audio", wav.toString(), "hello")).isEqualTo(2);
+        assertThat(err.toString()).contains("Give prompts or audio (--audio, --audio-path), not both.",
+                "Usage: mstar send");
+        err.getBuffer().setLength(0);
+        java.nio.file.Path big = java.nio.file.Files.write(dir.resolve("big.wav"), new byte[1_000_001]);
+        assertThat(run("send", "--audio", big.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--audio " + big + ": 1000001 bytes, more than the 1000000",
+                "--audio-path instead").doesNotContain("Exception");
+        err.getBuffer().setLength(0);
+        assertThat(run("send", "--audio", dir.resolve("none.wav").toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--audio " + dir.resolve("none.wav") + ": cannot read it");
+    }
+
+    @Test
+    void serveTakesTheAudioFolderAsAnAbsolutePath() {
+        CommandLine.ParseResult parsed = new CommandLine(new Mstar()).parseArgs("serve", "--random", "--audio-dir",
+                "calls/../audio");
+        Configuration conf = ServeJob.configuration((ServeCommand) parsed.subcommand().commandSpec().userObject());
+        assertThat(conf.get(GenerateOptions.AUDIO_DIR))
+                .isEqualTo(java.nio.file.Path.of("audio").toAbsolutePath().toString());
+    }
+
+    @Test
     void versionPrintsTheProjectVersion() {
         assertThat(run("-V")).isZero();
         assertThat(out.toString().trim()).matches("mstar \\d+\\.\\d+\\.\\d+.*");

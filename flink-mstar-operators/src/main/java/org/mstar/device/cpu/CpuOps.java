@@ -193,6 +193,90 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         }
     }
 
+    // ---- Encoder ops: LayerNorm, exact GELU, conv1d ----
+
+    @Override
+    public void layerNorm(Tensor x, Tensor residual, Tensor weight, Tensor bias, float eps, Tensor out) {
+        CpuTensor xs = CpuTensor.of(x);
+        CpuTensor r = residual == null ? null : CpuTensor.of(residual);
+        CpuTensor o = CpuTensor.of(out);
+        float[] w = FloatRows.readAll(CpuTensor.of(weight));
+        int hidden = w.length;
+        float[] b = bias == null ? new float[hidden] : FloatRows.readAll(CpuTensor.of(bias));
+        if (xs.dim(-1) != hidden || b.length != hidden) {
+            throw new IllegalArgumentException("layerNorm of " + xs + " with a weight of " + hidden + " and a bias of "
+                    + b.length);
+        }
+        int rows = xs.size() / hidden;
+        requireSize(o, xs.size(), "layerNorm output");
+        if (r != null) {
+            requireSize(r, xs.size(), "layerNorm residual");
+        }
+        loop.forChunks(rows, hidden * 6L, (from, to) -> {
+            float[] v = new float[hidden];
+            float[] sum = r == null ? null : new float[hidden];
+            for (int row = from; row < to; row++) {
+                int base = row * hidden;
+                FloatRows.read(xs, base, v, 0, hidden);
+                if (r != null) {
+                    FloatRows.read(r, base, sum, 0, hidden);
+                    for (int h = 0; h < hidden; h++) {
+                        sum[h] += v[h];
+                    }
+                    FloatRows.write(sum, 0, r, base, hidden);
+                    // normalise what the residual stream stores (rounded to its dtype), as the next layer sees it
+                    FloatRows.read(r, base, v, 0, hidden);
+                }
+                // mean and sums in double: a row's mean may dwarf its spread, and an fp32 mean would cost the
+                // centred values their last digits; two passes, so the variance cannot cancel
+                double s = 0;
+                for (int h = 0; h < hidden; h++) {
+                    s += v[h];
+                }
+                double mean = s / hidden;
+                double ss = 0;
+                for (int h = 0; h < hidden; h++) {
+                    v[h] = (float) (v[h] - mean);
+                    ss += (double) v[h] * v[h];
+                }
+                float inv = (float) (1.0 / Math.sqrt(ss / hidden + eps));
+                for (int h = 0; h < hidden; h++) {
+                    v[h] = v[h] * inv * w[h] + b[h];
+                }
+                FloatRows.write(v, 0, o, base, hidden);
+            }
+        });
+    }
+
+    @Override
+    public void gelu(Tensor x, Tensor out) {
+        CpuTensor xs = CpuTensor.of(x);
+        CpuTensor o = CpuTensor.of(out);
+        requireSize(xs, o.size(), "gelu input");
+        int block = 4096;
+        int blocks = (o.size() + block - 1) / block;
+        loop.forChunks(blocks, block * 16L, (first, last) -> {
+            float[] v = new float[block];
+            for (int bi = first; bi < last; bi++) {
+                int from = bi * block;
+                int n = Math.min(block, o.size() - from);
+                FloatRows.read(xs, from, v, 0, n);
+                for (int i = 0; i < n; i++) {
+                    v[i] = (float) ExactGelu.gelu(v[i]);
+                }
+                FloatRows.write(v, 0, o, from, n);
+            }
+        });
+    }
+
+    @Override
+    public void conv1d(Tensor x, Tensor weight, Tensor bias, int stride, int padding, Tensor out) {
+        CpuConv1d.run(loop, CpuTensor.of(x), CpuTensor.of(weight), bias == null ? null : CpuTensor.of(bias), stride,
+                padding, CpuTensor.of(out));
+    }
+
+    // ---- end of encoder ops ----
+
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);

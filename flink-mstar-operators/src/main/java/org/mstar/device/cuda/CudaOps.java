@@ -188,6 +188,70 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
                 .i64(o.numel()).f32(factor), "scale");
     }
 
+    // ---- Encoder ops: LayerNorm, exact GELU, conv1d ----
+
+    @Override
+    public void layerNorm(Tensor x, Tensor residual, Tensor weight, Tensor bias, float eps, Tensor out) {
+        CudaTensor xs = t(x, "layerNorm x");
+        CudaTensor r = CudaTensor.ofNullable(residual, "layerNorm residual");
+        CudaTensor w = t(weight, "layerNorm weight");
+        CudaTensor b = CudaTensor.ofNullable(bias, "layerNorm bias");
+        CudaTensor o = t(out, "layerNorm out");
+        long hidden = xs.dim(-1);
+        int rows = rowsOf(xs, hidden, "layerNorm x");
+        if (w.numel() != hidden || (b != null && b.numel() != hidden) || o.numel() != xs.numel()
+                || (r != null && r.numel() != xs.numel())) {
+            throw new IllegalArgumentException("layerNorm: x " + xs + ", residual " + r + ", weight " + w + ", bias " + b
+                    + ", out " + o + " disagree on [rows, " + hidden + "]");
+        }
+        if (rows == 0) {
+            return;
+        }
+        kernel("layer_norm").launch(device.stream(), rows, 1, 1, threadsFor(hidden, 8), 0, new KernelArgs().tensor(xs)
+                .i32(code(xs)).tensor(r).i32(r == null ? 0 : code(r)).tensor(w).i32(code(w)).tensor(b)
+                .i32(b == null ? 0 : code(b)).tensor(o).i32(code(o)).i32((int) hidden).f32(eps), "layerNorm");
+    }
+
+    @Override
+    public void gelu(Tensor x, Tensor out) {
+        CudaTensor xs = t(x, "gelu x");
+        CudaTensor o = t(out, "gelu out");
+        if (xs.numel() != o.numel()) {
+            throw new IllegalArgumentException("gelu: " + xs + " -> " + o + " need equal sizes");
+        }
+        device.enter();
+        elementwise.launch("gelu_exact", o.numel(), new KernelArgs().tensor(xs).i32(code(xs)).tensor(o).i32(code(o))
+                .i64(o.numel()), "gelu");
+    }
+
+    /** im2col into a scratch buffer of x's dtype, then one GEMM against the weight flattened to [out, in·kernel]. */
+    @Override
+    public void conv1d(Tensor x, Tensor weight, Tensor bias, int stride, int padding, Tensor out) {
+        CudaTensor xs = t(x, "conv1d x");
+        CudaTensor w = t(weight, "conv1d weight");
+        CudaTensor o = t(out, "conv1d out");
+        if (xs.rank() != 2 || w.rank() != 3 || w.dim(1) != xs.dim(1)) {
+            throw new IllegalArgumentException("conv1d takes x [frames, inChannels] and weight [outChannels, "
+                    + "inChannels, kernel], got " + xs + " and " + w);
+        }
+        int frames = Math.toIntExact(xs.dim(0));
+        int channels = Math.toIntExact(xs.dim(1));
+        int kernel = Math.toIntExact(w.dim(2));
+        long outChannels = w.dim(0);
+        int outFrames = ComputeOps.conv1dOutFrames(frames, kernel, stride, padding);
+        if (o.rank() != 2 || o.dim(0) != outFrames || o.dim(1) != outChannels) {
+            throw new IllegalArgumentException("conv1d: out " + o + " must be [" + outFrames + ", " + outChannels + "]");
+        }
+        long width = (long) channels * kernel;
+        device.enter();
+        CudaTensor cols = device.scratch("conv1d.cols", xs.dtype(), outFrames, width);
+        elementwise.launch("conv1d_im2col", outFrames * width, new KernelArgs().tensor(xs).i32(code(xs)).tensor(cols)
+                .i32(frames).i32(channels).i32(kernel).i32(stride).i32(padding).i64(outFrames), "conv1d");
+        matmul.matmul(cols, (CudaTensor) w.reshape(outChannels, width), CudaTensor.ofNullable(bias, "conv1d bias"), o);
+    }
+
+    // ---- end of encoder ops ----
+
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CudaTensor qs = t(q, "rope q");

@@ -43,8 +43,14 @@ public final class RandomWeights {
 
     private static void fill(Tensor dst, long seed, String name, double normMean) {
         boolean norm = LlamaWeights.isNorm(name);
-        double mean = norm ? normMean : 0;
-        double std = norm ? NORM_STD : PROJECTION_STD;
+        fill(dst, seed, name, norm ? normMean : 0, norm ? NORM_STD : PROJECTION_STD);
+    }
+
+    /**
+     * Fills {@code dst} with N(mean, std²) values that depend only on (seed, name, element index), as every weight
+     * here is drawn; other model families' random weights use it too.
+     */
+    public static void fill(Tensor dst, long seed, String name, double mean, double std) {
         long stream = mix(seed ^ mix(fnv1a(name)));
         DType dtype = dst.dtype();
         long rows = dst.dim(0);

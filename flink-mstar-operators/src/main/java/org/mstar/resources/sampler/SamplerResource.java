@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -43,6 +44,9 @@ import org.mstar.resources.constraint.TokenAutomaton;
  * automaton does not allow in its current state, and each accepted token moves it on. The next state's mask is
  * computed on another thread as soon as the token is accepted, while the next step's forward runs.
  *
+ * <p>Any request may also have {@link #suppress suppressed tokens}, which its draws never take, and tokens only its
+ * next draw may not take ({@link #suppressNext}): both are masked like a constraint's disallowed tokens.
+ *
  * <p>Not thread-safe: one step loop drives it.
  */
 public final class SamplerResource implements Resource {
@@ -55,6 +59,10 @@ public final class SamplerResource implements Resource {
     private final Map<String, Integer> drawn = new LinkedHashMap<>();
     /** Constrained requests' positions in their automata. */
     private final Map<String, ConstraintCursor> constraints = new HashMap<>();
+    /** Token ids a request's every draw leaves out (e.g. Whisper's suppress_tokens), by request. */
+    private final Map<String, int[]> suppressed = new HashMap<>();
+    /** Token ids only a request's next draw leaves out, dropped when a token is accepted, by request. */
+    private final Map<String, int[]> suppressedNext = new HashMap<>();
     /** Where the mask of a constrained request's next state is computed. */
     private final Executor maskExecutor = ForkJoinPool.commonPool();
 
@@ -119,6 +127,7 @@ public final class SamplerResource implements Resource {
             c.reset();
         }
         drawn.remove(rid);
+        suppressedNext.remove(rid);
     }
 
     @Override
@@ -126,6 +135,30 @@ public final class SamplerResource implements Resource {
         requests.remove(rid);
         constraints.remove(rid);
         drawn.remove(rid);
+        suppressed.remove(rid);
+        suppressedNext.remove(rid);
+    }
+
+    /**
+     * Token ids {@code rid}'s draws never take from now on, replacing any earlier ones (an empty array: none).
+     * Ids outside the vocabulary are ignored.
+     */
+    public void suppress(String rid, int[] ids) {
+        state(rid);
+        if (ids.length == 0) {
+            suppressed.remove(rid);
+        } else {
+            suppressed.put(rid, ids.clone());
+        }
+    }
+
+    /**
+     * Token ids only {@code rid}'s next draw may not take, on top of {@link #suppress}'s (replacing earlier ones not
+     * yet used): they apply until a token of {@code rid} is accepted. Ids outside the vocabulary are ignored.
+     */
+    public void suppressNext(String rid, int[] ids) {
+        state(rid);
+        suppressedNext.put(rid, ids.clone());
     }
 
     /**
@@ -234,7 +267,8 @@ public final class SamplerResource implements Resource {
         boolean applyPenalty = planned == null || planned.applyPenalty();
         boolean applyFilters = planned == null || planned.applyFilters();
         SamplingRows rows = new SamplingRows(states, spec.minTokensStopIds(), applyPenalty, (int) logits.dim(-1));
-        int[] tokens = rows.draw(device, logits, applyFilters, allowedTokens(cursors, rids, (int) logits.dim(-1)));
+        int vocab = (int) logits.dim(-1);
+        int[] tokens = rows.draw(device, logits, applyFilters, suppress(allowedTokens(cursors, rids, vocab), rids, vocab));
         for (int r = 0; r < tokens.length; r++) {
             if (states.get(r) != null) {
                 drawn.put(rids.get(r), tokens[r]);
@@ -270,6 +304,7 @@ public final class SamplerResource implements Resource {
 
     private void acceptInto(String rid, int token) {
         requests.get(rid).accept(token);
+        suppressedNext.remove(rid);
         ConstraintCursor c = constraints.get(rid);
         if (c != null) {
             c.accept(token, maskExecutor);
@@ -291,6 +326,35 @@ public final class SamplerResource implements Resource {
             states[r] = c == null ? 0 : c.state();
         }
         return AllowedTokens.bitmask(automata, states, rids, vocab);
+    }
+
+    /**
+     * {@code allowed} (null: everything allowed) with each row's suppressed tokens cleared; null when nothing is
+     * constrained or suppressed.
+     */
+    private int[] suppress(int[] allowed, List<String> rids, int vocab) {
+        if (suppressed.isEmpty() && suppressedNext.isEmpty()) {
+            return allowed;
+        }
+        int words = (vocab + 31) >>> 5;
+        int[] bits = allowed;
+        for (int r = 0; r < rids.size(); r++) {
+            for (int[] ids : new int[][] {suppressed.get(rids.get(r)), suppressedNext.get(rids.get(r))}) {
+                if (ids == null) {
+                    continue;
+                }
+                if (bits == null) {
+                    bits = new int[rids.size() * words];
+                    Arrays.fill(bits, -1);
+                }
+                for (int id : ids) {
+                    if (id >= 0 && id < vocab) {
+                        bits[r * words + (id >>> 5)] &= ~(1 << (id & 31));
+                    }
+                }
+            }
+        }
+        return bits;
     }
 
     private SamplingState state(String rid) {

@@ -106,6 +106,23 @@ class SamplerResourceTest {
     }
 
     @Test
+    void suppressedTokensAreNeverDrawnAndNextOnesOnlyByTheNextAcceptedDraw() {
+        SamplerResource s = sampler();
+        s.ingestRequest("whisper", cfg().temperature(0).build());
+        s.ingestRequest("other", cfg().temperature(0).build());
+        float[] row = {0.1f, 0.2f, 5.0f, -1.0f, 4.5f, 4.0f, 3.0f, 0f};
+        s.suppress("whisper", new int[] {2, 99});
+        s.suppressNext("whisper", new int[] {4});
+
+        // the next draw skips 2 (always) and 4 (this draw only); the other request is untouched
+        assertThat(step(s, List.of("whisper", "other"), logits(row, row))).containsExactly(5, 2);
+        // 4 is allowed again once a token was accepted; 2 stays suppressed
+        assertThat(step(s, List.of("whisper"), logits(row))).containsExactly(4);
+        s.suppress("whisper", new int[0]);
+        assertThat(step(s, List.of("whisper"), logits(row))).containsExactly(2);
+    }
+
+    @Test
     void thePenaltyIsSignAware() {
         SamplerResource s = sampler();
         s.ingestRequest("a", cfg().temperature(0).penalty(4.0).build());

@@ -1,0 +1,109 @@
+package org.mstar.device.cuda.harness;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.engine.AudioInput;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.StepResult;
+import org.mstar.engine.whisper.WhisperEngine;
+import org.mstar.engine.whisper.WhisperEngineLoader;
+import org.mstar.engine.whisper.WhisperEngineOptions;
+import org.mstar.model.whisper.WhisperConfig;
+import org.mstar.model.whisper.WhisperModel;
+import org.mstar.model.whisper.WhisperWeights;
+
+/**
+ * Whisper serving throughput on random bf16 weights of a real geometry: per batch size, that many 30-second
+ * requests (uniform noise, language given) submitted together; the first step encodes every window (host log-mel
+ * features included) and feeds the prompts; then {@value #DECODE_STEPS} steps in which every request decodes one
+ * token, after {@value #WARMUP_STEPS} untimed ones. Times are wall clock around {@code step()}, which returns once
+ * the sampled tokens are on the host. The decode bound is the bytes one decode step must read (the decoder's
+ * weights, the embedding gathered and used as the output projection, and the self- and cross-attention K/V) at the
+ * copy bandwidth given.
+ */
+final class WhisperBench {
+    static final int DECODE_STEPS = 32;
+    private static final int WARMUP_STEPS = 2;
+    private static final int PAGE = 16;
+
+    record Row(String model, int batch, int active, double encodeStepMillis, double decodeMillisPerStep,
+               long boundBytes) {
+        double decodeTokensPerSecond() {
+            return active / (decodeMillisPerStep / 1e3);
+        }
+    }
+
+    private final Device device;
+    private final long seed;
+
+    WhisperBench(Device device, long seed) {
+        this.device = device;
+        this.seed = seed;
+    }
+
+    List<Row> run(String name, WhisperConfig config, int[] batches) {
+        List<Row> rows = new ArrayList<>();
+        try (WhisperWeights weights = WhisperWeights.random(config, device, DType.BF16, seed)) {
+            for (int batch : batches) {
+                rows.add(run(name, config, weights, batch));
+            }
+        }
+        return rows;
+    }
+
+    private Row run(String name, WhisperConfig config, WhisperWeights weights, int batch) {
+        int pagesPerRequest = (config.encoderFrames() + PAGE - 1) / PAGE + (config.maxTargetPositions() + PAGE - 1) / PAGE;
+        WhisperEngine engine = new WhisperEngine(new WhisperModel(weights, DType.BF16), null,
+                WhisperEngineLoader.logMel(config.numMelBins()),
+                new WhisperEngineOptions(batch, batch * pagesPerRequest + 1, PAGE), DType.BF16);
+        try {
+            SplittableRandom random = new SplittableRandom(seed + batch);
+            for (int r = 0; r < batch; r++) {
+                float[] audio = new float[30 * AudioInput.SAMPLE_RATE];
+                for (int i = 0; i < audio.length; i++) {
+                    audio[i] = (float) (0.2 * (random.nextDouble() - 0.5));
+                }
+                engine.submit(new GenerationRequest("w" + r, null, null, null, 400, 0, List.of(), false, 0, null,
+                        null, new AudioInput(audio, "en", "transcribe", false)));
+            }
+            long start = System.nanoTime();
+            engine.step();
+            double encodeMillis = (System.nanoTime() - start) / 1e6;
+            for (int i = 0; i < WARMUP_STEPS; i++) {
+                engine.step();
+            }
+            int active = engine.stats().running();
+            start = System.nanoTime();
+            int tokens = 0;
+            for (int i = 0; i < DECODE_STEPS; i++) {
+                StepResult r = engine.step();
+                tokens += r.tokens().size();
+            }
+            double perStep = (System.nanoTime() - start) / 1e6 / DECODE_STEPS;
+            int meanActive = Math.round((float) tokens / DECODE_STEPS);
+            long d = config.dModel();
+            long layerWeights = 4 * d * d + 2 * d * config.decoderFfn() + 2 * d * d; // self q/k/v/o, MLP, cross q/o
+            int context = 4 + WARMUP_STEPS + DECODE_STEPS / 2;
+            long kvBytes = (long) batch * config.decoderLayers() * 2 * d * (config.encoderFrames() + context) * 2;
+            long bound = config.decoderLayers() * layerWeights * 2 + config.vocabSize() * d * 2 + kvBytes;
+            return new Row(name, batch, Math.max(active, meanActive), encodeMillis, perStep, bound);
+        } finally {
+            engine.close();
+        }
+    }
+
+    static String table(List<Row> rows, double peakTbPerS) {
+        StringBuilder sb = new StringBuilder("| model | batch | requests decoding | first step (encode " + "+ prompt) ms "
+                + "| decode ms/step | decode tokens/s | bytes-read bound ms/step |\n|---|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %.1f | %.2f | %.0f | %.3f |%n", r.model(), r.batch(),
+                    r.active(), r.encodeStepMillis(), r.decodeMillisPerStep(), r.decodeTokensPerSecond(),
+                    r.boundBytes() / (peakTbPerS * 1e12) * 1e3));
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,53 @@
+package org.mstar.device.cuda.harness;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.mstar.device.DType;
+import org.mstar.device.cpu.CpuDevice;
+import org.mstar.model.whisper.WhisperConfig;
+
+/** The Whisper harness's checks and bench, on the CPU: fp32 meets transformers, and every bench row is filled in. */
+class WhisperHarnessTest {
+    /** The tiny checkpoint the operators module's tests use. */
+    private static final Path FIXTURE = Path.of("../flink-mstar-operators/src/test/resources/org/mstar/model/fixtures/whisper");
+
+    @Test
+    void fp32ChecksMatchTransformersOnTheCpu() throws Exception {
+        try (CpuDevice cpu = new CpuDevice(2)) {
+            List<WhisperChecks.Row> rows = new WhisperChecks(FIXTURE).run(cpu, DType.F32);
+            assertThat(rows).hasSize(2 + 4);
+            assertThat(rows).allSatisfy(r -> assertThat(r.relError()).as(r.what()).isLessThan(1e-5));
+            assertThat(rows.subList(2, rows.size())).allSatisfy(r -> assertThat(r.tokens()).startsWith("identical"));
+            assertThat(WhisperChecks.table("quantity", rows).lines()).hasSize(2 + rows.size());
+        }
+    }
+
+    @Test
+    void benchMeasuresEveryBatch() throws Exception {
+        WhisperConfig tiny = WhisperConfig.load(FIXTURE);
+        try (CpuDevice cpu = new CpuDevice(2)) {
+            List<WhisperBench.Row> rows = new WhisperBench(cpu, 1).run("tiny", tiny, new int[] {1, 2});
+            assertThat(rows).extracting(WhisperBench.Row::batch).containsExactly(1, 2);
+            assertThat(rows).allSatisfy(r -> {
+                assertThat(r.encodeStepMillis()).isPositive();
+                assertThat(r.decodeMillisPerStep()).isPositive();
+                assertThat(r.boundBytes()).isPositive();
+            });
+            assertThat(WhisperBench.table(rows, 4.3).lines()).hasSize(4);
+        }
+    }
+
+    @Test
+    void benchmarkGeometriesLayOutWhispersTokens() {
+        WhisperConfig small = WhisperConfig.small();
+        assertThat(small.noTimestampsTokenId()).isEqualTo(50363);
+        assertThat(small.timestampBegin() + 1501).isEqualTo(small.vocabSize());
+        WhisperConfig large = WhisperConfig.largeV3();
+        assertThat(large.noTimestampsTokenId()).isEqualTo(50364);
+        assertThat(large.timestampBegin() + 1501).isEqualTo(large.vocabSize());
+        assertThat(large.langToId()).hasSize(100);
+    }
+}
