@@ -4,8 +4,8 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /**
- * The {@code mstar} command line: {@code kafka} runs a broker to try things with, {@code serve} runs the generation
- * job, {@code send} talks to a running one,
+ * The {@code mstar} command line: {@code generate} and {@code transcribe} run an engine alone, {@code kafka} runs a
+ * broker to try things with, {@code serve} runs the generation job, {@code send} talks to a running one,
  * {@code demo} runs everything in this process, {@code bench-delivery} measures how soon tokens reach a consumer, {@code bench-pipeline} compares the job with
  * the bare engine.
  */

@@ -26,10 +26,15 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.mstar.engine.GenerationEngine;
 import org.mstar.flink.EngineFactory;
 import org.mstar.flink.FakeEngineFactory;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
+import org.mstar.flink.LlamaEngineFactory;
+import org.mstar.flink.LlamaEngineOptions;
+import org.mstar.flink.ScenarioEngineFactory;
+import org.mstar.flink.ScenarioEngineFactory.Scenario;
 import org.mstar.flink.TestRequests;
 import org.mstar.model.whisper.audio.TestWavs;
 import org.mstar.schemas.Audio;
@@ -39,8 +44,9 @@ import org.mstar.schemas.TokenEvent;
 
 /**
  * Speech-to-text requests through the whole job on a Flink MiniCluster between topics of an in-process Kafka
- * broker, read back as a read_committed consumer: audio inline and by path reaches the engine intact, and bad
- * audio gets one 400 each while the job keeps running.
+ * broker, read back as a read_committed consumer: audio inline and by path reaches the engine intact, bad audio
+ * gets one 400 each while the job keeps running, and the Whisper engine's transcripts survive a task failure
+ * unchanged.
  */
 class AudioRequestsITCase {
     private static final Duration TIMEOUT = Duration.ofSeconds(90);
@@ -149,6 +155,67 @@ class AudioRequestsITCase {
         } finally {
             cancel(client);
         }
+    }
+
+    /**
+     * The Whisper engine on the tiny random-weight checkpoint, chosen by the default engine factory from the model
+     * folder: a task failure injected while every request is mid-transcription, and the committed output equals an
+     * uninterrupted run's, token for token.
+     */
+    @Test
+    void whisperTranscriptsAfterAFailureMidTranscriptionEqualAnUninterruptedRun() throws Exception {
+        Path model = TinyWhisper.copyTo(tmp.resolve("tiny-whisper"));
+        byte[] tone = TinyWhisper.clipWav("tone", tmp.resolve("scratch"));
+        byte[] noise = TinyWhisper.clipWav("noise", tmp.resolve("scratch"));
+        Configuration engineConf = new Configuration();
+        engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
+        engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
+        EngineFactory whisper = new LlamaEngineFactory(engineConf);
+        GenerateRequest sampled = transcription("whisper-sampled", Audio.newBuilder(inline(tone)).setLanguage("en").build());
+        sampled.setTemperature(0.9);
+        sampled.setSeed(3L);
+        List<GenerateRequest> requests = List.of(
+                transcription("whisper-en", Audio.newBuilder(inline(tone)).setLanguage("en").build()),
+                transcription("whisper-detect", inline(noise)),
+                transcription("whisper-de-timestamps", Audio.newBuilder(inline(tone)).setLanguage("de")
+                        .setTask("translate").setTimestamps(true).build()),
+                sampled);
+        Map<String, List<Integer>> expected;
+        try (GenerationEngine reference = whisper.create("cpu", 0)) { // a text model would refuse the audio
+            expected = TestRequests.reference(requests, reference);
+        }
+        Job job = new Job("whisper", new ScenarioEngineFactory("whisper", whisper));
+        Scenario scenario = Scenario.start(job.name);
+        scenario.pauseAfterTokens(20);
+        kafka.produce(job.requests, requests);
+
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf, 1);
+        // once every token before the pause is committed, a checkpoint holds the requests mid-transcription
+        long generated = scenario.awaitPausedByTokens(TIMEOUT);
+        TestRequests.Collected beforeFailure = kafka.readUntil(job.responses,
+                c -> c.tokenCount() >= generated || !c.errors.isEmpty(), TIMEOUT);
+        assertThat(beforeFailure.errors).isEmpty();
+        scenario.failNextStep();
+        scenario.unpause();
+        scenario.awaitFailures(1, TIMEOUT);
+        TestRequests.Collected out = kafka.readUntil(job.responses,
+                c -> c.resultCount() + c.errors.size() >= requests.size(), TIMEOUT);
+        cancel(client);
+
+        assertThat(out.errors).isEmpty();
+        out.assertComplete(requests, expected);
+        assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-transcription")
+                .isPositive();
+        assertThat(expected.values()).allSatisfy(tokens -> assertThat(tokens).hasSizeGreaterThan(5));
+        assertThat(out.results.get("whisper-en").get(0).getText()).isNotBlank();
+    }
+
+    private static GenerateRequest transcription(String id, Audio audio) {
+        return GenerateRequest.newBuilder().setRequestId(id).setAudio(audio).setMaxTokens(16)
+                .setMetadata(Map.of("clip", id)).build();
     }
 
     private static int send(StringWriter out, StringWriter err, Job job, String... args) {
