@@ -102,6 +102,20 @@ public interface ComputeOps {
 
     // ---- end of encoder ops ----
 
+    // ---- Decode fusions ----
+
+    /**
+     * The gate/up projection and its gated activation in one op: {@code out[n, I] = act(x · gateᵀ) · (x · upᵀ)}
+     * with {@code gateUpWeight [2I, K]} (gate rows, then up rows, as the fused MLP weight stores them) and act
+     * SiLU, or PyTorch's tanh-approximated GELU when {@code geluTanh} is set. Equal to {@link #matmul} into an
+     * {@code [n, 2I]} tensor of out's dtype followed by {@link #siluMul} or {@link #geluTanhMul}: the gate and up
+     * sums are rounded to out's dtype before the activation. A device may skip the intermediate tensor (CUDA does
+     * for a few rows, where the activation's own launch costs as much as its work).
+     */
+    void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor out);
+
+    // ---- end of decode fusions ----
+
     /**
      * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} in place at positions
      * {@code posIds} (I32 {@code [n]}), as {@link RopeParams} defines. Angles are computed as

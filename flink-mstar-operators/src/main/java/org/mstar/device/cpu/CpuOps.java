@@ -276,6 +276,28 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     // ---- end of encoder ops ----
 
+    // ---- Decode fusions ----
+
+    /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
+    @Override
+    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor out) {
+        CpuTensor o = CpuTensor.of(out);
+        long inter = o.dim(-1);
+        if (gateUpWeight.rank() != 2 || gateUpWeight.dim(0) != 2 * inter) {
+            throw new IllegalArgumentException("gateUpActivation: weight " + gateUpWeight + " must be [" + 2 * inter
+                    + ", K] for an output of width " + inter);
+        }
+        CpuTensor gateUp = (CpuTensor) o.device().allocate(o.dtype(), o.size() / inter, 2 * inter);
+        matmul(x, gateUpWeight, null, gateUp);
+        if (geluTanh) {
+            geluTanhMul(gateUp, o);
+        } else {
+            siluMul(gateUp, o);
+        }
+    }
+
+    // ---- end of decode fusions ----
+
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);

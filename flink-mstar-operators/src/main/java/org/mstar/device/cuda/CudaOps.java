@@ -15,6 +15,9 @@ import org.mstar.device.Tensor;
  * reads device memory back, so any sequence of ops can be captured into a {@link CudaGraph}.
  */
 public final class CudaOps implements ComputeOps, AutoCloseable {
+    /** The most rows {@link #gateUpActivation} sends to its GEMV kernel (GEMV_MAX_ROWS of gemv_gated.cu). */
+    static final int GATED_GEMV_MAX_ROWS = 4;
+
     private final CudaDevice device;
     private final Elementwise elementwise;
     private final CudaMatmul matmul;
@@ -248,6 +251,50 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     // ---- end of encoder ops ----
+
+    // ---- Decode fusions ----
+
+    /**
+     * Up to {@link #GATED_GEMV_MAX_ROWS} rows with bf16 weights: one GEMV kernel that applies the activation to its
+     * own sums (no intermediate, no second launch). Otherwise, and always under batch-invariant numerics (whose
+     * GEMMs must not depend on the row count), the matmul into scratch and the activation kernel.
+     */
+    @Override
+    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor out) {
+        CudaTensor xs = t(x, "gateUpActivation x");
+        CudaTensor w = t(gateUpWeight, "gateUpActivation weight");
+        CudaTensor o = t(out, "gateUpActivation out");
+        long inter = o.dim(-1);
+        if (w.rank() != 2 || w.dim(0) != 2 * inter) {
+            throw new IllegalArgumentException("gateUpActivation: weight " + w + " must be [" + 2 * inter
+                    + ", K] for out " + o);
+        }
+        long k = w.dim(1);
+        int rows = rowsOf(xs, k, "gateUpActivation x");
+        if (o.numel() != rows * inter) {
+            throw new IllegalArgumentException("gateUpActivation: out " + o + " must be [" + rows + ", " + inter + "]");
+        }
+        if (rows == 0) {
+            return;
+        }
+        device.enter();
+        boolean gemv = rows <= GATED_GEMV_MAX_ROWS && !device.batchInvariant() && w.dtype() == DType.BF16
+                && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0;
+        if (gemv) {
+            int warpsPerBlock = 8;
+            kernel("gate_up_act_gemv").launch(device.stream(), Math.toIntExact((inter + warpsPerBlock - 1) / warpsPerBlock),
+                    1, 1, 32 * warpsPerBlock, 0, new KernelArgs().tensor(w).tensor(xs).i32(code(xs)).tensor(o)
+                            .i32(code(o)).i32(rows).i32(Math.toIntExact(inter)).i32(Math.toIntExact(k)).flag(geluTanh),
+                    "gateUpActivation");
+            return;
+        }
+        CudaTensor gateUp = device.scratch("gateUpActivation.gateUp", o.dtype(), rows, 2 * inter);
+        matmul.matmul(xs, w, null, gateUp);
+        elementwise.launch(geluTanh ? "gelu_tanh_mul" : "silu_mul", o.numel(), new KernelArgs().tensor(gateUp)
+                .i32(code(gateUp)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
+    }
+
+    // ---- end of decode fusions ----
 
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {

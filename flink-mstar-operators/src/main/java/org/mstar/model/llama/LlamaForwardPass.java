@@ -14,7 +14,7 @@ import org.mstar.resources.kv.KVManager;
 /**
  * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
  * layer is RMSNorm → fused QKV projection → one fused q/k/v split, RoPE and KV append → paged attention → O projection →
- * RMSNorm (fused residual add) → gate/up projection → SiLU·mul → down projection. Architecture variants
+ * RMSNorm (fused residual add) → gate/up projection with SiLU·mul (one op) → down projection. Architecture variants
  * ({@link ModelConfig}): per-head q/k RMSNorm before RoPE (split, norm, RoPE and append as separate ops), Gemma's
  * scaled embeddings, norms of the attention and MLP outputs before they join the residual and GELU-tanh MLP, and a
  * RoPE per layer. Temporaries are released when the pass ends.
@@ -83,7 +83,6 @@ final class LlamaForwardPass {
         Tensor qT = temp(act, n, q);
         Tensor attnOut = temp(act, n, q);
         Tensor proj = temp(act, n, hidden);
-        Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
         Tensor mlpAct = temp(act, n, cfg.intermediateSize());
         Tensor projNormed = cfg.sandwichNorms() ? temp(act, n, hidden) : null;
         Tensor kT = cfg.qkNorm() ? temp(act, n, kv) : null;
@@ -130,12 +129,7 @@ final class LlamaForwardPass {
                 attnResult = projNormed;
             }
             ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
-            ops.matmul(normed, lw.gateUpWeight(), null, gateUp);
-            if (cfg.geluTanhMlp()) {
-                ops.geluTanhMul(gateUp, mlpAct);
-            } else {
-                ops.siluMul(gateUp, mlpAct);
-            }
+            ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), mlpAct);
             ops.matmul(mlpAct, lw.downWeight(), null, proj);
             tensorsToAdd = proj;
             if (lw.mlpOutputNorm() != null) {
