@@ -114,6 +114,15 @@ public interface ComputeOps {
      */
     void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor out);
 
+    /**
+     * The fused qkv projection and {@link #qkvRopeAppend} in one op: equal to {@link #matmul} of {@code x [n, K]}
+     * with {@code qkvWeight [(qHeads + 2·kvHeads)·headDim, K]} and {@code qkvBias} (or null) into an
+     * {@code [n, (qHeads + 2·kvHeads)·headDim]} tensor of q's dtype, followed by {@link #qkvRopeAppend} of it with
+     * the same arguments. A device may skip the intermediate tensor (CUDA does for a few rows).
+     */
+    void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor posIds, RopeParams params,
+            Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q);
+
     // ---- end of decode fusions ----
 
     /**

@@ -296,6 +296,18 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         }
     }
 
+    /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
+    @Override
+    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor posIds, RopeParams params,
+            Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        if (qkvWeight.rank() != 2) {
+            throw new IllegalArgumentException("qkvProjectionRopeAppend: weight must be [width, K], got " + qkvWeight);
+        }
+        CpuTensor qkv = (CpuTensor) x.device().allocate(q.dtype(), pageIdx.numel(), qkvWeight.dim(0));
+        matmul(x, qkvWeight, qkvBias, qkv);
+        qkvRopeAppend(qkv, posIds, params, pool, layer, pageIdx, offsets, q);
+    }
+
     // ---- end of decode fusions ----
 
     @Override

@@ -8,6 +8,7 @@ import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
+import org.mstar.device.RopeParams;
 
 /** The fused decode ops equal the unfused sequences they replace, bit for bit on the CPU. */
 class CpuDecodeFusionsTest {
@@ -40,6 +41,47 @@ class CpuDecodeFusionsTest {
                     DEVICE.ops().gateUpActivation(x, w, geluTanh, fused);
                     assertThat(DEVICE.toFloats(fused)).as("%d rows of %s, geluTanh %s", rows, dt, geluTanh)
                             .isEqualTo(DEVICE.toFloats(unfused));
+                }
+            }
+        }
+    }
+
+    @Test
+    void qkvProjectionRopeAppendEqualsMatmulThenQkvRopeAppend() {
+        Random rnd = new Random(22);
+        int qHeads = 4;
+        int kvHeads = 2;
+        int headDim = 16;
+        int k = 40;
+        int width = (qHeads + 2 * kvHeads) * headDim;
+        int layers = 2;
+        int pages = 5;
+        int pageSize = 4;
+        RopeParams[] ropes = {RopeParams.standard(headDim, 10000.0), new RopeParams(8, true, 10000.0, 1.0, false, 0, 0, 0)};
+        for (RopeParams rope : ropes) {
+            for (DType dt : new DType[] {DType.F32, DType.BF16}) {
+                for (boolean withBias : new boolean[] {false, true}) {
+                    int n = 3;
+                    CpuTensor x = DEVICE.fromFloats(randomFloats(rnd, n * k, 1.0), dt, n, k);
+                    CpuTensor w = DEVICE.fromFloats(randomFloats(rnd, width * k, 0.3), DType.BF16, width, k);
+                    CpuTensor bias = withBias ? DEVICE.fromFloats(randomFloats(rnd, width, 1.0), dt, width) : null;
+                    CpuTensor pos = DEVICE.fromInts(new int[] {7, 4000, 0}, n);
+                    CpuTensor pageIdx = DEVICE.fromInts(new int[] {3, 0, 4}, n);
+                    CpuTensor offsets = DEVICE.fromInts(new int[] {1, 3, 0}, n);
+                    float[] init = randomFloats(rnd, layers * pages * 2 * pageSize * kvHeads * headDim, 1.0);
+
+                    CpuTensor qkv = DEVICE.allocate(dt, n, width);
+                    DEVICE.ops().matmul(x, w, bias, qkv);
+                    CpuTensor poolA = DEVICE.fromFloats(init, dt, layers, pages, 2, pageSize, kvHeads, headDim);
+                    CpuTensor qA = DEVICE.allocate(dt, n, qHeads, headDim);
+                    DEVICE.ops().qkvRopeAppend(qkv, pos, rope, poolA, 1, pageIdx, offsets, qA);
+
+                    CpuTensor poolB = DEVICE.fromFloats(init, dt, layers, pages, 2, pageSize, kvHeads, headDim);
+                    CpuTensor qB = DEVICE.allocate(dt, n, qHeads, headDim);
+                    DEVICE.ops().qkvProjectionRopeAppend(x, w, bias, pos, rope, poolB, 1, pageIdx, offsets, qB);
+
+                    assertThat(DEVICE.toFloats(qB)).containsExactly(DEVICE.toFloats(qA));
+                    assertThat(DEVICE.toFloats(poolB)).containsExactly(DEVICE.toFloats(poolA));
                 }
             }
         }

@@ -30,12 +30,13 @@ import org.mstar.model.ModelConfig;
  * {@code --decode-perf} replaces them by the decode ones: copy bandwidth, the paged decode attention kernel
  * and the projections at the batches and contexts of the engine rows, and the engine's decode steps
  * ({@link DecodeBench}) on Llama-3-8B and Llama-3.2-1B geometry against the weights+KV bound at the
- * bandwidth measured in the same call. {@code --invariance-perf} replaces them by the GEMMs, decode
- * attention and engine throughput (32 layers) with batch-invariant numerics off and on. Exits 1 when a check
- * fails.
+ * bandwidth measured in the same call ({@code --decode-models 1B} keeps only the named geometries' engine rows).
+ * {@code --invariance-perf} replaces them by the GEMMs, decode attention and engine throughput (32 layers) with
+ * batch-invariant numerics off and on. Exits 1 when a check fails.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
+ *     --invariance-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -76,6 +77,7 @@ public final class GpuHarness {
         boolean decodePerf = false;
         boolean invariancePerf = false;
         int[] engineLayers = {8, 32};
+        List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--out" -> out = Path.of(args[++i]);
@@ -85,11 +87,12 @@ public final class GpuHarness {
                 case "--prefill-perf" -> prefillPerf = true;
                 case "--decode-perf" -> decodePerf = true;
                 case "--invariance-perf" -> invariancePerf = true;
+                case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf, --invariance-perf)");
+                        + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf)");
             }
         }
         Files.createDirectories(out);
@@ -159,7 +162,7 @@ public final class GpuHarness {
                                 new PrefillBench(gpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (perf && decodePerf) {
-                tables.append(decodeTables(twin, gpu, seed));
+                tables.append(decodeTables(twin, gpu, seed, decodeModels));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (perf && kernelPerf) {
                 GemmBench gemm = new GemmBench(twin);
@@ -202,7 +205,7 @@ public final class GpuHarness {
      * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
      * at the engine rows' shapes (where a step's time goes), then the engine rows.
      */
-    private static String decodeTables(Twin twin, CudaDevice gpu, long seed) {
+    private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
         GemmBench gemm = new GemmBench(twin);
         double[] rate = {PEAK_TB_PER_S};
@@ -218,8 +221,13 @@ public final class GpuHarness {
                 GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
-            List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(), DECODE_8B));
-            rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+            List<DecodeBench.Row> rows = new ArrayList<>();
+            if (models.contains("8B")) {
+                rows.addAll(bench.run("8B", EngineBench.llama3_8b(), DECODE_8B));
+            }
+            if (models.contains("1B")) {
+                rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+            }
             return DecodeBench.table(rows, rate[0]);
         }));
         return sb.toString();

@@ -17,8 +17,8 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain, fused residual, and per head in place with fp32 weights as
  * Qwen3's and Gemma 3's q/k norms run), add, SiLU·mul, GELU-tanh·mul, scale in place, qkv split, matmul,
  * RoPE, KV append, fused qkv split + RoPE + KV append, row and page copies, the encoder ops (LayerNorm, exact GELU,
- * conv1d at Whisper's stem shapes), the fused gate/up projection + activation (beside the unfused pair it replaces),
- * argmax, and one CUDA-graph replay. Each op runs once on poisoned
+ * conv1d at Whisper's stem shapes), the fused gate/up projection + activation and qkv projection + RoPE + KV append
+ * (each beside the unfused pair it replaces), argmax, and one CUDA-graph replay. Each op runs once on poisoned
  * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
  */
 final class OpChecks {
@@ -68,6 +68,16 @@ final class OpChecks {
         attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 1, 4096, 14336, false));
         attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 3, 640, 2056, true));
         attempt("gateUpActivation", () -> gateUpActivation(DType.F32, 2, 2048, 8192, false));
+        // Llama-3.2-1B's attention input (32 q / 8 kv heads of 64, Llama-3.1 RoPE) on both sides of the GEMV's
+        // reach, Llama-3-8B's at batch 1, and a biased projection with partial interleaved RoPE
+        RopeParams llama31 = new RopeParams(64, false, 500000.0, 32.0, true, 1.0, 4.0, 8192.0);
+        for (int rows : new int[] {1, 3, 16}) {
+            attempt("qkvProjectionRopeAppend", () -> qkvProjection(DType.BF16, rows, 2048, 32, 8, 64, llama31, false));
+        }
+        attempt("qkvProjectionRopeAppend", () -> qkvProjection(DType.BF16, 1, 4096, 32, 8, 128,
+                new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0), false));
+        attempt("qkvProjectionRopeAppend", () -> qkvProjection(DType.F32, 2, 1024, 8, 2, 64,
+                new RopeParams(32, true, 10000.0, 1.0, false, 0, 0, 0), true));
         attempt("matmul mixed", () -> matmul(DType.F32, DType.BF16, 9, 256, 320, true));
         attempt("argmax", this::argmax);
         attempt("cudaGraph", this::graphReplay);
@@ -212,6 +222,55 @@ final class OpChecks {
                     tw.gpu.ops().siluMul(gateUp, out.gpu());
                 }
             });
+        }
+    }
+
+    /**
+     * The fused qkv projection + split + RoPE + KV append against the CPU (q and the whole pool), then the unfused
+     * GPU pair it replaces (matmul, then qkvRopeAppend) on the same inputs, timed in the next rows.
+     */
+    private void qkvProjection(DType act, int n, int k, int qHeads, int kvHeads, int headDim, RopeParams rope,
+            boolean withBias) {
+        int width = (qHeads + 2 * kvHeads) * headDim;
+        int pages = 4;
+        int pageSize = 16;
+        Pair x = tw.floats(tw.randomFloats(n * k, 1f, act), act, n, k);
+        Pair w = tw.floats(tw.randomFloats(width * k, 0.05f, DType.BF16), DType.BF16, width, k);
+        Pair b = withBias ? tw.floats(tw.randomFloats(width, 1f, act), act, width) : null;
+        Pair pool = pool(act, 2, pages, pageSize, kvHeads, headDim);
+        int[] pos = new int[n];
+        int[] pageIdx = new int[n];
+        int[] offs = new int[n];
+        for (int i = 0; i < n; i++) {
+            pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
+            int slot = i * 5 % (pages * pageSize); // distinct slots
+            pageIdx[i] = slot / pageSize;
+            offs[i] = slot % pageSize;
+        }
+        Pair p = tw.ints(pos, n);
+        Pair pi = tw.ints(pageIdx, n);
+        Pair of = tw.ints(offs, n);
+        Pair q = tw.poisoned(act, n, qHeads, headDim);
+        tw.cpu.ops().qkvProjectionRopeAppend(x.cpu(), w.cpu(), b == null ? null : b.cpu(), p.cpu(), rope, pool.cpu(), 1,
+                pi.cpu(), of.cpu(), q.cpu());
+        String s = shape(n, k) + "·" + shape(width, k) + "ᵀ" + (withBias ? "+bias" : "") + " rope" + rope.rotaryDim();
+        Runnable fused = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(), p.gpu(),
+                rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+        fused.run();
+        double qErr = err(q);
+        double poolErr = err(pool);
+        double ms = tw.median(fused);
+        results.add(new CheckResult("qkvProjectionRopeAppend q", s, act.toString(), qErr, tolerance(act), ms, "cpu"));
+        results.add(new CheckResult("qkvProjectionRopeAppend pool", s, act.toString(), poolErr, tolerance(act), ms, "cpu"));
+        Twin.poison(tw.gpu, q.gpu());
+        try (Tensor qkv = tw.gpu.allocate(act, n, width)) {
+            Runnable unfused = () -> {
+                tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), qkv);
+                tw.gpu.ops().qkvRopeAppend(qkv, p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+            };
+            unfused.run();
+            results.add(new CheckResult("matmul+qkvRopeAppend (unfused) q", s, act.toString(), err(q), tolerance(act),
+                    tw.median(unfused), "cpu"));
         }
     }
 
