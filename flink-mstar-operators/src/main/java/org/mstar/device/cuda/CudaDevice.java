@@ -42,6 +42,7 @@ public final class CudaDevice implements Device {
     private PinnedBuffer staging;
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
+    private boolean fusedGemv = true;
     private boolean batchInvariant;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
@@ -116,6 +117,19 @@ public final class CudaDevice implements Device {
 
     boolean tensorCorePrefill() {
         return tensorCorePrefill;
+    }
+
+    /**
+     * Whether steps of a few rows run the projections that have a fused epilogue (qkv + RoPE + KV append, gate/up +
+     * activation) through the GEMV kernels (the default) or through cuBLAS and the separate ops; the GPU harness
+     * switches it off to measure the one against the other on the same model.
+     */
+    public void setFusedGemv(boolean on) {
+        this.fusedGemv = on;
+    }
+
+    boolean fusedGemv() {
+        return fusedGemv;
     }
 
     /**

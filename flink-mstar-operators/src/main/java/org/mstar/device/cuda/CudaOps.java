@@ -259,8 +259,9 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
 
     /**
      * Up to {@link #GEMV_MAX_ROWS} rows with bf16 weights: one GEMV kernel that applies the activation to its
-     * own sums (no intermediate, no second launch). Otherwise, and always under batch-invariant numerics (whose
-     * GEMMs must not depend on the row count), the matmul into scratch and the activation kernel.
+     * own sums (no intermediate, no second launch). Otherwise, with {@link CudaDevice#setFusedGemv} off, and always
+     * under batch-invariant numerics (whose GEMMs must not depend on the row count), the matmul into scratch and the
+     * activation kernel.
      */
     @Override
     public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor out) {
@@ -281,8 +282,8 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
             return;
         }
         device.enter();
-        boolean gemv = rows <= GEMV_MAX_ROWS && !device.batchInvariant() && w.dtype() == DType.BF16
-                && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0;
+        boolean gemv = rows <= GEMV_MAX_ROWS && device.fusedGemv() && !device.batchInvariant()
+                && w.dtype() == DType.BF16 && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0;
         if (gemv) {
             int warpsPerBlock = 8;
             kernel("gate_up_act_gemv").launch(device.stream(), Math.toIntExact((inter + warpsPerBlock - 1) / warpsPerBlock),
@@ -299,7 +300,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
 
     /**
      * Up to {@link #GEMV_MAX_ROWS} rows with bf16 weights: one GEMV kernel whose epilogue rotates q and k and
-     * writes k and v into the pool. Otherwise, and under batch-invariant numerics, the matmul into scratch and
+     * writes k and v into the pool. Otherwise (as for {@link #gateUpActivation}) the matmul into scratch and
      * {@link #qkvRopeAppend}.
      */
     @Override
@@ -341,8 +342,8 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
             throw new IllegalArgumentException("qkvProjectionRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
         }
         device.enter();
-        boolean gemv = n <= GEMV_MAX_ROWS && !device.batchInvariant() && w.dtype() == DType.BF16
-                && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0 && headDim % 2 == 0;
+        boolean gemv = n <= GEMV_MAX_ROWS && device.fusedGemv() && !device.batchInvariant()
+                && w.dtype() == DType.BF16 && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0 && headDim % 2 == 0;
         if (!gemv) {
             CudaTensor qkv = device.scratch("qkvProjectionRopeAppend.qkv", qs.dtype(), n, w.dim(0));
             matmul.matmul(xs, w, b, qkv);

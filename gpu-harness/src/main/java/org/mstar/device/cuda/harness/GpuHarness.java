@@ -52,6 +52,8 @@ public final class GpuHarness {
     private static final List<DecodeBench.Case> DECODE_1B = List.of(
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
+    private static final List<DecodeBench.Case> DECODE_1B_GEMV = List.of(
+            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(4, 512, true));
 
     private GpuHarness() {}
 
@@ -227,6 +229,11 @@ public final class GpuHarness {
             }
             if (models.contains("1B")) {
                 rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+                // the fused GEMV projections against cuBLAS + the separate ops, at the batches they serve
+                gpu.setFusedGemv(false);
+                rows.addAll(bench.run("1B GEMV off", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
+                gpu.setFusedGemv(true);
+                rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
             }
             return DecodeBench.table(rows, rate[0]);
         }));
