@@ -205,7 +205,7 @@ public final class GpuHarness {
 
     /**
      * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
-     * at the engine rows' shapes (where a step's time goes), then the engine rows.
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), then the engine rows.
      */
     private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
@@ -216,11 +216,13 @@ public final class GpuHarness {
             rate[0] = attention.copyTerabytesPerSecond();
             return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
         }));
-        sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
-                attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16}, {4096, 64},
-                    {16384, 1}, {16384, 16}}), rate[0])));
-        sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
-                GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        if (models.contains("8B")) {
+            sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
+                    attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16},
+                        {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
+            sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        }
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
             List<DecodeBench.Row> rows = new ArrayList<>();
