@@ -280,14 +280,13 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
     @Override
-    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor out) {
+    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
         CpuTensor o = CpuTensor.of(out);
         long inter = o.dim(-1);
-        if (gateUpWeight.rank() != 2 || gateUpWeight.dim(0) != 2 * inter) {
+        if (gateUpWeight.rank() != 2 || gateUpWeight.dim(0) != 2 * inter || gateUp.dtype() != o.dtype()) {
             throw new IllegalArgumentException("gateUpActivation: weight " + gateUpWeight + " must be [" + 2 * inter
-                    + ", K] for an output of width " + inter);
+                    + ", K] and gateUp " + gateUp + " of the dtype of out " + o);
         }
-        CpuTensor gateUp = (CpuTensor) o.device().allocate(o.dtype(), o.size() / inter, 2 * inter);
         matmul(x, gateUpWeight, null, gateUp);
         if (geluTanh) {
             geluTanhMul(gateUp, o);
@@ -298,12 +297,8 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
     @Override
-    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor posIds, RopeParams params,
-            Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
-        if (qkvWeight.rank() != 2) {
-            throw new IllegalArgumentException("qkvProjectionRopeAppend: weight must be [width, K], got " + qkvWeight);
-        }
-        CpuTensor qkv = (CpuTensor) x.device().allocate(q.dtype(), pageIdx.numel(), qkvWeight.dim(0));
+    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
+            RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
         matmul(x, qkvWeight, qkvBias, qkv);
         qkvRopeAppend(qkv, posIds, params, pool, layer, pageIdx, offsets, q);
     }

@@ -42,7 +42,7 @@ public final class CudaDevice implements Device {
     private PinnedBuffer staging;
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
-    private boolean fusedGemv = true;
+    private boolean fusedGemv;
     private boolean batchInvariant;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
@@ -121,8 +121,9 @@ public final class CudaDevice implements Device {
 
     /**
      * Whether steps of a few rows run the projections that have a fused epilogue (qkv + RoPE + KV append, gate/up +
-     * activation) through the GEMV kernels (the default) or through cuBLAS and the separate ops; the GPU harness
-     * switches it off to measure the one against the other on the same model.
+     * activation) through the GEMV kernels of gemv_fused.cu, or (the default) through cuBLAS and the separate ops.
+     * Off by default until the GPU harness, which switches it on for its checks and measures both ways on the same
+     * model, has run them on an H200 (docs/perf.md, "Decode fusions").
      */
     public void setFusedGemv(boolean on) {
         this.fusedGemv = on;

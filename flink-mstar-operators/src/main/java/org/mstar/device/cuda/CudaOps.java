@@ -264,9 +264,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
      * activation kernel.
      */
     @Override
-    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor out) {
+    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
         CudaTensor xs = t(x, "gateUpActivation x");
         CudaTensor w = t(gateUpWeight, "gateUpActivation weight");
+        CudaTensor gu = t(gateUp, "gateUpActivation gateUp");
         CudaTensor o = t(out, "gateUpActivation out");
         long inter = o.dim(-1);
         if (w.rank() != 2 || w.dim(0) != 2 * inter) {
@@ -275,8 +276,9 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         }
         long k = w.dim(1);
         int rows = rowsOf(xs, k, "gateUpActivation x");
-        if (o.numel() != rows * inter) {
-            throw new IllegalArgumentException("gateUpActivation: out " + o + " must be [" + rows + ", " + inter + "]");
+        if (o.numel() != rows * inter || gu.numel() != 2L * rows * inter || gu.dtype() != o.dtype()) {
+            throw new IllegalArgumentException("gateUpActivation: out " + o + " must be [" + rows + ", " + inter
+                    + "] and gateUp " + gu + " [" + rows + ", " + 2 * inter + "] of its dtype");
         }
         if (rows == 0) {
             return;
@@ -292,10 +294,9 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
                     "gateUpActivation");
             return;
         }
-        CudaTensor gateUp = device.scratch("gateUpActivation.gateUp", o.dtype(), rows, 2 * inter);
-        matmul.matmul(xs, w, null, gateUp);
-        elementwise.launch(geluTanh ? "gelu_tanh_mul" : "silu_mul", o.numel(), new KernelArgs().tensor(gateUp)
-                .i32(code(gateUp)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
+        matmul.matmul(xs, w, null, gu);
+        elementwise.launch(geluTanh ? "gelu_tanh_mul" : "silu_mul", o.numel(), new KernelArgs().tensor(gu)
+                .i32(code(gu)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
     }
 
     /**
@@ -304,9 +305,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
      * {@link #qkvRopeAppend}.
      */
     @Override
-    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor posIds, RopeParams params,
-            Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
+            RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
         CudaTensor xs = t(x, "qkvProjectionRopeAppend x");
+        CudaTensor qkvT = t(qkv, "qkvProjectionRopeAppend qkv");
         CudaTensor w = t(qkvWeight, "qkvProjectionRopeAppend weight");
         CudaTensor b = CudaTensor.ofNullable(qkvBias, "qkvProjectionRopeAppend bias");
         CudaTensor pos = t(posIds, "qkvProjectionRopeAppend posIds");
@@ -345,9 +347,8 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         boolean gemv = n <= GEMV_MAX_ROWS && device.fusedGemv() && !device.batchInvariant()
                 && w.dtype() == DType.BF16 && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0 && headDim % 2 == 0;
         if (!gemv) {
-            CudaTensor qkv = device.scratch("qkvProjectionRopeAppend.qkv", qs.dtype(), n, w.dim(0));
-            matmul.matmul(xs, w, b, qkv);
-            qkvRopeAppend(qkv, pos, params, p, layer, pages, offs, qs);
+            matmul.matmul(xs, w, b, qkvT);
+            qkvRopeAppend(qkvT, pos, params, p, layer, pages, offs, qs);
             return;
         }
         CudaTensor inv = ropeTables.table(params);
@@ -355,7 +356,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         long pairs = w.dim(0) / 2;
         kernel("qkv_rope_append_gemv").launch(device.stream(), Math.toIntExact((pairs + warpsPerBlock - 1) / warpsPerBlock),
                 1, 1, 32 * warpsPerBlock, 0, new KernelArgs().tensor(w).tensor(xs).i32(code(xs)).tensor(b)
-                        .i32(b == null ? 0 : code(b)).i32(code(qs)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs))
+                        .i32(b == null ? 0 : code(b)).i32(code(qkvT)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs))
                         .tensor(p).i32(code(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1))
                         .i32((int) p.dim(3)).i32((int) n).i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim())
                         .flag(params.interleave()).i32(Math.toIntExact(k)), "qkvProjectionRopeAppend");

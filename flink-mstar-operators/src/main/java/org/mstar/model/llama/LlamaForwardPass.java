@@ -79,10 +79,11 @@ final class LlamaForwardPass {
             ops.scale(residual, cfg.embeddingScale(), residual);
         }
         Tensor normed = temp(act, n, hidden);
-        Tensor qkvT = cfg.qkNorm() ? temp(act, n, q + 2L * kv) : null;
+        Tensor qkvT = temp(act, n, q + 2L * kv);
         Tensor qT = temp(act, n, q);
         Tensor attnOut = temp(act, n, q);
         Tensor proj = temp(act, n, hidden);
+        Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
         Tensor mlpAct = temp(act, n, cfg.intermediateSize());
         Tensor projNormed = cfg.sandwichNorms() ? temp(act, n, hidden) : null;
         Tensor kT = cfg.qkNorm() ? temp(act, n, kv) : null;
@@ -119,7 +120,7 @@ final class LlamaForwardPass {
             } else {
                 // projection, split, RoPE and KV append in one op: K and V go straight from it into the pool
                 cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) -> ops.qkvProjectionRopeAppend(normed,
-                        lw.qkvWeight(), lw.qkvBias(), pos, rope, pool, layer, pages, offsets, q3));
+                        lw.qkvWeight(), lw.qkvBias(), qkvT, pos, rope, pool, layer, pages, offsets, q3));
             }
             res.forLayer(model, l).run(q3, LABEL, poolLayer, cache.pool(), attnOut.reshape(n, cfg.numHeads(), d));
             ops.matmul(attnOut, lw.oWeight(), null, proj);
@@ -129,7 +130,7 @@ final class LlamaForwardPass {
                 attnResult = projNormed;
             }
             ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
-            ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), mlpAct);
+            ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), gateUp, mlpAct);
             ops.matmul(mlpAct, lw.downWeight(), null, proj);
             tensorsToAdd = proj;
             if (lw.mlpOutputNorm() != null) {

@@ -38,7 +38,7 @@ class CpuDecodeFusionsTest {
                         DEVICE.ops().siluMul(gateUp, unfused);
                     }
                     CpuTensor fused = DEVICE.allocate(dt, rows, inter);
-                    DEVICE.ops().gateUpActivation(x, w, geluTanh, fused);
+                    DEVICE.ops().gateUpActivation(x, w, geluTanh, DEVICE.allocate(dt, rows, 2 * inter), fused);
                     assertThat(DEVICE.toFloats(fused)).as("%d rows of %s, geluTanh %s", rows, dt, geluTanh)
                             .isEqualTo(DEVICE.toFloats(unfused));
                 }
@@ -78,7 +78,8 @@ class CpuDecodeFusionsTest {
 
                     CpuTensor poolB = DEVICE.fromFloats(init, dt, layers, pages, 2, pageSize, kvHeads, headDim);
                     CpuTensor qB = DEVICE.allocate(dt, n, qHeads, headDim);
-                    DEVICE.ops().qkvProjectionRopeAppend(x, w, bias, pos, rope, poolB, 1, pageIdx, offsets, qB);
+                    DEVICE.ops().qkvProjectionRopeAppend(x, w, bias, DEVICE.allocate(dt, n, width), pos, rope, poolB, 1,
+                            pageIdx, offsets, qB);
 
                     assertThat(DEVICE.toFloats(qB)).containsExactly(DEVICE.toFloats(qA));
                     assertThat(DEVICE.toFloats(poolB)).containsExactly(DEVICE.toFloats(poolA));
@@ -90,7 +91,7 @@ class CpuDecodeFusionsTest {
     @Test
     void gateUpActivationRefusesAWeightOfTheWrongHeight() {
         assertThatThrownBy(() -> DEVICE.ops().gateUpActivation(DEVICE.allocate(DType.F32, 2, 8),
-                DEVICE.allocate(DType.F32, 10, 8), false, DEVICE.allocate(DType.F32, 2, 4)))
+                DEVICE.allocate(DType.F32, 10, 8), false, DEVICE.allocate(DType.F32, 2, 8), DEVICE.allocate(DType.F32, 2, 4)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("must be [8, K]");
     }
 }

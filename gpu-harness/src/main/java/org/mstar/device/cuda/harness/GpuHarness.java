@@ -231,11 +231,15 @@ public final class GpuHarness {
             }
             if (models.contains("1B")) {
                 rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
-                // the fused GEMV projections against cuBLAS + the separate ops, at the batches they serve
-                gpu.setFusedGemv(false);
+                // the fused GEMV projections (off by default) against cuBLAS + the separate ops, at the batches
+                // they serve
                 rows.addAll(bench.run("1B GEMV off", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
                 gpu.setFusedGemv(true);
-                rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
+                try {
+                    rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
+                } finally {
+                    gpu.setFusedGemv(false);
+                }
             }
             return DecodeBench.table(rows, rate[0]);
         }));
@@ -255,6 +259,18 @@ public final class GpuHarness {
                 notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
             }
         }
+        // the first geometry again with the fused GEMV projections on (off by default): its decode steps of up to
+        // four rows take them
+        List<CheckResult> fused = new ArrayList<>();
+        gpu.setFusedGemv(true);
+        try {
+            notes.append("With the fused GEMV projections on: ")
+                    .append(engineChecks(gpu, cpu, EngineChecks.geometries().get(0), seed, 0, fused));
+        } finally {
+            gpu.setFusedGemv(false);
+        }
+        fused.forEach(r -> checks.add(new CheckResult(r.op() + " (fused GEMV)", r.shape(), r.dtype(), r.error(),
+                r.tolerance(), r.millis(), r.reference())));
         return notes.toString();
     }
 

@@ -60,8 +60,10 @@ final class OpChecks {
             attempt("conv1d whisper conv2", () -> conv1d(dt, dt, 3000, 768, 768, 2));
         }
         attempt("conv1d mixed", () -> conv1d(DType.F32, DType.BF16, 2999, 128, 384, 2));
-        // Llama-3.2-1B's MLP at decode batch sizes on both sides of the GEMV's reach, Llama-3-8B's at batch 1,
-        // a GELU-tanh MLP (Gemma) at an odd width, and fp32 activations
+        // The fused GEMV projections (off by default), switched on: Llama-3.2-1B's MLP at decode batch sizes on
+        // both sides of the GEMV's reach, Llama-3-8B's at batch 1, a GELU-tanh MLP (Gemma) at an odd width, and fp32
+        // activations
+        tw.gpu.setFusedGemv(true);
         for (int rows : new int[] {1, 2, 4, 16}) {
             attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, rows, 2048, 8192, false));
         }
@@ -78,6 +80,7 @@ final class OpChecks {
                 new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0), false));
         attempt("qkvProjectionRopeAppend", () -> qkvProjection(DType.F32, 2, 1024, 8, 2, 64,
                 new RopeParams(32, true, 10000.0, 1.0, false, 0, 0, 0), true));
+        tw.gpu.setFusedGemv(false);
         attempt("matmul mixed", () -> matmul(DType.F32, DType.BF16, 9, 256, 320, true));
         attempt("argmax", this::argmax);
         attempt("cudaGraph", this::graphReplay);
@@ -208,21 +211,21 @@ final class OpChecks {
         Pair x = tw.floats(tw.randomFloats(rows * k, 1f, act), act, rows, k);
         Pair w = tw.floats(tw.randomFloats(2 * inter * k, 0.05f, DType.BF16), DType.BF16, 2 * inter, k);
         Pair out = tw.poisoned(act, rows, inter);
-        tw.cpu.ops().gateUpActivation(x.cpu(), w.cpu(), geluTanh, out.cpu());
+        Pair gateUp = tw.poisoned(act, rows, 2 * inter);
+        tw.cpu.ops().gateUpActivation(x.cpu(), w.cpu(), geluTanh, gateUp.cpu(), out.cpu());
         String fn = geluTanh ? "geluTanhMul" : "siluMul";
         String s = shape(rows, k) + "·" + shape(2 * inter, k) + "ᵀ";
-        check("gateUpActivation " + fn, s, out, () -> tw.gpu.ops().gateUpActivation(x.gpu(), w.gpu(), geluTanh, out.gpu()));
+        check("gateUpActivation " + fn, s, out,
+                () -> tw.gpu.ops().gateUpActivation(x.gpu(), w.gpu(), geluTanh, gateUp.gpu(), out.gpu()));
         Twin.poison(tw.gpu, out.gpu());
-        try (Tensor gateUp = tw.gpu.allocate(act, rows, 2 * inter)) {
-            check("matmul+" + fn + " (unfused)", s, out, () -> {
-                tw.gpu.ops().matmul(x.gpu(), w.gpu(), null, gateUp);
-                if (geluTanh) {
-                    tw.gpu.ops().geluTanhMul(gateUp, out.gpu());
-                } else {
-                    tw.gpu.ops().siluMul(gateUp, out.gpu());
-                }
-            });
-        }
+        check("matmul+" + fn + " (unfused)", s, out, () -> {
+            tw.gpu.ops().matmul(x.gpu(), w.gpu(), null, gateUp.gpu());
+            if (geluTanh) {
+                tw.gpu.ops().geluTanhMul(gateUp.gpu(), out.gpu());
+            } else {
+                tw.gpu.ops().siluMul(gateUp.gpu(), out.gpu());
+            }
+        });
     }
 
     /**
@@ -251,11 +254,12 @@ final class OpChecks {
         Pair pi = tw.ints(pageIdx, n);
         Pair of = tw.ints(offs, n);
         Pair q = tw.poisoned(act, n, qHeads, headDim);
-        tw.cpu.ops().qkvProjectionRopeAppend(x.cpu(), w.cpu(), b == null ? null : b.cpu(), p.cpu(), rope, pool.cpu(), 1,
-                pi.cpu(), of.cpu(), q.cpu());
+        Pair qkv = tw.poisoned(act, n, width);
+        tw.cpu.ops().qkvProjectionRopeAppend(x.cpu(), w.cpu(), b == null ? null : b.cpu(), qkv.cpu(), p.cpu(), rope,
+                pool.cpu(), 1, pi.cpu(), of.cpu(), q.cpu());
         String s = shape(n, k) + "·" + shape(width, k) + "ᵀ" + (withBias ? "+bias" : "") + " rope" + rope.rotaryDim();
-        Runnable fused = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(), p.gpu(),
-                rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+        Runnable fused = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
+                qkv.gpu(), p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
         fused.run();
         double qErr = err(q);
         double poolErr = err(pool);
@@ -263,15 +267,13 @@ final class OpChecks {
         results.add(new CheckResult("qkvProjectionRopeAppend q", s, act.toString(), qErr, tolerance(act), ms, "cpu"));
         results.add(new CheckResult("qkvProjectionRopeAppend pool", s, act.toString(), poolErr, tolerance(act), ms, "cpu"));
         Twin.poison(tw.gpu, q.gpu());
-        try (Tensor qkv = tw.gpu.allocate(act, n, width)) {
-            Runnable unfused = () -> {
-                tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), qkv);
-                tw.gpu.ops().qkvRopeAppend(qkv, p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
-            };
-            unfused.run();
-            results.add(new CheckResult("matmul+qkvRopeAppend (unfused) q", s, act.toString(), err(q), tolerance(act),
-                    tw.median(unfused), "cpu"));
-        }
+        Runnable unfused = () -> {
+            tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), qkv.gpu());
+            tw.gpu.ops().qkvRopeAppend(qkv.gpu(), p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+        };
+        unfused.run();
+        results.add(new CheckResult("matmul+qkvRopeAppend (unfused) q", s, act.toString(), err(q), tolerance(act),
+                tw.median(unfused), "cpu"));
     }
 
     private void add(DType dt) {
