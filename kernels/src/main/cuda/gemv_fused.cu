@@ -47,8 +47,8 @@ __device__ __forceinline__ float gated(float g, float u, int geluTanh) {
     return g / (1.f + expf(-g)) * u;
 }
 
-// Sums of every row of x with weight rows c1 and c2 (fp32, in the order of k), reduced over the warp; every lane
-// gets them. x [ROWS, k], w [*, k] bf16, k a multiple of 8.
+// Sums of every row of x with weight rows c1 and c2 in fp32 (each lane's share of k in order, then a warp tree);
+// every lane gets them. x [ROWS, k], w [*, k] bf16, k a multiple of 8.
 template <int ROWS, bool VEC>
 __device__ __forceinline__ void dot2(const __nv_bfloat16* __restrict__ w, long long c1, long long c2,
                                      const void* __restrict__ x, int xDt, int k, float* s1, float* s2) {
