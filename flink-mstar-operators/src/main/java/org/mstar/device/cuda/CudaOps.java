@@ -332,9 +332,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         }
         int qHeads = rowsOf(qs, n * headDim, "qkvProjectionRopeAppend q");
         if (w.dim(0) != (long) (qHeads + 2 * kvHeads) * headDim || xs.numel() != n * k || pos.numel() != n
-                || offs.numel() != n || (b != null && b.numel() != w.dim(0))) {
+                || offs.numel() != n || (b != null && b.numel() != w.dim(0)) || qkvT.numel() != n * w.dim(0)) {
             throw new IllegalArgumentException("qkvProjectionRopeAppend: x " + xs + ", weight " + w + ", bias " + b
-                    + " disagree with " + n + " tokens of " + qHeads + " q and " + kvHeads + " kv heads of " + headDim);
+                    + ", qkv " + qkvT + " disagree with " + n + " tokens of " + qHeads + " q and " + kvHeads
+                    + " kv heads of " + headDim);
         }
         if (params.rotaryDim() % 2 != 0 || params.rotaryDim() > headDim || params.rotaryDim() <= 0) {
             throw new IllegalArgumentException("qkvProjectionRopeAppend: rotaryDim " + params.rotaryDim()
