@@ -205,7 +205,8 @@ public final class GpuHarness {
 
     /**
      * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
-     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), then the engine rows.
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), the fused decode
+     * projections against the unfused pairs (with 1B), then the engine rows.
      */
     private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
@@ -222,6 +223,10 @@ public final class GpuHarness {
                         {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
             sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                     GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        }
+        if (models.contains("1B")) {
+            sb.append(section("Fused decode projections of a Llama-3.2-1B layer (bf16): GEMV kernels against cuBLAS + "
+                    + "the separate kernel", () -> FusionBench.table(new FusionBench(twin).run(new int[] {1, 2, 4}))));
         }
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
