@@ -2,6 +2,7 @@
 #include "elementwise.cu"
 #include "norm.cu"
 #include "encoder.cu"
+#include "gemv_fused.cu"
 #include "rope.cu"
 #include "pages.cu"
 #include "attention_decode.cu"

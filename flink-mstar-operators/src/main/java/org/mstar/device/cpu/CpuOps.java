@@ -277,6 +277,35 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     // ---- end of encoder ops ----
 
+    // ---- Decode fusions ----
+
+    /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
+    @Override
+    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
+        CpuTensor o = CpuTensor.of(out);
+        long inter = o.dim(-1);
+        if (gateUpWeight.rank() != 2 || gateUpWeight.dim(0) != 2 * inter || gateUp.dtype() != o.dtype()) {
+            throw new IllegalArgumentException("gateUpActivation: weight " + gateUpWeight + " must be [" + 2 * inter
+                    + ", K] and gateUp " + gateUp + " of the dtype of out " + o);
+        }
+        matmul(x, gateUpWeight, null, gateUp);
+        if (geluTanh) {
+            geluTanhMul(gateUp, o);
+        } else {
+            siluMul(gateUp, o);
+        }
+    }
+
+    /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
+    @Override
+    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
+            RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        matmul(x, qkvWeight, qkvBias, qkv);
+        qkvRopeAppend(qkv, posIds, params, pool, layer, pageIdx, offsets, q);
+    }
+
+    // ---- end of decode fusions ----
+
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);

@@ -30,15 +30,16 @@ import org.mstar.model.ModelConfig;
  * {@code --decode-perf} replaces them by the decode ones: copy bandwidth, the paged decode attention kernel
  * and the projections at the batches and contexts of the engine rows, and the engine's decode steps
  * ({@link DecodeBench}) on Llama-3-8B and Llama-3.2-1B geometry against the weights+KV bound at the
- * bandwidth measured in the same call. {@code --invariance-perf} replaces them by the GEMMs, decode
- * attention and engine throughput (32 layers) with batch-invariant numerics off and on. {@code --skinny-perf}
- * replaces them by copy bandwidth, the decode projections of both geometries through cuBLAS and through the
- * skinny-matmul kernel, and engine decode rows of few requests with each. Exits 1 when a check fails.
- * {@code --attention-only} runs only the attention checks (paged, ragged, cross) and no performance table.
+ * bandwidth measured in the same call ({@code --decode-models 1B} keeps only the named geometries' engine rows).
+ * {@code --invariance-perf} replaces them by the GEMMs, decode attention and engine throughput (32 layers) with
+ * batch-invariant numerics off and on. {@code --skinny-perf} replaces them by copy bandwidth, the decode
+ * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
+ * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
+ * (paged, ragged, cross) and no performance table.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf
- *     | --skinny-perf] [--attention-only]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
+ *     --invariance-perf | --skinny-perf] [--attention-only]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -54,6 +55,8 @@ public final class GpuHarness {
     private static final List<DecodeBench.Case> DECODE_1B = List.of(
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
+    private static final List<DecodeBench.Case> DECODE_1B_GEMV = List.of(
+            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(4, 512, true));
 
     /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
     private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
@@ -95,6 +98,7 @@ public final class GpuHarness {
         boolean skinnyPerf = false;
         boolean attentionOnly = false;
         int[] engineLayers = {8, 32};
+        List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--out" -> out = Path.of(args[++i]);
@@ -109,11 +113,13 @@ public final class GpuHarness {
                     attentionOnly = true;
                     perf = false;
                 }
+                case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, --attention-only)");
+                        + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
+                        + "--attention-only)");
             }
         }
         Files.createDirectories(out);
@@ -192,7 +198,7 @@ public final class GpuHarness {
                 tables.append(skinnyTables(twin, gpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (perf && decodePerf) {
-                tables.append(decodeTables(twin, gpu, seed));
+                tables.append(decodeTables(twin, gpu, seed, decodeModels));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (perf && kernelPerf) {
                 GemmBench gemm = new GemmBench(twin);
@@ -258,9 +264,10 @@ public final class GpuHarness {
 
     /**
      * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
-     * at the engine rows' shapes (where a step's time goes), then the engine rows.
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), the fused decode
+     * projections against the unfused pairs (with 1B), then the engine rows.
      */
-    private static String decodeTables(Twin twin, CudaDevice gpu, long seed) {
+    private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
         GemmBench gemm = new GemmBench(twin);
         double[] rate = {PEAK_TB_PER_S};
@@ -269,15 +276,35 @@ public final class GpuHarness {
             rate[0] = attention.copyTerabytesPerSecond();
             return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
         }));
-        sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
-                attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16}, {4096, 64},
-                    {16384, 1}, {16384, 16}}), rate[0])));
-        sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
-                GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        if (models.contains("8B")) {
+            sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
+                    attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16},
+                        {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
+            sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        }
+        if (models.contains("1B")) {
+            sb.append(section("Fused decode projections of a Llama-3.2-1B layer (bf16): GEMV kernels against cuBLAS + "
+                    + "the separate kernel", () -> FusionBench.table(new FusionBench(twin).run(new int[] {1, 2, 4}))));
+        }
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
-            List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(), DECODE_8B));
-            rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+            List<DecodeBench.Row> rows = new ArrayList<>();
+            if (models.contains("8B")) {
+                rows.addAll(bench.run("8B", EngineBench.llama3_8b(), DECODE_8B));
+            }
+            if (models.contains("1B")) {
+                rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+                // the fused GEMV projections (off by default) against cuBLAS + the separate ops, at the batches
+                // they serve
+                rows.addAll(bench.run("1B GEMV off", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
+                gpu.setFusedGemv(true);
+                try {
+                    rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
+                } finally {
+                    gpu.setFusedGemv(false);
+                }
+            }
             return DecodeBench.table(rows, rate[0]);
         }));
         return sb.toString();
@@ -296,6 +323,18 @@ public final class GpuHarness {
                 notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
             }
         }
+        // the first geometry again with the fused GEMV projections on (off by default): its decode steps of up to
+        // four rows take them
+        List<CheckResult> fused = new ArrayList<>();
+        gpu.setFusedGemv(true);
+        try {
+            notes.append("With the fused GEMV projections on: ")
+                    .append(engineChecks(gpu, cpu, EngineChecks.geometries().get(0), seed, 0, fused));
+        } finally {
+            gpu.setFusedGemv(false);
+        }
+        fused.forEach(r -> checks.add(new CheckResult(r.op() + " (fused GEMV)", r.shape(), r.dtype(), r.error(),
+                r.tolerance(), r.millis(), r.reference())));
         return notes.toString();
     }
 
