@@ -7,3 +7,4 @@
 #include "attention_prefill.cu"
 #include "attention_prefill_mma.cu"
 #include "sampling.cu"
+#include "ring_attention.cu"

@@ -123,4 +123,15 @@ public interface ComputeOps {
 
     /** Inverse of {@link #gatherPages}: {@code pool[:, pages[i]] = in[:, i]}. */
     void scatterPages(Tensor pool, Tensor pages, Tensor in);
+
+    // ---------------------------------------------------------------- frame streams (ring KV)
+
+    /**
+     * Attention of frames over a ring layer buffer {@code ring [rows, 2, kvHeads, headDim]}: query rows of
+     * frame s ({@code q [totalQo, qoHeads, headDim]}) attend the buffer rows {@code plan} lists for it, all of
+     * them (a frame sees itself whole, and its session's visible history); grouped-query heads map query head
+     * h to KV head {@code h / (qoHeads / kvHeads)}. Scores {@code smScale · (q · k)}, softmax in fp32. Writes
+     * {@code out [totalQo, qoHeads, headDim]}.
+     */
+    void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out);
 }

@@ -5,6 +5,7 @@ import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.Philox;
 import org.mstar.device.ProbabilitySampler;
+import org.mstar.device.RingAttentionPlan;
 import org.mstar.device.RopeParams;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
@@ -378,5 +379,12 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     @Override
     public void close() {
         loop.close();
+    }
+
+    // ---------------------------------------------------------------- frame streams (ring KV)
+
+    @Override
+    public void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out) {
+        CpuRingAttention.run(loop, CpuTensor.of(q), CpuTensor.of(ring), plan, CpuTensor.of(out));
     }
 }
