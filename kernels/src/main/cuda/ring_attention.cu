@@ -3,7 +3,7 @@
 // Block (frame, query head, query tile) runs kRingWarps warps, one query row each; a lane holds headDim / 32
 // elements of the query and the accumulator and the warp walks the frame's rows with an online softmax.
 // Frames are a few hundred keys, so one pass per warp is enough; K/V rows of a frame stay hot in L2 across
-// the warps and heads that read them.
+// the warps and heads that read them. ring_append writes a frame's K and V into the rows attention reads.
 #include "common.cuh"
 
 using namespace mstar;
@@ -52,4 +52,16 @@ extern "C" __global__ void __launch_bounds__(kRingWarps * 32)
 #pragma unroll
     for (int i = 0; i < kRingMaxPerLane; ++i)
         if (i < per) store_f(out, outDt, qBase + lane + 32 * i, acc[i] * inv);
+}
+
+// ring[rows[i], 0] = k[i], ring[rows[i], 1] = v[i]: a frame's K and V into its session's tail rows.
+extern "C" __global__ void ring_append(const void* k, int kDt, const void* v, int vDt, void* ring, int ringDt,
+                                       const int* rows, long long n, int width) {
+    MSTAR_GRID_LOOP(i, n * width) {
+        const long long t = i / width;
+        const int e = (int)(i - t * width);
+        const long long base = (long long)rows[t] * 2 * width + e;
+        store_f(ring, ringDt, base, load_f(k, kDt, i));
+        store_f(ring, ringDt, base + width, load_f(v, vDt, i));
+    }
 }

@@ -134,4 +134,10 @@ public interface ComputeOps {
      * {@code out [totalQo, qoHeads, headDim]}.
      */
     void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out);
+
+    /**
+     * Write token i's K and V ({@code [n, kvHeads, headDim]}) into rows {@code rows[i]} (I32 {@code [n]}) of a ring
+     * layer buffer {@code [rows, 2, kvHeads, headDim]}: index 0 of the second axis takes K, 1 takes V.
+     */
+    void ringAppend(Tensor k, Tensor v, Tensor ring, Tensor rows);
 }

@@ -474,4 +474,21 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
                         .tensor(kvRows).tensor(o).i32(code(o)).i32(qoHeads).i32(kvHeads).i32(headDim)
                         .f32(plan.smScale()), "ringAttention");
     }
+
+    @Override
+    public void ringAppend(Tensor k, Tensor v, Tensor ring, Tensor rows) {
+        CudaTensor ks = t(k, "ringAppend k");
+        CudaTensor vs = t(v, "ringAppend v");
+        CudaTensor r = t(ring, "ringAppend ring");
+        CudaTensor idx = t(rows, "ringAppend rows");
+        requireType(idx, DType.I32, "ringAppend rows");
+        long width = r.rank() == 4 && r.dim(1) == 2 ? r.dim(2) * r.dim(3) : -1;
+        if (width < 0 || ks.numel() != idx.numel() * width || vs.numel() != idx.numel() * width) {
+            throw new IllegalArgumentException("ringAppend: k " + ks + ", v " + vs + " must be " + idx.numel()
+                    + " rows of a ring buffer's [2, kvHeads, headDim], got " + r);
+        }
+        device.enter();
+        elementwise.launch("ring_append", ks.numel(), new KernelArgs().tensor(ks).i32(code(ks)).tensor(vs).i32(code(vs))
+                .tensor(r).i32(code(r)).tensor(idx).i64(idx.numel()).i32((int) width), "ringAppend");
+    }
 }

@@ -274,6 +274,14 @@ public final class RingKVManager implements Resource {
         }
     }
 
+    /** Frees every layer's buffer and the step scalar; the manager is unusable afterwards. */
+    @Override
+    public void cleanup() {
+        buffers.forEach(Tensor::close);
+        buffers.clear();
+        stepSession.close();
+    }
+
     // ---------------------------------------------------------------- visibility
 
     /**
@@ -298,10 +306,13 @@ public final class RingKVManager implements Resource {
     }
 
     /**
-     * The ring attention plan of {@code layer} for a step's frames in order, each {@code tokensPerFrame} query
-     * rows attending its {@link #visibleRows}; the caller closes it after the attention that reads it.
+     * The tensors of {@code layer} for a step's frames in order: each frame's tail rows to append its K/V to, and
+     * the ring attention plan, each frame's {@code tokensPerFrame} query rows attending its {@link #visibleRows}.
+     * The caller closes it after the attention that reads it.
      */
     public RingAttentionRows attentionRows(int layer, List<RingKVStep.Frame> frames, float smScale) {
+        int tpf = config.tokensPerFrame();
+        int[] append = new int[frames.size() * tpf];
         int[] qoIndptr = new int[frames.size() + 1];
         int[] kvIndptr = new int[frames.size() + 1];
         List<int[]> lists = new ArrayList<>();
@@ -309,13 +320,15 @@ public final class RingKVManager implements Resource {
         for (int i = 0; i < frames.size(); i++) {
             int[] rows = visibleRows(frames.get(i).requestId(), layer, frames.get(i).framePos());
             lists.add(rows);
-            qoIndptr[i + 1] = qoIndptr[i] + config.tokensPerFrame();
+            int tail = geometry.get(layer).tailStart(sessionOf(frames.get(i).requestId()));
+            for (int t = 0; t < tpf; t++) append[i * tpf + t] = tail + t;
+            qoIndptr[i + 1] = qoIndptr[i] + tpf;
             kvIndptr[i + 1] = kvIndptr[i] + rows.length;
             maxKv = Math.max(maxKv, rows.length);
         }
         int[] all = new int[kvIndptr[frames.size()]];
         for (int i = 0; i < lists.size(); i++) System.arraycopy(lists.get(i), 0, all, kvIndptr[i], lists.get(i).length);
-        return new RingAttentionRows(device, qoIndptr, kvIndptr, all, config.tokensPerFrame(), maxKv, smScale);
+        return new RingAttentionRows(device, append, qoIndptr, kvIndptr, all, tpf, maxKv, smScale);
     }
 
     // ---------------------------------------------------------------- state
