@@ -51,9 +51,18 @@ public final class FrameEngine implements AutoCloseable {
 
     /** Makes the session resident; its first frame is 0. */
     public void open(String sessionId) {
+        openAt(sessionId, 0);
+    }
+
+    /**
+     * Makes the session resident with an empty ring whose first frame is {@code firstFrame}: replaying a session's
+     * last {@link FrameModelConfig#replayDepth()} inputs from there rebuilds its rings exactly.
+     */
+    public void openAt(String sessionId, int firstFrame) {
         if (open.contains(sessionId)) throw new IllegalStateException("session " + sessionId + " is already open");
         if (!hasRoom()) throw new IllegalStateException("all " + residentCapacity() + " resident sessions are taken");
         ring.ingestRequest(sessionId, null);
+        ring.startAt(sessionId, firstFrame);
         open.add(sessionId);
     }
 

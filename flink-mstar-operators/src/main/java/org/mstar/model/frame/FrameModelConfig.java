@@ -46,6 +46,18 @@ public record FrameModelConfig(int vocabSize, int hiddenSize, int numHeads, int 
     public int qSize() { return numHeads * headDim; }
     public int kvSize() { return numKvHeads * headDim; }
 
+    /**
+     * How many of a session's last inputs rebuild its rings exactly when replayed into empty ones: a layer's
+     * frame sees history at most {@code ring_buckets * pinned_dilation} frames back ({@code H}, the longest over
+     * layers), and layer l's keys are exact only once the layer below was exact over that reach, so the keys of
+     * the last layer are exact for the frames still visible after {@code num_layers * H} frames, plus the frame
+     * itself.
+     */
+    public int replayDepth() {
+        int reach = layers.stream().mapToInt(l -> l.ringBuckets() * l.pinnedDilation()).max().orElseThrow();
+        return Math.addExact(Math.multiplyExact(layers.size(), reach), 1);
+    }
+
     /** The ring KV this model declares, holding {@code sessions} resident sessions. */
     public RingKVConfig ringConfig(int sessions) {
         return new RingKVConfig(layers.size(), numKvHeads, headDim, numHeads, tokensPerFrame, layers, sessions);

@@ -136,6 +136,42 @@ class FrameEngineTest {
     }
 
     @Test
+    void replayingTheLastReplayDepthInputsIntoEmptyRingsContinuesExactly() {
+        Random random = new Random(8);
+        int depth = CONFIG.replayDepth();
+        assertThat(depth).isEqualTo(3 * 4 + 1);
+        int stepped = depth + 4;
+        List<FrameInput> inputs = new ArrayList<>();
+        List<float[]> uninterrupted = new ArrayList<>();
+        try (FrameEngine a = new FrameEngine(model, 1)) {
+            a.open("s");
+            int[] tokens = randomFrame(random);
+            for (int fp = 0; fp < stepped + 3; fp++) {
+                // an observed frame now and then, so the replay must use the inputs as they were
+                FrameInput in = new FrameInput("s", fp, fp % 6 == 5 ? randomFrame(random) : tokens, random.nextInt(5));
+                inputs.add(in);
+                FrameResult r = a.step(List.of(in), true).get(0);
+                tokens = r.tokens();
+                if (fp >= stepped) uninterrupted.add(r.logits());
+            }
+        }
+        assertThat(replayed(inputs, stepped, depth)).containsExactlyElementsOf(uninterrupted);
+        // one layer's reach is not enough: the deeper layers' keys still depend on frames before it
+        assertThat(replayed(inputs, stepped, 5).get(0)).isNotEqualTo(uninterrupted.get(0));
+    }
+
+    /** Logits of the inputs from {@code stepped} on, after replaying the {@code replay} inputs before it into empty rings. */
+    private List<float[]> replayed(List<FrameInput> inputs, int stepped, int replay) {
+        List<float[]> out = new ArrayList<>();
+        try (FrameEngine b = new FrameEngine(model, 1)) {
+            b.openAt("s", stepped - replay);
+            for (FrameInput in : inputs.subList(stepped - replay, stepped)) b.step(List.of(in), false);
+            for (FrameInput in : inputs.subList(stepped, inputs.size())) out.add(b.step(List.of(in), true).get(0).logits());
+        }
+        return out;
+    }
+
+    @Test
     void badFramesAreRefusedWithoutTouchingTheRing() {
         try (FrameEngine engine = new FrameEngine(model, 1)) {
             engine.open("s");

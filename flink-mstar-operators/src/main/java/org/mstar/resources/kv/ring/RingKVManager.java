@@ -124,6 +124,18 @@ public final class RingKVManager implements Resource {
         clocks.putIfAbsent(rid, new Clock());
     }
 
+    /**
+     * Starts an ingested request's clock at {@code firstFrame} instead of 0, before its first frame: a session
+     * rebuilt by replaying its last frames continues their positions.
+     */
+    public void startAt(String rid, int firstFrame) {
+        Clock c = clocks.get(rid);
+        if (c == null) throw new IllegalStateException("request " + rid + " was never ingested");
+        if (c.session >= 0 || c.lastFrame >= 0) throw new IllegalStateException("request " + rid + " has started already");
+        if (firstFrame < 0) throw new IllegalArgumentException("first frame must be >= 0, got " + firstFrame);
+        c.lastFrame = firstFrame - 1;
+    }
+
     /** The session is all a request holds, so any reset zeroes it and hands it back, {@code free} or not. */
     @Override
     public void resetRequest(String rid, boolean free) {
