@@ -23,25 +23,38 @@ import org.mstar.resources.kv.ring.RingSessionState;
  * every layer's K/V to each session's tail, attends each frame over the rows its session sees and commits,
  * which keeps the frame in each layer's history on that layer's write steps.
  */
-public final class FrameEngine implements AutoCloseable {
+public final class FrameEngine implements FrameSessions {
     private static final String WALK = "frame";
 
     private final FrameModel model;
     private final FrameModelConfig config;
     private final RingKVManager ring;
     private final Set<String> open = new LinkedHashSet<>();
+    /** Whether closing the engine also closes the model and its device. */
+    private final boolean ownsModel;
 
+    /** An engine over {@code model}, which stays with the caller. */
     public FrameEngine(FrameModel model, int residentSessions) {
+        this(model, residentSessions, false);
+    }
+
+    /** An engine that closes {@code model} and its device when it closes (one engine per operator subtask). */
+    public static FrameEngine owning(FrameModel model, int residentSessions) {
+        return new FrameEngine(model, residentSessions, true);
+    }
+
+    private FrameEngine(FrameModel model, int residentSessions, boolean ownsModel) {
+        this.ownsModel = ownsModel;
         this.model = model;
         this.config = model.config();
         this.ring = RingKVManager.batched(config.ringConfig(residentSessions), model.device(), model.activations());
     }
 
-    public FrameModelConfig config() { return config; }
+    @Override public FrameModelConfig config() { return config; }
     public int residentCapacity() { return ring.config().numSessions(); }
     public int residentCount() { return open.size(); }
     public boolean isOpen(String sessionId) { return open.contains(sessionId); }
-    public boolean hasRoom() { return open.size() < residentCapacity(); }
+    @Override public boolean hasRoom() { return open.size() < residentCapacity(); }
 
     /** The frame position the session's next input must carry: one past its last committed frame. */
     public int nextFrame(String sessionId) {
@@ -50,6 +63,7 @@ public final class FrameEngine implements AutoCloseable {
     }
 
     /** Makes the session resident; its first frame is 0. */
+    @Override
     public void open(String sessionId) {
         openAt(sessionId, 0);
     }
@@ -58,6 +72,7 @@ public final class FrameEngine implements AutoCloseable {
      * Makes the session resident with an empty ring whose first frame is {@code firstFrame}: replaying a session's
      * last {@link FrameModelConfig#replayDepth()} inputs from there rebuilds its rings exactly.
      */
+    @Override
     public void openAt(String sessionId, int firstFrame) {
         if (open.contains(sessionId)) throw new IllegalStateException("session " + sessionId + " is already open");
         if (!hasRoom()) throw new IllegalStateException("all " + residentCapacity() + " resident sessions are taken");
@@ -84,11 +99,13 @@ public final class FrameEngine implements AutoCloseable {
     }
 
     /** Zeroes the session's ring and hands it back. */
+    @Override
     public void close(String sessionId) {
         if (open.remove(sessionId)) ring.removeRequest(sessionId);
     }
 
     /** Why the engine would refuse {@code in} as part of a step, or null when it is acceptable. */
+    @Override
     public String refusal(FrameInput in) {
         if (!open.contains(in.sessionId())) return "session " + in.sessionId() + " is not open";
         int expected = ring.lastFrame(in.sessionId()) + 1;
@@ -112,6 +129,7 @@ public final class FrameEngine implements AutoCloseable {
      * One batched step: every input's next frame, in input order. Inputs name distinct open sessions and pass
      * {@link #refusal}; anything else is refused whole with an {@link IllegalArgumentException}.
      */
+    @Override
     public List<FrameResult> step(List<FrameInput> inputs, boolean keepLogits) {
         Set<String> seen = new HashSet<>();
         for (FrameInput in : inputs) {
@@ -167,10 +185,14 @@ public final class FrameEngine implements AutoCloseable {
         if (!open.contains(sessionId)) throw new IllegalStateException("session " + sessionId + " is not open");
     }
 
-    /** Frees the rings; the model stays with its owner. */
+    /** Frees the rings, and the model and its device when the engine owns them. */
     @Override
     public void close() {
         open.clear();
         ring.cleanup();
+        if (ownsModel) {
+            model.close();
+            model.device().close();
+        }
     }
 }
