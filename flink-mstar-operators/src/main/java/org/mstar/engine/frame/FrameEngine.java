@@ -52,8 +52,6 @@ public final class FrameEngine implements FrameSessions {
 
     @Override public FrameModelConfig config() { return config; }
     public int residentCapacity() { return ring.config().numSessions(); }
-    public int residentCount() { return open.size(); }
-    public boolean isOpen(String sessionId) { return open.contains(sessionId); }
     @Override public boolean hasRoom() { return open.size() < residentCapacity(); }
 
     /** The frame position the session's next input must carry: one past its last committed frame. */

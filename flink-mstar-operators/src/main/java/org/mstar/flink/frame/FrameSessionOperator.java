@@ -275,9 +275,4 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
             return keys.distinct().toList();
         }
     }
-
-    /** Sessions this subtask holds, resident or waiting (for tests). */
-    int sessionCount() {
-        return sessions.size();
-    }
 }

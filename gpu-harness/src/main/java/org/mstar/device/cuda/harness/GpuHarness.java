@@ -15,6 +15,7 @@ import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.frame.FrameModelConfig;
 
 /**
  * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
@@ -32,10 +33,10 @@ import org.mstar.model.ModelConfig;
  * ({@link DecodeBench}) on Llama-3-8B and Llama-3.2-1B geometry against the weights+KV bound at the
  * bandwidth measured in the same call. {@code --invariance-perf} replaces them by the GEMMs, decode
  * attention and engine throughput (32 layers) with batch-invariant numerics off and on. Exits 1 when a check
- * fails.
+ * fails. {@code --frame-perf} adds the frame-stream throughput ({@link FrameBench}), with or without the others.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf] [--frame-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -75,6 +76,7 @@ public final class GpuHarness {
         boolean prefillPerf = false;
         boolean decodePerf = false;
         boolean invariancePerf = false;
+        boolean framePerf = false;
         int[] engineLayers = {8, 32};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -85,11 +87,12 @@ public final class GpuHarness {
                 case "--prefill-perf" -> prefillPerf = true;
                 case "--decode-perf" -> decodePerf = true;
                 case "--invariance-perf" -> invariancePerf = true;
+                case "--frame-perf" -> framePerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf, --invariance-perf)");
+                        + "--prefill-perf, --decode-perf, --invariance-perf, --frame-perf)");
             }
         }
         Files.createDirectories(out);
@@ -112,6 +115,7 @@ public final class GpuHarness {
             checks.addAll(new OpChecks(twin).run());
             checks.addAll(new AttentionChecks(twin).run());
             checks.addAll(new SamplingChecks(twin).run());
+            checks.addAll(new FrameChecks(twin).run());
             String engineNotes = engineChecks(gpu, cpu, seed, checks);
             InvarianceChecks invariance = new InvarianceChecks(twin, seed);
             CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
@@ -192,6 +196,15 @@ public final class GpuHarness {
                                     + "\nDecode step calls (per step, mean over the timed steps):\n\n"
                                     + EngineBench.callTable(rows) + EngineBench.hostProfiles(rows);
                         }));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
+            if (framePerf) {
+                long benchSeed = seed;
+                FrameModelConfig frames = FrameBench.geometry();
+                tables.append(section("Frame throughput (bf16 random frame model: " + frames.numLayers() + " layers, hidden "
+                        + frames.hiddenSize() + ", " + frames.tokensPerFrame() + "-token frames, rings full; "
+                        + FrameBench.TIMED_STEPS + " timed steps)", () -> FrameBench.table(
+                                new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
         }
