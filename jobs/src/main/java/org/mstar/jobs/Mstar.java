@@ -11,7 +11,7 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "mstar", mixinStandardHelpOptions = true, versionProvider = MstarVersion.class,
         subcommands = {GenerateCommand.class, KafkaCommand.class, ServeCommand.class, SendCommand.class, DemoCommand.class,
-                BenchDeliveryCommand.class, BenchPipelineCommand.class},
+                BenchDeliveryCommand.class, BenchPipelineCommand.class, FramesCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")
 public final class Mstar implements Runnable {
     /** Quiet logging for the command line, unless Flink or the user configured log4j already. */
