@@ -21,11 +21,6 @@ public final class FrameOptions {
             .defaultValue("F32")
             .withDescription("Weights, activations and ring KV dtype: F32, BF16 or F16.");
 
-    public static final ConfigOption<String> DEVICE = ConfigOptions.key("mstar.frames.device")
-            .stringType()
-            .defaultValue("cpu")
-            .withDescription("Where each subtask's engine runs: 'cpu' or 'cuda:N'.");
-
     private FrameOptions() {
     }
 }
