@@ -244,7 +244,10 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
         }
     }
 
-    /** Serves a CLOSE: frees the ring; records after it start the session over. */
+    /**
+     * Serves a CLOSE: frees the ring; records after it start the session over, behind every session that waits
+     * already (re-inserted, so the arrival order puts it last).
+     */
     private void endSession(Session s) {
         s.pending.removeFirst();
         if (s.resident) engine.close(s.id);
@@ -253,6 +256,7 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
         } else {
             Session fresh = new Session(s.id);
             fresh.pending.addAll(s.pending);
+            sessions.remove(s.id);
             sessions.put(s.id, fresh);
         }
     }
