@@ -8,15 +8,20 @@ import org.mstar.device.Device;
 import org.mstar.device.Devices;
 import org.mstar.engine.frame.FrameEngine;
 import org.mstar.engine.frame.FrameSessions;
+import org.mstar.flink.LlamaEngineOptions;
 import org.mstar.model.frame.FrameModel;
 
-/** A {@link FrameEngine} over the frame model in {@link FrameOptions#MODEL_DIR}, one per subtask. */
+/**
+ * A {@link FrameEngine} over the frame model in {@link FrameOptions#MODEL_DIR}, one per subtask, on a device with
+ * batch-invariant numerics when {@code mstar.engine.batch-invariant} asks for them.
+ */
 public final class FrameModelEngineFactory implements FrameEngineFactory {
     private static final long serialVersionUID = 1L;
 
     private final String modelDir;
     private final int residentSessions;
     private final DType dtype;
+    private final boolean batchInvariant;
 
     public FrameModelEngineFactory(ReadableConfig config) {
         this.modelDir = config.getOptional(FrameOptions.MODEL_DIR).orElseThrow(() ->
@@ -28,12 +33,15 @@ public final class FrameModelEngineFactory implements FrameEngineFactory {
         }
         this.dtype = DType.valueOf(config.get(FrameOptions.DTYPE).toUpperCase(Locale.ROOT));
         if (!dtype.isFloat()) throw new IllegalArgumentException("'" + FrameOptions.DTYPE.key() + "' must be a float type");
+        // the same knob as the generation engine's: replays after a restore rebuild a ring bit for bit only with it on a GPU
+        this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
     }
 
     @Override
     public FrameSessions create(String device, int subtaskIndex) throws Exception {
         Device d = Devices.open(device);
         try {
+            d.setBatchInvariant(batchInvariant);
             return FrameEngine.owning(FrameModel.load(Path.of(modelDir), d, dtype), residentSessions);
         } catch (Exception | Error e) {
             d.close();
