@@ -54,7 +54,7 @@ public final class RingKVManager implements Resource {
     private final Map<String, Clock> clocks = new HashMap<>();
     /** Requests the last admit gave a session, so a rollback returns exactly those. */
     private final Set<String> freshClaims = new LinkedHashSet<>();
-    /** Distinct requests one step may advance: 1 as the spec's captured single-session step; more for a batched engine. */
+    /** Distinct requests one step may advance: 1 where a captured step reads its session from one scalar; more when batched. */
     private final int maxSessionsPerStep;
 
     RingKVManager(RingKVConfig config, Device device, DType dtype) {
