@@ -11,3 +11,4 @@
 #include "attention_ragged.cu"
 #include "sampling.cu"
 #include "skinny_matmul.cu"
+#include "ring_attention.cu"

@@ -217,4 +217,21 @@ public interface ComputeOps {
      */
     default void requireRaggedAttentionHeadDim(int headDim, DType dtype) {
     }
+
+    // ---------------------------------------------------------------- frame streams (ring KV)
+
+    /**
+     * Attention of frames over a ring layer buffer {@code ring [rows, 2, kvHeads, headDim]}: query rows of
+     * frame s ({@code q [totalQo, qoHeads, headDim]}) attend the buffer rows {@code plan} lists for it, all of
+     * them (a frame sees itself whole, and its session's visible history); grouped-query heads map query head
+     * h to KV head {@code h / (qoHeads / kvHeads)}. Scores {@code smScale · (q · k)}, softmax in fp32. Writes
+     * {@code out [totalQo, qoHeads, headDim]}.
+     */
+    void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out);
+
+    /**
+     * Write token i's K and V ({@code [n, kvHeads, headDim]}) into rows {@code rows[i]} (I32 {@code [n]}) of a ring
+     * layer buffer {@code [rows, 2, kvHeads, headDim]}: index 0 of the second axis takes K, 1 takes V.
+     */
+    void ringAppend(Tensor k, Tensor v, Tensor ring, Tensor rows);
 }

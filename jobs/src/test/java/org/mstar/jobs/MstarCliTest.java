@@ -159,6 +159,17 @@ class MstarCliTest {
     }
 
     @Test
+    void framesStreamsEverySessionThroughTheJobWithMoreSessionsThanRings() {
+        int code = run("frames", "--sessions", "3", "--frames", "2", "--resident", "2", "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        assertThat(err.toString()).contains("random frame model", "9 of 9 frames, 0 errors");
+        for (String session : new String[] {"session-0", "session-1", "session-2"}) {
+            assertThat(out.toString().lines().filter(l -> l.startsWith(session + " frame ")).count()).isEqualTo(3);
+        }
+    }
+
+    @Test
     void benchPipelineComparesTheJobWithTheEngineAndSurvivesInjectedFailures() {
         int code = run("bench-pipeline", "--batches", "2", "--prompt-len", "16", "--max-tokens", "8", "--mixed", "4",
                 "--failures", "2", "--failover-requests", "4", "--pages", "128", "--timeout", "120");

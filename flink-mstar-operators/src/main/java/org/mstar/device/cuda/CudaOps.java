@@ -6,9 +6,11 @@ import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.RaggedAttentionPlan;
+import org.mstar.device.RingAttentionPlan;
 import org.mstar.device.RopeParams;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
+import org.mstar.device.UnsupportedOnDeviceException;
 
 /**
  * {@link ComputeOps} on one GPU: every op validates shapes on the host, then enqueues kernels of the
@@ -628,5 +630,62 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     public void close() {
         matmul.close();
         ropeTables.close();
+    }
+
+    // ---------------------------------------------------------------- frame streams (ring KV)
+
+    /** Query rows per block of {@code ring_attention}: its kRingWarps. */
+    private static final int RING_WARPS = 4;
+
+    @Override
+    public void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out) {
+        CudaTensor qs = t(q, "ringAttention q");
+        CudaTensor r = t(ring, "ringAttention ring");
+        CudaTensor o = t(out, "ringAttention out");
+        CudaTensor qoIndptr = t(plan.qoIndptr(), "ringAttention qoIndptr");
+        CudaTensor kvIndptr = t(plan.kvIndptr(), "ringAttention kvIndptr");
+        CudaTensor kvRows = t(plan.kvRows(), "ringAttention kvRows");
+        requireType(qoIndptr, DType.I32, "ringAttention qoIndptr");
+        requireType(kvIndptr, DType.I32, "ringAttention kvIndptr");
+        requireType(kvRows, DType.I32, "ringAttention kvRows");
+        if (r.rank() != 4 || r.dim(1) != 2) {
+            throw new IllegalArgumentException("ringAttention: ring buffer must be [rows, 2, kvHeads, headDim], got " + r);
+        }
+        int kvHeads = (int) r.dim(2);
+        int headDim = (int) r.dim(3);
+        if (headDim % 32 != 0 || headDim > 256) {
+            throw new UnsupportedOnDeviceException("ringAttention runs head dims that are multiples of 32 up to 256, got "
+                    + headDim);
+        }
+        if (qs.rank() != 3 || qs.dim(2) != headDim || qs.dim(1) % kvHeads != 0 || o.numel() != qs.numel()) {
+            throw new IllegalArgumentException("ringAttention: q " + qs + ", out " + o + " against " + kvHeads
+                    + " KV heads of " + headDim);
+        }
+        if (qoIndptr.numel() < plan.segments() + 1L || kvIndptr.numel() < plan.segments() + 1L) {
+            throw new IllegalArgumentException("ringAttention: index tensors too short for " + plan.segments() + " frames");
+        }
+        int qoHeads = (int) qs.dim(1);
+        int tiles = Math.max(1, (plan.maxQoLen() + RING_WARPS - 1) / RING_WARPS);
+        kernel("ring_attention").launch(device.stream(), plan.segments(), qoHeads, tiles, RING_WARPS * 32, 0,
+                new KernelArgs().tensor(qs).i32(code(qs)).tensor(r).i32(code(r)).tensor(qoIndptr).tensor(kvIndptr)
+                        .tensor(kvRows).tensor(o).i32(code(o)).i32(qoHeads).i32(kvHeads).i32(headDim)
+                        .f32(plan.smScale()), "ringAttention");
+    }
+
+    @Override
+    public void ringAppend(Tensor k, Tensor v, Tensor ring, Tensor rows) {
+        CudaTensor ks = t(k, "ringAppend k");
+        CudaTensor vs = t(v, "ringAppend v");
+        CudaTensor r = t(ring, "ringAppend ring");
+        CudaTensor idx = t(rows, "ringAppend rows");
+        requireType(idx, DType.I32, "ringAppend rows");
+        long width = r.rank() == 4 && r.dim(1) == 2 ? r.dim(2) * r.dim(3) : -1;
+        if (width < 0 || ks.numel() != idx.numel() * width || vs.numel() != idx.numel() * width) {
+            throw new IllegalArgumentException("ringAppend: k " + ks + ", v " + vs + " must be " + idx.numel()
+                    + " rows of a ring buffer's [2, kvHeads, headDim], got " + r);
+        }
+        device.enter();
+        elementwise.launch("ring_append", ks.numel(), new KernelArgs().tensor(ks).i32(code(ks)).tensor(vs).i32(code(vs))
+                .tensor(r).i32(code(r)).tensor(idx).i64(idx.numel()).i32((int) width), "ringAppend");
     }
 }

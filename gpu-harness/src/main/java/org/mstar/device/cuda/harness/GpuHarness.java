@@ -15,6 +15,7 @@ import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.frame.FrameModelConfig;
 
 /**
  * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
@@ -35,11 +36,12 @@ import org.mstar.model.ModelConfig;
  * batch-invariant numerics off and on. {@code --skinny-perf} replaces them by copy bandwidth, the decode
  * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
- * (paged, ragged, cross) and no performance table.
+ * (paged, ragged, cross) and no performance table. {@code --frame-perf} adds the frame-stream throughput
+ * ({@link FrameBench}), with or without the other tables.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
- *     --invariance-perf | --skinny-perf] [--attention-only]</pre>
+ *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -97,6 +99,7 @@ public final class GpuHarness {
         boolean invariancePerf = false;
         boolean skinnyPerf = false;
         boolean attentionOnly = false;
+        boolean framePerf = false;
         int[] engineLayers = {8, 32};
         List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
@@ -114,12 +117,13 @@ public final class GpuHarness {
                     perf = false;
                 }
                 case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
+                case "--frame-perf" -> framePerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only)");
+                        + "--attention-only, --frame-perf)");
             }
         }
         Files.createDirectories(out);
@@ -147,6 +151,7 @@ public final class GpuHarness {
             checks.addAll(new RaggedAttentionChecks(twin).run());
             if (!attentionOnly) {
                 checks.addAll(new SamplingChecks(twin).run());
+                checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
                 InvarianceChecks invariance = new InvarianceChecks(twin, seed);
                 CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
@@ -231,6 +236,15 @@ public final class GpuHarness {
                                     + "\nDecode step calls (per step, mean over the timed steps):\n\n"
                                     + EngineBench.callTable(rows) + EngineBench.hostProfiles(rows);
                         }));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
+            if (framePerf) {
+                long benchSeed = seed;
+                FrameModelConfig frames = FrameBench.geometry();
+                tables.append(section("Frame throughput (bf16 random frame model: " + frames.numLayers() + " layers, hidden "
+                        + frames.hiddenSize() + ", " + frames.tokensPerFrame() + "-token frames, rings full; "
+                        + FrameBench.TIMED_STEPS + " timed steps)", () -> FrameBench.table(
+                                new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
         }
