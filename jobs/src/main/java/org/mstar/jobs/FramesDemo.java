@@ -96,7 +96,8 @@ final class FramesDemo {
     }
 
     static Path writeRandom(Path dir) throws Exception {
-        try (CpuDevice cpu = new CpuDevice(1); FrameModel model = FrameModel.random(RANDOM, cpu, DType.F32, 1)) {
+        // projections wide enough that frames vary and depend on the history the rings hold
+        try (CpuDevice cpu = new CpuDevice(1); FrameModel model = FrameModel.random(RANDOM, cpu, DType.F32, 1, 0.5)) {
             model.weights().save(RANDOM, dir);
         }
         return dir;

@@ -228,7 +228,8 @@ class FramePipelineITCase {
     private Path modelDir() throws Exception {
         Path dir = tmp.resolve("frame-model");
         if (!dir.resolve(FrameModelConfig.FILE).toFile().exists()) {
-            try (FrameModel model = FrameModel.random(CONFIG, new CpuDevice(1), DType.F32, 21)) {
+            // projections wide enough that each predicted frame depends on the history its rings hold
+            try (FrameModel model = FrameModel.random(CONFIG, new CpuDevice(1), DType.F32, 21, 0.5)) {
                 model.weights().save(CONFIG, dir);
             }
         }

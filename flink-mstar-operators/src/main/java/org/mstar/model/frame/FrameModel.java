@@ -43,6 +43,11 @@ public final class FrameModel implements AutoCloseable {
         return new FrameModel(config, FrameWeights.random(config, device, dtype, seed), device, dtype);
     }
 
+    /** Random weights with projections ~ N(0, projectionStd²) ({@link FrameWeights#random(FrameModelConfig, Device, DType, long, double)}). */
+    public static FrameModel random(FrameModelConfig config, Device device, DType dtype, long seed, double projectionStd) {
+        return new FrameModel(config, FrameWeights.random(config, device, dtype, seed, projectionStd), device, dtype);
+    }
+
     public FrameModelConfig config() { return config; }
     public Device device() { return device; }
     public DType activations() { return activations; }

@@ -68,6 +68,15 @@ public final class FrameWeights implements AutoCloseable {
      * tensor draws from its own stream keyed by (seed, name), so equal seeds give equal models on every device.
      */
     public static FrameWeights random(FrameModelConfig config, Device device, DType dtype, long seed) {
+        return random(config, device, dtype, seed, 0.02);
+    }
+
+    /**
+     * Seeded random weights with projections and embeddings ~ N(0, projectionStd²): wider ones make a small model's
+     * next frame depend more on the history it attends, which tests of that history need.
+     */
+    public static FrameWeights random(FrameModelConfig config, Device device, DType dtype, long seed,
+                                      double projectionStd) {
         Map<String, Tensor> out = new LinkedHashMap<>();
         for (Map.Entry<String, long[]> e : shapes(config).entrySet()) {
             boolean norm = e.getKey().contains("norm");
@@ -75,7 +84,7 @@ public final class FrameWeights implements AutoCloseable {
             long n = 1;
             for (long d : e.getValue()) n *= d;
             float[] v = new float[Math.toIntExact(n)];
-            for (int i = 0; i < v.length; i++) v[i] = (float) ((norm ? 1 : 0) + gaussian(random) * (norm ? 0.05 : 0.02));
+            for (int i = 0; i < v.length; i++) v[i] = (float) ((norm ? 1 : 0) + gaussian(random) * (norm ? 0.05 : projectionStd));
             out.put(e.getKey(), device.fromFloats(v, dtype, e.getValue()));
         }
         return new FrameWeights(out);

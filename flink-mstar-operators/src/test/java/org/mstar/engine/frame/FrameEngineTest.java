@@ -27,7 +27,8 @@ class FrameEngineTest {
             List.of(new RingKVLayerConfig(2, 2, 1), new RingKVLayerConfig(3, 2, 2), new RingKVLayerConfig(4, 3, 1)));
 
     private final CpuDevice device = new CpuDevice(2);
-    private final FrameModel model = FrameModel.random(CONFIG, device, DType.F32, 7);
+    /** Projections wide enough that every frame's prediction depends on the history it attends. */
+    private final FrameModel model = FrameModel.random(CONFIG, device, DType.F32, 7, 0.5);
 
     @AfterEach
     void close() {

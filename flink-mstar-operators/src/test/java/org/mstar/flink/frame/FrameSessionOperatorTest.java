@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
@@ -22,8 +23,11 @@ import org.mstar.schemas.FrameResponse;
 
 /** Drives one {@link FrameSessionOperator} with one ring on RocksDB keyed state, step by step. */
 class FrameSessionOperatorTest {
+    /** Two layers reaching 3 and 4 frames back: a replay shorter than 9 inputs would not rebuild them. */
     private static final FrameModelConfig CONFIG = new FrameModelConfig(32, 16, 2, 1, 8, 32, 128, 3, 1e-5, 10000,
-            List.of(new RingKVLayerConfig(2, 2, 1)));
+            List.of(new RingKVLayerConfig(3, 3, 1), new RingKVLayerConfig(2, 2, 2)));
+    /** Wide enough random projections that a frame's prediction depends on the history it attends. */
+    private static final double HISTORY_STD = 0.5;
 
     @Test
     void aSessionBeyondTheRingsWaitsUntilOneClosesAndAClosedIdStartsOver() throws Exception {
@@ -69,9 +73,73 @@ class FrameSessionOperatorTest {
         }
     }
 
+    @Test
+    void aRestoreFromASnapshotMidSessionContinuesEverySessionExactly() throws Exception {
+        List<String> ids = List.of("a", "b", "c");
+        List<List<FrameRequest>> records = new ArrayList<>();
+        for (String id : ids) {
+            List<FrameRequest> rs = new ArrayList<>();
+            rs.add(open(id, id.charAt(0) % CONFIG.numActions()));
+            for (int f = 1; f <= 14; f++) rs.add(frame(id, f));
+            rs.add(close(id));
+            records.add(rs);
+        }
+        List<FrameResponse> uninterrupted;
+        try (var harness = harness(2)) {
+            harness.open();
+            feed(harness, records, 0, 16);
+            runToIdle(harness);
+            uninterrupted = List.copyOf(harness.extractOutputValues());
+        }
+        assertThat(uninterrupted).hasSize(3 * 15);
+        for (int served : new int[] {1, 5, 10, 13}) {
+            List<FrameResponse> out = new ArrayList<>();
+            OperatorSubtaskState snapshot;
+            try (var harness = harness(2)) {
+                harness.open();
+                feed(harness, records, 0, served);
+                runToIdle(harness);
+                feed(harness, records, served, served + 2); // not yet served when the barrier comes
+                harness.prepareSnapshotPreBarrier(1);
+                snapshot = harness.snapshot(1, 1);
+                out.addAll(harness.extractOutputValues());
+            }
+            try (var restored = harness(2)) {
+                restored.initializeState(snapshot);
+                restored.open();
+                feed(restored, records, served + 2, 16);
+                runToIdle(restored);
+                out.addAll(restored.extractOutputValues());
+            }
+            // per session, the same frames in the same order (sessions interleave differently after a restore)
+            for (String id : ids) {
+                assertThat(ofSession(out, id)).as("session %s after a snapshot with %d records fed", id, served)
+                        .containsExactlyElementsOf(ofSession(uninterrupted, id));
+            }
+        }
+    }
+
+    /** Records {@code [from, to)} of every session, sessions interleaved. */
+    private static void feed(KeyedOneInputStreamOperatorTestHarness<String, FrameRequest, FrameResponse> harness,
+                             List<List<FrameRequest>> records, int from, int to) throws Exception {
+        for (int i = from; i < to; i++) {
+            for (List<FrameRequest> rs : records) if (i < rs.size()) harness.processElement(rs.get(i), 0);
+        }
+    }
+
+    private static List<FrameEvent> ofSession(List<FrameResponse> out, String id) {
+        return out.stream().map(FrameResponse::getEvent).map(FrameEvent.class::cast)
+                .filter(f -> f.getSessionId().equals(id)).toList();
+    }
+
     private static KeyedOneInputStreamOperatorTestHarness<String, FrameRequest, FrameResponse> harness() throws Exception {
+        return harness(1);
+    }
+
+    private static KeyedOneInputStreamOperatorTestHarness<String, FrameRequest, FrameResponse> harness(int rings)
+            throws Exception {
         FrameEngineFactory engines = (device, subtask) ->
-                FrameEngine.owning(FrameModel.random(CONFIG, new CpuDevice(1), DType.F32, 5), 1);
+                FrameEngine.owning(FrameModel.random(CONFIG, new CpuDevice(1), DType.F32, 5, HISTORY_STD), rings);
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(new FrameSessionOperatorFactory(engines, "cpu"),
                 FrameRequest::getSessionId, Types.STRING, 128, 1, 0);
         harness.setStateBackend(new EmbeddedRocksDBStateBackend());
