@@ -4,8 +4,8 @@
 # $OUT (default /tmp/mstar-gpu): nvidia-smi state, the harness log and
 # tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead; with --decode-perf,
 # the CUDA-graph decode loop). Arguments go to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf,
-# --decode-perf, --engine-layers 8,32, --seed N);
-# --no-perf and --no-kernel-perf also skip the torch comparison.
+# --decode-perf, --skinny-perf, --engine-layers 8,32, --seed N);
+# --no-perf, --no-kernel-perf and --skinny-perf also skip the torch comparison.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
 mkdir -p "$OUT"
@@ -29,7 +29,7 @@ status=${PIPESTATUS[0]}
 # The torch GEMM comparison belongs with the kernel performance tables, the torch prefill forward with the
 # prefill ones.
 case " $* " in
-    *" --no-perf "*|*" --no-kernel-perf "*) ;;
+    *" --no-perf "*|*" --no-kernel-perf "*|*" --skinny-perf "*) ;;
     *" --prefill-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_prefill.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *" --decode-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_decode.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_gemm.py" 2>&1 | tee "$OUT/torch.log" ;;

@@ -115,11 +115,14 @@ def engine_rows(path):
 def main():
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}", flush=True)
+    engine = engine_rows(sys.argv[1]) if len(sys.argv) > 1 else None
+    # with the engine's table, only the geometries it measured (GpuHarness --decode-models)
+    names = [n for n in GEOMETRIES if engine is None or any(key[0] == n for key in engine)]
     peer = {}
     print(f"\n## PyTorch decode step in one CUDA graph, bf16, random weights ({STEPS} replays, median of 3)\n")
     print("| model | batch | context | ms/step | tok/s |\n|---|---|---|---|---|")
-    for name, g in GEOMETRIES.items():
-        model = Llama(g)
+    for name in names:
+        model = Llama(GEOMETRIES[name])
         for batch, context in CASES[name]:
             ms = decode_ms(model, batch, context)
             peer[(name, batch, context)] = ms
@@ -127,8 +130,7 @@ def main():
         del model
         torch.cuda.empty_cache()
 
-    if len(sys.argv) > 1:
-        engine = engine_rows(sys.argv[1])
+    if engine is not None:
         print("\n## Engine vs PyTorch peer, decode, same call\n")
         print("| model | batch | context | engine ms/step (graphs) | engine ms/step (eager) | PyTorch ms/step "
               "| engine / PyTorch speed | bound ms | engine of bound | PyTorch of bound |\n"

@@ -2,6 +2,7 @@
 #include "elementwise.cu"
 #include "norm.cu"
 #include "encoder.cu"
+#include "gemv_fused.cu"
 #include "rope.cu"
 #include "pages.cu"
 #include "attention_decode.cu"
@@ -9,3 +10,5 @@
 #include "attention_prefill_mma.cu"
 #include "attention_ragged.cu"
 #include "sampling.cu"
+#include "skinny_matmul.cu"
+#include "ring_attention.cu"

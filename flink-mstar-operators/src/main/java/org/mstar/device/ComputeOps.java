@@ -102,6 +102,31 @@ public interface ComputeOps {
 
     // ---- end of encoder ops ----
 
+    // ---- Decode fusions ----
+
+    /**
+     * The gate/up projection and its gated activation in one op: {@code out[n, I] = act(x · gateᵀ) · (x · upᵀ)}
+     * with {@code gateUpWeight [2I, K]} (gate rows, then up rows, as the fused MLP weight stores them) and act
+     * SiLU, or PyTorch's tanh-approximated GELU when {@code geluTanh} is set. Equal to {@link #matmul} into
+     * {@code gateUp [n, 2I]} (out's dtype) followed by {@link #siluMul} or {@link #geluTanhMul}: the gate and up sums
+     * are rounded to out's dtype before the activation. {@code gateUp} is the caller's buffer for that intermediate;
+     * a device may skip it (CUDA can for a few rows, where the activation's own launch costs as much as its work),
+     * so its contents afterwards are unspecified.
+     */
+    void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out);
+
+    /**
+     * The fused qkv projection and {@link #qkvRopeAppend} in one op: equal to {@link #matmul} of {@code x [n, K]}
+     * with {@code qkvWeight [(qHeads + 2·kvHeads)·headDim, K]} and {@code qkvBias} (or null) into
+     * {@code qkv [n, (qHeads + 2·kvHeads)·headDim]}, followed by {@link #qkvRopeAppend} of it with the same
+     * arguments. {@code qkv} is the caller's buffer for that intermediate; a device may skip it (CUDA can for a few
+     * rows), so its contents afterwards are unspecified.
+     */
+    void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
+            RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q);
+
+    // ---- end of decode fusions ----
+
     /**
      * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} in place at positions
      * {@code posIds} (I32 {@code [n]}), as {@link RopeParams} defines. Angles are computed as
@@ -192,4 +217,21 @@ public interface ComputeOps {
      */
     default void requireRaggedAttentionHeadDim(int headDim, DType dtype) {
     }
+
+    // ---------------------------------------------------------------- frame streams (ring KV)
+
+    /**
+     * Attention of frames over a ring layer buffer {@code ring [rows, 2, kvHeads, headDim]}: query rows of
+     * frame s ({@code q [totalQo, qoHeads, headDim]}) attend the buffer rows {@code plan} lists for it, all of
+     * them (a frame sees itself whole, and its session's visible history); grouped-query heads map query head
+     * h to KV head {@code h / (qoHeads / kvHeads)}. Scores {@code smScale · (q · k)}, softmax in fp32. Writes
+     * {@code out [totalQo, qoHeads, headDim]}.
+     */
+    void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out);
+
+    /**
+     * Write token i's K and V ({@code [n, kvHeads, headDim]}) into rows {@code rows[i]} (I32 {@code [n]}) of a ring
+     * layer buffer {@code [rows, 2, kvHeads, headDim]}: index 0 of the second axis takes K, 1 takes V.
+     */
+    void ringAppend(Tensor k, Tensor v, Tensor ring, Tensor rows);
 }

@@ -1,5 +1,6 @@
 package org.mstar.flink;
 
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
@@ -9,25 +10,26 @@ import org.apache.flink.api.common.externalresource.ExternalResourceInfo;
 
 /** Resolves {@link GenerateOptions#DEVICE} to the concrete device of one subtask. */
 final class DeviceAssignment {
-    private static final Pattern CUDA = Pattern.compile("cuda:\\d+");
+    private static final Pattern DEVICE = Pattern.compile("cpu|cuda:\\d+");
 
     private DeviceAssignment() {}
 
     /**
-     * @return the setting, normalised
-     * @throws IllegalArgumentException unless it is cpu, cuda:N or auto
+     * @return the setting, normalised (lower case, no blanks)
+     * @throws IllegalArgumentException unless it is auto, or cpu / cuda:N, or a comma-separated list of those
      */
     static String validate(String setting) {
-        String value = setting.trim().toLowerCase(Locale.ROOT);
-        if (value.equals("cpu") || value.equals("auto") || CUDA.matcher(value).matches()) {
+        String value = setting.replace(" ", "").toLowerCase(Locale.ROOT);
+        if (value.equals("auto") || Arrays.stream(value.split(",", -1)).allMatch(d -> DEVICE.matcher(d).matches())) {
             return value;
         }
         throw new IllegalArgumentException("'" + GenerateOptions.DEVICE.key() + "' = " + setting
-                + ": expected cpu, cuda:N or auto");
+                + ": expected cpu, cuda:N, a list such as cuda:0,cuda:1, or auto");
     }
 
     /**
-     * @param setting {@code cpu}, {@code cuda:N} or {@code auto}
+     * @param setting {@code cpu}, {@code cuda:N}, a list of those (subtask i takes entry i modulo its length) or
+     *     {@code auto}
      * @param gpus the TaskManager's GPUs from Flink's external-resource info (each with an {@code index}
      *     property, as Flink's GPU plugin reports them)
      * @param subtaskIndex spreads the subtasks of a TaskManager with several GPUs and slots over its GPUs
@@ -36,7 +38,8 @@ final class DeviceAssignment {
     static String resolve(String setting, Collection<ExternalResourceInfo> gpus, int subtaskIndex) {
         String value = validate(setting);
         if (!value.equals("auto")) {
-            return value;
+            String[] devices = value.split(",");
+            return devices[subtaskIndex % devices.length];
         }
         List<String> indexes = gpus.stream()
                 .map(gpu -> gpu.getProperty("index").orElse(null))

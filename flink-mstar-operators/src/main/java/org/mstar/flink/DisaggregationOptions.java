@@ -48,10 +48,12 @@ public final class DisaggregationOptions {
     public static final ConfigOption<String> PREFILL_DEVICE = ConfigOptions.key("mstar.disaggregation.prefill.device")
             .stringType()
             .noDefaultValue()
-            .withDescription("Device of the prefill engines (cpu, cuda:N or auto); default: 'mstar.engine.device'.");
+            .withDescription("Device of the prefill engines (as 'mstar.engine.device': cpu, cuda:N, a list or"
+                    + " auto); default: 'mstar.engine.device'.");
 
     public static final ConfigOption<String> DECODE_DEVICE = ConfigOptions.key("mstar.disaggregation.decode.device")
             .stringType()
             .noDefaultValue()
-            .withDescription("Device of the decode engines (cpu, cuda:N or auto); default: 'mstar.engine.device'.");
+            .withDescription("Device of the decode engines (as 'mstar.engine.device': cpu, cuda:N, a list or"
+                    + " auto); default: 'mstar.engine.device'.");
 }

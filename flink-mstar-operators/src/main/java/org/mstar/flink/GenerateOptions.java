@@ -26,9 +26,10 @@ public final class GenerateOptions {
     public static final ConfigOption<String> DEVICE = ConfigOptions.key("mstar.engine.device")
             .stringType()
             .defaultValue("auto")
-            .withDescription("Where each subtask's engine runs: 'cpu', 'cuda:N', or 'auto', which takes a GPU from"
-                    + " Flink's external-resource info (named by 'mstar.engine.gpu-resource') and falls back to"
-                    + " 'cpu' when the TaskManager has none.");
+            .withDescription("Where each subtask's engine runs: 'cpu', 'cuda:N', a list such as 'cuda:0,cuda:1'"
+                    + " (subtask i takes entry i modulo its length: one TaskManager with several GPUs), or 'auto',"
+                    + " which takes a GPU from Flink's external-resource info (named by 'mstar.engine.gpu-resource')"
+                    + " and falls back to 'cpu' when the TaskManager has none.");
 
     public static final ConfigOption<String> GPU_RESOURCE = ConfigOptions.key("mstar.engine.gpu-resource")
             .stringType()

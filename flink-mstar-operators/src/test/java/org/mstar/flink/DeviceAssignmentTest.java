@@ -26,6 +26,15 @@ class DeviceAssignmentTest {
     }
 
     @Test
+    void aListGivesSubtaskIItsEntryIModuloTheLength() {
+        List<ExternalResourceInfo> gpus = List.of(gpu("5"));
+        assertThat(DeviceAssignment.resolve("cuda:0, CUDA:1", gpus, 0)).isEqualTo("cuda:0");
+        assertThat(DeviceAssignment.resolve("cuda:0, CUDA:1", gpus, 1)).isEqualTo("cuda:1");
+        assertThat(DeviceAssignment.resolve("cuda:0,cuda:1", gpus, 2)).isEqualTo("cuda:0");
+        assertThat(DeviceAssignment.resolve("cpu,cuda:3", gpus, 3)).isEqualTo("cuda:3");
+    }
+
+    @Test
     void autoWithoutGpusIsCpu() {
         assertThat(DeviceAssignment.resolve("auto", List.of(), 0)).isEqualTo("cpu");
     }
@@ -33,7 +42,9 @@ class DeviceAssignmentTest {
     @Test
     void anythingElseIsRejectedNamingTheOption() {
         assertThatThrownBy(() -> DeviceAssignment.validate("gpu0"))
-                .hasMessageContaining("mstar.engine.device").hasMessageContaining("cpu, cuda:N or auto");
+                .hasMessageContaining("mstar.engine.device").hasMessageContaining("cpu, cuda:N, a list");
+        assertThatThrownBy(() -> DeviceAssignment.validate("cuda:0,")).hasMessageContaining("mstar.engine.device");
+        assertThatThrownBy(() -> DeviceAssignment.validate("auto,cuda:0")).hasMessageContaining("mstar.engine.device");
     }
 
     private static ExternalResourceInfo gpu(String index) {

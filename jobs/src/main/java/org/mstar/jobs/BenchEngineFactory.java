@@ -3,9 +3,12 @@ package org.mstar.jobs;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
@@ -26,8 +29,8 @@ import org.mstar.model.llama.KvCacheOptions;
 final class BenchEngineFactory implements EngineFactory {
     private static final long serialVersionUID = 1L;
 
-    /** Engine steps run in this process by engines of this factory, over restarts. */
-    private static final AtomicLong STEPS = new AtomicLong();
+    /** Engine steps run in this process by engines of each role, over restarts. */
+    private static final Map<EngineRole, AtomicLong> STEPS = new ConcurrentHashMap<>();
     private static final List<String> EVENTS = Collections.synchronizedList(new ArrayList<>());
 
     private final String modelDir;
@@ -60,9 +63,11 @@ final class BenchEngineFactory implements EngineFactory {
         }
     }
 
-    /** @return the steps counted since the last reset */
-    static long resetSteps() {
-        return STEPS.getAndSet(0);
+    /** @return the steps of each role counted since the last reset */
+    static Map<EngineRole, Long> resetSteps() {
+        Map<EngineRole, Long> steps = new EnumMap<>(EngineRole.class);
+        STEPS.forEach((role, n) -> steps.put(role, n.getAndSet(0)));
+        return steps;
     }
 
     @Override
@@ -96,9 +101,9 @@ final class BenchEngineFactory implements EngineFactory {
 
         @Override
         public StepResult step() {
-            long step = STEPS.incrementAndGet();
+            long step = STEPS.computeIfAbsent(role, r -> new AtomicLong()).incrementAndGet();
             if (failAtSteps.contains(step)) {
-                EVENTS.add("injected failure at step " + step);
+                EVENTS.add("injected failure at " + role.name().toLowerCase(Locale.ROOT) + " step " + step);
                 throw new IllegalStateException("injected task failure at engine step " + step);
             }
             return engine.step();

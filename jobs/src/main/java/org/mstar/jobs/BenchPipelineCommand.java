@@ -63,7 +63,9 @@ final class BenchPipelineCommand implements Callable<Integer> {
 
     @Option(names = "--failures", paramLabel = "N",
             description = "After the table: run a failover load twice under EXACTLY_ONCE, uninterrupted and with N"
-                    + " injected task failures, and compare the committed outputs. Default: ${DEFAULT-VALUE}.")
+                    + " injected task failures, and compare the committed outputs. With --disaggregation: serve the"
+                    + " mixed load once more through the disaggregated job with N failures injected in the prefill"
+                    + " operator and N in the decode operator. Default: ${DEFAULT-VALUE}.")
     int failures = 0;
 
     @Option(names = "--failover-requests", paramLabel = "N",
@@ -77,6 +79,12 @@ final class BenchPipelineCommand implements Callable<Integer> {
                     + " the disaggregated one (prefill and decode operators, each with its own engine and KV pool on"
                     + " --device), and compare tokens/s, TTFT, inter-token latency and the hand-offs.")
     boolean disaggregation;
+
+    @Option(names = "--devices", paramLabel = "D1,D2", split = ",",
+            description = "With --disaggregation: two devices (e.g. cuda:0,cuda:1). Adds the colocated job at"
+                    + " parallelism 2 (one engine on each), and runs the disaggregated job's prefill on D1 and its"
+                    + " decode on D2. Default: everything on --device.")
+    List<String> devices;
 
     @Option(names = "--decoders", paramLabel = "N",
             description = "With --disaggregation: requests sent at the start; with the long prompts running beside"

@@ -14,6 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -29,6 +30,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
 import org.mstar.flink.DisaggregationOptions;
+import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.llama.KvCacheOptions;
@@ -39,16 +41,20 @@ import org.mstar.schemas.TokenEvent;
 
 /**
  * {@code mstar bench-pipeline --disaggregation}: one mixed load through the colocated job and through the
- * disaggregated job (prefill and decode operators, parallelism 1 + 1, each with its own engine and KV pool on the
- * same device). The load: {@code --decoders} requests with short prompts and long outputs sent at once, then
- * {@code --long-prompts} long prompts sent one by one while they decode. The point of disaggregation is what the
- * long prompts' prefills do to the decoders' inter-token latency.
+ * disaggregated job (prefill and decode operators, parallelism 1 + 1, each with its own engine and KV pool). The
+ * load: {@code --decoders} requests with short prompts and long outputs sent at once, then {@code --long-prompts}
+ * long prompts sent one by one while they decode. The point of disaggregation is what the long prompts' prefills
+ * do to the decoders' inter-token latency.
  *
- * <p>A warm-up job (disaggregated: it runs the code of both roles and of the hand-off) first serves a scaled-down
- * copy of the load; then each layout serves the load in a fresh job, whose metrics are read through
- * {@link BenchMetrics}, over the same weights. The
- * latencies are the client's: it records when it reads each TokenEvent from Kafka, so they include the trip through
- * the sink and the broker, alike for both layouts.
+ * <p>With one device every engine shares it. With two ({@code --devices}) the colocated job also runs at
+ * parallelism 2, one engine per device, and the disaggregated job prefills on the first and decodes on the second.
+ * With {@code --failures N} the disaggregated job serves the load once more under EXACTLY_ONCE with N task failures
+ * injected in each operator, and its committed outputs are compared with the uninterrupted layouts'.
+ *
+ * <p>A warm-up job per layout first serves a scaled-down copy of the load (every code path, both engines, the
+ * hand-off); then each layout serves the load in a fresh job, whose metrics are read through {@link BenchMetrics},
+ * over the same weights. The latencies are the client's: it records when it reads each TokenEvent from Kafka, so
+ * they include the trip through the sink and the broker, alike for every layout.
  */
 final class DisaggregationBench {
     private static final int PAGE_SIZE = 16;
@@ -70,10 +76,34 @@ final class DisaggregationBench {
         }
     }
 
-    /** One layout's measurement. */
+    /**
+     * Where a job's engines run: one colocated operator at {@code parallelism} over {@code device} (a device list
+     * gives subtask i entry i), or prefill and decode operators of parallelism 1 each; {@code failAt} the engine
+     * steps of each role at which a task fails.
+     */
+    private record Layout(String name, boolean split, int parallelism, String device, String prefillDevice,
+                          String decodeDevice, Map<EngineRole, Set<Long>> failAt) {
+        static Layout colocated(String name, List<String> devices) {
+            return new Layout(name, false, devices.size(), String.join(",", devices), null, null, Map.of());
+        }
+
+        static Layout disaggregated(String name, String prefillDevice, String decodeDevice) {
+            return new Layout(name, true, 1, null, prefillDevice, decodeDevice, Map.of());
+        }
+
+        Layout failing(String newName, Map<EngineRole, Set<Long>> steps) {
+            return new Layout(newName, split, parallelism, device, prefillDevice, decodeDevice, steps);
+        }
+
+        int failures() {
+            return failAt.values().stream().mapToInt(Set::size).sum();
+        }
+    }
+
+    /** One layout's measurement; {@code duplicates} counts tokens the client read twice. */
     private record Measured(long tokens, double seconds, List<Double> decoderTtftMs, List<Double> longTtftMs,
                             List<Double> decodeGapsMs, List<Double> operatorItlMs,
-                            Map<String, List<Integer>> outputs, Handoffs handoffs) {
+                            Map<String, List<Integer>> outputs, long duplicates, Handoffs handoffs) {
         double tokensPerSecond() {
             return tokens / seconds;
         }
@@ -81,13 +111,9 @@ final class DisaggregationBench {
 
     static int run(BenchPipelineCommand flags, Path modelDir, Long seed, ModelConfig config, Path work,
             PrintWriter out, PrintWriter err) throws Exception {
-        if (flags.failures > 0) {
-            throw new IllegalArgumentException("--disaggregation and --failures are separate runs: give one of them");
-        }
-        if (flags.decoders < 1 || flags.longPrompts < 0 || flags.longPromptLens.isEmpty()
-                || flags.longPromptLens.stream().anyMatch(n -> n < 1)) {
-            throw new IllegalArgumentException("--disaggregation needs --decoders >= 1, --long-prompts >= 0 and"
-                    + " positive --long-prompt-lens");
+        List<String> devices = flags.devices == null ? List.of(flags.device) : flags.devices;
+        if (devices.size() > 2 || devices.stream().anyMatch(d -> d.isBlank() || d.contains(","))) {
+            throw new IllegalArgumentException("--devices takes one or two devices, e.g. cuda:0,cuda:1");
         }
         int longest = Math.max(flags.decoderPromptLen + flags.decoderMaxTokens,
                 Collections.max(flags.longPromptLens) + flags.longMaxTokens);
@@ -113,38 +139,87 @@ final class DisaggregationBench {
                 .filter(a -> a.decoder() || a.request().getRequestId().equals("warm-long-0"))
                 .map(a -> new Arrival(a.request(), 0, a.decoder())).toList();
 
-        long start = System.nanoTime();
-        BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.device);
-        shared.turn().device().setBatchInvariant(flags.batchInvariant);
-        err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
-                shared.turn().device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - start) / 1e9);
+        for (String device : new LinkedHashSet<>(devices)) {
+            long start = System.nanoTime();
+            BenchModels.Loaded shared = BenchModels.get(modelDir, seed, device);
+            shared.turn().device().setBatchInvariant(flags.batchInvariant);
+            err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
+                    shared.turn().device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - start) / 1e9);
+        }
         err.flush();
 
+        List<Layout> layouts = new ArrayList<>();
+        layouts.add(Layout.colocated("colocated", devices.subList(0, 1)));
+        if (devices.size() == 2) {
+            layouts.add(Layout.colocated("colocated x2", devices));
+        }
+        layouts.add(Layout.disaggregated("disaggregated", devices.get(0), devices.get(devices.size() - 1)));
         Map<String, Measured> measured = new LinkedHashMap<>();
+        Map<EngineRole, Long> disaggregatedSteps = Map.of();
+        int eventsBefore;
         try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {
-            Job warm = Job.start(broker, "warm-up", flags, work, true, modelDir, seed, colocated, prefill, decode);
-            try {
-                warm.serve(warmUp, flags.timeoutSeconds);
-            } finally {
-                warm.close();
+            for (Layout layout : layouts) {
+                Job warm = Job.start(broker, "warm-up " + layout.name(), flags, work, layout, modelDir, seed,
+                        colocated, prefill, decode);
+                try {
+                    warm.serve(warmUp, flags.timeoutSeconds);
+                } finally {
+                    warm.close();
+                }
             }
-            for (boolean split : new boolean[] {false, true}) {
-                String layout = split ? "disaggregated" : "colocated";
+            for (Layout layout : layouts) {
                 BenchMetrics.reset();
-                Job job = Job.start(broker, layout, flags, work, split, modelDir, seed, colocated, prefill, decode);
+                BenchEngineFactory.resetSteps();
+                Job job = Job.start(broker, layout.name(), flags, work, layout, modelDir, seed, colocated, prefill,
+                        decode);
                 try {
                     long phaseStart = System.currentTimeMillis();
                     Measured m = job.serve(load, flags.timeoutSeconds);
-                    PipelineBench.phase(err, layout, phaseStart);
-                    measured.put(layout, split ? withHandoffs(m) : m);
+                    PipelineBench.phase(err, layout.name(), phaseStart);
+                    measured.put(layout.name(), layout.split() ? withHandoffs(m) : m);
+                } finally {
+                    job.close();
+                }
+                if (layout.split()) {
+                    disaggregatedSteps = BenchEngineFactory.resetSteps();
+                }
+            }
+            eventsBefore = BenchEngineFactory.events().size();
+            if (flags.failures > 0) {
+                Layout failing = layouts.get(layouts.size() - 1).failing("disaggregated, " + flags.failures
+                        + " failures per operator", spreadFailures(disaggregatedSteps, flags.failures));
+                BenchMetrics.reset();
+                BenchEngineFactory.resetSteps();
+                Job job = Job.start(broker, failing.name(), flags, work, failing, modelDir, seed, colocated, prefill,
+                        decode);
+                try {
+                    long phaseStart = System.currentTimeMillis();
+                    measured.put(failing.name(), job.serve(load, flags.timeoutSeconds));
+                    PipelineBench.phase(err, failing.name(), phaseStart);
                 } finally {
                     job.close();
                 }
             }
         }
-        out.print(table(flags, measured, load));
+        out.print(table(flags, devices, measured, load));
+        List<String> events = BenchEngineFactory.events();
+        events.subList(eventsBefore, events.size()).forEach(e -> out.println("  " + e));
         out.flush();
         return 0;
+    }
+
+    /** {@code n} failures per role at steps spread evenly over that role's steps in an uninterrupted run. */
+    private static Map<EngineRole, Set<Long>> spreadFailures(Map<EngineRole, Long> steps, int n) {
+        Map<EngineRole, Set<Long>> failAt = new LinkedHashMap<>();
+        for (EngineRole role : List.of(EngineRole.PREFILL, EngineRole.DECODE)) {
+            long total = steps.getOrDefault(role, 0L);
+            Set<Long> at = new TreeSet<>();
+            for (int i = 1; i <= n; i++) {
+                at.add(Math.max(1, total * i / (n + 1)));
+            }
+            failAt.put(role, at);
+        }
+        return failAt;
     }
 
     private static EngineOptions options(int rows, int budget, int maxSeqLen, int pages, EngineRole role) {
@@ -196,7 +271,7 @@ final class DisaggregationBench {
                     + " imported " + count);
         }
         return new Measured(m.tokens(), m.seconds(), m.decoderTtftMs(), m.longTtftMs(), m.decodeGapsMs(),
-                m.operatorItlMs(), m.outputs(), new Handoffs(count, BenchMetrics.count(DECODE, "handoffRecords"),
+                m.operatorItlMs(), m.outputs(), m.duplicates(), new Handoffs(count, BenchMetrics.count(DECODE, "handoffRecords"),
                         BenchMetrics.count(DECODE, "handoffBytes"), sizes.getMean(), latency.getMean(),
                         latency.getQuantile(0.5), latency.getQuantile(0.99)));
     }
@@ -204,30 +279,42 @@ final class DisaggregationBench {
     /** One job of one layout on its own topics, with a client. */
     private record Job(JobClient job, GenerateClient client, String name) implements AutoCloseable {
         static Job start(EmbeddedKafkaBroker broker, String name, BenchPipelineCommand flags, Path work,
-                boolean disaggregated, Path modelDir, Long seed, EngineOptions colocated, EngineOptions prefill,
+                Layout layout, Path modelDir, Long seed, EngineOptions colocated, EngineOptions prefill,
                 EngineOptions decode) throws Exception {
-            String requests = name + "-requests";
-            String responses = name + "-responses";
+            String topic = name.replaceAll("[^A-Za-z0-9]+", "-");
+            String requests = topic + "-requests";
+            String responses = topic + "-responses";
             broker.createTopics(1, requests, responses);
-            Configuration conf = PipelineBench.jobConfig(name, flags, 0, work);
+            Configuration conf = PipelineBench.jobConfig(topic, flags, 2 * layout.failures(), work);
             BenchMetrics.configure(conf);
             GenerationPipeline.Builder pipeline = GenerationPipeline.builder()
                     .configure(conf)
                     .bootstrapServers(broker.bootstrapServers())
                     .requestsTopic(requests)
                     .responsesTopic(responses)
-                    .deliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE);
-            if (disaggregated) {
+                    .transactionalIdPrefix("mstar-" + topic)
+                    // the failover run is about what a read_committed client gets; the others about latency
+                    .deliveryGuarantee(layout.failures() > 0 ? DeliveryGuarantee.EXACTLY_ONCE
+                            : DeliveryGuarantee.AT_LEAST_ONCE);
+            Map<EngineRole, Set<Long>> failAt = layout.failAt();
+            if (layout.split()) {
                 pipeline.disaggregated(true)
                         .set(DisaggregationOptions.PREFILL_PARALLELISM, 1)
                         .set(DisaggregationOptions.DECODE_PARALLELISM, 1)
+                        .set(DisaggregationOptions.PREFILL_DEVICE, layout.prefillDevice())
+                        .set(DisaggregationOptions.DECODE_DEVICE, layout.decodeDevice())
                         .set(DisaggregationOptions.HANDOFF_RECORD_SIZE, MemorySize.parse(flags.handoffRecordSize))
-                        .prefillEngineFactory(new BenchEngineFactory(modelDir, seed, prefill, Set.of()))
-                        .decodeEngineFactory(new BenchEngineFactory(modelDir, seed, decode, Set.of()));
+                        .prefillEngineFactory(new BenchEngineFactory(modelDir, seed, prefill,
+                                failAt.getOrDefault(EngineRole.PREFILL, Set.of())))
+                        .decodeEngineFactory(new BenchEngineFactory(modelDir, seed, decode,
+                                failAt.getOrDefault(EngineRole.DECODE, Set.of())));
             } else {
-                pipeline.engineFactory(new BenchEngineFactory(modelDir, seed, colocated, Set.of()));
+                conf.set(GenerateOptions.DEVICE, layout.device());
+                pipeline.engineFactory(new BenchEngineFactory(modelDir, seed, colocated,
+                        failAt.getOrDefault(EngineRole.COLOCATED, Set.of())));
             }
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(layout.parallelism(),
+                    conf);
             pipeline.build().addTo(env);
             JobClient job = env.executeAsync("mstar bench-pipeline " + name);
             return new Job(job, new GenerateClient(broker.bootstrapServers(), requests, responses), name);
@@ -240,6 +327,7 @@ final class DisaggregationBench {
         Measured serve(List<Arrival> arrivals, long timeoutSeconds) throws Exception {
             Map<String, Long> sent = new ConcurrentHashMap<>();
             Map<String, Map<Integer, Long>> received = new HashMap<>();
+            long[] duplicates = {0};
             Map<String, List<Integer>> outputs = new LinkedHashMap<>();
             Map<String, Double> operatorItl = new HashMap<>();
             List<String> errors = new ArrayList<>();
@@ -268,7 +356,10 @@ final class DisaggregationBench {
                     Object event = response.getEvent();
                     long now = System.nanoTime();
                     if (event instanceof TokenEvent t) {
-                        received.computeIfAbsent(t.getRequestId(), k -> new HashMap<>()).put(t.getIndex(), now);
+                        if (received.computeIfAbsent(t.getRequestId(), k -> new HashMap<>())
+                                .putIfAbsent(t.getIndex(), now) != null) {
+                            duplicates[0]++;
+                        }
                     } else if (event instanceof GenerateResult r) {
                         outputs.put(r.getRequestId(), List.copyOf(r.getTokenIds()));
                         operatorItl.put(r.getRequestId(), r.getTimings().getMeanInterTokenMs());
@@ -309,7 +400,8 @@ final class DisaggregationBench {
                 }
             }
             long tokens = outputs.values().stream().mapToLong(List::size).sum();
-            return new Measured(tokens, (last[0] - t0) / 1e9, decoderTtft, longTtft, gaps, itl, outputs, null);
+            return new Measured(tokens, (last[0] - t0) / 1e9, decoderTtft, longTtft, gaps, itl, outputs,
+                    duplicates[0], null);
         }
 
         @Override
@@ -319,26 +411,29 @@ final class DisaggregationBench {
         }
     }
 
-    private static String table(BenchPipelineCommand flags, Map<String, Measured> measured, List<Arrival> load) {
+    private static String table(BenchPipelineCommand flags, List<String> devices, Map<String, Measured> measured,
+            List<Arrival> load) {
         StringBuilder b = new StringBuilder();
         long longOnes = load.stream().filter(a -> !a.decoder()).count();
         b.append(String.format(Locale.ROOT, "Disaggregation: %d decoders (%d prompt tokens, %d generated) sent at"
                         + " once; %d long prompts (%s tokens, %d generated) sent from %d ms on, %d ms apart;"
-                        + " greedy, EOS ignored; hand-off records of at most %s%n%n",
+                        + " greedy, EOS ignored; hand-off records of at most %s; devices %s; batch-invariant numerics"
+                        + " %s%n%n",
                 flags.decoders, flags.decoderPromptLen, flags.decoderMaxTokens, longOnes, flags.longPromptLens,
-                flags.longMaxTokens, flags.longStartMillis, flags.longIntervalMillis, flags.handoffRecordSize));
-        b.append("| layout | requests | tokens | tok/s | same tokens | TTFT p50/p99 ms decoders | TTFT p50/p99 ms long"
+                flags.longMaxTokens, flags.longStartMillis, flags.longIntervalMillis, flags.handoffRecordSize,
+                String.join(", ", devices), flags.batchInvariant ? "on" : "off"));
+        b.append("| layout | requests | tokens | tok/s | same tokens | tokens read twice | TTFT p50/p99 ms decoders | TTFT p50/p99 ms long"
                 + " prompts | decode ITL p50/p99 ms (client, per token) | decode ITL p50/p99 ms (operator, mean per"
                 + " request) | hand-offs | hand-off MB | hand-off GB/s | hand-off latency p50/p99 ms |\n");
-        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         Measured reference = measured.get("colocated");
         measured.forEach((layout, m) -> {
             long same = reference.outputs().entrySet().stream()
                     .filter(o -> o.getValue().equals(m.outputs().get(o.getKey()))).count();
             Handoffs h = m.handoffs();
-            b.append(String.format(Locale.ROOT, "| %s | %d | %d | %.0f | %d of %d | %s | %s | %s | %s | %s | %s | %s"
-                            + " | %s |%n", layout, m.outputs().size(), m.tokens(), m.tokensPerSecond(), same,
-                    reference.outputs().size(), pair(m.decoderTtftMs()), pair(m.longTtftMs()), pair(m.decodeGapsMs()),
+            b.append(String.format(Locale.ROOT, "| %s | %d | %d | %.0f | %d of %d | %d | %s | %s | %s | %s | %s | %s"
+                            + " | %s | %s |%n", layout, m.outputs().size(), m.tokens(), m.tokensPerSecond(), same,
+                    reference.outputs().size(), m.duplicates(), pair(m.decoderTtftMs()), pair(m.longTtftMs()), pair(m.decodeGapsMs()),
                     pair(m.operatorItlMs()),
                     h == null ? "-" : h.count() + " (" + h.records() + " records)",
                     h == null ? "-" : String.format(Locale.ROOT, "%.1f", h.bytes() / 1e6),

@@ -28,6 +28,7 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.FileUtils;
 import org.mstar.engine.EngineOptions;
+import org.mstar.engine.EngineRole;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
@@ -168,7 +169,7 @@ final class PipelineBench {
         BenchEngineFactory.resetSteps();
         JobRun.Served reference = serveOnce(broker, "reference", new BenchEngineFactory(modelDir, seed, options,
                 Set.of()), flags, 0, load, work);
-        long steps = BenchEngineFactory.resetSteps();
+        long steps = BenchEngineFactory.resetSteps().getOrDefault(EngineRole.COLOCATED, 0L);
         JobRun.Served control = serveOnce(broker, "control", new BenchEngineFactory(modelDir, seed, options,
                 Set.of()), flags, 0, load, work);
         Set<Long> failAt = new TreeSet<>();

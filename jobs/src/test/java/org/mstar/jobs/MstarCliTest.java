@@ -159,6 +159,17 @@ class MstarCliTest {
     }
 
     @Test
+    void framesStreamsEverySessionThroughTheJobWithMoreSessionsThanRings() {
+        int code = run("frames", "--sessions", "3", "--frames", "2", "--resident", "2", "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        assertThat(err.toString()).contains("random frame model", "9 of 9 frames, 0 errors");
+        for (String session : new String[] {"session-0", "session-1", "session-2"}) {
+            assertThat(out.toString().lines().filter(l -> l.startsWith(session + " frame ")).count()).isEqualTo(3);
+        }
+    }
+
+    @Test
     void benchPipelineComparesTheJobWithTheEngineAndSurvivesInjectedFailures() {
         int code = run("bench-pipeline", "--batches", "2", "--prompt-len", "16", "--max-tokens", "8", "--mixed", "4",
                 "--failures", "2", "--failover-requests", "4", "--pages", "128", "--timeout", "120");
@@ -168,32 +179,39 @@ class MstarCliTest {
                 "complete, each token committed once and in order: 4 of 4",
                 "committed outputs identical to the uninterrupted run: 4 of 4",
                 "a second uninterrupted run identical to the first: 4 of 4");
-        assertThat(out.toString().lines().filter(l -> l.startsWith("  injected failure at step")).count())
+        assertThat(out.toString().lines().filter(l -> l.startsWith("  injected failure at colocated step")).count())
                 .isEqualTo(2);
         assertThat(out.toString().lines().filter(l -> l.contains("weights reused from the cache")).count())
                 .isGreaterThanOrEqualTo(2);
     }
 
     @Test
-    void benchPipelineComparesTheColocatedAndTheDisaggregatedJobUnderAMixedLoad() {
-        int code = run("bench-pipeline", "--disaggregation", "--decoders", "4", "--decoder-prompt-len", "8",
+    void benchPipelineComparesTheLayoutsOverTwoDevicesAndRecoversEachOperatorFromAFailure() {
+        int code = run("bench-pipeline", "--disaggregation", "--devices", "cpu,cpu", "--failures", "1",
+                "--decoders", "4", "--decoder-prompt-len", "8",
                 "--decoder-max-tokens", "24", "--long-prompts", "2", "--long-prompt-lens", "96,160",
                 "--long-max-tokens", "4", "--long-start", "20", "--long-interval", "20", "--pages", "128",
-                "--decode-pages", "96", "--handoff-record-size", "16kb", "--timeout", "120");
+                "--decode-pages", "96", "--handoff-record-size", "16kb", "--checkpoint-interval", "100",
+                "--timeout", "120");
 
         assertThat(code).as("exit code; stderr:%n%s", err).isZero();
         String table = out.toString();
-        assertThat(table).contains("Disaggregation: 4 decoders", "| colocated | 6 | 104 |",
-                "| disaggregated | 6 | 104 |");
-        String disaggregated = table.lines().filter(l -> l.startsWith("| disaggregated")).findFirst().orElseThrow();
-        // the CPU path is batch-invariant: the layouts generate the same tokens
-        assertThat(disaggregated).contains("| 6 of 6 |");
+        assertThat(table).contains("Disaggregation: 4 decoders", "devices cpu, cpu", "| colocated | 6 | 104 |",
+                "| colocated x2 | 6 | 104 |", "| disaggregated | 6 | 104 |",
+                "| disaggregated, 1 failures per operator | 6 | 104 |");
+        // the CPU path is batch-invariant: every layout, and the run with failures, generates the same tokens, and a
+        // read_committed client reads each token once despite the restarts
+        assertThat(table.lines().filter(l -> l.startsWith("| ")).skip(1))
+                .hasSize(4).allSatisfy(row -> assertThat(row).contains("| 6 of 6 | 0 |"));
+        String disaggregated = table.lines().filter(l -> l.startsWith("| disaggregated |")).findFirst().orElseThrow();
         // every request is handed off once; the long prompts' KV spans several 16 KiB records
         assertThat(disaggregated).containsPattern("\\| 6 \\((\\d+) records\\) \\|");
         int records = Integer.parseInt(disaggregated.replaceAll(".*\\| 6 \\((\\d+) records\\).*", "$1"));
         assertThat(records).isGreaterThan(6);
-        assertThat(table.lines().filter(l -> l.startsWith("| colocated")).findFirst().orElseThrow())
+        assertThat(table.lines().filter(l -> l.startsWith("| colocated |")).findFirst().orElseThrow())
                 .contains("| - | - | - | - |");
+        assertThat(table.lines().filter(l -> l.startsWith("  injected failure at prefill step"))).hasSize(1);
+        assertThat(table.lines().filter(l -> l.startsWith("  injected failure at decode step"))).hasSize(1);
     }
 
     private int run(String... args) {

@@ -6,6 +6,7 @@ import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.Philox;
 import org.mstar.device.ProbabilitySampler;
 import org.mstar.device.RaggedAttentionPlan;
+import org.mstar.device.RingAttentionPlan;
 import org.mstar.device.RopeParams;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
@@ -277,6 +278,35 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     // ---- end of encoder ops ----
 
+    // ---- Decode fusions ----
+
+    /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
+    @Override
+    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
+        CpuTensor o = CpuTensor.of(out);
+        long inter = o.dim(-1);
+        if (gateUpWeight.rank() != 2 || gateUpWeight.dim(0) != 2 * inter || gateUp.dtype() != o.dtype()) {
+            throw new IllegalArgumentException("gateUpActivation: weight " + gateUpWeight + " must be [" + 2 * inter
+                    + ", K] and gateUp " + gateUp + " of the dtype of out " + o);
+        }
+        matmul(x, gateUpWeight, null, gateUp);
+        if (geluTanh) {
+            geluTanhMul(gateUp, o);
+        } else {
+            siluMul(gateUp, o);
+        }
+    }
+
+    /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
+    @Override
+    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
+            RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        matmul(x, qkvWeight, qkvBias, qkv);
+        qkvRopeAppend(qkv, posIds, params, pool, layer, pageIdx, offsets, q);
+    }
+
+    // ---- end of decode fusions ----
+
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);
@@ -470,5 +500,34 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     @Override
     public void close() {
         loop.close();
+    }
+
+    // ---------------------------------------------------------------- frame streams (ring KV)
+
+    @Override
+    public void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out) {
+        CpuRingAttention.run(loop, CpuTensor.of(q), CpuTensor.of(ring), plan, CpuTensor.of(out));
+    }
+
+    @Override
+    public void ringAppend(Tensor k, Tensor v, Tensor ring, Tensor rows) {
+        CpuTensor ks = CpuTensor.of(k);
+        CpuTensor vs = CpuTensor.of(v);
+        CpuTensor r = CpuTensor.of(ring);
+        CpuTensor idx = CpuTensor.of(rows);
+        int n = idx.size();
+        int width = r.rank() == 4 && r.dim(1) == 2 ? (int) (r.dim(2) * r.dim(3)) : -1;
+        if (width < 0 || ks.size() != n * width || vs.size() != n * width) {
+            throw new IllegalArgumentException("ringAppend: k " + ks + ", v " + vs + " must be " + n
+                    + " rows of a ring buffer's [2, kvHeads, headDim], got " + r);
+        }
+        for (int i = 0; i < n; i++) {
+            int row = idx.getInt(i);
+            if (row < 0 || row >= r.dim(0)) {
+                throw new IndexOutOfBoundsException("ring row " + row + " outside a buffer of " + r.dim(0));
+            }
+            FloatRows.copy(ks, i * width, r, row * 2 * width, width);
+            FloatRows.copy(vs, i * width, r, (row * 2 + 1) * width, width);
+        }
     }
 }

@@ -29,6 +29,10 @@ import org.mstar.device.Tensor;
 public final class CudaDevice implements Device {
     /** Host transfers are staged through pinned memory in chunks of at most this size. */
     private static final int STAGING_BYTES = 64 << 20;
+    /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/perf.md). */
+    public static final int DEFAULT_SKINNY_MATMUL_ROWS = 16;
+    /** Most rows the skinny-matmul kernel serves. */
+    public static final int MAX_SKINNY_MATMUL_ROWS = SkinnyMatmul.MAX_ROWS;
 
     private final CudaContext context;
     private final CudaStream stream;
@@ -42,6 +46,8 @@ public final class CudaDevice implements Device {
     private PinnedBuffer staging;
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
+    private int skinnyMatmulRows = DEFAULT_SKINNY_MATMUL_ROWS;
+    private boolean fusedGemv;
     private boolean batchInvariant;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
@@ -116,6 +122,36 @@ public final class CudaDevice implements Device {
 
     boolean tensorCorePrefill() {
         return tensorCorePrefill;
+    }
+
+    /**
+     * bf16 matmuls of at most this many rows (decode steps; 0 for none) run on the skinny-matmul kernel instead
+     * of cuBLAS; the GPU harness changes it to measure the one against the other on the same model.
+     */
+    public void setSkinnyMatmulRows(int rows) {
+        if (rows < 0 || rows > MAX_SKINNY_MATMUL_ROWS) {
+            throw new IllegalArgumentException("skinny matmul rows must be 0.." + MAX_SKINNY_MATMUL_ROWS + ", got "
+                    + rows);
+        }
+        this.skinnyMatmulRows = rows;
+    }
+
+    public int skinnyMatmulRows() {
+        return skinnyMatmulRows;
+    }
+
+    /**
+     * Whether steps of a few rows run the projections that have a fused epilogue (qkv + RoPE + KV append, gate/up +
+     * activation) through the GEMV kernels of gemv_fused.cu, or (the default) through cuBLAS and the separate ops.
+     * Off by default until the GPU harness, which switches it on for its checks and measures both ways on the same
+     * model, has run them on an H200 (docs/perf.md, "Decode fusions").
+     */
+    public void setFusedGemv(boolean on) {
+        this.fusedGemv = on;
+    }
+
+    boolean fusedGemv() {
+        return fusedGemv;
     }
 
     /**

@@ -6,9 +6,11 @@ import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.RaggedAttentionPlan;
+import org.mstar.device.RingAttentionPlan;
 import org.mstar.device.RopeParams;
 import org.mstar.device.SamplingBatch;
 import org.mstar.device.Tensor;
+import org.mstar.device.UnsupportedOnDeviceException;
 
 /**
  * {@link ComputeOps} on one GPU: every op validates shapes on the host, then enqueues kernels of the
@@ -16,6 +18,12 @@ import org.mstar.device.Tensor;
  * reads device memory back, so any sequence of ops can be captured into a {@link CudaGraph}.
  */
 public final class CudaOps implements ComputeOps, AutoCloseable {
+    /**
+     * The most rows {@link #gateUpActivation} and {@link #qkvProjectionRopeAppend} send to their GEMV kernels
+     * (GEMV_MAX_ROWS of gemv_fused.cu).
+     */
+    static final int GEMV_MAX_ROWS = 4;
+
     private final CudaDevice device;
     private final Elementwise elementwise;
     private final CudaMatmul matmul;
@@ -251,6 +259,116 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     // ---- end of encoder ops ----
+
+    // ---- Decode fusions ----
+
+    /**
+     * Up to {@link #GEMV_MAX_ROWS} rows with bf16 weights: one GEMV kernel that applies the activation to its
+     * own sums (no intermediate, no second launch). Otherwise, with {@link CudaDevice#setFusedGemv} off, and always
+     * under batch-invariant numerics (whose GEMMs must not depend on the row count), the matmul into scratch and the
+     * activation kernel.
+     */
+    @Override
+    public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
+        CudaTensor xs = t(x, "gateUpActivation x");
+        CudaTensor w = t(gateUpWeight, "gateUpActivation weight");
+        CudaTensor gu = t(gateUp, "gateUpActivation gateUp");
+        CudaTensor o = t(out, "gateUpActivation out");
+        long inter = o.dim(-1);
+        if (w.rank() != 2 || w.dim(0) != 2 * inter) {
+            throw new IllegalArgumentException("gateUpActivation: weight " + w + " must be [" + 2 * inter
+                    + ", K] for out " + o);
+        }
+        long k = w.dim(1);
+        int rows = rowsOf(xs, k, "gateUpActivation x");
+        if (o.numel() != rows * inter || gu.numel() != 2L * rows * inter || gu.dtype() != o.dtype()) {
+            throw new IllegalArgumentException("gateUpActivation: out " + o + " must be [" + rows + ", " + inter
+                    + "] and gateUp " + gu + " [" + rows + ", " + 2 * inter + "] of its dtype");
+        }
+        if (rows == 0) {
+            return;
+        }
+        device.enter();
+        boolean gemv = rows <= GEMV_MAX_ROWS && device.fusedGemv() && !device.batchInvariant()
+                && w.dtype() == DType.BF16 && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0;
+        if (gemv) {
+            int warpsPerBlock = 8;
+            kernel("gate_up_act_gemv").launch(device.stream(), Math.toIntExact((inter + warpsPerBlock - 1) / warpsPerBlock),
+                    1, 1, 32 * warpsPerBlock, 0, new KernelArgs().tensor(w).tensor(xs).i32(code(xs)).tensor(o)
+                            .i32(code(o)).i32(rows).i32(Math.toIntExact(inter)).i32(Math.toIntExact(k)).flag(geluTanh),
+                    "gateUpActivation");
+            return;
+        }
+        matmul.matmul(xs, w, null, gu);
+        elementwise.launch(geluTanh ? "gelu_tanh_mul" : "silu_mul", o.numel(), new KernelArgs().tensor(gu)
+                .i32(code(gu)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
+    }
+
+    /**
+     * Up to {@link #GEMV_MAX_ROWS} rows with bf16 weights: one GEMV kernel whose epilogue rotates q and k and
+     * writes k and v into the pool. Otherwise (as for {@link #gateUpActivation}) the matmul into scratch and
+     * {@link #qkvRopeAppend}.
+     */
+    @Override
+    public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
+            RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        CudaTensor xs = t(x, "qkvProjectionRopeAppend x");
+        CudaTensor qkvT = t(qkv, "qkvProjectionRopeAppend qkv");
+        CudaTensor w = t(qkvWeight, "qkvProjectionRopeAppend weight");
+        CudaTensor b = CudaTensor.ofNullable(qkvBias, "qkvProjectionRopeAppend bias");
+        CudaTensor pos = t(posIds, "qkvProjectionRopeAppend posIds");
+        CudaTensor p = t(pool, "qkvProjectionRopeAppend pool");
+        CudaTensor pages = t(pageIdx, "qkvProjectionRopeAppend pageIdx");
+        CudaTensor offs = t(offsets, "qkvProjectionRopeAppend offsets");
+        CudaTensor qs = t(q, "qkvProjectionRopeAppend q");
+        requireType(pos, DType.I32, "qkvProjectionRopeAppend posIds");
+        requireType(pages, DType.I32, "qkvProjectionRopeAppend pageIdx");
+        requireType(offs, DType.I32, "qkvProjectionRopeAppend offsets");
+        requirePool(p, "qkvProjectionRopeAppend");
+        if (w.rank() != 2) {
+            throw new IllegalArgumentException("qkvProjectionRopeAppend: weight must be [width, K], got " + w);
+        }
+        long n = pages.numel();
+        long k = w.dim(1);
+        int kvHeads = (int) p.dim(4);
+        int headDim = (int) p.dim(5);
+        if (n == 0) {
+            return;
+        }
+        int qHeads = rowsOf(qs, n * headDim, "qkvProjectionRopeAppend q");
+        if (w.dim(0) != (long) (qHeads + 2 * kvHeads) * headDim || xs.numel() != n * k || pos.numel() != n
+                || offs.numel() != n || (b != null && b.numel() != w.dim(0)) || qkvT.numel() != n * w.dim(0)) {
+            throw new IllegalArgumentException("qkvProjectionRopeAppend: x " + xs + ", weight " + w + ", bias " + b
+                    + ", qkv " + qkvT + " disagree with " + n + " tokens of " + qHeads + " q and " + kvHeads
+                    + " kv heads of " + headDim);
+        }
+        if (params.rotaryDim() % 2 != 0 || params.rotaryDim() > headDim || params.rotaryDim() <= 0) {
+            throw new IllegalArgumentException("qkvProjectionRopeAppend: rotaryDim " + params.rotaryDim()
+                    + " must be even and in (0, " + headDim + "]");
+        }
+        if (layer < 0 || layer >= p.dim(0)) {
+            throw new IllegalArgumentException("qkvProjectionRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
+        }
+        device.enter();
+        boolean gemv = n <= GEMV_MAX_ROWS && device.fusedGemv() && !device.batchInvariant()
+                && w.dtype() == DType.BF16 && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0 && headDim % 2 == 0;
+        if (!gemv) {
+            matmul.matmul(xs, w, b, qkvT);
+            qkvRopeAppend(qkvT, pos, params, p, layer, pages, offs, qs);
+            return;
+        }
+        CudaTensor inv = ropeTables.table(params);
+        int warpsPerBlock = 4;
+        long pairs = w.dim(0) / 2;
+        kernel("qkv_rope_append_gemv").launch(device.stream(), Math.toIntExact((pairs + warpsPerBlock - 1) / warpsPerBlock),
+                1, 1, 32 * warpsPerBlock, 0, new KernelArgs().tensor(w).tensor(xs).i32(code(xs)).tensor(b)
+                        .i32(b == null ? 0 : code(b)).i32(code(qkvT)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs))
+                        .tensor(p).i32(code(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1))
+                        .i32((int) p.dim(3)).i32((int) n).i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim())
+                        .flag(params.interleave()).i32(Math.toIntExact(k)), "qkvProjectionRopeAppend");
+    }
+
+    // ---- end of decode fusions ----
 
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
@@ -512,5 +630,62 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     public void close() {
         matmul.close();
         ropeTables.close();
+    }
+
+    // ---------------------------------------------------------------- frame streams (ring KV)
+
+    /** Query rows per block of {@code ring_attention}: its kRingWarps. */
+    private static final int RING_WARPS = 4;
+
+    @Override
+    public void ringAttention(Tensor q, Tensor ring, RingAttentionPlan plan, Tensor out) {
+        CudaTensor qs = t(q, "ringAttention q");
+        CudaTensor r = t(ring, "ringAttention ring");
+        CudaTensor o = t(out, "ringAttention out");
+        CudaTensor qoIndptr = t(plan.qoIndptr(), "ringAttention qoIndptr");
+        CudaTensor kvIndptr = t(plan.kvIndptr(), "ringAttention kvIndptr");
+        CudaTensor kvRows = t(plan.kvRows(), "ringAttention kvRows");
+        requireType(qoIndptr, DType.I32, "ringAttention qoIndptr");
+        requireType(kvIndptr, DType.I32, "ringAttention kvIndptr");
+        requireType(kvRows, DType.I32, "ringAttention kvRows");
+        if (r.rank() != 4 || r.dim(1) != 2) {
+            throw new IllegalArgumentException("ringAttention: ring buffer must be [rows, 2, kvHeads, headDim], got " + r);
+        }
+        int kvHeads = (int) r.dim(2);
+        int headDim = (int) r.dim(3);
+        if (headDim % 32 != 0 || headDim > 256) {
+            throw new UnsupportedOnDeviceException("ringAttention runs head dims that are multiples of 32 up to 256, got "
+                    + headDim);
+        }
+        if (qs.rank() != 3 || qs.dim(2) != headDim || qs.dim(1) % kvHeads != 0 || o.numel() != qs.numel()) {
+            throw new IllegalArgumentException("ringAttention: q " + qs + ", out " + o + " against " + kvHeads
+                    + " KV heads of " + headDim);
+        }
+        if (qoIndptr.numel() < plan.segments() + 1L || kvIndptr.numel() < plan.segments() + 1L) {
+            throw new IllegalArgumentException("ringAttention: index tensors too short for " + plan.segments() + " frames");
+        }
+        int qoHeads = (int) qs.dim(1);
+        int tiles = Math.max(1, (plan.maxQoLen() + RING_WARPS - 1) / RING_WARPS);
+        kernel("ring_attention").launch(device.stream(), plan.segments(), qoHeads, tiles, RING_WARPS * 32, 0,
+                new KernelArgs().tensor(qs).i32(code(qs)).tensor(r).i32(code(r)).tensor(qoIndptr).tensor(kvIndptr)
+                        .tensor(kvRows).tensor(o).i32(code(o)).i32(qoHeads).i32(kvHeads).i32(headDim)
+                        .f32(plan.smScale()), "ringAttention");
+    }
+
+    @Override
+    public void ringAppend(Tensor k, Tensor v, Tensor ring, Tensor rows) {
+        CudaTensor ks = t(k, "ringAppend k");
+        CudaTensor vs = t(v, "ringAppend v");
+        CudaTensor r = t(ring, "ringAppend ring");
+        CudaTensor idx = t(rows, "ringAppend rows");
+        requireType(idx, DType.I32, "ringAppend rows");
+        long width = r.rank() == 4 && r.dim(1) == 2 ? r.dim(2) * r.dim(3) : -1;
+        if (width < 0 || ks.numel() != idx.numel() * width || vs.numel() != idx.numel() * width) {
+            throw new IllegalArgumentException("ringAppend: k " + ks + ", v " + vs + " must be " + idx.numel()
+                    + " rows of a ring buffer's [2, kvHeads, headDim], got " + r);
+        }
+        device.enter();
+        elementwise.launch("ring_append", ks.numel(), new KernelArgs().tensor(ks).i32(code(ks)).tensor(vs).i32(code(vs))
+                .tensor(r).i32(code(r)).tensor(idx).i64(idx.numel()).i32((int) width), "ringAppend");
     }
 }

@@ -17,14 +17,22 @@ public final class CudaTensor implements Tensor {
     private final long[] shape;
     private final CUdeviceptr pointer;
     private final DeviceAllocator.Block owned;
+    /** Bytes from the start of the driver allocation (views made by {@link #rows}); allocations are 256-aligned. */
+    private final long byteOffset;
     private boolean closed;
 
     CudaTensor(CudaDevice device, DType dtype, long[] shape, CUdeviceptr pointer, DeviceAllocator.Block owned) {
+        this(device, dtype, shape, pointer, owned, 0);
+    }
+
+    private CudaTensor(CudaDevice device, DType dtype, long[] shape, CUdeviceptr pointer, DeviceAllocator.Block owned,
+                       long byteOffset) {
         this.device = device;
         this.dtype = dtype;
         this.shape = shape.clone();
         this.pointer = pointer;
         this.owned = owned;
+        this.byteOffset = byteOffset;
     }
 
     /** The CUDA tensor behind {@code t}, or a clear error for a tensor of another device. */
@@ -42,6 +50,11 @@ public final class CudaTensor implements Tensor {
     /** {@link #of} for optional arguments: null stays null. */
     static CudaTensor ofNullable(Tensor t, String what) {
         return t == null ? null : of(t, what);
+    }
+
+    /** Whether the first element's address is a multiple of {@code bytes} (a power of two up to 256). */
+    boolean alignedTo(int bytes) {
+        return byteOffset % bytes == 0;
     }
 
     /** Device address of the first element. */
@@ -73,7 +86,8 @@ public final class CudaTensor implements Tensor {
         long rowBytes = shape[0] == 0 ? 0 : byteSize() / shape[0];
         long[] s = shape.clone();
         s[0] = rows;
-        return new CudaTensor(device, dtype, s, pointer.withByteOffset(firstRow * rowBytes), null);
+        return new CudaTensor(device, dtype, s, pointer.withByteOffset(firstRow * rowBytes), null,
+                byteOffset + firstRow * rowBytes);
     }
 
     @Override
@@ -83,7 +97,7 @@ public final class CudaTensor implements Tensor {
             throw new IllegalArgumentException("cannot reshape " + Arrays.toString(shape) + " to "
                     + Arrays.toString(newShape));
         }
-        return new CudaTensor(device, dtype, newShape, pointer, null);
+        return new CudaTensor(device, dtype, newShape, pointer, null, byteOffset);
     }
 
     @Override

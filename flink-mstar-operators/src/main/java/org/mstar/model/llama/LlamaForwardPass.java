@@ -13,8 +13,8 @@ import org.mstar.resources.kv.KVManager;
 
 /**
  * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
- * layer is RMSNorm → fused QKV projection → one fused q/k/v split, RoPE and KV append → paged attention → O projection →
- * RMSNorm (fused residual add) → gate/up projection → SiLU·mul → down projection. Architecture variants
+ * layer is RMSNorm → fused QKV projection, q/k/v split, RoPE and KV append (one op) → paged attention → O projection →
+ * RMSNorm (fused residual add) → gate/up projection with SiLU·mul (one op) → down projection. Architecture variants
  * ({@link ModelConfig}): per-head q/k RMSNorm before RoPE (split, norm, RoPE and append as separate ops), Gemma's
  * scaled embeddings, norms of the attention and MLP outputs before they join the residual and GELU-tanh MLP, and a
  * RoPE per layer. Temporaries are released when the pass ends.
@@ -96,8 +96,6 @@ final class LlamaForwardPass {
             // the first layer normalises the embeddings; later ones add the previous MLP output first
             ops.rmsNorm(tensorsToAdd == null ? residual : tensorsToAdd, tensorsToAdd == null ? null : residual,
                     lw.inputNorm(), eps, normed);
-            // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
-            ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
             Tensor q3 = qT.reshape(n, cfg.numHeads(), d);
             Tensor pos = res.rope().firstIds(LABEL, n);
             // windowed layers of a model with a local RoPE base rotate with it; the others as the position resource says
@@ -106,7 +104,9 @@ final class LlamaForwardPass {
             KVManager cache = res.kvFor(model, l);
             int poolLayer = res.poolLayers()[l];
             if (lw.qNorm() != null) {
-                // q/k norms sit between the projection and RoPE, so the fused split-RoPE-append cannot be used
+                // q/k norms sit between the projection and RoPE, so the fused split-RoPE-append cannot be used;
+                // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
+                ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
                 Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
                 Tensor v3 = vT.reshape(n, cfg.numKvHeads(), d);
                 ops.splitQkv(qkvT, q3, k3, v3);
@@ -118,9 +118,9 @@ final class LlamaForwardPass {
                 cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
                         ops.kvAppend(pool, layer, k3, v3, pages, offsets));
             } else {
-                // split, RoPE and KV append in one op: K and V go straight from the projection into the pool
-                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
-                        ops.qkvRopeAppend(qkvT, pos, rope, pool, layer, pages, offsets, q3));
+                // projection, split, RoPE and KV append in one op: K and V go straight from it into the pool
+                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) -> ops.qkvProjectionRopeAppend(normed,
+                        lw.qkvWeight(), lw.qkvBias(), qkvT, pos, rope, pool, layer, pages, offsets, q3));
             }
             res.forLayer(model, l).run(q3, LABEL, poolLayer, cache.pool(), attnOut.reshape(n, cfg.numHeads(), d));
             ops.matmul(attnOut, lw.oWeight(), null, proj);
@@ -130,12 +130,7 @@ final class LlamaForwardPass {
                 attnResult = projNormed;
             }
             ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
-            ops.matmul(normed, lw.gateUpWeight(), null, gateUp);
-            if (cfg.geluTanhMlp()) {
-                ops.geluTanhMul(gateUp, mlpAct);
-            } else {
-                ops.siluMul(gateUp, mlpAct);
-            }
+            ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), gateUp, mlpAct);
             ops.matmul(mlpAct, lw.downWeight(), null, proj);
             tensorsToAdd = proj;
             if (lw.mlpOutputNorm() != null) {

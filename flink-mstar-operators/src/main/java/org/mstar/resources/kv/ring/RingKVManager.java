@@ -54,8 +54,19 @@ public final class RingKVManager implements Resource {
     private final Map<String, Clock> clocks = new HashMap<>();
     /** Requests the last admit gave a session, so a rollback returns exactly those. */
     private final Set<String> freshClaims = new LinkedHashSet<>();
+    /** Distinct requests one step may advance: 1 where a captured step reads its session from one scalar; more when batched. */
+    private final int maxSessionsPerStep;
 
     RingKVManager(RingKVConfig config, Device device, DType dtype) {
+        this(config, device, dtype, 1);
+    }
+
+    private RingKVManager(RingKVConfig config, Device device, DType dtype, int maxSessionsPerStep) {
+        if (maxSessionsPerStep < 1 || maxSessionsPerStep > config.numSessions()) {
+            throw new IllegalArgumentException("sessions per step must be in [1, num_sessions=" + config.numSessions()
+                    + "], got " + maxSessionsPerStep);
+        }
+        this.maxSessionsPerStep = maxSessionsPerStep;
         this.config = config;
         this.device = device;
         this.dtype = dtype;
@@ -71,6 +82,14 @@ public final class RingKVManager implements Resource {
             }
             written.add(w);
         }
+    }
+
+    /**
+     * A manager whose steps may advance up to every resident session at once: each frame's attention reads its
+     * own rows through {@link #attentionRows}, so nothing per step is a single-session device scalar.
+     */
+    public static RingKVManager batched(RingKVConfig config, Device device, DType dtype) {
+        return new RingKVManager(config, device, dtype, config.numSessions());
     }
 
     public RingKVConfig config() { return config; }
@@ -105,6 +124,18 @@ public final class RingKVManager implements Resource {
         clocks.putIfAbsent(rid, new Clock());
     }
 
+    /**
+     * Starts an ingested request's clock at {@code firstFrame} instead of 0, before its first frame: a session
+     * rebuilt by replaying its last frames continues their positions.
+     */
+    public void startAt(String rid, int firstFrame) {
+        Clock c = clocks.get(rid);
+        if (c == null) throw new IllegalStateException("request " + rid + " was never ingested");
+        if (c.session >= 0 || c.lastFrame >= 0) throw new IllegalStateException("request " + rid + " has started already");
+        if (firstFrame < 0) throw new IllegalArgumentException("first frame must be >= 0, got " + firstFrame);
+        c.lastFrame = firstFrame - 1;
+    }
+
     /** The session is all a request holds, so any reset zeroes it and hands it back, {@code free} or not. */
     @Override
     public void resetRequest(String rid, boolean free) {
@@ -127,8 +158,9 @@ public final class RingKVManager implements Resource {
         RingKVStep ring = requireRingStep(step);
         freshClaims.clear();
         Set<String> rids = new LinkedHashSet<>(ctx.requestIds());
-        if (rids.size() > 1) {
-            return refuse("a ring step advances one session, the batch holds " + rids.size() + " requests", Set.of());
+        if (rids.size() > maxSessionsPerStep) {
+            String most = maxSessionsPerStep == 1 ? "one session" : "at most " + maxSessionsPerStep + " sessions";
+            return refuse("a ring step advances " + most + ", the batch holds " + rids.size() + " requests", Set.of());
         }
         Map<String, Integer> frames = framesByRid(ring);
         int newSessions = 0;
@@ -254,6 +286,14 @@ public final class RingKVManager implements Resource {
         }
     }
 
+    /** Frees every layer's buffer and the step scalar; the manager is unusable afterwards. */
+    @Override
+    public void cleanup() {
+        buffers.forEach(Tensor::close);
+        buffers.clear();
+        stepSession.close();
+    }
+
     // ---------------------------------------------------------------- visibility
 
     /**
@@ -275,6 +315,32 @@ public final class RingKVManager implements Resource {
             if (w[row] && !replaced) out[n++] = row;
         }
         return Arrays.copyOf(out, n);
+    }
+
+    /**
+     * The tensors of {@code layer} for a step's frames in order: each frame's tail rows to append its K/V to, and
+     * the ring attention plan, each frame's {@code tokensPerFrame} query rows attending its {@link #visibleRows}.
+     * The caller closes it after the attention that reads it.
+     */
+    public RingAttentionRows attentionRows(int layer, List<RingKVStep.Frame> frames, float smScale) {
+        int tpf = config.tokensPerFrame();
+        int[] append = new int[frames.size() * tpf];
+        int[] qoIndptr = new int[frames.size() + 1];
+        int[] kvIndptr = new int[frames.size() + 1];
+        List<int[]> lists = new ArrayList<>();
+        int maxKv = 0;
+        for (int i = 0; i < frames.size(); i++) {
+            int[] rows = visibleRows(frames.get(i).requestId(), layer, frames.get(i).framePos());
+            lists.add(rows);
+            int tail = geometry.get(layer).tailStart(sessionOf(frames.get(i).requestId()));
+            for (int t = 0; t < tpf; t++) append[i * tpf + t] = tail + t;
+            qoIndptr[i + 1] = qoIndptr[i] + tpf;
+            kvIndptr[i + 1] = kvIndptr[i] + rows.length;
+            maxKv = Math.max(maxKv, rows.length);
+        }
+        int[] all = new int[kvIndptr[frames.size()]];
+        for (int i = 0; i < lists.size(); i++) System.arraycopy(lists.get(i), 0, all, kvIndptr[i], lists.get(i).length);
+        return new RingAttentionRows(device, append, qoIndptr, kvIndptr, all, tpf, maxKv, smScale);
     }
 
     // ---------------------------------------------------------------- state

@@ -39,14 +39,28 @@ final class DecodeBench {
     static final int DECODE_STEPS = 24;
     private static final int PAGE = 16;
 
-    /** One measured shape: {@code batch} requests decoding at {@code context} tokens, graphs on or off. */
-    record Case(int batch, int context, boolean graphs) {
+    /**
+     * One measured shape: {@code batch} requests decoding at {@code context} tokens, graphs on or off, matmuls of
+     * up to {@code skinnyRows} rows on the skinny-matmul kernel (0: all on cuBLAS; -1: the device's setting).
+     */
+    record Case(int batch, int context, boolean graphs, int skinnyRows) {
+        Case(int batch, int context, boolean graphs) {
+            this(batch, context, graphs, -1);
+        }
+
         /**
          * Tokens each request may generate: the warm-up and timed steps plus one per prefill step, as a
          * request whose prompt finishes early decodes while the others still prefill.
          */
         int maxTokens() {
             return WARMUP_STEPS + DECODE_STEPS + (int) ((long) batch * context / TOKEN_BUDGET) + 2;
+        }
+
+        /** The table's settings cell; the PyTorch comparison reads back the rows whose cell is on or off. */
+        String settings() {
+            String matmul = skinnyRows < 0 ? "" : skinnyRows == 0 ? ", cuBLAS only"
+                    : ", skinny matmul up to " + skinnyRows + " rows";
+            return (graphs ? "on" : "off") + matmul;
         }
     }
 
@@ -99,19 +113,22 @@ final class DecodeBench {
         LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
         long streamed = weights.byteSize() - (weights.tiedEmbeddings() ? 0 : weights.embedding().byteSize());
         try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
-            for (boolean graphs : new boolean[] {true, false}) {
-                List<Case> withSetting = cases.stream().filter(c -> c.graphs == graphs).toList();
-                if (withSetting.isEmpty()) {
-                    continue;
-                }
+            // one engine per setting (a decode graph keeps the kernels it was recorded with)
+            List<Case> settings = cases.stream().map(c -> new Case(0, 0, c.graphs, c.skinnyRows)).distinct().toList();
+            for (Case setting : settings) {
+                List<Case> withSetting = cases.stream()
+                        .filter(c -> c.graphs == setting.graphs && c.skinnyRows == setting.skinnyRows).toList();
+                int restore = applySkinnyRows(setting.skinnyRows);
                 try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config),
-                        options.withDecodeGraphs(graphs), DType.BF16)) {
+                        options.withDecodeGraphs(setting.graphs), DType.BF16)) {
                     for (Case c : withSetting) {
                         Row row = measure(engine, name, config, c, streamed);
                         System.out.printf(Locale.ROOT, "decode bench: %s, batch %d, context %d, graphs %s: %.2f ms/step%n",
-                                name, c.batch, c.context, c.graphs, row.millisPerStep);
+                                name, c.batch, c.context, c.settings(), row.millisPerStep);
                         rows.add(row);
                     }
+                } finally {
+                    applySkinnyRows(restore);
                 }
             }
         }
@@ -164,6 +181,18 @@ final class DecodeBench {
         return new Row(name, c, millis, streamed, kvBytes, graphBytes, growth);
     }
 
+    /** Sets the CUDA device's skinny-matmul rows when {@code rows} ≥ 0; returns the setting to restore. */
+    private int applySkinnyRows(int rows) {
+        if (!(device instanceof CudaDevice cuda)) {
+            return -1;
+        }
+        int before = cuda.skinnyMatmulRows();
+        if (rows >= 0) {
+            cuda.setSkinnyMatmulRows(rows);
+        }
+        return before;
+    }
+
     private long memoryInUse() {
         return device instanceof CudaDevice cuda ? cuda.memoryInUse() : -1;
     }
@@ -187,7 +216,7 @@ final class DecodeBench {
         sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
             sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %s | %.2f | %.0f | %.2f | %.2f | %.2f | %.0f%% | %s | %s |%n",
-                    r.model, r.c.batch, r.c.context, r.c.graphs ? "on" : "off", r.millisPerStep, r.tokensPerSecond(),
+                    r.model, r.c.batch, r.c.context, r.c.settings(), r.millisPerStep, r.tokensPerSecond(),
                     r.weightBytes / 1e9, r.kvBytes / 1e9, r.boundMillis(terabytesPerSecond),
                     100 * r.boundMillis(terabytesPerSecond) / r.millisPerStep, megabytes(r.graphBytes),
                     megabytes(r.memoryGrowth)));

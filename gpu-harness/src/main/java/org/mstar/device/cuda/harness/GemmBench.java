@@ -18,6 +18,15 @@ final class GemmBench {
     static final Object[][] LLAMA3_8B = {
         {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336},
     };
+    /**
+     * name, N, K of the decode projections the skinny-matmul kernel is compared on: the layers and LM heads of
+     * Llama-3-8B and Llama-3.2-1B (the LM heads write fp32 logits, as the engine's do).
+     */
+    static final Object[][] DECODE_SHAPES = {
+        {"8B qkv", 6144, 4096}, {"8B o", 4096, 4096}, {"8B gate_up", 28672, 4096}, {"8B down", 4096, 14336},
+        {"8B lm_head", 128256, 4096}, {"1B qkv", 3072, 2048}, {"1B o", 2048, 2048}, {"1B gate_up", 16384, 2048},
+        {"1B down", 2048, 8192}, {"1B lm_head", 128256, 2048},
+    };
     private static final long ROTATION_BYTES = 256L << 20;
 
     private final Twin tw;
@@ -55,6 +64,73 @@ final class GemmBench {
         } finally {
             weights.forEach(Tensor::close);
         }
+    }
+
+    /**
+     * One decode projection at {@code m} rows through cuBLAS and through the skinny-matmul kernel, and how far
+     * apart their outputs are (‖skinny − cuBLAS‖ / ‖cuBLAS‖; both accumulate in fp32).
+     */
+    record SkinnyRow(String name, int m, int n, int k, double cublasMicros, double skinnyMicros, double relDiff) {
+        double weightTbPerS(double micros) {
+            return 2.0 * n * k / (micros * 1e-6) / 1e12;
+        }
+    }
+
+    List<SkinnyRow> skinny(int[] rowCounts) {
+        CudaDevice gpu = tw.gpu;
+        int before = gpu.skinnyMatmulRows();
+        int maxM = rowCounts[rowCounts.length - 1];
+        List<SkinnyRow> rows = new ArrayList<>();
+        try {
+            for (Object[] s : DECODE_SHAPES) {
+                String name = (String) s[0];
+                int n = (int) s[1];
+                int k = (int) s[2];
+                DType outType = name.endsWith("lm_head") ? DType.F32 : DType.BF16;
+                long weightBytes = 2L * n * k;
+                int copies = (int) Math.max(1, Math.min(8, (ROTATION_BYTES + weightBytes - 1) / weightBytes));
+                List<Tensor> weights = new ArrayList<>();
+                for (int i = 0; i < copies; i++) {
+                    weights.add(AttentionBench.randomBf16(tw, n, k));
+                }
+                try (Tensor x = AttentionBench.randomBf16(tw, maxM, k);
+                     Tensor viaCublas = gpu.allocate(outType, maxM, n);
+                     Tensor viaSkinny = gpu.allocate(outType, maxM, n)) {
+                    for (int m : rowCounts) {
+                        Tensor xm = x.rows(0, m);
+                        Tensor a = viaCublas.rows(0, m);
+                        Tensor b = viaSkinny.rows(0, m);
+                        gpu.setSkinnyMatmulRows(0);
+                        double cublasMs = Timing.graphedMillisPerCall(gpu,
+                                i -> gpu.ops().matmul(xm, weights.get(i % copies), null, a));
+                        gpu.setSkinnyMatmulRows(CudaDevice.MAX_SKINNY_MATMUL_ROWS);
+                        double skinnyMs = Timing.graphedMillisPerCall(gpu,
+                                i -> gpu.ops().matmul(xm, weights.get(i % copies), null, b));
+                        rows.add(new SkinnyRow(name, m, n, k, cublasMs * 1e3, skinnyMs * 1e3,
+                                Twin.relErr(gpu.toFloats(a), gpu.toFloats(b))));
+                    }
+                } finally {
+                    weights.forEach(Tensor::close);
+                }
+            }
+        } finally {
+            gpu.setSkinnyMatmulRows(before);
+        }
+        return rows;
+    }
+
+    static String skinnyTable(List<SkinnyRow> rows, double copyTbPerS) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "| proj | M | N | K | cuBLAS µs | cuBLAS TB/s | skinny µs | skinny TB/s "
+                + "| skinny of %.2f TB/s | cuBLAS / skinny time | rel. diff |%n", copyTbPerS));
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (SkinnyRow r : rows) {
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %.1f | %.2f | %.1f | %.2f | %.0f%% | %.2f | %.1e |%n",
+                    r.name, r.m, r.n, r.k, r.cublasMicros, r.weightTbPerS(r.cublasMicros), r.skinnyMicros,
+                    r.weightTbPerS(r.skinnyMicros), 100 * r.weightTbPerS(r.skinnyMicros) / copyTbPerS,
+                    r.cublasMicros / r.skinnyMicros, r.relDiff));
+        }
+        return sb.toString();
     }
 
     static String table(List<Row> rows) {

@@ -15,6 +15,7 @@ import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.frame.FrameModelConfig;
 
 /**
  * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
@@ -30,13 +31,17 @@ import org.mstar.model.ModelConfig;
  * {@code --decode-perf} replaces them by the decode ones: copy bandwidth, the paged decode attention kernel
  * and the projections at the batches and contexts of the engine rows, and the engine's decode steps
  * ({@link DecodeBench}) on Llama-3-8B and Llama-3.2-1B geometry against the weights+KV bound at the
- * bandwidth measured in the same call. {@code --invariance-perf} replaces them by the GEMMs, decode
- * attention and engine throughput (32 layers) with batch-invariant numerics off and on. Exits 1 when a check
- * fails. {@code --attention-only} runs only the attention checks (paged, ragged, cross) and no performance table.
+ * bandwidth measured in the same call ({@code --decode-models 1B} keeps only the named geometries' engine rows).
+ * {@code --invariance-perf} replaces them by the GEMMs, decode attention and engine throughput (32 layers) with
+ * batch-invariant numerics off and on. {@code --skinny-perf} replaces them by copy bandwidth, the decode
+ * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
+ * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
+ * (paged, ragged, cross) and no performance table. {@code --frame-perf} adds the frame-stream throughput
+ * ({@link FrameBench}), with or without the other tables.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
- *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf | --invariance-perf]
- *     [--attention-only]</pre>
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
+ *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -52,8 +57,24 @@ public final class GpuHarness {
     private static final List<DecodeBench.Case> DECODE_1B = List.of(
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
+    private static final List<DecodeBench.Case> DECODE_1B_GEMV = List.of(
+            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(4, 512, true));
+
+    /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
+    private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
 
     private GpuHarness() {}
+
+    /** Decode cases of few requests, each with every matmul on cuBLAS and then with the skinny kernel's default. */
+    private static List<DecodeBench.Case> skinnyCases(int[][] batchAndContext) {
+        List<DecodeBench.Case> cases = new ArrayList<>();
+        for (int rows : new int[] {0, CudaDevice.DEFAULT_SKINNY_MATMUL_ROWS}) {
+            for (int[] bc : batchAndContext) {
+                cases.add(new DecodeBench.Case(bc[0], bc[1], true, rows));
+            }
+        }
+        return cases;
+    }
 
     /** One titled markdown table, printed as soon as it is measured; a failure is reported in its place. */
     private static String section(String title, Supplier<String> table) {
@@ -76,8 +97,11 @@ public final class GpuHarness {
         boolean prefillPerf = false;
         boolean decodePerf = false;
         boolean invariancePerf = false;
+        boolean skinnyPerf = false;
         boolean attentionOnly = false;
+        boolean framePerf = false;
         int[] engineLayers = {8, 32};
+        List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--out" -> out = Path.of(args[++i]);
@@ -87,15 +111,19 @@ public final class GpuHarness {
                 case "--prefill-perf" -> prefillPerf = true;
                 case "--decode-perf" -> decodePerf = true;
                 case "--invariance-perf" -> invariancePerf = true;
+                case "--skinny-perf" -> skinnyPerf = true;
                 case "--attention-only" -> {
                     attentionOnly = true;
                     perf = false;
                 }
+                case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
+                case "--frame-perf" -> framePerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf, --invariance-perf, --attention-only)");
+                        + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
+                        + "--attention-only, --frame-perf)");
             }
         }
         Files.createDirectories(out);
@@ -123,6 +151,7 @@ public final class GpuHarness {
             checks.addAll(new RaggedAttentionChecks(twin).run());
             if (!attentionOnly) {
                 checks.addAll(new SamplingChecks(twin).run());
+                checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
                 InvarianceChecks invariance = new InvarianceChecks(twin, seed);
                 CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
@@ -170,8 +199,11 @@ public final class GpuHarness {
                         + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
                                 new PrefillBench(gpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
                 Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && skinnyPerf) {
+                tables.append(skinnyTables(twin, gpu, seed));
+                Files.writeString(out.resolve("perf.md"), tables);
             } else if (perf && decodePerf) {
-                tables.append(decodeTables(twin, gpu, seed));
+                tables.append(decodeTables(twin, gpu, seed, decodeModels));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (perf && kernelPerf) {
                 GemmBench gemm = new GemmBench(twin);
@@ -192,7 +224,7 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !prefillPerf && !decodePerf && !invariancePerf) {
+            if (perf && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
@@ -206,15 +238,50 @@ public final class GpuHarness {
                         }));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
+            if (framePerf) {
+                long benchSeed = seed;
+                FrameModelConfig frames = FrameBench.geometry();
+                tables.append(section("Frame throughput (bf16 random frame model: " + frames.numLayers() + " layers, hidden "
+                        + frames.hiddenSize() + ", " + frames.tokensPerFrame() + "-token frames, rings full; "
+                        + FrameBench.TIMED_STEPS + " timed steps)", () -> FrameBench.table(
+                                new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
         }
         System.exit(allPassed ? 0 : 1);
     }
 
     /**
-     * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
-     * at the engine rows' shapes (where a step's time goes), then the engine rows.
+     * Copy bandwidth, the decode projections through cuBLAS and through the skinny-matmul kernel, and the engine's
+     * decode steps at few requests with the one and the other.
      */
-    private static String decodeTables(Twin twin, CudaDevice gpu, long seed) {
+    private static String skinnyTables(Twin twin, CudaDevice gpu, long seed) {
+        AttentionBench attention = new AttentionBench(twin);
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
+            rate[0] = attention.copyTerabytesPerSecond();
+            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
+        }));
+        sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
+                + "rotated past L2)", () -> GemmBench.skinnyTable(new GemmBench(twin).skinny(SKINNY_ROW_COUNTS), rate[0])));
+        DecodeBench bench = new DecodeBench(gpu, seed);
+        sb.append(section("Engine decode, matmuls on cuBLAS against the skinny kernel (bf16, random weights, "
+                + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
+                    List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(),
+                            skinnyCases(new int[][] {{1, 512}, {16, 512}, {1, 16384}})));
+                    rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), skinnyCases(new int[][] {{1, 512}, {16, 512}})));
+                    return DecodeBench.table(rows, rate[0]);
+                }));
+        return sb.toString();
+    }
+
+    /**
+     * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), the fused decode
+     * projections against the unfused pairs (with 1B), then the engine rows.
+     */
+    private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
         GemmBench gemm = new GemmBench(twin);
         double[] rate = {PEAK_TB_PER_S};
@@ -223,15 +290,35 @@ public final class GpuHarness {
             rate[0] = attention.copyTerabytesPerSecond();
             return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
         }));
-        sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
-                attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16}, {4096, 64},
-                    {16384, 1}, {16384, 16}}), rate[0])));
-        sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
-                GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        if (models.contains("8B")) {
+            sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
+                    attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16},
+                        {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
+            sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        }
+        if (models.contains("1B")) {
+            sb.append(section("Fused decode projections of a Llama-3.2-1B layer (bf16): GEMV kernels against cuBLAS + "
+                    + "the separate kernel", () -> FusionBench.table(new FusionBench(twin).run(new int[] {1, 2, 4}))));
+        }
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
-            List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(), DECODE_8B));
-            rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+            List<DecodeBench.Row> rows = new ArrayList<>();
+            if (models.contains("8B")) {
+                rows.addAll(bench.run("8B", EngineBench.llama3_8b(), DECODE_8B));
+            }
+            if (models.contains("1B")) {
+                rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+                // the fused GEMV projections (off by default) against cuBLAS + the separate ops, at the batches
+                // they serve
+                rows.addAll(bench.run("1B GEMV off", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
+                gpu.setFusedGemv(true);
+                try {
+                    rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
+                } finally {
+                    gpu.setFusedGemv(false);
+                }
+            }
             return DecodeBench.table(rows, rate[0]);
         }));
         return sb.toString();
@@ -250,6 +337,18 @@ public final class GpuHarness {
                 notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
             }
         }
+        // the first geometry again with the fused GEMV projections on (off by default): its decode steps of up to
+        // four rows take them
+        List<CheckResult> fused = new ArrayList<>();
+        gpu.setFusedGemv(true);
+        try {
+            notes.append("With the fused GEMV projections on: ")
+                    .append(engineChecks(gpu, cpu, EngineChecks.geometries().get(0), seed, 0, fused));
+        } finally {
+            gpu.setFusedGemv(false);
+        }
+        fused.forEach(r -> checks.add(new CheckResult(r.op() + " (fused GEMV)", r.shape(), r.dtype(), r.error(),
+                r.tolerance(), r.millis(), r.reference())));
         return notes.toString();
     }
 

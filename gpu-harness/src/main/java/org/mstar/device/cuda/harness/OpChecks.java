@@ -6,16 +6,20 @@ import static org.mstar.device.cuda.harness.Twin.tolerance;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
+import org.mstar.device.cuda.CudaDevice;
 import org.mstar.device.cuda.CudaGraph;
 import org.mstar.device.cuda.harness.Twin.Pair;
 
 /**
  * CUDA vs CPU for the dense ops: embedding, RMSNorm (plain, fused residual, and per head in place with fp32 weights as
  * Qwen3's and Gemma 3's q/k norms run), add, SiLU·mul, GELU-tanh·mul, scale in place, qkv split, matmul,
- * RoPE, KV append, fused qkv split + RoPE + KV append, row and page copies, argmax, and one CUDA-graph replay. Each op runs once on poisoned
+ * RoPE, KV append, fused qkv split + RoPE + KV append, row and page copies, the encoder ops (LayerNorm, exact GELU,
+ * conv1d at Whisper's stem shapes), the fused gate/up projection + activation and qkv projection + RoPE + KV append
+ * (each beside the unfused pair it replaces), argmax, and one CUDA-graph replay. Each op runs once on poisoned
  * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
  */
 final class OpChecks {
@@ -49,8 +53,42 @@ final class OpChecks {
             attempt("qkvRopeAppend", () -> qkvRopeAppend(dt));
             attempt("gatherRows", () -> gatherRows(dt));
             attempt("pages", () -> pages(dt));
+            attempt("layerNorm", () -> layerNorm(dt, 7, 768, false));
+            attempt("layerNorm+residual", () -> layerNorm(dt, 5, 1280, true));
+            attempt("layerNorm in place", () -> layerNormInPlace(dt));
+            attempt("gelu", () -> gelu(dt));
+            attempt("conv1d whisper conv1", () -> conv1d(dt, dt, 3000, 80, 768, 1));
+            attempt("conv1d whisper conv2", () -> conv1d(dt, dt, 3000, 768, 768, 2));
         }
+        attempt("conv1d mixed", () -> conv1d(DType.F32, DType.BF16, 2999, 128, 384, 2));
+        // The fused GEMV projections (off by default), switched on: Llama-3.2-1B's MLP at decode batch sizes on
+        // both sides of the GEMV's reach, Llama-3-8B's at batch 1, a GELU-tanh MLP (Gemma) at an odd width, and fp32
+        // activations
+        tw.gpu.setFusedGemv(true);
+        for (int rows : new int[] {1, 2, 4, 16}) {
+            attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, rows, 2048, 8192, false));
+        }
+        attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 1, 4096, 14336, false));
+        attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 3, 640, 2056, true));
+        attempt("gateUpActivation", () -> gateUpActivation(DType.F32, 2, 2048, 8192, false));
+        // Llama-3.2-1B's attention input (32 q / 8 kv heads of 64, Llama-3.1 RoPE) on both sides of the GEMV's
+        // reach, Llama-3-8B's at batch 1, and a biased projection with partial interleaved RoPE
+        RopeParams llama31 = new RopeParams(64, false, 500000.0, 32.0, true, 1.0, 4.0, 8192.0);
+        for (int rows : new int[] {1, 3, 16}) {
+            attempt("qkvProjectionRopeAppend", () -> qkvProjection(DType.BF16, rows, 2048, 32, 8, 64, llama31, false));
+        }
+        attempt("qkvProjectionRopeAppend", () -> qkvProjection(DType.BF16, 1, 4096, 32, 8, 128,
+                new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0), false));
+        attempt("qkvProjectionRopeAppend", () -> qkvProjection(DType.F32, 2, 1024, 8, 2, 64,
+                new RopeParams(32, true, 10000.0, 1.0, false, 0, 0, 0), true));
+        tw.gpu.setFusedGemv(false);
         attempt("matmul mixed", () -> matmul(DType.F32, DType.BF16, 9, 256, 320, true));
+        // The skinny kernel's three instantiations (1-8, 9-16, 17-32 rows) with partial row tiles, an N that is
+        // not a multiple of 16, a K whose last group of chunks is partial, bf16 and fp32 outputs.
+        for (int rows : new int[] {1, 7, 13, 16, 25, 32}) {
+            attempt("matmul skinny", () -> skinnyMatmul(rows, 1000, 576, rows % 2 == 0 ? DType.F32 : DType.BF16));
+        }
+        attempt("matmul skinny", () -> skinnyMatmul(3, 4096, 4160, DType.BF16));
         attempt("argmax", this::argmax);
         attempt("cudaGraph", this::graphReplay);
         return results;
@@ -106,6 +144,143 @@ final class OpChecks {
         results.add(new CheckResult("rmsNorm+residual", shape(rows, hidden), dt.toString(), outErr, tolerance(dt), ms, "cpu"));
         results.add(new CheckResult("rmsNorm+residual (residual)", shape(rows, hidden), dt.toString(), resErr,
                 tolerance(dt), ms, "cpu"));
+    }
+
+    /** Whisper-small and -large widths; with a residual, the updated residual stream is compared too. */
+    private void layerNorm(DType dt, int rows, int hidden, boolean withResidual) {
+        Pair x = tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden);
+        Pair w = tw.floats(tw.randomFloats(hidden, 1f, dt), dt, hidden);
+        Pair b = tw.floats(tw.randomFloats(hidden, 1f, dt), dt, hidden);
+        Pair res = withResidual ? tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden) : null;
+        Pair out = tw.poisoned(dt, rows, hidden);
+        tw.cpu.ops().layerNorm(x.cpu(), res == null ? null : res.cpu(), w.cpu(), b.cpu(), 1e-5f, out.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().layerNorm(x.gpu(), res == null ? null : res.gpu(), w.gpu(), b.gpu(), 1e-5f,
+                out.gpu());
+        if (!withResidual) {
+            check("layerNorm", shape(rows, hidden), out, gpuOp);
+            return;
+        }
+        gpuOp.run();
+        double outErr = err(out);
+        double resErr = err(res);
+        double ms = tw.median(gpuOp);
+        results.add(new CheckResult("layerNorm+residual", shape(rows, hidden), dt.toString(), outErr, tolerance(dt), ms,
+                "cpu"));
+        results.add(new CheckResult("layerNorm+residual (residual)", shape(rows, hidden), dt.toString(), resErr,
+                tolerance(dt), ms, "cpu"));
+    }
+
+    /** Rows offset from zero (so the mean matters), no bias, out = x; compared after the first run. */
+    private void layerNormInPlace(DType dt) {
+        int rows = 11;
+        int hidden = 1000;
+        float[] v = tw.randomFloats(rows * hidden, 1f, dt);
+        for (int i = 0; i < v.length; i++) {
+            v[i] = Twin.rounded(v[i] + 3f * (i / hidden % 3 - 1), dt);
+        }
+        Pair x = tw.floats(v, dt, rows, hidden);
+        Pair w = tw.floats(tw.randomFloats(hidden, 1f, DType.F32), DType.F32, hidden);
+        tw.cpu.ops().layerNorm(x.cpu(), null, w.cpu(), null, 1e-5f, x.cpu());
+        tw.gpu.ops().layerNorm(x.gpu(), null, w.gpu(), null, 1e-5f, x.gpu());
+        results.add(new CheckResult("layerNorm in place", shape(rows, hidden), dt.toString(), err(x), tolerance(dt),
+                tw.median(() -> tw.gpu.ops().layerNorm(x.gpu(), null, w.gpu(), null, 1e-5f, x.gpu())), "cpu"));
+    }
+
+    /** Whisper-small's MLP width, over both tails. */
+    private void gelu(DType dt) {
+        int rows = 6;
+        int inter = 3072;
+        Pair x = tw.floats(tw.randomFloats(rows * inter, 6f, dt), dt, rows, inter);
+        Pair out = tw.poisoned(dt, rows, inter);
+        tw.cpu.ops().gelu(x.cpu(), out.cpu());
+        check("gelu", shape(rows, inter), out, () -> tw.gpu.ops().gelu(x.gpu(), out.gpu()));
+    }
+
+    /** Whisper's stem (kernel 3, padding 1), frames-major: [frames, in] → [frames / stride, out]. */
+    private void conv1d(DType xt, DType wt, int frames, int in, int outChannels, int stride) {
+        int kernel = 3;
+        int outFrames = ComputeOps.conv1dOutFrames(frames, kernel, stride, 1);
+        Pair x = tw.floats(tw.randomFloats(frames * in, 1f, xt), xt, frames, in);
+        Pair w = tw.floats(tw.randomFloats(outChannels * in * kernel, 0.1f, wt), wt, outChannels, in, kernel);
+        Pair b = tw.floats(tw.randomFloats(outChannels, 1f, wt), wt, outChannels);
+        Pair out = tw.poisoned(xt, outFrames, outChannels);
+        tw.cpu.ops().conv1d(x.cpu(), w.cpu(), b.cpu(), stride, 1, out.cpu());
+        check("conv1d" + (xt != wt ? " x" + xt + "·w" + wt : "") + " stride " + stride,
+                shape(frames, in) + "*" + shape(outChannels, in, kernel), out,
+                () -> tw.gpu.ops().conv1d(x.gpu(), w.gpu(), b.gpu(), stride, 1, out.gpu()));
+    }
+
+    /**
+     * The fused gate/up projection + activation against the CPU, then the unfused GPU pair it replaces
+     * (matmul into [rows, 2·inter], then the activation) on the same inputs: its error and time in the next row.
+     */
+    private void gateUpActivation(DType act, int rows, int k, int inter, boolean geluTanh) {
+        Pair x = tw.floats(tw.randomFloats(rows * k, 1f, act), act, rows, k);
+        Pair w = tw.floats(tw.randomFloats(2 * inter * k, 0.05f, DType.BF16), DType.BF16, 2 * inter, k);
+        Pair out = tw.poisoned(act, rows, inter);
+        Pair gateUp = tw.poisoned(act, rows, 2 * inter);
+        tw.cpu.ops().gateUpActivation(x.cpu(), w.cpu(), geluTanh, gateUp.cpu(), out.cpu());
+        String fn = geluTanh ? "geluTanhMul" : "siluMul";
+        String s = shape(rows, k) + "·" + shape(2 * inter, k) + "ᵀ";
+        check("gateUpActivation " + fn, s, out,
+                () -> tw.gpu.ops().gateUpActivation(x.gpu(), w.gpu(), geluTanh, gateUp.gpu(), out.gpu()));
+        Twin.poison(tw.gpu, out.gpu());
+        check("matmul+" + fn + " (unfused)", s, out, () -> {
+            tw.gpu.ops().matmul(x.gpu(), w.gpu(), null, gateUp.gpu());
+            if (geluTanh) {
+                tw.gpu.ops().geluTanhMul(gateUp.gpu(), out.gpu());
+            } else {
+                tw.gpu.ops().siluMul(gateUp.gpu(), out.gpu());
+            }
+        });
+    }
+
+    /**
+     * The fused qkv projection + split + RoPE + KV append against the CPU (q and the whole pool), then the unfused
+     * GPU pair it replaces (matmul, then qkvRopeAppend) on the same inputs, timed in the next rows.
+     */
+    private void qkvProjection(DType act, int n, int k, int qHeads, int kvHeads, int headDim, RopeParams rope,
+            boolean withBias) {
+        int width = (qHeads + 2 * kvHeads) * headDim;
+        int pages = 4;
+        int pageSize = 16;
+        Pair x = tw.floats(tw.randomFloats(n * k, 1f, act), act, n, k);
+        Pair w = tw.floats(tw.randomFloats(width * k, 0.05f, DType.BF16), DType.BF16, width, k);
+        Pair b = withBias ? tw.floats(tw.randomFloats(width, 1f, act), act, width) : null;
+        Pair pool = pool(act, 2, pages, pageSize, kvHeads, headDim);
+        int[] pos = new int[n];
+        int[] pageIdx = new int[n];
+        int[] offs = new int[n];
+        for (int i = 0; i < n; i++) {
+            pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
+            int slot = i * 5 % (pages * pageSize); // distinct slots
+            pageIdx[i] = slot / pageSize;
+            offs[i] = slot % pageSize;
+        }
+        Pair p = tw.ints(pos, n);
+        Pair pi = tw.ints(pageIdx, n);
+        Pair of = tw.ints(offs, n);
+        Pair q = tw.poisoned(act, n, qHeads, headDim);
+        Pair qkv = tw.poisoned(act, n, width);
+        tw.cpu.ops().qkvProjectionRopeAppend(x.cpu(), w.cpu(), b == null ? null : b.cpu(), qkv.cpu(), p.cpu(), rope,
+                pool.cpu(), 1, pi.cpu(), of.cpu(), q.cpu());
+        String s = shape(n, k) + "·" + shape(width, k) + "ᵀ" + (withBias ? "+bias" : "") + " rope" + rope.rotaryDim();
+        Runnable fused = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
+                qkv.gpu(), p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+        fused.run();
+        double qErr = err(q);
+        double poolErr = err(pool);
+        double ms = tw.median(fused);
+        results.add(new CheckResult("qkvProjectionRopeAppend q", s, act.toString(), qErr, tolerance(act), ms, "cpu"));
+        results.add(new CheckResult("qkvProjectionRopeAppend pool", s, act.toString(), poolErr, tolerance(act), ms, "cpu"));
+        Twin.poison(tw.gpu, q.gpu());
+        Runnable unfused = () -> {
+            tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), qkv.gpu());
+            tw.gpu.ops().qkvRopeAppend(qkv.gpu(), p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+        };
+        unfused.run();
+        results.add(new CheckResult("matmul+qkvRopeAppend (unfused) q", s, act.toString(), err(q), tolerance(act),
+                tw.median(unfused), "cpu"));
     }
 
     private void add(DType dt) {
@@ -185,6 +360,22 @@ final class OpChecks {
         String op = "matmul" + (bias ? "+bias" : "") + (xt != wt ? " x" + xt + "·w" + wt : "");
         check(op, shape(n, k) + "·" + shape(cols, k) + "ᵀ", out,
                 () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
+    }
+
+    /** bf16 x·wᵀ through the skinny-matmul kernel (enabled up to its largest row count for the check). */
+    private void skinnyMatmul(int rows, int cols, int k, DType outType) {
+        Pair x = tw.floats(tw.randomFloats(rows * k, 1f, DType.BF16), DType.BF16, rows, k);
+        Pair w = tw.floats(tw.randomFloats(cols * k, 0.1f, DType.BF16), DType.BF16, cols, k);
+        Pair out = tw.poisoned(outType, rows, cols);
+        tw.cpu.ops().matmul(x.cpu(), w.cpu(), null, out.cpu());
+        int before = tw.gpu.skinnyMatmulRows();
+        tw.gpu.setSkinnyMatmulRows(CudaDevice.MAX_SKINNY_MATMUL_ROWS);
+        try {
+            check("matmul skinny", shape(rows, k) + "·" + shape(cols, k) + "ᵀ→" + outType, out,
+                    () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), null, out.gpu()));
+        } finally {
+            tw.gpu.setSkinnyMatmulRows(before);
+        }
     }
 
     private void rope(DType dt, RopeParams params, String variant) {

@@ -15,7 +15,7 @@ class DecodeBenchTest {
                 .hiddenSize(64).intermediateSize(128).numLayers(2).numHeads(4).numKvHeads(2).headDim(16).vocabSize(512)
                 .bosTokenId(0).eosTokenId(1).build();
         List<DecodeBench.Case> cases = List.of(new DecodeBench.Case(3, 40, true), new DecodeBench.Case(2, 70, true),
-                new DecodeBench.Case(3, 40, false));
+                new DecodeBench.Case(3, 40, false), new DecodeBench.Case(3, 40, true, 0));
         try (CpuDevice cpu = new CpuDevice(2)) {
             List<DecodeBench.Row> rows = new DecodeBench(cpu, 1).run("tiny", tiny, cases);
 
@@ -29,7 +29,11 @@ class DecodeBenchTest {
             assertThat(rows.get(0).graphBytes()).isPositive();
             assertThat(rows.get(1).graphBytes()).isPositive();
             assertThat(rows.get(2).graphBytes()).as("eager").isEqualTo(-1);
-            assertThat(DecodeBench.table(rows, 4.0).lines()).hasSize(5); // header, rule, one line per row
+            // its own engine, so it records bucket 4 again
+            assertThat(rows.get(3).graphBytes()).as("another matmul setting").isPositive();
+            List<String> lines = DecodeBench.table(rows, 4.0).lines().toList();
+            assertThat(lines).hasSize(6); // header, rule, one line per row
+            assertThat(lines.get(5)).contains("| on, cuBLAS only |");
         }
     }
 }

@@ -1,0 +1,43 @@
+package org.mstar.device.cuda;
+
+import org.mstar.device.DType;
+
+/**
+ * Launcher of skinny_matmul.cu: bf16 products of a few rows (decode steps) on the tensor cores with the
+ * weights as the wide operand, so the launch is one stream over the weights. At one row it read a 4096 x 4096
+ * weight at 3.2 TB/s where cuBLAS reached 2.65 (2026-12-02, H200; docs/perf.md has every shape, the large-K
+ * down projections among them, where cuBLAS stays ahead). Within one instantiation (rows 1-8, 9-16, 17-32) a row's result does not depend on the
+ * row count.
+ */
+final class SkinnyMatmul {
+    /** Most rows any instantiation serves: four 8-row tiles of x. */
+    static final int MAX_ROWS = 32;
+    private static final int THREADS = 256;
+    /** K elements one warp consumes per group of mma steps; the kernel has no partial chunk. */
+    private static final int K_MULTIPLE = 64;
+
+    private final CudaDevice device;
+
+    SkinnyMatmul(CudaDevice device) {
+        this.device = device;
+    }
+
+    /**
+     * Whether the kernel computes this product: bf16 operands, no bias, a bf16 or fp32 output, at most
+     * {@code maxRows} rows, K a multiple of 64 (so every row is 16-byte aligned when the first is) and 16-byte aligned
+     * operands.
+     */
+    static boolean accepts(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out, long rows, long k,
+                           int maxRows) {
+        return rows <= Math.min(maxRows, MAX_ROWS) && bias == null && x.dtype() == DType.BF16
+                && w.dtype() == DType.BF16 && (out.dtype() == DType.BF16 || out.dtype() == DType.F32)
+                && k % K_MULTIPLE == 0 && x.alignedTo(16) && w.alignedTo(16);
+    }
+
+    void matmul(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k) {
+        String kernel = rows <= 8 ? "skinny_matmul_bf16_m1"
+                : rows <= 16 ? "skinny_matmul_bf16_m2" : "skinny_matmul_bf16_m4";
+        device.kernel(kernel).launch(device.stream(), (n + 15) / 16, 1, 1, THREADS, 0, new KernelArgs().tensor(x)
+                .tensor(w).tensor(out).i32(Elementwise.code(out)).i32(rows).i32(n).i32(k), "matmul");
+    }
+}

@@ -1,0 +1,51 @@
+package org.mstar.flink.frame;
+
+import java.nio.file.Path;
+import java.util.Locale;
+import org.apache.flink.configuration.ReadableConfig;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.Devices;
+import org.mstar.engine.frame.FrameEngine;
+import org.mstar.engine.frame.FrameSessions;
+import org.mstar.flink.LlamaEngineOptions;
+import org.mstar.model.frame.FrameModel;
+
+/**
+ * A {@link FrameEngine} over the frame model in {@link FrameOptions#MODEL_DIR}, one per subtask, on a device with
+ * batch-invariant numerics when {@code mstar.engine.batch-invariant} asks for them.
+ */
+public final class FrameModelEngineFactory implements FrameEngineFactory {
+    private static final long serialVersionUID = 1L;
+
+    private final String modelDir;
+    private final int residentSessions;
+    private final DType dtype;
+    private final boolean batchInvariant;
+
+    public FrameModelEngineFactory(ReadableConfig config) {
+        this.modelDir = config.getOptional(FrameOptions.MODEL_DIR).orElseThrow(() ->
+                new IllegalArgumentException("'" + FrameOptions.MODEL_DIR.key() + "' names no frame model folder"));
+        this.residentSessions = config.get(FrameOptions.RESIDENT_SESSIONS);
+        if (residentSessions < 1) {
+            throw new IllegalArgumentException("'" + FrameOptions.RESIDENT_SESSIONS.key() + "' must be >= 1, got "
+                    + residentSessions);
+        }
+        this.dtype = DType.valueOf(config.get(FrameOptions.DTYPE).toUpperCase(Locale.ROOT));
+        if (!dtype.isFloat()) throw new IllegalArgumentException("'" + FrameOptions.DTYPE.key() + "' must be a float type");
+        // the same knob as the generation engine's: replays after a restore rebuild a ring bit for bit only with it on a GPU
+        this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
+    }
+
+    @Override
+    public FrameSessions create(String device, int subtaskIndex) throws Exception {
+        Device d = Devices.open(device);
+        try {
+            d.setBatchInvariant(batchInvariant);
+            return FrameEngine.owning(FrameModel.load(Path.of(modelDir), d, dtype), residentSessions);
+        } catch (Exception | Error e) {
+            d.close();
+            throw e;
+        }
+    }
+}

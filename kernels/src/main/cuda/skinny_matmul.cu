@@ -1,0 +1,143 @@
+// Skinny matmul for decode steps: out[M, N] = x[M, K] · w[N, K]ᵀ with bf16 operands, fp32 accumulation and
+// M ≤ 8·MT rows. At a few rows the product is a stream over the weights (2·N·K bytes against 2·M·N·K FLOPs),
+// so the kernel is built to keep every SM reading: the weights are the mma's A operand (16 weight rows per
+// tile, one tile per block), x is its 8-column B operand, each thread loads its weight and x bytes with
+// 16-byte loads straight into the fragments, and the block's 8 warps split K, their partial tiles summed in
+// shared memory in warp order.
+//
+// The fragments need no shuffles because a dot product may visit k in any order as long as A and B agree: in
+// each 64-element chunk of k, lane (g = lane / 4, t = lane % 4) loads elements 16t .. 16t + 15 of weight rows
+// g and g + 8 and of x row g, and mma k-step s takes words 2s and 2s + 1 of those 16 elements as the
+// fragment's columns (2t, 2t + 1) and (2t + 8, 2t + 9). Over the four k-steps the warp covers the chunk once.
+//
+// A column's sum visits k in the same order whatever M is (x rows past M are zeros in their own columns of
+// the mma), so a row's result does not depend on how many rows share the launch of one instantiation.
+#include "common.cuh"
+
+using namespace mstar;
+
+namespace {
+
+constexpr int kSkinnyWarps = 8;
+constexpr int kSkinnyChunk = 64;  // k elements one warp consumes per group of four mma k-steps
+
+__device__ __forceinline__ void skinny_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                           uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t word(const uint4 (&half)[2], int i) {
+    const uint4& v = half[i >> 2];
+    switch (i & 3) {
+        case 0: return v.x;
+        case 1: return v.y;
+        case 2: return v.z;
+        default: return v.w;
+    }
+}
+
+// U consecutive chunks of k starting at 16-byte vector v of each row: all loads first, then the mma.
+template <int MT, int U>
+__device__ __forceinline__ void skinny_chunks(float (&acc)[MT][4], const uint4* w0, const uint4* w1,
+                                              const uint4* const (&xr)[MT], const bool (&xLive)[MT], int v) {
+    constexpr int kChunkVecs = kSkinnyChunk / 8;
+    uint4 a[U][2][2], b[U][MT][2];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            // The weights are read once per step: stream them past L1 (evict-first).
+            a[u][0][h] = __ldcs(w0 + v + u * kChunkVecs + h);
+            a[u][1][h] = __ldcs(w1 + v + u * kChunkVecs + h);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) b[u][mt][h] = __ldg(xr[mt] + v + u * kChunkVecs + h);
+        }
+    }
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            // x rows past M read row M - 1 (valid memory) and contribute zeros to their own columns
+            b[u][mt][0] = xLive[mt] ? b[u][mt][0] : zero;
+            b[u][mt][1] = xLive[mt] ? b[u][mt][1] : zero;
+        }
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const uint32_t a0 = word(a[u][0], 2 * s), a1 = word(a[u][1], 2 * s);
+            const uint32_t a2 = word(a[u][0], 2 * s + 1), a3 = word(a[u][1], 2 * s + 1);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                skinny_mma(acc[mt], a0, a1, a2, a3, word(b[u][mt], 2 * s), word(b[u][mt], 2 * s + 1));
+            }
+        }
+    }
+}
+
+// MT 8-row tiles of x (M ≤ 8·MT); U chunks of k in flight per warp before the first mma uses them.
+template <int MT, int U>
+__device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                                            void* out, int outDt, int M, int N, int K) {
+    __shared__ float partial[kSkinnyWarps][MT * 4][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int n0 = blockIdx.x * 16;
+    // Rows past N (the last tile of an N that is not a multiple of 16) reread row N - 1; they are not stored.
+    const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g, N - 1) * K) + 2 * t;
+    const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g + 8, N - 1) * K) + 2 * t;
+    const uint4* xr[MT];
+    bool xLive[MT];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        xLive[mt] = mt * 8 + g < M;
+        xr[mt] = reinterpret_cast<const uint4*>(x + (long long)min(mt * 8 + g, M - 1) * K) + 2 * t;
+    }
+    const int chunks = K / kSkinnyChunk;
+    constexpr int kChunkVecs = kSkinnyChunk / 8;  // 16-byte vectors per row and chunk
+
+    float acc[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+
+    // Whole groups of U chunks load everything before the first mma; the last, partial group goes one chunk
+    // at a time. Either way a warp's chunks are summed in increasing order.
+    int c0 = warp * U;
+    for (; c0 + U <= chunks; c0 += kSkinnyWarps * U) skinny_chunks<MT, U>(acc, w0, w1, xr, xLive, c0 * kChunkVecs);
+    for (int c = c0; c < chunks && c < c0 + U; ++c) skinny_chunks<MT, 1>(acc, w0, w1, xr, xLive, c * kChunkVecs);
+
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial[warp][mt * 4 + i][lane] = acc[mt][i];
+    }
+    __syncthreads();
+    // Fragment element i of lane (g, t) in tile mt is weight row g + 8·(i / 2) and x row 8·mt + 2t + i % 2.
+    for (int e = threadIdx.x; e < MT * 4 * 32; e += blockDim.x) {
+        const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
+        const int n = n0 + (l >> 2) + 8 * (i >> 1);
+        const int m = mt * 8 + 2 * (l & 3) + (i & 1);
+        if (m < M && n < N) {
+            float sum = 0.f;
+#pragma unroll
+            for (int q = 0; q < kSkinnyWarps; ++q) sum += partial[q][j][l];
+            store_f(out, outDt, (long long)m * N + n, sum);
+        }
+    }
+}
+
+}  // namespace
+
+// Grid: ceil(N / 16) blocks of 32·kSkinnyWarps threads. K must be a multiple of 64 and x, w 16-byte aligned
+// (CudaMatmul checks both); outDt is the output's DTypeCode (fp32 or bf16).
+#define MSTAR_SKINNY_KERNEL(MT, U)                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) skinny_matmul_bf16_m##MT(                   \
+        const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int outDt, int M, int N, int K) {           \
+        skinny_body<MT, U>(x, w, out, outDt, M, N, K);                                                         \
+    }
+MSTAR_SKINNY_KERNEL(1, 4)
+MSTAR_SKINNY_KERNEL(2, 2)
+MSTAR_SKINNY_KERNEL(4, 2)
