@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Future;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -98,21 +99,34 @@ public final class GenerateClient implements AutoCloseable {
     public Set<String> await(Set<String> ids, Duration timeout, Consumer<Response> listener) {
         Set<String> open = new HashSet<>(ids);
         open.removeAll(done);
+        pollUntil(open::isEmpty, timeout, response -> {
+            listener.accept(response);
+            Object event = response.getEvent();
+            if (event instanceof GenerateResult || event instanceof ErrorEvent) {
+                open.remove(Responses.requestId(response));
+            }
+        });
+        return open;
+    }
+
+    /**
+     * Passes responses to {@code listener} until {@code finished} holds or {@code timeout} runs out. A request's
+     * TokenEvents can be read after its result: in a disaggregated job the first comes through the prefill
+     * operator's sink and the rest through the decode operator's.
+     *
+     * @return whether {@code finished} held
+     */
+    public boolean pollUntil(BooleanSupplier finished, Duration timeout, Consumer<Response> listener) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (!open.isEmpty() && System.nanoTime() < deadline) {
+        while (!finished.getAsBoolean() && System.nanoTime() < deadline) {
             for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
                 Response response = decode(record.value());
-                if (response == null || !firstTime(response)) {
-                    continue;
-                }
-                listener.accept(response);
-                Object event = response.getEvent();
-                if (event instanceof GenerateResult || event instanceof ErrorEvent) {
-                    open.remove(Responses.requestId(response));
+                if (response != null && firstTime(response)) {
+                    listener.accept(response);
                 }
             }
         }
-        return open;
+        return finished.getAsBoolean();
     }
 
     /** Drops repeats, which an at-least-once job produces after a restore. */
@@ -120,7 +134,7 @@ public final class GenerateClient implements AutoCloseable {
         Object event = response.getEvent();
         String id = Responses.requestId(response);
         if (event instanceof TokenEvent t) {
-            return !done.contains(id) && seenTokens.add(id + "\u0000" + t.getIndex());
+            return seenTokens.add(id + "\u0000" + t.getIndex());
         }
         return id == null || done.add(id);
     }
