@@ -118,10 +118,7 @@ public final class AttentionPlan {
             if (!fresh) {
                 return;
             }
-            paged.qoIndptr().close();
-            paged.kvIndptr().close();
-            paged.kvIndices().close();
-            paged.lastPageLen().close();
+            paged.closeIndexTensors();
             if (lastRowsDevice != null) {
                 lastRowsDevice.close();
             }
