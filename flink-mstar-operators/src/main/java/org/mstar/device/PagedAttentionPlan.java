@@ -20,4 +20,12 @@ public record PagedAttentionPlan(int rows, Tensor qoIndptr, Tensor kvIndptr, Ten
     public boolean isDecode() {
         return maxQoLen == 1;
     }
+
+    /** Frees the four index tensors, for a plan that owns them (not static buffers a captured graph reads). */
+    public void closeIndexTensors() {
+        qoIndptr.close();
+        kvIndptr.close();
+        kvIndices.close();
+        lastPageLen.close();
+    }
 }

@@ -160,28 +160,15 @@ final class DisaggregationBench {
         Map<EngineRole, Long> disaggregatedSteps = Map.of();
         int eventsBefore;
         try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {
+            Launcher launcher = new Launcher(broker, flags, work, modelDir, seed, colocated, prefill, decode);
             for (Layout layout : layouts) {
-                Job warm = Job.start(broker, "warm-up " + layout.name(), flags, work, layout, modelDir, seed,
-                        colocated, prefill, decode);
-                try {
+                try (Job warm = launcher.start("warm-up " + layout.name(), layout)) {
                     warm.serve(warmUp, flags.timeoutSeconds);
-                } finally {
-                    warm.close();
                 }
             }
             for (Layout layout : layouts) {
-                BenchMetrics.reset();
-                BenchEngineFactory.resetSteps();
-                Job job = Job.start(broker, layout.name(), flags, work, layout, modelDir, seed, colocated, prefill,
-                        decode);
-                try {
-                    long phaseStart = System.currentTimeMillis();
-                    Measured m = job.serve(load, flags.timeoutSeconds);
-                    PipelineBench.phase(err, layout.name(), phaseStart);
-                    measured.put(layout.name(), layout.split() ? withHandoffs(m) : m);
-                } finally {
-                    job.close();
-                }
+                Measured m = launcher.measure(layout, load, err);
+                measured.put(layout.name(), layout.split() ? withHandoffs(m) : m);
                 if (layout.split()) {
                     disaggregatedSteps = BenchEngineFactory.resetSteps();
                 }
@@ -190,17 +177,7 @@ final class DisaggregationBench {
             if (flags.failures > 0) {
                 Layout failing = layouts.get(layouts.size() - 1).failing("disaggregated, " + flags.failures
                         + " failures per operator", spreadFailures(disaggregatedSteps, flags.failures));
-                BenchMetrics.reset();
-                BenchEngineFactory.resetSteps();
-                Job job = Job.start(broker, failing.name(), flags, work, failing, modelDir, seed, colocated, prefill,
-                        decode);
-                try {
-                    long phaseStart = System.currentTimeMillis();
-                    measured.put(failing.name(), job.serve(load, flags.timeoutSeconds));
-                    PipelineBench.phase(err, failing.name(), phaseStart);
-                } finally {
-                    job.close();
-                }
+                measured.put(failing.name(), launcher.measure(failing, load, err));
             }
         }
         out.print(table(flags, devices, measured, load));
@@ -279,6 +256,26 @@ final class DisaggregationBench {
     }
 
     /** One job of one layout on its own topics, with a client. */
+    /** Starts this run's jobs on one broker with one set of flags, weights and engine options. */
+    private record Launcher(EmbeddedKafkaBroker broker, BenchPipelineCommand flags, Path work, Path modelDir, Long seed,
+            EngineOptions colocated, EngineOptions prefill, EngineOptions decode) {
+        Job start(String name, Layout layout) throws Exception {
+            return Job.start(broker, name, flags, work, layout, modelDir, seed, colocated, prefill, decode);
+        }
+
+        /** One measured run of {@code layout} serving {@code load}, metrics and step counts reset before it. */
+        Measured measure(Layout layout, List<Arrival> load, PrintWriter err) throws Exception {
+            BenchMetrics.reset();
+            BenchEngineFactory.resetSteps();
+            try (Job job = start(layout.name(), layout)) {
+                long phaseStart = System.currentTimeMillis();
+                Measured m = job.serve(load, flags.timeoutSeconds);
+                PipelineBench.phase(err, layout.name(), phaseStart);
+                return m;
+            }
+        }
+    }
+
     private record Job(JobClient job, GenerateClient client, String name) implements AutoCloseable {
         static Job start(EmbeddedKafkaBroker broker, String name, BenchPipelineCommand flags, Path work,
                 Layout layout, Path modelDir, Long seed, EngineOptions colocated, EngineOptions prefill,

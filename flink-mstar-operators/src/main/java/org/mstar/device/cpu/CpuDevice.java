@@ -93,12 +93,7 @@ public final class CpuDevice implements Device {
 
     @Override
     public int[] toInts(Tensor t) {
-        CpuTensor c = CpuTensor.of(t);
-        int[] out = new int[c.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = c.getInt(i);
-        }
-        return out;
+        return CpuTensor.of(t).toIntArray();
     }
 
     @Override

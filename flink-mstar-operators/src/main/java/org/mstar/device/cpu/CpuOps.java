@@ -59,16 +59,7 @@ final class CpuOps implements ComputeOps, AutoCloseable {
             float[] sum = r == null ? null : new float[hidden];
             for (int row = from; row < to; row++) {
                 int base = row * hidden;
-                FloatRows.read(xs, base, v, 0, hidden);
-                if (r != null) {
-                    FloatRows.read(r, base, sum, 0, hidden);
-                    for (int h = 0; h < hidden; h++) {
-                        sum[h] += v[h];
-                    }
-                    FloatRows.write(sum, 0, r, base, hidden);
-                    // normalise what the residual stream stores (rounded to its dtype), as the next layer sees it
-                    FloatRows.read(r, base, v, 0, hidden);
-                }
+                readNormInput(xs, r, base, v, sum);
                 float ss = 0f;
                 for (int h = 0; h < hidden; h++) {
                     ss += v[h] * v[h];
@@ -80,6 +71,23 @@ final class CpuOps implements ComputeOps, AutoCloseable {
                 FloatRows.write(v, 0, o, base, hidden);
             }
         });
+    }
+
+    /**
+     * Reads the row at {@code base} of {@code x} into {@code v}; with a residual stream, first adds the row into it
+     * and reads back what it stores (rounded to its dtype), which is what the next layer sees and what is normalised.
+     */
+    private static void readNormInput(CpuTensor x, CpuTensor residual, int base, float[] v, float[] sum) {
+        int hidden = v.length;
+        FloatRows.read(x, base, v, 0, hidden);
+        if (residual != null) {
+            FloatRows.read(residual, base, sum, 0, hidden);
+            for (int h = 0; h < hidden; h++) {
+                sum[h] += v[h];
+            }
+            FloatRows.write(sum, 0, residual, base, hidden);
+            FloatRows.read(residual, base, v, 0, hidden);
+        }
     }
 
     @Override
@@ -218,16 +226,7 @@ final class CpuOps implements ComputeOps, AutoCloseable {
             float[] sum = r == null ? null : new float[hidden];
             for (int row = from; row < to; row++) {
                 int base = row * hidden;
-                FloatRows.read(xs, base, v, 0, hidden);
-                if (r != null) {
-                    FloatRows.read(r, base, sum, 0, hidden);
-                    for (int h = 0; h < hidden; h++) {
-                        sum[h] += v[h];
-                    }
-                    FloatRows.write(sum, 0, r, base, hidden);
-                    // normalise what the residual stream stores (rounded to its dtype), as the next layer sees it
-                    FloatRows.read(r, base, v, 0, hidden);
-                }
+                readNormInput(xs, r, base, v, sum);
                 // mean and sums in double: a row's mean may dwarf its spread, and an fp32 mean would cost the
                 // centred values their last digits; two passes, so the variance cannot cancel
                 double s = 0;

@@ -62,12 +62,7 @@ final class CpuPagedAttention {
     }
 
     private static int[] ints(Tensor t) {
-        CpuTensor c = CpuTensor.of(t);
-        int[] v = new int[c.size()];
-        for (int i = 0; i < v.length; i++) {
-            v[i] = c.getInt(i);
-        }
-        return v;
+        return CpuTensor.of(t).toIntArray();
     }
 
     private void checkPlan(int qRows) {
@@ -129,37 +124,9 @@ final class CpuPagedAttention {
             Arrays.fill(acc, 0f);
             if (from < to) {
                 FloatRows.read(q, base, query, 0, headDim);
-                attendRow(query, keys, values, from - lo, to - lo, scores, acc);
+                SoftmaxRow.attend(query, keys, values, from - lo, to - lo, plan.smScale(), scores, acc);
             }
             FloatRows.write(acc, 0, out, base, headDim);
-        }
-    }
-
-    /** Softmax-weighted sum of values {@code [from, to)} (indices into the gathered rows) into {@code acc}. */
-    private void attendRow(float[] query, float[][] keys, float[][] values, int from, int to, float[] scores, float[] acc) {
-        float max = Float.NEGATIVE_INFINITY;
-        for (int j = from; j < to; j++) {
-            float[] key = keys[j];
-            float dot = 0f;
-            for (int d = 0; d < headDim; d++) {
-                dot += query[d] * key[d];
-            }
-            float s = plan.smScale() * dot;
-            scores[j] = s;
-            max = Math.max(max, s);
-        }
-        float sum = 0f;
-        for (int j = from; j < to; j++) {
-            float weight = (float) Math.exp(scores[j] - max);
-            sum += weight;
-            float[] value = values[j];
-            // same index into both arrays, so the JIT can vectorise it
-            for (int d = 0; d < headDim; d++) {
-                acc[d] += weight * value[d];
-            }
-        }
-        for (int d = 0; d < headDim; d++) {
-            acc[d] /= sum;
         }
     }
 

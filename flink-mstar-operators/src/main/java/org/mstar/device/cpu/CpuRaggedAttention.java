@@ -57,12 +57,7 @@ final class CpuRaggedAttention {
     }
 
     private static int[] ints(Tensor t) {
-        CpuTensor c = CpuTensor.of(t);
-        int[] values = new int[c.size()];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = c.getInt(i);
-        }
-        return values;
+        return CpuTensor.of(t).toIntArray();
     }
 
     private void checkIndptr(String name, int[] indptr, int total, long tensorRows) {
@@ -109,35 +104,9 @@ final class CpuRaggedAttention {
             Arrays.fill(acc, 0f);
             if (end > 0) {
                 FloatRows.read(q, base, query, 0, headDim);
-                attendRow(query, keys, values, end, scores, acc);
+                SoftmaxRow.attend(query, keys, values, 0, end, plan.smScale(), scores, acc);
             }
             FloatRows.write(acc, 0, out, base, headDim);
-        }
-    }
-
-    /** Softmax-weighted sum of values {@code [0, end)} into {@code acc}. */
-    private void attendRow(float[] query, float[][] keys, float[][] values, int end, float[] scores, float[] acc) {
-        float max = Float.NEGATIVE_INFINITY;
-        for (int j = 0; j < end; j++) {
-            float[] key = keys[j];
-            float dot = 0f;
-            for (int d = 0; d < headDim; d++) {
-                dot += query[d] * key[d];
-            }
-            scores[j] = plan.smScale() * dot;
-            max = Math.max(max, scores[j]);
-        }
-        float sum = 0f;
-        for (int j = 0; j < end; j++) {
-            float weight = (float) Math.exp(scores[j] - max);
-            sum += weight;
-            float[] value = values[j];
-            for (int d = 0; d < headDim; d++) {
-                acc[d] += weight * value[d];
-            }
-        }
-        for (int d = 0; d < headDim; d++) {
-            acc[d] /= sum;
         }
     }
 }

@@ -27,7 +27,7 @@ final class CpuSamplingPipeline {
         if (counts != null && counts.size() != (long) batch.rows() * vocab) {
             throw new IllegalArgumentException("penaltyCounts " + counts + " for " + batch.rows() + " rows of " + vocab);
         }
-        this.stopIds = batch.stopIds() == null ? new int[0] : ints(CpuTensor.of(batch.stopIds()));
+        this.stopIds = batch.stopIds() == null ? new int[0] : CpuTensor.of(batch.stopIds()).toIntArray();
         for (int id : stopIds) {
             if (id < 0 || id >= vocab) {
                 throw new IllegalArgumentException("stop id " + id + " outside vocab " + vocab);
@@ -53,14 +53,6 @@ final class CpuSamplingPipeline {
                 FloatRows.write(row, 0, probs, r * vocab, vocab);
             }
         });
-    }
-
-    private static int[] ints(CpuTensor t) {
-        int[] v = new int[t.size()];
-        for (int i = 0; i < v.length; i++) {
-            v[i] = t.getInt(i);
-        }
-        return v;
     }
 
     /** Logits of row r in, probabilities out, in place. */

@@ -105,6 +105,15 @@ public final class CpuTensor implements Tensor {
         };
     }
 
+    /** This integer view as an int array (a copy); I64 values must fit an int. */
+    public int[] toIntArray() {
+        int[] out = new int[numel];
+        for (int i = 0; i < numel; i++) {
+            out[i] = getInt(i);
+        }
+        return out;
+    }
+
     /** This view widened to fp32 (a copy). */
     public float[] toFloatArray() {
         float[] out = new float[numel];

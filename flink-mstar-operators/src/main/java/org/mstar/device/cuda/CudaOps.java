@@ -158,30 +158,26 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
 
     @Override
     public void siluMul(Tensor gateUp, Tensor out) {
-        CudaTensor g = t(gateUp, "siluMul gateUp");
-        CudaTensor o = t(out, "siluMul out");
-        long inter = o.dim(-1);
-        int rows = rowsOf(o, inter, "siluMul out");
-        if (g.numel() != 2L * rows * inter) {
-            throw new IllegalArgumentException("siluMul: gateUp " + g + " must be [" + rows + ", " + 2 * inter + "]");
-        }
-        device.enter();
-        elementwise.launch("silu_mul", o.numel(), new KernelArgs().tensor(g).i32(code(g)).tensor(o).i32(code(o))
-                .i64(rows).i32((int) inter), "siluMul");
+        gatedActivation("siluMul", "silu_mul", gateUp, out);
     }
 
     @Override
     public void geluTanhMul(Tensor gateUp, Tensor out) {
-        CudaTensor g = t(gateUp, "geluTanhMul gateUp");
-        CudaTensor o = t(out, "geluTanhMul out");
+        gatedActivation("geluTanhMul", "gelu_tanh_mul", gateUp, out);
+    }
+
+    /** {@code out = act(gate) · up} by elementwise kernel {@code kernel}, gateUp being {@code [rows, 2·inter]}. */
+    private void gatedActivation(String op, String kernel, Tensor gateUp, Tensor out) {
+        CudaTensor g = t(gateUp, op + " gateUp");
+        CudaTensor o = t(out, op + " out");
         long inter = o.dim(-1);
-        int rows = rowsOf(o, inter, "geluTanhMul out");
+        int rows = rowsOf(o, inter, op + " out");
         if (g.numel() != 2L * rows * inter) {
-            throw new IllegalArgumentException("geluTanhMul: gateUp " + g + " must be [" + rows + ", " + 2 * inter + "]");
+            throw new IllegalArgumentException(op + ": gateUp " + g + " must be [" + rows + ", " + 2 * inter + "]");
         }
         device.enter();
-        elementwise.launch("gelu_tanh_mul", o.numel(), new KernelArgs().tensor(g).i32(code(g)).tensor(o).i32(code(o))
-                .i64(rows).i32((int) inter), "geluTanhMul");
+        elementwise.launch(kernel, o.numel(), new KernelArgs().tensor(g).i32(code(g)).tensor(o).i32(code(o))
+                .i64(rows).i32((int) inter), op);
     }
 
     @Override

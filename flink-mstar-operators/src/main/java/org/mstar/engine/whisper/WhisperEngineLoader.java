@@ -64,16 +64,6 @@ public final class WhisperEngineLoader {
     /** {@link LogMelSpectrogram}'s features of a window, turned frames-major as the encoder's convolution reads them. */
     public static Function<float[], float[]> logMel(int melBins) {
         LogMelSpectrogram spectrogram = new LogMelSpectrogram(melBins);
-        return samples -> {
-            float[] binMajor = spectrogram.compute(samples);
-            int frames = LogMelSpectrogram.FRAMES;
-            float[] out = new float[binMajor.length];
-            for (int m = 0; m < melBins; m++) {
-                for (int t = 0; t < frames; t++) {
-                    out[t * melBins + m] = binMajor[m * frames + t];
-                }
-            }
-            return out;
-        };
+        return samples -> LogMelSpectrogram.framesMajor(spectrogram.compute(samples), melBins);
     }
 }

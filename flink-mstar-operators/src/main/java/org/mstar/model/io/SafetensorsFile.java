@@ -175,6 +175,30 @@ public final class SafetensorsFile implements AutoCloseable {
         return map(info.fileOffset(), info.byteSize());
     }
 
+    /** The values of an F32 tensor. @throws ModelFormatException for another dtype */
+    public float[] floats(String name) throws IOException {
+        var fb = bytes(requireDtype(name, "F32")).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        float[] out = new float[fb.remaining()];
+        fb.get(out);
+        return out;
+    }
+
+    /** The values of an I32 tensor. @throws ModelFormatException for another dtype */
+    public int[] ints(String name) throws IOException {
+        var ib = bytes(requireDtype(name, "I32")).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+        int[] out = new int[ib.remaining()];
+        ib.get(out);
+        return out;
+    }
+
+    private String requireDtype(String name, String dtype) {
+        TensorInfo info = info(name);
+        if (!info.safetensorsDtype().equals(dtype)) {
+            throw new ModelFormatException(info + " in " + path + " is not " + dtype);
+        }
+        return name;
+    }
+
     /**
      * Copies tensor {@code name} into {@code dst}, which must have the same shape. Equal dtypes copy raw bytes
      * (exact); otherwise each element is converted through fp32 with round-to-nearest-even.

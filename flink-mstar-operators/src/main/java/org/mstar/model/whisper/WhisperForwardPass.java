@@ -119,8 +119,7 @@ final class WhisperForwardPass {
         for (int l = 0; l < cfg.encoderLayers(); l++) {
             WhisperLayerWeights lw = w.encoderLayer(l);
             // the first layer normalises the stem's output; later ones add the previous MLP output first
-            ops.layerNorm(toAdd == null ? residual : toAdd, toAdd == null ? null : residual, lw.selfNorm(),
-                    lw.selfNormBias(), WhisperConfig.LAYER_NORM_EPS, normed);
+            addAndNorm(toAdd, residual, lw.selfNorm(), lw.selfNormBias(), normed);
             ops.matmul(normed, lw.qkv(), lw.qkvBias(), qkv);
             ops.splitQkv(qkv, q, k, v);
             attention.run(q.reshape(n, heads, hd), k.reshape(n, heads, hd), v.reshape(n, heads, hd),
@@ -131,8 +130,7 @@ final class WhisperForwardPass {
             toAdd = proj;
         }
         Tensor encoded = temp(act, n, d);
-        ops.layerNorm(toAdd == null ? residual : toAdd, toAdd == null ? null : residual, w.encoderNorm(),
-                w.encoderNormBias(), WhisperConfig.LAYER_NORM_EPS, encoded);
+        addAndNorm(toAdd, residual, w.encoderNorm(), w.encoderNormBias(), encoded);
         return encoded;
     }
 
@@ -179,8 +177,7 @@ final class WhisperForwardPass {
         Tensor toAdd = null;
         for (int l = 0; l < cfg.decoderLayers(); l++) {
             WhisperLayerWeights lw = w.decoderLayer(l);
-            ops.layerNorm(toAdd == null ? residual : toAdd, toAdd == null ? null : residual, lw.selfNorm(),
-                    lw.selfNormBias(), WhisperConfig.LAYER_NORM_EPS, normed);
+            addAndNorm(toAdd, residual, lw.selfNorm(), lw.selfNormBias(), normed);
             ops.matmul(normed, lw.qkv(), lw.qkvBias(), qkv);
             ops.splitQkv(qkv, q, k, v);
             kv.writeKv(k.reshape(n, heads, hd), v.reshape(n, heads, hd), l, WhisperModel.MAIN);
@@ -217,6 +214,15 @@ final class WhisperForwardPass {
         ops.matmul(normed, lw.fc1(), lw.fc1Bias(), hidden);
         ops.gelu(hidden, hidden);
         ops.matmul(hidden, lw.fc2(), lw.fc2Bias(), out);
+    }
+
+    /**
+     * Layer norm of the residual stream into {@code out}, after adding {@code pending} (the previous layer's MLP
+     * output) into the stream; a null {@code pending} normalises the stream as it is.
+     */
+    private void addAndNorm(Tensor pending, Tensor residual, Tensor weight, Tensor bias, Tensor out) {
+        ops.layerNorm(pending == null ? residual : pending, pending == null ? null : residual, weight, bias,
+                WhisperConfig.LAYER_NORM_EPS, out);
     }
 
     private Tensor temp(DType dtype, long... shape) {

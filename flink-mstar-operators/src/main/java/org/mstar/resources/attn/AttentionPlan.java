@@ -9,7 +9,6 @@ import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
 import org.mstar.resources.AttentionStep;
-import org.mstar.resources.BucketKey;
 import org.mstar.resources.SlotLease;
 import org.mstar.resources.kv.KVPlanOutput;
 import org.mstar.resources.kv.KVPlanOutputs;
@@ -35,13 +34,10 @@ public final class AttentionPlan {
      */
     static AttentionPlan build(KVPlanOutputs kv, AttentionStep step, int windowLeft, float smScale, Device device,
                                SlotLease lease, StaticIntBuffers statics, int maxSeqLen) {
-        boolean leased = lease != null && lease.bucket() != null;
+        boolean leased = PlanUpload.leased(lease);
         Map<String, LabelPlan> byLabel = new LinkedHashMap<>();
         kv.byLabel().forEach((label, out) -> {
-            Upload upload = leased
-                    ? (part, capacity, values) -> statics.write(new LeasedKey(lease.bucket(), lease.slot(), label, part),
-                            capacity, values)
-                    : (part, capacity, values) -> device.fromInts(values, values.length);
+            PlanUpload upload = PlanUpload.of("attention", label, device, lease, statics);
             byLabel.put(label, LabelPlan.build(out, step, windowLeft, smScale, upload, !leased, maxSeqLen));
         });
         return new AttentionPlan(byLabel);
@@ -84,17 +80,9 @@ public final class AttentionPlan {
         byLabel.values().forEach(LabelPlan::close);
     }
 
-    /** Puts one I32 array on the device: {@code part} names it within its label; {@code capacity} bounds a static buffer. */
-    @FunctionalInterface
-    private interface Upload {
-        Tensor apply(String part, int capacity, int[] values);
-    }
-
-    private record LeasedKey(BucketKey bucket, int slot, String planLabel, String part) {}
-
     /** @param fresh whether the tensors are this plan's own (freed with it) rather than static buffers */
     record LabelPlan(PagedAttentionPlan paged, int[] lastRows, Tensor lastRowsDevice, boolean fresh) {
-        static LabelPlan build(KVPlanOutput out, AttentionStep step, int windowLeft, float smScale, Upload upload,
+        static LabelPlan build(KVPlanOutput out, AttentionStep step, int windowLeft, float smScale, PlanUpload upload,
                                boolean fresh, int maxSeqLen) {
             PagedIndptrs ip = out.indptrs();
             int rows = ip.rows();
@@ -130,10 +118,7 @@ public final class AttentionPlan {
             if (!fresh) {
                 return;
             }
-            paged.qoIndptr().close();
-            paged.kvIndptr().close();
-            paged.kvIndices().close();
-            paged.lastPageLen().close();
+            paged.closeIndexTensors();
             if (lastRowsDevice != null) {
                 lastRowsDevice.close();
             }

@@ -9,8 +9,6 @@ import java.util.Set;
 import org.mstar.device.Device;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.StaticIntBuffers;
-import org.mstar.device.Tensor;
-import org.mstar.resources.BucketKey;
 import org.mstar.resources.SlotLease;
 import org.mstar.resources.kv.SequenceView;
 
@@ -36,13 +34,10 @@ public final class CrossAttentionPlan {
      */
     static CrossAttentionPlan build(Map<String, List<QueryRow>> rowsByLabel, int pageSize, float smScale,
                                     Device device, SlotLease lease, StaticIntBuffers statics, int maxContextLen) {
-        boolean leased = lease != null && lease.bucket() != null;
+        boolean leased = PlanUpload.leased(lease);
         Map<String, LabelPlan> byLabel = new LinkedHashMap<>();
         rowsByLabel.forEach((label, rows) -> {
-            Upload upload = leased
-                    ? (part, capacity, values) -> statics.write(new LeasedKey(lease.bucket(), lease.slot(), label, part),
-                            capacity, values)
-                    : (part, capacity, values) -> device.fromInts(values, values.length);
+            PlanUpload upload = PlanUpload.of("cross-attention", label, device, lease, statics);
             byLabel.put(label, LabelPlan.build(rows, pageSize, smScale, upload, !leased, maxContextLen));
         });
         return new CrossAttentionPlan(byLabel);
@@ -77,15 +72,8 @@ public final class CrossAttentionPlan {
         byLabel.values().forEach(LabelPlan::close);
     }
 
-    @FunctionalInterface
-    private interface Upload {
-        Tensor apply(String part, int capacity, int[] values);
-    }
-
-    private record LeasedKey(BucketKey bucket, int slot, String planLabel, String part) {}
-
     record LabelPlan(PagedAttentionPlan paged, List<String> requestIds, boolean fresh) {
-        static LabelPlan build(List<QueryRow> rows, int pageSize, float smScale, Upload upload, boolean fresh,
+        static LabelPlan build(List<QueryRow> rows, int pageSize, float smScale, PlanUpload upload, boolean fresh,
                                int maxContextLen) {
             int n = rows.size();
             int[] qo = new int[n + 1];
@@ -130,10 +118,7 @@ public final class CrossAttentionPlan {
             if (!fresh) {
                 return;
             }
-            paged.qoIndptr().close();
-            paged.kvIndptr().close();
-            paged.kvIndices().close();
-            paged.lastPageLen().close();
+            paged.closeIndexTensors();
         }
     }
 }

@@ -4,14 +4,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.net.URISyntaxException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.mstar.model.io.SafetensorsFile;
+import org.mstar.model.whisper.audio.LogMelSpectrogram;
 
 /**
  * The tiny Whisper checkpoint and transformers' outputs on it, written by
@@ -45,24 +44,24 @@ final class WhisperFixture {
         JsonNode json = new ObjectMapper().readTree(folder.resolve("cases.json").toFile());
         maxNewTokens = json.get("max_new_tokens").intValue();
         try (SafetensorsFile f = SafetensorsFile.open(folder.resolve("reference.safetensors"))) {
-            clips.put("tone", floats(f.bytes("audio.tone")));
-            clips.put("noise", floats(f.bytes("audio.noise")));
-            toneFeatures = floats(f.bytes("features.tone"));
-            toneEncoded = floats(f.bytes("encoder.tone"));
+            clips.put("tone", f.floats("audio.tone"));
+            clips.put("noise", f.floats("audio.noise"));
+            toneFeatures = f.floats("features.tone");
+            toneEncoded = f.floats("encoder.tone");
             for (JsonNode c : json.get("cases")) {
                 String name = c.get("name").textValue();
                 List<Window> windows = new ArrayList<>();
                 for (int w = 0; w < c.get("windows").intValue(); w++) {
                     String key = name + "." + w;
-                    float[] flat = floats(f.bytes(key + ".logits"));
+                    float[] flat = f.floats(key + ".logits");
                     int steps = (int) f.info(key + ".logits").shape()[0];
                     int vocab = flat.length / steps;
                     float[][] logits = new float[steps][];
                     for (int s = 0; s < steps; s++) {
                         logits[s] = java.util.Arrays.copyOfRange(flat, s * vocab, (s + 1) * vocab);
                     }
-                    float[] detect = f.contains(key + ".detect_logits") ? floats(f.bytes(key + ".detect_logits")) : null;
-                    windows.add(new Window(ints(f.bytes(key + ".prompt")), ints(f.bytes(key + ".tokens")), logits,
+                    float[] detect = f.contains(key + ".detect_logits") ? f.floats(key + ".detect_logits") : null;
+                    windows.add(new Window(f.ints(key + ".prompt"), f.ints(key + ".tokens"), logits,
                             detect));
                 }
                 List<String> audio = new ArrayList<>();
@@ -94,28 +93,6 @@ final class WhisperFixture {
 
     /** The tone's features frames-major {@code [3000, 80]}, as the engine takes them. */
     float[] toneFeaturesFramesMajor() {
-        int mels = 80;
-        int frames = toneFeatures.length / mels;
-        float[] out = new float[toneFeatures.length];
-        for (int m = 0; m < mels; m++) {
-            for (int t = 0; t < frames; t++) {
-                out[t * mels + m] = toneFeatures[m * frames + t];
-            }
-        }
-        return out;
-    }
-
-    private static float[] floats(ByteBuffer b) {
-        var fb = b.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
-        float[] out = new float[fb.remaining()];
-        fb.get(out);
-        return out;
-    }
-
-    private static int[] ints(ByteBuffer b) {
-        var ib = b.order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
-        int[] out = new int[ib.remaining()];
-        ib.get(out);
-        return out;
+        return LogMelSpectrogram.framesMajor(toneFeatures, 80);
     }
 }

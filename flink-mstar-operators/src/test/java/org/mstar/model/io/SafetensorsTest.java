@@ -184,6 +184,21 @@ class SafetensorsTest {
     }
 
     @Test
+    void floatAndIntTensorsReadAsArraysOfTheirDtypeOnly() throws IOException {
+        // the hand-written ids bytes (int64 -1 and 42) read as four little-endian int32s
+        Path file = handWritten("{\"ids\":{\"dtype\":\"I32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                + "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]}}", 24);
+        try (SafetensorsFile f = SafetensorsFile.open(file)) {
+            assertThat(f.floats("w")).containsExactly(1.5f, -2f);
+            assertThat(f.ints("ids")).containsExactly(-1, -1, 42, 0);
+            assertThatThrownBy(() -> f.floats("ids")).isInstanceOf(ModelFormatException.class)
+                    .hasMessageContaining("ids").hasMessageContaining("is not F32");
+            assertThatThrownBy(() -> f.ints("w")).isInstanceOf(ModelFormatException.class)
+                    .hasMessageContaining("is not I32");
+        }
+    }
+
+    @Test
     void malformedFilesAreRejectedWithTheirName() throws IOException {
         Path outside = handWritten("{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,32]}}", 24);
         assertThatThrownBy(() -> SafetensorsFile.open(outside)).isInstanceOf(ModelFormatException.class)

@@ -106,11 +106,7 @@ class CrossAttentionManagerTest {
     }
 
     private float[] randoms(int n) {
-        float[] x = new float[n];
-        for (int i = 0; i < n; i++) {
-            x[i] = (float) random.nextGaussian();
-        }
-        return x;
+        return Gaussians.draw(random, n);
     }
 
     /** Writes this step's context tokens of every layer through KV and remembers them per request. */

@@ -151,11 +151,7 @@ class PagedAttentionThroughKvTest {
     }
 
     private float[] randoms(int n) {
-        float[] x = new float[n];
-        for (int i = 0; i < n; i++) {
-            x[i] = (float) random.nextGaussian();
-        }
-        return x;
+        return Gaussians.draw(random, n);
     }
 
     /**

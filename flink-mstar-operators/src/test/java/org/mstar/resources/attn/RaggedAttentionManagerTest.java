@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
-import java.util.stream.IntStream;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
@@ -57,12 +56,24 @@ class RaggedAttentionManagerTest {
         return new StepContext(segs.stream().map(Segment::requestId).distinct().toList(), "encode", 0, false);
     }
 
+    /**
+     * Random q, k and v over {@code spans} packed, attended by {@code label}'s planned step as self-attention, equal
+     * dense attention per span under {@code mask}.
+     */
+    private void assertSelfAttentionIsDense(CpuDevice device, RaggedAttentionManager attn, String label, int[] spans,
+                                            int qoHeads, int kvHeads, DenseAttention.Mask mask) {
+        int tokens = Arrays.stream(spans).sum();
+        float[] q = randoms(tokens * qoHeads * HEAD_DIM);
+        float[] k = randoms(tokens * kvHeads * HEAD_DIM);
+        float[] v = randoms(tokens * kvHeads * HEAD_DIM);
+
+        float[] actual = run(device, attn, label, q, k, v, qoHeads, kvHeads);
+
+        assertClose(actual, DenseAttention.attend(q, k, v, spans, spans, qoHeads, kvHeads, HEAD_DIM, mask), TOLERANCE);
+    }
+
     private float[] randoms(int n) {
-        float[] x = new float[n];
-        for (int i = 0; i < n; i++) {
-            x[i] = (float) random.nextGaussian();
-        }
-        return x;
+        return Gaussians.draw(random, n);
     }
 
     /** Runs {@code label} of the manager's current plan on q, k, v in F32 and returns the output. */
@@ -89,20 +100,13 @@ class RaggedAttentionManagerTest {
     @ValueSource(booleans = {false, true})
     void selfAttentionOfPackedSpansEqualsDenseAttentionPerSpan(boolean causal) {
         int[] spans = {5, 1, 9, 3};
-        int tokens = Arrays.stream(spans).sum();
         try (CpuDevice device = new CpuDevice(2)) {
             RaggedAttentionManager attn = RaggedAttentionManager.self(config(QO_HEADS, KV_HEADS), device);
             List<Segment> segs = segments("audio", spans);
             RaggedAttentionPlans plans = attn.plan(new AttentionStep(segs, causal, false), ctx(segs));
             assertThat(plans.requestIds("audio")).containsExactly("r0", "r1", "r2", "r3");
-            float[] q = randoms(tokens * QO_HEADS * HEAD_DIM);
-            float[] k = randoms(tokens * KV_HEADS * HEAD_DIM);
-            float[] v = randoms(tokens * KV_HEADS * HEAD_DIM);
-
-            float[] actual = run(device, attn, "audio", q, k, v, QO_HEADS, KV_HEADS);
-
-            assertClose(actual, DenseAttention.attend(q, k, v, spans, spans, QO_HEADS, KV_HEADS, HEAD_DIM,
-                    causal ? DenseAttention.CAUSAL : DenseAttention.FULL), TOLERANCE);
+            assertSelfAttentionIsDense(device, attn, "audio", spans, QO_HEADS, KV_HEADS,
+                    causal ? DenseAttention.CAUSAL : DenseAttention.FULL);
         }
     }
 
@@ -110,19 +114,12 @@ class RaggedAttentionManagerTest {
     void blockCausalAttentionSeesItsOwnBlockAndEveryEarlierOne() {
         int block = 3;
         int[] spans = {7, 4, 10, 3};
-        int tokens = Arrays.stream(spans).sum();
         try (CpuDevice device = new CpuDevice(2)) {
             RaggedAttentionManager attn = RaggedAttentionManager.blockCausal(config(QO_HEADS, KV_HEADS), block, device);
             List<Segment> segs = segments("frames", spans);
             attn.plan(new AttentionStep(segs, false, false), ctx(segs));
-            float[] q = randoms(tokens * QO_HEADS * HEAD_DIM);
-            float[] k = randoms(tokens * KV_HEADS * HEAD_DIM);
-            float[] v = randoms(tokens * KV_HEADS * HEAD_DIM);
-
-            float[] actual = run(device, attn, "frames", q, k, v, QO_HEADS, KV_HEADS);
-
-            assertClose(actual, DenseAttention.attend(q, k, v, spans, spans, QO_HEADS, KV_HEADS, HEAD_DIM,
-                    DenseAttention.blockCausal(block)), TOLERANCE);
+            assertSelfAttentionIsDense(device, attn, "frames", spans, QO_HEADS, KV_HEADS,
+                    DenseAttention.blockCausal(block));
             assertThatThrownBy(() -> attn.plan(new AttentionStep(segs, true, false), ctx(segs)))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("causal=false");
         }
@@ -237,7 +234,6 @@ class RaggedAttentionManagerTest {
                                         @ForAll @IntRange(min = 0, max = 2) int groupLog,
                                         @ForAll @IntRange(min = 0, max = 4) int block) {
         int[] spans = spanList.stream().mapToInt(Integer::intValue).toArray();
-        int tokens = IntStream.of(spans).sum();
         int kvHeads = 2;
         int qoHeads = kvHeads << groupLog;
         try (CpuDevice device = new CpuDevice(1)) {
@@ -246,14 +242,8 @@ class RaggedAttentionManagerTest {
                     : RaggedAttentionManager.blockCausal(config(qoHeads, kvHeads), block, device);
             List<Segment> segs = segments("x", spans);
             attn.plan(new AttentionStep(segs, false, false), ctx(segs));
-            float[] q = randoms(tokens * qoHeads * HEAD_DIM);
-            float[] k = randoms(tokens * kvHeads * HEAD_DIM);
-            float[] v = randoms(tokens * kvHeads * HEAD_DIM);
-
-            float[] actual = run(device, attn, "x", q, k, v, qoHeads, kvHeads);
-
-            assertClose(actual, DenseAttention.attend(q, k, v, spans, spans, qoHeads, kvHeads, HEAD_DIM,
-                    block == 0 ? DenseAttention.FULL : DenseAttention.blockCausal(block)), TOLERANCE);
+            assertSelfAttentionIsDense(device, attn, "x", spans, qoHeads, kvHeads,
+                    block == 0 ? DenseAttention.FULL : DenseAttention.blockCausal(block));
         }
     }
 }

@@ -104,4 +104,16 @@ public final class LogMelSpectrogram {
             power[k] = re * re + im * im;
         }
     }
+
+    /** Bin-major features {@code [melBins, frames]} turned frames-major {@code [frames, melBins]}. */
+    public static float[] framesMajor(float[] binMajor, int melBins) {
+        int frames = binMajor.length / melBins;
+        float[] out = new float[binMajor.length];
+        for (int m = 0; m < melBins; m++) {
+            for (int t = 0; t < frames; t++) {
+                out[t * melBins + m] = binMajor[m * frames + t];
+            }
+        }
+        return out;
+    }
 }

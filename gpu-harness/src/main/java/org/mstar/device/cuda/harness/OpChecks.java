@@ -248,18 +248,10 @@ final class OpChecks {
         Pair w = tw.floats(tw.randomFloats(width * k, 0.05f, DType.BF16), DType.BF16, width, k);
         Pair b = withBias ? tw.floats(tw.randomFloats(width, 1f, act), act, width) : null;
         Pair pool = pool(act, 2, pages, pageSize, kvHeads, headDim);
-        int[] pos = new int[n];
-        int[] pageIdx = new int[n];
-        int[] offs = new int[n];
-        for (int i = 0; i < n; i++) {
-            pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
-            int slot = i * 5 % (pages * pageSize); // distinct slots
-            pageIdx[i] = slot / pageSize;
-            offs[i] = slot % pageSize;
-        }
-        Pair p = tw.ints(pos, n);
-        Pair pi = tw.ints(pageIdx, n);
-        Pair of = tw.ints(offs, n);
+        AppendRows rows = appendRows(n, pages, pageSize);
+        Pair p = rows.positions();
+        Pair pi = rows.pages();
+        Pair of = rows.offsets();
         Pair q = tw.poisoned(act, n, qHeads, headDim);
         Pair qkv = tw.poisoned(act, n, width);
         tw.cpu.ops().qkvProjectionRopeAppend(x.cpu(), w.cpu(), b == null ? null : b.cpu(), qkv.cpu(), p.cpu(), rope,
@@ -430,6 +422,26 @@ final class OpChecks {
                 () -> tw.gpu.ops().kvAppend(pool.gpu(), 1, k.gpu(), v.gpu(), pi.gpu(), of.gpu()));
     }
 
+    /** Per appended row: its RoPE position, and the page and offset of its KV slot. */
+    private record AppendRows(Pair positions, Pair pages, Pair offsets) {}
+
+    /**
+     * {@code n} rows for a rotate-and-append: the first at position 131000, the rest
+     * random below 40000; each in a distinct slot of a {@code pages}-page pool.
+     */
+    private AppendRows appendRows(int n, int pages, int pageSize) {
+        int[] pos = new int[n];
+        int[] pageIdx = new int[n];
+        int[] offs = new int[n];
+        for (int i = 0; i < n; i++) {
+            pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
+            int slot = i * 5 % (pages * pageSize); // distinct slots
+            pageIdx[i] = slot / pageSize;
+            offs[i] = slot % pageSize;
+        }
+        return new AppendRows(tw.ints(pos, n), tw.ints(pageIdx, n), tw.ints(offs, n));
+    }
+
     /** Llama-3-8B heads (32 query, 8 KV of 128) with Llama-3.1 RoPE; q and the whole pool compared. */
     private void qkvRopeAppend(DType dt) {
         int n = 13;
@@ -442,18 +454,10 @@ final class OpChecks {
         int width = (qHeads + 2 * kvHeads) * headDim;
         Pair qkv = tw.floats(tw.randomFloats(n * width, 2f, dt), dt, n, width);
         Pair pool = pool(dt, 2, pages, pageSize, kvHeads, headDim);
-        int[] pos = new int[n];
-        int[] pageIdx = new int[n];
-        int[] offs = new int[n];
-        for (int i = 0; i < n; i++) {
-            pos[i] = i == 0 ? 131_000 : tw.rnd.nextInt(40_000);
-            int slot = i * 5 % (pages * pageSize); // distinct slots
-            pageIdx[i] = slot / pageSize;
-            offs[i] = slot % pageSize;
-        }
-        Pair p = tw.ints(pos, n);
-        Pair pi = tw.ints(pageIdx, n);
-        Pair of = tw.ints(offs, n);
+        AppendRows rows = appendRows(n, pages, pageSize);
+        Pair p = rows.positions();
+        Pair pi = rows.pages();
+        Pair of = rows.offsets();
         Pair q = tw.poisoned(dt, n, qHeads, headDim);
         tw.cpu.ops().qkvRopeAppend(qkv.cpu(), p.cpu(), params, pool.cpu(), 1, pi.cpu(), of.cpu(), q.cpu());
         Runnable gpuOp = () -> tw.gpu.ops().qkvRopeAppend(qkv.gpu(), p.gpu(), params, pool.gpu(), 1, pi.gpu(), of.gpu(),

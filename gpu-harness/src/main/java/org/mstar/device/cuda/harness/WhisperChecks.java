@@ -3,8 +3,6 @@ package org.mstar.device.cuda.harness;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -25,6 +23,7 @@ import org.mstar.model.io.SafetensorsFile;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
 import org.mstar.model.whisper.WhisperWeights;
+import org.mstar.model.whisper.audio.LogMelSpectrogram;
 
 /**
  * Whisper fidelity on one device and dtype against transformers' fp32 outputs on the tiny checkpoint that
@@ -53,15 +52,15 @@ final class WhisperChecks {
         List<Row> rows = new ArrayList<>();
         try (SafetensorsFile ref = SafetensorsFile.open(fixture.resolve("reference.safetensors"));
              WhisperWeights weights = WhisperWeights.load(fixture, config, device, dtype)) {
-            Map<String, float[]> clips = Map.of("tone", floats(ref.bytes("audio.tone")),
-                    "noise", floats(ref.bytes("audio.noise")));
-            float[] features = floats(ref.bytes("features.tone"));
+            Map<String, float[]> clips = Map.of("tone", ref.floats("audio.tone"),
+                    "noise", ref.floats("audio.noise"));
+            float[] features = ref.floats("features.tone");
             float[] javaFeatures = binMajor(WhisperEngineLoader.logMel(config.numMelBins()).apply(clips.get("tone")),
                     config.numMelBins());
             rows.add(compare("log-mel features (tone, host)", javaFeatures, features, null));
             WhisperModel model = new WhisperModel(weights, dtype);
-            rows.add(compare("encoder output (tone)", model.encode(framesMajor(features, config.numMelBins())),
-                    floats(ref.bytes("encoder.tone")), null));
+            rows.add(compare("encoder output (tone)", model.encode(LogMelSpectrogram.framesMajor(features, config.numMelBins())),
+                    ref.floats("encoder.tone"), null));
 
             WhisperEngine engine = new WhisperEngine(model, null, WhisperEngineLoader.logMel(config.numMelBins()),
                     new WhisperEngineOptions(4, 4 * 130 + 1, 16, maxNew), dtype);
@@ -75,13 +74,13 @@ final class WhisperChecks {
                 List<float[]> logits = new ArrayList<>();
                 List<Integer> tokens = new ArrayList<>();
                 for (int w = 0; w < c.get("windows").intValue(); w++) {
-                    float[] flat = floats(ref.bytes(name + "." + w + ".logits"));
+                    float[] flat = ref.floats(name + "." + w + ".logits");
                     int steps = (int) ref.info(name + "." + w + ".logits").shape()[0];
                     for (int s = 0; s < steps; s++) {
                         logits.add(java.util.Arrays.copyOfRange(flat, s * config.vocabSize(),
                                 (s + 1) * config.vocabSize()));
                     }
-                    for (int t : ints(ref.bytes(name + "." + w + ".tokens"))) {
+                    for (int t : ref.ints(name + "." + w + ".tokens")) {
                         tokens.add(t);
                     }
                 }
@@ -170,17 +169,6 @@ final class WhisperChecks {
         return out;
     }
 
-    private static float[] framesMajor(float[] binMajor, int bins) {
-        int frames = binMajor.length / bins;
-        float[] out = new float[binMajor.length];
-        for (int m = 0; m < bins; m++) {
-            for (int t = 0; t < frames; t++) {
-                out[t * bins + m] = binMajor[m * frames + t];
-            }
-        }
-        return out;
-    }
-
     private static float[] binMajor(float[] framesMajor, int bins) {
         int frames = framesMajor.length / bins;
         float[] out = new float[framesMajor.length];
@@ -189,20 +177,6 @@ final class WhisperChecks {
                 out[m * frames + t] = framesMajor[t * bins + m];
             }
         }
-        return out;
-    }
-
-    private static float[] floats(ByteBuffer b) {
-        var fb = b.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
-        float[] out = new float[fb.remaining()];
-        fb.get(out);
-        return out;
-    }
-
-    private static int[] ints(ByteBuffer b) {
-        var ib = b.order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
-        int[] out = new int[ib.remaining()];
-        ib.get(out);
         return out;
     }
 }
