@@ -1,0 +1,47 @@
+// Host emulation of the few CUDA built-ins the kernels under test use: blocks run one at a time, each CUDA thread
+// is a std::thread, __syncthreads is a barrier over the block and a warp shuffle exchanges through a buffer
+// between two barriers over the warp. Math functions are the host's (normcdff through erfcf).
+#pragma once
+#include <barrier>
+#include <thread>
+#include <vector>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <vector_types.h>
+struct Dim3 { unsigned x = 1, y = 1, z = 1; };
+inline thread_local Dim3 threadIdx, blockIdx;
+inline Dim3 blockDim, gridDim;
+inline std::barrier<>* g_block_barrier;
+inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_barriers;
+inline std::vector<float> g_warp_buf;
+inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
+inline float __shfl_xor_sync(unsigned, float v, int o) {
+    int t = threadIdx.x, w = t / 32, lane = t % 32;
+    g_warp_buf[t] = v;
+    g_warp_barriers[w]->arrive_and_wait();
+    float r = g_warp_buf[w * 32 + (lane ^ o)];
+    g_warp_barriers[w]->arrive_and_wait();
+    return r;
+}
+template <class T> inline T __ldcs(const T* p) { return *p; }
+template <class T> inline T __ldg(const T* p) { return *p; }
+inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }
+// Runs kernel() for every thread of a 1-D grid of 1-D blocks.
+template <class F> void launch(unsigned grid, unsigned block, F kernel) {
+    blockDim.x = block; gridDim.x = grid;
+    for (unsigned b = 0; b < grid; b++) {
+        std::barrier<> bb(block);
+        g_block_barrier = &bb;
+        g_warp_barriers.clear();
+        for (unsigned w = 0; w < (block + 31) / 32; w++) g_warp_barriers.emplace_back(new std::barrier<>(std::min(32u, block - 32 * w)));
+        g_warp_buf.assign(block, 0.f);
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < block; t++) ts.emplace_back([&, t, b] { threadIdx.x = t; blockIdx.x = b; kernel(); });
+        for (auto& th : ts) th.join();
+    }
+}
