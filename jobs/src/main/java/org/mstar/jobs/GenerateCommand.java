@@ -14,9 +14,6 @@ import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.LlamaEngineLoader;
-import org.mstar.engine.RequestFailure;
-import org.mstar.engine.StepResult;
-import org.mstar.engine.TokenOutput;
 import org.mstar.model.chat.ChatMessage;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.resources.RequestValidationException;
@@ -103,22 +100,10 @@ final class GenerateCommand implements Callable<Integer> {
             }
             out.print(chat ? "" : prompt);
             out.flush();
-            FinishedRequest done = null;
-            while (engine.hasWork()) {
-                StepResult r = engine.step();
-                for (TokenOutput t : r.tokens()) {
-                    out.print(t.textDelta());
-                    out.flush();
-                }
-                for (RequestFailure f : r.failures()) {
-                    System.err.println("\nerror " + f.code() + ": " + f.message());
-                    return 1;
-                }
-                if (!r.finished().isEmpty()) {
-                    done = r.finished().get(0);
-                }
+            FinishedRequest done = StreamedRun.toEnd(engine, out);
+            if (done == null) {
+                return 1;
             }
-            out.println();
             report(done, engine.stats());
             return 0;
         }

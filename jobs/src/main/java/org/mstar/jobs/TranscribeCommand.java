@@ -11,9 +11,6 @@ import org.mstar.device.Devices;
 import org.mstar.engine.AudioInput;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
-import org.mstar.engine.RequestFailure;
-import org.mstar.engine.StepResult;
-import org.mstar.engine.TokenOutput;
 import org.mstar.engine.whisper.WhisperEngine;
 import org.mstar.engine.whisper.WhisperEngineLoader;
 import org.mstar.engine.whisper.WhisperEngineOptions;
@@ -90,22 +87,10 @@ final class TranscribeCommand implements Callable<Integer> {
                 System.err.println("error 400: " + e.getMessage());
                 return 1;
             }
-            FinishedRequest done = null;
-            while (engine.hasWork()) {
-                StepResult r = engine.step();
-                for (TokenOutput t : r.tokens()) {
-                    out.print(t.textDelta());
-                    out.flush();
-                }
-                for (RequestFailure f : r.failures()) {
-                    System.err.println("\nerror " + f.code() + ": " + f.message());
-                    return 1;
-                }
-                if (!r.finished().isEmpty()) {
-                    done = r.finished().get(0);
-                }
+            FinishedRequest done = StreamedRun.toEnd(engine, out);
+            if (done == null) {
+                return 1;
             }
-            out.println();
             System.err.printf("[%.1f s of audio, %d tokens, finish=%s, %.1f s]%n",
                     audio.samples().length / (double) AudioInput.SAMPLE_RATE, done.tokenIds().length,
                     done.finish().wireName(), done.timings().totalNanos() / 1e9);
