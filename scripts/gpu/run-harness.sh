@@ -4,7 +4,8 @@
 # $OUT (default /tmp/mstar-gpu): nvidia-smi state, the harness log and
 # tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead; with --decode-perf,
 # the CUDA-graph decode loop). Arguments go to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf,
-# --decode-perf, --skinny-perf, --engine-layers 8,32, --seed N);
+# --decode-perf, --skinny-perf, --engine-layers 8,32, --seed N; --no-perf --preplan-perf: the checks and the
+# pre-planned decode steps table only);
 # --no-perf, --no-kernel-perf and --skinny-perf also skip the torch comparison.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -18,15 +19,17 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.mstar.device.cpu.CpuDevice;
+import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.constraint.OutputConstraint;
 import org.mstar.resources.kv.KVManager;
 
 /**
  * Planning decode step N+1 while step N runs changes no token: the same workloads give the same tokens, finishes
  * and failures with pre-planning on and off, whether the staged step is promoted or goes stale (a request stops on
  * a stop token or by length, another arrives mid-decode, one is preempted or offloaded, a prompt hits the prefix
- * cache, sampling is random and seeded), and a dropped stage leaks no KV page. Decode graphs are on throughout:
+ * cache, sampling is random and seeded, output is constrained), and a dropped stage leaks no KV page. Decode graphs are on throughout:
  * on the CPU a replay re-runs the recorded forward, so the leased path is the one exercised.
  */
 class DecodePreplanTest {
@@ -145,6 +148,29 @@ class DecodePreplanTest {
         assertThat(on.stats().prefixHitTokens()).as("prefix-cache hits").isPositive();
         assertThat(on.counts().promoted()).isPositive();
         assertThat(on.counts().dropped()).isPositive();
+    }
+
+    @Test
+    void constrainedRequestsStoppingOnCompletionGetTheSameTokens(@TempDir Path modelDir) throws IOException {
+        Path written = StructuredOutputModel.write(modelDir, 5);
+        Map<Boolean, Map<String, List<Integer>>> tokens = new HashMap<>();
+        for (boolean preplan : new boolean[] {false, true}) {
+            EngineOptions options = new EngineOptions(4, 4096, new KvCacheOptions(2048, 4 * 128 + 2, 16, 0, true))
+                    .withDecodeGraphs(true).withPreplan(preplan);
+            try (LlamaEngine engine = LlamaEngineLoader.load(written, cpu, options)) {
+                for (int seed = 0; seed < 4; seed++) {
+                    engine.submit(StructuredOutputModel.request("c" + seed, "Say:", 1.0, seed, 60,
+                            OutputConstraint.regex("[A-Z][a-z]{1,8}( [A-Z][a-z]{1,8}){0,2}")));
+                }
+                EngineDriver driver = new EngineDriver();
+                driver.drain(engine, 1000);
+                assertThat(driver.failures).isEmpty();
+                assertThat(driver.finished.values()).allMatch(f -> f.finish() == FinishReason.STOP);
+                tokens.put(preplan, driver.tokens);
+                assertThat(engine.preplanCounts().promoted() > 0).isEqualTo(preplan);
+            }
+        }
+        assertThat(tokens.get(true)).isEqualTo(tokens.get(false));
     }
 
     @ParameterizedTest(name = "offload pages {0}")

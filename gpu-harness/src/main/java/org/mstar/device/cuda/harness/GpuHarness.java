@@ -37,11 +37,12 @@ import org.mstar.model.frame.FrameModelConfig;
  * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
  * (paged, ragged, cross) and no performance table. {@code --frame-perf} adds the frame-stream throughput
- * ({@link FrameBench}), with or without the other tables.
+ * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
+ * pre-planning off and on ({@link PreplanBench}).
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
- *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf]</pre>
+ *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf] [--preplan-perf]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -100,6 +101,7 @@ public final class GpuHarness {
         boolean skinnyPerf = false;
         boolean attentionOnly = false;
         boolean framePerf = false;
+        boolean preplanPerf = false;
         int[] engineLayers = {8, 32};
         List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
@@ -118,12 +120,13 @@ public final class GpuHarness {
                 }
                 case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
                 case "--frame-perf" -> framePerf = true;
+                case "--preplan-perf" -> preplanPerf = true;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf)");
+                        + "--attention-only, --frame-perf, --preplan-perf)");
             }
         }
         Files.createDirectories(out);
@@ -245,6 +248,11 @@ public final class GpuHarness {
                         + frames.hiddenSize() + ", " + frames.tokensPerFrame() + "-token frames, rings full; "
                         + FrameBench.TIMED_STEPS + " timed steps)", () -> FrameBench.table(
                                 new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
+            if (preplanPerf) {
+                long benchSeed = seed;
+                tables.append(section(PreplanBench.TITLE, () -> PreplanBench.tables(gpu, benchSeed)));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
         }
