@@ -57,7 +57,7 @@ class DecodePreplanPropertiesTest {
                 Arbitraries.longs()).as(Load::new);
     }
 
-    @Property(tries = 25)
+    @Property(tries = 60)
     void preplanningChangesNoOutput(@ForAll("loads") Load load) {
         Random rnd = new Random(load.seed());
         List<Integer> stopIds = List.of(2 + rnd.nextInt(RandomModels.VOCAB - 2), 2 + rnd.nextInt(RandomModels.VOCAB - 2),
