@@ -33,7 +33,7 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
         }
     }
 
-    /** Pre-planning. */
+    /** Decode steps pre-planned (when decode graphs are on). */
     public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
                          SchedulerOptions scheduling, EngineRole role) {
         this(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, true);
