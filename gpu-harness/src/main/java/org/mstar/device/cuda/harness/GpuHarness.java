@@ -37,11 +37,14 @@ import org.mstar.model.frame.FrameModelConfig;
  * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
  * (paged, ragged, cross) and no performance table. {@code --frame-perf} adds the frame-stream throughput
- * ({@link FrameBench}), with or without the other tables.
+ * ({@link FrameBench}), with or without the other tables. {@code --perf-table} replaces every performance table
+ * by the rows of the one-call table ({@link PerfTable}: prefill, decode and mixed steps on both Llama geometries),
+ * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --no-checks} skips the checks.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
- *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf]</pre>
+ *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf]
+ *     [--perf-table] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -100,6 +103,8 @@ public final class GpuHarness {
         boolean skinnyPerf = false;
         boolean attentionOnly = false;
         boolean framePerf = false;
+        boolean perfTable = false;
+        boolean runChecks = true;
         int[] engineLayers = {8, 32};
         List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
@@ -118,12 +123,14 @@ public final class GpuHarness {
                 }
                 case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
                 case "--frame-perf" -> framePerf = true;
+                case "--perf-table" -> perfTable = true;
+                case "--no-checks" -> runChecks = false;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf)");
+                        + "--attention-only, --frame-perf, --perf-table, --no-checks)");
             }
         }
         Files.createDirectories(out);
@@ -144,12 +151,14 @@ public final class GpuHarness {
 
             List<CheckResult> checks = new ArrayList<>();
             String engineNotes = "";
-            if (!attentionOnly) {
+            if (runChecks && !attentionOnly) {
                 checks.addAll(new OpChecks(twin).run());
             }
-            checks.addAll(new AttentionChecks(twin).run());
-            checks.addAll(new RaggedAttentionChecks(twin).run());
-            if (!attentionOnly) {
+            if (runChecks) {
+                checks.addAll(new AttentionChecks(twin).run());
+                checks.addAll(new RaggedAttentionChecks(twin).run());
+            }
+            if (runChecks && !attentionOnly) {
                 checks.addAll(new SamplingChecks(twin).run());
                 checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
@@ -166,7 +175,15 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             StringBuilder tables = new StringBuilder(header);
-            if (perf && invariancePerf) {
+            if (perfTable) {
+                tables.append(section("Copy bandwidth (1 GiB device to device, read + write)", () ->
+                        String.format(java.util.Locale.ROOT, "%.2f TB/s%n",
+                                new AttentionBench(twin).copyTerabytesPerSecond())));
+                String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());
+                Files.writeString(out.resolve("perf-table.tsv"), rows);
+                System.out.print(rows);
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && invariancePerf) {
                 long benchSeed = seed;
                 GemmBench gemm = new GemmBench(twin);
                 AttentionBench attention = new AttentionBench(twin);
@@ -224,7 +241,7 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
+            if (perf && !perfTable && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
