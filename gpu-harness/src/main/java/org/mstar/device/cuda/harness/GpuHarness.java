@@ -60,8 +60,6 @@ public final class GpuHarness {
     private static final List<DecodeBench.Case> DECODE_1B = List.of(
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
-    private static final List<DecodeBench.Case> DECODE_1B_GEMV = List.of(
-            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(4, 512, true));
 
     /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
     private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
@@ -295,8 +293,7 @@ public final class GpuHarness {
 
     /**
      * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
-     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), the fused decode
-     * projections against the unfused pairs (with 1B), then the engine rows.
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), then the engine rows.
      */
     private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
@@ -314,10 +311,6 @@ public final class GpuHarness {
             sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                     GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
         }
-        if (models.contains("1B")) {
-            sb.append(section("Fused decode projections of a Llama-3.2-1B layer (bf16): GEMV kernels against cuBLAS + "
-                    + "the separate kernel", () -> FusionBench.table(new FusionBench(twin).run(new int[] {1, 2, 4}))));
-        }
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
             List<DecodeBench.Row> rows = new ArrayList<>();
@@ -326,15 +319,6 @@ public final class GpuHarness {
             }
             if (models.contains("1B")) {
                 rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
-                // the fused GEMV projections (off by default) against cuBLAS + the separate ops, at the batches
-                // they serve
-                rows.addAll(bench.run("1B GEMV off", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
-                gpu.setFusedGemv(true);
-                try {
-                    rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
-                } finally {
-                    gpu.setFusedGemv(false);
-                }
             }
             return DecodeBench.table(rows, rate[0]);
         }));
@@ -354,18 +338,6 @@ public final class GpuHarness {
                 notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
             }
         }
-        // the first geometry again with the fused GEMV projections on (off by default): its decode steps of up to
-        // four rows take them
-        List<CheckResult> fused = new ArrayList<>();
-        gpu.setFusedGemv(true);
-        try {
-            notes.append("With the fused GEMV projections on: ")
-                    .append(engineChecks(gpu, cpu, EngineChecks.geometries().get(0), seed, 0, fused));
-        } finally {
-            gpu.setFusedGemv(false);
-        }
-        fused.forEach(r -> checks.add(new CheckResult(r.op() + " (fused GEMV)", r.shape(), r.dtype(), r.error(),
-                r.tolerance(), r.millis(), r.reference())));
         return notes.toString();
     }
 
