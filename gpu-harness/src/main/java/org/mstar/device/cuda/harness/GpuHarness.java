@@ -38,11 +38,14 @@ import org.mstar.model.frame.FrameModelConfig;
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
  * (paged, ragged, cross) and no performance table. {@code --frame-perf} adds the frame-stream throughput
  * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
- * pre-planning off and on ({@link PreplanBench}).
+ * pre-planning off and on ({@link PreplanBench}). {@code --perf-table} replaces every performance table
+ * by the rows of the one-call table ({@link PerfTable}: prefill, decode and mixed steps on both Llama geometries),
+ * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --no-checks} skips the checks.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
- *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf] [--preplan-perf]</pre>
+ *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf] [--preplan-perf]
+ *     [--perf-table] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -58,8 +61,6 @@ public final class GpuHarness {
     private static final List<DecodeBench.Case> DECODE_1B = List.of(
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
-    private static final List<DecodeBench.Case> DECODE_1B_GEMV = List.of(
-            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(4, 512, true));
 
     /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
     private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
@@ -102,6 +103,8 @@ public final class GpuHarness {
         boolean attentionOnly = false;
         boolean framePerf = false;
         boolean preplanPerf = false;
+        boolean perfTable = false;
+        boolean runChecks = true;
         int[] engineLayers = {8, 32};
         List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
@@ -121,12 +124,14 @@ public final class GpuHarness {
                 case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
                 case "--frame-perf" -> framePerf = true;
                 case "--preplan-perf" -> preplanPerf = true;
+                case "--perf-table" -> perfTable = true;
+                case "--no-checks" -> runChecks = false;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf, --preplan-perf)");
+                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --no-checks)");
             }
         }
         Files.createDirectories(out);
@@ -147,12 +152,14 @@ public final class GpuHarness {
 
             List<CheckResult> checks = new ArrayList<>();
             String engineNotes = "";
-            if (!attentionOnly) {
+            if (runChecks && !attentionOnly) {
                 checks.addAll(new OpChecks(twin).run());
             }
-            checks.addAll(new AttentionChecks(twin).run());
-            checks.addAll(new RaggedAttentionChecks(twin).run());
-            if (!attentionOnly) {
+            if (runChecks) {
+                checks.addAll(new AttentionChecks(twin).run());
+                checks.addAll(new RaggedAttentionChecks(twin).run());
+            }
+            if (runChecks && !attentionOnly) {
                 checks.addAll(new SamplingChecks(twin).run());
                 checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
@@ -169,7 +176,15 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             StringBuilder tables = new StringBuilder(header);
-            if (perf && invariancePerf) {
+            if (perfTable) {
+                tables.append(section("Copy bandwidth (1 GiB device to device, read + write)", () ->
+                        String.format(java.util.Locale.ROOT, "%.2f TB/s%n",
+                                new AttentionBench(twin).copyTerabytesPerSecond())));
+                String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());
+                Files.writeString(out.resolve("perf-table.tsv"), rows);
+                System.out.print(rows);
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && invariancePerf) {
                 long benchSeed = seed;
                 GemmBench gemm = new GemmBench(twin);
                 AttentionBench attention = new AttentionBench(twin);
@@ -227,7 +242,7 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
+            if (perf && !perfTable && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
@@ -286,8 +301,7 @@ public final class GpuHarness {
 
     /**
      * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
-     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), the fused decode
-     * projections against the unfused pairs (with 1B), then the engine rows.
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), then the engine rows.
      */
     private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
@@ -305,10 +319,6 @@ public final class GpuHarness {
             sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                     GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
         }
-        if (models.contains("1B")) {
-            sb.append(section("Fused decode projections of a Llama-3.2-1B layer (bf16): GEMV kernels against cuBLAS + "
-                    + "the separate kernel", () -> FusionBench.table(new FusionBench(twin).run(new int[] {1, 2, 4}))));
-        }
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
             List<DecodeBench.Row> rows = new ArrayList<>();
@@ -317,15 +327,6 @@ public final class GpuHarness {
             }
             if (models.contains("1B")) {
                 rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
-                // the fused GEMV projections (off by default) against cuBLAS + the separate ops, at the batches
-                // they serve
-                rows.addAll(bench.run("1B GEMV off", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
-                gpu.setFusedGemv(true);
-                try {
-                    rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
-                } finally {
-                    gpu.setFusedGemv(false);
-                }
             }
             return DecodeBench.table(rows, rate[0]);
         }));
@@ -345,18 +346,6 @@ public final class GpuHarness {
                 notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
             }
         }
-        // the first geometry again with the fused GEMV projections on (off by default): its decode steps of up to
-        // four rows take them
-        List<CheckResult> fused = new ArrayList<>();
-        gpu.setFusedGemv(true);
-        try {
-            notes.append("With the fused GEMV projections on: ")
-                    .append(engineChecks(gpu, cpu, EngineChecks.geometries().get(0), seed, 0, fused));
-        } finally {
-            gpu.setFusedGemv(false);
-        }
-        fused.forEach(r -> checks.add(new CheckResult(r.op() + " (fused GEMV)", r.shape(), r.dtype(), r.error(),
-                r.tolerance(), r.millis(), r.reference())));
         return notes.toString();
     }
 
