@@ -24,9 +24,13 @@ final class DecodePreplan {
     private final StopRule stopRule;
     /** The requests of the staged step; empty when none is staged. */
     private Set<LiveRequest> predicted = Set.of();
+    /** The rows of the staged step and its declaration, which the next step reuses when it has those rows. */
+    private List<BatchRow> stagedRows = List.of();
+    private SubmoduleStep stagedStep;
     private long staged;
     private long promoted;
     private long dropped;
+    private long reused;
 
     DecodePreplan(StepRunner runner, StepBuilder steps, StopRule stopRule) {
         this.runner = runner;
@@ -37,9 +41,11 @@ final class DecodePreplan {
     /** After the decode-graph step of {@code launched} is enqueued and committed (bar its sampler): stage the next. */
     void stage(List<BatchRow> launched) {
         List<BatchRow> next = new ArrayList<>(launched.size());
+        boolean promptsTracked = true;
         for (BatchRow row : launched) {
             if (!stopRule.nextTokenEndsByLength(row.request())) {
                 next.add(new BatchRow(row.request(), row.start() + row.span(), 1, true));
+                promptsTracked &= row.request().promptTracked;
             }
         }
         if (next.isEmpty()) {
@@ -54,12 +60,35 @@ final class DecodePreplan {
         Set<LiveRequest> requests = new HashSet<>();
         next.forEach(b -> requests.add(b.request()));
         predicted = requests;
+        // a row whose prompt is not yet tracked declares its prompt now but not at the next step: declare that afresh
+        if (promptsTracked) {
+            stagedRows = next;
+            stagedStep = step;
+        }
+    }
+
+    /**
+     * The staged step's declaration when {@code rows} are exactly its rows and it is still staged, so the next
+     * step skips declaring it again (and the runner recognises it by identity); else null.
+     */
+    SubmoduleStep declared(List<BatchRow> rows) {
+        if (stagedStep == null || !runner.staged() || !rows.equals(stagedRows)) {
+            return null;
+        }
+        reused++;
+        return stagedStep;
+    }
+
+    /** Steps that took the staged step's declaration instead of declaring their own. */
+    long reusedDeclarations() {
+        return reused;
     }
 
     /** The runner's admit of the step the scheduler chose, counting whether it promoted the staged step. */
     FullAdmitOutcome admit(SubmoduleStep step) {
         boolean wasStaged = runner.staged();
         FullAdmitOutcome outcome = runner.admit(step);
+        forgetDeclaration();
         if (wasStaged) {
             predicted = Set.of();
             if (outcome.ok() && runner.staged()) {
@@ -84,10 +113,16 @@ final class DecodePreplan {
     /** Undo the staged step, if any (e.g. its step's forward threw). */
     void drop() {
         predicted = Set.of();
+        forgetDeclaration();
         if (runner.staged()) {
             runner.clearPreplan();
             dropped++;
         }
+    }
+
+    private void forgetDeclaration() {
+        stagedRows = List.of();
+        stagedStep = null;
     }
 
     PreplanCounts counts() {

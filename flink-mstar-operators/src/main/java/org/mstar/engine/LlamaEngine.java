@@ -231,7 +231,7 @@ public final class LlamaEngine implements GenerationEngine {
             if (rows.isEmpty()) {
                 return out.result();
             }
-            PlannedStep step = steps.build(rows);
+            PlannedStep step = steps.build(rows, preplan == null ? null : preplan.declared(rows));
             timings.end(StepTimings.Phase.SCHEDULE);
             FullAdmitOutcome o = preplan == null ? runner.admit(step.step()) : preplan.admit(step.step());
             if (o.ok()) {
@@ -335,7 +335,7 @@ public final class LlamaEngine implements GenerationEngine {
     private void launched(PlannedStep p) {
         timings.end(StepTimings.Phase.LAUNCH);
         runner.commit(p.step(), key -> !key.equals(LlamaModel.SAMPLER));
-        timings.end(StepTimings.Phase.ACCEPT);
+        timings.end(StepTimings.Phase.COMMIT);
         if (preplan != null && p.step().ctx().slotLease() != null) {
             preplan.stage(p.rows());
         }
@@ -439,6 +439,11 @@ public final class LlamaEngine implements GenerationEngine {
     /** Page bytes this (decode) engine copied from prefill hand-offs; 0 for a colocated one. */
     public long handoffBytesCopied() {
         return exchange == null ? 0 : exchange.bytesCopied();
+    }
+
+    /** For tests: steps that reused the pre-planned step's declaration (0 without pre-planning). */
+    long reusedDeclarations() {
+        return preplan == null ? 0 : preplan.reusedDeclarations();
     }
 
     /** The runner, for tests that check resource invariants. */

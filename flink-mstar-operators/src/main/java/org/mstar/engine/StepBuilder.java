@@ -27,7 +27,12 @@ final class StepBuilder {
     }
 
     PlannedStep build(List<BatchRow> rows) {
-        return new PlannedStep(rows, declare(rows), feed(rows), sampleRows(rows),
+        return build(rows, null);
+    }
+
+    /** {@link #build}, with {@code declared} (null: declared now) as the step the resources see. */
+    PlannedStep build(List<BatchRow> rows, SubmoduleStep declared) {
+        return new PlannedStep(rows, declared != null ? declared : declare(rows), feed(rows), sampleRows(rows),
                 rows.stream().filter(BatchRow::samples).map(b -> b.request().id()).toList());
     }
 

@@ -9,7 +9,7 @@ import java.util.Map;
  * {@link System#nanoTime} per boundary, so it stays on.
  */
 public final class StepTimings {
-    /** The phases of a step, in the order a step passes them (pre-plan runs between launch and wait). */
+    /** The phases of a step, in the order a step passes them (commit and pre-plan run between launch and wait). */
     public enum Phase {
         /** Imports, resumes, preemptions, the scheduler's rows and the step built from them. */
         SCHEDULE,
@@ -17,11 +17,16 @@ public final class StepTimings {
         ADMIT_PLAN,
         /** Enqueuing the forward: one graph replay for a decode-graph step, every kernel for an eager one. */
         LAUNCH,
+        /**
+         * The resources' commit of what the enqueued forward consumed (all but the sampler): overlapped with the
+         * device, so apart from {@link #ACCEPT}, which the device waits for.
+         */
+        COMMIT,
         /** Planning the next step ahead, while the device runs this one. */
         PREPLAN,
         /** Drawing the tokens: the host waits here until the device has finished the step. */
         WAIT,
-        /** The resources' commit and the tokens' stop rules, detokenizing and outputs. */
+        /** Once the tokens are on the host: the sampler's commit and the tokens' stop rules, detokenizing and outputs. */
         ACCEPT
     }
 

@@ -54,7 +54,8 @@ class DecodePreplanTest {
     record Arrival(int step, GenerationRequest request) {}
 
     /** What one engine made of a workload. */
-    record Served(EngineDriver driver, PreplanCounts counts, EngineStats stats, long replays, long timedSteps) {
+    record Served(EngineDriver driver, PreplanCounts counts, EngineStats stats, long replays, long timedSteps,
+                  long reusedDeclarations) {
         Map<String, FinishReason> finishes() {
             Map<String, FinishReason> m = new TreeMap<>();
             driver.finished.forEach((id, f) -> m.put(id, f.finish()));
@@ -90,7 +91,7 @@ class DecodePreplanTest {
             assertThat(kv.availablePages()).as("pages free or only cached once every request is done")
                     .isEqualTo(options.kvCache().maxNumPages() - 1);
             return new Served(driver, engine.preplanCounts(), engine.stats(), engine.decodeGraphReplays(),
-                    engine.stepTimings().steps());
+                    engine.stepTimings().steps(), engine.reusedDeclarations());
         }
     }
 
@@ -104,6 +105,8 @@ class DecodePreplanTest {
         assertThat(on.finishes()).isEqualTo(off.finishes());
         assertThat(on.counts().staged()).as("every staged step promoted or dropped")
                 .isEqualTo(on.counts().promoted() + on.counts().dropped());
+        assertThat(on.reusedDeclarations()).as("only a promoted step reuses the staged declaration")
+                .isLessThanOrEqualTo(on.counts().promoted());
         return on;
     }
 
@@ -124,6 +127,7 @@ class DecodePreplanTest {
         // stages its successor, which the scheduler then picks
         assertThat(on.replays()).isEqualTo(7);
         assertThat(on.counts()).isEqualTo(new PreplanCounts(6, 6, 0));
+        assertThat(on.reusedDeclarations()).as("each promoted step took the staged declaration").isEqualTo(6);
         assertThat(on.timedSteps()).isEqualTo(8);
     }
 

@@ -57,6 +57,8 @@ public final class StepRunner {
     private final Map<String, Set<String>> ingested = new HashMap<>();
     /** The pre-planned step awaiting promotion, or null. */
     private StagedStep staged;
+    /** The step object {@link #staged} was taken from: the same object needs no comparison. */
+    private SubmoduleStep stagedFrom;
 
     /** A step's declared keys in topological order, and the pre-planning ones among them. */
     private record StepOrder(List<String> all, List<String> preplanning) {}
@@ -130,6 +132,7 @@ public final class StepRunner {
         StepContext ctx = step.ctx();
         if (!ctx.isPreplan()) {
             staged = null;
+            stagedFrom = null;
             ctx.planResults().clear();
         }
         return planOver(o.all(), step);
@@ -190,6 +193,7 @@ public final class StepRunner {
         try {
             Map<String, Object> results = planOver(o.preplanning(), step);
             staged = StagedStep.of(step, o.preplanning());
+            stagedFrom = step;
             return results;
         } catch (RuntimeException e) {
             clearPreplan(e);
@@ -500,12 +504,13 @@ public final class StepRunner {
             runAll(reversed(order), key -> resources.get(key).clearPreplan(), cause);
         } finally {
             staged = null;
+            stagedFrom = null;
         }
     }
 
     /** A staged pre-plan for another step would hand this step another step's plans: undo it. */
     private void dropStalePreplan(SubmoduleStep step, StepOrder o) {
-        if (staged != null && !staged.equals(StagedStep.of(step, o.preplanning()))) {
+        if (staged != null && step != stagedFrom && !staged.equals(StagedStep.of(step, o.preplanning()))) {
             clearPreplan();
         }
     }

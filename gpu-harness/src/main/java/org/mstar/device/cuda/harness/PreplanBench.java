@@ -208,20 +208,21 @@ final class PreplanBench {
     /** The markdown table: per case and setting, wall and host time per step by phase, and the GPU's gap. */
     static String table(List<Row> rows) {
         StringBuilder sb = new StringBuilder();
-        sb.append("| model | batch | pre-plan | ms/step | schedule | admit+plan | launch | pre-plan (host) | wait "
-                + "| accept | host ms outside wait | launch to forward done ms | launch to tokens ms | GPU idle gap ms "
-                + "| staged / promoted / dropped |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        sb.append("| model | batch | pre-plan | ms/step | schedule | admit+plan | launch | commit | pre-plan (host) "
+                + "| wait | accept | host ms outside wait | launch to forward done ms | launch to tokens ms "
+                + "| GPU idle gap ms | staged / promoted / dropped |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
             Map<Phase, Double> h = r.host;
-            sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f "
-                            + "| %.3f | %.3f | %.3f | %d / %d / %d |%n", r.model, r.batch, r.preplan ? "on" : "off",
-                    r.millisPerStep, h.get(Phase.SCHEDULE), h.get(Phase.ADMIT_PLAN), h.get(Phase.LAUNCH),
-                    h.get(Phase.PREPLAN), h.get(Phase.WAIT), h.get(Phase.ACCEPT), r.hostMillisOutsideWait(),
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f "
+                            + "| %.3f | %.3f | %.3f | %.3f | %.3f | %d / %d / %d |%n", r.model, r.batch,
+                    r.preplan ? "on" : "off", r.millisPerStep, h.get(Phase.SCHEDULE), h.get(Phase.ADMIT_PLAN),
+                    h.get(Phase.LAUNCH), h.get(Phase.COMMIT), h.get(Phase.PREPLAN), h.get(Phase.WAIT), h.get(Phase.ACCEPT), r.hostMillisOutsideWait(),
                     r.forwardMillis, r.spanMillis, r.gapMillis, r.counts.staged(), r.counts.promoted(), r.counts.dropped()));
         }
-        sb.append("\nHost columns are ms per step by engine phase; pre-plan (host) is planning the next step while "
-                + "the GPU runs this one, overlapped with the wait. CUDA events: where a step's forward is about to be "
+        sb.append("\nHost columns are ms per step by engine phase; commit (what the enqueued forward consumed) and "
+                + "pre-plan (host: planning the next step) run while the GPU runs this one, overlapped with the wait; "
+                + "accept runs once the tokens are on the host. CUDA events: where a step's forward is about to be "
                 + "launched, after its pre-plan (done when both the forward and the pre-plan are: a launch to forward "
                 + "done above the forward's own time means the pre-plan was not hidden), and where its tokens are on "
                 + "the host; the GPU idle gap runs from a step's tokens on the host to the next step's launch.\n");

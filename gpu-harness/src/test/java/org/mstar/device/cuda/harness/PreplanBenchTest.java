@@ -24,7 +24,7 @@ class PreplanBenchTest {
         List<String> lines = PreplanBench.table(rows).lines().toList();
 
         assertThat(lines.get(2)).isEqualTo("| 1B | 64 | off | 5.000 | 0.100 | 0.200 | 0.300 | 0.400 | 0.500 | 0.600 "
-                + "| 1.600 | 4.000 | 4.200 | 0.900 | 0 / 0 / 0 |");
+                + "| 0.700 | 2.200 | 4.000 | 4.200 | 0.900 | 0 / 0 / 0 |");
         assertThat(lines.get(3)).startsWith("| 1B | 64 | on | 4.500 |").endsWith("| 0.400 | 24 / 24 / 0 |");
         assertThat(lines.get(0).split("\\|")).hasSameSizeAs(lines.get(2).split("\\|"));
         assertThat(lines.get(1).split("\\|")).hasSameSizeAs(lines.get(2).split("\\|"));
