@@ -222,7 +222,8 @@ public final class LlamaEngine implements GenerationEngine {
                 counters.prefixHitTokens += resources.probePrefix(r);
             }
         }
-        if (!isolation.active()) {
+        if (!isolation.active() && scheduler.preemptsForWaiting()) {
+            // availablePages walks the evictable prefix pages: asked only where the policy preempts
             scheduler.preemptForWaiting(live.values(), kv.availablePages()).forEach(this::preempt);
         }
         Set<LiveRequest> excluded = isolation.excluded(live.values());

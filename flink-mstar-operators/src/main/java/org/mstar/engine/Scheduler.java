@@ -85,7 +85,7 @@ final class Scheduler {
      * when it outranks them, can start although pages are short. Lowest-ranked first; none under FCFS.
      */
     List<LiveRequest> preemptForWaiting(Collection<LiveRequest> live, int availablePages) {
-        if (options.policy() != SchedulingPolicy.PRIORITY) {
+        if (!preemptsForWaiting()) {
             return List.of();
         }
         Comparator<LiveRequest> rank = order();
@@ -106,6 +106,11 @@ final class Scheduler {
             available += pagesFor(r.computed);
         }
         return available >= need ? victims : List.of();
+    }
+
+    /** Whether {@link #preemptForWaiting} can name anyone: only under {@link SchedulingPolicy#PRIORITY}. */
+    boolean preemptsForWaiting() {
+        return options.policy() == SchedulingPolicy.PRIORITY;
     }
 
     /**
@@ -151,10 +156,18 @@ final class Scheduler {
      * that outranks one gets the pages first).
      */
     List<LiveRequest> resumeOrder(Collection<LiveRequest> live) {
+        List<LiveRequest> offloaded = new ArrayList<>();
+        for (LiveRequest r : live) {
+            if (r.status == RequestStatus.OFFLOADED) {
+                offloaded.add(r);
+            }
+        }
+        if (offloaded.isEmpty()) {
+            return List.of(); // the usual step: no second pass for the waiting head
+        }
         Comparator<LiveRequest> rank = order();
         LiveRequest head = live.stream().filter(r -> r.status == RequestStatus.WAITING).min(rank).orElse(null);
-        return live.stream().filter(r -> r.status == RequestStatus.OFFLOADED)
-                .filter(r -> head == null || rank.compare(r, head) < 0).sorted(rank).toList();
+        return offloaded.stream().filter(r -> head == null || rank.compare(r, head) < 0).sorted(rank).toList();
     }
 
     /** Feed a finished step's size and duration to the estimate behind {@link SchedulerOptions#maxPrefillStall()}. */

@@ -1,6 +1,7 @@
 package org.mstar.engine;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -32,8 +33,20 @@ final class StepBuilder {
 
     /** {@link #build}, with {@code declared} (null: declared now) as the step the resources see. */
     PlannedStep build(List<BatchRow> rows, SubmoduleStep declared) {
-        return new PlannedStep(rows, declared != null ? declared : declare(rows), feed(rows), sampleRows(rows),
-                rows.stream().filter(BatchRow::samples).map(b -> b.request().id()).toList());
+        int sampling = 0;
+        for (BatchRow row : rows) {
+            sampling += row.samples() ? 1 : 0;
+        }
+        int[] sampleRows = new int[sampling];
+        List<String> sampleRids = new ArrayList<>(sampling);
+        for (int i = 0, s = 0; i < rows.size(); i++) {
+            if (rows.get(i).samples()) {
+                sampleRows[s++] = i;
+                sampleRids.add(rows.get(i).request().id());
+            }
+        }
+        return new PlannedStep(rows, declared != null ? declared : declare(rows), feed(rows), sampleRows,
+                Collections.unmodifiableList(sampleRids));
     }
 
     /** The step the resources see for {@code rows}; needs no token values, so a step can be declared ahead. */
@@ -70,17 +83,18 @@ final class StepBuilder {
     }
 
     private static int[] feed(List<BatchRow> rows) {
-        int[] tokens = new int[rows.stream().mapToInt(BatchRow::span).sum()];
+        int total = 0;
+        for (BatchRow row : rows) {
+            total += row.span();
+        }
+        int[] tokens = new int[total];
         int at = 0;
         for (BatchRow row : rows) {
-            System.arraycopy(row.tokens(), 0, tokens, at, row.span());
-            at += row.span();
+            for (int i = row.start(); i < row.start() + row.span(); i++) {
+                tokens[at++] = row.request().tokenAt(i); // no copy per row: a decode step feeds one token each
+            }
         }
         return tokens;
-    }
-
-    private static int[] sampleRows(List<BatchRow> rows) {
-        return java.util.stream.IntStream.range(0, rows.size()).filter(i -> rows.get(i).samples()).toArray();
     }
 
     /** The graph bucket of a batch of single-token sampling rows; 0 when the step runs eagerly. */

@@ -15,7 +15,10 @@ import org.mstar.resources.SamplingReqConfig;
 final class SamplingState {
     private final SamplingReqConfig config;
     private final long seed;
-    /** Presence form (window 0): prompt tokens (when penalised) and every generated token. */
+    /**
+     * Presence form (window 0): prompt tokens (when penalised) and every generated token; kept only when the
+     * request penalises, the one reader ({@link #addPenaltyCounts}) being skipped otherwise.
+     */
     private final Set<Integer> seen = new HashSet<>();
     /** Window form: the last {@code repetitionWindow} generated tokens, a ring. */
     private final int[] recent;
@@ -47,9 +50,13 @@ final class SamplingState {
         return config.repetitionPenalty() != 1.0;
     }
 
+    private boolean tracksPresence() {
+        return recent.length == 0 && penalises();
+    }
+
     /** Prompt tokens enter the presence set only when the request penalises its prompt. */
     void addPrompt(int[] tokens) {
-        if (config.penalizePrompt()) {
+        if (config.penalizePrompt() && tracksPresence()) {
             for (int t : tokens) {
                 seen.add(t);
             }
@@ -58,7 +65,9 @@ final class SamplingState {
 
     /** A kept token: seen by the penalty, counted, and the RNG offset moves past it. */
     void accept(int token) {
-        seen.add(token);
+        if (tracksPresence()) {
+            seen.add(token); // a boxed set insert per token: the largest per-row cost of a decode step's commit
+        }
         if (recent.length > 0) {
             recent[recentNext] = token;
             recentNext = (recentNext + 1) % recent.length;
