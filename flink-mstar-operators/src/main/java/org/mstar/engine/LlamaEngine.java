@@ -228,7 +228,7 @@ public final class LlamaEngine implements GenerationEngine {
         }
         Set<LiveRequest> excluded = isolation.excluded(live.values());
         while (true) {
-            List<BatchRow> rows = scheduler.plan(live.values(), excluded, kv.availablePages());
+            List<BatchRow> rows = scheduler.plan(live.values(), excluded, kv::availablePages);
             if (rows.isEmpty()) {
                 return out.result();
             }

@@ -6,6 +6,7 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.IntSupplier;
 
 /**
  * Decides every step of an engine: which requests get rows (decodes first, then prefill chunks under the
@@ -46,6 +47,14 @@ final class Scheduler {
      * @param availablePages KV pages free or evictable now
      */
     List<BatchRow> plan(Collection<LiveRequest> live, Set<LiveRequest> excluded, int availablePages) {
+        return plan(live, excluded, () -> availablePages);
+    }
+
+    /**
+     * {@link #plan}, asking {@code availablePages} only when a new request's prefill needs the page estimate (a
+     * step of decodes never does: counting evictable pages walks the prefix cache).
+     */
+    List<BatchRow> plan(Collection<LiveRequest> live, Set<LiveRequest> excluded, IntSupplier availablePages) {
         List<LiveRequest> candidates = new ArrayList<>();
         for (LiveRequest r : live) {
             if (r.status != RequestStatus.OFFLOADED && !excluded.contains(r) && r.pending() > 0) {
@@ -221,12 +230,16 @@ final class Scheduler {
     private final class StepFill {
         final List<BatchRow> rows = new ArrayList<>();
         int budget = tokenBudget;
-        int pages;
+        private final IntSupplier availablePages;
+        /** Pages available at the start of the step, asked once and only when needed; -1 before. */
+        private int pagesAvailable = -1;
+        /** Pages the rows so far will take. */
+        private int pagesTaken;
         /** Once a new request did not fit, later new ones wait too, so a large prompt is not overtaken forever. */
         boolean admissionClosed;
 
-        StepFill(int availablePages) {
-            this.pages = availablePages;
+        StepFill(IntSupplier availablePages) {
+            this.availablePages = availablePages;
         }
 
         void decode(LiveRequest r) {
@@ -235,7 +248,14 @@ final class Scheduler {
             }
             rows.add(new BatchRow(r, r.computed, 1, true));
             budget--;
-            pages -= pagesFor(r.computed + 1) - pagesFor(r.computed);
+            pagesTaken += pagesFor(r.computed + 1) - pagesFor(r.computed);
+        }
+
+        private int pagesLeft() {
+            if (pagesAvailable < 0) {
+                pagesAvailable = availablePages.getAsInt();
+            }
+            return pagesAvailable - pagesTaken;
         }
 
         /** Adds a chunk of {@code r}'s pending tokens; returns its size (0 when it got no row). */
@@ -246,13 +266,13 @@ final class Scheduler {
             int span = Math.min(r.pending(), Math.min(budget, limit));
             int need = pagesFor(r.computed + span) - pagesFor(r.computed);
             boolean fresh = r.status == RequestStatus.WAITING;
-            if (fresh && (admissionClosed || (need > pages && !rows.isEmpty()))) {
+            if (fresh && (admissionClosed || (!rows.isEmpty() && need > pagesLeft()))) {
                 admissionClosed = true;
                 return 0;
             }
             rows.add(new BatchRow(r, r.computed, span, span == r.pending()));
             budget -= span;
-            pages -= need;
+            pagesTaken += need;
             return span;
         }
     }
