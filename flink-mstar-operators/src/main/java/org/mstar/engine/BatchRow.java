@@ -4,8 +4,4 @@ package org.mstar.engine;
  * One request's part of a step: feed tokens {@code [start, start + span)} of its sequence; when the
  * chunk reaches the sequence end the row {@code samples} the next token.
  */
-record BatchRow(LiveRequest request, int start, int span, boolean samples) {
-    int[] tokens() {
-        return request.slice(start, start + span);
-    }
-}
+record BatchRow(LiveRequest request, int start, int span, boolean samples) {}

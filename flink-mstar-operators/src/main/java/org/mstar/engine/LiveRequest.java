@@ -64,14 +64,6 @@ final class LiveRequest {
         return all;
     }
 
-    int[] slice(int from, int to) {
-        int[] out = new int[to - from];
-        for (int i = from; i < to; i++) {
-            out[i - from] = tokenAt(i);
-        }
-        return out;
-    }
-
     /** Follow the generated ids as text with {@code tokenizer} (null: no text, deltas stay empty). */
     void detokenizeWith(TextTokenizer tokenizer) {
         if (tokenizer != null) {

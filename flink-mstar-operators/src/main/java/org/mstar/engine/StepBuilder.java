@@ -27,11 +27,10 @@ final class StepBuilder {
         this.graphs = graphs;
     }
 
-    PlannedStep build(List<BatchRow> rows) {
-        return build(rows, null);
-    }
-
-    /** {@link #build}, with {@code declared} (null: declared now) as the step the resources see. */
+    /**
+     * The step of {@code rows}; {@code declared} is the step the resources see when it was declared ahead (the
+     * pre-planned one), else null and it is declared now.
+     */
     PlannedStep build(List<BatchRow> rows, SubmoduleStep declared) {
         int sampling = 0;
         for (BatchRow row : rows) {
