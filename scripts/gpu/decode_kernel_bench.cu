@@ -8,7 +8,8 @@
 // run on the GPU machine (under a minute):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I kernels/src/main/cuda \
 //        -o /tmp/dkb scripts/gpu/decode_kernel_bench.cu && /tmp/dkb
-// Add -Xptxas -v for each variant's registers and spills.
+// Add -Xptxas -v for each variant's registers and spills. Arguments keep only the variants whose names contain
+// one of them (the current kernel always runs): /tmp/dkb mmaT "simt w4".
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -83,6 +84,16 @@ __global__ void fill_random(bf16* p, size_t n, unsigned seed) {
         x ^= x >> 16;
         p[i] = __float2bfloat16((x >> 8) * (3.4641f / 16777216.f) - 1.7320f);  // uniform, variance 1
     }
+}
+
+// Reads n 16-byte vectors and folds them into one word per thread: the read bandwidth a decode kernel can reach.
+__global__ void read_all(const uint4* p, size_t n, unsigned* sink) {
+    unsigned x = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcs(p + i);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x12345678u) *sink = x;  // keeps the loads; practically never stores
 }
 
 struct Case {
@@ -193,6 +204,9 @@ int main(int argc, char** argv) {
         const float ms = time_ms([&](int) { CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); }, 1);
         std::printf("device-to-device copy 1 GiB: %.1f us, %.2f TB/s read + write\n", ms * 1e3,
                     2.0 * bytes / (ms * 1e-3) / 1e12);
+        const float readMs = time_ms(
+            [&](int) { read_all<<<sms * 8, 512>>>((const uint4*)src, bytes / 16, (unsigned*)dst); }, 1);
+        std::printf("read-only 1 GiB: %.1f us, %.2f TB/s\n", readMs * 1e3, bytes / (readMs * 1e-3) / 1e12);
         CHECK(cudaFree(src));
         CHECK(cudaFree(dst));
     }
@@ -214,6 +228,7 @@ int main(int argc, char** argv) {
     add(variant<SimtDecode<bf16, D, GH, 4, 4, 2, 4>>("simt w4 u4 s2 (copy)"));
     add(variant<SimtDecode<bf16, D, GH, 4, 4, 3, 4>>("simt w4 u4 s3"));
     add(variant<SimtDecode<bf16, D, GH, 4, 4, 4, 4>>("simt w4 u4 s4"));
+    add(variant<SimtDecode<bf16, D, GH, 4, 2, 4, 4>>("simt w4 u2 s4"));
     add(variant<SimtDecode<bf16, D, GH, 4, 8, 2, 4>>("simt w4 u8 s2"));
     add(variant<SimtDecode<bf16, D, GH, 8, 4, 3, 2>>("simt w8 u4 s3"));
     add(variant<MmaDecode<D, GH, 4, 16, 2, 3>>("mma w4 k16 s2"));
@@ -225,6 +240,8 @@ int main(int argc, char** argv) {
     add(variant<MmaTDecode<D, GH, 4, 32, 2, 3>>("mmaT w4 k32 s2"));
     add(variant<MmaTDecode<D, GH, 4, 32, 3, 2>>("mmaT w4 k32 s3"));
     add(variant<MmaTDecode<D, GH, 8, 16, 3, 2>>("mmaT w8 k16 s3"));
+    add(variant<MmaTDecode<D, GH, 2, 16, 2, 6>>("mmaT w2 k16 s2"));
+    add(variant<MmaTDecode<D, GH, 2, 16, 3, 6>>("mmaT w2 k16 s3"));
     add(variant<MmaTDecode<D, GH, 2, 16, 4, 6>>("mmaT w2 k16 s4"));
     std::printf("%-22s %6s %8s\n", "variant", "blk/SM", "smem B");
     for (auto& v : variants) std::printf("%-22s %6d %8d\n", v.name.c_str(), v.blocksPerSm, v.smem);
@@ -261,8 +278,12 @@ int main(int argc, char** argv) {
             err[vi] = std::max(err[vi], std::isnan(e) ? INFINITY : e);
             us[vi][ci] = 1e3f * time_ms([&](int layer) { launch(v, c, b, g, layer); }, b.layers);
             tbs[vi * cases.size() + ci] = bytes / (us[vi][ci] * 1e-6) / 1e12;
-            std::printf("  %-22s %4d x %5d: %8.1f us %5.2f TB/s err %.2e\n", v.name.c_str(), c.batch, c.keys,
-                        us[vi][ci], tbs[vi * cases.size() + ci], e);
+            const int sliceKeys = std::min(std::min(kMaxSliceKeys, (kSplitPages - 1) * PAGE),
+                                           std::max(kMinSplitKeys, (c.keys + g.splits - 1) / g.splits));
+            const int slices = (c.keys + sliceKeys - 1) / sliceKeys;  // slice_keys in attention_decode.cu
+            const double waves = (double)c.batch * BLOCKS_PER_ROW * slices / ((double)v.blocksPerSm * sms);
+            std::printf("  %-22s %4d x %5d: %8.1f us %5.2f TB/s err %.2e (%d slices, %.2f waves)\n", v.name.c_str(),
+                        c.batch, c.keys, us[vi][ci], tbs[vi * cases.size() + ci], e, slices, waves);
             std::fflush(stdout);
             if (vi == 0) {
                 std::printf("%4d x %5d: splits %d, slices %d, width %d, %d layers, %.1f MB K/V+Q\n", c.batch, c.keys,
