@@ -1,15 +1,16 @@
-// Times the paged decode attention kernel (attention_decode.cu) and its variants (decode_variants.cuh) alone,
+// Times the paged decode attention kernels (attention_decode.cu: the CUDA-core one that ran bf16 d128 before,
+// and the tensor-core one that runs it now) and variants (decode_variants.cuh) alone,
 // without Java, so that they can be compared in one GPU call: Llama-3.1-8B attention geometry (32 query /
 // 8 KV heads of 128, bf16 pool, 16-token pages in random order), one query per sequence, batch x keys from
 // 1 x 512 to 16 x 16384. Every variant gets the splits, slices and grid width CudaAttention.decode computes
-// (with its own blocks per SM), its output is checked against the current kernel's (max |diff| / max |ref|
+// (with its own blocks per SM), its output is checked against the CUDA-core kernel's (max |diff| / max |ref|
 // over the batch; over 1e-2 fails), and each cell is the median of 10 event-timed launches over layers
 // rotated so that the K/V bytes come from memory, not L2, with TB/s of the K/V and Q bytes read. Build and
 // run on the GPU machine (under a minute):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I kernels/src/main/cuda \
 //        -o /tmp/dkb scripts/gpu/decode_kernel_bench.cu && /tmp/dkb
 // Add -Xptxas -v for each variant's registers and spills. Arguments keep only the variants whose names contain
-// one of them (the current kernel always runs): /tmp/dkb mmaT "simt w4".
+// one of them (the two kernels of attention_decode.cu always run): /tmp/dkb mmaT "simt w4".
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -21,7 +22,6 @@
 #include <vector>
 
 #include "attention_decode.cu"
-#include "attention_prefill_mma.cu"
 #include "decode_variants.cuh"
 
 #define CHECK(x)                                                                                   \
@@ -214,11 +214,19 @@ int main(int argc, char** argv) {
     using namespace dv;
     std::vector<Variant> variants;
     {
-        DecodeKernel current = attn_decode_bf16_d128_g4;
+        DecodeKernel simt = attn_decode_bf16_d128_g4;
         int blocks = 0;
-        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, current, kDecodeWarps * 32, 0));
-        variants.push_back({"current", current, kDecodeWarps * 32, 0, 4});  // CudaAttention.DECODE_BLOCKS_PER_SM
-        std::printf("current kernel: %d blocks/SM resident (launcher assumes 4)\n", blocks);
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, simt, kDecodeWarps * 32, 0));
+        variants.push_back({"simt (attention_decode)", simt, kDecodeWarps * 32, 0, 4});  // DECODE_BLOCKS_PER_SM
+        std::printf("CUDA-core kernel: %d blocks/SM resident (launcher assumes 4)\n", blocks);
+    }
+    {
+        DecodeKernel tc = attn_decode_tc_bf16_d128_g4;
+        const int smem = TcDecodeShape<D>::STAGING_BYTES;
+        CHECK(cudaFuncSetAttribute(tc, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        int blocks = 0;
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tc, kTcDecodeWarps * 32, smem));
+        variants.push_back({"tc (attention_decode)", tc, kTcDecodeWarps * 32, smem, blocks});
     }
     auto add = [&](Variant v) {
         bool wanted = argc < 2;  // arguments: keep only variants whose name contains one of them
@@ -243,8 +251,8 @@ int main(int argc, char** argv) {
     add(variant<MmaTDecode<D, GH, 2, 16, 2, 6>>("mmaT w2 k16 s2"));
     add(variant<MmaTDecode<D, GH, 2, 16, 3, 6>>("mmaT w2 k16 s3"));
     add(variant<MmaTDecode<D, GH, 2, 16, 4, 6>>("mmaT w2 k16 s4"));
-    std::printf("%-22s %6s %8s\n", "variant", "blk/SM", "smem B");
-    for (auto& v : variants) std::printf("%-22s %6d %8d\n", v.name.c_str(), v.blocksPerSm, v.smem);
+    std::printf("%-24s %6s %8s\n", "variant", "blk/SM", "smem B");
+    for (auto& v : variants) std::printf("%-24s %6d %8d\n", v.name.c_str(), v.blocksPerSm, v.smem);
 
     const std::vector<Case> cases = {{1, 512},  {16, 512},  {64, 512},   {256, 512},  {1, 4096},
                                      {16, 4096}, {64, 4096}, {1, 16384}, {16, 16384}};
@@ -282,7 +290,7 @@ int main(int argc, char** argv) {
                                            std::max(kMinSplitKeys, (c.keys + g.splits - 1) / g.splits));
             const int slices = (c.keys + sliceKeys - 1) / sliceKeys;  // slice_keys in attention_decode.cu
             const double waves = (double)c.batch * BLOCKS_PER_ROW * slices / ((double)v.blocksPerSm * sms);
-            std::printf("  %-22s %4d x %5d: %8.1f us %5.2f TB/s err %.2e (%d slices, %.2f waves)\n", v.name.c_str(),
+            std::printf("  %-24s %4d x %5d: %8.1f us %5.2f TB/s err %.2e (%d slices, %.2f waves)\n", v.name.c_str(),
                         c.batch, c.keys, us[vi][ci], tbs[vi * cases.size() + ci], e, slices, waves);
             std::fflush(stdout);
             if (vi == 0) {
@@ -293,18 +301,18 @@ int main(int argc, char** argv) {
         free_buffers(b);
     }
 
-    std::printf("\nus (TB/s of K/V+Q), median of 10; err = max |out - current| / max |current| over all cases\n");
-    std::printf("%-22s", "variant");
+    std::printf("\nus (TB/s of K/V+Q), median of 10; err = max |out - simt| / max |simt| over all cases\n");
+    std::printf("%-24s", "variant");
     for (auto& c : cases) std::printf(" %14s", (std::to_string(c.batch) + "x" + std::to_string(c.keys)).c_str());
     std::printf(" %9s\n", "err");
     bool failed = false;
     for (size_t vi = 0; vi < variants.size(); ++vi) {
-        std::printf("%-22s", variants[vi].name.c_str());
+        std::printf("%-24s", variants[vi].name.c_str());
         for (size_t ci = 0; ci < cases.size(); ++ci)
             std::printf(" %7.1f (%4.2f)", us[vi][ci], tbs[vi * cases.size() + ci]);
         const bool bad = !(err[vi] <= 1e-2);
         failed |= bad;
-        std::printf(" %9.2e%s\n", err[vi], bad ? "  FAIL: output differs from the current kernel" : "");
+        std::printf(" %9.2e%s\n", err[vi], bad ? "  FAIL: output differs from the CUDA-core kernel" : "");
     }
     if (failed) std::printf("\nFAILED: some variant's output exceeds 1e-2 relative error\n");
     return failed ? 1 : 0;

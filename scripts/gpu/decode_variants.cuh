@@ -12,8 +12,7 @@
 //     Costs 64 accumulator registers (rows 8..15 included) and 12 of 16 tile rows are padding.
 //   MmaTDecode<WARPS, KW, STAGES>: tensor cores with keys as the tile's rows (S^T = K Q^T, O^T = V^T P^T): half
 //     the mma of MmaDecode and 32 accumulator registers; P^T is transposed in registers by movmatrix.
-// Needs attention_decode.cu and attention_prefill_mma.cu included first (their slicing constants and mma
-// helpers).
+// Needs attention_decode.cu included first (its slicing constants, and the mma helpers of mma.cuh).
 #pragma once
 
 namespace dv {
@@ -537,13 +536,7 @@ struct MmaDecode {
 // the GH heads columns 0..GH-1 of the B tile (Q's fragments, loaded once), so no row of the tile is padding and
 // per 16 keys a warp issues 8 mma for S and 8 for O^T = V^T P^T (V through ldmatrix.trans as A; P^T's B
 // fragment is S^T's accumulator packed to bf16 and transposed in registers by movmatrix). O^T takes 32
-// registers, against 64 with the heads as rows.
-__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t a) {
-    uint32_t d;
-    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
-    return d;
-}
-
+// registers, against 64 with the heads as rows. attention_decode.cu's attn_decode_tc_* kernels are this body.
 template <int D, int GH, int WARPS_, int KW, int STAGES_, int MIN_BLOCKS_>
 struct MmaTDecode {
     using T = __nv_bfloat16;
