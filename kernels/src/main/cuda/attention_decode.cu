@@ -420,7 +420,7 @@ __device__ __forceinline__ void decode_mma_body(const __nv_bfloat16* q, PagedKv 
     static_assert(GH <= 8, "the heads are the 8 columns of the B operand");
     static_assert(S::STAGING_BYTES >= Combine::BYTES, "the combine reuses the staging memory");
 
-    extern __shared__ __align__(16) unsigned char smem_raw[];  // S::STAGING_BYTES (CudaAttention.tcDecodeSmemBytes)
+    unsigned char* smem = dynamic_smem();  // S::STAGING_BYTES (CudaAttention.tcDecodeSmemBytes)
     __shared__ long long pageBase[kSplitPages];
     __shared__ int lastBlock;
 
@@ -444,8 +444,8 @@ __device__ __forceinline__ void decode_mma_body(const __nv_bfloat16* q, PagedKv 
     const long long pageElems = (long long)kv.pageSize * kv.kvHeads * D;
     const T* head = static_cast<const T*>(kv.pool) + b.g * D;
     const int slotStride = kv.kvHeads * D;
-    T* warpStaging = reinterpret_cast<T*>(smem_raw) + warp * STAGES * S::STAGE_ELEMS;
-    const Combine combine(smem_raw);
+    T* warpStaging = reinterpret_cast<T*>(smem) + warp * STAGES * S::STAGE_ELEMS;
+    const Combine combine(smem);
     // ldmatrix lane addresses: K as A (keys lane % 16, dim half lane / 16); V^T as A through .trans (keys
     // lane % 8 + 8 (lane / 16), dim half (lane / 8) % 2).
     const int kRow = lane & 15, kCol = (lane >> 4) * 8;
