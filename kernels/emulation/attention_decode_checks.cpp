@@ -71,10 +71,11 @@ struct Batch {
                 const int g = h / (heads / kvHeads), lo = window >= 0 ? max(0, lens[r] - 1 - window) : 0;
                 std::vector<double> s(lens[r] - lo);
                 double mx = -1e300, total = 0;
+                const bf16* qh = &q[(r * heads + h) * d];
                 for (int t = lo; t < lens[r]; ++t) {
                     double dot = 0;
-                    for (int e = 0; e < d; ++e)
-                        dot += (double)__bfloat162float(q[(r * heads + h) * d + e]) * __bfloat162float(row(r, t, 0, g)[e]);
+                    const bf16* k = row(r, t, 0, g);
+                    for (int e = 0; e < d; ++e) dot += (double)__bfloat162float(qh[e]) * __bfloat162float(k[e]);
                     s[t - lo] = dot / std::sqrt((double)d);
                     mx = max(mx, s[t - lo]);
                 }

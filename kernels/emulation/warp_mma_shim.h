@@ -102,7 +102,9 @@ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_
     auto A = [&](int row, int k) {
         return emu::bf16_half(g_warp_operands[w0 + 4 * (row % 8) + (k % 8) / 2][(row >= 8) + 2 * (k >= 8)], k % 2);
     };
-    auto B = [&](int k, int n) { return emu::bf16_half(g_warp_operands[w0 + 4 * n + (k % 8) / 2][4 + (k >= 8)], k % 2); };
+    auto B = [&](int k, int n) {
+        return emu::bf16_half(g_warp_operands[w0 + 4 * n + (k % 8) / 2][4 + (k >= 8)], k % 2);
+    };
     float d[4];
     for (int e = 0; e < 4; ++e) {
         const int row = g + 8 * (e >= 2), col = 2 * q + e % 2;

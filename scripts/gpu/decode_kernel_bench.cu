@@ -40,6 +40,10 @@ constexpr int H = 32, KVH = 8, D = 128, PAGE = 16, GH = 4;
 constexpr int BLOCKS_PER_ROW = KVH * (H / KVH / GH);
 constexpr double L2_DEFEAT_BYTES = 256.0 * (1 << 20);  // K/V bytes cycled through before a layer repeats
 
+// How many splits the host asks for: CudaAttention's ceil(resident blocks / blocks); floor of it (never more
+// than one wave when the sequences fit in one); or wave_filling_splits.
+enum class Splits { LAUNCHER, FLOOR, FILL };
+
 using DecodeKernel = void (*)(const bf16*, const void*, const int*, const int*, const int*, const int*, int, int,
                               int, int, int, int, int, int, float, int, int, bf16*, float*, float*, int*);
 
@@ -47,6 +51,7 @@ struct Variant {
     std::string name;
     DecodeKernel kernel;
     int threads, smem, blocksPerSm;
+    Splits policy = Splits::LAUNCHER;
 };
 
 template <class V>
@@ -63,10 +68,32 @@ struct Grid {
     int splits, slices, width;
 };
 
-Grid decode_grid(int rows, int span, int sms, int blocksPerSm) {
-    const long long blocks = (long long)rows * BLOCKS_PER_ROW;
-    const int forOccupancy = (int)std::max(1LL, (blocksPerSm * (long long)sms + blocks - 1) / blocks);
-    const int splits = std::max(1, std::min(forOccupancy, (span + kMinSplitKeys - 1) / kMinSplitKeys));
+// Instead of the launcher's ceil(slots / blocks) splits (which can leave a last wave a fraction full, e.g.
+// 16 x 4k with 4 blocks per SM: 5 splits, 1.21 waves), the fewest splits whose blocks fill their last wave at
+// least 90 % (one wave at most when the sequences fit in one), each slice between kMinSplitKeys and
+// kMaxSliceKeys keys. It assumes every sequence is span keys long: with a mixed batch it cuts short sequences
+// for nothing. Only the host's splits argument changes; the kernels are the same.
+int wave_filling_splits(long long blocks, int span, long long slots) {
+    const int fewest = std::max(1, (span + kMaxSliceKeys - 1) / kMaxSliceKeys);
+    const int most = std::max(fewest, (span + kMinSplitKeys - 1) / kMinSplitKeys);
+    if (blocks * fewest <= slots) return (int)std::max<long long>(fewest, std::min<long long>(most, slots / blocks));
+    int best = fewest;
+    double bestFill = 0;
+    for (int n = fewest; n <= most; ++n) {
+        const double waves = (double)blocks * n / slots, fill = waves / std::ceil(waves);
+        if (fill >= 0.9) return n;
+        if (fill > bestFill) best = n, bestFill = fill;
+    }
+    return best;
+}
+
+Grid decode_grid(int rows, int span, int sms, int blocksPerSm, Splits policy) {
+    const long long blocks = (long long)rows * BLOCKS_PER_ROW, slots = (long long)blocksPerSm * sms;
+    const long long forOccupancy =
+        std::max(1LL, policy == Splits::FLOOR ? slots / blocks : (slots + blocks - 1) / blocks);
+    const long long forLength = (span + kMinSplitKeys - 1) / kMinSplitKeys;
+    const int splits = policy == Splits::FILL ? wave_filling_splits(blocks, span, slots)
+                                              : (int)std::max(1LL, std::min(forOccupancy, forLength));
     const long long sliceKeys = std::min(kMaxSliceKeys, (kSplitPages - 1) * PAGE);
     const int slices = (int)std::max<long long>(splits, (span + sliceKeys - 1) / sliceKeys);
     const long long waves = (4LL * blocksPerSm * sms + blocks - 1) / blocks;
@@ -227,6 +254,15 @@ int main(int argc, char** argv) {
         int blocks = 0;
         CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tc, kTcDecodeWarps * 32, smem));
         variants.push_back({"tc (attention_decode)", tc, kTcDecodeWarps * 32, smem, blocks});
+        for (const Variant& base : {variants[0], variants[1]}) {
+            for (Splits policy : {Splits::FLOOR, Splits::FILL}) {
+                Variant v = base;
+                v.name = base.name.substr(0, base.name.find(' '));
+                v.name += policy == Splits::FLOOR ? " floor splits" : " fill splits";
+                v.policy = policy;
+                variants.push_back(v);
+            }
+        }
     }
     auto add = [&](Variant v) {
         bool wanted = argc < 2;  // arguments: keep only variants whose name contains one of them
@@ -243,6 +279,7 @@ int main(int argc, char** argv) {
     add(variant<MmaDecode<D, GH, 4, 16, 4, 3>>("mma w4 k16 s4"));
     add(variant<MmaDecode<D, GH, 4, 32, 3, 2>>("mma w4 k32 s3"));
     add(variant<MmaTDecode<D, GH, 4, 16, 2, 4>>("mmaT w4 k16 s2"));
+    add(variant<MmaTDecode<D, GH, 3, 16, 2, 4>>("mmaT w3 k16 s2"));  // 4 blocks per SM fit its shared memory
     add(variant<MmaTDecode<D, GH, 4, 16, 3, 4>>("mmaT w4 k16 s3"));
     add(variant<MmaTDecode<D, GH, 4, 16, 4, 3>>("mmaT w4 k16 s4"));
     add(variant<MmaTDecode<D, GH, 4, 32, 2, 3>>("mmaT w4 k32 s2"));
@@ -264,13 +301,14 @@ int main(int argc, char** argv) {
     for (size_t ci = 0; ci < cases.size(); ++ci) {
         const Case& c = cases[ci];
         int maxSlices = 1;
-        for (auto& v : variants) maxSlices = std::max(maxSlices, decode_grid(c.batch, c.keys, sms, v.blocksPerSm).slices);
+        for (auto& v : variants)
+            maxSlices = std::max(maxSlices, decode_grid(c.batch, c.keys, sms, v.blocksPerSm, v.policy).slices);
         Buffers b = make_buffers(c, maxSlices, rng);
         const double bytes = (double)c.batch * c.keys * KVH * D * 2 * sizeof(bf16) + (double)c.batch * H * D * 2;
         std::vector<float> ref;
         for (size_t vi = 0; vi < variants.size(); ++vi) {
             const Variant& v = variants[vi];
-            const Grid g = decode_grid(c.batch, c.keys, sms, v.blocksPerSm);
+            const Grid g = decode_grid(c.batch, c.keys, sms, v.blocksPerSm, v.policy);
             CHECK(cudaMemset(b.out, 0, (size_t)c.batch * H * D * sizeof(bf16)));
             CHECK(cudaMemset(b.splitDone, 0, c.batch * BLOCKS_PER_ROW * 4));  // a faulty variant may leave counts
             launch(v, c, b, g, 0);
@@ -290,8 +328,9 @@ int main(int argc, char** argv) {
                                            std::max(kMinSplitKeys, (c.keys + g.splits - 1) / g.splits));
             const int slices = (c.keys + sliceKeys - 1) / sliceKeys;  // slice_keys in attention_decode.cu
             const double waves = (double)c.batch * BLOCKS_PER_ROW * slices / ((double)v.blocksPerSm * sms);
-            std::printf("  %-24s %4d x %5d: %8.1f us %5.2f TB/s err %.2e (%d slices, %.2f waves)\n", v.name.c_str(),
-                        c.batch, c.keys, us[vi][ci], tbs[vi * cases.size() + ci], e, slices, waves);
+            std::printf("  %-24s %4d x %5d: %8.1f us %5.2f TB/s err %.2e (%d splits, %d slices, %.2f waves)\n",
+                        v.name.c_str(), c.batch, c.keys, us[vi][ci], tbs[vi * cases.size() + ci], e, g.splits, slices,
+                        waves);
             std::fflush(stdout);
             if (vi == 0) {
                 std::printf("%4d x %5d: splits %d, slices %d, width %d, %d layers, %.1f MB K/V+Q\n", c.batch, c.keys,

@@ -189,7 +189,7 @@ struct SimtDecode {
     static constexpr int SMEM_BYTES = STAGING_BYTES > COMBINE_BYTES ? STAGING_BYTES : COMBINE_BYTES;
 
     __device__ __forceinline__ static void run(DV_KERNEL_PARAMS) {
-        extern __shared__ __align__(16) unsigned char smem[];
+        unsigned char* smem = dynamic_smem();
         __shared__ long long pageBase[kSplitPages];
         __shared__ int lastBlock;
         const PagedKv kv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads};
@@ -353,7 +353,7 @@ struct MmaDecode {
     static constexpr int CHAINS = NT >= 4 ? 1 : 2;
 
     __device__ __forceinline__ static void run(DV_KERNEL_PARAMS) {
-        extern __shared__ __align__(16) unsigned char smem[];
+        unsigned char* smem = dynamic_smem();
         __shared__ long long pageBase[kSplitPages];
         __shared__ int lastBlock;
         const PagedKv kv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads};
@@ -555,7 +555,7 @@ struct MmaTDecode {
     static constexpr int CHAINS = MT >= 2 ? 1 : 2;
 
     __device__ __forceinline__ static void run(DV_KERNEL_PARAMS) {
-        extern __shared__ __align__(16) unsigned char smem[];
+        unsigned char* smem = dynamic_smem();
         __shared__ long long pageBase[kSplitPages];
         __shared__ int lastBlock;
         const PagedKv kv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads};

@@ -649,7 +649,8 @@ MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 256)
                                out, partialO, partialLse, splitDone);                                            \
     }
 
-#define MSTAR_DECODE_TC_GROUPS(D) MSTAR_DECODE_TC(D, 1) MSTAR_DECODE_TC(D, 2) MSTAR_DECODE_TC(D, 4) MSTAR_DECODE_TC(D, 8)
+#define MSTAR_DECODE_TC_GROUPS(D) \
+    MSTAR_DECODE_TC(D, 1) MSTAR_DECODE_TC(D, 2) MSTAR_DECODE_TC(D, 4) MSTAR_DECODE_TC(D, 8)
 
 MSTAR_DECODE_TC_GROUPS(64)
 MSTAR_DECODE_TC_GROUPS(128)
