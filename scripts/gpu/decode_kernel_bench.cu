@@ -3,7 +3,8 @@
 // without Java, so that they can be compared in one GPU call: Llama-3.1-8B attention geometry (32 query /
 // 8 KV heads of 128, bf16 pool, 16-token pages in random order), one query per sequence, batch x keys from
 // 1 x 512 to 16 x 16384. Every variant gets the splits, slices and grid width CudaAttention.decode computes
-// (with its own blocks per SM), its output is checked against the CUDA-core kernel's (max |diff| / max |ref|
+// (with its own blocks per SM; "ceil splits" rows: as the launcher computed them before, "fill splits" rows:
+// wave_filling_splits), its output is checked against the CUDA-core kernel's (max |diff| / max |ref|
 // over the batch; over 1e-2 fails), and each cell is the median of 10 event-timed launches over layers
 // rotated so that the K/V bytes come from memory, not L2, with TB/s of the K/V and Q bytes read. Build and
 // run on the GPU machine (under a minute):
@@ -40,9 +41,9 @@ constexpr int H = 32, KVH = 8, D = 128, PAGE = 16, GH = 4;
 constexpr int BLOCKS_PER_ROW = KVH * (H / KVH / GH);
 constexpr double L2_DEFEAT_BYTES = 256.0 * (1 << 20);  // K/V bytes cycled through before a layer repeats
 
-// How many splits the host asks for: CudaAttention's ceil(resident blocks / blocks); floor of it (never more
-// than one wave when the sequences fit in one); or wave_filling_splits.
-enum class Splits { LAUNCHER, FLOOR, FILL };
+// How many splits the host asks for: CudaAttention's floor(resident blocks / blocks) (never more than one wave
+// when the sequences fit in one); the ceil of it that the launcher used before; or wave_filling_splits.
+enum class Splits { FLOOR, CEIL, FILL };
 
 using DecodeKernel = void (*)(const bf16*, const void*, const int*, const int*, const int*, const int*, int, int,
                               int, int, int, int, int, int, float, int, int, bf16*, float*, float*, int*);
@@ -51,7 +52,7 @@ struct Variant {
     std::string name;
     DecodeKernel kernel;
     int threads, smem, blocksPerSm;
-    Splits policy = Splits::LAUNCHER;
+    Splits policy = Splits::FLOOR;
 };
 
 template <class V>
@@ -68,11 +69,11 @@ struct Grid {
     int splits, slices, width;
 };
 
-// Instead of the launcher's ceil(slots / blocks) splits (which can leave a last wave a fraction full, e.g.
-// 16 x 4k with 4 blocks per SM: 5 splits, 1.21 waves), the fewest splits whose blocks fill their last wave at
-// least 90 % (one wave at most when the sequences fit in one), each slice between kMinSplitKeys and
-// kMaxSliceKeys keys. It assumes every sequence is span keys long: with a mixed batch it cuts short sequences
-// for nothing. Only the host's splits argument changes; the kernels are the same.
+// Instead of the launcher's floor(slots / blocks) splits (which can leave a last wave a fraction full when
+// the sequences need several, e.g. 64 x 4k with 3 blocks per SM: 2 slices of 2048 keys, 2.59 waves), the
+// fewest splits whose blocks fill their last wave at least 90 % (one wave at most when the sequences fit in
+// one), each slice between kMinSplitKeys and kMaxSliceKeys keys. It assumes every sequence is span keys long:
+// with a mixed batch it cuts short sequences for nothing. Only the host's splits argument changes.
 int wave_filling_splits(long long blocks, int span, long long slots) {
     const int fewest = std::max(1, (span + kMaxSliceKeys - 1) / kMaxSliceKeys);
     const int most = std::max(fewest, (span + kMinSplitKeys - 1) / kMinSplitKeys);
@@ -255,10 +256,10 @@ int main(int argc, char** argv) {
         CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tc, kTcDecodeWarps * 32, smem));
         variants.push_back({"tc (attention_decode)", tc, kTcDecodeWarps * 32, smem, blocks});
         for (const Variant& base : {variants[0], variants[1]}) {
-            for (Splits policy : {Splits::FLOOR, Splits::FILL}) {
+            for (Splits policy : {Splits::CEIL, Splits::FILL}) {
                 Variant v = base;
                 v.name = base.name.substr(0, base.name.find(' '));
-                v.name += policy == Splits::FLOOR ? " floor splits" : " fill splits";
+                v.name += policy == Splits::CEIL ? " ceil splits" : " fill splits";
                 v.policy = policy;
                 variants.push_back(v);
             }

@@ -208,13 +208,15 @@ final class CudaAttention {
 
     /**
      * Decode blocks per (sequence, KV head group) for a step of {@code rows} sequences of at most
-     * {@code span} visible keys: enough for one wave of blocks over {@code sms} SMs that hold {@code blocksPerSm}
-     * each, but no more than slices of {@link #MIN_SPLIT_KEYS} give. Batch 1 at 16k keys and 8 KV heads, 4 blocks
-     * per SM: 66 splits of 249 keys; 256 rows: 1.
+     * {@code span} visible keys: as many as one wave of blocks over {@code sms} SMs that hold {@code blocksPerSm}
+     * each takes, but no more than slices of {@link #MIN_SPLIT_KEYS} give. Rounded down: one split more would
+     * spill a few blocks into a second wave that the whole step waits for (16 rows x 8 KV heads over 528 resident
+     * blocks: 4 splits fill 97 % of one wave, 5 would need 1.2 waves). Batch 1 at 16k keys and 8 KV heads, 4 blocks
+     * per SM: 66 splits of 249 keys; 64 rows: 1.
      */
     static int decodeSplits(int rows, int blocksPerRow, int span, int sms, int blocksPerSm) {
         long blocks = (long) rows * blocksPerRow;
-        int forOccupancy = (int) Math.max(1, (blocksPerSm * (long) sms + blocks - 1) / blocks);
+        int forOccupancy = (int) Math.max(1, blocksPerSm * (long) sms / blocks);
         return Math.max(1, Math.min(forOccupancy, (span + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS));
     }
 
