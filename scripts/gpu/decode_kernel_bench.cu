@@ -280,7 +280,6 @@ int main(int argc, char** argv) {
     add(variant<MmaDecode<D, GH, 4, 16, 4, 3>>("mma w4 k16 s4"));
     add(variant<MmaDecode<D, GH, 4, 32, 3, 2>>("mma w4 k32 s3"));
     add(variant<MmaTDecode<D, GH, 4, 16, 2, 4>>("mmaT w4 k16 s2"));
-    add(variant<MmaTDecode<D, GH, 3, 16, 2, 4>>("mmaT w3 k16 s2"));  // 4 blocks per SM fit its shared memory
     add(variant<MmaTDecode<D, GH, 4, 16, 3, 4>>("mmaT w4 k16 s3"));
     add(variant<MmaTDecode<D, GH, 4, 16, 4, 3>>("mmaT w4 k16 s4"));
     add(variant<MmaTDecode<D, GH, 4, 32, 2, 3>>("mmaT w4 k32 s2"));

@@ -25,8 +25,10 @@ constexpr int kMinSplitKeys = 128;
 constexpr int kMaxSliceKeys = 2048;
 constexpr int kSplitPages = 512;
 // Tensor-core slices (decode_mma_body): warps per block, keys per warp chunk and cp.async stages per warp;
-// CudaAttention.TC_DECODE_* must equal them.
-constexpr int kTcDecodeWarps = 4;
+// CudaAttention.TC_DECODE_* must equal them. Three warps keep a block's staging at 51 KB at d128, so four
+// blocks share an SM (as the CUDA-core kernel's do) and the launcher's waves stay whole; four warps would
+// fit three.
+constexpr int kTcDecodeWarps = 3;
 constexpr int kTcDecodeKeys = 16;
 constexpr int kTcDecodeStages = 2;
 
@@ -637,7 +639,7 @@ MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 64)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 128)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 256)
 
-// Dynamic shared memory: TcDecodeShape<D>::STAGING_BYTES. Four blocks per SM bound the registers at 128.
+// Dynamic shared memory: TcDecodeShape<D>::STAGING_BYTES. Four blocks per SM bound the registers at 170.
 #define MSTAR_DECODE_TC(D, GH)                                                                                  \
     extern "C" __global__ void __launch_bounds__(kTcDecodeWarps * 32, 4) attn_decode_tc_bf16_d##D##_g##GH(        \
         const __nv_bfloat16* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,   \

@@ -55,7 +55,7 @@ final class CudaAttention {
      */
     static final List<Integer> TC_DECODE_HEAD_DIMS = List.of(64, 128);
     /** kTcDecodeWarps, kTcDecodeKeys and kTcDecodeStages in attention_decode.cu. */
-    static final int TC_DECODE_WARPS = 4;
+    static final int TC_DECODE_WARPS = 3;
     static final int TC_DECODE_KEYS = 16;
     static final int TC_DECODE_STAGES = 2;
     /** Head dims of the CUDA-core kernels, fp32 and bf16, prefill and decode (MSTAR_PREFILL, MSTAR_DECODE_GROUPS). */
