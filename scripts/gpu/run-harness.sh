@@ -4,7 +4,9 @@
 # $OUT (default /tmp/mstar-gpu): nvidia-smi state, the harness log and
 # tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead; with --decode-perf,
 # the CUDA-graph decode loop). Arguments go to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf,
-# --decode-perf, --skinny-perf, --engine-layers 8,32, --seed N);
+# --decode-perf, --skinny-perf, --perf-table, --no-checks, --preplan-perf, --engine-layers 8,32, --seed N); with
+# --perf-table, perf_table.py joins the engine rows with the PyTorch peer into the one-call table;
+# --no-perf --no-checks --preplan-perf gives the pre-planned decode steps table alone;
 # --no-perf, --no-kernel-perf and --skinny-perf also skip the torch comparison.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
@@ -29,6 +31,7 @@ status=${PIPESTATUS[0]}
 # The torch GEMM comparison belongs with the kernel performance tables, the torch prefill forward with the
 # prefill ones.
 case " $* " in
+    *" --perf-table "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/perf_table.py" "$OUT" 2>&1 | tee "$OUT/torch.log" ;;
     *" --no-perf "*|*" --no-kernel-perf "*|*" --skinny-perf "*) ;;
     *" --prefill-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_prefill.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *" --decode-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_decode.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;

@@ -2,7 +2,6 @@
 #include "elementwise.cu"
 #include "norm.cu"
 #include "encoder.cu"
-#include "gemv_fused.cu"
 #include "rope.cu"
 #include "pages.cu"
 #include "attention_decode.cu"

@@ -12,9 +12,11 @@ import org.mstar.model.llama.KvCacheOptions;
  *                     prefill and mixed steps stay eager
  * @param scheduling the scheduler's policy and fairness bound
  * @param role which part of a request's life the engine serves (disaggregated serving); default colocated
+ * @param preplan with decode graphs, plan each decode step while the device runs the one before (see
+ *                {@code DecodePreplan}); default on
  */
 public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
-                            SchedulerOptions scheduling, EngineRole role) {
+                            SchedulerOptions scheduling, EngineRole role, boolean preplan) {
     public EngineOptions {
         if (maxBatchRows < 1 || tokenBudget < 1) {
             throw new IllegalArgumentException("maxBatchRows and tokenBudget must be >= 1");
@@ -29,6 +31,12 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
             throw new IllegalArgumentException("a prefill-to-decode hand-off carries one KV cache; a separate "
                     + "windowed-layer cache is only for colocated engines");
         }
+    }
+
+    /** Decode steps pre-planned (when decode graphs are on). */
+    public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
+                         SchedulerOptions scheduling, EngineRole role) {
+        this(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, true);
     }
 
     /** Colocated. */
@@ -48,15 +56,19 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
     }
 
     public EngineOptions withDecodeGraphs(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling, role);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling, role, preplan);
     }
 
     public EngineOptions withScheduling(SchedulerOptions s) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s, role);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s, role, preplan);
     }
 
     public EngineOptions withRole(EngineRole r) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, r);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, r, preplan);
+    }
+
+    public EngineOptions withPreplan(boolean on) {
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, on);
     }
 
     /** Small defaults that suit the CPU path: 16 rows, 256 tokens a step, 512 pages of 16 tokens. */

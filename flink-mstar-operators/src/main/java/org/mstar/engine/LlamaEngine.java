@@ -43,7 +43,9 @@ import org.mstar.resources.sampler.SamplerResource;
  * with a 500 and the others carry on, their tokens unchanged.
  *
  * <p>With {@link EngineOptions#decodeGraphs()}, a step of decode rows only is padded to a batch bucket and
- * replayed as a recorded device graph ({@link DecodeGraphs}).
+ * replayed as a recorded device graph ({@link DecodeGraphs}); with {@link EngineOptions#preplan()} too, the next
+ * decode step is planned while the device runs this one ({@link DecodePreplan}). {@link #stepTimings()} splits
+ * each step's host time into phases.
  *
  * <p>Disaggregated ({@link EngineOptions#role()}): a prefill engine hands each request off once it sampled its
  * first token ({@link StepResult#handoffs()}); a decode engine takes such hand-offs ({@link #receive}), importing
@@ -66,6 +68,9 @@ public final class LlamaEngine implements GenerationEngine {
     private final EngineCounters counters = new EngineCounters();
     /** Null unless decode graphs are on. */
     private final DecodeGraphs graphs;
+    /** Null unless decode graphs and pre-planning are on. */
+    private final DecodePreplan preplan;
+    private final StepTimings timings = new StepTimings();
     private final EngineRole role;
     /** Null for a colocated engine. */
     private final HandoffExchange exchange;
@@ -118,6 +123,9 @@ public final class LlamaEngine implements GenerationEngine {
         kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
         this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
         this.steps = new StepBuilder(model, graphs);
+        // a prefill engine hands every request off after its first token: it has no decode steps to plan ahead
+        this.preplan = graphs != null && options.preplan() && role != EngineRole.PREFILL
+                ? new DecodePreplan(runner, steps, stopRule) : null;
         this.inbox = new HandoffInbox(checks, resources, exchange);
         this.isolation = new FaultIsolation(resources);
     }
@@ -182,6 +190,9 @@ public final class LlamaEngine implements GenerationEngine {
         inbox.remove(requestId);
         LiveRequest r = live.remove(requestId);
         if (r != null) {
+            if (preplan != null) {
+                preplan.forget(r);
+            }
             isolation.forget(r);
             resources.close(requestId);
         }
@@ -195,6 +206,7 @@ public final class LlamaEngine implements GenerationEngine {
             return StepResult.EMPTY;
         }
         stepNo++;
+        timings.begin();
         StepOutputs out = new StepOutputs();
         for (LiveRequest r : inbox.isEmpty() ? List.<LiveRequest>of() : inbox.importReady(out)) {
             counters.prefixHitTokens += r.cachedPromptTokens;
@@ -220,7 +232,8 @@ public final class LlamaEngine implements GenerationEngine {
                 return out.result();
             }
             PlannedStep step = steps.build(rows);
-            FullAdmitOutcome o = runner.admit(step.step());
+            timings.end(StepTimings.Phase.SCHEDULE);
+            FullAdmitOutcome o = preplan == null ? runner.admit(step.step()) : preplan.admit(step.step());
             if (o.ok()) {
                 long start = System.nanoTime();
                 try {
@@ -228,6 +241,9 @@ public final class LlamaEngine implements GenerationEngine {
                 } catch (DeviceFault e) {
                     throw e;
                 } catch (RuntimeException e) {
+                    if (preplan != null) {
+                        preplan.drop();
+                    }
                     List<LiveRequest> involved = rows.stream().map(BatchRow::request)
                             .filter(r -> live.get(r.id()) == r).toList();
                     fail(isolation.threw(involved), 500, "serving this request failed: " + e, out);
@@ -265,24 +281,32 @@ public final class LlamaEngine implements GenerationEngine {
     }
 
     private void preempt(LiveRequest victim) {
+        if (preplan != null) {
+            preplan.forget(victim);
+        }
         counters.preemptions++;
         resources.preempt(victim);
     }
 
     private void run(PlannedStep p, StepOutputs out) {
         runner.plan(p.step());
+        timings.end(StepTimings.Phase.ADMIT_PLAN);
         int[] drawn;
         SlotLease lease = p.step().ctx().slotLease();
         if (lease != null) {
             // every row samples, real rows first: the bucket's leading logits rows are the real ones
-            drawn = sample(p.sampleRids(), graphs.forward(lease.bucket().bs(), p.tokens()).rows(0, p.sampleRids().size()));
+            Tensor logits = graphs.forward(lease.bucket().bs(), p.tokens()).rows(0, p.sampleRids().size());
+            launched(p);
+            drawn = sample(p.sampleRids(), logits);
         } else {
             try (Tensor ids = model.device().fromInts(p.tokens(), p.tokenCount());
                  Tensor logits = model.forward(ids, p.sampleRows())) {
+                launched(p);
                 drawn = sample(p.sampleRids(), logits);
             }
         }
-        runner.commit(p.step());
+        timings.end(StepTimings.Phase.WAIT);
+        runner.commit(p.step(), LlamaModel.SAMPLER::equals);
         long now = System.nanoTime();
         int s = 0;
         for (BatchRow row : p.rows()) {
@@ -300,6 +324,22 @@ public final class LlamaEngine implements GenerationEngine {
                 accept(r, drawn[s++], now, out);
             }
         }
+        timings.end(StepTimings.Phase.ACCEPT);
+        timings.stepRan();
+    }
+
+    /**
+     * The step's forward is enqueued: commit what it consumed (all but the sampler, which waits for the tokens) and,
+     * after a decode-graph step, plan the next one while the device runs this one.
+     */
+    private void launched(PlannedStep p) {
+        timings.end(StepTimings.Phase.LAUNCH);
+        runner.commit(p.step(), key -> !key.equals(LlamaModel.SAMPLER));
+        timings.end(StepTimings.Phase.ACCEPT);
+        if (preplan != null && p.step().ctx().slotLease() != null) {
+            preplan.stage(p.rows());
+        }
+        timings.end(StepTimings.Phase.PREPLAN);
     }
 
     private int[] sample(List<String> rids, Tensor logits) {
@@ -379,6 +419,16 @@ public final class LlamaEngine implements GenerationEngine {
     /** For checks and harnesses: decode steps run as graph replays (0 without decode graphs). */
     public long decodeGraphReplays() {
         return graphs == null ? 0 : graphs.replays();
+    }
+
+    /** For harnesses: host time per step by phase. */
+    public StepTimings stepTimings() {
+        return timings;
+    }
+
+    /** For checks and harnesses: decode steps planned ahead, and how many were promoted or dropped. */
+    public PreplanCounts preplanCounts() {
+        return preplan == null ? PreplanCounts.NONE : preplan.counts();
     }
 
     /** For harnesses: per recorded decode bucket, the device bytes its graph keeps allocated (empty without graphs). */

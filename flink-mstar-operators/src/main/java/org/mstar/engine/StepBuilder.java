@@ -27,6 +27,12 @@ final class StepBuilder {
     }
 
     PlannedStep build(List<BatchRow> rows) {
+        return new PlannedStep(rows, declare(rows), feed(rows), sampleRows(rows),
+                rows.stream().filter(BatchRow::samples).map(b -> b.request().id()).toList());
+    }
+
+    /** The step the resources see for {@code rows}; needs no token values, so a step can be declared ahead. */
+    SubmoduleStep declare(List<BatchRow> rows) {
         List<Segment> segments = new ArrayList<>(rows.size());
         Map<String, int[]> prompts = new HashMap<>();
         Set<String> sampled = new HashSet<>();
@@ -55,8 +61,7 @@ final class StepBuilder {
             ctx.setSlotLease(DecodeGraphs.lease(bucket));
         }
         step.setCtx(ctx);
-        return new PlannedStep(rows, step, feed(rows), sampleRows(rows),
-                rows.stream().filter(BatchRow::samples).map(b -> b.request().id()).toList());
+        return step;
     }
 
     private static int[] feed(List<BatchRow> rows) {

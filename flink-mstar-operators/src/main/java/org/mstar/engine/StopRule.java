@@ -27,6 +27,11 @@ final class StopRule {
         return ids.stream().mapToInt(Integer::intValue).sorted().toArray();
     }
 
+    /** Whether {@code r}'s next token, whatever it is, ends it by length (known before it is drawn). */
+    boolean nextTokenEndsByLength(LiveRequest r) {
+        return r.generated.size() + 1 >= r.request.maxTokens() || r.totalTokens() + 1 >= maxSeqLen;
+    }
+
     FinishReason check(LiveRequest r, int token) {
         GenerationRequest req = r.request;
         int generated = r.generated.size();

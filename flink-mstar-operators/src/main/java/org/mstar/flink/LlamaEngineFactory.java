@@ -35,6 +35,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final boolean prefixCache;
     private final int windowedLayerPages;
     private final boolean decodeGraphs;
+    private final boolean preplan;
     private final boolean batchInvariant;
     private final SchedulingPolicy schedulingPolicy;
     private final Duration priorityAging;
@@ -57,6 +58,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
         this.windowedLayerPages = config.get(LlamaEngineOptions.WINDOWED_LAYER_PAGES);
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
+        this.preplan = config.get(LlamaEngineOptions.PREPLAN);
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
@@ -95,6 +97,6 @@ public final class LlamaEngineFactory implements EngineFactory {
         return new EngineOptions(maxBatchRows, tokenBudget,
                 new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache, windowedLayerPages), false,
                 new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
-                        SchedulerOptions.DEFAULTS.minPrefillChunk()), role);
+                        SchedulerOptions.DEFAULTS.minPrefillChunk()), role, preplan);
     }
 }

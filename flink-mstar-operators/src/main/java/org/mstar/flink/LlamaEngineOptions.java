@@ -65,6 +65,13 @@ public final class LlamaEngineOptions {
                     + " max-batch-rows, at most 256) and replayed as one CUDA graph per bucket instead of launching"
                     + " every kernel from the host. Prefill and mixed steps always run eagerly; the CPU ignores it.");
 
+    public static final ConfigOption<Boolean> PREPLAN = ConfigOptions.key("mstar.engine.preplan")
+            .booleanType()
+            .defaultValue(true)
+            .withDescription("With decode graphs, whether each decode step is admitted and planned while the GPU runs"
+                    + " the one before, so the next step's planning leaves the GPU idle for less; a step that turns out"
+                    + " different (a request stopped, another joined) drops it and plans as usual.");
+
     public static final ConfigOption<SchedulingPolicy> SCHEDULING_POLICY = ConfigOptions.key("mstar.engine.scheduling-policy")
             .enumType(SchedulingPolicy.class)
             .defaultValue(SchedulingPolicy.PRIORITY)

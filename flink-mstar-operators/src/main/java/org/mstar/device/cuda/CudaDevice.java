@@ -47,7 +47,6 @@ public final class CudaDevice implements Device {
     private Thread boundThread;
     private boolean tensorCorePrefill = true;
     private int skinnyMatmulRows = DEFAULT_SKINNY_MATMUL_ROWS;
-    private boolean fusedGemv;
     private boolean batchInvariant;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
@@ -138,20 +137,6 @@ public final class CudaDevice implements Device {
 
     public int skinnyMatmulRows() {
         return skinnyMatmulRows;
-    }
-
-    /**
-     * Whether steps of a few rows run the projections that have a fused epilogue (qkv + RoPE + KV append, gate/up +
-     * activation) through the GEMV kernels of gemv_fused.cu, or (the default) through cuBLAS and the separate ops.
-     * Off by default until the GPU harness, which switches it on for its checks and measures both ways on the same
-     * model, has run them on an H200 (docs/perf.md, "Decode fusions").
-     */
-    public void setFusedGemv(boolean on) {
-        this.fusedGemv = on;
-    }
-
-    boolean fusedGemv() {
-        return fusedGemv;
     }
 
     /**

@@ -18,12 +18,6 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * reads device memory back, so any sequence of ops can be captured into a {@link CudaGraph}.
  */
 public final class CudaOps implements ComputeOps, AutoCloseable {
-    /**
-     * The most rows {@link #gateUpActivation} and {@link #qkvProjectionRopeAppend} send to their GEMV kernels
-     * (GEMV_MAX_ROWS of gemv_fused.cu).
-     */
-    static final int GEMV_MAX_ROWS = 4;
-
     private final CudaDevice device;
     private final Elementwise elementwise;
     private final CudaMatmul matmul;
@@ -259,10 +253,9 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     // ---- Decode fusions ----
 
     /**
-     * Up to {@link #GEMV_MAX_ROWS} rows with bf16 weights: one GEMV kernel that applies the activation to its
-     * own sums (no intermediate, no second launch). Otherwise, with {@link CudaDevice#setFusedGemv} off, and always
-     * under batch-invariant numerics (whose GEMMs must not depend on the row count), the matmul into scratch and the
-     * activation kernel.
+     * The matmul into scratch, then the activation kernel. A CUDA-core GEMV doing both in one kernel lost to this
+     * pair on an H200 (docs/decode-fusions.md): the tensor-core matmul streams the weight faster than the launch
+     * it saves.
      */
     @Override
     public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
@@ -285,26 +278,12 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
             return;
         }
         device.enter();
-        boolean gemv = rows <= GEMV_MAX_ROWS && device.fusedGemv() && !device.batchInvariant()
-                && w.dtype() == DType.BF16 && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0;
-        if (gemv) {
-            int warpsPerBlock = 8;
-            kernel("gate_up_act_gemv").launch(device.stream(), Math.toIntExact((inter + warpsPerBlock - 1) / warpsPerBlock),
-                    1, 1, 32 * warpsPerBlock, 0, new KernelArgs().tensor(w).tensor(xs).i32(code(xs)).tensor(o)
-                            .i32(code(o)).i32(rows).i32(Math.toIntExact(inter)).i32(Math.toIntExact(k)).flag(geluTanh),
-                    "gateUpActivation");
-            return;
-        }
         matmul.matmul(xs, w, null, gu);
         elementwise.launch(geluTanh ? "gelu_tanh_mul" : "silu_mul", o.numel(), new KernelArgs().tensor(gu)
                 .i32(code(gu)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
     }
 
-    /**
-     * Up to {@link #GEMV_MAX_ROWS} rows with bf16 weights: one GEMV kernel whose epilogue rotates q and k and
-     * writes k and v into the pool. Otherwise (as for {@link #gateUpActivation}) the matmul into scratch and
-     * {@link #qkvRopeAppend}.
-     */
+    /** The matmul into scratch, then {@link #qkvRopeAppend} (as {@link #gateUpActivation}, a pair of launches). */
     @Override
     public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
             RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
@@ -346,22 +325,8 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
             throw new IllegalArgumentException("qkvProjectionRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
         }
         device.enter();
-        boolean gemv = n <= GEMV_MAX_ROWS && device.fusedGemv() && !device.batchInvariant()
-                && w.dtype() == DType.BF16 && (xs.dtype() == DType.BF16 || xs.dtype() == DType.F32) && k % 8 == 0 && headDim % 2 == 0;
-        if (!gemv) {
-            matmul.matmul(xs, w, b, qkvT);
-            qkvRopeAppend(qkvT, pos, params, p, layer, pages, offs, qs);
-            return;
-        }
-        CudaTensor inv = ropeTables.table(params);
-        int warpsPerBlock = 4;
-        long pairs = w.dim(0) / 2;
-        kernel("qkv_rope_append_gemv").launch(device.stream(), Math.toIntExact((pairs + warpsPerBlock - 1) / warpsPerBlock),
-                1, 1, 32 * warpsPerBlock, 0, new KernelArgs().tensor(w).tensor(xs).i32(code(xs)).tensor(b)
-                        .i32(b == null ? 0 : code(b)).i32(code(qkvT)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs))
-                        .tensor(p).i32(code(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1))
-                        .i32((int) p.dim(3)).i32((int) n).i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim())
-                        .flag(params.interleave()).i32(Math.toIntExact(k)), "qkvProjectionRopeAppend");
+        matmul.matmul(xs, w, b, qkvT);
+        qkvRopeAppend(qkvT, pos, params, p, layer, pages, offs, qs);
     }
 
     // ---- end of decode fusions ----

@@ -23,6 +23,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * Drives a worker's resources through each step (admit → plan → forward → commit) and through the
@@ -136,9 +137,20 @@ public final class StepRunner {
 
     /** Record what {@code step} consumed, in dependency order, once its forward is enqueued. */
     public void commit(SubmoduleStep step) {
+        commit(step, key -> true);
+    }
+
+    /**
+     * {@link #commit} over the step's resources whose key {@code keys} accepts, in dependency order. Lets a
+     * caller commit what the enqueued forward consumed at once (so the next step can be pre-planned on top)
+     * and a resource that records the forward's outputs, such as the sampler, once they are read.
+     */
+    public void commit(SubmoduleStep step, Predicate<String> keys) {
         StepContext ctx = step.ctx();
         for (String key : orderOf(step).all()) {
-            resources.get(key).commit(step.get(key), ctx);
+            if (keys.test(key)) {
+                resources.get(key).commit(step.get(key), ctx);
+            }
         }
     }
 

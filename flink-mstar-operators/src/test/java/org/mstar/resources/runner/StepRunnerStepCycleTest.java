@@ -62,6 +62,19 @@ class StepRunnerStepCycleTest {
     }
 
     @Test
+    void aCommitInTwoPartsCommitsEachResourceOnceInTopologicalOrderWithinEachPart() {
+        SubmoduleStep step = step(ctx("r1"), "kv", "sampler", "attn", "pos");
+        runner.admit(step);
+        runner.plan(step);
+        journal.clear();
+
+        runner.commit(step, key -> !key.equals("sampler"));
+        runner.commit(step, "sampler"::equals);
+
+        assertThat(journal).containsExactly("kv.commit", "attn.commit", "pos.commit", "sampler.commit");
+    }
+
+    @Test
     void refusalRollsBackEveryReachedResourceIncludingTheRefusingOneInReverse() {
         AllocationFailed shortOfPages = new AllocationFailed("out of pages", 3, "main", "r1", null, null, null);
         attn.admitAnswer = AdmitOutcome.refused(shortOfPages);

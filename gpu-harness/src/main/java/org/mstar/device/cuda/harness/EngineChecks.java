@@ -29,6 +29,8 @@ import org.mstar.resources.SamplingReqConfig;
  * rows share steps.
  *
  * <p>fp32 storage and accumulation: tokens must be identical and logits within {@value #F32_TOLERANCE}.
+ * Decode graphs with decode steps pre-planned (the default) against the same engine planning each step inline:
+ * tokens identical, logits within {@value #GRAPHS_TOLERANCE}.
  * bf16 weights, activations and KV: logits within {@value #BF16_TOLERANCE} wherever both engines still
  * share the context; how many tokens agree is reported, not checked (bf16 weights are a slightly different
  * model, and a near-tie then flips a greedy pick, after which the contexts differ). Logit errors are
@@ -109,6 +111,7 @@ final class EngineChecks {
         EngineTranscript bf16 = transcript(dir, candidate, DType.BF16, requests, false);
         EngineTranscript f32Graphs = transcript(dir, candidate, DType.F32, requests, true);
         EngineTranscript bf16Graphs = transcript(dir, candidate, DType.BF16, requests, true);
+        EngineTranscript bf16GraphsInline = transcript(dir, candidate, DType.BF16, requests, true, false);
 
         String shape = String.format(Locale.ROOT, "%s%s h%d L%d v%d, %d requests x %d tokens",
                 config.architecture().modelType(), windowedLayerPages > 0 ? " windowed cache" : "", config.hiddenSize(),
@@ -134,6 +137,15 @@ final class EngineChecks {
                     + "%d bit for bit, median row error %.2e.%n", dtype, pair[1].graphReplays, g.rowsCompared,
                     g.rowsExact, g.medianError));
         }
+        // planning a decode step while the one before runs must not change what any step computes
+        Agreement pre = compare(requests, bf16GraphsInline, bf16Graphs);
+        double preMs = bf16Graphs.millis / bf16Graphs.steps;
+        results.add(new CheckResult("engine pre-planned decode steps: greedy tokens (differing)", shape, "BF16",
+                pre.tokensDiffering(), 0, preMs, "same engine, pre-plan off"));
+        results.add(new CheckResult("engine pre-planned decode steps: logits (worst row)", shape, "BF16",
+                pre.worstError, GRAPHS_TOLERANCE, preMs, "same engine, pre-plan off"));
+        notes.append(String.format(Locale.ROOT, "pre-planned decode steps, bf16: %s; %d logit rows compared, %d bit for "
+                + "bit.%n", bf16Graphs.preplan, pre.rowsCompared, pre.rowsExact));
         notes.append(String.format(Locale.ROOT, "Engine checks: %s, prompts %s, token budget %d, greedy; GPU ms = wall "
                         + "time per engine step. Reference %d steps in %.0f ms; fp32 %d steps in %.0f ms; bf16 %d steps "
                         + "in %.0f ms.%n", shape, Arrays.toString(PROMPT_LENGTHS), TOKEN_BUDGET, ref.steps, ref.millis,
@@ -169,9 +181,15 @@ final class EngineChecks {
     /** Loads the checkpoint on {@code device} as {@code dtype} (weights, activations and KV) and serves the batch. */
     private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests,
                                         boolean graphs) throws IOException {
+        return transcript(dir, device, dtype, requests, graphs, true);
+    }
+
+    /** As above, with decode steps pre-planned or not (only with {@code graphs}). */
+    private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests,
+                                        boolean graphs, boolean preplan) throws IOException {
         KvCacheOptions kv = windowedLayerPages > 0 ? new KvCacheOptions(1024, 256, 16, 0, false, windowedLayerPages)
                 : new KvCacheOptions(1024, 256, 16, 0, true);
-        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, kv, graphs);
+        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, kv, graphs).withPreplan(preplan);
         try (LlamaModel model = new LlamaModel(LlamaWeights.load(dir, device, dtype), dtype, "checkpoint:" + dir);
              LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, dtype)) {
             return EngineTranscript.record(engine, requests);

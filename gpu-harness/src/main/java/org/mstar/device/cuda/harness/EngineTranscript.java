@@ -7,6 +7,7 @@ import java.util.Map;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.PreplanCounts;
 import org.mstar.engine.StepResult;
 
 /**
@@ -19,6 +20,7 @@ final class EngineTranscript {
     int steps;
     double millis;
     long graphReplays;
+    PreplanCounts preplan;
 
     /** Submits {@code requests}, steps {@code engine} until idle; fails on a request failure. */
     static EngineTranscript record(LlamaEngine engine, List<GenerationRequest> requests) {
@@ -44,6 +46,7 @@ final class EngineTranscript {
         }
         t.millis = (System.nanoTime() - start) / 1e6;
         t.graphReplays = engine.decodeGraphReplays();
+        t.preplan = engine.preplanCounts();
         engine.observeLogits(null);
         return t;
     }

@@ -37,11 +37,15 @@ import org.mstar.model.frame.FrameModelConfig;
  * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
  * (paged, ragged, cross) and no performance table. {@code --frame-perf} adds the frame-stream throughput
- * ({@link FrameBench}), with or without the other tables.
+ * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
+ * pre-planning off and on ({@link PreplanBench}). {@code --perf-table} replaces every performance table
+ * by the rows of the one-call table ({@link PerfTable}: prefill, decode and mixed steps on both Llama geometries),
+ * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --no-checks} skips the checks.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
- *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf]</pre>
+ *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf] [--preplan-perf]
+ *     [--perf-table] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -57,8 +61,6 @@ public final class GpuHarness {
     private static final List<DecodeBench.Case> DECODE_1B = List.of(
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
-    private static final List<DecodeBench.Case> DECODE_1B_GEMV = List.of(
-            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(4, 512, true));
 
     /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
     private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
@@ -100,6 +102,9 @@ public final class GpuHarness {
         boolean skinnyPerf = false;
         boolean attentionOnly = false;
         boolean framePerf = false;
+        boolean preplanPerf = false;
+        boolean perfTable = false;
+        boolean runChecks = true;
         int[] engineLayers = {8, 32};
         List<String> decodeModels = List.of("8B", "1B");
         for (int i = 0; i < args.length; i++) {
@@ -118,12 +123,15 @@ public final class GpuHarness {
                 }
                 case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
                 case "--frame-perf" -> framePerf = true;
+                case "--preplan-perf" -> preplanPerf = true;
+                case "--perf-table" -> perfTable = true;
+                case "--no-checks" -> runChecks = false;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf)");
+                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --no-checks)");
             }
         }
         Files.createDirectories(out);
@@ -144,12 +152,14 @@ public final class GpuHarness {
 
             List<CheckResult> checks = new ArrayList<>();
             String engineNotes = "";
-            if (!attentionOnly) {
+            if (runChecks && !attentionOnly) {
                 checks.addAll(new OpChecks(twin).run());
             }
-            checks.addAll(new AttentionChecks(twin).run());
-            checks.addAll(new RaggedAttentionChecks(twin).run());
-            if (!attentionOnly) {
+            if (runChecks) {
+                checks.addAll(new AttentionChecks(twin).run());
+                checks.addAll(new RaggedAttentionChecks(twin).run());
+            }
+            if (runChecks && !attentionOnly) {
                 checks.addAll(new SamplingChecks(twin).run());
                 checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
@@ -166,7 +176,13 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             StringBuilder tables = new StringBuilder(header);
-            if (perf && invariancePerf) {
+            if (perfTable) {
+                tables.append(decodeParts(twin));
+                String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());
+                Files.writeString(out.resolve("perf-table.tsv"), rows);
+                System.out.print(rows);
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (perf && invariancePerf) {
                 long benchSeed = seed;
                 GemmBench gemm = new GemmBench(twin);
                 AttentionBench attention = new AttentionBench(twin);
@@ -224,7 +240,7 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
+            if (perf && !perfTable && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
                 int[] layers = engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
@@ -247,8 +263,37 @@ public final class GpuHarness {
                                 new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
+            if (preplanPerf) {
+                long benchSeed = seed;
+                tables.append(section(PreplanBench.TITLE, () -> PreplanBench.tables(gpu, benchSeed)));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
         }
         System.exit(allPassed ? 0 : 1);
+    }
+
+    /**
+     * Where a decode step's time goes, measured beside the one-call table: copy bandwidth (first: perf_table.py
+     * reads it), the decode attention kernel at the table's 8B decode rows, the projections of both geometries at
+     * few rows (cuBLAS and the skinny kernel) and the 8B layer GEMMs at 64 and 256 rows.
+     */
+    private static String decodeParts(Twin twin) {
+        AttentionBench attention = new AttentionBench(twin);
+        GemmBench gemm = new GemmBench(twin);
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
+            rate[0] = attention.copyTerabytesPerSecond();
+            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
+        }));
+        sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
+                attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16},
+                    {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
+        sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
+                + "rotated past L2)", () -> GemmBench.skinnyTable(gemm.skinny(SKINNY_ROW_COUNTS), rate[0])));
+        sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                GemmBench.table(gemm.run(new int[] {64, 256}))));
+        return sb.toString();
     }
 
     /**
@@ -278,8 +323,7 @@ public final class GpuHarness {
 
     /**
      * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
-     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), the fused decode
-     * projections against the unfused pairs (with 1B), then the engine rows.
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), then the engine rows.
      */
     private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
         AttentionBench attention = new AttentionBench(twin);
@@ -297,10 +341,6 @@ public final class GpuHarness {
             sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                     GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
         }
-        if (models.contains("1B")) {
-            sb.append(section("Fused decode projections of a Llama-3.2-1B layer (bf16): GEMV kernels against cuBLAS + "
-                    + "the separate kernel", () -> FusionBench.table(new FusionBench(twin).run(new int[] {1, 2, 4}))));
-        }
         DecodeBench bench = new DecodeBench(gpu, seed);
         sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
             List<DecodeBench.Row> rows = new ArrayList<>();
@@ -309,15 +349,6 @@ public final class GpuHarness {
             }
             if (models.contains("1B")) {
                 rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
-                // the fused GEMV projections (off by default) against cuBLAS + the separate ops, at the batches
-                // they serve
-                rows.addAll(bench.run("1B GEMV off", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
-                gpu.setFusedGemv(true);
-                try {
-                    rows.addAll(bench.run("1B GEMV on", DecodeBench.llama32_1b(), DECODE_1B_GEMV));
-                } finally {
-                    gpu.setFusedGemv(false);
-                }
             }
             return DecodeBench.table(rows, rate[0]);
         }));
@@ -337,18 +368,6 @@ public final class GpuHarness {
                 notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
             }
         }
-        // the first geometry again with the fused GEMV projections on (off by default): its decode steps of up to
-        // four rows take them
-        List<CheckResult> fused = new ArrayList<>();
-        gpu.setFusedGemv(true);
-        try {
-            notes.append("With the fused GEMV projections on: ")
-                    .append(engineChecks(gpu, cpu, EngineChecks.geometries().get(0), seed, 0, fused));
-        } finally {
-            gpu.setFusedGemv(false);
-        }
-        fused.forEach(r -> checks.add(new CheckResult(r.op() + " (fused GEMV)", r.shape(), r.dtype(), r.error(),
-                r.tolerance(), r.millis(), r.reference())));
         return notes.toString();
     }
 

@@ -49,8 +49,13 @@ final class PrefillBench {
         this.seed = seed;
     }
 
-    /** @param cases {prompt tokens, prompts} pairs */
+    /** @param cases {prompt tokens, prompts} pairs; each with both attention kernels */
     List<Row> run(ModelConfig geometry, int layers, int[][] cases) {
+        return run(geometry, layers, cases, true);
+    }
+
+    /** @param bothKernels also each case with the CUDA-core kernel; otherwise with the device's default only */
+    List<Row> run(ModelConfig geometry, int layers, int[][] cases, boolean bothKernels) {
         ModelConfig config = geometry.toBuilder().numLayers(layers).build();
         int maxPrompt = 0;
         int maxBatch = 0;
@@ -67,7 +72,7 @@ final class PrefillBench {
         try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
              LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
             for (int[] c : cases) {
-                for (boolean tensorCores : new boolean[] {true, false}) {
+                for (boolean tensorCores : bothKernels ? new boolean[] {true, false} : new boolean[] {true}) {
                     tensorCorePrefill(tensorCores);
                     try {
                         measure(engine, config, c[0], c[1], layers, tensorCores);

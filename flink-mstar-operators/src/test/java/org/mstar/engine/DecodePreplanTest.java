@@ -1,0 +1,190 @@
+package org.mstar.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.mstar.device.cpu.CpuDevice;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.constraint.OutputConstraint;
+import org.mstar.resources.kv.KVManager;
+
+/**
+ * Planning decode step N+1 while step N runs changes no token: the same workloads give the same tokens, finishes
+ * and failures with pre-planning on and off, whether the staged step is promoted or goes stale (a request stops on
+ * a stop token or by length, another arrives mid-decode, one is preempted or offloaded, a prompt hits the prefix
+ * cache, sampling is random and seeded, output is constrained), and a dropped stage leaks no KV page. Decode graphs are on throughout:
+ * on the CPU a replay re-runs the recorded forward, so the leased path is the one exercised.
+ */
+class DecodePreplanTest {
+    @TempDir
+    static Path dir;
+    private static CpuDevice cpu;
+    private static LlamaModel model;
+
+    @BeforeAll
+    static void load() throws IOException {
+        cpu = new CpuDevice(2);
+        model = RandomModels.load(RandomModels.llama(), 5, dir, cpu);
+    }
+
+    @AfterAll
+    static void close() {
+        model.close();
+        cpu.close();
+    }
+
+    /** {@code request}, submitted before the step numbered {@code step} (0: the first). */
+    record Arrival(int step, GenerationRequest request) {}
+
+    /** What one engine made of a workload. */
+    record Served(EngineDriver driver, PreplanCounts counts, EngineStats stats, long replays, long timedSteps) {
+        Map<String, FinishReason> finishes() {
+            Map<String, FinishReason> m = new TreeMap<>();
+            driver.finished.forEach((id, f) -> m.put(id, f.finish()));
+            return m;
+        }
+
+        List<String> failed() {
+            return driver.failures.stream().map(RequestFailure::requestId).sorted().toList();
+        }
+    }
+
+    /**
+     * Runs {@code arrivals} on a fresh engine of {@code model} until every request is done, then checks that the KV
+     * pages are conserved and every page is free or only cached.
+     */
+    static Served serve(LlamaModel model, EngineOptions options, List<Arrival> arrivals) {
+        try (LlamaEngine engine = RandomModels.engine(model, options)) {
+            EngineDriver driver = new EngineDriver();
+            List<Arrival> queue = new ArrayList<>(arrivals);
+            queue.sort(Comparator.comparingInt(Arrival::step));
+            int step = 0;
+            while (!queue.isEmpty() || engine.hasWork()) {
+                while (!queue.isEmpty() && queue.get(0).step() <= step) {
+                    engine.submit(queue.remove(0).request());
+                }
+                driver.collect(engine.step());
+                if (++step > 5000) {
+                    throw new AssertionError("engine still busy after 5000 steps");
+                }
+            }
+            KVManager kv = model.resources().kv();
+            kv.assertPagesConserved();
+            assertThat(kv.availablePages()).as("pages free or only cached once every request is done")
+                    .isEqualTo(options.kvCache().maxNumPages() - 1);
+            return new Served(driver, engine.preplanCounts(), engine.stats(), engine.decodeGraphReplays(),
+                    engine.stepTimings().steps());
+        }
+    }
+
+    /** Serves {@code arrivals} with pre-planning on and off and checks that both gave the same outputs. */
+    static Served onMatchesOff(LlamaModel model, EngineOptions options, List<Arrival> arrivals) {
+        Served off = serve(model, options.withDecodeGraphs(true).withPreplan(false), arrivals);
+        Served on = serve(model, options.withDecodeGraphs(true).withPreplan(true), arrivals);
+        assertThat(off.counts()).isEqualTo(PreplanCounts.NONE);
+        assertThat(on.failed()).isEqualTo(off.failed());
+        assertThat(on.driver().tokens).isEqualTo(off.driver().tokens);
+        assertThat(on.finishes()).isEqualTo(off.finishes());
+        assertThat(on.counts().staged()).as("every staged step promoted or dropped")
+                .isEqualTo(on.counts().promoted() + on.counts().dropped());
+        return on;
+    }
+
+    static GenerationRequest request(String id, int[] prompt, SamplingReqConfig sampling, int maxTokens,
+                                     List<Integer> stopIds) {
+        return new GenerationRequest(id, prompt, null, sampling, maxTokens, 0, stopIds, true, 0);
+    }
+
+    @Test
+    void aSteadyDecodePromotesEveryStagedStep() {
+        Random rnd = new Random(1);
+        List<Arrival> arrivals = IntStream.range(0, 4).mapToObj(i -> new Arrival(0,
+                request("r" + i, RandomModels.prompt(rnd, 5 + i), SamplingReqConfig.greedy(), 8, List.of()))).toList();
+
+        Served on = onMatchesOff(model, RandomModels.options(4, 64, 64, 4, 0), arrivals);
+
+        // one prefill step, then 7 replayed decode steps; each but the last (where every request ends by length)
+        // stages its successor, which the scheduler then picks
+        assertThat(on.replays()).isEqualTo(7);
+        assertThat(on.counts()).isEqualTo(new PreplanCounts(6, 6, 0));
+        assertThat(on.timedSteps()).isEqualTo(8);
+    }
+
+    @Test
+    void stalePreplansAreDroppedWithoutChangingAToken() {
+        Random rnd = new Random(2);
+        int[] shared = RandomModels.prompt(rnd, 12);
+        // stop ids a random model draws within a few tokens, so requests stop before their length
+        List<Integer> stopIds = IntStream.range(0, 40).map(i -> 2 + rnd.nextInt(RandomModels.VOCAB - 2)).boxed().toList();
+        List<Arrival> arrivals = new ArrayList<>();
+        for (int i = 0; i < 9; i++) {
+            int[] prompt = i % 3 == 0 ? EngineEquivalenceTest.concat(shared, RandomModels.prompt(rnd, 2 + i))
+                    : RandomModels.prompt(rnd, 3 + 2 * i);
+            SamplingReqConfig sampling = SamplingReqConfig.DEFAULTS.withTemperature(0.8).withSeed(100 + i);
+            arrivals.add(new Arrival(i < 5 ? 0 : 3 * i - 10,
+                    request("r" + i, prompt, sampling, 4 + 3 * (i % 4), i % 2 == 0 ? stopIds : List.of())));
+        }
+
+        Served on = onMatchesOff(model, RandomModels.options(8, 48, 128, 4, 0), arrivals);
+
+        assertThat(on.finishes()).containsValues(FinishReason.STOP, FinishReason.LENGTH);
+        assertThat(on.stats().prefixHitTokens()).as("prefix-cache hits").isPositive();
+        assertThat(on.counts().promoted()).isPositive();
+        assertThat(on.counts().dropped()).isPositive();
+    }
+
+    @Test
+    void constrainedRequestsStoppingOnCompletionGetTheSameTokens(@TempDir Path modelDir) throws IOException {
+        Path written = StructuredOutputModel.write(modelDir, 5);
+        Map<Boolean, Map<String, List<Integer>>> tokens = new HashMap<>();
+        for (boolean preplan : new boolean[] {false, true}) {
+            EngineOptions options = new EngineOptions(4, 4096, new KvCacheOptions(2048, 4 * 128 + 2, 16, 0, true))
+                    .withDecodeGraphs(true).withPreplan(preplan);
+            try (LlamaEngine engine = LlamaEngineLoader.load(written, cpu, options)) {
+                for (int seed = 0; seed < 4; seed++) {
+                    engine.submit(StructuredOutputModel.request("c" + seed, "Say:", 1.0, seed, 60,
+                            OutputConstraint.regex("[A-Z][a-z]{1,8}( [A-Z][a-z]{1,8}){0,2}")));
+                }
+                EngineDriver driver = new EngineDriver();
+                driver.drain(engine, 1000);
+                assertThat(driver.failures).isEmpty();
+                assertThat(driver.finished.values()).allMatch(f -> f.finish() == FinishReason.STOP);
+                tokens.put(preplan, driver.tokens);
+                assertThat(engine.preplanCounts().promoted() > 0).isEqualTo(preplan);
+            }
+        }
+        assertThat(tokens.get(true)).isEqualTo(tokens.get(false));
+    }
+
+    @ParameterizedTest(name = "offload pages {0}")
+    @ValueSource(ints = {0, 64})
+    void preemptionUnderATightPoolChangesNoToken(int offloadPages) {
+        Random rnd = new Random(3);
+        List<Arrival> arrivals = IntStream.range(0, 6).mapToObj(i -> new Arrival(2 * i,
+                request("p" + i, RandomModels.prompt(rnd, 6 + 3 * i),
+                        SamplingReqConfig.DEFAULTS.withTemperature(0.7).withSeed(i), 9, List.of()))).toList();
+
+        // 4 rows, 16 tokens a step, pages of 4 tokens, 13 usable pages: requests get preempted
+        Served on = onMatchesOff(model, RandomModels.options(4, 16, 14, 4, offloadPages), arrivals);
+
+        assertThat(on.stats().preemptions()).as("preemptions").isPositive();
+        assertThat(on.counts().promoted()).isPositive();
+    }
+}

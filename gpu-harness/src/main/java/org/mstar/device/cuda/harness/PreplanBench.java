@@ -1,0 +1,230 @@
+package org.mstar.device.cuda.harness;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.mstar.device.DType;
+import org.mstar.device.cuda.CudaDevice;
+import org.mstar.device.cuda.CudaEvent;
+import org.mstar.engine.EngineOptions;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.PreplanCounts;
+import org.mstar.engine.StepResult;
+import org.mstar.engine.StepTimings;
+import org.mstar.engine.StepTimings.Phase;
+import org.mstar.model.GenerationConfig;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.llama.LlamaWeights;
+import org.mstar.model.llama.RandomWeights;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * What planning decode step N+1 while the GPU runs step N ({@link EngineOptions#preplan()}) hides: the bf16 engine
+ * with decode graphs on random weights made on the device, per case {@code batch} random prompts of
+ * {@value #CONTEXT} tokens, prefilled, {@value #WARMUP_STEPS} decode steps, then {@value #TIMED_STEPS} timed steps
+ * in which every request decodes; the same cases with pre-planning off and on, in one process, each on an engine of
+ * its own.
+ *
+ * <p>Per step: wall time around {@code step()}; the engine's host time by phase ({@link StepTimings}); and, from
+ * CUDA events recorded on the stream where a step's forward is about to be launched, after its pre-plan and where
+ * its tokens are on the host, the time to the end of the forward (or of the pre-plan, when the host is slower), the
+ * span from launch to tokens and the GPU idle gap (tokens of step N on the host to the launch of step N+1: the
+ * stream is empty in between). Pre-planning moves the next step's admit and plan out of the gap into the
+ * span, where it overlaps the GPU's work.
+ */
+final class PreplanBench {
+    static final int CONTEXT = 512;
+    static final int TOKEN_BUDGET = 8192;
+    static final int WARMUP_STEPS = 3;
+    static final int TIMED_STEPS = 24;
+    private static final int PAGE = 16;
+
+    /**
+     * One measured case.
+     *
+     * @param host     mean host milliseconds per step by phase
+     * @param gapMillis mean GPU idle gap per step (tokens of the step before on the host to this step's launch)
+     * @param forwardMillis mean time from a step's launch to the end of its forward on the GPU, or of the host's
+     *                      pre-plan when that ends later (an event recorded after the pre-plan completes with both)
+     * @param spanMillis mean time from a step's launch to its tokens on the host
+     * @param counts   pre-planned steps over the timed steps: staged, promoted, dropped
+     */
+    record Row(String model, int batch, boolean preplan, double millisPerStep, Map<Phase, Double> host,
+               double gapMillis, double forwardMillis, double spanMillis, PreplanCounts counts) {
+        double hostMillisOutsideWait() {
+            return host.entrySet().stream().filter(e -> e.getKey() != Phase.WAIT).mapToDouble(Map.Entry::getValue).sum();
+        }
+    }
+
+    static final String TITLE = "Pre-planned decode steps (bf16, random weights, decode graphs, " + CONTEXT
+            + "-token prompts, " + TIMED_STEPS + " timed steps)";
+    private static final int[] BATCHES = {1, 64, 256};
+
+    private final CudaDevice device;
+    private final long seed;
+    private int runs;
+
+    PreplanBench(CudaDevice device, long seed) {
+        this.device = device;
+        this.seed = seed;
+    }
+
+    /** Every batch on random weights of {@code config}, pre-planning off then on; named {@code name} in the rows. */
+    List<Row> run(String name, ModelConfig config, int[] batches) {
+        int maxBatch = java.util.Arrays.stream(batches).max().orElseThrow();
+        int maxSeqLen = CONTEXT + maxTokens(maxBatch);
+        int pages = maxBatch * ((maxSeqLen + PAGE - 1) / PAGE) + PAGE;
+        EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET, new KvCacheOptions(maxSeqLen, pages, PAGE, 0,
+                false)).withDecodeGraphs(true);
+        List<Row> rows = new ArrayList<>();
+        LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
+        try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
+            for (boolean preplan : new boolean[] {false, true}) {
+                try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config),
+                        options.withPreplan(preplan), DType.BF16)) {
+                    for (int batch : batches) {
+                        Row row = measure(engine, name, config, batch, preplan);
+                        System.out.printf(Locale.ROOT, "preplan bench: %s, batch %d, pre-plan %s: %.2f ms/step, "
+                                + "host %.3f ms outside the wait, GPU idle gap %.3f ms%n", name, batch,
+                                preplan ? "on" : "off", row.millisPerStep, row.hostMillisOutsideWait(), row.gapMillis);
+                        rows.add(row);
+                    }
+                }
+            }
+        }
+        return rows;
+    }
+
+    /** The table of Llama-3.2-1B's and Llama-3.1-8B's geometries at batches 1, 64 and 256. */
+    static String tables(CudaDevice device, long seed) {
+        PreplanBench bench = new PreplanBench(device, seed);
+        List<Row> rows = new ArrayList<>(bench.run("Llama-3.2-1B", DecodeBench.llama32_1b(), BATCHES));
+        rows.addAll(bench.run("Llama-3.1-8B", EngineBench.llama3_8b(), BATCHES));
+        return table(rows);
+    }
+
+    /** Tokens each request may generate: warm-up, timed steps and one per prefill step, as in {@link DecodeBench}. */
+    private static int maxTokens(int batch) {
+        return WARMUP_STEPS + TIMED_STEPS + (int) ((long) batch * CONTEXT / TOKEN_BUDGET) + 2;
+    }
+
+    private Row measure(LlamaEngine engine, String name, ModelConfig config, int batch, boolean preplan) {
+        Random rnd = new Random(seed + batch * 31L);
+        runs++;
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < batch; i++) {
+            int[] prompt = new int[CONTEXT];
+            for (int j = 0; j < CONTEXT; j++) {
+                prompt[j] = rnd.nextInt(config.vocabSize());
+            }
+            String id = "preplan" + runs + "-" + i;
+            ids.add(id);
+            engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), maxTokens(batch), 0,
+                    List.of(), true, 0));
+        }
+        Set<String> started = new HashSet<>();
+        while (started.size() < batch) {
+            step(engine, -1).tokens().forEach(t -> started.add(t.requestId()));
+        }
+        for (int i = 0; i < WARMUP_STEPS; i++) {
+            step(engine, batch);
+        }
+        PreplanCounts before = engine.preplanCounts();
+        StepTimings timings = engine.stepTimings();
+        timings.reset();
+        // made before the timed steps, so that the steps only record them
+        List<CudaEvent> launches = events();
+        List<CudaEvent> forwards = events();
+        List<CudaEvent> tokens = events();
+        int[] recorded = new int[3];
+        try {
+            timings.listen(phase -> {
+                if (phase == Phase.ADMIT_PLAN) {
+                    launches.get(recorded[0]++).record(device.stream());
+                } else if (phase == Phase.PREPLAN) {
+                    forwards.get(recorded[1]++).record(device.stream());
+                } else if (phase == Phase.WAIT) {
+                    tokens.get(recorded[2]++).record(device.stream());
+                }
+            });
+            long start = System.nanoTime();
+            for (int i = 0; i < TIMED_STEPS; i++) {
+                step(engine, batch);
+            }
+            double millis = (System.nanoTime() - start) / 1e6 / TIMED_STEPS;
+            timings.listen(null);
+            double gap = 0;
+            double forward = 0;
+            double span = 0;
+            for (int i = 0; i < TIMED_STEPS; i++) {
+                forward += forwards.get(i).millisSince(launches.get(i));
+                span += tokens.get(i).millisSince(launches.get(i));
+                if (i > 0) {
+                    gap += launches.get(i).millisSince(tokens.get(i - 1));
+                }
+            }
+            PreplanCounts after = engine.preplanCounts();
+            PreplanCounts timed = new PreplanCounts(after.staged() - before.staged(),
+                    after.promoted() - before.promoted(), after.dropped() - before.dropped());
+            return new Row(name, batch, preplan, millis, timings.millisPerStep(), gap / (TIMED_STEPS - 1),
+                    forward / TIMED_STEPS, span / TIMED_STEPS, timed);
+        } finally {
+            timings.listen(null);
+            launches.forEach(CudaEvent::close);
+            forwards.forEach(CudaEvent::close);
+            tokens.forEach(CudaEvent::close);
+            ids.forEach(engine::remove);
+        }
+    }
+
+    private static List<CudaEvent> events() {
+        List<CudaEvent> events = new ArrayList<>(TIMED_STEPS);
+        for (int i = 0; i < TIMED_STEPS; i++) {
+            events.add(new CudaEvent());
+        }
+        return events;
+    }
+
+    /** Steps once; fails on a request failure, or when {@code expected} ≥ 0 tokens were not all produced. */
+    private static StepResult step(LlamaEngine engine, int expected) {
+        StepResult r = engine.step();
+        if (!r.failures().isEmpty()) {
+            throw new IllegalStateException("engine failed requests: " + r.failures());
+        }
+        if (expected >= 0 && r.tokens().size() != expected) {
+            throw new IllegalStateException("decode step produced " + r.tokens().size() + " tokens for a batch of "
+                    + expected);
+        }
+        return r;
+    }
+
+    /** The markdown table: per case and setting, wall and host time per step by phase, and the GPU's gap. */
+    static String table(List<Row> rows) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("| model | batch | pre-plan | ms/step | schedule | admit+plan | launch | pre-plan (host) | wait "
+                + "| accept | host ms outside wait | launch to forward done ms | launch to tokens ms | GPU idle gap ms "
+                + "| staged / promoted / dropped |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            Map<Phase, Double> h = r.host;
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f "
+                            + "| %.3f | %.3f | %.3f | %d / %d / %d |%n", r.model, r.batch, r.preplan ? "on" : "off",
+                    r.millisPerStep, h.get(Phase.SCHEDULE), h.get(Phase.ADMIT_PLAN), h.get(Phase.LAUNCH),
+                    h.get(Phase.PREPLAN), h.get(Phase.WAIT), h.get(Phase.ACCEPT), r.hostMillisOutsideWait(),
+                    r.forwardMillis, r.spanMillis, r.gapMillis, r.counts.staged(), r.counts.promoted(), r.counts.dropped()));
+        }
+        sb.append("\nHost columns are ms per step by engine phase; pre-plan (host) is planning the next step while "
+                + "the GPU runs this one, overlapped with the wait. CUDA events: where a step's forward is about to be "
+                + "launched, after its pre-plan (done when both the forward and the pre-plan are: a launch to forward "
+                + "done above the forward's own time means the pre-plan was not hidden), and where its tokens are on "
+                + "the host; the GPU idle gap runs from a step's tokens on the host to the next step's launch.\n");
+        return sb.toString();
+    }
+}
