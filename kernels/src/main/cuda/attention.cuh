@@ -81,6 +81,7 @@ __device__ __forceinline__ void load_row(const __nv_bfloat16* src, float (&dst)[
     }
 }
 
+#ifndef MSTAR_HOST_EMULATION  // kernels/emulation provides host versions of what follows
 // Asynchronous 16-byte global-to-shared copies (sm_80+), grouped and awaited by count of pending groups.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
     const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
@@ -94,6 +95,13 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+
+// The block's dynamic shared memory: one extern array per translation unit, so every kernel names it alike.
+__device__ __forceinline__ unsigned char* dynamic_smem() {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    return smem_raw;
+}
+#endif
 
 template <typename T>
 __device__ __forceinline__ void store_elem(T* dst, long long i, float v);

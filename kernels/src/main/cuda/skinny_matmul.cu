@@ -78,8 +78,81 @@ __device__ __forceinline__ void skinny_chunks(float (&acc)[MT][4], const uint4* 
     }
 }
 
-// MT 8-row tiles of x (M ≤ 8·MT); U chunks of k in flight per warp before the first mma uses them.
+// The pipelined body: each warp takes a contiguous run of chunks and issues the loads of its next U chunks
+// before the mma of the current ones, so a group of loads is always in flight. It needs about twice the
+// registers (two blocks per SM instead of four), which pays where the blocks make one wave at two per SM or where
+// K is long; SkinnyMatmul chooses by N and K only, so a row's result still does not depend on M.
 template <int MT, int U>
+struct SkinnyFrags {
+    uint4 a[U][2][2];
+    uint4 b[U][MT][2];
+};
+
+template <int MT, int U>
+__device__ __forceinline__ void skinny_load(SkinnyFrags<MT, U>& f, const uint4* w0, const uint4* w1,
+                                            const uint4* const (&xr)[MT], int c, int end) {
+    constexpr int kChunkVecs = kSkinnyChunk / 8;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        if (c + u < end) {
+            const int v = (c + u) * kChunkVecs;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                f.a[u][0][h] = __ldcs(w0 + v + h);
+                f.a[u][1][h] = __ldcs(w1 + v + h);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) f.b[u][mt][h] = __ldg(xr[mt] + v + h);
+            }
+        }
+    }
+}
+
+template <int MT, int U>
+__device__ __forceinline__ void skinny_mma_frags(float (&acc)[MT][4], SkinnyFrags<MT, U>& f,
+                                                 const bool (&xLive)[MT], int c, int end) {
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        if (c + u < end) {
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                f.b[u][mt][0] = xLive[mt] ? f.b[u][mt][0] : zero;
+                f.b[u][mt][1] = xLive[mt] ? f.b[u][mt][1] : zero;
+            }
+#pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                const uint32_t a0 = word(f.a[u][0], 2 * s), a1 = word(f.a[u][1], 2 * s);
+                const uint32_t a2 = word(f.a[u][0], 2 * s + 1), a3 = word(f.a[u][1], 2 * s + 1);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    skinny_mma(acc[mt], a0, a1, a2, a3, word(f.b[u][mt], 2 * s), word(f.b[u][mt], 2 * s + 1));
+                }
+            }
+        }
+    }
+}
+
+// Chunks [begin, end) in increasing order, U at a time, the next group's loads issued before this group's mma.
+template <int MT, int U>
+__device__ __forceinline__ void skinny_pipelined(float (&acc)[MT][4], const uint4* w0, const uint4* w1,
+                                                 const uint4* const (&xr)[MT], const bool (&xLive)[MT], int begin,
+                                                 int end) {
+    SkinnyFrags<MT, U> f0, f1;
+    int c = begin;
+    if (c < end) skinny_load<MT, U>(f0, w0, w1, xr, c, end);
+    while (c < end) {
+        if (c + U < end) skinny_load<MT, U>(f1, w0, w1, xr, c + U, end);
+        skinny_mma_frags<MT, U>(acc, f0, xLive, c, end);
+        c += U;
+        if (c >= end) break;
+        if (c + U < end) skinny_load<MT, U>(f0, w0, w1, xr, c + U, end);
+        skinny_mma_frags<MT, U>(acc, f1, xLive, c, end);
+        c += U;
+    }
+}
+
+// MT 8-row tiles of x (M ≤ 8·MT); U chunks of k in flight per warp before the first mma uses them.
+template <int MT, int U, bool PIPE>
 __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                                             void* out, int outDt, int M, int N, int K) {
     __shared__ float partial[kSkinnyWarps][MT * 4][32];
@@ -103,11 +176,15 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
 
-    // Whole groups of U chunks load everything before the first mma; the last, partial group goes one chunk
-    // at a time. Either way a warp's chunks are summed in increasing order.
-    int c0 = warp * U;
-    for (; c0 + U <= chunks; c0 += kSkinnyWarps * U) skinny_chunks<MT, U>(acc, w0, w1, xr, xLive, c0 * kChunkVecs);
-    for (int c = c0; c < chunks && c < c0 + U; ++c) skinny_chunks<MT, 1>(acc, w0, w1, xr, xLive, c * kChunkVecs);
+    if (PIPE) {
+        skinny_pipelined<MT, U>(acc, w0, w1, xr, xLive, warp * chunks / kSkinnyWarps, (warp + 1) * chunks / kSkinnyWarps);
+    } else {
+        // Whole groups of U chunks load everything before the first mma; the last, partial group goes one chunk
+        // at a time. Either way a warp's chunks are summed in increasing order.
+        int c0 = warp * U;
+        for (; c0 + U <= chunks; c0 += kSkinnyWarps * U) skinny_chunks<MT, U>(acc, w0, w1, xr, xLive, c0 * kChunkVecs);
+        for (int c = c0; c < chunks && c < c0 + U; ++c) skinny_chunks<MT, 1>(acc, w0, w1, xr, xLive, c * kChunkVecs);
+    }
 
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -133,11 +210,13 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
 
 // Grid: ceil(N / 16) blocks of 32·kSkinnyWarps threads. K must be a multiple of 64 and x, w 16-byte aligned
 // (CudaMatmul checks both); outDt is the output's DTypeCode (fp32 or bf16).
-#define MSTAR_SKINNY_KERNEL(MT, U)                                                                             \
-    extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) skinny_matmul_bf16_m##MT(                   \
+#define MSTAR_SKINNY_KERNEL(NAME, MT, U, PIPE)                                                                 \
+    extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) NAME(                                      \
         const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int outDt, int M, int N, int K) {           \
-        skinny_body<MT, U>(x, w, out, outDt, M, N, K);                                                         \
+        skinny_body<MT, U, PIPE>(x, w, out, outDt, M, N, K);                                                   \
     }
-MSTAR_SKINNY_KERNEL(1, 4)
-MSTAR_SKINNY_KERNEL(2, 2)
-MSTAR_SKINNY_KERNEL(4, 2)
+MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m1, 1, 4, false)
+MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m2, 2, 2, false)
+MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m4, 4, 2, false)
+MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m1_pipe, 1, 2, true)
+MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m2_pipe, 2, 1, true)

@@ -11,7 +11,8 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * that head's query heads (grouped-query heads share the K/V load), and each sequence's visible keys are cut
  * into as many slices as the step needs to fill the GPU ({@link #decodeSplits}): many for one long
  * sequence, none for a large batch. The block that finishes a sequence's last slice merges the slices, so
- * decode is one launch. The cut depends on the batch, so a sequence's result may differ in the last bits
+ * decode is one launch. bf16 pools at head dims {@link #TC_DECODE_HEAD_DIMS} run the slices on the tensor
+ * cores, the others on CUDA cores. The cut depends on the batch, so a sequence's result may differ in the last bits
  * from batch to batch (batch-invariant numerics route decode rows to the tensor-core kernel instead). Other
  * bf16 plans use the tensor-core prefill kernel
  * (attention_prefill_mma.cu: 256 rows of (query, grouped head) pairs per block, 128 at head dim 256, one
@@ -44,10 +45,19 @@ final class CudaAttention {
     /** At most this many waves of blocks are launched for slices beyond {@link #decodeSplits} (long sequences). */
     private static final int SLICE_WAVES = 4;
     /**
-     * Decode blocks resident on one SM (128 threads of up to 128 registers: 4 per 64k registers), so the
-     * split count aims at one full wave of blocks.
+     * CUDA-core decode blocks resident on one SM (128 threads of up to 128 registers: 4 per 64k registers), so the
+     * split count aims at one full wave of blocks; the tensor-core blocks' count is the driver's occupancy.
      */
     static final int DECODE_BLOCKS_PER_SM = 4;
+    /**
+     * Head dims whose bf16 decode slices run on the tensor cores (MSTAR_DECODE_TC_GROUPS in attention_decode.cu:
+     * more bytes per issued instruction, so many sequences per step read K/V nearer the memory's bandwidth).
+     */
+    static final List<Integer> TC_DECODE_HEAD_DIMS = List.of(64, 128);
+    /** kTcDecodeWarps, kTcDecodeKeys and kTcDecodeStages in attention_decode.cu. */
+    static final int TC_DECODE_WARPS = 3;
+    static final int TC_DECODE_KEYS = 16;
+    static final int TC_DECODE_STAGES = 2;
     /** Head dims of the CUDA-core kernels, fp32 and bf16, prefill and decode (MSTAR_PREFILL, MSTAR_DECODE_GROUPS). */
     static final List<Integer> SIMT_HEAD_DIMS = List.of(32, 64, 128, 256);
     /**
@@ -159,9 +169,14 @@ final class CudaAttention {
         int blocksPerRow = kvHeads * (group / heads);
         int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
         int sms = device.context().multiprocessors();
-        int splits = decodeSplits(plan.rows(), blocksPerRow, span, sms);
+        boolean tensorCores = tensorCoreDecode(type, headDim);
+        Kernel kernel = device.kernel(decodeKernel(type, headDim, heads));
+        int threads = tensorCores ? TC_DECODE_WARPS * 32 : DECODE_THREADS;
+        int smem = tensorCores ? tcDecodeSmemBytes(headDim) : 0;
+        int blocksPerSm = tensorCores ? kernel.residentBlocksPerSm(threads, smem) : DECODE_BLOCKS_PER_SM;
+        int splits = decodeSplits(plan.rows(), blocksPerRow, span, sms, blocksPerSm);
         int slices = maxSlices(splits, span, plan.pageSize());
-        int width = gridWidth(splits, slices, plan.rows() * blocksPerRow, sms);
+        int width = gridWidth(splits, slices, plan.rows() * blocksPerRow, sms, blocksPerSm);
         CudaTensor partialO = null;
         CudaTensor partialLse = null;
         CudaTensor splitDone = null;
@@ -171,20 +186,37 @@ final class CudaAttention {
             partialLse = device.scratch("attn.partialLse", DType.F32, slots);
             splitDone = device.zeroedScratch("attn.splitDone", DType.I32, (long) plan.rows() * blocksPerRow);
         }
-        device.kernel("attn_decode_" + type + "_d" + headDim + "_g" + heads).launch(device.stream(), width,
-                blocksPerRow, plan.rows(), DECODE_THREADS, 0,
+        kernel.launch(device.stream(), width, blocksPerRow, plan.rows(), threads, smem,
                 common.i32(splits).i32(slices).tensor(out).tensor(partialO).tensor(partialLse).tensor(splitDone),
                 "pagedAttention decode");
     }
 
+    static boolean tensorCoreDecode(String type, int headDim) {
+        return type.equals("bf16") && TC_DECODE_HEAD_DIMS.contains(headDim);
+    }
+
+    /** The split-KV decode kernel for a pool type, head dim and query heads per block. */
+    static String decodeKernel(String type, int headDim, int heads) {
+        return (tensorCoreDecode(type, headDim) ? "attn_decode_tc_" : "attn_decode_") + type + "_d" + headDim + "_g"
+                + heads;
+    }
+
+    /** TcDecodeShape::STAGING_BYTES: per warp, kTcDecodeStages stages of K and V rows padded by 8 elements. */
+    static int tcDecodeSmemBytes(int headDim) {
+        return TC_DECODE_WARPS * TC_DECODE_STAGES * 2 * TC_DECODE_KEYS * (headDim + 8) * 2;
+    }
+
     /**
      * Decode blocks per (sequence, KV head group) for a step of {@code rows} sequences of at most
-     * {@code span} visible keys: enough for one wave of blocks over {@code sms} SMs, but no more than slices of
-     * {@link #MIN_SPLIT_KEYS} give. Batch 1 at 16k keys and 8 KV heads: 66 splits of 249 keys; 256 rows: 1.
+     * {@code span} visible keys: as many as one wave of blocks over {@code sms} SMs that hold {@code blocksPerSm}
+     * each takes, but no more than slices of {@link #MIN_SPLIT_KEYS} give. Rounded down: one split more would
+     * spill a few blocks into a second wave that the whole step waits for (16 rows x 8 KV heads over 528 resident
+     * blocks: 4 splits fill 97 % of one wave, 5 would need 1.2 waves). Batch 1 at 16k keys and 8 KV heads, 4 blocks
+     * per SM: 66 splits of 249 keys; 64 rows: 1.
      */
-    static int decodeSplits(int rows, int blocksPerRow, int span, int sms) {
+    static int decodeSplits(int rows, int blocksPerRow, int span, int sms, int blocksPerSm) {
         long blocks = (long) rows * blocksPerRow;
-        int forOccupancy = (int) Math.max(1, (DECODE_BLOCKS_PER_SM * (long) sms + blocks - 1) / blocks);
+        int forOccupancy = (int) Math.max(1, blocksPerSm * (long) sms / blocks);
         return Math.max(1, Math.min(forOccupancy, (span + MIN_SPLIT_KEYS - 1) / MIN_SPLIT_KEYS));
     }
 
@@ -201,8 +233,8 @@ final class CudaAttention {
      * Blocks per (sequence, KV head group) launched: {@code splits}, or more for sequences cut into more
      * slices, up to {@link #SLICE_WAVES} waves of blocks; a block walks the slices past the grid's width.
      */
-    static int gridWidth(int splits, int slices, int blocksPerSplit, int sms) {
-        long waves = (SLICE_WAVES * DECODE_BLOCKS_PER_SM * (long) sms + blocksPerSplit - 1) / blocksPerSplit;
+    static int gridWidth(int splits, int slices, int blocksPerSplit, int sms, int blocksPerSm) {
+        long waves = (SLICE_WAVES * blocksPerSm * (long) sms + blocksPerSplit - 1) / blocksPerSplit;
         return (int) Math.max(splits, Math.min(slices, waves));
     }
 }

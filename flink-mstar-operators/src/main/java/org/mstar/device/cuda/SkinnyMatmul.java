@@ -34,9 +34,25 @@ final class SkinnyMatmul {
                 && k % K_MULTIPLE == 0 && x.alignedTo(16) && w.alignedTo(16);
     }
 
+    /**
+     * Whether the pipelined body serves a weight of {@code n} rows and {@code k} columns: it keeps a group of loads
+     * in flight per warp but fits two blocks per SM instead of four, so it wins where its blocks still make one
+     * wave at two per SM (a weight of few 16-row tiles), where K is long, and where there are many waves anyway and
+     * K is not short; it loses where the plain kernel's four blocks per SM take all tiles in one wave and its two
+     * would not. Measured per shape on an H200 (docs/perf.md, "Skinny matmul, pipelined loads"). Depends on the
+     * shape only, so a row's result does not depend on the row count.
+     */
+    static boolean pipelined(int n, int k, int sms) {
+        int tiles = (n + 15) / 16;
+        return tiles <= 2 * sms || k >= 8192 || (tiles > 4 * sms && k >= 4096);
+    }
+
     void matmul(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k) {
         String kernel = rows <= 8 ? "skinny_matmul_bf16_m1"
                 : rows <= 16 ? "skinny_matmul_bf16_m2" : "skinny_matmul_bf16_m4";
+        if (rows <= 16 && pipelined(n, k, device.context().multiprocessors())) {
+            kernel += "_pipe";
+        }
         device.kernel(kernel).launch(device.stream(), (n + 15) / 16, 1, 1, THREADS, 0, new KernelArgs().tensor(x)
                 .tensor(w).tensor(out).i32(Elementwise.code(out)).i32(rows).i32(n).i32(k), "matmul");
     }

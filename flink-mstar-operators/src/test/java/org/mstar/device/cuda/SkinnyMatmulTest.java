@@ -43,4 +43,22 @@ class SkinnyMatmulTest {
         assertThat(SkinnyMatmul.accepts(tensor(DType.BF16, 1, 4096), w, null, tensor(DType.BF16, 1, 1024), 1, 4096, 0))
                 .as("switched off").isFalse();
     }
+
+    @Test
+    void pipelinesTheShapesWhereItWonOnAnH200() {
+        int sms = 132;
+        // Llama-3.1-8B: o (256 tiles) and down (K 14336), gate_up and the LM head (many waves, K 4096)
+        assertThat(SkinnyMatmul.pipelined(4096, 4096, sms)).as("8B o").isTrue();
+        assertThat(SkinnyMatmul.pipelined(4096, 14336, sms)).as("8B down").isTrue();
+        assertThat(SkinnyMatmul.pipelined(28672, 4096, sms)).as("8B gate_up").isTrue();
+        assertThat(SkinnyMatmul.pipelined(128256, 4096, sms)).as("8B LM head").isTrue();
+        // 384 tiles: one wave at four blocks per SM, two at two
+        assertThat(SkinnyMatmul.pipelined(6144, 4096, sms)).as("8B qkv").isFalse();
+        // Llama-3.2-1B: few tiles (qkv, o), K 8192 (down); many waves at K 2048 stay plain (gate_up, LM head)
+        assertThat(SkinnyMatmul.pipelined(3072, 2048, sms)).as("1B qkv").isTrue();
+        assertThat(SkinnyMatmul.pipelined(2048, 2048, sms)).as("1B o").isTrue();
+        assertThat(SkinnyMatmul.pipelined(2048, 8192, sms)).as("1B down").isTrue();
+        assertThat(SkinnyMatmul.pipelined(16384, 2048, sms)).as("1B gate_up").isFalse();
+        assertThat(SkinnyMatmul.pipelined(128256, 2048, sms)).as("1B LM head").isFalse();
+    }
 }

@@ -177,9 +177,7 @@ public final class GpuHarness {
 
             StringBuilder tables = new StringBuilder(header);
             if (perfTable) {
-                tables.append(section("Copy bandwidth (1 GiB device to device, read + write)", () ->
-                        String.format(java.util.Locale.ROOT, "%.2f TB/s%n",
-                                new AttentionBench(twin).copyTerabytesPerSecond())));
+                tables.append(decodeParts(twin));
                 String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());
                 Files.writeString(out.resolve("perf-table.tsv"), rows);
                 System.out.print(rows);
@@ -272,6 +270,30 @@ public final class GpuHarness {
             }
         }
         System.exit(allPassed ? 0 : 1);
+    }
+
+    /**
+     * Where a decode step's time goes, measured beside the one-call table: copy bandwidth (first: perf_table.py
+     * reads it), the decode attention kernel at the table's 8B decode rows, the projections of both geometries at
+     * few rows (cuBLAS and the skinny kernel) and the 8B layer GEMMs at 64 and 256 rows.
+     */
+    private static String decodeParts(Twin twin) {
+        AttentionBench attention = new AttentionBench(twin);
+        GemmBench gemm = new GemmBench(twin);
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
+            rate[0] = attention.copyTerabytesPerSecond();
+            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
+        }));
+        sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
+                attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16},
+                    {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
+        sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
+                + "rotated past L2)", () -> GemmBench.skinnyTable(gemm.skinny(SKINNY_ROW_COUNTS), rate[0])));
+        sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                GemmBench.table(gemm.run(new int[] {64, 256}))));
+        return sb.toString();
     }
 
     /**

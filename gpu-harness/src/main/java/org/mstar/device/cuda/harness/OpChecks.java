@@ -86,6 +86,9 @@ final class OpChecks {
             attempt("matmul skinny", () -> skinnyMatmul(rows, 1000, 576, rows % 2 == 0 ? DType.F32 : DType.BF16));
         }
         attempt("matmul skinny", () -> skinnyMatmul(3, 4096, 4160, DType.BF16));
+        // the shapes above take the pipelined body at up to 16 rows (few tiles); 384 tiles of K 4096 take the plain one
+        attempt("matmul skinny", () -> skinnyMatmul(1, 6144, 4096, DType.BF16));
+        attempt("matmul skinny", () -> skinnyMatmul(16, 6144, 4096, DType.F32));
         attempt("argmax", this::argmax);
         attempt("cudaGraph", this::graphReplay);
         return results;
