@@ -1,5 +1,7 @@
 package org.mstar.device.cuda.harness;
 
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -55,11 +57,29 @@ final class PreplanBench {
      *                      pre-plan when that ends later (an event recorded after the pre-plan completes with both)
      * @param spanMillis mean time from a step's launch to its tokens on the host
      * @param counts   pre-planned steps over the timed steps: staged, promoted, dropped
+     * @param gc       the JVM's collections over the timed steps: a pause lands in whichever phase it interrupts
      */
     record Row(String model, int batch, boolean preplan, double millisPerStep, Map<Phase, Double> host,
-               double gapMillis, double forwardMillis, double spanMillis, PreplanCounts counts) {
+               double gapMillis, double forwardMillis, double spanMillis, PreplanCounts counts, GcPauses gc) {
         double hostMillisOutsideWait() {
             return host.entrySet().stream().filter(e -> e.getKey() != Phase.WAIT).mapToDouble(Map.Entry::getValue).sum();
+        }
+    }
+
+    /** Collections and their total milliseconds, from the JVM's collector beans. */
+    record GcPauses(long count, long millis) {
+        static GcPauses now() {
+            long count = 0;
+            long millis = 0;
+            for (GarbageCollectorMXBean b : ManagementFactory.getGarbageCollectorMXBeans()) {
+                count += Math.max(0, b.getCollectionCount());
+                millis += Math.max(0, b.getCollectionTime());
+            }
+            return new GcPauses(count, millis);
+        }
+
+        GcPauses since(GcPauses before) {
+            return new GcPauses(count - before.count, millis - before.millis);
         }
     }
 
@@ -154,11 +174,13 @@ final class PreplanBench {
                     tokens.get(recorded[2]++).record(device.stream());
                 }
             });
+            GcPauses gcBefore = GcPauses.now();
             long start = System.nanoTime();
             for (int i = 0; i < TIMED_STEPS; i++) {
                 step(engine, batch);
             }
             double millis = (System.nanoTime() - start) / 1e6 / TIMED_STEPS;
+            GcPauses gc = GcPauses.now().since(gcBefore);
             timings.listen(null);
             double gap = 0;
             double forward = 0;
@@ -174,7 +196,7 @@ final class PreplanBench {
             PreplanCounts timed = new PreplanCounts(after.staged() - before.staged(),
                     after.promoted() - before.promoted(), after.dropped() - before.dropped());
             return new Row(name, batch, preplan, millis, timings.millisPerStep(), gap / (TIMED_STEPS - 1),
-                    forward / TIMED_STEPS, span / TIMED_STEPS, timed);
+                    forward / TIMED_STEPS, span / TIMED_STEPS, timed, gc);
         } finally {
             timings.listen(null);
             launches.forEach(CudaEvent::close);
@@ -210,22 +232,24 @@ final class PreplanBench {
         StringBuilder sb = new StringBuilder();
         sb.append("| model | batch | pre-plan | ms/step | schedule | admit+plan | launch | commit | pre-plan (host) "
                 + "| wait | accept | host ms outside wait | launch to forward done ms | launch to tokens ms "
-                + "| GPU idle gap ms | staged / promoted / dropped |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                + "| GPU idle gap ms | staged / promoted / dropped | GC: collections, ms |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
             Map<Phase, Double> h = r.host;
             sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f "
-                            + "| %.3f | %.3f | %.3f | %.3f | %.3f | %d / %d / %d |%n", r.model, r.batch,
+                            + "| %.3f | %.3f | %.3f | %.3f | %.3f | %d / %d / %d | %d, %d |%n", r.model, r.batch,
                     r.preplan ? "on" : "off", r.millisPerStep, h.get(Phase.SCHEDULE), h.get(Phase.ADMIT_PLAN),
-                    h.get(Phase.LAUNCH), h.get(Phase.COMMIT), h.get(Phase.PREPLAN), h.get(Phase.WAIT), h.get(Phase.ACCEPT), r.hostMillisOutsideWait(),
-                    r.forwardMillis, r.spanMillis, r.gapMillis, r.counts.staged(), r.counts.promoted(), r.counts.dropped()));
+                    h.get(Phase.LAUNCH), h.get(Phase.COMMIT), h.get(Phase.PREPLAN), h.get(Phase.WAIT),
+                    h.get(Phase.ACCEPT), r.hostMillisOutsideWait(), r.forwardMillis, r.spanMillis, r.gapMillis,
+                    r.counts.staged(), r.counts.promoted(), r.counts.dropped(), r.gc.count(), r.gc.millis()));
         }
         sb.append("\nHost columns are ms per step by engine phase; commit (what the enqueued forward consumed) and "
                 + "pre-plan (host: planning the next step) run while the GPU runs this one, overlapped with the wait; "
                 + "accept runs once the tokens are on the host. CUDA events: where a step's forward is about to be "
                 + "launched, after its pre-plan (done when both the forward and the pre-plan are: a launch to forward "
                 + "done above the forward's own time means the pre-plan was not hidden), and where its tokens are on "
-                + "the host; the GPU idle gap runs from a step's tokens on the host to the next step's launch.\n");
+                + "the host; the GPU idle gap runs from a step's tokens on the host to the next step's launch. GC: the "
+                + "JVM's collections during the timed steps (a pause adds to the phase it interrupts).\n");
         return sb.toString();
     }
 }
