@@ -1,6 +1,6 @@
 // Times the paged decode attention kernels (attention_decode.cu: the CUDA-core one that ran bf16 d128 before,
-// and the tensor-core one that runs it now) and variants (decode_variants.cuh) alone,
-// without Java, so that they can be compared in one GPU call: Llama-3.1-8B attention geometry (32 query /
+// and the tensor-core one that runs it now), each also with two other split counts, alone, without Java, so that
+// they can be compared in one GPU call: Llama-3.1-8B attention geometry (32 query /
 // 8 KV heads of 128, bf16 pool, 16-token pages in random order), one query per sequence, batch x keys from
 // 1 x 512 to 16 x 16384. Every variant gets the splits, slices and grid width CudaAttention.decode computes
 // (with its own blocks per SM; "ceil splits" rows: as the launcher computed them before, "fill splits" rows:
@@ -10,8 +10,8 @@
 // run on the GPU machine (under a minute):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I kernels/src/main/cuda \
 //        -o /tmp/dkb scripts/gpu/decode_kernel_bench.cu && /tmp/dkb
-// Add -Xptxas -v for each variant's registers and spills. Arguments keep only the variants whose names contain
-// one of them (the two kernels of attention_decode.cu always run): /tmp/dkb mmaT "simt w4".
+// Add -Xptxas -v for the kernels' registers and spills. The other tile shapes and pipelines tried before the
+// tensor-core kernel was chosen (docs/perf.md) were variants in this bench at commit 59f54c9.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "attention_decode.cu"
-#include "decode_variants.cuh"
 
 #define CHECK(x)                                                                                   \
     do {                                                                                           \
@@ -54,15 +53,6 @@ struct Variant {
     int threads, smem, blocksPerSm;
     Splits policy = Splits::FLOOR;
 };
-
-template <class V>
-Variant variant(const char* name) {
-    DecodeKernel k = dv::decode_variant<V>;
-    CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, V::SMEM_BYTES));
-    int blocks = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, V::THREADS, V::SMEM_BYTES));
-    return {name, k, V::THREADS, V::SMEM_BYTES, blocks};
-}
 
 // CudaAttention.decodeSplits / maxSlices / gridWidth, with the variant's resident blocks per SM.
 struct Grid {
@@ -239,7 +229,6 @@ int main(int argc, char** argv) {
         CHECK(cudaFree(dst));
     }
 
-    using namespace dv;
     std::vector<Variant> variants;
     {
         DecodeKernel simt = attn_decode_bf16_d128_g4;
@@ -265,29 +254,6 @@ int main(int argc, char** argv) {
             }
         }
     }
-    auto add = [&](Variant v) {
-        bool wanted = argc < 2;  // arguments: keep only variants whose name contains one of them
-        for (int i = 1; i < argc; ++i) wanted |= v.name.find(argv[i]) != std::string::npos;
-        if (wanted) variants.push_back(v);
-    };
-    add(variant<SimtDecode<bf16, D, GH, 4, 4, 2, 4>>("simt w4 u4 s2 (copy)"));
-    add(variant<SimtDecode<bf16, D, GH, 4, 4, 3, 4>>("simt w4 u4 s3"));
-    add(variant<SimtDecode<bf16, D, GH, 4, 4, 4, 4>>("simt w4 u4 s4"));
-    add(variant<SimtDecode<bf16, D, GH, 4, 2, 4, 4>>("simt w4 u2 s4"));
-    add(variant<SimtDecode<bf16, D, GH, 4, 8, 2, 4>>("simt w4 u8 s2"));
-    add(variant<SimtDecode<bf16, D, GH, 8, 4, 3, 2>>("simt w8 u4 s3"));
-    add(variant<MmaDecode<D, GH, 4, 16, 2, 3>>("mma w4 k16 s2"));
-    add(variant<MmaDecode<D, GH, 4, 16, 4, 3>>("mma w4 k16 s4"));
-    add(variant<MmaDecode<D, GH, 4, 32, 3, 2>>("mma w4 k32 s3"));
-    add(variant<MmaTDecode<D, GH, 4, 16, 2, 4>>("mmaT w4 k16 s2"));
-    add(variant<MmaTDecode<D, GH, 4, 16, 3, 4>>("mmaT w4 k16 s3"));
-    add(variant<MmaTDecode<D, GH, 4, 16, 4, 3>>("mmaT w4 k16 s4"));
-    add(variant<MmaTDecode<D, GH, 4, 32, 2, 3>>("mmaT w4 k32 s2"));
-    add(variant<MmaTDecode<D, GH, 4, 32, 3, 2>>("mmaT w4 k32 s3"));
-    add(variant<MmaTDecode<D, GH, 8, 16, 3, 2>>("mmaT w8 k16 s3"));
-    add(variant<MmaTDecode<D, GH, 2, 16, 2, 6>>("mmaT w2 k16 s2"));
-    add(variant<MmaTDecode<D, GH, 2, 16, 3, 6>>("mmaT w2 k16 s3"));
-    add(variant<MmaTDecode<D, GH, 2, 16, 4, 6>>("mmaT w2 k16 s4"));
     std::printf("%-24s %6s %8s\n", "variant", "blk/SM", "smem B");
     for (auto& v : variants) std::printf("%-24s %6d %8d\n", v.name.c_str(), v.blocksPerSm, v.smem);
 

@@ -12,7 +12,6 @@ Peers, bf16, random weights of the same geometry (torch_decode.Llama):
 
 Usage: python3 perf_table.py OUT_DIR   (reads OUT_DIR/perf-table.tsv and OUT_DIR/perf.md; prints the table)"""
 import re
-import statistics
 import sys
 
 import torch
@@ -21,26 +20,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
 import torch_decode
-
-
-def median_ms(fn, warmups=2, reps=5):
-    for _ in range(warmups):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def gemm_tflops():
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    return 2 * 8192 ** 3 / median_ms(lambda: a @ b, 3, 15) / 1e9
+from torch_prefill import gemm_tflops, median_ms
 
 
 def attend(q, k, v, prefix):

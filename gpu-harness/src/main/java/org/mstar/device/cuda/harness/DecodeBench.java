@@ -50,10 +50,11 @@ final class DecodeBench {
 
         /**
          * Tokens each request may generate: the warm-up and timed steps plus one per prefill step, as a
-         * request whose prompt finishes early decodes while the others still prefill.
+         * request whose prompt finishes early decodes while the others still prefill (and its decode rows take
+         * part of each step's budget, so the prefill steps are counted at the budget less the batch).
          */
         int maxTokens() {
-            return WARMUP_STEPS + DECODE_STEPS + (int) ((long) batch * context / TOKEN_BUDGET) + 2;
+            return WARMUP_STEPS + DECODE_STEPS + (int) ((long) batch * context / Math.max(1, TOKEN_BUDGET - batch)) + 4;
         }
 
         /** The table's settings cell; the PyTorch comparison reads back the rows whose cell is on or off. */

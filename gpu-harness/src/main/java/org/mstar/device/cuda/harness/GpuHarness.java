@@ -62,6 +62,10 @@ public final class GpuHarness {
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
             new DecodeBench.Case(256, 512, false));
 
+    /** {context, batch} of the decode attention kernel table: the 8B engine rows' shapes. */
+    private static final int[][] DECODE_ATTENTION_CASES = {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1},
+        {4096, 16}, {4096, 64}, {16384, 1}, {16384, 16}};
+
     /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
     private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
 
@@ -272,6 +276,14 @@ public final class GpuHarness {
         System.exit(allPassed ? 0 : 1);
     }
 
+    /** The copy bandwidth section; sets {@code rate[0]} to the measured rate, the decode bound's. */
+    private static String copyBandwidth(AttentionBench attention, double[] rate) {
+        return section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
+            rate[0] = attention.copyTerabytesPerSecond();
+            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
+        });
+    }
+
     /**
      * Where a decode step's time goes, measured beside the one-call table: copy bandwidth (first: perf_table.py
      * reads it), the decode attention kernel at the table's 8B decode rows, the projections of both geometries at
@@ -282,13 +294,9 @@ public final class GpuHarness {
         GemmBench gemm = new GemmBench(twin);
         double[] rate = {PEAK_TB_PER_S};
         StringBuilder sb = new StringBuilder("\n");
-        sb.append(section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
-            rate[0] = attention.copyTerabytesPerSecond();
-            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
-        }));
+        sb.append(copyBandwidth(attention, rate));
         sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
-                attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16},
-                    {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
+                attention.run(DECODE_ATTENTION_CASES), rate[0])));
         sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
                 + "rotated past L2)", () -> GemmBench.skinnyTable(gemm.skinny(SKINNY_ROW_COUNTS), rate[0])));
         sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
@@ -304,10 +312,7 @@ public final class GpuHarness {
         AttentionBench attention = new AttentionBench(twin);
         double[] rate = {PEAK_TB_PER_S};
         StringBuilder sb = new StringBuilder("\n");
-        sb.append(section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
-            rate[0] = attention.copyTerabytesPerSecond();
-            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
-        }));
+        sb.append(copyBandwidth(attention, rate));
         sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
                 + "rotated past L2)", () -> GemmBench.skinnyTable(new GemmBench(twin).skinny(SKINNY_ROW_COUNTS), rate[0])));
         DecodeBench bench = new DecodeBench(gpu, seed);
@@ -330,14 +335,10 @@ public final class GpuHarness {
         GemmBench gemm = new GemmBench(twin);
         double[] rate = {PEAK_TB_PER_S};
         StringBuilder sb = new StringBuilder("\n");
-        sb.append(section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
-            rate[0] = attention.copyTerabytesPerSecond();
-            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
-        }));
+        sb.append(copyBandwidth(attention, rate));
         if (models.contains("8B")) {
             sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
-                    attention.run(new int[][] {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1}, {4096, 16},
-                        {4096, 64}, {16384, 1}, {16384, 16}}), rate[0])));
+                    attention.run(DECODE_ATTENTION_CASES), rate[0])));
             sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                     GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
         }

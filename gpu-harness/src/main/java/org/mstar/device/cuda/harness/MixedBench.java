@@ -37,9 +37,12 @@ final class MixedBench {
             return (prompt + chunk - 1) / chunk;
         }
 
-        /** Tokens each decoder may draw: its own prefill steps, the warm-up and both prompts' steps, with room. */
+        /**
+         * Tokens each decoder may draw: one per step of the decoders' own prefill (at least {@code chunk} prompt
+         * tokens a step), the warm-up and both prompts' steps, with room.
+         */
         int decoderTokens() {
-            return (int) ((long) decoders * context / (chunk + decoders)) + WARMUP_STEPS + 2 * (chunks() + 2) + 4;
+            return (int) ((long) decoders * context / chunk) + WARMUP_STEPS + 2 * (chunks() + 2) + 4;
         }
     }
 
