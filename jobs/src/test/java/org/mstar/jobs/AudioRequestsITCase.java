@@ -21,8 +21,6 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -55,22 +53,11 @@ class AudioRequestsITCase {
     static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
             .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(2).build());
 
-    private static EmbeddedKafkaBroker broker;
-    private static KafkaTestSupport kafka;
+    @RegisterExtension
+    static final KafkaBrokerExtension KAFKA = new KafkaBrokerExtension();
 
     @TempDir
     Path tmp;
-
-    @BeforeAll
-    static void startBroker() throws Exception {
-        broker = EmbeddedKafkaBroker.start();
-        kafka = new KafkaTestSupport(broker.bootstrapServers());
-    }
-
-    @AfterAll
-    static void stopBroker() throws Exception {
-        broker.close();
-    }
 
     @Test
     void badAudioGetsOneErrorEachWhileGoodAudioIsServedAndTheJobRunsOn() throws Exception {
@@ -103,14 +90,14 @@ class AudioRequestsITCase {
                 all.add(good.get(i / 2));
             }
         }
-        kafka.produce(job.requests, all);
+        KAFKA.kafka().produce(job.requests, all);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
         conf.set(GenerateOptions.AUDIO_DIR, audioDir.toString());
         conf.set(GenerateOptions.AUDIO_MAX_DURATION, Duration.ofSeconds(5));
         JobClient client = job.start(conf, 1);
-        TestRequests.Collected out = kafka.readUntil(job.responses,
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.resultCount() >= good.size() && c.errors.size() >= bad.size(), TIMEOUT);
         JobStatus status = client.getJobStatus().get();
         cancel(client);
@@ -187,7 +174,7 @@ class AudioRequestsITCase {
         Job job = new Job("whisper", new ScenarioEngineFactory("whisper", whisper));
         Scenario scenario = Scenario.start(job.name);
         scenario.pauseAfterTokens(20);
-        kafka.produce(job.requests, requests);
+        KAFKA.kafka().produce(job.requests, requests);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
@@ -195,13 +182,13 @@ class AudioRequestsITCase {
         JobClient client = job.start(conf, 1);
         // once every token before the pause is committed, a checkpoint holds the requests mid-transcription
         long generated = scenario.awaitPausedByTokens(TIMEOUT);
-        TestRequests.Collected beforeFailure = kafka.readUntil(job.responses,
+        TestRequests.Collected beforeFailure = KAFKA.kafka().readUntil(job.responses,
                 c -> c.tokenCount() >= generated || !c.errors.isEmpty(), TIMEOUT);
         assertThat(beforeFailure.errors).isEmpty();
         scenario.failNextStep();
         scenario.unpause();
         scenario.awaitFailures(1, TIMEOUT);
-        TestRequests.Collected out = kafka.readUntil(job.responses,
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.resultCount() + c.errors.size() >= requests.size(), TIMEOUT);
         cancel(client);
 
@@ -219,7 +206,7 @@ class AudioRequestsITCase {
     }
 
     private static int send(StringWriter out, StringWriter err, Job job, String... args) {
-        List<String> all = new ArrayList<>(List.of("send", "--bootstrap-servers", broker.bootstrapServers(),
+        List<String> all = new ArrayList<>(List.of("send", "--bootstrap-servers", KAFKA.broker().bootstrapServers(),
                 "--requests-topic", job.requests, "--responses-topic", job.responses, "--timeout", "60"));
         all.addAll(List.of(args));
         return Mstar.commandLine().setOut(new PrintWriter(out)).setErr(new PrintWriter(err))
@@ -265,7 +252,7 @@ class AudioRequestsITCase {
             this.requests = name + "-requests";
             this.responses = name + "-responses";
             this.engine = engine;
-            broker.createTopics(2, requests, responses);
+            KAFKA.broker().createTopics(2, requests, responses);
         }
 
         Configuration config() {
@@ -283,7 +270,7 @@ class AudioRequestsITCase {
             env.setParallelism(parallelism);
             GenerationPipeline.builder()
                     .configure(conf)
-                    .bootstrapServers(broker.bootstrapServers())
+                    .bootstrapServers(KAFKA.broker().bootstrapServers())
                     .requestsTopic(requests)
                     .responsesTopic(responses)
                     .groupId(name)

@@ -17,8 +17,6 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -50,22 +48,11 @@ class DisaggregatedPipelineITCase {
     static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
             .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(4).build());
 
-    private static EmbeddedKafkaBroker broker;
-    private static KafkaTestSupport kafka;
+    @RegisterExtension
+    static final KafkaBrokerExtension KAFKA = new KafkaBrokerExtension();
 
     @TempDir
     Path tmp;
-
-    @BeforeAll
-    static void startBroker() throws Exception {
-        broker = EmbeddedKafkaBroker.start();
-        kafka = new KafkaTestSupport(broker.bootstrapServers());
-    }
-
-    @AfterAll
-    static void stopBroker() throws Exception {
-        broker.close();
-    }
 
     /** Text prompts (sharing their first words) and token-id prompts sharing two or three whole pages. */
     private static List<GenerateRequest> requests(String prefix, int count, int from) {
@@ -94,10 +81,10 @@ class DisaggregatedPipelineITCase {
         Job job = new Job("split");
         List<GenerateRequest> requests = requests(job.name, 16, 0);
         Map<String, List<Integer>> expected = job.colocatedReference(requests);
-        kafka.produce(job.requests, requests);
+        KAFKA.kafka().produce(job.requests, requests);
 
         JobClient client = job.start(job.config());
-        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
         client.cancel().get();
 
         inIndexOrder(out).assertComplete(requests, expected);
@@ -122,33 +109,33 @@ class DisaggregatedPipelineITCase {
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
         job.decode.pauseAfterTokens(25);
         JobClient client = job.start(conf);
-        kafka.produce(job.requests, first);
+        KAFKA.kafka().produce(job.requests, first);
         // decode fails mid-generation: once every token before its pause is committed, a checkpoint holds
         // requests it imported and had generated for
         long decoded = job.decode.awaitPausedByTokens(TIMEOUT);
-        kafka.readUntil(job.responses, c -> c.tokenCount() >= decoded + first.size(), TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.tokenCount() >= decoded + first.size(), TIMEOUT);
         job.decode.failNextStep();
         job.decode.unpause();
         job.decode.awaitFailures(1, TIMEOUT);
         int done = first.size();
-        kafka.readUntil(job.responses, c -> c.resultCount() >= done, TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= done, TIMEOUT);
         // prefill fails on the first step of new requests, before it sends their hand-offs
         job.prefill.failNextStep();
-        kafka.produce(job.requests, second);
+        KAFKA.kafka().produce(job.requests, second);
         job.prefill.awaitFailures(1, TIMEOUT);
         int done2 = done + second.size();
-        kafka.readUntil(job.responses, c -> c.resultCount() >= done2, TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= done2, TIMEOUT);
         // prefill fails on the step after one that sent hand-offs: their records are in flight or partly received
         job.prefill.failAfterNextHandoff();
-        kafka.produce(job.requests, third);
+        KAFKA.kafka().produce(job.requests, third);
         job.prefill.awaitFailures(2, TIMEOUT);
         int done3 = done2 + third.size();
-        kafka.readUntil(job.responses, c -> c.resultCount() >= done3, TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= done3, TIMEOUT);
         // decode fails with a hand-off's records all in its keyed state but not yet applied
         job.decode.failNextReceive();
-        kafka.produce(job.requests, fourth);
+        KAFKA.kafka().produce(job.requests, fourth);
         job.decode.awaitFailures(2, TIMEOUT);
-        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= all.size(), TIMEOUT);
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= all.size(), TIMEOUT);
         client.cancel().get();
 
         inIndexOrder(out).assertComplete(all, expected);
@@ -187,7 +174,7 @@ class DisaggregatedPipelineITCase {
             this.name = name;
             this.requests = name + "-requests";
             this.responses = name + "-responses";
-            broker.createTopics(4, requests, responses);
+            KAFKA.broker().createTopics(4, requests, responses);
             Path model = tmp.resolve("model");
             RandomModel.write(model, 7);
             engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
@@ -226,7 +213,7 @@ class DisaggregatedPipelineITCase {
             env.setParallelism(2);
             GenerationPipeline.builder()
                     .configure(conf)
-                    .bootstrapServers(broker.bootstrapServers())
+                    .bootstrapServers(KAFKA.broker().bootstrapServers())
                     .requestsTopic(requests)
                     .responsesTopic(responses)
                     .groupId(name)

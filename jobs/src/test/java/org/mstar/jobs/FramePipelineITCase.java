@@ -32,8 +32,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -70,20 +68,11 @@ class FramePipelineITCase {
     static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
             .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(4).build());
 
-    private static EmbeddedKafkaBroker broker;
+    @RegisterExtension
+    static final KafkaBrokerExtension KAFKA = new KafkaBrokerExtension();
 
     @TempDir
     Path tmp;
-
-    @BeforeAll
-    static void startBroker() throws Exception {
-        broker = EmbeddedKafkaBroker.start();
-    }
-
-    @AfterAll
-    static void stopBroker() throws Exception {
-        broker.close();
-    }
 
     @Test
     void committedFramesAfterAFailureMidSessionEqualAnUninterruptedRun() throws Exception {
@@ -253,7 +242,7 @@ class FramePipelineITCase {
     }
 
     private static KafkaProducer<byte[], byte[]> producer() {
-        return new KafkaProducer<>(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers(),
+        return new KafkaProducer<>(Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, KAFKA.broker().bootstrapServers(),
                 ProducerConfig.ACKS_CONFIG, "all"), new ByteArraySerializer(), new ByteArraySerializer());
     }
 
@@ -278,7 +267,7 @@ class FramePipelineITCase {
     private static Collected read(String topic, java.util.function.Predicate<Collected> done) throws Exception {
         Collected c = new Collected();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrapServers(),
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KAFKA.broker().bootstrapServers(),
                 ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false), new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             List<TopicPartition> partitions = consumer.partitionsFor(topic).stream()
@@ -325,7 +314,7 @@ class FramePipelineITCase {
             this.name = name;
             this.requests = name + "-requests";
             this.frames = name + "-frames";
-            broker.createTopics(4, requests, frames);
+            KAFKA.broker().createTopics(4, requests, frames);
         }
 
         Configuration config() throws Exception {
@@ -343,7 +332,7 @@ class FramePipelineITCase {
         JobClient start(Configuration conf, int parallelism) throws Exception {
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
             env.setParallelism(parallelism);
-            new FramePipeline().bootstrapServers(broker.bootstrapServers()).requestsTopic(requests).framesTopic(frames)
+            new FramePipeline().bootstrapServers(KAFKA.broker().bootstrapServers()).requestsTopic(requests).framesTopic(frames)
                     .groupId(name).transactionalIdPrefix("tx-" + name).engineFactory(faults).addTo(env);
             return env.executeAsync("mstar " + name);
         }

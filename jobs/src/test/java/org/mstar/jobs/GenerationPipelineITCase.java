@@ -24,8 +24,6 @@ import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -57,31 +55,20 @@ class GenerationPipelineITCase {
     static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
             .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(4).build());
 
-    private static EmbeddedKafkaBroker broker;
-    private static KafkaTestSupport kafka;
+    @RegisterExtension
+    static final KafkaBrokerExtension KAFKA = new KafkaBrokerExtension();
 
     @TempDir
     Path tmp;
-
-    @BeforeAll
-    static void startBroker() throws Exception {
-        broker = EmbeddedKafkaBroker.start();
-        kafka = new KafkaTestSupport(broker.bootstrapServers());
-    }
-
-    @AfterAll
-    static void stopBroker() throws Exception {
-        broker.close();
-    }
 
     @Test
     void everyRequestGetsItsCompleteTokenStreamAndOneResult() throws Exception {
         List<GenerateRequest> requests = TestRequests.requests("e2e", 20);
         Job job = new Job("e2e", 2, Duration.ofMillis(1));
-        kafka.produce(job.requests, requests);
+        KAFKA.kafka().produce(job.requests, requests);
 
         JobClient client = job.start(job.config(), 2);
-        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
         cancel(client);
 
         out.assertComplete(requests);
@@ -93,7 +80,7 @@ class GenerationPipelineITCase {
         List<GenerateRequest> requests = TestRequests.requests("fail", 40);
         Job job = new Job("fail", 2, Duration.ofMillis(5));
         Scenario scenario = Scenario.start(job.name);
-        kafka.produce(job.requests, requests);
+        KAFKA.kafka().produce(job.requests, requests);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
@@ -104,11 +91,11 @@ class GenerationPipelineITCase {
         int[] failAfterResults = {6, 14, 22};
         for (int i = 0; i < failAfterResults.length; i++) {
             int results = failAfterResults[i];
-            kafka.readUntil(job.responses, c -> c.resultCount() >= results, TIMEOUT);
+            KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= results, TIMEOUT);
             scenario.failNextStep();
             scenario.awaitFailures(i + 1, TIMEOUT);
         }
-        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
         cancel(client);
 
         out.assertComplete(requests);
@@ -135,7 +122,7 @@ class GenerationPipelineITCase {
         Job job = new Job("llama", llama);
         Scenario scenario = Scenario.start(job.name);
         scenario.pauseAfterTokens(150);
-        kafka.produce(job.requests, requests);
+        KAFKA.kafka().produce(job.requests, requests);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
@@ -143,11 +130,11 @@ class GenerationPipelineITCase {
         JobClient client = job.start(conf, 2);
         // Once every token before the pause is committed, a checkpoint holds the requests mid-generation.
         long generated = scenario.awaitPausedByTokens(TIMEOUT);
-        kafka.readUntil(job.responses, c -> c.tokenCount() >= generated, TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.tokenCount() >= generated, TIMEOUT);
         scenario.failNextStep();
         scenario.unpause();
         scenario.awaitFailures(1, TIMEOUT);
-        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
         cancel(client);
 
         out.assertComplete(requests, expected);
@@ -166,16 +153,16 @@ class GenerationPipelineITCase {
         List<GenerateRequest> requests = TestRequests.requests("alo", 30);
         Job job = new Job("alo", 2, Duration.ofMillis(5));
         Scenario scenario = Scenario.start(job.name);
-        kafka.produce(job.requests, requests);
+        KAFKA.kafka().produce(job.requests, requests);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
         JobClient client = job.start(conf, 2, DeliveryGuarantee.AT_LEAST_ONCE);
-        kafka.readUntil(job.responses, c -> c.resultCount() >= 8, TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= 8, TIMEOUT);
         scenario.failNextStep();
         scenario.awaitFailures(1, TIMEOUT);
-        TestRequests.Collected out = kafka.readUntil(job.responses,
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.results.keySet().containsAll(requests.stream().map(GenerateRequest::getRequestId).toList()),
                 TIMEOUT);
         cancel(client);
@@ -197,10 +184,10 @@ class GenerationPipelineITCase {
         List<GenerateRequest> requests = TestRequests.requests(name, 30);
         Job job = new Job(name, 2, Duration.ofMillis(5));
         Scenario scenario = Scenario.start(job.name);
-        kafka.produce(job.requests, requests);
+        KAFKA.kafka().produce(job.requests, requests);
 
         JobClient first = job.start(job.config(), before);
-        kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size() / 4, TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size() / 4, TIMEOUT);
         scenario.pause(); // so the savepoint holds requests mid-generation
         String savepoint = first.stopWithSavepoint(false, tmp.resolve("savepoints").toUri().toString(),
                 SavepointFormatType.CANONICAL).get();
@@ -209,7 +196,7 @@ class GenerationPipelineITCase {
         Configuration conf = job.config();
         conf.set(StateRecoveryOptions.SAVEPOINT_PATH, savepoint);
         JobClient second = job.start(conf, after);
-        TestRequests.Collected out = kafka.readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
         cancel(second);
 
         out.assertComplete(requests);
@@ -245,12 +232,12 @@ class GenerationPipelineITCase {
         records.add(bad("bad-option", r -> r.setSamplingOptions(Map.of("beam_width", "4"))));
         records.add(Map.entry("good-3", KafkaTestSupport.bytes(good.get(3))));
         List<String> badIds = records.stream().map(Map.Entry::getKey).filter(k -> k.startsWith("bad-")).toList();
-        kafka.produceRaw(job.requests, records);
+        KAFKA.kafka().produceRaw(job.requests, records);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
         JobClient client = job.start(conf, 1);
-        TestRequests.Collected out = kafka.readUntil(job.responses,
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.resultCount() >= good.size() && c.errors.size() >= badIds.size(), TIMEOUT);
         JobStatus status = client.getJobStatus().get();
         cancel(client);
@@ -278,12 +265,12 @@ class GenerationPipelineITCase {
         GenerateRequest invalid = GenerateRequest.newBuilder().setRequestId("bad-regex").setPrompt("x").setMaxTokens(5)
                 .setRegex("(a)\\1").build();
         GenerateRequest plain = TestRequests.request("plain", 3);
-        kafka.produce(job.requests, List.of(constrained, invalid, plain));
+        KAFKA.kafka().produce(job.requests, List.of(constrained, invalid, plain));
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
         JobClient client = job.start(conf, 1);
-        TestRequests.Collected out = kafka.readUntil(job.responses,
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.resultCount() >= 2 && !c.errors.isEmpty(), TIMEOUT);
         JobStatus status = client.getJobStatus().get();
         client.cancel().get();
@@ -314,12 +301,12 @@ class GenerationPipelineITCase {
         List<GenerateRequest> all = new ArrayList<>(good.subList(0, 3));
         all.add(poison);
         all.addAll(good.subList(3, good.size()));
-        kafka.produce(job.requests, all);
+        KAFKA.kafka().produce(job.requests, all);
 
         Configuration conf = job.config();
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none"); // a task failure would fail the job
         JobClient client = job.start(conf, 1);
-        TestRequests.Collected out = kafka.readUntil(job.responses,
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.resultCount() >= good.size() && !c.errors.isEmpty(), TIMEOUT);
         JobStatus status = client.getJobStatus().get();
         cancel(client);
@@ -340,14 +327,14 @@ class GenerationPipelineITCase {
     void aRequestIdReusedAfterItsRequestCompletedGetsA409AndNoSecondGeneration() throws Exception {
         Job job = new Job("reused", 2, Duration.ZERO);
         GenerateRequest first = TestRequests.request("reused-id", 4);
-        kafka.produce(job.requests, List.of(first));
+        KAFKA.kafka().produce(job.requests, List.of(first));
         JobClient client = job.start(job.config(), 2);
-        kafka.readUntil(job.responses, c -> c.resultCount() >= 1, TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= 1, TIMEOUT);
 
         GenerateRequest again = GenerateRequest.newBuilder(first).setPrompt("another prompt, same id").build();
         GenerateRequest fresh = TestRequests.request("fresh-id", 5);
-        kafka.produce(job.requests, List.of(again, fresh));
-        TestRequests.Collected out = kafka.readUntil(job.responses,
+        KAFKA.kafka().produce(job.requests, List.of(again, fresh));
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.results.containsKey("fresh-id") && !c.errors.isEmpty(), TIMEOUT);
         cancel(client);
 
@@ -402,7 +389,7 @@ class GenerationPipelineITCase {
             this.requests = name + "-requests";
             this.responses = name + "-responses";
             this.engine = new ScenarioEngineFactory(name, engine);
-            broker.createTopics(4, requests, responses);
+            KAFKA.broker().createTopics(4, requests, responses);
         }
 
         Configuration config() {
@@ -423,7 +410,7 @@ class GenerationPipelineITCase {
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
             env.setParallelism(parallelism);
             GenerationPipeline.builder()
-                    .bootstrapServers(broker.bootstrapServers())
+                    .bootstrapServers(KAFKA.broker().bootstrapServers())
                     .requestsTopic(requests)
                     .responsesTopic(responses)
                     .groupId(name)

@@ -18,10 +18,10 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.flink.GenerateOptions;
@@ -43,8 +43,8 @@ class ServeProcessKillITCase {
 
     @TempDir
     static Path shared;
-    private static EmbeddedKafkaBroker broker;
-    private static KafkaTestSupport kafka;
+    @RegisterExtension
+    static final KafkaBrokerExtension KAFKA = new KafkaBrokerExtension();
     private static Path model;
     private static List<GenerateRequest> requests;
     private static Map<String, List<Integer>> expected;
@@ -55,9 +55,7 @@ class ServeProcessKillITCase {
     private final List<Process> children = new ArrayList<>();
 
     @BeforeAll
-    static void startBrokerAndComputeTheUninterruptedRun() throws Exception {
-        broker = EmbeddedKafkaBroker.start();
-        kafka = new KafkaTestSupport(broker.bootstrapServers());
+    static void computeTheUninterruptedRun() throws Exception {
         model = shared.resolve("model");
         RandomModel.writeBundledGeometry(model, 11);
         requests = TestRequests.requests("kill", 24);
@@ -68,11 +66,6 @@ class ServeProcessKillITCase {
             expected = TestRequests.reference(requests, engine);
         }
         expectedTokens = expected.values().stream().mapToInt(List::size).sum();
-    }
-
-    @AfterAll
-    static void stopBroker() throws Exception {
-        broker.close();
     }
 
     /** Kills what is left and copies each serve log to the test's output (surefire's *-output.txt). */
@@ -120,7 +113,7 @@ class ServeProcessKillITCase {
             this.requestsTopic = name + "-requests";
             this.responsesTopic = name + "-responses";
             this.stateDir = tmp.resolve("state");
-            broker.createTopics(4, requestsTopic, responsesTopic);
+            KAFKA.broker().createTopics(4, requestsTopic, responsesTopic);
         }
 
         /**
@@ -130,7 +123,7 @@ class ServeProcessKillITCase {
         TestRequests.Collected killTwiceThenFinish(ToIntFunction<TestRequests.Collected> visible)
                 throws Exception {
             int firstBatch = requests.size() * 2 / 3;
-            kafka.produce(requestsTopic, requests.subList(0, firstBatch));
+            KAFKA.kafka().produce(requestsTopic, requests.subList(0, firstBatch));
 
             Path log1 = serve(1);
             awaitVisibleTokens(visible, expectedTokens / 3);
@@ -141,8 +134,8 @@ class ServeProcessKillITCase {
             assertThat(atKill.results.size()).as("results visible after the first kill: it was mid-generation")
                     .isLessThan(firstBatch);
             assertThat(committedOffsets()).as("offsets of group %s on the broker: the first run committed what it"
-                    + " had read (all sent so far) before it died", name).isEqualTo(kafka.endOffsets(requestsTopic));
-            kafka.produce(requestsTopic, requests.subList(firstBatch, requests.size()));
+                    + " had read (all sent so far) before it died", name).isEqualTo(KAFKA.kafka().endOffsets(requestsTopic));
+            KAFKA.kafka().produce(requestsTopic, requests.subList(firstBatch, requests.size()));
 
             Path log2 = serve(2);
             awaitVisibleTokens(visible, expectedTokens * 2 / 3);
@@ -156,12 +149,12 @@ class ServeProcessKillITCase {
 
             Path log3 = serve(3);
             Set<String> ids = requests.stream().map(GenerateRequest::getRequestId).collect(Collectors.toSet());
-            TestRequests.Collected out = kafka.readUntil(responsesTopic,
+            TestRequests.Collected out = KAFKA.kafka().readUntil(responsesTopic,
                     c -> c.results.keySet().containsAll(ids) || c.errors.size() > 0, TIMEOUT);
             assertThat(Files.readString(log3)).contains("Resuming from checkpoint");
             awaitOffsetsCommittedOnTheBroker();
             System.out.printf("%s: %d token events read (%d distinct), %d results, offsets on the broker: %s%n", name,
-                    out.tokenCount(), distinctTokens(out), out.resultCount(), kafka.endOffsets(requestsTopic));
+                    out.tokenCount(), distinctTokens(out), out.resultCount(), KAFKA.kafka().endOffsets(requestsTopic));
             try (var folders = Files.walk(stateDir.resolve(StateDirectory.CHECKPOINTS), 2)) {
                 System.out.println(name + ": checkpoint folders at the end: " + folders.filter(Files::isDirectory)
                         .map(f -> stateDir.resolve(StateDirectory.CHECKPOINTS).relativize(f).toString()).sorted()
@@ -184,7 +177,7 @@ class ServeProcessKillITCase {
                     "--add-opens=java.base/java.lang=ALL-UNNAMED",
                     "-cp", testClassPath(),
                     Mstar.class.getName(), "serve",
-                    "--bootstrap-servers", broker.bootstrapServers(),
+                    "--bootstrap-servers", KAFKA.broker().bootstrapServers(),
                     "--requests-topic", requestsTopic,
                     "--responses-topic", responsesTopic,
                     "--group-id", name,
@@ -212,12 +205,12 @@ class ServeProcessKillITCase {
 
         void awaitVisibleTokens(ToIntFunction<TestRequests.Collected> visible, int count)
                 throws Exception {
-            kafka.readUntil(responsesTopic, c -> visible.applyAsInt(c) >= count || !children.get(children.size() - 1)
+            KAFKA.kafka().readUntil(responsesTopic, c -> visible.applyAsInt(c) >= count || !children.get(children.size() - 1)
                     .isAlive(), TIMEOUT);
         }
 
         TestRequests.Collected readAll() throws IOException {
-            return kafka.readAll(responsesTopic);
+            return KAFKA.kafka().readAll(responsesTopic);
         }
 
         /**
@@ -225,7 +218,7 @@ class ServeProcessKillITCase {
          * checkpoint follows the last read.
          */
         void awaitOffsetsCommittedOnTheBroker() throws Exception {
-            Map<TopicPartition, Long> ends = kafka.endOffsets(requestsTopic);
+            Map<TopicPartition, Long> ends = KAFKA.kafka().endOffsets(requestsTopic);
             long deadline = System.nanoTime() + TIMEOUT.toNanos();
             Map<TopicPartition, Long> committed = committedOffsets();
             while (!committed.equals(ends) && System.nanoTime() < deadline) {
@@ -237,7 +230,7 @@ class ServeProcessKillITCase {
 
         /** The group's committed offsets as the broker reports them ({@code kafka-consumer-groups --describe}). */
         Map<TopicPartition, Long> committedOffsets() throws Exception {
-            try (Admin admin = broker.admin()) {
+            try (Admin admin = KAFKA.broker().admin()) {
                 Map<TopicPartition, OffsetAndMetadata> offsets =
                         admin.listConsumerGroupOffsets(name).partitionsToOffsetAndMetadata().get();
                 return offsets.entrySet().stream().filter(e -> e.getValue() != null)
