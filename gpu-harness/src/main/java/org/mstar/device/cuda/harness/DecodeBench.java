@@ -10,9 +10,7 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.engine.EngineOptions;
-import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
-import org.mstar.engine.StepResult;
 import org.mstar.model.Architecture;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.ModelConfig;
@@ -21,7 +19,6 @@ import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.llama.RandomWeights;
-import org.mstar.resources.SamplingReqConfig;
 
 /**
  * Engine decode throughput against the bound of reading every weight and the batch's K/V once per step: the
@@ -48,13 +45,9 @@ final class DecodeBench {
             this(batch, context, graphs, -1);
         }
 
-        /**
-         * Tokens each request may generate: the warm-up and timed steps plus one per prefill step, as a
-         * request whose prompt finishes early decodes while the others still prefill (and its decode rows take
-         * part of each step's budget, so the prefill steps are counted at the budget less the batch).
-         */
+        /** Tokens each request may generate: through the warm-up and timed steps after its prefill. */
         int maxTokens() {
-            return WARMUP_STEPS + DECODE_STEPS + (int) ((long) batch * context / Math.max(1, TOKEN_BUDGET - batch)) + 4;
+            return BenchRequests.decodeAllowance(batch, context, TOKEN_BUDGET, WARMUP_STEPS + DECODE_STEPS);
         }
 
         /** The table's settings cell; the PyTorch comparison reads back the rows whose cell is on or off. */
@@ -141,19 +134,14 @@ final class DecodeBench {
         runs++;
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < c.batch; i++) {
-            int[] prompt = new int[c.context];
-            for (int j = 0; j < c.context; j++) {
-                prompt[j] = rnd.nextInt(config.vocabSize());
-            }
             String id = "decode" + runs + "-" + i;
             ids.add(id);
-            engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), c.maxTokens(), 0,
-                    List.of(), true, 0));
+            engine.submit(BenchRequests.greedy(id, BenchRequests.randomPrompt(rnd, config, c.context), c.maxTokens()));
         }
         Set<String> started = new HashSet<>();
         long prefillTokens = 0;
         while (started.size() < c.batch) {
-            List<String> drawn = step(engine).tokens().stream().map(t -> t.requestId()).toList();
+            List<String> drawn = BenchRequests.step(engine).tokens().stream().map(t -> t.requestId()).toList();
             started.addAll(drawn);
             prefillTokens += drawn.size();
         }
@@ -161,12 +149,12 @@ final class DecodeBench {
         boolean newBucket = c.graphs && !engine.decodeGraphBytes().containsKey(bucket);
         long before = memoryInUse();
         for (int i = 0; i < WARMUP_STEPS; i++) {
-            step(engine);
+            BenchRequests.step(engine);
         }
         long growth = newBucket && before >= 0 ? memoryInUse() - before : -1;
         long start = System.nanoTime();
         for (int i = 0; i < DECODE_STEPS; i++) {
-            int produced = step(engine).tokens().size();
+            int produced = BenchRequests.step(engine).tokens().size();
             if (produced != c.batch) {
                 throw new IllegalStateException("decode step " + i + " produced " + produced + " tokens for a batch of "
                         + c.batch);
@@ -196,14 +184,6 @@ final class DecodeBench {
 
     private long memoryInUse() {
         return device instanceof CudaDevice cuda ? cuda.memoryInUse() : -1;
-    }
-
-    private static StepResult step(LlamaEngine engine) {
-        StepResult r = engine.step();
-        if (!r.failures().isEmpty()) {
-            throw new IllegalStateException("engine failed requests: " + r.failures());
-        }
-        return r;
     }
 
     /**

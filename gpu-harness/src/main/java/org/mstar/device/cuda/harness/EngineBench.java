@@ -13,9 +13,7 @@ import org.mstar.device.Device;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.device.cuda.StreamCounters;
 import org.mstar.engine.EngineOptions;
-import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
-import org.mstar.engine.StepResult;
 import org.mstar.model.Architecture;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.ModelConfig;
@@ -24,7 +22,6 @@ import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.llama.RandomWeights;
-import org.mstar.resources.SamplingReqConfig;
 
 /**
  * Engine throughput, a first serving number: the bf16 engine on random weights of Llama-3-8B's geometry
@@ -132,31 +129,26 @@ final class EngineBench {
         runs++;
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
-            int[] prompt = new int[PROMPT];
-            for (int j = 0; j < PROMPT; j++) {
-                prompt[j] = rnd.nextInt(config.vocabSize()); // EOS in a prompt stops nothing
-            }
             String id = "run" + runs + "-" + i;
             ids.add(id);
-            engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), MAX_TOKENS, 0, List.of(),
-                    true, 0));
+            engine.submit(BenchRequests.greedy(id, BenchRequests.randomPrompt(rnd, config, PROMPT), MAX_TOKENS));
         }
         // prefill: until every request has its first token
         Set<String> started = new HashSet<>();
         int prefillSteps = 0;
         long start = System.nanoTime();
         while (started.size() < batch) {
-            step(engine).tokens().forEach(t -> started.add(t.requestId()));
+            BenchRequests.step(engine).tokens().forEach(t -> started.add(t.requestId()));
             prefillSteps++;
         }
         double prefillMillis = (System.nanoTime() - start) / 1e6;
         for (int i = 0; i < WARMUP_STEPS; i++) {
-            step(engine);
+            BenchRequests.step(engine);
         }
         StreamCounters.Snapshot before = calls();
         start = System.nanoTime();
         for (int i = 0; i < DECODE_STEPS; i++) {
-            int produced = step(engine).tokens().size();
+            int produced = BenchRequests.step(engine).tokens().size();
             if (produced != batch) {
                 throw new IllegalStateException("decode step " + i + " produced " + produced + " tokens for a batch of "
                         + batch);
@@ -167,7 +159,7 @@ final class EngineBench {
         String hostProfile;
         try (HostSampler sampler = new HostSampler(Thread.currentThread(), 500)) {
             for (int i = 0; i < PROFILED_STEPS; i++) {
-                step(engine);
+                BenchRequests.step(engine);
             }
             sampler.close();
             hostProfile = sampler.table(25);
@@ -182,14 +174,6 @@ final class EngineBench {
     /** The CUDA stream's counters now; null on other devices. */
     private StreamCounters.Snapshot calls() {
         return device instanceof CudaDevice cuda ? cuda.stream().counters().snapshot() : null;
-    }
-
-    private static StepResult step(LlamaEngine engine) {
-        StepResult r = engine.step();
-        if (!r.failures().isEmpty()) {
-            throw new IllegalStateException("engine failed requests: " + r.failures());
-        }
-        return r;
     }
 
     static String table(List<Row> rows, double peakTbPerS) {

@@ -9,7 +9,6 @@ import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.engine.EngineOptions;
-import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.StepResult;
 import org.mstar.model.GenerationConfig;
@@ -18,7 +17,6 @@ import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.llama.RandomWeights;
-import org.mstar.resources.SamplingReqConfig;
 
 /**
  * Mixed steps: {@code decoders} requests decode at about {@code context} keys while one prompt of {@code prompt}
@@ -99,27 +97,27 @@ final class MixedBench {
         Random rnd = new Random(seed + c.decoders * 31L + c.prompt);
         runs++;
         for (int i = 0; i < c.decoders; i++) {
-            engine.submit(request("mixed" + runs + "-d" + i, randomPrompt(rnd, config, c.context), c.decoderTokens()));
+            engine.submit(BenchRequests.greedy("mixed" + runs + "-d" + i, BenchRequests.randomPrompt(rnd, config, c.context), c.decoderTokens()));
         }
         Set<String> started = new HashSet<>();
         int decodeKeys = c.context;
         while (started.size() < c.decoders) {
-            step(engine).tokens().forEach(t -> started.add(t.requestId()));
+            BenchRequests.step(engine).tokens().forEach(t -> started.add(t.requestId()));
         }
         for (int i = 0; i < WARMUP_STEPS; i++) {
-            step(engine);
+            BenchRequests.step(engine);
             decodeKeys++;
         }
         Row row = null;
         for (int pass = 0; pass < 2; pass++) {
             String id = "mixed" + runs + "-p" + pass;
-            engine.submit(request(id, randomPrompt(rnd, config, c.prompt), 2));
+            engine.submit(BenchRequests.greedy(id, BenchRequests.randomPrompt(rnd, config, c.prompt), 2));
             int steps = 0;
             long keySum = 0;
             long start = System.nanoTime();
             boolean first = false;
             while (!first) {
-                StepResult r = step(engine);
+                StepResult r = BenchRequests.step(engine);
                 steps++;
                 keySum += decodeKeys++;
                 first = r.tokens().stream().anyMatch(t -> t.requestId().equals(id));
@@ -133,26 +131,6 @@ final class MixedBench {
             row = new Row(name, c, millis, steps, (double) keySum / steps);
         }
         return row;
-    }
-
-    private static int[] randomPrompt(Random rnd, ModelConfig config, int tokens) {
-        int[] prompt = new int[tokens];
-        for (int j = 0; j < tokens; j++) {
-            prompt[j] = rnd.nextInt(config.vocabSize());
-        }
-        return prompt;
-    }
-
-    private static GenerationRequest request(String id, int[] prompt, int maxTokens) {
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), maxTokens, 0, List.of(), true, 0);
-    }
-
-    private static StepResult step(LlamaEngine engine) {
-        StepResult r = engine.step();
-        if (!r.failures().isEmpty()) {
-            throw new IllegalStateException("engine failed requests: " + r.failures());
-        }
-        return r;
     }
 
     static String table(List<Row> rows) {

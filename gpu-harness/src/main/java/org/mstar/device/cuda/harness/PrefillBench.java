@@ -10,7 +10,6 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.engine.EngineOptions;
-import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.StepResult;
 import org.mstar.model.GenerationConfig;
@@ -19,7 +18,6 @@ import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.llama.RandomWeights;
-import org.mstar.resources.SamplingReqConfig;
 
 /**
  * Engine prefill throughput on the bf16 engine with random weights (Llama-3-8B geometry made on the GPU):
@@ -100,13 +98,9 @@ final class PrefillBench {
         runs++;
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
-            int[] tokens = new int[prompt];
-            for (int j = 0; j < prompt; j++) {
-                tokens[j] = rnd.nextInt(config.vocabSize());
-            }
             String id = "prefill" + runs + "-" + i;
             ids.add(id);
-            engine.submit(new GenerationRequest(id, tokens, null, SamplingReqConfig.greedy(), 2, 0, List.of(), true, 0));
+            engine.submit(BenchRequests.greedy(id, BenchRequests.randomPrompt(rnd, config, prompt), 2));
         }
         Set<String> started = new HashSet<>();
         int steps = 0;

@@ -13,7 +13,6 @@ import org.mstar.device.DType;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.device.cuda.CudaEvent;
 import org.mstar.engine.EngineOptions;
-import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.PreplanCounts;
 import org.mstar.engine.StepResult;
@@ -25,7 +24,6 @@ import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.llama.RandomWeights;
-import org.mstar.resources.SamplingReqConfig;
 
 /**
  * What planning decode step N+1 while the GPU runs step N ({@link EngineOptions#preplan()}) hides: the bf16 engine
@@ -130,9 +128,9 @@ final class PreplanBench {
         return table(rows);
     }
 
-    /** Tokens each request may generate: warm-up, timed steps and one per prefill step, as in {@link DecodeBench}. */
+    /** Tokens each request may generate: through the warm-up and timed steps after its prefill. */
     private static int maxTokens(int batch) {
-        return WARMUP_STEPS + TIMED_STEPS + (int) ((long) batch * CONTEXT / TOKEN_BUDGET) + 2;
+        return BenchRequests.decodeAllowance(batch, CONTEXT, TOKEN_BUDGET, WARMUP_STEPS + TIMED_STEPS);
     }
 
     private Row measure(LlamaEngine engine, String name, ModelConfig config, int batch, boolean preplan) {
@@ -140,14 +138,9 @@ final class PreplanBench {
         runs++;
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < batch; i++) {
-            int[] prompt = new int[CONTEXT];
-            for (int j = 0; j < CONTEXT; j++) {
-                prompt[j] = rnd.nextInt(config.vocabSize());
-            }
             String id = "preplan" + runs + "-" + i;
             ids.add(id);
-            engine.submit(new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), maxTokens(batch), 0,
-                    List.of(), true, 0));
+            engine.submit(BenchRequests.greedy(id, BenchRequests.randomPrompt(rnd, config, CONTEXT), maxTokens(batch)));
         }
         Set<String> started = new HashSet<>();
         while (started.size() < batch) {
@@ -216,10 +209,7 @@ final class PreplanBench {
 
     /** Steps once; fails on a request failure, or when {@code expected} ≥ 0 tokens were not all produced. */
     private static StepResult step(LlamaEngine engine, int expected) {
-        StepResult r = engine.step();
-        if (!r.failures().isEmpty()) {
-            throw new IllegalStateException("engine failed requests: " + r.failures());
-        }
+        StepResult r = BenchRequests.step(engine);
         if (expected >= 0 && r.tokens().size() != expected) {
             throw new IllegalStateException("decode step produced " + r.tokens().size() + " tokens for a batch of "
                     + expected);
