@@ -619,6 +619,7 @@ __device__ __forceinline__ void decode_mma_body(const __nv_bfloat16* q, PagedKv 
              const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal, \
              int windowLeft, int contextOnly, float smScale, int splits, int sliceStride, T* out,              \
              float* partialO, float* partialLse, int* splitDone) {                                             \
+        mstar::await_previous_kernel();                                                                        \
         decode_body<T, D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
                               Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, splits, sliceStride, \
                               out, partialO, partialLse, splitDone);                                           \
@@ -646,6 +647,7 @@ MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 256)
         const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal,        \
         int windowLeft, int contextOnly, float smScale, int splits, int sliceStride, __nv_bfloat16* out,            \
         float* partialO, float* partialLse, int* splitDone) {                                                     \
+        mstar::await_previous_kernel();                                                                           \
         decode_mma_body<D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
                                Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, splits, sliceStride, \
                                out, partialO, partialLse, splitDone);                                            \

@@ -120,6 +120,7 @@ __device__ __forceinline__ void prefill_body(const T* q, PagedKv kv, Mask mask, 
         NAME(const T* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,    \
              const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal, \
              int windowLeft, int contextOnly, float smScale, T* out) {                                        \
+        mstar::await_previous_kernel();                                                                       \
         prefill_body<T, D>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
                            Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);          \
     }

@@ -314,6 +314,7 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, Keys kv
         const __nv_bfloat16* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,   \
         const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal,        \
         int windowLeft, int contextOnly, float smScale, __nv_bfloat16* out) {                                       \
+        mstar::await_previous_kernel();                                                                             \
         prefill_mma_body<D, SHAPE<D>>(                                                                          \
             q, PagedKeys{PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}},          \
             Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);                                \

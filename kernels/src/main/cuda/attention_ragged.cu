@@ -163,6 +163,7 @@ __device__ __forceinline__ void ragged_body(const T* q, const T* k, const T* v, 
     extern "C" __global__ void __launch_bounds__(kRaggedThreads)                                                 \
         NAME(const T* q, const T* k, const T* v, const int* qIndptr, const int* kvIndptr, int qoHeads, int kvHeads, \
              int causalBlock, float smScale, T* out) {                                                           \
+        mstar::await_previous_kernel();                                                                          \
         ragged_body<T, D>(q, k, v, qIndptr, kvIndptr, qoHeads, kvHeads, causalBlock, smScale, out);              \
     }
 
@@ -180,6 +181,7 @@ MSTAR_RAGGED(attn_ragged_bf16_d256, __nv_bfloat16, 256)
     extern "C" __global__ void __launch_bounds__(MmaPrefillShape<D>::THREADS) attn_ragged_mma_bf16_d##D(           \
         const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const int* qIndptr,                \
         const int* kvIndptr, int qoHeads, int kvHeads, int causalBlock, float smScale, __nv_bfloat16* out) {      \
+        mstar::await_previous_kernel();                                                                           \
         prefill_mma_body<D, MmaPrefillShape<D>>(q, RaggedKeys{k, v, kvIndptr, kvHeads}, BlockMask{causalBlock},    \
                                                 qIndptr, qoHeads, smScale, out);                                   \
     }

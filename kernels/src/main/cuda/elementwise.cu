@@ -7,6 +7,7 @@ using namespace mstar;
 // NaN makes the bad row visible downstream instead of silently reading another token).
 extern "C" __global__ void embedding_gather(const void* table, int tableDt, const int* ids, void* out, int outDt,
                                             long long n, int hidden, int vocab) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, n * hidden) {
         const long long row = i / hidden;
         const int col = (int)(i - row * hidden);
@@ -18,11 +19,13 @@ extern "C" __global__ void embedding_gather(const void* table, int tableDt, cons
 
 extern "C" __global__ void add_elements(const void* a, int aDt, const void* b, int bDt, void* out, int outDt,
                                         long long n) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, n) { store_f(out, outDt, i, load_f(a, aDt, i) + load_f(b, bDt, i)); }
 }
 
 // out[r, i] = silu(gateUp[r, i]) * gateUp[r, inter + i].
 extern "C" __global__ void silu_mul(const void* gateUp, int inDt, void* out, int outDt, long long rows, int inter) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, rows * inter) {
         const long long r = i / inter;
         const long long c = i - r * inter;
@@ -35,6 +38,7 @@ extern "C" __global__ void silu_mul(const void* gateUp, int inDt, void* out, int
 // out[r, i] = gelu_tanh(gateUp[r, i]) * gateUp[r, inter + i], GELU with PyTorch's tanh approximation (Gemma).
 extern "C" __global__ void gelu_tanh_mul(const void* gateUp, int inDt, void* out, int outDt, long long rows,
                                          int inter) {
+    mstar::await_previous_kernel();
     const float k = 0.7978845608028654f;  // sqrt(2 / pi)
     MSTAR_GRID_LOOP(i, rows * inter) {
         const long long r = i / inter;
@@ -48,6 +52,7 @@ extern "C" __global__ void gelu_tanh_mul(const void* gateUp, int inDt, void* out
 
 // out = x * factor, elementwise (Gemma's embedding scale); out may be x.
 extern "C" __global__ void scale_elements(const void* x, int xDt, void* out, int outDt, long long n, float factor) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, n) { store_f(out, outDt, i, load_f(x, xDt, i) * factor); }
 }
 
@@ -55,6 +60,7 @@ extern "C" __global__ void scale_elements(const void* x, int xDt, void* out, int
 // fused projection GEMM feeds RoPE, the KV append and attention, which all want dense heads.
 extern "C" __global__ void split_qkv(const void* qkv, int inDt, void* q, int qDt, void* k, int kDt, void* v, int vDt,
                                      long long rows, int qw, int kw, int vw) {
+    mstar::await_previous_kernel();
     const int width = qw + kw + vw;
     MSTAR_GRID_LOOP(i, rows * width) {
         const long long r = i / width;
@@ -71,12 +77,14 @@ extern "C" __global__ void split_qkv(const void* qkv, int inDt, void* q, int qDt
 }
 
 extern "C" __global__ void convert_elements(const void* in, int inDt, void* out, int outDt, long long n) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, n) { store_f(out, outDt, i, load_f(in, inDt, i)); }
 }
 
 // out[r, c] = acc[r, c] + bias[c], rounding once: the GEMM accumulated into fp32 scratch first.
 extern "C" __global__ void bias_add_cast(const float* acc, const void* bias, int biasDt, void* out, int outDt,
                                          long long rows, int cols) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, rows * cols) {
         const int c = (int)(i % cols);
         const float b = bias != nullptr ? load_f(bias, biasDt, c) : 0.f;

@@ -11,6 +11,7 @@ using namespace mstar;
 // every read of x precedes the second block_sum's barriers.
 extern "C" __global__ void layer_norm(const void* x, int xDt, void* residual, int resDt, const void* weight, int wDt,
                                       const void* bias, int bDt, void* out, int outDt, int hidden, float eps) {
+    mstar::await_previous_kernel();
     __shared__ float scratch[32];
     __shared__ float invShared;
     const long long base = (long long)blockIdx.x * hidden;
@@ -43,6 +44,7 @@ extern "C" __global__ void layer_norm(const void* x, int xDt, void* residual, in
 // out = x · Φ(x), the erf GELU; normcdff keeps its relative accuracy on the negative tail, where
 // 0.5·(1 + erf(x/√2)) cancels. out may be x.
 extern "C" __global__ void gelu_exact(const void* x, int xDt, void* out, int outDt, long long n) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, n) {
         const float v = load_f(x, xDt, i);
         store_f(out, outDt, i, v * normcdff(v));
@@ -54,6 +56,7 @@ extern "C" __global__ void gelu_exact(const void* x, int xDt, void* out, int out
 // (cols has x's dtype).
 extern "C" __global__ void conv1d_im2col(const void* x, int xDt, void* cols, int frames, int channels, int kernel,
                                          int stride, int padding, long long outFrames) {
+    mstar::await_previous_kernel();
     const long long width = (long long)channels * kernel;
     MSTAR_GRID_LOOP(i, outFrames * width) {
         const long long t = i / width;

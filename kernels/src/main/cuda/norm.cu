@@ -8,6 +8,7 @@ using namespace mstar;
 // double like the CPU reference; the sum of squares is fp32 in tree order.
 extern "C" __global__ void rms_norm(const void* x, int xDt, void* residual, int resDt, const void* weight, int wDt,
                                     void* out, int outDt, int hidden, float eps) {
+    mstar::await_previous_kernel();
     __shared__ float scratch[32];
     __shared__ float invShared;
     const long long base = (long long)blockIdx.x * hidden;

@@ -7,6 +7,7 @@ using namespace mstar;
 extern "C" __global__ void kv_append(void* pool, int poolDt, const void* k, int kDt, const void* v, int vDt,
                                      const int* pageIdx, const int* offsets, int layer, int numPages, int pageSize,
                                      int tokenElems) {
+    mstar::await_previous_kernel();
     const long long i = blockIdx.x;
     const long long page = (long long)layer * numPages + pageIdx[i];
     const long long kBase = ((page * 2 + 0) * pageSize + offsets[i]) * tokenElems;
@@ -22,6 +23,7 @@ extern "C" __global__ void kv_append(void* pool, int poolDt, const void* k, int 
 // a chunk = one row). Grid: (n, layers). Chunks in one call must not overlap.
 extern "C" __global__ void chunk_copy(const char* src, long long srcLayerStride, const int* srcIdx, char* dst,
                                       long long dstLayerStride, const int* dstIdx, long long chunkBytes) {
+    mstar::await_previous_kernel();
     const int i = blockIdx.x;
     const long long layer = blockIdx.y;
     const char* s = src + layer * srcLayerStride + (srcIdx ? (long long)srcIdx[i] : i) * chunkBytes;

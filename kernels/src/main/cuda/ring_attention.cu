@@ -16,6 +16,7 @@ constexpr int kRingMaxPerLane = 8;  // head dims up to 256; CudaOps.ringAttentio
 extern "C" __global__ void __launch_bounds__(kRingWarps * 32)
     ring_attention(const void* q, int qDt, const void* ring, int ringDt, const int* qoIndptr, const int* kvIndptr,
                    const int* kvRows, void* out, int outDt, int qoHeads, int kvHeads, int headDim, float smScale) {
+    mstar::await_previous_kernel();
     const int s = blockIdx.x, h = blockIdx.y;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row = qoIndptr[s] + blockIdx.z * kRingWarps + warp;
@@ -57,6 +58,7 @@ extern "C" __global__ void __launch_bounds__(kRingWarps * 32)
 // ring[rows[i], 0] = k[i], ring[rows[i], 1] = v[i]: a frame's K and V into its session's tail rows.
 extern "C" __global__ void ring_append(const void* k, int kDt, const void* v, int vDt, void* ring, int ringDt,
                                        const int* rows, long long n, int width) {
+    mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, n * width) {
         const long long t = i / width;
         const int e = (int)(i - t * width);

@@ -24,6 +24,7 @@ __device__ __forceinline__ void rotate_heads(void* t, int dt, long long tokenBas
 
 extern "C" __global__ void rope_inplace(void* q, int qDt, void* k, int kDt, const int* posIds, const float* invFreq,
                                         int qHeads, int kHeads, int headDim, int rotaryDim, int interleave) {
+    mstar::await_previous_kernel();
     const long long tok = blockIdx.x;
     const float pos = (float)posIds[tok];
     rotate_heads(q, qDt, tok * qHeads * headDim, qHeads, headDim, rotaryDim, interleave, pos, invFreq);
@@ -38,6 +39,7 @@ extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int*
                                            void* q, int qDt, void* pool, int poolDt, const int* pageIdx,
                                            const int* offsets, int layer, int numPages, int pageSize, int qHeads,
                                            int kvHeads, int headDim, int rotaryDim, int interleave) {
+    mstar::await_previous_kernel();
     const long long tok = blockIdx.x;
     const float pos = (float)posIds[tok];
     const long long in = tok * (long long)(qHeads + 2 * kvHeads) * headDim;

@@ -198,6 +198,7 @@ __device__ void divide_row(float* p, int vocab, float by) {
 
 // out[r] = argmax(logits[r, :]), lowest index on ties. One block per row.
 extern "C" __global__ void argmax_rows(const void* logits, int dt, int* out, int vocab) {
+    mstar::await_previous_kernel();
     __shared__ float sv[32];
     __shared__ int si[32];
     const long long base = (long long)blockIdx.x * vocab;
@@ -216,6 +217,7 @@ extern "C" __global__ void __launch_bounds__(1024)
                    const float* topP, const float* minP, const float* repPenalty, const float* penaltyCounts,
                    const int* topPFirst, const int* topPMinKeep, const int* maskStopIds, const int* stopIds,
                    int numStopIds, int applyFilters) {
+    mstar::await_previous_kernel();
     __shared__ float fscratch[32];
     __shared__ int iscratch[32];
     __shared__ unsigned warpTies[32];
@@ -349,6 +351,7 @@ extern "C" __global__ void __launch_bounds__(1024)
 // ceil(vocab / 256) floats.
 extern "C" __global__ void sample_from_probs(const float* probs, const long long* seeds, const long long* offsets,
                                              int* out, int vocab) {
+    mstar::await_previous_kernel();
     extern __shared__ float blockSum[];
     const int r = blockIdx.x;
     const float* p = probs + (long long)r * vocab;
@@ -405,6 +408,7 @@ extern "C" __global__ void sample_from_probs(const float* probs, const long long
 // Structured output: logits of tokens whose bit in the row's allowed mask is clear become -inf, in place.
 // One thread per (row, token); grid (ceil(vocab / blockDim), rows).
 extern "C" __global__ void mask_logits(float* logits, const unsigned* allowed, int vocab, int words) {
+    mstar::await_previous_kernel();
     const int r = blockIdx.y;
     const int v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= vocab) return;

@@ -172,6 +172,8 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
     const int chunks = K / kSkinnyChunk;
     constexpr int kChunkVecs = kSkinnyChunk / 8;  // 16-byte vectors per row and chunk
 
+    await_previous_kernel();
+
     float acc[MT][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;

@@ -1,19 +1,11 @@
 package org.mstar.device.cuda;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-
 /**
  * A cuBLAS handle bound to one device stream, with its own workspace (cuBLAS must not allocate while a
- * CUDA graph is captured). The JNI shim ships in the kernels jar and is extracted once per JVM; it
- * dlopens libcublas.so.13, falling back to .so.12, so the library's folder must be on the loader path.
+ * CUDA graph is captured). The JNI shim ({@link NativeShim}) dlopens libcublas.so.13, falling back to .so.12,
+ * so the library's folder must be on the loader path.
  */
 final class Cublas implements AutoCloseable {
-    static final String SHIM_RESOURCE = "org/mstar/kernels/linux-x86_64/libmstar_cublas.so";
     private static final String[] LIBRARIES = {"libcublas.so.13", "libcublas.so.12"};
     static final long WORKSPACE_BYTES = 32L << 20;
 
@@ -31,10 +23,7 @@ final class Cublas implements AutoCloseable {
     /** The libcublas this JVM loaded, e.g. "libcublas.so.13". */
     static synchronized String load() {
         if (library == null) {
-            if (!"Linux".equals(System.getProperty("os.name")) || !"amd64".equals(System.getProperty("os.arch"))) {
-                throw new IllegalStateException("the cuBLAS shim is built for linux-x86_64 only");
-            }
-            System.load(extractShim().toString());
+            NativeShim.load();
             try {
                 library = CublasNative.open(LIBRARIES);
             } catch (UnsatisfiedLinkError e) {
@@ -43,22 +32,6 @@ final class Cublas implements AutoCloseable {
             }
         }
         return library;
-    }
-
-    private static Path extractShim() {
-        try (InputStream in = Cublas.class.getClassLoader().getResourceAsStream(SHIM_RESOURCE)) {
-            if (in == null) {
-                throw new IllegalStateException("This build of flink-mstar has no cuBLAS shim (" + SHIM_RESOURCE
-                        + " is not on the class path: the build found no gcc, or the mstar-kernels jar is missing)."
-                        + " Rebuild with gcc on the PATH to run on a GPU, or serve on the cpu device.");
-            }
-            Path file = Files.createTempFile("mstar_cublas", ".so");
-            file.toFile().deleteOnExit();
-            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-            return file;
-        } catch (IOException e) {
-            throw new UncheckedIOException("extracting " + SHIM_RESOURCE, e);
-        }
     }
 
     int version() {

@@ -4,7 +4,7 @@ import jcuda.NativePointerObject;
 import jcuda.Pointer;
 
 /**
- * The JNI entry points of libmstar_cublas.so (kernels/src/main/c/cublas_shim.c). Device addresses are
+ * The JNI entry points of kernels/src/main/c/cublas_shim.c in {@link NativeShim}. Device addresses are
  * read from the JCuda objects by the shim. Every call throws IllegalStateException on a cuBLAS error.
  */
 final class CublasNative {

@@ -48,6 +48,7 @@ public final class CudaDevice implements Device {
     private boolean tensorCorePrefill = true;
     private int skinnyMatmulRows = DEFAULT_SKINNY_MATMUL_ROWS;
     private boolean batchInvariant;
+    private boolean programmaticLaunch = true;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
@@ -84,7 +85,7 @@ public final class CudaDevice implements Device {
     @Override
     public CudaGraph capture(Runnable work) {
         enter();
-        return CudaGraph.capture(stream, work);
+        return CudaGraph.capture(stream, work, programmaticLaunch ? module.handle() : null);
     }
 
     /**
@@ -121,6 +122,15 @@ public final class CudaDevice implements Device {
 
     boolean tensorCorePrefill() {
         return tensorCorePrefill;
+    }
+
+    /**
+     * Whether graphs captured from now on launch the project's kernels programmatically (the default; see
+     * {@link CudaGraph}); the GPU harness switches it off to measure the one against the other. Graphs already
+     * captured keep the setting they were captured with.
+     */
+    public void setProgrammaticLaunch(boolean on) {
+        this.programmaticLaunch = on;
     }
 
     /**

@@ -47,6 +47,11 @@ final class KernelModule implements AutoCloseable {
         }
     }
 
+    /** The loaded module, for telling its kernels from other libraries' in a captured graph. */
+    CUmodule handle() {
+        return module;
+    }
+
     Kernel kernel(String name) {
         return kernels.computeIfAbsent(name, n -> {
             CUfunction f = new CUfunction();

@@ -29,7 +29,7 @@ class KernelResourcesTest {
         byte[] fatbin = resource(KernelModule.RESOURCE);
         if (fatbin != null) {
             assertThat(ByteBuffer.wrap(fatbin).order(ByteOrder.LITTLE_ENDIAN).getInt()).isEqualTo(FATBIN_MAGIC);
-            assertThat(resource(Cublas.SHIM_RESOURCE)).as("the cuBLAS shim beside the kernels")
+            assertThat(resource(NativeShim.RESOURCE)).as("the CUDA JNI shim beside the kernels")
                     .isNotNull().startsWith(0x7F, 'E', 'L', 'F');
         } else {
             assertThatThrownBy(() -> new CudaDevice(0)).isInstanceOf(IllegalStateException.class)

@@ -38,11 +38,16 @@ final class DecodeBench {
 
     /**
      * One measured shape: {@code batch} requests decoding at {@code context} tokens, graphs on or off, matmuls of
-     * up to {@code skinnyRows} rows on the skinny-matmul kernel (0: all on cuBLAS; -1: the device's setting).
+     * up to {@code skinnyRows} rows on the skinny-matmul kernel (0: all on cuBLAS; -1: the device's setting), the
+     * graphs' kernels launched programmatically or in plain stream order.
      */
-    record Case(int batch, int context, boolean graphs, int skinnyRows) {
+    record Case(int batch, int context, boolean graphs, int skinnyRows, boolean programmatic) {
         Case(int batch, int context, boolean graphs) {
-            this(batch, context, graphs, -1);
+            this(batch, context, graphs, -1, true);
+        }
+
+        Case(int batch, int context, boolean graphs, int skinnyRows) {
+            this(batch, context, graphs, skinnyRows, true);
         }
 
         /** Tokens each request may generate: through the warm-up and timed steps after its prefill. */
@@ -54,7 +59,7 @@ final class DecodeBench {
         String settings() {
             String matmul = skinnyRows < 0 ? "" : skinnyRows == 0 ? ", cuBLAS only"
                     : ", skinny matmul up to " + skinnyRows + " rows";
-            return (graphs ? "on" : "off") + matmul;
+            return (graphs ? "on" : "off") + matmul + (graphs && !programmatic ? ", plain launch" : "");
         }
     }
 
@@ -79,11 +84,21 @@ final class DecodeBench {
 
     private final Device device;
     private final long seed;
+    private final int timedSteps;
     private int runs;
 
     DecodeBench(Device device, long seed) {
+        this(device, seed, DECODE_STEPS);
+    }
+
+    /** With {@code timedSteps} (at most {@value #DECODE_STEPS}) instead: few, for a run under a kernel profiler. */
+    DecodeBench(Device device, long seed, int timedSteps) {
+        if (timedSteps < 1 || timedSteps > DECODE_STEPS) {
+            throw new IllegalArgumentException("timed steps must be 1.." + DECODE_STEPS + ", got " + timedSteps);
+        }
         this.device = device;
         this.seed = seed;
+        this.timedSteps = timedSteps;
     }
 
     /** Llama-3.2-1B's geometry: 16 layers, hidden 2048, 32/8 heads of 64, tied embeddings. */
@@ -108,11 +123,13 @@ final class DecodeBench {
         long streamed = weights.byteSize() - (weights.tiedEmbeddings() ? 0 : weights.embedding().byteSize());
         try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
             // one engine per setting (a decode graph keeps the kernels it was recorded with)
-            List<Case> settings = cases.stream().map(c -> new Case(0, 0, c.graphs, c.skinnyRows)).distinct().toList();
+            List<Case> settings = cases.stream().map(c -> new Case(0, 0, c.graphs, c.skinnyRows, c.programmatic))
+                    .distinct().toList();
             for (Case setting : settings) {
-                List<Case> withSetting = cases.stream()
-                        .filter(c -> c.graphs == setting.graphs && c.skinnyRows == setting.skinnyRows).toList();
+                List<Case> withSetting = cases.stream().filter(c -> c.graphs == setting.graphs
+                        && c.skinnyRows == setting.skinnyRows && c.programmatic == setting.programmatic).toList();
                 int restore = applySkinnyRows(setting.skinnyRows);
+                applyProgrammatic(setting.programmatic);
                 try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config),
                         options.withDecodeGraphs(setting.graphs), DType.BF16)) {
                     for (Case c : withSetting) {
@@ -123,6 +140,7 @@ final class DecodeBench {
                     }
                 } finally {
                     applySkinnyRows(restore);
+                    applyProgrammatic(true);
                 }
             }
         }
@@ -153,19 +171,19 @@ final class DecodeBench {
         }
         long growth = newBucket && before >= 0 ? memoryInUse() - before : -1;
         long start = System.nanoTime();
-        for (int i = 0; i < DECODE_STEPS; i++) {
+        for (int i = 0; i < timedSteps; i++) {
             int produced = BenchRequests.step(engine).tokens().size();
             if (produced != c.batch) {
                 throw new IllegalStateException("decode step " + i + " produced " + produced + " tokens for a batch of "
                         + c.batch);
             }
         }
-        double millis = (System.nanoTime() - start) / 1e6 / DECODE_STEPS;
+        double millis = (System.nanoTime() - start) / 1e6 / timedSteps;
         long graphBytes = newBucket ? engine.decodeGraphBytes().getOrDefault(bucket, -1L) : -1;
         ids.forEach(engine::remove);
         // keys a timed step attends per request: the prompt and every token drawn before the step (the newest is
         // appended and attended in it), averaged over the timed steps
-        double meanContext = c.context + (double) prefillTokens / c.batch + WARMUP_STEPS + (DECODE_STEPS - 1) / 2.0;
+        double meanContext = c.context + (double) prefillTokens / c.batch + WARMUP_STEPS + (timedSteps - 1) / 2.0;
         long kvBytes = (long) (c.batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes());
         return new Row(name, c, millis, streamed, kvBytes, graphBytes, growth);
     }
@@ -180,6 +198,13 @@ final class DecodeBench {
             cuda.setSkinnyMatmulRows(rows);
         }
         return before;
+    }
+
+    /** Sets whether the CUDA device's graphs launch programmatically (captured graphs keep what they had). */
+    private void applyProgrammatic(boolean on) {
+        if (device instanceof CudaDevice cuda) {
+            cuda.setProgrammaticLaunch(on);
+        }
     }
 
     private long memoryInUse() {

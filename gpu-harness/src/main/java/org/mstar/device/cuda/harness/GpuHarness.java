@@ -40,12 +40,15 @@ import org.mstar.model.frame.FrameModelConfig;
  * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
  * pre-planning off and on ({@link PreplanBench}). {@code --perf-table} replaces every performance table
  * by the rows of the one-call table ({@link PerfTable}: prefill, decode and mixed steps on both Llama geometries),
- * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --no-checks} skips the checks.
+ * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --launch-perf} adds decode steps with the
+ * graphs' kernels in plain stream order and launched programmatically. {@code --profile-decode 8B:1:512,...}
+ * runs a few decode steps of each case for a kernel profiler ({@code scripts/gpu/kernel_profile.py}).
+ * {@code --no-checks} skips the checks.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
  *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf] [--preplan-perf]
- *     [--perf-table] [--no-checks]</pre>
+ *     [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -108,6 +111,8 @@ public final class GpuHarness {
         boolean framePerf = false;
         boolean preplanPerf = false;
         boolean perfTable = false;
+        boolean launchPerf = false;
+        List<String> profiled = List.of();
         boolean runChecks = true;
         int[] engineLayers = {8, 32};
         List<String> decodeModels = List.of("8B", "1B");
@@ -129,13 +134,15 @@ public final class GpuHarness {
                 case "--frame-perf" -> framePerf = true;
                 case "--preplan-perf" -> preplanPerf = true;
                 case "--perf-table" -> perfTable = true;
+                case "--launch-perf" -> launchPerf = true;
+                case "--profile-decode" -> profiled = List.of(args[++i].split(","));
                 case "--no-checks" -> runChecks = false;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
                         .toArray();
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --no-checks)");
+                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --launch-perf, --profile-decode 8B:1:512,..., --no-checks)");
             }
         }
         Files.createDirectories(out);
@@ -272,6 +279,13 @@ public final class GpuHarness {
                 tables.append(section(PreplanBench.TITLE, () -> PreplanBench.tables(gpu, benchSeed)));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
+            for (String spec : profiled) {
+                profileDecode(gpu, seed, spec);
+            }
+            if (launchPerf) {
+                tables.append(launchTables(twin, gpu, seed));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
         }
         System.exit(allPassed ? 0 : 1);
     }
@@ -324,6 +338,52 @@ public final class GpuHarness {
                     return DecodeBench.table(rows, rate[0]);
                 }));
         return sb.toString();
+    }
+
+    /**
+     * Decode steps of one case ({@code MODEL:BATCH:CONTEXT}, model 8B or 1B) for a kernel profiler to record: the
+     * prefill, the warm-up steps and {@value #PROFILED_DECODE_STEPS} steps (a step's kernels start with the
+     * embedding gather, so the profile's last step is what follows its last gather).
+     */
+    private static void profileDecode(CudaDevice gpu, long seed, String spec) {
+        String[] p = spec.split(":");
+        if (p.length != 3 || !(p[0].equals("8B") || p[0].equals("1B"))) {
+            throw new IllegalArgumentException("--profile-decode takes MODEL:BATCH:CONTEXT with MODEL 8B or 1B, got "
+                    + spec);
+        }
+        ModelConfig config = p[0].equals("8B") ? EngineBench.llama3_8b() : DecodeBench.llama32_1b();
+        DecodeBench.Case c = new DecodeBench.Case(Integer.parseInt(p[1]), Integer.parseInt(p[2]), true);
+        DecodeBench.Row row = new DecodeBench(gpu, seed, PROFILED_DECODE_STEPS).run(p[0], config, List.of(c)).get(0);
+        System.out.printf(java.util.Locale.ROOT, "profiled decode %s: %.2f ms/step%n", spec, row.millisPerStep());
+    }
+
+    /** Engine decode steps with the graphs' kernels launched in plain stream order against programmatically. */
+    private static String launchTables(Twin twin, CudaDevice gpu, long seed) {
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        DecodeBench bench = new DecodeBench(gpu, seed);
+        sb.append(section("Engine decode, decode graphs in plain stream order against programmatic launch (bf16, "
+                + "random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
+                    List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(),
+                            launchCases(new int[][] {{1, 512}, {64, 512}, {256, 512}})));
+                    rows.addAll(bench.run("1B", DecodeBench.llama32_1b(),
+                            launchCases(new int[][] {{1, 512}, {64, 512}, {256, 512}})));
+                    return DecodeBench.table(rows, rate[0]);
+                }));
+        return sb.toString();
+    }
+
+    private static final int PROFILED_DECODE_STEPS = 2;
+
+    private static List<DecodeBench.Case> launchCases(int[][] batchAndContext) {
+        List<DecodeBench.Case> cases = new ArrayList<>();
+        for (boolean programmatic : new boolean[] {false, true}) {
+            for (int[] bc : batchAndContext) {
+                cases.add(new DecodeBench.Case(bc[0], bc[1], true, -1, programmatic));
+            }
+        }
+        return cases;
     }
 
     /**

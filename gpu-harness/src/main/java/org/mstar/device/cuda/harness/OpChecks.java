@@ -518,7 +518,7 @@ final class OpChecks {
             tw.gpu.ops().matmul(normed, proj.gpu(), null, gateUp);
             tw.gpu.ops().siluMul(gateUp, out);
         };
-        try (CudaGraph graph = CudaGraph.capture(tw.gpu.stream(), layer);
+        try (CudaGraph graph = tw.gpu.capture(layer);
              Tensor input = tw.gpu.fromFloats(tw.randomFloats(rows * hidden, 1f, dt), dt, rows, hidden)) {
             tw.gpu.copy(input, x); // new data after capture: the replay must read it
             Twin.poison(tw.gpu, out);
@@ -528,6 +528,9 @@ final class OpChecks {
             layer.run();
             results.add(new CheckResult("cudaGraph replay vs eager", shape(rows, hidden) + " norm·matmul·silu",
                     dt.toString(), relErr(tw.gpu.toFloats(out), replayed), 0, tw.median(graph::replay), "gpu eager"));
+            // programmatic launch is on by default: both edges (norm to skinny matmul, matmul to silu) are converted
+            results.add(new CheckResult("cudaGraph programmatic edges (of 2)", shape(rows, hidden) + " norm·matmul·silu",
+                    dt.toString(), Math.abs(graph.programmaticEdges() - 2), 0, 0, "count"));
         }
     }
 }

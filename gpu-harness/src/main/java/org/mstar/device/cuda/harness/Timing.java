@@ -14,7 +14,7 @@ final class Timing {
 
     /**
      * Per-call time of {@code call(i)} for i = 0..9 captured into one CUDA graph and replayed: the host's
-     * launch latency drops out, as in a model step replayed from a graph.
+     * launch latency drops out, as in a model step replayed from a graph (without programmatic launch).
      */
     static double graphedMillisPerCall(CudaDevice gpu, IntConsumer call) {
         call.accept(0); // first use (library kernel loading, workspace growth) stays out of the capture
@@ -22,7 +22,7 @@ final class Timing {
             for (int i = 0; i < CALLS_PER_GRAPH; i++) {
                 call.accept(i);
             }
-        })) {
+        }, null)) { // plain stream order: each call's own time, not overlapped with the next
             return medianMillis(gpu, graph::replay, 2, 15) / CALLS_PER_GRAPH;
         }
     }
