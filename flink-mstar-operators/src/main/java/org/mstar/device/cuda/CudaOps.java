@@ -52,6 +52,9 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     }
 
     /** A block of up to 1024 threads, one warp at least, about {@code perThread} elements per thread. */
+    /** Longest row rms_norm takes: 16 elements in each of 1024 threads' registers. */
+    private static final long MAX_NORM_HIDDEN = 16 * 1024;
+
     private static int threadsFor(long elements, int perThread) {
         long warps = (elements / perThread + 31) / 32;
         return (int) Math.max(32, Math.min(1024, warps * 32));
@@ -99,6 +102,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         if (w.numel() != hidden || o.numel() != xs.numel() || (r != null && r.numel() != xs.numel())) {
             throw new IllegalArgumentException("rmsNorm: x " + xs + ", residual " + r + ", weight " + w + ", out " + o
                     + " disagree on [rows, " + hidden + "]");
+        }
+        if (hidden > MAX_NORM_HIDDEN) {
+            throw new IllegalArgumentException("rmsNorm: rows of " + hidden + " elements; the kernel holds at most "
+                    + MAX_NORM_HIDDEN + " (kNormPerThread in norm.cu)");
         }
         kernel("rms_norm").launch(device.stream(), rows, 1, 1, threadsFor(hidden, 8), 0, new KernelArgs().tensor(xs)
                 .i32(code(xs)).tensor(r).i32(r == null ? 0 : code(r)).tensor(w).i32(code(w)).tensor(o).i32(code(o))
