@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (harness, operators, kernels with the fatbin and cuBLAS shim, Jackson, JCuda and its driver-API native library) and
+# jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, JCuda and its driver-API native library) and
 # the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
 # `bash gpu-bundle/run-harness.sh` there (docs/gpu/README.md). Needs nothing installed in ~/.m2 beforehand.
 set -euo pipefail

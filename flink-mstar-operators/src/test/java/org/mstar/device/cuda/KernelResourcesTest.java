@@ -10,7 +10,7 @@ import java.nio.ByteOrder;
 import org.junit.jupiter.api.Test;
 
 /**
- * A build with nvcc and gcc carries a real fatbin and the cuBLAS shim (no GPU needed to check); a build without
+ * A build with nvcc and gcc carries a real fatbin and the CUDA JNI shim (no GPU needed to check); a build without
  * them carries neither, and a CUDA device then refuses to start with one line saying why, before any CUDA call.
  * CI runs both builds.
  */
