@@ -118,7 +118,8 @@ static std::vector<float> check_sampling_probs(int vocab) {
         }
         expect(differ == 0, "sampling_probs elements differing", vocab, r, differ, 0);
         // a filter that keeps everything would leave the tie ranking untested
-        if (kKinds[r].topK > 1) expect(kept <= kKinds[r].topK, "top-k row keeps at most k", vocab, r, kept, kKinds[r].topK);
+        if (kKinds[r].topK > 1)
+            expect(kept <= kKinds[r].topK, "top-k row keeps at most k", vocab, r, kept, kKinds[r].topK);
     }
     const int oneHot = (int)(std::find(&want[vocab], &want[2 * (size_t)vocab], 1.f) - &want[vocab]);
     expect(oneHot < vocab && oneHot != heldArgmax, "greedy row with its argmax held back", vocab, 1, oneHot, -1);
@@ -157,8 +158,9 @@ static void check_token_block_sums(const std::vector<float>& rows, int vocab) {
     }
 }
 
-// Both sample_from_probs on the given rows, each drawn with several seeds and offsets; tokens must be equal.
-static void check_draws(const std::vector<float>& rows, int vocab, const char* what) {
+// Both sample_from_probs on the given rows, each drawn with several seeds and offsets; tokens must be equal. The
+// reference always runs with 256 threads.
+static void check_draws(const std::vector<float>& rows, int vocab, const char* what, unsigned threads = 256) {
     const int n = (int)(rows.size() / vocab), draws = 6;
     std::vector<float> probs((size_t)n * draws * vocab);
     std::vector<long long> seeds(n * draws), offsets(n * draws);
@@ -168,7 +170,8 @@ static void check_draws(const std::vector<float>& rows, int vocab, const char* w
         offsets[i] = i % 3 == 0 ? (long long)(rng() % 4096) : (long long)((((uint64_t)rng() << 32) | rng()) >> 1);
     }
     std::vector<int> got(n * draws, -7), want(n * draws, -7);
-    launch(n * draws, 256, [&] { sample_from_probs(probs.data(), seeds.data(), offsets.data(), got.data(), vocab); });
+    launch(n * draws, threads,
+           [&] { sample_from_probs(probs.data(), seeds.data(), offsets.data(), got.data(), vocab); });
     launch(n * draws, 256, [&] {
         reference::reference_sample_from_probs(probs.data(), seeds.data(), offsets.data(), want.data(), vocab);
     });
@@ -221,6 +224,7 @@ int main() {
         check_draws(edges, vocab, "sample_from_probs on edge rows, tokens differing");
     }
     check_draws(edge_rows(1000), 1000, "sample_from_probs at vocab 1000, tokens differing");
+    check_draws(edge_rows(50257), 50257, "sample_from_probs with 2 warps, tokens differing", 64);
     if (fails) {
         std::printf("sampling_checks: %d FAILED\n", fails);
         return 1;

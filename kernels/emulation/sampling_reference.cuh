@@ -1,6 +1,6 @@
 // The sampling kernels as they were before their loops were batched (kernels/src/main/cuda/sampling.cu at commit
 // 6589264), kept as the reference sampling_checks.cpp compares the current ones with bit for bit. Only change: the
-// dynamic shared memory comes from token_block_sum_smem(), as under emulation no extern __shared__ array can be declared.
+// dynamic shared memory comes from token_block_sum_smem(), as emulation cannot declare an extern __shared__ array.
 // Greedy pick, the sampling pipeline (penalty → softmax → min-p → top-k/top-p → stop ids) and the
 // canonical draw from probabilities (ProbabilitySampler + Philox, bit-exact with the CPU reference).
 #include <limits.h>

@@ -13,6 +13,8 @@ constexpr int kSampleBlock = 256;  // ProbabilitySampler.BLOCK
 // Elements per thread whose loads are issued together before any is used. A loop that loads, uses and stores one
 // element at a time waits a full memory round trip per element: the next load cannot move above the store.
 constexpr int kBatch = 8;
+// sampling_probs' first pass (all a greedy row reads) holds little besides its loads, so twice as many fit there.
+constexpr int kFirstPassBatch = 16;
 // apply_cut's chunks per pass: its ballots and ranks would not fit the 64 registers of a 1024-thread block at kBatch.
 constexpr int kCutBatch = 4;
 
@@ -247,13 +249,13 @@ __device__ __forceinline__ float* token_block_sum_smem() {
 #endif
 
 // Sums of the row's token blocks, each in token order: lane i of warp w sums token block 32 g + i for the groups
-// g = w, w + kSumWarps, ... (a thread reading its own block alone would make each warp load touch 32 lines).
+// g = w, w + sumWarps, ... (a thread reading its own block alone would make each warp load touch 32 lines).
 // The warp reads 32 floats of each of its 32 blocks coalesced, 64 loads in flight per lane, and passes them
 // through its tile (padded, so neither the writes nor the reads conflict) so that every lane gets its own block's.
 __device__ void token_block_sums(const float* __restrict__ p, int vocab, int blocks, float* blockSum,
                                  float (*tile)[33]) {
-    const int lane = threadIdx.x & 31;
-    for (int g = threadIdx.x >> 5; g * 32 < blocks; g += kSumWarps) {
+    const int lane = threadIdx.x & 31, sumWarps = min((int)blockDim.x >> 5, kSumWarps);
+    for (int g = threadIdx.x >> 5; g * 32 < blocks; g += sumWarps) {
         const int firstBlock = g * 32;
         const int start = (firstBlock + lane) * kSampleBlock, end = min(vocab, start + kSampleBlock);
         float s = 0.f;
@@ -386,16 +388,16 @@ extern "C" __global__ void __launch_bounds__(1024)
     float best = -INFINITY;
     int bestIdx = INT_MAX;
     const int stride = blockDim.x;
-    for (int v0 = threadIdx.x; v0 < vocab; v0 += kBatch * stride) {
-        float x[kBatch], n[kBatch];
+    for (int v0 = threadIdx.x; v0 < vocab; v0 += kFirstPassBatch * stride) {
+        float x[kFirstPassBatch], n[kFirstPassBatch];
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
+        for (int u = 0; u < kFirstPassBatch; ++u) {
             const int v = v0 + u * stride;
             x[u] = v < vocab ? l[v] : 0.f;
             n[u] = counts != nullptr && v < vocab ? counts[v] : 0.f;
         }
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
+        for (int u = 0; u < kFirstPassBatch; ++u) {
             const int v = v0 + u * stride;
             if (v >= vocab) break;
             if (n[u] > 0.f) {
