@@ -1,5 +1,5 @@
 // Host emulation of the few CUDA built-ins the kernels under test use: blocks run one at a time, each CUDA thread
-// is a std::thread, __syncthreads is a barrier over the block and a warp shuffle exchanges through a buffer
+// is a std::thread, __syncthreads is a barrier over the block and a warp shuffle or vote exchanges through a buffer
 // between two barriers over the warp. Math functions are the host's (normcdff through erfcf).
 #pragma once
 #include <barrier>
@@ -28,6 +28,45 @@ inline float __shfl_xor_sync(unsigned, float v, int o) {
     g_warp_barriers[w]->arrive_and_wait();
     return r;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
+// Shuffles and votes of other types exchange through a 64-bit buffer, as the float shuffle does through its own.
+inline uint64_t g_warp_buf64[1024];
+template <class T> inline T exchange_in_warp(T v, int srcLane) {
+    static_assert(sizeof(T) <= 8);
+    const int t = threadIdx.x, w = t / 32;
+    std::memcpy(&g_warp_buf64[t], &v, sizeof(T));
+    g_warp_barriers[w]->arrive_and_wait();
+    T r;
+    std::memcpy(&r, &g_warp_buf64[w * 32 + srcLane], sizeof(T));
+    g_warp_barriers[w]->arrive_and_wait();
+    return r;
+}
+inline int __shfl_xor_sync(unsigned, int v, int o) { return exchange_in_warp(v, (threadIdx.x % 32) ^ o); }
+inline unsigned long long __shfl_xor_sync(unsigned, unsigned long long v, int o) {
+    return exchange_in_warp(v, (threadIdx.x % 32) ^ o);
+}
+inline int __shfl_sync(unsigned, int v, int srcLane) { return exchange_in_warp(v, srcLane); }
+inline unsigned __ballot_sync(unsigned, bool pred) {
+    const int t = threadIdx.x, w = t / 32;
+    g_warp_buf64[t] = pred;
+    g_warp_barriers[w]->arrive_and_wait();
+    unsigned bits = 0;
+    for (int l = 0; l < 32; l++) bits |= (unsigned)g_warp_buf64[w * 32 + l] << l;
+    g_warp_barriers[w]->arrive_and_wait();
+    return bits;
+}
+inline int __syncthreads_or(int pred) {
+    g_warp_buf64[threadIdx.x] = pred != 0;
+    __syncthreads();
+    int any = 0;
+    for (unsigned t = 0; t < blockDim.x; t++) any |= (int)g_warp_buf64[t];
+    __syncthreads();
+    return any;
+}
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((uint64_t)a * b) >> 32); }
+inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 template <class T> inline T __ldcs(const T* p) { return *p; }
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }

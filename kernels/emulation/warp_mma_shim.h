@@ -11,7 +11,6 @@
 alignas(16) inline unsigned char g_dynamic_smem[232448];
 inline std::vector<std::array<uint32_t, 6>> g_warp_operands(1024);
 
-inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
 inline void __threadfence() {}
 inline int atomicAdd(int* p, int v) {  // blocks run one at a time, and only thread 0 counts
     const int old = *p;

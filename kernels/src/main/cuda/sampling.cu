@@ -10,6 +10,34 @@ namespace {
 
 constexpr int kSampleBlock = 256;  // ProbabilitySampler.BLOCK
 
+// Elements per thread whose loads are issued together before any is used. A loop that loads, uses and stores one
+// element at a time waits a full memory round trip per element: the next load cannot move above the store.
+constexpr int kBatch = 8;
+// sampling_probs' first pass (all a greedy row reads) holds little besides its loads, so twice as many fit there.
+constexpr int kFirstPassBatch = 16;
+// apply_cut's chunks per pass: its ballots and ranks would not fit the 64 registers of a 1024-thread block at kBatch.
+constexpr int kCutBatch = 4;
+
+// Calls body(v, x) with x = src[v] for this thread's elements v = threadIdx.x + i * blockDim.x, in increasing v
+// (so per-thread sums keep their order). body may store to src[v].
+template <class Body>
+__device__ __forceinline__ void for_each_strided(const float* src, int vocab, Body body) {
+    const int stride = blockDim.x;
+    for (int v0 = threadIdx.x; v0 < vocab; v0 += kBatch * stride) {
+        float x[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            const int v = v0 + u * stride;
+            x[u] = v < vocab ? src[v] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+            const int v = v0 + u * stride;
+            if (v < vocab) body(v, x[u]);
+        }
+    }
+}
+
 __device__ __forceinline__ void arg_better(float& bv, int& bi, float v, int i) {
     if (v > bv || (v == bv && i < bi)) {
         bv = v;
@@ -99,13 +127,12 @@ __device__ CountMass block_count_mass(CountMass v, unsigned long long* scratch) 
 // Count and mass of the elements whose bit pattern is >= t (non-negative floats order like their bits).
 __device__ CountMass count_mass_at_least(const float* p, int vocab, uint32_t t, unsigned long long* scratch) {
     CountMass cm{0, 0};
-    for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
-        const float q = p[v];
+    for_each_strided(p, vocab, [&](int, float q) {
         if (__float_as_uint(q) >= t) {
             cm.count++;
             cm.mass += fixed_mass(q);
         }
-    }
+    });
     return block_count_mass(cm, scratch);
 }
 
@@ -154,34 +181,48 @@ __device__ Cut cut_by_mass(const float* p, int vocab, unsigned long long target,
 __device__ __forceinline__ unsigned long long cut_size(const Cut& c) { return c.countAbove + c.need; }
 
 // Zeroes everything outside the cut; returns the kept sum (fp32) and whether any nonzero element went.
-// Ties are ranked by index with a block-wide scan over consecutive chunks of blockDim elements.
+// Ties are ranked by index with a block-wide scan over consecutive chunks of blockDim elements, kCutBatch chunks per
+// pass so their loads are in flight together. warpTies holds kCutBatch * 32 counts.
 __device__ float apply_cut(float* p, int vocab, const Cut& c, float* fscratch, unsigned* warpTies, bool& removed) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    const int stride = blockDim.x;
     float kept = 0.f;
     bool dropped = false;
     unsigned long long tiesBefore = 0;
-    for (int chunk = 0; chunk < vocab; chunk += blockDim.x) {
-        const int v = chunk + threadIdx.x;
-        const float q = v < vocab ? p[v] : 0.f;
-        const uint32_t bits = __float_as_uint(q);
-        const bool tie = v < vocab && bits == c.t;
-        const unsigned ballot = __ballot_sync(0xffffffffu, tie);
-        if (lane == 0) warpTies[warp] = __popc(ballot);
+    for (int chunk0 = 0; chunk0 < vocab; chunk0 += kCutBatch * stride) {
+        float q[kCutBatch];
+        unsigned ballot[kCutBatch];
+#pragma unroll
+        for (int u = 0; u < kCutBatch; ++u) {
+            const int v = chunk0 + u * stride + threadIdx.x;
+            q[u] = v < vocab ? p[v] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < kCutBatch; ++u) {
+            const int v = chunk0 + u * stride + threadIdx.x;
+            ballot[u] = __ballot_sync(0xffffffffu, v < vocab && __float_as_uint(q[u]) == c.t);
+            if (lane == 0) warpTies[u * 32 + warp] = __popc(ballot[u]);
+        }
         __syncthreads();
-        unsigned long long rank = tiesBefore + __popc(ballot & ((1u << lane) - 1u));
-        unsigned chunkTies = 0;
-        for (int w = 0; w < warps; ++w) {
-            if (w < warp) rank += warpTies[w];
-            chunkTies += warpTies[w];
+#pragma unroll
+        for (int u = 0; u < kCutBatch; ++u) {
+            const int v = chunk0 + u * stride + threadIdx.x;
+            unsigned long long rank = tiesBefore + __popc(ballot[u] & ((1u << lane) - 1u));
+            unsigned chunkTies = 0;
+            for (int w = 0; w < warps; ++w) {
+                if (w < warp) rank += warpTies[u * 32 + w];
+                chunkTies += warpTies[u * 32 + w];
+            }
+            if (v < vocab) {
+                const uint32_t bits = __float_as_uint(q[u]);
+                const bool keep = bits > c.t || (bits == c.t && rank < c.need);
+                dropped |= !keep && q[u] > 0.f;
+                const float out = keep ? q[u] : 0.f;
+                p[v] = out;
+                kept += out;
+            }
+            tiesBefore += chunkTies;
         }
-        if (v < vocab) {
-            const bool keep = bits > c.t || (tie && rank < c.need);
-            dropped |= !keep && q > 0.f;
-            const float out = keep ? q : 0.f;
-            p[v] = out;
-            kept += out;
-        }
-        tiesBefore += chunkTies;
         __syncthreads();
     }
     removed = __syncthreads_or(dropped) != 0;
@@ -191,7 +232,116 @@ __device__ float apply_cut(float* p, int vocab, const Cut& c, float* fscratch, u
 // A row whose mass is all gone stays zero rather than becoming NaN.
 __device__ void divide_row(float* p, int vocab, float by) {
     if (by <= 0.f) return;
-    for (int v = threadIdx.x; v < vocab; v += blockDim.x) p[v] = p[v] / by;
+    for_each_strided(p, vocab, [&](int v, float x) { p[v] = x / by; });
+}
+
+// sample_from_probs: the warps that sum token blocks (all of a 256-thread block; further warps leave it to these),
+// and how many values one thread loads ahead of its sequential adds.
+constexpr int kSumWarps = 8;
+constexpr int kScan = 16;
+
+#ifndef MSTAR_HOST_EMULATION  // kernels/emulation provides the host version
+// sample_from_probs' dynamic shared memory: the sums of the row's token blocks.
+__device__ __forceinline__ float* token_block_sum_smem() {
+    extern __shared__ float blockSum[];
+    return blockSum;
+}
+#endif
+
+// Sums of the row's token blocks, each in token order: lane i of warp w sums token block 32 g + i for the groups
+// g = w, w + sumWarps, ... (a thread reading its own block alone would make each warp load touch 32 lines).
+// The warp reads 32 floats of each of its 32 blocks coalesced, 64 loads in flight per lane, and passes them
+// through its tile (padded, so neither the writes nor the reads conflict) so that every lane gets its own block's.
+__device__ void token_block_sums(const float* __restrict__ p, int vocab, int blocks, float* blockSum,
+                                 float (*tile)[33]) {
+    const int lane = threadIdx.x & 31, sumWarps = min((int)blockDim.x >> 5, kSumWarps);
+    for (int g = threadIdx.x >> 5; g * 32 < blocks; g += sumWarps) {
+        const int firstBlock = g * 32;
+        const int start = (firstBlock + lane) * kSampleBlock, end = min(vocab, start + kSampleBlock);
+        float s = 0.f;
+        for (int c0 = 0; c0 < kSampleBlock; c0 += 64) {
+            float x[2][32];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                for (int j = 0; j < 32; ++j) {
+                    const int idx = (firstBlock + j) * kSampleBlock + c0 + h * 32 + lane;
+                    x[h][j] = idx < vocab ? p[idx] : 0.f;
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                for (int j = 0; j < 32; ++j) tile[j][lane] = x[h][j];
+                __syncwarp();
+                const int from = start + c0 + h * 32;
+#pragma unroll
+                for (int i = 0; i < 32; ++i) {
+                    if (from + i < end) s += tile[lane][i];
+                }
+                __syncwarp();
+            }
+        }
+        if (firstBlock + lane < blocks) blockSum[firstBlock + lane] = s;
+    }
+}
+
+// s + v[0] + ... + v[n - 1], added in index order.
+__device__ float sum_in_order(const float* v, int n, float s) {
+    for (int i0 = 0; i0 < n; i0 += kScan) {
+        float x[kScan];
+#pragma unroll
+        for (int k = 0; k < kScan; ++k) x[k] = i0 + k < n ? v[i0 + k] : 0.f;
+#pragma unroll
+        for (int k = 0; k < kScan; ++k) {
+            if (i0 + k < n) s += x[k];
+        }
+    }
+    return s;
+}
+
+// The first nonempty token block at which the running sum of the block sums passes target, else the last
+// nonempty one, else -1; cum becomes the sum of the blocks before it.
+__device__ int pick_block(const float* blockSum, int blocks, float target, float& cum) {
+    cum = 0.f;
+    int lastNonEmpty = -1;
+    for (int b0 = 0; b0 < blocks; b0 += kScan) {
+        float x[kScan];
+#pragma unroll
+        for (int k = 0; k < kScan; ++k) x[k] = b0 + k < blocks ? blockSum[b0 + k] : 0.f;
+#pragma unroll
+        for (int k = 0; k < kScan; ++k) {
+            if (b0 + k >= blocks) break;
+            if (x[k] > 0.f) {
+                lastNonEmpty = b0 + k;
+                if (cum + x[k] > target) return b0 + k;
+            }
+            cum += x[k];
+        }
+    }
+    if (lastNonEmpty >= 0) cum = sum_in_order(blockSum, lastNonEmpty, 0.f);
+    return lastNonEmpty;
+}
+
+// Inside the chosen block (q: its n probabilities, token ids from first): the first positive token at which the
+// running sum from c passes target, else the last positive one.
+__device__ int pick_token(const float* q, int n, int first, float c, float target) {
+    int lastPositive = -1;
+    for (int i0 = 0; i0 < n; i0 += kScan) {
+        float x[kScan];
+#pragma unroll
+        for (int k = 0; k < kScan; ++k) x[k] = i0 + k < n ? q[i0 + k] : 0.f;
+#pragma unroll
+        for (int k = 0; k < kScan; ++k) {
+            if (i0 + k >= n) break;
+            c += x[k];
+            if (x[k] > 0.f) {
+                lastPositive = first + i0 + k;
+                if (c > target) return lastPositive;
+            }
+        }
+    }
+    return lastPositive;
 }
 
 }  // namespace
@@ -220,7 +370,7 @@ extern "C" __global__ void __launch_bounds__(1024)
     mstar::await_previous_kernel();
     __shared__ float fscratch[32];
     __shared__ int iscratch[32];
-    __shared__ unsigned warpTies[32];
+    __shared__ unsigned warpTies[kCutBatch * 32];
     __shared__ unsigned long long cmScratch[64];
     const int r = blockIdx.x;
     const long long base = (long long)r * vocab;
@@ -233,24 +383,34 @@ extern "C" __global__ void __launch_bounds__(1024)
     // A greedy row whose stop ids are held back takes its argmax among the other tokens: masking the
     // one-hot afterwards would leave it no mass at all.
     const bool greedyMasked = temp == 0.f && maskStopIds != nullptr && maskStopIds[r] != 0 && stopIds != nullptr;
-    // 1. repetition penalty; the penalised logits stay in p.
+    // 1. repetition penalty; the penalised logits stay in p (a greedy row only needs their argmax: its p becomes
+    // the one-hot).
     float best = -INFINITY;
     int bestIdx = INT_MAX;
-    for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
-        float x = l[v];
-        if (counts != nullptr) {
-            const float n = counts[v];
-            if (n > 0.f) {
-                const float f = n == 1.f ? pen : powf(pen, n);
-                x = x > 0.f ? x / f : x * f;
+    const int stride = blockDim.x;
+    for (int v0 = threadIdx.x; v0 < vocab; v0 += kFirstPassBatch * stride) {
+        float x[kFirstPassBatch], n[kFirstPassBatch];
+#pragma unroll
+        for (int u = 0; u < kFirstPassBatch; ++u) {
+            const int v = v0 + u * stride;
+            x[u] = v < vocab ? l[v] : 0.f;
+            n[u] = counts != nullptr && v < vocab ? counts[v] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < kFirstPassBatch; ++u) {
+            const int v = v0 + u * stride;
+            if (v >= vocab) break;
+            if (n[u] > 0.f) {
+                const float f = n[u] == 1.f ? pen : powf(pen, n[u]);
+                x[u] = x[u] > 0.f ? x[u] / f : x[u] * f;
             }
+            if (temp != 0.f) p[v] = x[u];
+            bool held = false;
+            if (greedyMasked) {
+                for (int j = 0; j < numStopIds; ++j) held |= stopIds[j] == v;
+            }
+            if (!held) arg_better(best, bestIdx, x[u], v);
         }
-        p[v] = x;
-        bool held = false;
-        if (greedyMasked) {
-            for (int j = 0; j < numStopIds; ++j) held |= stopIds[j] == v;
-        }
-        if (!held) arg_better(best, bestIdx, x, v);
     }
     block_argmax(best, bestIdx, fscratch, iscratch);
 
@@ -261,18 +421,18 @@ extern "C" __global__ void __launch_bounds__(1024)
         // 2. softmax(l / T); dividing by T > 0 is monotone, so max(l / T) = max(l) / T.
         const float m = best / temp;
         float sum = 0.f;
-        for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
-            const float e = expf(p[v] / temp - m);
+        for_each_strided(p, vocab, [&](int v, float x) {
+            const float e = expf(x / temp - m);
             p[v] = e;
             sum += e;
-        }
+        });
         sum = block_sum(sum, fscratch);
         float pmax = 0.f;
-        for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
-            const float q = p[v] / sum;
+        for_each_strided(p, vocab, [&](int v, float x) {
+            const float q = x / sum;
             p[v] = q;
             pmax = fmaxf(pmax, q);
-        }
+        });
         // 3. min-p against the largest probability, then renormalise.
         const float mp = minP != nullptr ? minP[r] : 0.f;
         if (mp > 0.f) {
@@ -280,15 +440,14 @@ extern "C" __global__ void __launch_bounds__(1024)
             const float floor = mp * pmax;
             float kept = 0.f;
             bool dropped = false;
-            for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
-                float q = p[v];
+            for_each_strided(p, vocab, [&](int v, float q) {
                 if (q > 0.f && q < floor) {
                     q = 0.f;
                     dropped = true;
                 }
                 p[v] = q;
                 kept += q;
-            }
+            });
             kept = block_sum(kept, fscratch);
             // A filter that removes nothing leaves the row bit for bit, as on the CPU.
             if (__syncthreads_or(dropped)) divide_row(p, vocab, kept);
@@ -348,61 +507,42 @@ extern "C" __global__ void __launch_bounds__(1024)
 // Step 7, one row per block: the ProbabilitySampler rule with u from Philox(seeds[r], offsets[r]).
 // Block sums (256 tokens each, summed sequentially) go to shared memory; one thread then follows the
 // exact sequential rule so every fp32 addition happens in the CPU's order. Dynamic shared memory:
-// ceil(vocab / 256) floats.
-extern "C" __global__ void sample_from_probs(const float* probs, const long long* seeds, const long long* offsets,
-                                             int* out, int vocab) {
+// ceil(vocab / 256) floats. blockDim is a multiple of 32 (256 from CudaOps).
+extern "C" __global__ void sample_from_probs(const float* __restrict__ probs, const long long* seeds,
+                                             const long long* offsets, int* out, int vocab) {
     mstar::await_previous_kernel();
-    extern __shared__ float blockSum[];
+    __shared__ float tiles[kSumWarps][32][33];
+    __shared__ float chosenBlock[kSampleBlock];
+    float* blockSum = token_block_sum_smem();
     const int r = blockIdx.x;
     const float* p = probs + (long long)r * vocab;
     const int blocks = (vocab + kSampleBlock - 1) / kSampleBlock;
-    for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
-        const int end = min(vocab, (b + 1) * kSampleBlock);
-        float s = 0.f;
-        for (int i = b * kSampleBlock; i < end; ++i) s += p[i];
-        blockSum[b] = s;
-    }
+    if (threadIdx.x < kSumWarps * 32) token_block_sums(p, vocab, blocks, blockSum, tiles[threadIdx.x >> 5]);
     __syncthreads();
-    if (threadIdx.x != 0) return;
+    if (threadIdx.x >= 32) return;
 
-    const float u = (float)(philox_first((uint64_t)seeds[r], (uint64_t)offsets[r]) >> 8) * 0x1p-24f;
-    float total = 0.f;
-    for (int b = 0; b < blocks; ++b) total += blockSum[b];
-    const float target = u * total;
-    float cum = 0.f;
-    int chosen = -1, lastNonEmpty = -1;
-    for (int b = 0; b < blocks; ++b) {
-        if (blockSum[b] > 0.f) lastNonEmpty = b;
-        if (cum + blockSum[b] > target && blockSum[b] > 0.f) {
-            chosen = b;
-            break;
-        }
-        cum += blockSum[b];
+    // Lane 0 follows the rule; warp 0 stages the chosen token block for it in one coalesced read.
+    const int lane = threadIdx.x;
+    int chosen = -1;
+    float cum = 0.f, target = 0.f;
+    if (lane == 0) {
+        const float u = (float)(philox_first((uint64_t)seeds[r], (uint64_t)offsets[r]) >> 8) * 0x1p-24f;
+        target = u * sum_in_order(blockSum, blocks, 0.f);
+        chosen = pick_block(blockSum, blocks, target, cum);
     }
+    chosen = __shfl_sync(0xffffffffu, chosen, 0);
     if (chosen < 0) {
-        if (lastNonEmpty < 0) {
-            out[r] = 0;
-            return;
-        }
-        chosen = lastNonEmpty;
-        cum = 0.f;
-        for (int b = 0; b < chosen; ++b) cum += blockSum[b];
+        if (lane == 0) out[r] = 0;
+        return;
     }
-    const int end = min(vocab, (chosen + 1) * kSampleBlock);
-    int lastPositive = -1;
-    float c = cum;
-    for (int i = chosen * kSampleBlock; i < end; ++i) {
-        const float q = p[i];
-        c += q;
-        if (q > 0.f) {
-            lastPositive = i;
-            if (c > target) {
-                out[r] = i;
-                return;
-            }
-        }
-    }
-    out[r] = lastPositive;
+    const int first = chosen * kSampleBlock, n = min(vocab - first, kSampleBlock);
+    float x[kSampleBlock / 32];
+#pragma unroll
+    for (int k = 0; k < kSampleBlock / 32; ++k) x[k] = k * 32 + lane < n ? p[first + k * 32 + lane] : 0.f;
+#pragma unroll
+    for (int k = 0; k < kSampleBlock / 32; ++k) chosenBlock[k * 32 + lane] = x[k];
+    __syncwarp();
+    if (lane == 0) out[r] = pick_token(chosenBlock, n, first, cum, target);
 }
 
 // Structured output: logits of tokens whose bit in the row's allowed mask is clear become -inf, in place.
