@@ -31,8 +31,6 @@ extern "C" __global__ void rope_inplace(void* q, int qDt, void* k, int kDt, cons
     if (k != nullptr) rotate_heads(k, kDt, tok * kHeads * headDim, kHeads, headDim, rotaryDim, interleave, pos, invFreq);
 }
 
-constexpr int kRopeBatch = 4;  // rotary pairs a thread of qkv_rope_append loads before it stores
-
 // splitQkv → rope_inplace → kv_append of one layer in one pass; one block per token. Matches the unfused
 // sequence bit for bit: q is rounded to its dtype before rotating (as the split stores it), rotated k is
 // rounded to qkv's dtype (the unfused k buffer) before the pool's, and v is copied. Dims past rotaryDim
@@ -51,42 +49,25 @@ extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int*
     const long long kOut = ((page * 2 + 0) * pageSize + offsets[tok]) * tokenElems;
     const long long vOut = kOut + (long long)pageSize * tokenElems;
     const int half = rotaryDim / 2;
-    // heads 0..qHeads-1 are q, the next kvHeads are k (contiguous in qkv). A thread loads kRopeBatch pairs before
-    // it stores any: q, qkv and the pool do not overlap, but a load the compiler must keep behind a store costs a
-    // memory round trip per pair.
-    const int pairs = (qHeads + kvHeads) * half;
-    for (int w0 = threadIdx.x; w0 < pairs; w0 += kRopeBatch * blockDim.x) {
-        float x1[kRopeBatch], x2[kRopeBatch], sn[kRopeBatch], cs[kRopeBatch];
-#pragma unroll
-        for (int b = 0; b < kRopeBatch; ++b) {
-            const int w = w0 + b * blockDim.x;
-            if (w < pairs) {
-                const int h = w / half, i = w - h * half;
-                const long long src = in + (long long)h * headDim;
-                x1[b] = load_f(qkv, inDt, src + (interleave ? 2 * i : i));
-                x2[b] = load_f(qkv, inDt, src + (interleave ? 2 * i + 1 : i + half));
-                sincosf(pos * invFreq[i], &sn[b], &cs[b]);
-            }
-        }
-#pragma unroll
-        for (int b = 0; b < kRopeBatch; ++b) {
-            const int w = w0 + b * blockDim.x;
-            if (w < pairs) {
-                const int h = w / half, i = w - h * half;
-                const int c1 = interleave ? 2 * i : i;
-                const int c2 = interleave ? 2 * i + 1 : i + half;
-                const float s = sn[b], c = cs[b];
-                if (h < qHeads) {
-                    const float a1 = round_to(qDt, x1[b]), a2 = round_to(qDt, x2[b]);
-                    const long long dst = qOut + (long long)h * headDim;
-                    store_f(q, qDt, dst + c1, a1 * c - a2 * s);
-                    store_f(q, qDt, dst + c2, a2 * c + a1 * s);
-                } else {
-                    const long long dst = kOut + (long long)(h - qHeads) * headDim;
-                    store_f(pool, poolDt, dst + c1, round_to(inDt, x1[b] * c - x2[b] * s));
-                    store_f(pool, poolDt, dst + c2, round_to(inDt, x2[b] * c + x1[b] * s));
-                }
-            }
+    // heads 0..qHeads-1 are q, the next kvHeads are k (contiguous in qkv)
+    for (int w = threadIdx.x; w < (qHeads + kvHeads) * half; w += blockDim.x) {
+        const int h = w / half, i = w - h * half;
+        const int c1 = interleave ? 2 * i : i;
+        const int c2 = interleave ? 2 * i + 1 : i + half;
+        const long long src = in + (long long)h * headDim;
+        float s, c;
+        sincosf(pos * invFreq[i], &s, &c);
+        if (h < qHeads) {
+            const float x1 = round_to(qDt, load_f(qkv, inDt, src + c1));
+            const float x2 = round_to(qDt, load_f(qkv, inDt, src + c2));
+            const long long dst = qOut + (long long)h * headDim;
+            store_f(q, qDt, dst + c1, x1 * c - x2 * s);
+            store_f(q, qDt, dst + c2, x2 * c + x1 * s);
+        } else {
+            const float x1 = load_f(qkv, inDt, src + c1), x2 = load_f(qkv, inDt, src + c2);
+            const long long dst = kOut + (long long)(h - qHeads) * headDim;
+            store_f(pool, poolDt, dst + c1, round_to(inDt, x1 * c - x2 * s));
+            store_f(pool, poolDt, dst + c2, round_to(inDt, x2 * c + x1 * s));
         }
     }
     const int pass = headDim - rotaryDim;

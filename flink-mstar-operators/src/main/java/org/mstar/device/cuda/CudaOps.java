@@ -51,10 +51,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         return Math.toIntExact(x.numel() / width);
     }
 
-    /** A block of up to 1024 threads, one warp at least, about {@code perThread} elements per thread. */
-    /** Longest row rms_norm takes: 16 elements in each of 1024 threads' registers. */
-    private static final long MAX_NORM_HIDDEN = 16 * 1024;
+    /** Longest row rms_norm takes: 8 elements in each of 1024 threads' registers (Llama-3-70B's hidden size). */
+    private static final long MAX_NORM_HIDDEN = 8 * 1024;
 
+    /** A block of up to 1024 threads, one warp at least, about {@code perThread} elements per thread. */
     private static int threadsFor(long elements, int perThread) {
         long warps = (elements / perThread + 31) / 32;
         return (int) Math.max(32, Math.min(1024, warps * 32));
