@@ -55,6 +55,10 @@ public final class GpuHarness {
     private static final double PEAK_TB_PER_S = 4.3;
     /** {prompt tokens, prompts} of the prefill tables: 8192 tokens per step below 16k. */
     private static final int[][] PREFILL_CASES = {{512, 16}, {2048, 4}, {16384, 1}};
+    /** Decode steps a {@code --profile-decode} case runs after its warm-up. */
+    private static final int PROFILED_DECODE_STEPS = 2;
+    /** {batch, context} of the launch table's rows, on both geometries. */
+    private static final int[][] LAUNCH_ROWS = {{1, 512}, {16, 512}, {64, 512}, {256, 512}};
     /** Decode rows on Llama-3-8B geometry (graphed, then batch 256 eagerly: no graph bucket before 2026-12-02). */
     private static final List<DecodeBench.Case> DECODE_8B = List.of(
             new DecodeBench.Case(1, 512, true), new DecodeBench.Case(16, 512, true), new DecodeBench.Case(64, 512, true),
@@ -366,15 +370,12 @@ public final class GpuHarness {
         sb.append(section("Engine decode, decode graphs in plain stream order against programmatic launch (bf16, "
                 + "random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
                     List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(),
-                            launchCases(new int[][] {{1, 512}, {64, 512}, {256, 512}})));
-                    rows.addAll(bench.run("1B", DecodeBench.llama32_1b(),
-                            launchCases(new int[][] {{1, 512}, {64, 512}, {256, 512}})));
+                            launchCases(LAUNCH_ROWS)));
+                    rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), launchCases(LAUNCH_ROWS)));
                     return DecodeBench.table(rows, rate[0]);
                 }));
         return sb.toString();
     }
-
-    private static final int PROFILED_DECODE_STEPS = 2;
 
     private static List<DecodeBench.Case> launchCases(int[][] batchAndContext) {
         List<DecodeBench.Case> cases = new ArrayList<>();
