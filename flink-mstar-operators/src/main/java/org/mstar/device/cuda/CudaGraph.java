@@ -22,7 +22,7 @@ import org.mstar.device.DeviceGraph;
  *
  * <p>With programmatic launch, the edges into the project's own kernels become programmatic before the graph is
  * instantiated: such a kernel is scheduled while the kernel before it finishes, and waits for it on the device
- * (every kernel of the module starts with that wait), so its launch and weight prefetch overlap the other's tail.
+ * (every kernel of the module starts with that wait), so its launch overlaps the other's tail.
  */
 public final class CudaGraph implements DeviceGraph {
     private final CudaStream stream;
@@ -57,8 +57,13 @@ public final class CudaGraph implements DeviceGraph {
         }
         check(ended, "cuStreamEndCapture");
         if (programmaticFor != null) {
-            GraphNative.load();
-            g.programmaticEdges = GraphNative.programmaticEdges(g.graph, programmaticFor);
+            try {
+                GraphNative.load();
+                g.programmaticEdges = GraphNative.programmaticEdges(g.graph, programmaticFor);
+            } catch (RuntimeException e) {
+                cuGraphDestroy(g.graph);
+                throw e;
+            }
         }
         check(cuGraphInstantiate(g.exec, g.graph, 0L), "cuGraphInstantiate");
         return g;
