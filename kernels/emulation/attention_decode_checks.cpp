@@ -6,12 +6,6 @@
 // hand; it says nothing about speed or the GPU's memory model. Run: ./run.sh
 #define MSTAR_HOST_EMULATION
 #include "warp_mma_shim.h"
-// every __shared__ array is shared by the threads of the one block that runs at a time
-#undef __global__
-#define __global__
-#undef __shared__
-#define __shared__ static
-#define __launch_bounds__(...)
 using std::max;
 using std::min;
 #include <vector_functions.h>

@@ -84,3 +84,11 @@ template <class F> void launch(unsigned grid, unsigned block, F kernel) {
         for (auto& th : ts) th.join();
     }
 }
+
+// The kernel sources are then compiled as host code: kernels are plain functions, and every __shared__ array is shared
+// by the threads of the one block that runs at a time.
+#undef __global__
+#define __global__
+#undef __shared__
+#define __shared__ static
+#define __launch_bounds__(...)

@@ -2,11 +2,6 @@
 // is compared with a plain loop. It checks indexing, control flow and roundings where no GPU is at hand; it says
 // nothing about speed or the GPU's memory model. Run: ./run.sh
 #include "cuda_host_shim.h"
-// every __shared__ array is shared by the threads of the one block that runs at a time
-#undef __global__
-#define __global__
-#undef __shared__
-#define __shared__ static
 #include "common.cuh"
 #include "encoder.cu"
 #include <cstdio>

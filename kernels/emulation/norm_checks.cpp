@@ -4,11 +4,6 @@
 // its scalar path must give the per-element formula bit for bit. Launch shapes as CudaOps gives them. It says
 // nothing about speed or the GPU's memory model. Run: ./run.sh norm_checks
 #include "cuda_host_shim.h"
-// every __shared__ array is shared by the threads of the one block that runs at a time
-#undef __global__
-#define __global__
-#undef __shared__
-#define __shared__ static
 #include "common.cuh"
 #include "elementwise.cu"
 #include "norm.cu"

@@ -5,12 +5,6 @@
 // must agree bit for bit and tokens exactly. It says nothing about speed or the GPU's memory model. Run: ./run.sh
 #define MSTAR_HOST_EMULATION
 #include "cuda_host_shim.h"
-// every __shared__ array is shared by the threads of the one block that runs at a time
-#undef __global__
-#define __global__
-#undef __shared__
-#define __shared__ static
-#define __launch_bounds__(...)
 #include <algorithm>
 #include <climits>
 #include <cstdio>

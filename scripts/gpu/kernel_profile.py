@@ -5,12 +5,8 @@ gather on), each kernel's count, total and share, then the sum. Set beside the s
 the profiler, the difference is what the step spends outside kernel bodies: launch gaps, less what programmatic
 launch overlaps.
 
-Usage (on the GPU machine, gpu-bundle/ copied there; cuBLAS's folder on LD_LIBRARY_PATH as run-harness.sh sets it):
-  ncu --clock-control none --cache-control none --graph-profiling node --metrics gpu__time_duration.sum \
-      --csv --print-units base --log-file OUT.csv \
-      gpu-bundle/jre/bin/java -cp 'gpu-bundle/lib/*' org.mstar.device.cuda.harness.GpuHarness \
-      --no-checks --no-perf --profile-decode 8B:1:512
-  python3 kernel_profile.py OUT.csv [STEP_MS]"""
+Usage: python3 kernel_profile.py OUT.csv [STEP_MS]   (profile-decode.sh runs Nsight Compute with the flags this
+needs and then this script; STEP_MS, a step's time measured without the profiler, adds the time outside kernels)"""
 import csv
 import re
 import sys
