@@ -1,8 +1,10 @@
 // Host emulation checks of rms_norm (norm.cu) and silu_mul (elementwise.cu) after their loops were batched: rms_norm
-// runs next to the kernel as it was before (rms_norm_before, below: one element loaded, used and stored at a time)
-// and must agree bit for bit, output and residual, in bf16, fp32 and mixed dtypes; silu_mul's 16-byte bf16 path and
-// its scalar path must give the per-element formula bit for bit. Launch shapes as CudaOps gives them. It says
-// nothing about speed or the GPU's memory model. Run: ./run.sh norm_checks
+// runs next to the kernel as it was before (rms_norm_before, below: one element loaded, used and stored at a time).
+// Its general path (fp32, mixed dtypes, rows not in 16-byte vectors) must agree with it bit for bit, output and
+// residual; the bf16 path, which sums each thread's squares in another order, must give the residual bit for bit
+// and every output within one bf16 step. silu_mul's 16-byte bf16 path and its scalar path must give the
+// per-element formula bit for bit. Launch shapes as CudaOps gives them. It says nothing about speed or the GPU's
+// memory model. Run: ./run.sh norm_checks
 #include "cuda_host_shim.h"
 #include "common.cuh"
 #include "elementwise.cu"
@@ -62,6 +64,18 @@ static void expect_same(const Buffer& got, const Buffer& want, const char* what,
     }
 }
 
+// bf16 buffers whose elements differ by at most one step of bf16 (adjacent bit patterns of the same sign).
+static void expect_within_one_step(const Buffer& got, const Buffer& want, const char* what, int hidden) {
+    const auto* g = reinterpret_cast<const int16_t*>(got.bytes.data());
+    const auto* w = reinterpret_cast<const int16_t*>(want.bytes.data());
+    int off = 0;
+    for (size_t i = 0; i < got.bytes.size() / 2; i++) off += std::abs(g[i] - w[i]) > 1 || (g[i] < 0) != (w[i] < 0);
+    if (off > 0) {
+        if (fails < 20) std::printf("FAIL %s (hidden %d): %d elements more than one bf16 step apart\n", what, hidden, off);
+        fails++;
+    }
+}
+
 // CudaOps.threadsFor(hidden, 8)
 static unsigned norm_threads(int hidden) {
     long warps = (hidden / 8 + 31) / 32;
@@ -80,8 +94,14 @@ static void check_rms_norm(int rows, int hidden, int xDt, int resDt, int wDt, in
         rms_norm_before(x.data(), xDt, withResidual ? resBefore.data() : nullptr, resDt, w.data(), wDt,
                         outBefore.data(), outDt, hidden, 1e-5f);
     });
-    expect_same(out, outBefore, "rms_norm output", hidden);
-    expect_same(res, resBefore, "rms_norm residual", hidden);
+    const bool vectorPath = xDt == DT_BF16 && resDt == DT_BF16 && wDt == DT_BF16 && outDt == DT_BF16
+                            && hidden % 8 == 0;
+    if (vectorPath) {
+        expect_within_one_step(out, outBefore, "rms_norm bf16 path output", hidden);
+    } else {
+        expect_same(out, outBefore, "rms_norm output", hidden);
+    }
+    expect_same(res, resBefore, vectorPath ? "rms_norm bf16 path residual" : "rms_norm residual", hidden);
 }
 
 static void check_silu_mul(int rows, int inter, int dt, int offset) {
@@ -102,7 +122,7 @@ static void check_silu_mul(int rows, int inter, int dt, int offset) {
 }
 
 int main() {
-    for (int hidden : {4096, 2048, 1000, 128, 8192}) {
+    for (int hidden : {4096, 2048, 1000, 1004, 128, 8192}) {
         check_rms_norm(3, hidden, DT_BF16, DT_BF16, DT_BF16, DT_BF16, true);
         check_rms_norm(3, hidden, DT_BF16, DT_BF16, DT_BF16, DT_BF16, false);
         check_rms_norm(2, hidden, DT_F32, DT_F32, DT_F32, DT_F32, true);

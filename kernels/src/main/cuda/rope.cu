@@ -31,6 +31,56 @@ extern "C" __global__ void rope_inplace(void* q, int qDt, void* k, int kDt, cons
     if (k != nullptr) rotate_heads(k, kDt, tok * kHeads * headDim, kHeads, headDim, rotaryDim, interleave, pos, invFreq);
 }
 
+// Longest rotary span qkv_rope_append's bf16 path takes (its angle table is in shared memory): head dim 256.
+constexpr int kMaxRotaryDim = 256;
+
+// qkv_rope_append's bf16 path: each thread writes 8 consecutive elements of one head of q, k or v with a 16-byte
+// store, from one 16-byte load of its own elements and, for a NeoX rotation, one of their partners half a rotary
+// span away (read by the partner's thread too, from L1). The token's angles are computed once into shared
+// memory, not once per head. Per element the arithmetic is the general path's: with every tensor bf16, rounding
+// to the q and qkv dtypes before the pool's is the one bf16 rounding.
+__device__ __forceinline__ void qkv_rope_append_bf16(const uint4* qkv, const float* invFreq, float pos, uint4* q,
+                                                     uint4* pool, long long kOut, long long vOut, int qHeads,
+                                                     int kvHeads, int headDim, int rotaryDim, int interleave) {
+    const int headVecs = headDim / 8;
+    const int half = rotaryDim / 2;
+    const int vecs = (qHeads + 2 * kvHeads) * headVecs;
+    const long long in = (long long)blockIdx.x * vecs;
+    const long long qOut = (long long)blockIdx.x * qHeads * headVecs;
+    __shared__ float sinT[kMaxRotaryDim / 2], cosT[kMaxRotaryDim / 2];
+    for (int i = threadIdx.x; i < half; i += blockDim.x) sincosf(pos * invFreq[i], &sinT[i], &cosT[i]);
+    __syncthreads();
+    for (int v = threadIdx.x; v < vecs; v += blockDim.x) {
+        const int h = v / headVecs, e = (v - h * headVecs) * 8;
+        const uint4 own = qkv[in + v];
+        uint4 res = own;
+        if (h < qHeads + kvHeads && e < rotaryDim) {
+            const bool low = interleave || e < half;
+            const uint4 partner = interleave ? own : qkv[in + v + (low ? half : -half) / 8];
+            const __nv_bfloat16* o = reinterpret_cast<const __nv_bfloat16*>(&own);
+            const __nv_bfloat16* p = reinterpret_cast<const __nv_bfloat16*>(&partner);
+            __nv_bfloat16* r = reinterpret_cast<__nv_bfloat16*>(&res);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                // x1 is the pair's first element, x2 its second; this thread writes element j of its own vector
+                const bool first = interleave ? (j % 2 == 0) : low;
+                const int i = interleave ? e / 2 + j / 2 : (low ? e : e - half) + j;
+                const float x1 = __bfloat162float(interleave ? o[j & ~1] : (low ? o[j] : p[j]));
+                const float x2 = __bfloat162float(interleave ? o[j | 1] : (low ? p[j] : o[j]));
+                const float sn = sinT[i], cs = cosT[i];
+                r[j] = __float2bfloat16_rn(first ? x1 * cs - x2 * sn : x2 * cs + x1 * sn);
+            }
+        }
+        if (h < qHeads) {
+            q[qOut + v] = res;
+        } else if (h < qHeads + kvHeads) {
+            pool[kOut / 8 + (v - qHeads * headVecs)] = res;
+        } else {
+            pool[vOut / 8 + (v - (qHeads + kvHeads) * headVecs)] = res;
+        }
+    }
+}
+
 // splitQkv → rope_inplace → kv_append of one layer in one pass; one block per token. Matches the unfused
 // sequence bit for bit: q is rounded to its dtype before rotating (as the split stores it), rotated k is
 // rounded to qkv's dtype (the unfused k buffer) before the pool's, and v is copied. Dims past rotaryDim
@@ -48,6 +98,14 @@ extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int*
     const long long page = (long long)layer * numPages + pageIdx[tok];
     const long long kOut = ((page * 2 + 0) * pageSize + offsets[tok]) * tokenElems;
     const long long vOut = kOut + (long long)pageSize * tokenElems;
+    const bool aligned = ((reinterpret_cast<uintptr_t>(qkv) | reinterpret_cast<uintptr_t>(q)
+                           | reinterpret_cast<uintptr_t>(pool)) & 15) == 0;
+    if (inDt == DT_BF16 && qDt == DT_BF16 && poolDt == DT_BF16 && headDim % 8 == 0 && rotaryDim % 16 == 0
+        && rotaryDim <= kMaxRotaryDim && aligned) {
+        qkv_rope_append_bf16(static_cast<const uint4*>(qkv), invFreq, pos, static_cast<uint4*>(q),
+                             static_cast<uint4*>(pool), kOut, vOut, qHeads, kvHeads, headDim, rotaryDim, interleave);
+        return;
+    }
     const int half = rotaryDim / 2;
     // heads 0..qHeads-1 are q, the next kvHeads are k (contiguous in qkv)
     for (int w = threadIdx.x; w < (qHeads + kvHeads) * half; w += blockDim.x) {

@@ -419,8 +419,9 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         }
         device.enter();
         CudaTensor inv = ropeTables.table(params);
-        long work = Math.max((long) (qHeads + kvHeads) * params.rotaryDim() / 2, (long) kvHeads * headDim);
-        kernel("qkv_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threadsFor(work, 2), 0,
+        // a thread per 8 elements of the token's q, k and v: the bf16 path's unit (the general one loops over pairs)
+        int threads = threadsFor((long) (qHeads + 2L * kvHeads) * headDim, 8);
+        kernel("qkv_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threads, 0,
                 new KernelArgs().tensor(x).i32(code(x)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs)).tensor(p)
                         .i32(code(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3))
                         .i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave()),
