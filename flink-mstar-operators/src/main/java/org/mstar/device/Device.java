@@ -30,6 +30,16 @@ public interface Device extends AutoCloseable {
     /** Download an I32 tensor (synchronises). */
     int[] toInts(Tensor t);
 
+    /**
+     * Starts copying the I32 tensor {@code t} to the host behind the work enqueued so far and returns at once:
+     * more work may be enqueued before {@link PendingInts#get}, which then waits for the copy only. A device that
+     * runs every op when it is called reads at once.
+     */
+    default PendingInts readIntsLater(Tensor t) {
+        int[] values = toInts(t);
+        return () -> values;
+    }
+
     /** Copy raw bytes (exact for every dtype) from host memory into {@code dst}. */
     void copyFromHost(ByteBuffer src, Tensor dst);
 

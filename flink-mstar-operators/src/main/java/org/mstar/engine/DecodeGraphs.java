@@ -66,6 +66,28 @@ final class DecodeGraphs implements AutoCloseable {
         ByteBuffer bytes = ByteBuffer.allocate(bs * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         bytes.asIntBuffer().put(tokens);
         model.device().copyFromHost(bytes, b.tokens);
+        return replay(b);
+    }
+
+    /**
+     * {@link #forward} of a step whose tokens the device drew and the host has not read: real row i feeds
+     * {@code drawn[from[i]]}, copied on the device. Padding rows keep the token they last fed (an id in the
+     * vocabulary; no real row reads a padding row).
+     */
+    Tensor forward(int bs, Tensor drawn, int[] from) {
+        Bucket b = buckets.computeIfAbsent(bs, this::newBucket);
+        for (int i = 0; i < from.length; ) {
+            int run = 1;
+            while (i + run < from.length && from[i + run] == from[i] + run) {
+                run++;
+            }
+            model.device().copy(drawn.rows(from[i], run), b.tokens.rows(i, run));
+            i += run;
+        }
+        return replay(b);
+    }
+
+    private Tensor replay(Bucket b) {
         if (b.graph == null) {
             b.graph = model.device().capture(b::record);
         }

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Predicate;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.SubmoduleStep;
 import org.mstar.resources.runner.StepRunner;
@@ -38,12 +39,15 @@ final class DecodePreplan {
         this.stopRule = stopRule;
     }
 
-    /** After the decode-graph step of {@code launched} is enqueued and committed (bar its sampler): stage the next. */
-    void stage(List<BatchRow> launched) {
+    /**
+     * After the decode-graph step of {@code launched} is enqueued and committed (bar its sampler): stage the next,
+     * of the requests {@code live} still holds.
+     */
+    void stage(List<BatchRow> launched, Predicate<LiveRequest> live) {
         List<BatchRow> next = new ArrayList<>(launched.size());
         boolean promptsTracked = true;
         for (BatchRow row : launched) {
-            if (!stopRule.nextTokenEndsByLength(row.request())) {
+            if (live.test(row.request()) && !stopRule.nextTokenEndsByLength(row.request())) {
                 next.add(new BatchRow(row.request(), row.start() + row.span(), 1, true));
                 promptsTracked &= row.request().promptTracked;
             }
@@ -65,6 +69,11 @@ final class DecodePreplan {
             stagedRows = next;
             stagedStep = step;
         }
+    }
+
+    /** The rows of the staged step when the next step may reuse its declaration; else empty. */
+    List<BatchRow> stagedRows() {
+        return stagedStep != null && runner.staged() ? stagedRows : List.of();
     }
 
     /**

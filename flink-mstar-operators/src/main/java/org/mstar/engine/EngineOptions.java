@@ -14,9 +14,11 @@ import org.mstar.model.llama.KvCacheOptions;
  * @param role which part of a request's life the engine serves (disaggregated serving); default colocated
  * @param preplan with decode graphs, plan each decode step while the device runs the one before (see
  *                {@code DecodePreplan}); default on
+ * @param launchAhead with pre-planning, enqueue a pre-planned decode step before the host has accepted the step
+ *                    before it, feeding that step's tokens on the device; default on
  */
 public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
-                            SchedulerOptions scheduling, EngineRole role, boolean preplan) {
+                            SchedulerOptions scheduling, EngineRole role, boolean preplan, boolean launchAhead) {
     public EngineOptions {
         if (maxBatchRows < 1 || tokenBudget < 1) {
             throw new IllegalArgumentException("maxBatchRows and tokenBudget must be >= 1");
@@ -31,6 +33,12 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
             throw new IllegalArgumentException("a prefill-to-decode hand-off carries one KV cache; a separate "
                     + "windowed-layer cache is only for colocated engines");
         }
+    }
+
+    /** Launched ahead where pre-planned. */
+    public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
+                         SchedulerOptions scheduling, EngineRole role, boolean preplan) {
+        this(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, preplan, true);
     }
 
     /** Decode steps pre-planned (when decode graphs are on). */
@@ -56,19 +64,23 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
     }
 
     public EngineOptions withDecodeGraphs(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling, role, preplan);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling, role, preplan, launchAhead);
     }
 
     public EngineOptions withScheduling(SchedulerOptions s) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s, role, preplan);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s, role, preplan, launchAhead);
     }
 
     public EngineOptions withRole(EngineRole r) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, r, preplan);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, r, preplan, launchAhead);
     }
 
     public EngineOptions withPreplan(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, on);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, on, launchAhead);
+    }
+
+    public EngineOptions withLaunchAhead(boolean on) {
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, preplan, on);
     }
 
     /** Small defaults that suit the CPU path: 16 rows, 256 tokens a step, 512 pages of 16 tokens. */

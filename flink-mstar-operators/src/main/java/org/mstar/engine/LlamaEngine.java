@@ -1,10 +1,13 @@
 package org.mstar.engine;
 
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 import org.mstar.device.DType;
 import org.mstar.device.DeviceFault;
 import org.mstar.device.Tensor;
@@ -26,6 +29,7 @@ import org.mstar.resources.runner.ResourceBuilder;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 import org.mstar.resources.runner.StepRunner;
+import org.mstar.resources.sampler.PendingDraw;
 import org.mstar.resources.sampler.SamplerResource;
 
 /**
@@ -44,8 +48,10 @@ import org.mstar.resources.sampler.SamplerResource;
  *
  * <p>With {@link EngineOptions#decodeGraphs()}, a step of decode rows only is padded to a batch bucket and
  * replayed as a recorded device graph ({@link DecodeGraphs}); with {@link EngineOptions#preplan()} too, the next
- * decode step is planned while the device runs this one ({@link DecodePreplan}). {@link #stepTimings()} splits
- * each step's host time into phases.
+ * decode step is planned while the device runs this one ({@link DecodePreplan}), and with
+ * {@link EngineOptions#launchAhead()} it is enqueued before this one's tokens are accepted, fed from them on the
+ * device: a {@code step()} then returns this step's tokens with the next one in flight. {@link #stepTimings()}
+ * splits each step's host time into phases.
  *
  * <p>Disaggregated ({@link EngineOptions#role()}): a prefill engine hands each request off once it sampled its
  * first token ({@link StepResult#handoffs()}); a decode engine takes such hand-offs ({@link #receive}), importing
@@ -79,6 +85,10 @@ public final class LlamaEngine implements GenerationEngine {
     private final HandoffInbox inbox;
     private final FaultIsolation isolation;
     private long stepNo;
+    /** The step whose tokens are drawn on the device and not yet accepted; null when none. */
+    private InFlightStep inFlight;
+    private final boolean launchAhead;
+    private long launchedAhead;
     private LogitsObserver logitsObserver;
     private final List<AutoCloseable> owned = new ArrayList<>();
 
@@ -126,6 +136,7 @@ public final class LlamaEngine implements GenerationEngine {
         // a prefill engine hands every request off after its first token: it has no decode steps to plan ahead
         this.preplan = graphs != null && options.preplan() && role != EngineRole.PREFILL
                 ? new DecodePreplan(runner, steps, stopRule) : null;
+        this.launchAhead = options.launchAhead();
         this.inbox = new HandoffInbox(checks, resources, exchange);
         this.isolation = new FaultIsolation(resources);
     }
@@ -208,6 +219,10 @@ public final class LlamaEngine implements GenerationEngine {
         stepNo++;
         timings.begin();
         StepOutputs out = new StepOutputs();
+        if (inFlight != null) {
+            finish(out); // launched by the previous step(), ahead of its accept
+            return out.result();
+        }
         for (LiveRequest r : inbox.isEmpty() ? List.<LiveRequest>of() : inbox.importReady(out)) {
             counters.prefixHitTokens += r.cachedPromptTokens;
             enter(r);
@@ -238,24 +253,29 @@ public final class LlamaEngine implements GenerationEngine {
             if (o.ok()) {
                 long start = System.nanoTime();
                 try {
-                    run(step, out);
+                    runner.plan(step.step());
+                    timings.end(StepTimings.Phase.ADMIT_PLAN);
+                    inFlight = drawAndCommit(step, forward(step, null), start, r -> true);
                 } catch (DeviceFault e) {
                     throw e;
                 } catch (RuntimeException e) {
-                    if (preplan != null) {
-                        preplan.drop();
-                    }
-                    List<LiveRequest> involved = rows.stream().map(BatchRow::request)
-                            .filter(r -> live.get(r.id()) == r).toList();
-                    fail(isolation.threw(involved), 500, "serving this request failed: " + e, out);
+                    failStep(rows, e, out);
                     return out.result();
                 }
-                scheduler.observeStep(step.tokenCount(), System.nanoTime() - start);
-                isolation.ran(rows);
+                finish(out);
                 return out.result();
             }
             recover(o.reason(), rows, excluded, out);
         }
+    }
+
+    /** A step threw before its tokens were accepted: fail the request at fault, or reset its requests as suspects. */
+    private void failStep(List<BatchRow> rows, RuntimeException e, StepOutputs out) {
+        if (preplan != null) {
+            preplan.drop();
+        }
+        List<LiveRequest> involved = rows.stream().map(BatchRow::request).filter(r -> live.get(r.id()) == r).toList();
+        fail(isolation.threw(involved), 500, "serving this request failed: " + e, out);
     }
 
     /** Make room after a refused admit, so that planning again makes progress. */
@@ -289,29 +309,163 @@ public final class LlamaEngine implements GenerationEngine {
         resources.preempt(victim);
     }
 
-    private void run(PlannedStep p, StepOutputs out) {
-        runner.plan(p.step());
-        timings.end(StepTimings.Phase.ADMIT_PLAN);
-        int[] drawn;
+    /**
+     * Enqueues {@code p}'s forward (planned): its tokens from the host, or, for a step launched ahead, copied on the
+     * device from {@code feed}'s draw. Returns the logits of its sampled rows; an eager step's are the caller's to
+     * close.
+     */
+    private Tensor forward(PlannedStep p, InFlightStep feed) {
         SlotLease lease = p.step().ctx().slotLease();
-        if (lease != null) {
-            // every row samples, real rows first: the bucket's leading logits rows are the real ones
-            Tensor logits = graphs.forward(lease.bucket().bs(), p.tokens()).rows(0, p.sampleRids().size());
-            launched(p);
-            drawn = sample(p.sampleRids(), logits);
-        } else {
-            try (Tensor ids = model.device().fromInts(p.tokens(), p.tokenCount());
-                 Tensor logits = model.forward(ids, p.sampleRows())) {
-                launched(p);
-                drawn = sample(p.sampleRids(), logits);
+        if (lease == null) {
+            try (Tensor ids = model.device().fromInts(p.tokens(), p.tokenCount())) {
+                return model.forward(ids, p.sampleRows());
             }
         }
-        timings.end(StepTimings.Phase.WAIT);
-        runner.commit(p.step(), LlamaModel.SAMPLER::equals);
+        int bs = lease.bucket().bs();
+        // every row samples, real rows first: the bucket's leading logits rows are the real ones
+        Tensor logits = feed == null ? graphs.forward(bs, p.tokens())
+                : graphs.forward(bs, feed.draw().onDevice(), fedRows(p, feed.step()));
+        return logits.rows(0, p.sampleRids().size());
+    }
+
+    /** For each row of {@code next}, the row of {@code fed}'s draw holding the token it feeds. */
+    private static int[] fedRows(PlannedStep next, PlannedStep fed) {
+        Map<String, Integer> drawRow = new HashMap<>();
+        for (int i = 0; i < fed.sampleRids().size(); i++) {
+            drawRow.put(fed.sampleRids().get(i), i);
+        }
+        int[] from = new int[next.rows().size()];
+        for (int i = 0; i < from.length; i++) {
+            from[i] = drawRow.get(next.rows().get(i).request().id());
+        }
+        return from;
+    }
+
+    /**
+     * With {@code p}'s forward enqueued: enqueue its draw, commit what the forward consumed (all but the sampler,
+     * which waits for the tokens) and, after a decode-graph step, plan the next one (of the requests {@code staying})
+     * while the device runs this one.
+     */
+    private InFlightStep drawAndCommit(PlannedStep p, Tensor logits, long start, Predicate<LiveRequest> staying) {
+        PendingDraw draw;
+        try {
+            if (logitsObserver != null) {
+                observe(p.sampleRids(), logits);
+            }
+            draw = sampler.launchSample(p.sampleRids(), logits);
+        } finally {
+            if (p.step().ctx().slotLease() == null) {
+                logits.close(); // the device frees in stream order, after the draw has read them
+            }
+        }
+        timings.end(StepTimings.Phase.LAUNCH);
+        runner.commit(p.step(), key -> !key.equals(LlamaModel.SAMPLER));
+        timings.end(StepTimings.Phase.COMMIT);
+        if (preplan != null && p.step().ctx().slotLease() != null) {
+            preplan.stage(p.rows(), r -> live.get(r.id()) == r && staying.test(r));
+        }
+        timings.end(StepTimings.Phase.PREPLAN);
+        return new InFlightStep(p, draw, start);
+    }
+
+    /**
+     * Accept the in-flight step's tokens. When nothing but those tokens can change the next step (it is staged),
+     * launch the next step first, so the device runs it while the host accepts; it is then the one in flight.
+     */
+    private void finish(StepOutputs out) {
+        InFlightStep f = inFlight;
+        inFlight = null;
+        PlannedStep ahead = launchableAhead(f);
+        long aheadStart = System.nanoTime();
+        Tensor aheadLogits = null;
+        RuntimeException aheadFault = null;
+        if (ahead != null) {
+            try {
+                aheadLogits = launchAhead(ahead, f);
+            } catch (DeviceFault e) {
+                throw e;
+            } catch (RuntimeException e) {
+                aheadFault = e;
+            }
+        }
+        Set<String> done = new LinkedHashSet<>();
+        try {
+            int[] drawn = f.draw().tokens();
+            f.draw().close();
+            timings.end(StepTimings.Phase.WAIT);
+            runner.commit(f.step().step(), LlamaModel.SAMPLER::equals);
+            acceptRows(f.step(), drawn, out, done);
+        } catch (DeviceFault e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // the step launched ahead holds only requests of this one, which the isolation resets
+            done.forEach(this::remove);
+            failStep(f.step().rows(), e, out);
+            return;
+        }
+        timings.end(StepTimings.Phase.ACCEPT);
+        scheduler.observeStep(f.step().tokenCount(), System.nanoTime() - f.launchedNanos());
+        isolation.ran(f.step().rows());
+        timings.stepRan();
+        if (aheadLogits != null) {
+            try {
+                inFlight = drawAndCommit(ahead, aheadLogits, aheadStart, r -> !done.contains(r.id()));
+            } catch (DeviceFault e) {
+                throw e;
+            } catch (RuntimeException e) {
+                aheadFault = e;
+            }
+        }
+        // requests that stopped at f's token leave once the step launched ahead committed their rows (its draw
+        // drops them)
+        done.forEach(this::remove);
+        if (aheadFault != null) {
+            failStep(ahead.rows(), aheadFault, out);
+        }
+    }
+
+    /** The staged step, to launch before {@code f} is accepted when only its tokens can change it; else null. */
+    private PlannedStep launchableAhead(InFlightStep f) {
+        if (!launchAhead || preplan == null || !inbox.isEmpty() || isolation.active()
+                || live.size() != f.step().rows().size()) {
+            return null; // someone outside f's rows (waiting, resumed, excluded) may take a row
+        }
+        List<BatchRow> rows = preplan.stagedRows();
+        if (rows.isEmpty()) {
+            return null;
+        }
+        for (BatchRow row : rows) {
+            if (live.get(row.request().id()) != row.request()) {
+                return null;
+            }
+        }
+        return steps.buildFedOnDevice(rows, preplan.declared(rows));
+    }
+
+    /** Admit and plan {@code p} (the staged step: promoted) and enqueue its forward fed from {@code f}'s draw. */
+    private Tensor launchAhead(PlannedStep p, InFlightStep f) {
+        FullAdmitOutcome o = preplan.admit(p.step());
+        if (!o.ok()) {
+            throw new IllegalStateException("the staged step was refused at its admit: " + o.reason());
+        }
+        runner.plan(p.step());
+        timings.end(StepTimings.Phase.ADMIT_PLAN);
+        Tensor logits = forward(p, f);
+        timings.end(StepTimings.Phase.LAUNCH);
+        launchedAhead++;
+        return logits;
+    }
+
+    /** Accept each row's token; requests that finish go to {@code done} (removed by the caller). */
+    private void acceptRows(PlannedStep p, int[] drawn, StepOutputs out, Set<String> done) {
         long now = System.nanoTime();
         int s = 0;
         for (BatchRow row : p.rows()) {
             LiveRequest r = row.request();
+            if (live.get(r.id()) != r) {
+                s += row.samples() ? 1 : 0; // removed since its step launched
+                continue;
+            }
             if (r.status == RequestStatus.WAITING) {
                 r.status = RequestStatus.RUNNING;
                 if (r.firstScheduledNanos < 0) {
@@ -321,36 +475,14 @@ public final class LlamaEngine implements GenerationEngine {
             r.promptTracked = true;
             r.computed += row.span();
             r.lastActiveStep = stepNo;
-            if (row.samples()) {
-                accept(r, drawn[s++], now, out);
+            if (row.samples() && accept(r, drawn[s++], now, out)) {
+                done.add(r.id());
             }
         }
-        timings.end(StepTimings.Phase.ACCEPT);
-        timings.stepRan();
     }
 
-    /**
-     * The step's forward is enqueued: commit what it consumed (all but the sampler, which waits for the tokens) and,
-     * after a decode-graph step, plan the next one while the device runs this one.
-     */
-    private void launched(PlannedStep p) {
-        timings.end(StepTimings.Phase.LAUNCH);
-        runner.commit(p.step(), key -> !key.equals(LlamaModel.SAMPLER));
-        timings.end(StepTimings.Phase.COMMIT);
-        if (preplan != null && p.step().ctx().slotLease() != null) {
-            preplan.stage(p.rows());
-        }
-        timings.end(StepTimings.Phase.PREPLAN);
-    }
-
-    private int[] sample(List<String> rids, Tensor logits) {
-        if (logitsObserver != null) {
-            observe(rids, logits);
-        }
-        return sampler.sample(rids, logits);
-    }
-
-    private void accept(LiveRequest r, int token, long now, StepOutputs out) {
+    /** Whether {@code r} is done after {@code token} (finished, or handed off by a prefill engine). */
+    private boolean accept(LiveRequest r, int token, long now, StepOutputs out) {
         r.generated.add(token);
         counters.generatedTokens++;
         r.recordToken(now);
@@ -362,11 +494,12 @@ public final class LlamaEngine implements GenerationEngine {
         out.tokens.add(r.output(token, finish));
         if (finish == null && role == EngineRole.PREFILL) {
             out.handoffs.add(exchange.publish(r));
-            remove(r.id());
+            return true;
         } else if (finish != null) {
             out.finished.add(r.finished(finish, tokenizer));
-            remove(r.id());
+            return true;
         }
+        return false;
     }
 
     private void fail(LiveRequest r, int code, String message, StepOutputs out) {
@@ -380,7 +513,7 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public boolean hasWork() {
-        return !live.isEmpty() || !inbox.isEmpty();
+        return inFlight != null || !live.isEmpty() || !inbox.isEmpty();
     }
 
     @Override
@@ -415,6 +548,11 @@ public final class LlamaEngine implements GenerationEngine {
 
     public void observeLogits(LogitsObserver observer) {
         this.logitsObserver = observer;
+    }
+
+    /** For checks and harnesses: decode steps launched before the step before them was accepted. */
+    public long launchedAhead() {
+        return launchedAhead;
     }
 
     /** For checks and harnesses: decode steps run as graph replays (0 without decode graphs). */
@@ -454,6 +592,11 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public void close() {
+        if (inFlight != null) {
+            inFlight.draw().tokens(); // nothing frees what the device may still be using
+            inFlight.draw().close();
+            inFlight = null;
+        }
         inbox.clear();
         new ArrayList<>(live.keySet()).forEach(this::remove);
         if (graphs != null) {

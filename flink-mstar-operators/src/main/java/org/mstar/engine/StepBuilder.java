@@ -32,6 +32,18 @@ final class StepBuilder {
      * pre-planned one), else null and it is declared now.
      */
     PlannedStep build(List<BatchRow> rows, SubmoduleStep declared) {
+        return build(rows, declared, feed(rows));
+    }
+
+    /**
+     * The step of decode {@code rows} declared ahead as {@code declared}, launched before the host has the tokens
+     * it feeds: the device copies them from the draw before.
+     */
+    PlannedStep buildFedOnDevice(List<BatchRow> rows, SubmoduleStep declared) {
+        return build(rows, declared, null);
+    }
+
+    private PlannedStep build(List<BatchRow> rows, SubmoduleStep declared, int[] tokens) {
         int sampling = 0;
         for (BatchRow row : rows) {
             sampling += row.samples() ? 1 : 0;
@@ -44,7 +56,7 @@ final class StepBuilder {
                 sampleRids.add(rows.get(i).request().id());
             }
         }
-        return new PlannedStep(rows, declared != null ? declared : declare(rows), feed(rows), sampleRows,
+        return new PlannedStep(rows, declared != null ? declared : declare(rows), tokens, sampleRows,
                 Collections.unmodifiableList(sampleRids));
     }
 

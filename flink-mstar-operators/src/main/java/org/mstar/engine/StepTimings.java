@@ -15,7 +15,10 @@ public final class StepTimings {
         SCHEDULE,
         /** The resources' admit and plan (a promoted pre-plan makes both cheap). */
         ADMIT_PLAN,
-        /** Enqueuing the forward: one graph replay for a decode-graph step, every kernel for an eager one. */
+        /**
+         * Enqueuing the forward (one graph replay for a decode-graph step, every kernel for an eager one) and the draw
+         * of its tokens.
+         */
         LAUNCH,
         /**
          * The resources' commit of what the enqueued forward consumed (all but the sampler): overlapped with the
@@ -24,7 +27,7 @@ public final class StepTimings {
         COMMIT,
         /** Planning the next step ahead, while the device runs this one. */
         PREPLAN,
-        /** Drawing the tokens: the host waits here until the device has finished the step. */
+        /** The host waits here until the step's tokens are on the host (a step launched ahead may be running). */
         WAIT,
         /** Once the tokens are on the host: the sampler's commit and the tokens' stop rules, detokenizing and outputs. */
         ACCEPT

@@ -36,6 +36,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final int windowedLayerPages;
     private final boolean decodeGraphs;
     private final boolean preplan;
+    private final boolean launchAhead;
     private final boolean batchInvariant;
     private final SchedulingPolicy schedulingPolicy;
     private final Duration priorityAging;
@@ -59,6 +60,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.windowedLayerPages = config.get(LlamaEngineOptions.WINDOWED_LAYER_PAGES);
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
         this.preplan = config.get(LlamaEngineOptions.PREPLAN);
+        this.launchAhead = config.get(LlamaEngineOptions.LAUNCH_AHEAD);
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
@@ -97,6 +99,6 @@ public final class LlamaEngineFactory implements EngineFactory {
         return new EngineOptions(maxBatchRows, tokenBudget,
                 new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache, windowedLayerPages), false,
                 new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
-                        SchedulerOptions.DEFAULTS.minPrefillChunk()), role, preplan);
+                        SchedulerOptions.DEFAULTS.minPrefillChunk()), role, preplan, launchAhead);
     }
 }

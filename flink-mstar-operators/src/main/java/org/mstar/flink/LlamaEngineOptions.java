@@ -72,6 +72,14 @@ public final class LlamaEngineOptions {
                     + " the one before, so the next step's planning leaves the GPU idle for less; a step that turns out"
                     + " different (a request stopped, another joined) drops it and plans as usual.");
 
+    public static final ConfigOption<Boolean> LAUNCH_AHEAD = ConfigOptions.key("mstar.engine.launch-ahead")
+            .booleanType()
+            .defaultValue(true)
+            .withDescription("With pre-planning, whether a pre-planned decode step is launched before the host has"
+                    + " the tokens of the step before it (the GPU copies them into its input), so the GPU goes from one"
+                    + " decode step to the next without waiting for the host to accept the tokens; a request those"
+                    + " tokens stop has its row in the step launched ahead computed and dropped.");
+
     public static final ConfigOption<SchedulingPolicy> SCHEDULING_POLICY = ConfigOptions.key("mstar.engine.scheduling-policy")
             .enumType(SchedulingPolicy.class)
             .defaultValue(SchedulingPolicy.PRIORITY)

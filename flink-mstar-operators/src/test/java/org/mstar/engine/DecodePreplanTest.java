@@ -26,10 +26,13 @@ import org.mstar.resources.constraint.OutputConstraint;
 import org.mstar.resources.kv.KVManager;
 
 /**
- * Planning decode step N+1 while step N runs changes no token: the same workloads give the same tokens, finishes
- * and failures with pre-planning on and off, whether the staged step is promoted or goes stale (a request stops on
+ * Planning decode step N+1 while step N runs, and launching it before step N's tokens are accepted, changes no
+ * token: the same workloads give the same tokens, finishes and failures with pre-planning off, on, and on with
+ * launching ahead, whether the staged step is promoted or goes stale (a request stops on
  * a stop token or by length, another arrives mid-decode, one is preempted or offloaded, a prompt hits the prefix
- * cache, sampling is random and seeded, output is constrained), and a dropped stage leaks no KV page. Decode graphs are on throughout:
+ * cache, sampling is random and seeded, output is constrained), and a dropped stage leaks no KV page. While a step
+ * launched ahead is in flight, a request removed then submitted again under the same id starts afresh, and a request
+ * whose step launched ahead throws fails alone. Decode graphs are on throughout:
  * on the CPU a replay re-runs the recorded forward, so the leased path is the one exercised.
  */
 class DecodePreplanTest {
@@ -55,7 +58,7 @@ class DecodePreplanTest {
 
     /** What one engine made of a workload. */
     record Served(EngineDriver driver, PreplanCounts counts, EngineStats stats, long replays, long timedSteps,
-                  long reusedDeclarations) {
+                  long reusedDeclarations, long launchedAhead) {
         Map<String, FinishReason> finishes() {
             Map<String, FinishReason> m = new TreeMap<>();
             driver.finished.forEach((id, f) -> m.put(id, f.finish()));
@@ -91,21 +94,31 @@ class DecodePreplanTest {
             assertThat(kv.availablePages()).as("pages free or only cached once every request is done")
                     .isEqualTo(options.kvCache().maxNumPages() - 1);
             return new Served(driver, engine.preplanCounts(), engine.stats(), engine.decodeGraphReplays(),
-                    engine.stepTimings().steps(), engine.reusedDeclarations());
+                    engine.stepTimings().steps(), engine.reusedDeclarations(), engine.launchedAhead());
         }
     }
 
-    /** Serves {@code arrivals} with pre-planning on and off and checks that both gave the same outputs. */
+    /**
+     * Serves {@code arrivals} with pre-planning off, on without launching ahead and on with it, checks that all three
+     * gave the same outputs, and returns the last.
+     */
     static Served onMatchesOff(LlamaModel model, EngineOptions options, List<Arrival> arrivals) {
-        Served off = serve(model, options.withDecodeGraphs(true).withPreplan(false), arrivals);
-        Served on = serve(model, options.withDecodeGraphs(true).withPreplan(true), arrivals);
+        EngineOptions graphs = options.withDecodeGraphs(true);
+        Served off = serve(model, graphs.withPreplan(false), arrivals);
+        Served staged = serve(model, graphs.withPreplan(true).withLaunchAhead(false), arrivals);
+        Served on = serve(model, graphs.withPreplan(true).withLaunchAhead(true), arrivals);
         assertThat(off.counts()).isEqualTo(PreplanCounts.NONE);
-        assertThat(on.failed()).isEqualTo(off.failed());
-        assertThat(on.driver().tokens).isEqualTo(off.driver().tokens);
-        assertThat(on.finishes()).isEqualTo(off.finishes());
-        assertThat(on.counts().staged()).as("every staged step promoted or dropped")
-                .isEqualTo(on.counts().promoted() + on.counts().dropped());
-        assertThat(on.reusedDeclarations()).as("only a promoted step reuses the staged declaration")
+        assertThat(off.launchedAhead() + staged.launchedAhead()).isZero();
+        for (Served s : List.of(staged, on)) {
+            assertThat(s.failed()).isEqualTo(off.failed());
+            assertThat(s.driver().tokens).isEqualTo(off.driver().tokens);
+            assertThat(s.finishes()).isEqualTo(off.finishes());
+            assertThat(s.counts().staged()).as("every staged step promoted or dropped")
+                    .isEqualTo(s.counts().promoted() + s.counts().dropped());
+            assertThat(s.reusedDeclarations()).as("only a promoted step reuses the staged declaration")
+                    .isLessThanOrEqualTo(s.counts().promoted());
+        }
+        assertThat(on.launchedAhead()).as("only a promoted step launches ahead")
                 .isLessThanOrEqualTo(on.counts().promoted());
         return on;
     }
@@ -128,6 +141,7 @@ class DecodePreplanTest {
         assertThat(on.replays()).isEqualTo(7);
         assertThat(on.counts()).isEqualTo(new PreplanCounts(6, 6, 0));
         assertThat(on.reusedDeclarations()).as("each promoted step took the staged declaration").isEqualTo(6);
+        assertThat(on.launchedAhead()).as("each promoted step launched before its predecessor's accept").isEqualTo(6);
         assertThat(on.timedSteps()).isEqualTo(8);
     }
 
@@ -159,6 +173,7 @@ class DecodePreplanTest {
         Path written = StructuredOutputModel.write(modelDir, 5);
         Map<Boolean, Map<String, List<Integer>>> tokens = new HashMap<>();
         for (boolean preplan : new boolean[] {false, true}) {
+            // with pre-planning, constrained rows' steps launch ahead too: their masks are read at the draw
             EngineOptions options = new EngineOptions(4, 4096, new KvCacheOptions(2048, 4 * 128 + 2, 16, 0, true))
                     .withDecodeGraphs(true).withPreplan(preplan);
             try (LlamaEngine engine = LlamaEngineLoader.load(written, cpu, options)) {
@@ -172,6 +187,7 @@ class DecodePreplanTest {
                 assertThat(driver.finished.values()).allMatch(f -> f.finish() == FinishReason.STOP);
                 tokens.put(preplan, driver.tokens);
                 assertThat(engine.preplanCounts().promoted() > 0).isEqualTo(preplan);
+                assertThat(engine.launchedAhead() > 0).isEqualTo(preplan);
             }
         }
         assertThat(tokens.get(true)).isEqualTo(tokens.get(false));
@@ -190,5 +206,86 @@ class DecodePreplanTest {
 
         assertThat(on.stats().preemptions()).as("preemptions").isPositive();
         assertThat(on.counts().promoted()).isPositive();
+    }
+
+    // ---------------------------------------------------------------- between two steps, a step in flight
+
+    private static EngineOptions aheadOptions() {
+        return RandomModels.options(4, 64, 64, 4, 0).withDecodeGraphs(true).withPreplan(true).withLaunchAhead(true);
+    }
+
+    private static List<GenerationRequest> threeRandomRequests() {
+        Random rnd = new Random(11);
+        List<GenerationRequest> out = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            out.add(request("r" + i, RandomModels.prompt(rnd, 4 + 3 * i),
+                    SamplingReqConfig.DEFAULTS.withTemperature(0.9).withSeed(40 + i), 10, List.of()));
+        }
+        return out;
+    }
+
+    private static EngineDriver servedAlone(List<GenerationRequest> requests) {
+        try (LlamaEngine engine = RandomModels.engine(model, aheadOptions())) {
+            requests.forEach(engine::submit);
+            EngineDriver d = new EngineDriver();
+            d.drain(engine, 500);
+            return d;
+        }
+    }
+
+    @Test
+    void aRequestRemovedAndSubmittedAgainWhileAStepIsInFlightStartsAfresh() {
+        List<GenerationRequest> requests = threeRandomRequests();
+        EngineDriver clean = servedAlone(requests);
+        try (LlamaEngine engine = RandomModels.engine(model, aheadOptions())) {
+            requests.forEach(engine::submit);
+            EngineDriver before = new EngineDriver();
+            while (engine.launchedAhead() < 2) {
+                before.collect(engine.step());
+            }
+            // a step holding r1's row is on the device, its tokens not accepted
+            engine.remove("r1");
+            engine.submit(requests.get(1));
+            EngineDriver after = new EngineDriver();
+            after.drain(engine, 500);
+
+            assertThat(after.failures).isEmpty();
+            assertThat(after.tokens.get("r1")).as("r1 from its second submission").isEqualTo(clean.tokens.get("r1"));
+            for (String id : List.of("r0", "r2")) {
+                List<Integer> all = new ArrayList<>(before.tokens.get(id));
+                all.addAll(after.tokens.get(id));
+                assertThat(all).as(id).isEqualTo(clean.tokens.get(id));
+            }
+            assertThat(engine.hasWork()).isFalse();
+            model.resources().kv().assertPagesConserved();
+            assertThat(model.resources().kv().availablePages())
+                    .isEqualTo(aheadOptions().kvCache().maxNumPages() - 1);
+        }
+    }
+
+    @Test
+    void aRequestWhoseStepLaunchedAheadThrowsFailsAlone() {
+        List<GenerationRequest> requests = threeRandomRequests();
+        EngineDriver clean = servedAlone(requests);
+        try (LlamaEngine engine = RandomModels.engine(model, aheadOptions())) {
+            engine.observeLogits((rid, index, logits) -> {
+                if (rid.equals("r1") && index == 4) {
+                    throw new IllegalStateException("cannot sample this request");
+                }
+            });
+            requests.forEach(engine::submit);
+            EngineDriver d = new EngineDriver();
+            d.drain(engine, 500);
+
+            assertThat(engine.launchedAhead()).isPositive();
+            assertThat(d.failures).singleElement().satisfies(f -> {
+                assertThat(f.requestId()).isEqualTo("r1");
+                assertThat(f.code()).isEqualTo(500);
+            });
+            assertThat(d.tokens.get("r1")).isEqualTo(clean.tokens.get("r1").subList(0, 4));
+            assertThat(d.tokens.get("r0")).isEqualTo(clean.tokens.get("r0"));
+            assertThat(d.tokens.get("r2")).isEqualTo(clean.tokens.get("r2"));
+            model.resources().kv().assertPagesConserved();
+        }
     }
 }

@@ -18,6 +18,7 @@ import jcuda.Pointer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.HalfFloats;
+import org.mstar.device.PendingInts;
 import org.mstar.device.Tensor;
 
 /**
@@ -41,6 +42,7 @@ public final class CudaDevice implements Device {
     private final KernelModule module;
     private final CudaOps ops;
     private final UploadRing uploads;
+    private final Readbacks readbacks = new Readbacks();
     /** Workspace blocks {@link #zeroedScratch} has zeroed (they are never freed before the device closes). */
     private final Set<DeviceAllocator.Block> zeroedBlocks = Collections.newSetFromMap(new IdentityHashMap<>());
     private PinnedBuffer staging;
@@ -265,6 +267,20 @@ public final class CudaDevice implements Device {
         return out;
     }
 
+    @Override
+    public PendingInts readIntsLater(Tensor t) {
+        enter();
+        CudaTensor c = CudaTensor.of(t, "readIntsLater");
+        if (c.dtype() != DType.I32) {
+            throw new IllegalArgumentException("readIntsLater needs an I32 tensor, got " + c.dtype());
+        }
+        if (c.byteSize() > Readbacks.SLOT_BYTES) {
+            int[] values = toInts(c);
+            return () -> values;
+        }
+        return readbacks.read(c, stream);
+    }
+
     private ByteBuffer download(CudaTensor c) {
         ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(c.byteSize())).order(ByteOrder.LITTLE_ENDIAN);
         copyToHost(c, b);
@@ -398,6 +414,7 @@ public final class CudaDevice implements Device {
             staging.close();
         }
         uploads.close();
+        readbacks.close();
         stream.close();
         context.close();
     }

@@ -246,11 +246,23 @@ public final class SamplerResource implements Resource {
      * @return the token of each row
      */
     public int[] sample(List<String> rids, Tensor logits) {
+        try (PendingDraw draw = launchSample(rids, logits)) {
+            return draw.tokens();
+        }
+    }
+
+    /**
+     * {@link #sample}, returning once the draw is enqueued: the tokens stay on the device until
+     * {@link PendingDraw#tokens} waits for them, and {@link #commit} accepts them only after that. The rows'
+     * parameters (seed offsets, seen sets, constraint states) are read now, so every token a row's request drew
+     * before must be committed first.
+     */
+    public PendingDraw launchSample(List<String> rids, Tensor logits) {
         if (logits.dim(0) != rids.size()) {
             throw new IllegalArgumentException("logits have " + logits.dim(0) + " rows for " + rids.size() + " requests");
         }
         if (rids.isEmpty()) {
-            return new int[0];
+            return new PendingDraw(this, List.of(), List.of(), null, null);
         }
         List<SamplingState> states = new ArrayList<>(rids.size());
         List<ConstraintCursor> cursors = new ArrayList<>(rids.size());
@@ -268,13 +280,18 @@ public final class SamplerResource implements Resource {
         boolean applyFilters = planned == null || planned.applyFilters();
         SamplingRows rows = new SamplingRows(states, spec.minTokensStopIds(), applyPenalty, (int) logits.dim(-1));
         int vocab = (int) logits.dim(-1);
-        int[] tokens = rows.draw(device, logits, applyFilters, suppress(allowedTokens(cursors, rids, vocab), rids, vocab));
+        Tensor tokens = rows.draw(device, logits, applyFilters, suppress(allowedTokens(cursors, rids, vocab), rids, vocab));
+        return new PendingDraw(this, List.copyOf(rids), states, tokens, device.readIntsLater(tokens));
+    }
+
+    /** A draw's tokens reached the host: the rows whose request is tracked as it was at the draw await the commit. */
+    void drawn(List<String> rids, List<SamplingState> states, int[] tokens) {
         for (int r = 0; r < tokens.length; r++) {
-            if (states.get(r) != null) {
+            SamplingState s = states.get(r);
+            if (s != null && requests.get(rids.get(r)) == s) {
                 drawn.put(rids.get(r), tokens[r]);
             }
         }
-        return tokens;
     }
 
     /** Accepts the drawn token of each kept row ({@code SamplerStep.keptRids}, null = all); drops the rest. */
@@ -288,7 +305,9 @@ public final class SamplerResource implements Resource {
             }
         });
         drawn.clear();
-        planned = null;
+        if (planned == ss) {
+            planned = null; // not when the next step is already planned (its forward launched ahead of this commit)
+        }
     }
 
     /**

@@ -83,18 +83,25 @@ final class SamplingRows {
     }
 
     /**
-     * One token per row from {@code logits} F32 {@code [rows, vocab]}.
+     * Enqueues the draw of one token per row from {@code logits} F32 {@code [rows, vocab]}.
      *
      * @param allowed null, or the {@code AllowedTokens} bitmask: logits of tokens it leaves out become -inf first (in
      *                place), so no later step can pick them
+     * @return the tokens, I32 {@code [rows]} on the device, owned by the caller
      */
-    int[] draw(Device device, Tensor logits, boolean applyFilters, int[] allowed) {
+    Tensor draw(Device device, Tensor logits, boolean applyFilters, int[] allowed) {
         int vocab = (int) logits.dim(-1);
         List<Tensor> owned = new ArrayList<>();
         try {
             if (allowed != null) {
                 Tensor mask = own(owned, device.fromInts(allowed, rows, allowed.length / rows));
                 device.ops().maskLogits(logits, mask);
+            }
+            if (greedyArgmax()) {
+                // what the probabilities would give (a one-hot at the lowest-index maximum), in one read of the logits
+                Tensor out = device.allocate(DType.I32, rows);
+                device.ops().argmax(logits, out);
+                return out;
             }
             Tensor temp = own(owned, device.fromFloats(temperature, DType.F32, rows));
             Tensor k = own(owned, device.fromInts(topK, rows));
@@ -125,12 +132,31 @@ final class SamplingRows {
             }
             Tensor seedT = own(owned, uploadLongs(device, seeds));
             Tensor offsetT = own(owned, uploadLongs(device, offsets));
-            Tensor out = own(owned, device.allocate(DType.I32, rows));
-            device.ops().sampleFromProbs(probs, seedT, offsetT, out);
-            return device.toInts(out);
+            Tensor out = device.allocate(DType.I32, rows);
+            try {
+                device.ops().sampleFromProbs(probs, seedT, offsetT, out);
+            } catch (RuntimeException e) {
+                out.close();
+                throw e;
+            }
+            return out;
         } finally {
+            // the device frees in stream order: the enqueued draw still reads these
             owned.forEach(Tensor::close);
         }
+    }
+
+    /** Every row greedy, unpenalised and masking no stop id: each draw is its row's argmax. */
+    private boolean greedyArgmax() {
+        if (penaltyCounts != null) {
+            return false;
+        }
+        for (int r = 0; r < rows; r++) {
+            if (temperature[r] != 0f || stopIds[r] != null) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

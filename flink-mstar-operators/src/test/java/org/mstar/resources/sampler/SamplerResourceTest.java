@@ -106,6 +106,23 @@ class SamplerResourceTest {
     }
 
     @Test
+    void greedyRowsAloneTakeTheLowestIndexMaximumAsWithARandomRowBesideThem() {
+        SamplerResource s = sampler();
+        s.ingestRequest("a", cfg().temperature(0).build());
+        s.ingestRequest("b", cfg().temperature(0).build());
+        s.ingestRequest("random", cfg().temperature(1.0).seed(3).build());
+        float[] tie = {1f, 3f, 0f, 3f, 2f, 0f, 0f, 0f};
+        float[] plain = {0f, 0f, 0f, 0f, 0f, 0f, 7f, 6.5f};
+
+        int[] alone = step(s, List.of("a", "b"), logits(tie, plain));
+        int[] mixed = step(s, List.of("a", "b", "random"), logits(tie, plain, plain));
+
+        assertThat(alone).containsExactly(1, 6);
+        assertThat(mixed[0]).isEqualTo(1);
+        assertThat(mixed[1]).isEqualTo(6);
+    }
+
+    @Test
     void suppressedTokensAreNeverDrawnAndNextOnesOnlyByTheNextAcceptedDraw() {
         SamplerResource s = sampler();
         s.ingestRequest("whisper", cfg().temperature(0).build());

@@ -111,7 +111,8 @@ final class EngineChecks {
         EngineTranscript bf16 = transcript(dir, candidate, DType.BF16, requests, false);
         EngineTranscript f32Graphs = transcript(dir, candidate, DType.F32, requests, true);
         EngineTranscript bf16Graphs = transcript(dir, candidate, DType.BF16, requests, true);
-        EngineTranscript bf16GraphsInline = transcript(dir, candidate, DType.BF16, requests, true, false);
+        EngineTranscript bf16GraphsInline = transcript(dir, candidate, DType.BF16, requests, true, false, false);
+        EngineTranscript bf16GraphsStaged = transcript(dir, candidate, DType.BF16, requests, true, true, false);
 
         String shape = String.format(Locale.ROOT, "%s%s h%d L%d v%d, %d requests x %d tokens",
                 config.architecture().modelType(), windowedLayerPages > 0 ? " windowed cache" : "", config.hiddenSize(),
@@ -126,26 +127,24 @@ final class EngineChecks {
         results.add(new CheckResult("engine logits, shared contexts (worst row)", shape, "BF16", a16.worstError,
                 BF16_TOLERANCE, bf16.millis / bf16.steps, "cpu engine fp32"));
         for (EngineTranscript[] pair : new EngineTranscript[][] {{f32, f32Graphs}, {bf16, bf16Graphs}}) {
-            Agreement g = compare(requests, pair[0], pair[1]);
             String dtype = pair[0] == f32 ? "F32" : "BF16";
-            double ms = pair[1].millis / pair[1].steps;
-            results.add(new CheckResult("engine decode graphs: greedy tokens (differing)", shape, dtype,
-                    g.tokensDiffering(), 0, ms, "same engine eager"));
-            results.add(new CheckResult("engine decode graphs: logits (worst row)", shape, dtype, g.worstError,
-                    GRAPHS_TOLERANCE, ms, "same engine eager"));
+            Agreement g = sameEngine(results, "engine decode graphs", shape, dtype, requests, pair[0], pair[1],
+                    "same engine eager");
             notes.append(String.format(Locale.ROOT, "decode graphs, %s: %d decode steps replayed; %d logit rows compared, "
                     + "%d bit for bit, median row error %.2e.%n", dtype, pair[1].graphReplays, g.rowsCompared,
                     g.rowsExact, g.medianError));
         }
         // planning a decode step while the one before runs must not change what any step computes
-        Agreement pre = compare(requests, bf16GraphsInline, bf16Graphs);
-        double preMs = bf16Graphs.millis / bf16Graphs.steps;
-        results.add(new CheckResult("engine pre-planned decode steps: greedy tokens (differing)", shape, "BF16",
-                pre.tokensDiffering(), 0, preMs, "same engine, pre-plan off"));
-        results.add(new CheckResult("engine pre-planned decode steps: logits (worst row)", shape, "BF16",
-                pre.worstError, GRAPHS_TOLERANCE, preMs, "same engine, pre-plan off"));
+        Agreement pre = sameEngine(results, "engine pre-planned decode steps", shape, "BF16", requests,
+                bf16GraphsInline, bf16GraphsStaged, "same engine, pre-plan off");
         notes.append(String.format(Locale.ROOT, "pre-planned decode steps, bf16: %s; %d logit rows compared, %d bit for "
-                + "bit.%n", bf16Graphs.preplan, pre.rowsCompared, pre.rowsExact));
+                + "bit.%n", bf16GraphsStaged.preplan, pre.rowsCompared, pre.rowsExact));
+        // nor may launching it before the one before is accepted, its tokens copied on the device
+        Agreement ahead = sameEngine(results, "engine decode steps launched ahead", shape, "BF16", requests,
+                bf16GraphsStaged, bf16Graphs, "same engine, pre-planned, not launched ahead");
+        notes.append(String.format(Locale.ROOT, "decode steps launched ahead, bf16: %d of %d steps; %d logit rows "
+                + "compared, %d bit for bit.%n", bf16Graphs.launchedAhead, bf16Graphs.steps, ahead.rowsCompared,
+                ahead.rowsExact));
         notes.append(String.format(Locale.ROOT, "Engine checks: %s, prompts %s, token budget %d, greedy; GPU ms = wall "
                         + "time per engine step. Reference %d steps in %.0f ms; fp32 %d steps in %.0f ms; bf16 %d steps "
                         + "in %.0f ms.%n", shape, Arrays.toString(PROMPT_LENGTHS), TOKEN_BUDGET, ref.steps, ref.millis,
@@ -157,6 +156,22 @@ final class EngineChecks {
                         + "error %.2e.%n", a16.tokensEqual, a16.tokens, Arrays.toString(a16.equalPrefix),
                 a16.rowsCompared, a16.medianError));
         return results;
+    }
+
+    /**
+     * Adds the two rows comparing {@code candidate} with {@code base}, the same engine in another setting: greedy
+     * tokens differing (none allowed) and the worst logit row (within the graphs' tolerance).
+     */
+    private static Agreement sameEngine(List<CheckResult> results, String name, String shape, String dtype,
+                                        List<GenerationRequest> requests, EngineTranscript base,
+                                        EngineTranscript candidate, String against) {
+        Agreement a = compare(requests, base, candidate);
+        double ms = candidate.millis / candidate.steps;
+        results.add(new CheckResult(name + ": greedy tokens (differing)", shape, dtype, a.tokensDiffering(), 0, ms,
+                against));
+        results.add(new CheckResult(name + ": logits (worst row)", shape, dtype, a.worstError, GRAPHS_TOLERANCE, ms,
+                against));
+        return a;
     }
 
     /** What {@link #run} saw besides the check rows: timings, token agreement in bf16. */
@@ -181,15 +196,16 @@ final class EngineChecks {
     /** Loads the checkpoint on {@code device} as {@code dtype} (weights, activations and KV) and serves the batch. */
     private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests,
                                         boolean graphs) throws IOException {
-        return transcript(dir, device, dtype, requests, graphs, true);
+        return transcript(dir, device, dtype, requests, graphs, true, true);
     }
 
-    /** As above, with decode steps pre-planned or not (only with {@code graphs}). */
+    /** As above, with decode steps pre-planned and launched ahead or not (only with {@code graphs}). */
     private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests,
-                                        boolean graphs, boolean preplan) throws IOException {
+                                        boolean graphs, boolean preplan, boolean launchAhead) throws IOException {
         KvCacheOptions kv = windowedLayerPages > 0 ? new KvCacheOptions(1024, 256, 16, 0, false, windowedLayerPages)
                 : new KvCacheOptions(1024, 256, 16, 0, true);
-        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, kv, graphs).withPreplan(preplan);
+        EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, kv, graphs).withPreplan(preplan)
+                .withLaunchAhead(launchAhead);
         try (LlamaModel model = new LlamaModel(LlamaWeights.load(dir, device, dtype), dtype, "checkpoint:" + dir);
              LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, dtype)) {
             return EngineTranscript.record(engine, requests);

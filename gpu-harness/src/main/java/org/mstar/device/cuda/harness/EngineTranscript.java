@@ -21,6 +21,7 @@ final class EngineTranscript {
     double millis;
     long graphReplays;
     PreplanCounts preplan;
+    long launchedAhead;
 
     /** Submits {@code requests}, steps {@code engine} until idle; fails on a request failure. */
     static EngineTranscript record(LlamaEngine engine, List<GenerationRequest> requests) {
@@ -47,6 +48,7 @@ final class EngineTranscript {
         t.millis = (System.nanoTime() - start) / 1e6;
         t.graphReplays = engine.decodeGraphReplays();
         t.preplan = engine.preplanCounts();
+        t.launchedAhead = engine.launchedAhead();
         engine.observeLogits(null);
         return t;
     }

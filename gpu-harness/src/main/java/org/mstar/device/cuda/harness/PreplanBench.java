@@ -50,15 +50,18 @@ final class PreplanBench {
      * One measured case.
      *
      * @param host     mean host milliseconds per step by phase
-     * @param gapMillis mean GPU idle gap per step (tokens of the step before on the host to this step's launch)
+     * @param gapMillis (this and the next two NaN for {@link Setting#LAUNCH_AHEAD}, whose phases interleave two
+     *                  steps) mean GPU idle gap per step (tokens of the step before on the host to this step's launch)
      * @param forwardMillis mean time from a step's launch to the end of its forward on the GPU, or of the host's
      *                      pre-plan when that ends later (an event recorded after the pre-plan completes with both)
      * @param spanMillis mean time from a step's launch to its tokens on the host
      * @param counts   pre-planned steps over the timed steps: staged, promoted, dropped
+     * @param launchedAhead steps over the timed steps launched before the step before them was accepted
      * @param gc       the JVM's collections over the timed steps: a pause lands in whichever phase it interrupts
      */
-    record Row(String model, int batch, boolean preplan, double millisPerStep, Map<Phase, Double> host,
-               double gapMillis, double forwardMillis, double spanMillis, PreplanCounts counts, GcPauses gc) {
+    record Row(String model, int batch, Setting setting, double millisPerStep, Map<Phase, Double> host,
+               double gapMillis, double forwardMillis, double spanMillis, PreplanCounts counts, long launchedAhead,
+               GcPauses gc) {
         double hostMillisOutsideWait() {
             return host.entrySet().stream().filter(e -> e.getKey() != Phase.WAIT).mapToDouble(Map.Entry::getValue).sum();
         }
@@ -78,6 +81,17 @@ final class PreplanBench {
 
         GcPauses since(GcPauses before) {
             return new GcPauses(count - before.count, millis - before.millis);
+        }
+    }
+
+    /** The engine settings compared. */
+    enum Setting {
+        OFF("off"), PREPLAN("on"), LAUNCH_AHEAD("on, launched ahead");
+
+        final String label;
+
+        Setting(String label) {
+            this.label = label;
         }
     }
 
@@ -104,14 +118,15 @@ final class PreplanBench {
         List<Row> rows = new ArrayList<>();
         LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
         try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
-            for (boolean preplan : new boolean[] {false, true}) {
-                try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config),
-                        options.withPreplan(preplan), DType.BF16)) {
+            for (Setting setting : Setting.values()) {
+                try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options
+                        .withPreplan(setting != Setting.OFF).withLaunchAhead(setting == Setting.LAUNCH_AHEAD),
+                        DType.BF16)) {
                     for (int batch : batches) {
-                        Row row = measure(engine, name, config, batch, preplan);
+                        Row row = measure(engine, name, config, batch, setting);
                         System.out.printf(Locale.ROOT, "preplan bench: %s, batch %d, pre-plan %s: %.2f ms/step, "
                                 + "host %.3f ms outside the wait, GPU idle gap %.3f ms%n", name, batch,
-                                preplan ? "on" : "off", row.millisPerStep, row.hostMillisOutsideWait(), row.gapMillis);
+                                setting.label, row.millisPerStep, row.hostMillisOutsideWait(), row.gapMillis);
                         rows.add(row);
                     }
                 }
@@ -133,7 +148,7 @@ final class PreplanBench {
         return BenchRequests.decodeAllowance(batch, CONTEXT, TOKEN_BUDGET, WARMUP_STEPS + TIMED_STEPS);
     }
 
-    private Row measure(LlamaEngine engine, String name, ModelConfig config, int batch, boolean preplan) {
+    private Row measure(LlamaEngine engine, String name, ModelConfig config, int batch, Setting setting) {
         Random rnd = new Random(seed + batch * 31L);
         runs++;
         List<String> ids = new ArrayList<>();
@@ -150,6 +165,8 @@ final class PreplanBench {
             step(engine, batch);
         }
         PreplanCounts before = engine.preplanCounts();
+        long aheadBefore = engine.launchedAhead();
+        boolean events = setting != Setting.LAUNCH_AHEAD;
         StepTimings timings = engine.stepTimings();
         timings.reset();
         // made before the timed steps, so that the steps only record them
@@ -158,7 +175,7 @@ final class PreplanBench {
         List<CudaEvent> tokens = events();
         int[] recorded = new int[3];
         try {
-            timings.listen(phase -> {
+            timings.listen(!events ? null : phase -> {
                 if (phase == Phase.ADMIT_PLAN) {
                     launches.get(recorded[0]++).record(device.stream());
                 } else if (phase == Phase.PREPLAN) {
@@ -175,10 +192,10 @@ final class PreplanBench {
             double millis = (System.nanoTime() - start) / 1e6 / TIMED_STEPS;
             GcPauses gc = GcPauses.now().since(gcBefore);
             timings.listen(null);
-            double gap = 0;
-            double forward = 0;
-            double span = 0;
-            for (int i = 0; i < TIMED_STEPS; i++) {
+            double gap = events ? 0 : Double.NaN;
+            double forward = events ? 0 : Double.NaN;
+            double span = events ? 0 : Double.NaN;
+            for (int i = 0; events && i < TIMED_STEPS; i++) {
                 forward += forwards.get(i).millisSince(launches.get(i));
                 span += tokens.get(i).millisSince(launches.get(i));
                 if (i > 0) {
@@ -188,8 +205,8 @@ final class PreplanBench {
             PreplanCounts after = engine.preplanCounts();
             PreplanCounts timed = new PreplanCounts(after.staged() - before.staged(),
                     after.promoted() - before.promoted(), after.dropped() - before.dropped());
-            return new Row(name, batch, preplan, millis, timings.millisPerStep(), gap / (TIMED_STEPS - 1),
-                    forward / TIMED_STEPS, span / TIMED_STEPS, timed, gc);
+            return new Row(name, batch, setting, millis, timings.millisPerStep(), gap / (TIMED_STEPS - 1),
+                    forward / TIMED_STEPS, span / TIMED_STEPS, timed, engine.launchedAhead() - aheadBefore, gc);
         } finally {
             timings.listen(null);
             launches.forEach(CudaEvent::close);
@@ -222,16 +239,17 @@ final class PreplanBench {
         StringBuilder sb = new StringBuilder();
         sb.append("| model | batch | pre-plan | ms/step | schedule | admit+plan | launch | commit | pre-plan (host) "
                 + "| wait | accept | host ms outside wait | launch to forward done ms | launch to tokens ms "
-                + "| GPU idle gap ms | staged / promoted / dropped | GC: collections, ms |\n");
-        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                + "| GPU idle gap ms | staged / promoted / dropped | launched ahead | GC: collections, ms |\n");
+        sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
             Map<Phase, Double> h = r.host;
             sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f "
-                            + "| %.3f | %.3f | %.3f | %.3f | %.3f | %d / %d / %d | %d, %d |%n", r.model, r.batch,
-                    r.preplan ? "on" : "off", r.millisPerStep, h.get(Phase.SCHEDULE), h.get(Phase.ADMIT_PLAN),
+                            + "| %.3f | %.3f | %s | %s | %s | %d / %d / %d | %d | %d, %d |%n", r.model, r.batch,
+                    r.setting.label, r.millisPerStep, h.get(Phase.SCHEDULE), h.get(Phase.ADMIT_PLAN),
                     h.get(Phase.LAUNCH), h.get(Phase.COMMIT), h.get(Phase.PREPLAN), h.get(Phase.WAIT),
-                    h.get(Phase.ACCEPT), r.hostMillisOutsideWait(), r.forwardMillis, r.spanMillis, r.gapMillis,
-                    r.counts.staged(), r.counts.promoted(), r.counts.dropped(), r.gc.count(), r.gc.millis()));
+                    h.get(Phase.ACCEPT), r.hostMillisOutsideWait(), millis(r.forwardMillis), millis(r.spanMillis),
+                    millis(r.gapMillis), r.counts.staged(), r.counts.promoted(), r.counts.dropped(), r.launchedAhead,
+                    r.gc.count(), r.gc.millis()));
         }
         sb.append("\nHost columns are ms per step by engine phase; commit (what the enqueued forward consumed) and "
                 + "pre-plan (host: planning the next step) run while the GPU runs this one, overlapped with the wait; "
@@ -239,7 +257,13 @@ final class PreplanBench {
                 + "launched, after its pre-plan (done when both the forward and the pre-plan are: a launch to forward "
                 + "done above the forward's own time means the pre-plan was not hidden), and where its tokens are on "
                 + "the host; the GPU idle gap runs from a step's tokens on the host to the next step's launch. GC: the "
-                + "JVM's collections during the timed steps (a pause adds to the phase it interrupts).\n");
+                + "JVM's collections during the timed steps (a pause adds to the phase it interrupts). Launched ahead, "
+                + "a step's forward is enqueued before the step before it is accepted (its draw, commit and pre-plan "
+                + "after), so one step()'s phases belong to two steps and the event columns are left out (-).\n");
         return sb.toString();
+    }
+
+    private static String millis(double ms) {
+        return Double.isNaN(ms) ? "-" : String.format(Locale.ROOT, "%.3f", ms);
     }
 }

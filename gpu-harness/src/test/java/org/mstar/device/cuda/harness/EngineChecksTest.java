@@ -28,13 +28,16 @@ class EngineChecksTest {
             EngineChecks checks = new EngineChecks(reference, candidate, small, 3);
             List<CheckResult> results = checks.run(dir);
 
-            assertThat(results).hasSize(9).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
+            assertThat(results).hasSize(11).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
             assertThat(results.get(0).error()).isZero();
             assertThat(results.get(1).error()).isZero();
             // decode graphs against the same device's eager engine: on the CPU a replay re-runs the ops
             assertThat(results.subList(3, 7)).allSatisfy(r -> assertThat(r.error()).isZero());
             // pre-planned decode steps against the same engine planning inline: nothing a step computes changes
             assertThat(results.subList(7, 9)).allSatisfy(r -> assertThat(r.error()).isZero());
+            // and launched before the step before them is accepted: nothing changes either
+            assertThat(results.subList(9, 11)).allSatisfy(r -> assertThat(r.error()).isZero());
+            assertThat(checks.notes()).containsPattern("decode steps launched ahead, bf16: [1-9]\\d* of");
             assertThat(checks.notes()).containsPattern("pre-planned decode steps, bf16: PreplanCounts\\[staged=\\d+, "
                     + "promoted=[1-9]");
             assertThat(checks.notes()).doesNotContain(": 0 decode steps replayed");
@@ -50,7 +53,7 @@ class EngineChecksTest {
             EngineChecks checks = new EngineChecks(reference, candidate, scaledDown(arch), 5);
             List<CheckResult> results = checks.run(dir);
 
-            assertThat(results).hasSize(9).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
+            assertThat(results).hasSize(11).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
             assertThat(results.get(1).error()).isZero();
         }
     }
@@ -61,7 +64,7 @@ class EngineChecksTest {
             EngineChecks checks = new EngineChecks(reference, candidate, scaledDown(Architecture.GEMMA3), 5, 160);
             List<CheckResult> results = checks.run(dir);
 
-            assertThat(results).hasSize(9).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
+            assertThat(results).hasSize(11).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
             assertThat(results.get(1).shape()).contains("windowed cache");
         }
     }
