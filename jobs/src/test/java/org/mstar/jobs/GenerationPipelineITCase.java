@@ -103,9 +103,12 @@ class GenerationPipelineITCase {
         assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
     }
 
-    @Test
-    void theLlamaEngineOnARandomModelRecoversFromAFailureWithIdenticalTokens() throws Exception {
-        LlamaEngineFactory llama = llama("random-llama");
+    /** Also with decode steps launched ahead (as on a GPU): the failure then finds a step in flight to drop. */
+    @ParameterizedTest(name = "decode steps launched ahead: {0}")
+    @ValueSource(booleans = {false, true})
+    void theLlamaEngineOnARandomModelRecoversFromAFailureWithIdenticalTokens(boolean launchAhead) throws Exception {
+        String name = launchAhead ? "llama-ahead" : "llama";
+        LlamaEngineFactory llama = llama("random-" + name);
         List<GenerateRequest> requests = TestRequests.requests("llama", 24);
         for (int i = 1; i < requests.size(); i += 2) { // token-id prompts besides text ones
             requests.get(i).setPrompt(null);
@@ -119,7 +122,9 @@ class GenerationPipelineITCase {
         try (GenerationEngine reference = llama.create("cpu", 0)) {
             expected = TestRequests.reference(requests, reference);
         }
-        Job job = new Job("llama", llama);
+        long launchedBefore = CpuLlamaEngineFactory.launchedAhead();
+        EngineFactory served = launchAhead ? CpuLlamaEngineFactory.launchingAhead(tmp.resolve("random-" + name)) : llama;
+        Job job = new Job(name, served);
         Scenario scenario = Scenario.start(job.name);
         scenario.pauseAfterTokens(150);
         KAFKA.kafka().produce(job.requests, requests);
@@ -140,6 +145,8 @@ class GenerationPipelineITCase {
         out.assertComplete(requests, expected);
         assertThat(out.errors).isEmpty();
         assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
+        assertThat(CpuLlamaEngineFactory.launchedAhead() > launchedBefore).as("decode steps launched ahead")
+                .isEqualTo(launchAhead);
         assertThat(out.results.get("llama-0").get(0).getText()).as("detokenised text").isNotEmpty();
         for (int i = 0; i < requests.size(); i += 6) {
             var result = out.results.get("llama-" + i).get(0);
@@ -294,10 +301,10 @@ class GenerationPipelineITCase {
     void aRequestThatMakesTheEngineThrowGetsA500WhileTheOthersCompleteAndTheTaskNeverRestarts() throws Exception {
         Path model = tmp.resolve("poisoned");
         RandomModel.write(model, 7);
-        Job job = new Job("poisoned", new PoisonedLlamaEngineFactory(model));
+        Job job = new Job("poisoned", CpuLlamaEngineFactory.poisoned(model));
         Scenario scenario = Scenario.start(job.name);
         List<GenerateRequest> good = TestRequests.requests("good", 6);
-        GenerateRequest poison = TestRequests.request(PoisonedLlamaEngineFactory.POISON + "-1", 3);
+        GenerateRequest poison = TestRequests.request(CpuLlamaEngineFactory.POISON + "-1", 3);
         List<GenerateRequest> all = new ArrayList<>(good.subList(0, 3));
         all.add(poison);
         all.addAll(good.subList(3, good.size()));
