@@ -376,7 +376,6 @@ public final class LlamaEngine implements GenerationEngine {
         InFlightStep f = inFlight;
         inFlight = null;
         PlannedStep ahead = launchableAhead(f);
-        long aheadStart = System.nanoTime();
         Tensor aheadLogits = null;
         RuntimeException aheadFault = null;
         if (ahead != null) {
@@ -389,8 +388,11 @@ public final class LlamaEngine implements GenerationEngine {
             }
         }
         Set<String> done = new LinkedHashSet<>();
+        long drawnAt;
         try {
             int[] drawn = f.draw().tokens();
+            // the device moves on to the step launched ahead now: its cost runs from here
+            drawnAt = System.nanoTime();
             f.draw().close();
             timings.end(StepTimings.Phase.WAIT);
             runner.commit(f.step().step(), LlamaModel.SAMPLER::equals);
@@ -409,7 +411,7 @@ public final class LlamaEngine implements GenerationEngine {
         timings.stepRan();
         if (aheadLogits != null) {
             try {
-                inFlight = drawAndCommit(ahead, aheadLogits, aheadStart, r -> !done.contains(r.id()));
+                inFlight = drawAndCommit(ahead, aheadLogits, drawnAt, r -> !done.contains(r.id()));
             } catch (DeviceFault e) {
                 throw e;
             } catch (RuntimeException e) {
@@ -592,8 +594,13 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public void close() {
+        RuntimeException failure = null;
         if (inFlight != null) {
-            inFlight.draw().tokens(); // nothing frees what the device may still be using
+            try {
+                inFlight.draw().tokens(); // nothing is freed while the device may still use it
+            } catch (RuntimeException e) {
+                failure = e; // e.g. the device failed: free the rest all the same
+            }
             inFlight.draw().close();
             inFlight = null;
         }
@@ -607,8 +614,15 @@ public final class LlamaEngine implements GenerationEngine {
             try {
                 c.close();
             } catch (Exception e) {
-                throw new IllegalStateException("closing " + c, e);
+                IllegalStateException closing = new IllegalStateException("closing " + c, e);
+                if (failure != null) {
+                    closing.addSuppressed(failure);
+                }
+                throw closing;
             }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
