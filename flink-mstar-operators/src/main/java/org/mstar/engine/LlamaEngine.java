@@ -1,7 +1,6 @@
 package org.mstar.engine;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -328,15 +327,20 @@ public final class LlamaEngine implements GenerationEngine {
         return logits.rows(0, p.sampleRids().size());
     }
 
-    /** For each row of {@code next}, the row of {@code fed}'s draw holding the token it feeds. */
+    /**
+     * For each row of {@code next}, the row of {@code fed}'s draw holding the token it feeds. The staged rows keep
+     * the order of the rows they were staged from, so one pass over both finds them.
+     */
     private static int[] fedRows(PlannedStep next, PlannedStep fed) {
-        Map<String, Integer> drawRow = new HashMap<>();
-        for (int i = 0; i < fed.sampleRids().size(); i++) {
-            drawRow.put(fed.sampleRids().get(i), i);
-        }
+        List<String> drawn = fed.sampleRids();
         int[] from = new int[next.rows().size()];
+        int j = 0;
         for (int i = 0; i < from.length; i++) {
-            from[i] = drawRow.get(next.rows().get(i).request().id());
+            String id = next.rows().get(i).request().id();
+            while (!drawn.get(j).equals(id)) {
+                j++;
+            }
+            from[i] = j++;
         }
         return from;
     }
@@ -432,16 +436,9 @@ public final class LlamaEngine implements GenerationEngine {
                 || live.size() != f.step().rows().size()) {
             return null; // someone outside f's rows (waiting, resumed, excluded) may take a row
         }
+        // a staged request that was removed or preempted since dropped the stage (DecodePreplan.forget)
         List<BatchRow> rows = preplan.stagedRows();
-        if (rows.isEmpty()) {
-            return null;
-        }
-        for (BatchRow row : rows) {
-            if (live.get(row.request().id()) != row.request()) {
-                return null;
-            }
-        }
-        return steps.buildFedOnDevice(rows, preplan.declared(rows));
+        return rows.isEmpty() ? null : steps.buildFedOnDevice(rows, preplan.declared(rows));
     }
 
     /** Admit and plan {@code p} (the staged step: promoted) and enqueue its forward fed from {@code f}'s draw. */

@@ -26,12 +26,9 @@ final class Readbacks implements AutoCloseable {
     private final ArrayDeque<Slot> idle = new ArrayDeque<>();
     private final List<Slot> all = new ArrayList<>();
 
-    /** Enqueues the copy of the I32 tensor {@code src} (at most {@link #SLOT_BYTES}). */
+    /** Enqueues the copy of the I32 tensor {@code src}, of at most {@link #SLOT_BYTES} (the caller's check). */
     PendingInts read(CudaTensor src, CudaStream stream) {
         long bytes = src.byteSize();
-        if (bytes > SLOT_BYTES) {
-            throw new IllegalArgumentException(src + " exceeds a read-back slot of " + SLOT_BYTES + " bytes");
-        }
         Slot slot = idle.isEmpty() ? newSlot() : idle.pop();
         check(cuMemcpyDtoHAsync(slot.buffer.pointer(), src.pointer(), bytes, stream.handle()),
                 "cuMemcpyDtoHAsync(" + bytes + " bytes) into a read-back slot");
