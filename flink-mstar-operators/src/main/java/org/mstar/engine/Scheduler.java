@@ -134,7 +134,8 @@ final class Scheduler {
         LiveRequest outside = null;
         LiveRequest inside = null;
         for (LiveRequest r : live) {
-            if (r.status != RequestStatus.RUNNING || r.computed == 0 || r.id().equals(shortRequest)) {
+            // a waiting request with pages (a cached prefix it took, or prefill chunks) holds them like a running one
+            if (r.status == RequestStatus.OFFLOADED || r.computed == 0 || r.id().equals(shortRequest)) {
                 continue;
             }
             if (!inStep.contains(r)) {

@@ -130,6 +130,23 @@ class SchedulerTest {
     }
 
     @Test
+    void aWaitingRequestHoldingPagesCanBeTheVictim() {
+        SchedulerSimulation sim = new SchedulerSimulation(8, 64, 4, 1000, FCFS, 0, 1);
+        sim.submit(request("running", 4, 9, 0));
+        sim.step();
+        sim.submit(request("waiting", 9, 2, 0));
+        LiveRequest running = sim.live.get("running");
+        LiveRequest waiting = sim.live.get("waiting");
+        waiting.computed = 8; // a cached prefix it took while it waits: its pages are held, not evictable
+
+        assertThat(waiting.status).isEqualTo(RequestStatus.WAITING);
+        assertThat(sim.scheduler.victim(sim.live.values(), List.of(row(running)), "running")).isSameAs(waiting);
+        waiting.computed = 0;
+        assertThat(sim.scheduler.victim(sim.live.values(), List.of(row(running)), "running"))
+                .as("a waiting request holding nothing frees nothing").isNull();
+    }
+
+    @Test
     void offloadedRequestsComeBackInOrderButNotAheadOfAnOutrankingWaitingOne() {
         SchedulerSimulation sim = new SchedulerSimulation(8, 64, 4, 1000, STRICT, 0, 1);
         sim.submit(request("a", 4, 9, 1));
