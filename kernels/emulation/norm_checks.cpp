@@ -1,10 +1,10 @@
 // Host emulation checks of rms_norm (norm.cu) and silu_mul (elementwise.cu) after their loops were batched: rms_norm
 // runs next to the kernel as it was before (rms_norm_before, below: one element loaded, used and stored at a time).
 // Its general path (fp32, mixed dtypes, rows not in 16-byte vectors) must agree with it bit for bit, output and
-// residual; the bf16 path, which sums each thread's squares in another order, must give the residual bit for bit
-// and every output within one bf16 step. silu_mul's 16-byte bf16 path and its scalar path must give the
-// per-element formula bit for bit. Launch shapes as CudaOps gives them. It says nothing about speed or the GPU's
-// memory model. Run: ./run.sh norm_checks
+// residual; the vector path (bf16 weights and output, bf16 or fp32 residual), which sums each thread's squares in
+// another order, must give the residual bit for bit and every output within one bf16 step. silu_mul's 16-byte
+// bf16 path and its scalar path must give the per-element formula bit for bit. Launch shapes as CudaOps gives
+// them. It says nothing about speed or the GPU's memory model. Run: ./run.sh norm_checks
 #include "cuda_host_shim.h"
 #include "common.cuh"
 #include "elementwise.cu"
@@ -94,8 +94,11 @@ static void check_rms_norm(int rows, int hidden, int xDt, int resDt, int wDt, in
         rms_norm_before(x.data(), xDt, withResidual ? resBefore.data() : nullptr, resDt, w.data(), wDt,
                         outBefore.data(), outDt, hidden, 1e-5f);
     });
-    const bool vectorPath = xDt == DT_BF16 && resDt == DT_BF16 && wDt == DT_BF16 && outDt == DT_BF16
-                            && hidden % 8 == 0;
+    // bf16 weights and output: bf16 x with a bf16 or fp32 residual (a bf16 model's layers), or fp32 x alone (its
+    // first norm, of the fp32 embeddings)
+    const bool vectorPath = wDt == DT_BF16 && outDt == DT_BF16 && hidden % 8 == 0
+                            && ((xDt == DT_BF16 && (!withResidual || resDt == DT_BF16 || resDt == DT_F32))
+                                || (xDt == DT_F32 && !withResidual));
     if (vectorPath) {
         expect_within_one_step(out, outBefore, "rms_norm bf16 path output", hidden);
     } else {
@@ -127,6 +130,8 @@ int main() {
         check_rms_norm(3, hidden, DT_BF16, DT_BF16, DT_BF16, DT_BF16, false);
         check_rms_norm(2, hidden, DT_F32, DT_F32, DT_F32, DT_F32, true);
         check_rms_norm(2, hidden, DT_BF16, DT_F32, DT_F32, DT_BF16, true);  // mixed: the dtype-switch path
+        check_rms_norm(3, hidden, DT_BF16, DT_F32, DT_BF16, DT_BF16, true);  // a bf16 model's fp32 residual stream
+        check_rms_norm(2, hidden, DT_F32, DT_F32, DT_BF16, DT_BF16, false);  // its embeddings, normalised
     }
     check_silu_mul(3, 1024, DT_BF16, 0);
     check_silu_mul(3, 1024, DT_BF16, 1);

@@ -39,7 +39,7 @@ static std::pair<std::vector<bf16>, std::vector<bf16>> append(const std::vector<
     launch(tokens, rope_threads(qHeads, kvHeads, headDim), [&] {
         qkv_rope_append(qkv.data() + offset, DT_BF16, positions.data(), invFreq.data(), q.data() + offset, DT_BF16,
                         pool.data() + offset, DT_BF16, pageIdx.data(), offsets.data(), layer, pages, pageSize, qHeads,
-                        kvHeads, headDim, rotaryDim, interleave);
+                        kvHeads, headDim, rotaryDim, interleave, 1);
     });
     return {std::vector<bf16>(q.begin() + offset, q.end()), std::vector<bf16>(pool.begin() + offset, pool.end())};
 }

@@ -5,6 +5,7 @@
 // must agree bit for bit and tokens exactly. It says nothing about speed or the GPU's memory model. Run: ./run.sh
 #define MSTAR_HOST_EMULATION
 #include "cuda_host_shim.h"
+#include "warp_mma_shim.h"
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -208,7 +209,37 @@ static void check_pick_fallbacks() {
     expect(pick_token(q.data(), 37, 1000, 0.f, 0.5f) == 1003, "pick_token first past target", 0, 0, 0, 1003);
 }
 
+// argmax_rows, a block per chunk of a row and the last to count merging the chunks' bests, against the kernel it
+// replaced (a block per row): ties across chunks, a maximum in the last element, NaN, a row of -inf.
+static void check_argmax(int vocab, int rows) {
+    std::vector<float> logits((size_t)rows * vocab);
+    for (float& v : logits) v = 3.f * std::normal_distribution<float>(0.f, 1.f)(rng);
+    logits[5] = logits[vocab - 7] = 100.f;
+    if (rows > 1) std::fill(logits.begin() + vocab, logits.begin() + 2 * vocab, -INFINITY);
+    if (rows > 2) {
+        logits[2 * (size_t)vocab] = NAN;
+        logits[3 * (size_t)vocab - 1] = 50.f;
+    }
+    const unsigned chunks = (vocab + 4095) / 4096;
+    std::vector<float> partialValue((size_t)rows * chunks);
+    std::vector<int> partialIndex((size_t)rows * chunks), done(rows, 0), got(rows, -1), want(rows, -1);
+    for (int launchNo = 0; launchNo < 2; launchNo++) {  // the second finds the counters the first left
+        launch3(Dim3{chunks, (unsigned)rows, 1}, 256, [&] {
+            argmax_rows(logits.data(), DT_F32, got.data(), vocab, partialValue.data(), partialIndex.data(),
+                        done.data());
+        });
+    }
+    launch(rows, 1024, [&] { reference::reference_argmax_rows(logits.data(), DT_F32, want.data(), vocab); });
+    for (int r = 0; r < rows; r++) {
+        expect(got[r] == want[r], "argmax_rows", vocab, r, got[r], want[r]);
+        expect(done[r] == 0, "argmax_rows leaves its counter at zero", vocab, r, done[r], 0);
+    }
+}
+
 int main() {
+    check_argmax(128256, 3);
+    check_argmax(50257, 3);
+    check_argmax(1000, 1);
     check_pick_fallbacks();
     for (int vocab : {128256, 50257}) {
         const std::vector<float> probs = check_sampling_probs(vocab), edges = edge_rows(vocab);

@@ -426,6 +426,8 @@ __device__ __forceinline__ void decode_mma_body(const __nv_bfloat16* q, PagedKv 
     __shared__ long long pageBase[kSplitPages];
     __shared__ int lastBlock;
 
+    // The step's plan (lengths, page table) is not written by the kernel before this one: read before the wait,
+    // it overlaps that kernel when it releases this one early (qkv_rope_append does).
     const DecodeBlock b = DecodeBlock::of<GH>(kv, mask, qoIndptr, qoHeads, splits);
     if (!b.active) return;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -433,15 +435,9 @@ __device__ __forceinline__ void decode_mma_body(const __nv_bfloat16* q, PagedKv 
     const int col0 = 2 * quad, col1 = 2 * quad + 1;  // the heads of this lane's accumulator columns
 
     // Q^T's B fragments: head lane / 4, dims 2 quad (+1) of each 16 and the same 8 on; zero past the GH heads.
+    // Loaded after the wait, with the first slice's page table in hand.
     uint32_t qb[D / 16][2];
     const bool qValid = row < GH;
-#pragma unroll
-    for (int kd = 0; kd < D / 16; ++kd) {
-        const uint32_t* src = reinterpret_cast<const uint32_t*>(
-            q + ((long long)b.qBegin * qoHeads + b.h0 + (qValid ? row : 0)) * D + kd * 16 + 2 * quad);
-        qb[kd][0] = qValid ? src[0] : 0u;
-        qb[kd][1] = qValid ? src[4] : 0u;
-    }
     const float scaleLog2 = smScale * kLog2e;
     const long long pageElems = (long long)kv.pageSize * kv.kvHeads * D;
     const T* head = static_cast<const T*>(kv.pool) + b.g * D;
@@ -461,6 +457,16 @@ __device__ __forceinline__ void decode_mma_body(const __nv_bfloat16* q, PagedKv 
         const int firstPage = kBegin / kv.pageSize;
         __syncthreads();  // the previous slice's combine is done with the shared memory
         load_page_table(kv, b.r, kBegin, kEnd, pageElems, pageBase);
+        if (split == blockIdx.x) {
+            await_previous_kernel();
+#pragma unroll
+            for (int kd = 0; kd < D / 16; ++kd) {
+                const uint32_t* src = reinterpret_cast<const uint32_t*>(
+                    q + ((long long)b.qBegin * qoHeads + b.h0 + (qValid ? row : 0)) * D + kd * 16 + 2 * quad);
+                qb[kd][0] = qValid ? src[0] : 0u;
+                qb[kd][1] = qValid ? src[4] : 0u;
+            }
+        }
         __syncthreads();
 
         float o[D / 16][4];
@@ -647,7 +653,6 @@ MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 256)
         const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal,        \
         int windowLeft, int contextOnly, float smScale, int splits, int sliceStride, __nv_bfloat16* out,            \
         float* partialO, float* partialLse, int* splitDone) {                                                     \
-        mstar::await_previous_kernel();                                                                           \
         decode_mma_body<D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
                                Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, splits, sliceStride, \
                                out, partialO, partialLse, splitDone);                                            \

@@ -78,13 +78,22 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
 // Programmatic dependent launch (sm_90). In a decode graph, CudaGraph makes each edge into one of these kernels
 // programmatic: the kernel may be launched as the one before it finishes, so its launch overlaps that kernel's
 // tail. Every kernel therefore calls this first, before it reads what an earlier kernel wrote or writes
-// anything: it waits for the kernels before it to complete with their memory visible. No kernel triggers its
-// dependents early (griddepcontrol.launch_dependents), so the next one is released at this one's exit: a trigger
-// at the start measured 8B decode at 16 rows 18 % slower (5.04 → 5.96 ms a step, docs/perf.md) and no row more
-// than 1 % faster. Outside a programmatic edge the wait is a no-op (eager launches keep stream order).
+// anything: it waits for the kernels before it to complete with their memory visible. Most kernels release their
+// dependents only at exit: a trigger (release_dependents) at the start of every kernel measured 8B decode at 16
+// rows 18 % slower (5.04 → 5.96 ms a step, docs/perf.md), the waiting blocks taking SM slots from the running
+// ones. Outside a programmatic edge the wait and the trigger are no-ops (eager launches keep stream order).
 __device__ __forceinline__ void await_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets the next kernel's blocks launch before this one exits; they run up to their own await_previous_kernel.
+// Only qkv_rope_append calls it, in steps of a few tokens (CudaOps.RELEASE_ATTENTION_ROWS): its dependent, decode
+// attention, reads the step's page table (three dependent loads) before it needs anything qkv_rope_append writes.
+__device__ __forceinline__ void release_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 

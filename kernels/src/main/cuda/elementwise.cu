@@ -1,4 +1,5 @@
 // Elementwise and row-gather ops: embedding, add, SiLU·mul, qkv split, dtype conversion, bias add.
+#include "activations.cuh"
 #include "common.cuh"
 
 using namespace mstar;
@@ -22,8 +23,6 @@ extern "C" __global__ void add_elements(const void* a, int aDt, const void* b, i
     mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, n) { store_f(out, outDt, i, load_f(a, aDt, i) + load_f(b, bDt, i)); }
 }
-
-__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
 
 // out[r, i] = silu(gateUp[r, i]) * gateUp[r, inter + i].
 extern "C" __global__ void silu_mul(const void* gateUp, int inDt, void* out, int outDt, long long rows, int inter) {
@@ -65,14 +64,12 @@ extern "C" __global__ void silu_mul(const void* gateUp, int inDt, void* out, int
 extern "C" __global__ void gelu_tanh_mul(const void* gateUp, int inDt, void* out, int outDt, long long rows,
                                          int inter) {
     mstar::await_previous_kernel();
-    const float k = 0.7978845608028654f;  // sqrt(2 / pi)
     MSTAR_GRID_LOOP(i, rows * inter) {
         const long long r = i / inter;
         const long long c = i - r * inter;
         const float g = load_f(gateUp, inDt, r * 2 * inter + c);
         const float u = load_f(gateUp, inDt, r * 2 * inter + inter + c);
-        const float gelu = 0.5f * g * (1.f + tanhf(k * (g + 0.044715f * g * g * g)));
-        store_f(out, outDt, i, gelu * u);
+        store_f(out, outDt, i, gelu_tanh_times(g, u));
     }
 }
 

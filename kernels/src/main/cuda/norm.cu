@@ -51,41 +51,61 @@ __device__ __forceinline__ void rms_norm_any(const void* x, int xDt, void* resid
     }
 }
 
-// The bf16 path: each thread holds 8 consecutive elements, moved with one 16-byte load or store per tensor (a
-// thread per strided element issues eight times the instructions, and at a few hundred rows a step the
-// kernel is bound by their latency). Thread t's eight squares are summed first, then across the block.
-__device__ __forceinline__ void rms_norm_bf16(const uint4* x, uint4* residual, const uint4* weight, uint4* out,
-                                              int hidden, float eps) {
+// Eight consecutive elements as floats, and back (bf16 rounded to nearest even).
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, long long v, float (&a)[8]) {
+    const uint4 u = reinterpret_cast<const uint4*>(p)[v];
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const float2 f = __bfloat1622float2(h[j]);
+        a[2 * j] = f.x;
+        a[2 * j + 1] = f.y;
+    }
+}
+
+__device__ __forceinline__ void load8(const float* p, long long v, float (&a)[8]) {
+    const float4 lo = reinterpret_cast<const float4*>(p)[2 * v], hi = reinterpret_cast<const float4*>(p)[2 * v + 1];
+    a[0] = lo.x, a[1] = lo.y, a[2] = lo.z, a[3] = lo.w, a[4] = hi.x, a[5] = hi.y, a[6] = hi.z, a[7] = hi.w;
+}
+
+__device__ __forceinline__ void store8(__nv_bfloat16* p, long long v, const float (&a)[8]) {
+    uint4 u;
+    __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&u);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) h[j] = __floats2bfloat162_rn(a[2 * j], a[2 * j + 1]);
+    reinterpret_cast<uint4*>(p)[v] = u;
+}
+
+__device__ __forceinline__ void store8(float* p, long long v, const float (&a)[8]) {
+    reinterpret_cast<float4*>(p)[2 * v] = make_float4(a[0], a[1], a[2], a[3]);
+    reinterpret_cast<float4*>(p)[2 * v + 1] = make_float4(a[4], a[5], a[6], a[7]);
+}
+
+__device__ __forceinline__ float rounded(const __nv_bfloat16*, float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+__device__ __forceinline__ float rounded(const float*, float v) { return v; }
+
+// The path of bf16 weights and output (x and the residual bf16 or fp32: a bf16 model keeps its residual stream
+// in fp32): each thread holds 8 consecutive elements, moved with 16-byte loads and stores (a thread per strided
+// element issues eight times the instructions, and at a few hundred rows a step the kernel is bound by their
+// latency). Thread t's eight squares are summed first, then across the block.
+template <typename X, typename R>
+__device__ __forceinline__ void rms_norm_vec(const X* x, R* residual, const __nv_bfloat16* weight,
+                                             __nv_bfloat16* out, int hidden, float eps) {
     __shared__ float scratch[32];
     __shared__ float invShared;
     const int vecs = hidden / 8;
     const long long v = (long long)blockIdx.x * vecs + threadIdx.x;
     const bool live = threadIdx.x < vecs;
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    const uint4 xv = live ? x[v] : zero, wv = live ? weight[threadIdx.x] : zero;
-    const uint4 rv = live && residual != nullptr ? residual[v] : zero;
-    const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&xv);
-    const __nv_bfloat162* r2 = reinterpret_cast<const __nv_bfloat162*>(&rv);
-    const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wv);
-    float a[8];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const float2 xf = __bfloat1622float2(x2[j]);
-        a[2 * j] = xf.x;
-        a[2 * j + 1] = xf.y;
+    float a[8] = {}, w[8] = {}, r[8] = {};
+    if (live) {
+        load8(x, v, a);
+        load8(weight, threadIdx.x, w);
+        if (residual != nullptr) load8(residual, v, r);
     }
     if (residual != nullptr) {
-        uint4 sum;
-        __nv_bfloat162* s2 = reinterpret_cast<__nv_bfloat162*>(&sum);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float2 rf = __bfloat1622float2(r2[j]);
-            s2[j] = __floats2bfloat162_rn(rf.x + a[2 * j], rf.y + a[2 * j + 1]);
-            const float2 sf = __bfloat1622float2(s2[j]);
-            a[2 * j] = sf.x;
-            a[2 * j + 1] = sf.y;
-        }
-        if (live) residual[v] = sum;
+        for (int j = 0; j < 8; ++j) a[j] = rounded(residual, r[j] + a[j]);
+        if (live) store8(residual, v, a);
     }
     float ss = 0.f;
 #pragma unroll
@@ -94,14 +114,9 @@ __device__ __forceinline__ void rms_norm_bf16(const uint4* x, uint4* residual, c
     if (threadIdx.x == 0) invShared = (float)(1.0 / sqrt((double)(ss / (float)hidden + eps)));
     __syncthreads();
     const float inv = invShared;
-    uint4 ov;
-    __nv_bfloat162* o2 = reinterpret_cast<__nv_bfloat162*>(&ov);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const float2 wf = __bfloat1622float2(w2[j]);
-        o2[j] = __floats2bfloat162_rn(a[2 * j] * inv * wf.x, a[2 * j + 1] * inv * wf.y);
-    }
-    if (live) out[v] = ov;
+    for (int j = 0; j < 8; ++j) a[j] = a[j] * inv * w[j];
+    if (live) store8(out, v, a);
 }
 
 extern "C" __global__ void rms_norm(const void* x, int xDt, void* residual, int resDt, const void* weight, int wDt,
@@ -109,10 +124,16 @@ extern "C" __global__ void rms_norm(const void* x, int xDt, void* residual, int 
     mstar::await_previous_kernel();
     const bool aligned = ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(residual)
                            | reinterpret_cast<uintptr_t>(weight) | reinterpret_cast<uintptr_t>(out)) & 15) == 0;
-    if (xDt == DT_BF16 && wDt == DT_BF16 && outDt == DT_BF16 && (residual == nullptr || resDt == DT_BF16)
-        && hidden % 8 == 0 && hidden / 8 <= (int)blockDim.x && aligned) {
-        rms_norm_bf16(static_cast<const uint4*>(x), static_cast<uint4*>(residual), static_cast<const uint4*>(weight),
-                      static_cast<uint4*>(out), hidden, eps);
+    const bool vec = wDt == DT_BF16 && outDt == DT_BF16 && hidden % 8 == 0 && hidden / 8 <= (int)blockDim.x && aligned;
+    const auto* w16 = static_cast<const __nv_bfloat16*>(weight);
+    auto* out16 = static_cast<__nv_bfloat16*>(out);
+    if (vec && xDt == DT_BF16 && (residual == nullptr || resDt == DT_BF16)) {
+        rms_norm_vec(static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(residual), w16, out16, hidden,
+                     eps);
+    } else if (vec && xDt == DT_BF16 && resDt == DT_F32) {
+        rms_norm_vec(static_cast<const __nv_bfloat16*>(x), static_cast<float*>(residual), w16, out16, hidden, eps);
+    } else if (vec && xDt == DT_F32 && residual == nullptr) {
+        rms_norm_vec(static_cast<const float*>(x), static_cast<float*>(nullptr), w16, out16, hidden, eps);
     } else {
         rms_norm_any(x, xDt, residual, resDt, weight, wDt, out, outDt, hidden, eps);
     }

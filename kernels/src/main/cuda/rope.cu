@@ -84,12 +84,14 @@ __device__ __forceinline__ void qkv_rope_append_bf16(const uint4* qkv, const flo
 // splitQkv → rope_inplace → kv_append of one layer in one pass; one block per token. Matches the unfused
 // sequence bit for bit: q is rounded to its dtype before rotating (as the split stores it), rotated k is
 // rounded to qkv's dtype (the unfused k buffer) before the pool's, and v is copied. Dims past rotaryDim
-// pass through.
+// pass through. releaseAttention: the next kernel (decode attention) may start before this one ends.
 extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int* posIds, const float* invFreq,
                                            void* q, int qDt, void* pool, int poolDt, const int* pageIdx,
                                            const int* offsets, int layer, int numPages, int pageSize, int qHeads,
-                                           int kvHeads, int headDim, int rotaryDim, int interleave) {
+                                           int kvHeads, int headDim, int rotaryDim, int interleave,
+                                           int releaseAttention) {
     mstar::await_previous_kernel();
+    if (releaseAttention) mstar::release_dependents();
     const long long tok = blockIdx.x;
     const float pos = (float)posIds[tok];
     const long long in = tok * (long long)(qHeads + 2 * kvHeads) * headDim;

@@ -12,6 +12,14 @@
 //
 // A column's sum visits k in the same order whatever M is (x rows past M are zeros in their own columns of
 // the mma), so a row's result does not depend on how many rows share the launch of one instantiation.
+//
+// With a gated activation (act != 0; w is a gate/up weight [2I, K], gate rows then up rows) the tile's weight
+// rows 0-7 are gate rows c0 .. c0 + 7 and rows 8-15 the up rows I + c0 .. I + c0 + 7, so the block ends with the
+// gate and up sums of the same 8 output columns and applies the activation itself: out is [M, I], and the
+// separate activation kernel, its launch and the [M, 2I] round trip are gone. Each sum visits k as in the plain
+// product, and is rounded to out's dtype before the activation as the stored intermediate would be, so the
+// result is the plain product followed by silu_mul or gelu_tanh_mul, bit for bit.
+#include "activations.cuh"
 #include "common.cuh"
 
 using namespace mstar;
@@ -152,16 +160,22 @@ __device__ __forceinline__ void skinny_pipelined(float (&acc)[MT][4], const uint
 }
 
 // MT 8-row tiles of x (M ≤ 8·MT); U chunks of k in flight per warp before the first mma uses them.
+enum SkinnyAct : int { ACT_NONE = 0, ACT_SILU = 1, ACT_GELU_TANH = 2 };
+
 template <int MT, int U, bool PIPE>
 __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
-                                            void* out, int outDt, int M, int N, int K) {
+                                            void* out, int outDt, int M, int N, int K, int act) {
     __shared__ float partial[kSkinnyWarps][MT * 4][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int n0 = blockIdx.x * 16;
-    // Rows past N (the last tile of an N that is not a multiple of 16) reread row N - 1; they are not stored.
-    const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g, N - 1) * K) + 2 * t;
-    const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g + 8, N - 1) * K) + 2 * t;
+    // Weight rows of the tile: n0 .. n0 + 15, or gated 8 gate rows and their 8 up rows. Rows past the weight (the
+    // last tile of an N that is not a multiple of 16, or of 8 gated) reread its last row; they are not stored.
+    const int inter = N / 2, c0 = blockIdx.x * 8;
+    const int row0 = act == ACT_NONE ? min(n0 + g, N - 1) : min(c0 + g, inter - 1);
+    const int row1 = act == ACT_NONE ? min(n0 + g + 8, N - 1) : inter + min(c0 + g, inter - 1);
+    const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)row0 * K) + 2 * t;
+    const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)row1 * K) + 2 * t;
     const uint4* xr[MT];
     bool xLive[MT];
 #pragma unroll
@@ -195,6 +209,27 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
     }
     __syncthreads();
     // Fragment element i of lane (g, t) in tile mt is weight row g + 8·(i / 2) and x row 8·mt + 2t + i % 2.
+    if (act != ACT_NONE) {
+        // gated: element i < 2 is the gate sum of column c0 + g, element i + 2 the up sum of the same column
+        for (int e = threadIdx.x; e < MT * 2 * 32; e += blockDim.x) {
+            const int l = e & 31, j2 = e >> 5, mt = j2 >> 1, i = j2 & 1;
+            const int n = c0 + (l >> 2);
+            const int m = mt * 8 + 2 * (l & 3) + i;
+            if (m < M && n < inter) {
+                float gate = 0.f, up = 0.f;
+#pragma unroll
+                for (int q = 0; q < kSkinnyWarps; ++q) {
+                    gate += partial[q][mt * 4 + i][l];
+                    up += partial[q][mt * 4 + i + 2][l];
+                }
+                gate = round_to(outDt, gate);
+                up = round_to(outDt, up);
+                store_f(out, outDt, (long long)m * inter + n,
+                        act == ACT_SILU ? silu_times(gate, up) : gelu_tanh_times(gate, up));
+            }
+        }
+        return;
+    }
     for (int e = threadIdx.x; e < MT * 4 * 32; e += blockDim.x) {
         const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
         const int n = n0 + (l >> 2) + 8 * (i >> 1);
@@ -210,12 +245,12 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
 
 }  // namespace
 
-// Grid: ceil(N / 16) blocks of 32·kSkinnyWarps threads. K must be a multiple of 64 and x, w 16-byte aligned
-// (CudaMatmul checks both); outDt is the output's DTypeCode (fp32 or bf16).
+// Grid: ceil(N / 16) blocks of 32·kSkinnyWarps threads, or ceil(N / 2 / 8) gated. K must be a multiple of 64 and
+// x, w 16-byte aligned (CudaMatmul checks both); outDt is the output's DTypeCode (fp32 or bf16); act a SkinnyAct.
 #define MSTAR_SKINNY_KERNEL(NAME, MT, U, PIPE)                                                                 \
     extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) NAME(                                      \
-        const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int outDt, int M, int N, int K) {           \
-        skinny_body<MT, U, PIPE>(x, w, out, outDt, M, N, K);                                                   \
+        const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int outDt, int M, int N, int K, int act) {  \
+        skinny_body<MT, U, PIPE>(x, w, out, outDt, M, N, K, act);                                              \
     }
 MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m1, 1, 4, false)
 MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m2, 2, 2, false)

@@ -96,6 +96,24 @@ final class CudaMatmul implements AutoCloseable {
         }
     }
 
+    /**
+     * The gate/up projection with its activation in one skinny launch ({@link SkinnyMatmul#gated}) when the skinny
+     * kernel takes this product; false, with nothing launched, when it does not (the caller then runs
+     * {@link #matmul} and the activation kernel).
+     */
+    boolean gatedSkinny(CudaTensor x, CudaTensor w, CudaTensor out, SkinnyMatmul.Activation act) {
+        long n = w.dim(0);
+        long k = w.dim(1);
+        long rows = x.numel() / k;
+        if (device.batchInvariant() || n % 2 != 0
+                || !SkinnyMatmul.accepts(x, w, null, out, rows, k, device.skinnyMatmulRows())) {
+            return false;
+        }
+        device.stream().counters().gemm();
+        skinny.gated(x, w, out, Math.toIntExact(rows), Math.toIntExact(n), Math.toIntExact(k), act);
+        return true;
+    }
+
     private CudaTensor widened(String name, CudaTensor t) {
         if (t.dtype() == DType.F32) {
             return t;

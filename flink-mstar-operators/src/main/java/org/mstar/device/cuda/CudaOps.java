@@ -51,6 +51,19 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         return Math.toIntExact(x.numel() / width);
     }
 
+    /**
+     * Steps of up to this many tokens let decode attention start (read its plan) while qkv_rope_append runs. 8B
+     * decode on an H200 at 16 rows and 4k keys went 7.18 → 6.63 ms with it and that build's other changes, whose
+     * kernels account for 0.06 ms of it (Nsight Compute): the rest is time between kernels. Larger steps did not
+     * measurably gain (docs/perf.md) and run their attention in several waves of blocks, so they keep the release
+     * at exit.
+     */
+    private static final long RELEASE_ATTENTION_ROWS = 16;
+
+    /** argmax_rows' block and chunk of a row (kArgmaxThreads and kArgmaxThreads · kArgmaxPerThread in sampling.cu). */
+    private static final int ARGMAX_THREADS = 256;
+    private static final int ARGMAX_CHUNK = ARGMAX_THREADS * 16;
+
     /** Longest row rms_norm takes: 8 elements in each of 1024 threads' registers (Llama-3-70B's hidden size). */
     private static final long MAX_NORM_HIDDEN = 8 * 1024;
 
@@ -260,9 +273,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     // ---- Decode fusions ----
 
     /**
-     * The matmul into scratch, then the activation kernel. A CUDA-core GEMV doing both in one kernel lost to this
-     * pair on an H200 (docs/decode-fusions.md): the tensor-core matmul streams the weight faster than the launch
-     * it saves.
+     * At the rows the skinny matmul takes, one launch: its tiles pair 8 gate rows with their 8 up rows and the
+     * epilogue applies the activation (gateUp is not written). Otherwise the matmul into gateUp, then the
+     * activation kernel. (A CUDA-core GEMV doing both lost to that pair on an H200, docs/decode-fusions.md: the
+     * tensor-core matmul streams the weight faster than the launch it saves; this fusion keeps its weight stream.)
      */
     @Override
     public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
@@ -285,6 +299,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
             return;
         }
         device.enter();
+        // a few rows: the activation in the skinny matmul's epilogue, gateUp left untouched
+        if (matmul.gatedSkinny(xs, w, o, geluTanh ? SkinnyMatmul.Activation.GELU_TANH : SkinnyMatmul.Activation.SILU)) {
+            return;
+        }
         matmul.matmul(xs, w, null, gu);
         elementwise.launch(geluTanh ? "gelu_tanh_mul" : "silu_mul", o.numel(), new KernelArgs().tensor(gu)
                 .i32(code(gu)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
@@ -424,8 +442,8 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         kernel("qkv_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threads, 0,
                 new KernelArgs().tensor(x).i32(code(x)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs)).tensor(p)
                         .i32(code(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3))
-                        .i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave()),
-                "qkvRopeAppend");
+                        .i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave())
+                        .flag(n <= RELEASE_ATTENTION_ROWS), "qkvRopeAppend");
     }
 
     private static void requirePool(CudaTensor p, String op) {
@@ -463,8 +481,13 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         if (o.numel() != rows) {
             throw new IllegalArgumentException("argmax: out " + o + " must have " + rows + " entries");
         }
-        kernel("argmax_rows").launch(device.stream(), rows, 1, 1, threadsFor(vocab, 16), 0,
-                new KernelArgs().tensor(l).i32(code(l)).tensor(o).i32((int) vocab), "argmax");
+        int chunks = (int) ((vocab + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK);
+        CudaTensor partialValue = device.scratch("argmax.partialValue", DType.F32, (long) rows * chunks);
+        CudaTensor partialIndex = device.scratch("argmax.partialIndex", DType.I32, (long) rows * chunks);
+        CudaTensor done = device.zeroedScratch("argmax.done", DType.I32, rows);
+        kernel("argmax_rows").launch(device.stream(), chunks, rows, 1, ARGMAX_THREADS, 0,
+                new KernelArgs().tensor(l).i32(code(l)).tensor(o).i32((int) vocab).tensor(partialValue)
+                        .tensor(partialIndex).tensor(done), "argmax");
     }
 
     @Override

@@ -47,13 +47,35 @@ final class SkinnyMatmul {
         return tiles <= 2 * sms || k >= 8192 || (tiles > 4 * sms && k >= 4096);
     }
 
+    /** {@code out[rows, n] = x · wᵀ}. */
     void matmul(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k) {
+        launch(x, w, out, rows, n, k, Activation.NONE, (n + 15) / 16);
+    }
+
+    /**
+     * {@code out[rows, n / 2] = act(x · gateᵀ) · (x · upᵀ)} for a gate/up weight {@code w[n, k]} (gate rows, then up
+     * rows), the activation applied in the kernel's epilogue to sums rounded to out's dtype: the same bits as
+     * {@link #matmul} into an intermediate of out's dtype followed by the activation kernel, in one launch. The
+     * kernel is chosen from the weight's shape as for {@link #matmul}, so each sum visits K in the same order.
+     */
+    void gated(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k, Activation act) {
+        launch(x, w, out, rows, n, k, act, (n / 2 + 7) / 8);
+    }
+
+    private void launch(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k, Activation act,
+                        int blocks) {
         String kernel = rows <= 8 ? "skinny_matmul_bf16_m1"
                 : rows <= 16 ? "skinny_matmul_bf16_m2" : "skinny_matmul_bf16_m4";
         if (rows <= 16 && pipelined(n, k, device.context().multiprocessors())) {
             kernel += "_pipe";
         }
-        device.kernel(kernel).launch(device.stream(), (n + 15) / 16, 1, 1, THREADS, 0, new KernelArgs().tensor(x)
-                .tensor(w).tensor(out).i32(Elementwise.code(out)).i32(rows).i32(n).i32(k), "matmul");
+        device.kernel(kernel).launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs().tensor(x)
+                .tensor(w).tensor(out).i32(Elementwise.code(out)).i32(rows).i32(n).i32(k).i32(act.ordinal()),
+                "matmul");
+    }
+
+    /** The epilogue's activation; the ordinals are SkinnyAct in skinny_matmul.cu. */
+    enum Activation {
+        NONE, SILU, GELU_TANH
     }
 }

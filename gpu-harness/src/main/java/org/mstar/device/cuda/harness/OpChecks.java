@@ -5,6 +5,7 @@ import static org.mstar.device.cuda.harness.Twin.shape;
 import static org.mstar.device.cuda.harness.Twin.tolerance;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
@@ -60,14 +61,21 @@ final class OpChecks {
             attempt("conv1d whisper conv1", () -> conv1d(dt, dt, 3000, 80, 768, 1));
             attempt("conv1d whisper conv2", () -> conv1d(dt, dt, 3000, 768, 768, 2));
         }
+        // a bf16 model's norms: bf16 rows added to an fp32 residual stream, and the fp32 embeddings normalised
+        for (int rows : new int[] {3, 256}) {
+            attempt("rmsNorm bf16 + fp32 residual", () -> rmsNormMixed(rows, 4096, true));
+        }
+        attempt("rmsNorm fp32 -> bf16", () -> rmsNormMixed(5, 4096, false));
         attempt("conv1d mixed", () -> conv1d(DType.F32, DType.BF16, 2999, 128, 384, 2));
         // The composite decode ops: Llama-3.2-1B's MLP at decode batch sizes, Llama-3-8B's at batch 1, a GELU-tanh
         // MLP (Gemma) at an odd width, and fp32 activations
-        for (int rows : new int[] {1, 4, 16}) {
+        for (int rows : new int[] {1, 4, 16, 32, 33}) {
             attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, rows, 2048, 8192, false));
         }
         attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 1, 4096, 14336, false));
+        attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 16, 4096, 14336, false));
         attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 3, 640, 2056, true));
+        attempt("gateUpActivation", () -> gateUpActivation(DType.BF16, 5, 640, 2052, false));
         attempt("gateUpActivation", () -> gateUpActivation(DType.F32, 2, 2048, 8192, false));
         // Llama-3.2-1B's attention input (32 q / 8 kv heads of 64, Llama-3.1 RoPE), Llama-3-8B's at batch 1, and a
         // biased projection with partial interleaved RoPE
@@ -89,7 +97,9 @@ final class OpChecks {
         // the shapes above take the pipelined body at up to 16 rows (few tiles); 384 tiles of K 4096 take the plain one
         attempt("matmul skinny", () -> skinnyMatmul(1, 6144, 4096, DType.BF16));
         attempt("matmul skinny", () -> skinnyMatmul(16, 6144, 4096, DType.F32));
-        attempt("argmax", this::argmax);
+        for (int rows : new int[] {1, 9, 256}) {
+            attempt("argmax", () -> argmax(rows));
+        }
         attempt("cudaGraph", this::graphReplay);
         return results;
     }
@@ -144,6 +154,28 @@ final class OpChecks {
         results.add(new CheckResult("rmsNorm+residual", shape(rows, hidden), dt.toString(), outErr, tolerance(dt), ms, "cpu"));
         results.add(new CheckResult("rmsNorm+residual (residual)", shape(rows, hidden), dt.toString(), resErr,
                 tolerance(dt), ms, "cpu"));
+    }
+
+    /** bf16 weights and output; with a residual, bf16 x and an fp32 residual (both compared), else fp32 x. */
+    private void rmsNormMixed(int rows, int hidden, boolean withResidual) {
+        DType xType = withResidual ? DType.BF16 : DType.F32;
+        Pair x = tw.floats(tw.randomFloats(rows * hidden, 2f, xType), xType, rows, hidden);
+        Pair w = tw.floats(tw.randomFloats(hidden, 1f, DType.BF16), DType.BF16, hidden);
+        Pair res = withResidual ? tw.floats(tw.randomFloats(rows * hidden, 2f, DType.F32), DType.F32, rows, hidden)
+                : null;
+        Pair out = tw.poisoned(DType.BF16, rows, hidden);
+        tw.cpu.ops().rmsNorm(x.cpu(), res == null ? null : res.cpu(), w.cpu(), 1e-5f, out.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().rmsNorm(x.gpu(), res == null ? null : res.gpu(), w.gpu(), 1e-5f, out.gpu());
+        gpuOp.run();
+        double outErr = err(out);
+        double resErr = res == null ? 0 : err(res);
+        double ms = tw.median(gpuOp);
+        String name = withResidual ? "rmsNorm bf16 + fp32 residual" : "rmsNorm fp32 -> bf16";
+        results.add(new CheckResult(name, shape(rows, hidden), "BF16", outErr, tolerance(DType.BF16), ms, "cpu"));
+        if (res != null) {
+            results.add(new CheckResult(name + " (residual)", shape(rows, hidden), "F32", resErr, tolerance(DType.F32),
+                    ms, "cpu"));
+        }
     }
 
     /** Whisper-small and -large widths; with a residual, the updated residual stream is compared too. */
@@ -221,6 +253,28 @@ final class OpChecks {
         String s = shape(rows, k) + "·" + shape(2 * inter, k) + "ᵀ";
         check("gateUpActivation " + fn, s, out,
                 () -> tw.gpu.ops().gateUpActivation(x.gpu(), w.gpu(), geluTanh, gateUp.gpu(), out.gpu()));
+        // bit for bit the GPU's own pair of ops, whichever path the fused op took
+        Tensor pairGateUp = tw.gpu.allocate(act, rows, 2 * inter);
+        Tensor pairOut = tw.gpu.allocate(act, rows, inter);
+        tw.gpu.ops().matmul(x.gpu(), w.gpu(), null, pairGateUp);
+        if (geluTanh) {
+            tw.gpu.ops().geluTanhMul(pairGateUp, pairOut);
+        } else {
+            tw.gpu.ops().siluMul(pairGateUp, pairOut);
+        }
+        double differ = Twin.mismatches(bits(tw.gpu.toFloats(pairOut)), bits(tw.gpu.toFloats(out.gpu())));
+        results.add(new CheckResult("gateUpActivation " + fn + " vs matmul + " + fn, s, act.toString(), differ, 0, 0,
+                "gpu, unfused"));
+        pairGateUp.close();
+        pairOut.close();
+    }
+
+    private static int[] bits(float[] values) {
+        int[] b = new int[values.length];
+        for (int i = 0; i < values.length; i++) {
+            b[i] = Float.floatToRawIntBits(values[i]);
+        }
+        return b;
     }
 
     /** The qkv projection + split + RoPE + KV append against the CPU (q and the whole pool). */
@@ -486,13 +540,19 @@ final class OpChecks {
                 () -> tw.gpu.ops().scatterPages(pool.gpu(), targets.gpu(), in.gpu()));
     }
 
-    private void argmax() {
-        int rows = 9;
+    /** Ties in different chunks of a row (lowest index wins), a maximum in the last element, a row of -inf. */
+    private void argmax(int rows) {
         int vocab = 128_256;
         float[] logits = tw.randomFloats(rows * vocab, 10f, DType.F32);
-        logits[3 * vocab + 100] = 50f; // ties: lowest index wins
-        logits[3 * vocab + 90_000] = 50f;
-        logits[5 * vocab + vocab - 1] = 60f;
+        int r = rows / 3;
+        logits[r * vocab + 100] = 50f;
+        logits[r * vocab + 90_000] = 50f;
+        if (rows > 1) {
+            logits[(rows - 1) * vocab + vocab - 1] = 60f;
+        }
+        if (rows > 2) {
+            Arrays.fill(logits, vocab, 2 * vocab, Float.NEGATIVE_INFINITY);
+        }
         Pair l = tw.floats(logits, DType.F32, rows, vocab);
         Pair out = tw.poisoned(DType.I32, rows);
         tw.cpu.ops().argmax(l.cpu(), out.cpu());
