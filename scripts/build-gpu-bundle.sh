@@ -4,8 +4,15 @@
 # jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, JCuda and its driver-API native library) and
 # the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
 # `bash gpu-bundle/run-harness.sh` there (docs/gpu/README.md). Needs nothing installed in ~/.m2 beforehand.
+#
+# --baseline REV also builds the project's three jars of git revision REV (in a temporary worktree, installing
+# nothing) into gpu-bundle/baseline/, for gpu-bundle/ab-harness.sh: both builds measured on one machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BASELINE=
+if [ "${1:-}" = "--baseline" ]; then
+    BASELINE=$(git rev-parse --verify "${2:?--baseline needs a git revision}^{commit}")
+fi
 BUNDLE=gpu-bundle
 JCUDA_VERSION=12.6.0
 M2=${M2_REPO:-$HOME/.m2/repository}
@@ -23,7 +30,7 @@ jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --str
 cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
     gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
-cp scripts/gpu/run-harness.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/perf_table.py \
+cp scripts/gpu/run-harness.sh scripts/gpu/ab-harness.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/perf_table.py \
     scripts/gpu/whisper_reference.py scripts/gpu/run-whisper.sh scripts/fixtures/write_whisper_fixtures.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
@@ -34,6 +41,18 @@ tmp=$(mktemp -d)
     && jar --create --file "jcuda-natives-driver-$JCUDA_VERSION-linux-x86_64.jar" lib)
 mv "$tmp/jcuda-natives-driver-$JCUDA_VERSION-linux-x86_64.jar" "$BUNDLE/lib/"
 rm -rf "$tmp"
+
+if [ -n "$BASELINE" ]; then
+    tree=$(mktemp -d)
+    git worktree add -q --detach "$tree" "$BASELINE"
+    (cd "$tree" && mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package -DskipTests \
+        -Dkernels.require=true)
+    mkdir -p "$BUNDLE/baseline"
+    cp "$tree"/flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar "$tree"/kernels/target/mstar-kernels-*.jar \
+        "$tree"/gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/baseline/"
+    echo "$BASELINE" > "$BUNDLE/baseline/REVISION"
+    git worktree remove --force "$tree"
+fi
 
 size=$(du -sm "$BUNDLE" | cut -f1)
 echo "gpu-bundle: ${size} MiB"
