@@ -21,6 +21,7 @@
 // result is the plain product followed by silu_mul or gelu_tanh_mul, bit for bit.
 #include "activations.cuh"
 #include "common.cuh"
+#include "mma.cuh"
 
 using namespace mstar;
 
@@ -28,15 +29,6 @@ namespace {
 
 constexpr int kSkinnyWarps = 8;
 constexpr int kSkinnyChunk = 64;  // k elements one warp consumes per group of four mma k-steps
-
-__device__ __forceinline__ void skinny_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                           uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ uint32_t word(const uint4 (&half)[2], int i) {
     const uint4& v = half[i >> 2];
@@ -76,12 +68,10 @@ __device__ __forceinline__ void skinny_chunks(float (&acc)[MT][4], const uint4* 
         }
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-            const uint32_t a0 = word(a[u][0], 2 * s), a1 = word(a[u][1], 2 * s);
-            const uint32_t a2 = word(a[u][0], 2 * s + 1), a3 = word(a[u][1], 2 * s + 1);
+            const uint32_t w[4] = {word(a[u][0], 2 * s), word(a[u][1], 2 * s), word(a[u][0], 2 * s + 1),
+                                   word(a[u][1], 2 * s + 1)};
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                skinny_mma(acc[mt], a0, a1, a2, a3, word(b[u][mt], 2 * s), word(b[u][mt], 2 * s + 1));
-            }
+            for (int mt = 0; mt < MT; ++mt) mma_bf16(acc[mt], w, word(b[u][mt], 2 * s), word(b[u][mt], 2 * s + 1));
         }
     }
 }
@@ -129,11 +119,11 @@ __device__ __forceinline__ void skinny_mma_frags(float (&acc)[MT][4], SkinnyFrag
             }
 #pragma unroll
             for (int s = 0; s < 4; ++s) {
-                const uint32_t a0 = word(f.a[u][0], 2 * s), a1 = word(f.a[u][1], 2 * s);
-                const uint32_t a2 = word(f.a[u][0], 2 * s + 1), a3 = word(f.a[u][1], 2 * s + 1);
+                const uint32_t w[4] = {word(f.a[u][0], 2 * s), word(f.a[u][1], 2 * s), word(f.a[u][0], 2 * s + 1),
+                                       word(f.a[u][1], 2 * s + 1)};
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    skinny_mma(acc[mt], a0, a1, a2, a3, word(f.b[u][mt], 2 * s), word(f.b[u][mt], 2 * s + 1));
+                    mma_bf16(acc[mt], w, word(f.b[u][mt], 2 * s), word(f.b[u][mt], 2 * s + 1));
                 }
             }
         }

@@ -1,0 +1,106 @@
+// Host emulation checks of the skinny matmul (skinny_matmul.cu): its five instantiations (plain and pipelined
+// bodies, one to four 8-row tiles of x) run on the CPU under cuda_host_shim.h and warp_mma_shim.h, launched as
+// SkinnyMatmul launches them. The plain product must match a double loop; the gated epilogue (act SiLU or
+// GELU-tanh, gate and up rows paired in each tile) must give, bit for bit, the same instantiation's plain product
+// stored in out's dtype followed by the activation — with an intermediate size that is not a multiple of 8 and
+// row counts that leave x tiles partly empty. It checks fragment layouts, row pairing and indexing where no GPU
+// is at hand; it says nothing about speed or about the tensor cores' own summation order. Run: ./run.sh skinny_checks
+#define MSTAR_HOST_EMULATION
+#include "warp_mma_shim.h"
+using std::max;
+using std::min;
+#include <vector_functions.h>
+#include "skinny_matmul.cu"
+#include <cstdio>
+#include <random>
+
+using namespace mstar;
+using bf16 = __nv_bfloat16;
+
+using SkinnyKernel = void (*)(const bf16*, const bf16*, void*, int, int, int, int, int);
+
+static int fails = 0;
+static std::mt19937 rng(17);
+
+static std::vector<bf16> random_bf16(size_t n, float scale) {
+    std::vector<bf16> v(n);
+    for (bf16& e : v) e = __float2bfloat16_rn(scale * std::normal_distribution<float>(0.f, 1.f)(rng));
+    return v;
+}
+
+static float stored(int dt, float v) { return dt == DT_BF16 ? __bfloat162float(__float2bfloat16_rn(v)) : v; }
+
+static std::vector<float> run(SkinnyKernel kernel, const std::vector<bf16>& x, const std::vector<bf16>& w, int m,
+                              int n, int k, int outDt, int act) {
+    const int cols = act == ACT_NONE ? n : n / 2;
+    std::vector<float> f32((size_t)m * cols, -7.f);
+    std::vector<bf16> b16((size_t)m * cols, __float2bfloat16_rn(-7.f));
+    void* out = outDt == DT_BF16 ? (void*)b16.data() : (void*)f32.data();
+    const unsigned blocks = act == ACT_NONE ? (n + 15) / 16 : (n / 2 + 7) / 8;
+    launch(blocks, 32 * kSkinnyWarps, [&] { kernel(x.data(), w.data(), out, outDt, m, n, k, act); });
+    if (outDt == DT_BF16) {
+        for (size_t i = 0; i < f32.size(); i++) f32[i] = __bfloat162float(b16[i]);
+    }
+    return f32;
+}
+
+static void check(const char* name, SkinnyKernel kernel, int m, int inter, int k) {
+    const int n = 2 * inter;
+    const std::vector<bf16> x = random_bf16((size_t)m * k, 1.f), w = random_bf16((size_t)n * k, 0.05f);
+    const std::vector<float> plain = run(kernel, x, w, m, n, k, DT_F32, ACT_NONE);
+    double worst = 0;
+    for (int r = 0; r < m; r++) {
+        for (int c = 0; c < n; c++) {
+            double want = 0;
+            for (int i = 0; i < k; i++) {
+                want += (double)__bfloat162float(x[(size_t)r * k + i]) * __bfloat162float(w[(size_t)c * k + i]);
+            }
+            worst = std::max(worst, std::fabs(plain[(size_t)r * n + c] - want));
+        }
+    }
+    if (worst > 1e-4) {
+        std::printf("FAIL %s plain product, %d rows: max |diff| %.3g against the double loop\n", name, m, worst);
+        fails++;
+    }
+    for (int outDt : {DT_BF16, DT_F32}) {
+        const std::vector<float> sums = run(kernel, x, w, m, n, k, outDt, ACT_NONE);
+        for (int act : {ACT_SILU, ACT_GELU_TANH}) {
+            const std::vector<float> gated = run(kernel, x, w, m, n, k, outDt, act);
+            int differ = 0;
+            for (int r = 0; r < m; r++) {
+                for (int c = 0; c < inter; c++) {
+                    const float g = sums[(size_t)r * n + c], u = sums[(size_t)r * n + inter + c];
+                    const float want = stored(outDt, act == ACT_SILU ? silu_times(g, u) : gelu_tanh_times(g, u));
+                    const float got = gated[(size_t)r * inter + c];
+                    if (std::memcmp(&want, &got, 4) != 0) differ++;
+                }
+            }
+            if (differ) {
+                std::printf("FAIL %s gated (act %d, %s out), %d rows, I %d: %d of %d outputs differ from the plain "
+                            "product + activation\n", name, act, outDt == DT_BF16 ? "bf16" : "fp32", m, inter, differ,
+                            m * inter);
+                fails++;
+            }
+        }
+    }
+}
+
+int main() {
+    const struct {
+        const char* name;
+        SkinnyKernel kernel;
+        int rows[2];
+    } kernels[] = {
+        {"m1", skinny_matmul_bf16_m1, {1, 5}},           {"m2", skinny_matmul_bf16_m2, {9, 16}},
+        {"m4", skinny_matmul_bf16_m4, {17, 30}},         {"m1_pipe", skinny_matmul_bf16_m1_pipe, {1, 8}},
+        {"m2_pipe", skinny_matmul_bf16_m2_pipe, {3, 13}},
+    };
+    for (const auto& kc : kernels) {
+        for (int rows : kc.rows) {
+            check(kc.name, kc.kernel, rows, 40, 1024);  // 16 chunks of K over 8 warps
+            check(kc.name, kc.kernel, rows, 36, 192);   // I % 8 = 4: the last tile's rows past I; 3 chunks
+        }
+    }
+    std::printf(fails ? "skinny_checks: %d emulated checks failed\n" : "skinny_checks: all passed\n", fails);
+    return fails != 0;
+}
