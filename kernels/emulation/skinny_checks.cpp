@@ -3,14 +3,17 @@
 // SkinnyMatmul launches them. The plain product must match a double loop; the gated epilogue (act SiLU or
 // GELU-tanh, gate and up rows paired in each tile) must give, bit for bit, the same instantiation's plain product
 // stored in out's dtype followed by the activation — with an intermediate size that is not a multiple of 8 and
-// row counts that leave x tiles partly empty. It checks fragment layouts, row pairing and indexing where no GPU
-// is at hand; it says nothing about speed or about the tensor cores' own summation order. Run: ./run.sh skinny_checks
+// row counts that leave x tiles partly empty. The qkv epilogue (RoPE pairs in each tile, q and the pool written)
+// must give, bit for bit, the same instantiation's plain product in bf16 followed by qkv_rope_append (rope.cu), NeoX
+// and interleaved, head dims 32 and 64. It checks fragment layouts, row pairing and indexing where no GPU is at
+// hand; it says nothing about speed or about the tensor cores' own summation order. Run: ./run.sh skinny_checks
 #define MSTAR_HOST_EMULATION
 #include "warp_mma_shim.h"
 using std::max;
 using std::min;
 #include <vector_functions.h>
 #include "skinny_matmul.cu"
+#include "rope.cu"
 #include <cstdio>
 #include <random>
 
@@ -18,6 +21,8 @@ using namespace mstar;
 using bf16 = __nv_bfloat16;
 
 using SkinnyKernel = void (*)(const bf16*, const bf16*, void*, int, int, int, int, int);
+using QkvRopeKernel = void (*)(const bf16*, const bf16*, int, int, const int*, const float*, bf16*, bf16*, const int*,
+                               const int*, int, int, int, int, int, int, int, int);
 
 static int fails = 0;
 static std::mt19937 rng(17);
@@ -85,6 +90,49 @@ static void check(const char* name, SkinnyKernel kernel, int m, int inter, int k
     }
 }
 
+static bool same_bits(const std::vector<bf16>& a, const std::vector<bf16>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(bf16)) == 0;
+}
+
+// The fused qkv + RoPE + append against the plain product into a bf16 qkv and qkv_rope_append, launched as CudaOps
+// launches it, each into a pool of 2 layers x 8 pages x 2 x 4 slots (the step's tokens in slots of layer 1).
+static void check_qkv_rope(const char* name, SkinnyKernel plain, QkvRopeKernel fused, int m, int headDim,
+                           int interleave) {
+    const int qHeads = 4, kvHeads = 2, k = 256, n = (qHeads + 2 * kvHeads) * headDim;
+    const int layer = 1, pages = 8, pageSize = 4, tokenElems = kvHeads * headDim;
+    const std::vector<bf16> x = random_bf16((size_t)m * k, 1.f), w = random_bf16((size_t)n * k, 0.05f);
+    std::vector<int> pos(m), pageIdx(m), offsets(m);
+    for (int t = 0; t < m; t++) {
+        pos[t] = (int)(rng() % 9000);
+        pageIdx[t] = (5 * (t / pageSize) + 3) % pages;
+        offsets[t] = t % pageSize;
+    }
+    std::vector<float> invFreq(headDim / 2);
+    for (int i = 0; i < headDim / 2; i++) invFreq[i] = (float)std::pow(500000.0, -2.0 * i / headDim);
+    const bf16 poison = __float2bfloat16_rn(-3.f);
+    std::vector<bf16> qFused((size_t)m * qHeads * headDim, poison), qPair = qFused;
+    std::vector<bf16> poolFused((size_t)2 * pages * 2 * pageSize * tokenElems, poison), poolPair = poolFused;
+    std::vector<bf16> qkv((size_t)m * n);
+    launch(n / 16, 32 * kSkinnyWarps, [&] {
+        fused(x.data(), w.data(), m, k, pos.data(), invFreq.data(), qFused.data(), poolFused.data(), pageIdx.data(),
+              offsets.data(), layer, pages, pageSize, qHeads, kvHeads, headDim, interleave, 0);
+    });
+    launch(n / 16, 32 * kSkinnyWarps, [&] { plain(x.data(), w.data(), qkv.data(), DT_BF16, m, n, k, ACT_NONE); });
+    const unsigned ropeThreads = (unsigned)std::max(32L, std::min(1024L, ((long)n / 8 + 31) / 32 * 32));
+    launch(m, ropeThreads, [&] {
+        qkv_rope_append(qkv.data(), DT_BF16, pos.data(), invFreq.data(), qPair.data(), DT_BF16, poolPair.data(),
+                        DT_BF16, pageIdx.data(), offsets.data(), layer, pages, pageSize, qHeads, kvHeads, headDim,
+                        headDim, interleave, 0);
+    });
+    if (!same_bits(qFused, qPair) || !same_bits(poolFused, poolPair)) {
+        std::printf("FAIL %s qkv + RoPE epilogue, %d rows, head dim %d, %s: q %s, pool %s the plain product + "
+                    "qkv_rope_append\n", name, m, headDim, interleave ? "interleaved" : "NeoX",
+                    same_bits(qFused, qPair) ? "equal to" : "differs from",
+                    same_bits(poolFused, poolPair) ? "equal to" : "differs from");
+        fails++;
+    }
+}
+
 int main() {
     const struct {
         const char* name;
@@ -99,6 +147,23 @@ int main() {
         for (int rows : kc.rows) {
             check(kc.name, kc.kernel, rows, 40, 1024);  // 16 chunks of K over 8 warps
             check(kc.name, kc.kernel, rows, 36, 192);   // I % 8 = 4: the last tile's rows past I; 3 chunks
+        }
+    }
+    const struct {
+        const char* name;
+        SkinnyKernel plain;
+        QkvRopeKernel fused;
+        int rows;
+    } qkvKernels[] = {
+        {"m1", skinny_matmul_bf16_m1, skinny_qkv_rope_bf16_m1, 3},
+        {"m2", skinny_matmul_bf16_m2, skinny_qkv_rope_bf16_m2, 16},
+        {"m4", skinny_matmul_bf16_m4, skinny_qkv_rope_bf16_m4, 21},
+        {"m1_pipe", skinny_matmul_bf16_m1_pipe, skinny_qkv_rope_bf16_m1_pipe, 1},
+        {"m2_pipe", skinny_matmul_bf16_m2_pipe, skinny_qkv_rope_bf16_m2_pipe, 11},
+    };
+    for (const auto& kc : qkvKernels) {
+        for (int headDim : {32, 64}) {
+            for (int interleave : {0, 1}) check_qkv_rope(kc.name, kc.plain, kc.fused, kc.rows, headDim, interleave);
         }
     }
     std::printf(fails ? "skinny_checks: %d emulated checks failed\n" : "skinny_checks: all passed\n", fails);

@@ -1,5 +1,6 @@
 // Rotary position embedding, in place on q and k.
 #include "common.cuh"
+#include "rotary.cuh"
 
 using namespace mstar;
 
@@ -68,7 +69,7 @@ __device__ __forceinline__ void qkv_rope_append_bf16(const uint4* qkv, const flo
                 const float x1 = __bfloat162float(interleave ? o[j & ~1] : (low ? o[j] : p[j]));
                 const float x2 = __bfloat162float(interleave ? o[j | 1] : (low ? p[j] : o[j]));
                 const float sn = sinT[i], cs = cosT[i];
-                r[j] = __float2bfloat16_rn(first ? x1 * cs - x2 * sn : x2 * cs + x1 * sn);
+                r[j] = __float2bfloat16_rn(rope_rotate(x1, x2, cs, sn, first));
             }
         }
         if (h < qHeads) {

@@ -22,6 +22,7 @@
 #include "activations.cuh"
 #include "common.cuh"
 #include "mma.cuh"
+#include "rotary.cuh"
 
 using namespace mstar;
 
@@ -149,21 +150,19 @@ __device__ __forceinline__ void skinny_pipelined(float (&acc)[MT][4], const uint
     }
 }
 
-// MT 8-row tiles of x (M ≤ 8·MT); U chunks of k in flight per warp before the first mma uses them.
+// The plain product's epilogue: none, or a gated activation (SkinnyMatmul.Activation).
 enum SkinnyAct : int { ACT_NONE = 0, ACT_SILU = 1, ACT_GELU_TANH = 2 };
 
+// MT 8-row tiles of x (M ≤ 8·MT); U chunks of k in flight per warp before the first mma uses them.
+// The block's walk over K for weight rows row0 (the tile's rows 0-7: this lane's g) and row1 (rows 8-15), every
+// warp's partial tile left in partial, ending with the barrier after which the caller sums them in warp order.
+// Fragment element i of lane (g, t) in tile mt is weight row g + 8·(i / 2) and x row 8·mt + 2t + i % 2.
 template <int MT, int U, bool PIPE>
-__device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
-                                            void* out, int outDt, int M, int N, int K, int act) {
-    __shared__ float partial[kSkinnyWarps][MT * 4][32];
+__device__ __forceinline__ void skinny_sums(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                                            int row0, int row1, int M, int K, bool releaseNext,
+                                            float (&partial)[kSkinnyWarps][MT * 4][32]) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int n0 = blockIdx.x * 16;
-    // Weight rows of the tile: n0 .. n0 + 15, or gated 8 gate rows and their 8 up rows. Rows past the weight (the
-    // last tile of an N that is not a multiple of 16, or of 8 gated) reread its last row; they are not stored.
-    const int inter = N / 2, c0 = blockIdx.x * 8;
-    const int row0 = act == ACT_NONE ? min(n0 + g, N - 1) : min(c0 + g, inter - 1);
-    const int row1 = act == ACT_NONE ? min(n0 + g + 8, N - 1) : inter + min(c0 + g, inter - 1);
     const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)row0 * K) + 2 * t;
     const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)row1 * K) + 2 * t;
     const uint4* xr[MT];
@@ -177,6 +176,7 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
     constexpr int kChunkVecs = kSkinnyChunk / 8;  // 16-byte vectors per row and chunk
 
     await_previous_kernel();
+    if (releaseNext) release_dependents();
 
     float acc[MT][4];
 #pragma unroll
@@ -198,7 +198,20 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
         for (int i = 0; i < 4; ++i) partial[warp][mt * 4 + i][lane] = acc[mt][i];
     }
     __syncthreads();
-    // Fragment element i of lane (g, t) in tile mt is weight row g + 8·(i / 2) and x row 8·mt + 2t + i % 2.
+}
+
+template <int MT, int U, bool PIPE>
+__device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                                            void* out, int outDt, int M, int N, int K, int act) {
+    __shared__ float partial[kSkinnyWarps][MT * 4][32];
+    const int g = (threadIdx.x & 31) >> 2;
+    const int n0 = blockIdx.x * 16;
+    // Weight rows of the tile: n0 .. n0 + 15, or gated 8 gate rows and their 8 up rows. Rows past the weight (the
+    // last tile of an N that is not a multiple of 16, or of 8 gated) reread its last row; they are not stored.
+    const int inter = N / 2, c0 = blockIdx.x * 8;
+    const int row0 = act == ACT_NONE ? min(n0 + g, N - 1) : min(c0 + g, inter - 1);
+    const int row1 = act == ACT_NONE ? min(n0 + g + 8, N - 1) : inter + min(c0 + g, inter - 1);
+    skinny_sums<MT, U, PIPE>(x, w, row0, row1, M, K, false, partial);
     if (act != ACT_NONE) {
         // gated: element i < 2 is the gate sum of column c0 + g, element i + 2 the up sum of the same column
         for (int e = threadIdx.x; e < MT * 2 * 32; e += blockDim.x) {
@@ -233,6 +246,77 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
     }
 }
 
+// The qkv projection with RoPE and the KV append in its epilogue (bf16 throughout, the whole head rotated): the
+// first (qHeads + kvHeads)·headDim/16 tiles each take 8 dims of one q or k head as rows 0-7 and their 8 rotation
+// partners (NeoX: half a head on; interleaved: the next dim) as rows 8-15, so a lane holds both elements of a pair
+// and rotates them; the remaining tiles are 16 consecutive rows of v. q goes to q, k and v to the token's slot in
+// the pool. Each sum visits K as in the plain product and is rounded to bf16 first, then rotated with the angles
+// and arithmetic of qkv_rope_append (rope_rotate), so the result is the plain product followed by qkv_rope_append.
+template <int MT, int U, bool PIPE>
+__device__ __forceinline__ void skinny_qkv_rope_body(const __nv_bfloat16* __restrict__ x,
+                                                     const __nv_bfloat16* __restrict__ w, int M, int K,
+                                                     const int* posIds, const float* invFreq, __nv_bfloat16* q,
+                                                     __nv_bfloat16* pool, const int* pageIdx, const int* offsets,
+                                                     int layer, int numPages, int pageSize, int qHeads, int kvHeads,
+                                                     int headDim, int interleave, int releaseAttention) {
+    __shared__ float partial[kSkinnyWarps][MT * 4][32];
+    const int g = (threadIdx.x & 31) >> 2;
+    const int half = headDim / 2, tilesPerHead = headDim / 16, ropeTiles = (qHeads + kvHeads) * tilesPerHead;
+    const bool rope = blockIdx.x < ropeTiles;
+    const int head = blockIdx.x / tilesPerHead, pair0 = (blockIdx.x % tilesPerHead) * 8;
+    const int vRow0 = (blockIdx.x - ropeTiles) * 16;  // v tiles: the first of their 16 rows within a token's v
+    int row0, row1;
+    if (rope) {
+        const int pair = pair0 + g;
+        row0 = head * headDim + (interleave ? 2 * pair : pair);
+        row1 = head * headDim + (interleave ? 2 * pair + 1 : pair + half);
+    } else {
+        row0 = (qHeads + kvHeads) * headDim + vRow0 + g;
+        row1 = row0 + 8;
+    }
+    skinny_sums<MT, U, PIPE>(x, w, row0, row1, M, K, releaseAttention != 0, partial);
+    const int tokenElems = kvHeads * headDim;
+    auto kSlot = [&](int m) {
+        const long long page = (long long)layer * numPages + pageIdx[m];
+        return ((page * 2) * pageSize + offsets[m]) * tokenElems;
+    };
+    if (rope) {
+        // element i < 2 is the first of pair pair0 + g for token row 2t + i, element i + 2 its partner
+        for (int e = threadIdx.x; e < MT * 2 * 32; e += blockDim.x) {
+            const int l = e & 31, j2 = e >> 5, mt = j2 >> 1, i = j2 & 1;
+            const int m = mt * 8 + 2 * (l & 3) + i;
+            if (m >= M) continue;
+            float first = 0.f, second = 0.f;
+#pragma unroll
+            for (int wq = 0; wq < kSkinnyWarps; ++wq) {
+                first += partial[wq][mt * 4 + i][l];
+                second += partial[wq][mt * 4 + i + 2][l];
+            }
+            const float x1 = __bfloat162float(__float2bfloat16_rn(first));
+            const float x2 = __bfloat162float(__float2bfloat16_rn(second));
+            const int pair = pair0 + (l >> 2);
+            float sn, cs;
+            sincosf((float)posIds[m] * invFreq[pair], &sn, &cs);
+            __nv_bfloat16* dst = head < qHeads ? q + ((long long)m * qHeads + head) * headDim
+                                               : pool + kSlot(m) + (long long)(head - qHeads) * headDim;
+            dst[interleave ? 2 * pair : pair] = __float2bfloat16_rn(rope_rotate(x1, x2, cs, sn, true));
+            dst[interleave ? 2 * pair + 1 : pair + half] = __float2bfloat16_rn(rope_rotate(x1, x2, cs, sn, false));
+        }
+        return;
+    }
+    for (int e = threadIdx.x; e < MT * 4 * 32; e += blockDim.x) {
+        const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
+        const int v = vRow0 + (l >> 2) + 8 * (i >> 1);
+        const int m = mt * 8 + 2 * (l & 3) + (i & 1);
+        if (m < M && v < tokenElems) {
+            float sum = 0.f;
+#pragma unroll
+            for (int wq = 0; wq < kSkinnyWarps; ++wq) sum += partial[wq][j][l];
+            pool[kSlot(m) + (long long)pageSize * tokenElems + v] = __float2bfloat16_rn(sum);
+        }
+    }
+}
+
 }  // namespace
 
 // Grid: ceil(N / 16) blocks of 32·kSkinnyWarps threads, or ceil(N / 2 / 8) gated. K must be a multiple of 64 and
@@ -247,3 +331,20 @@ MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m2, 2, 2, false)
 MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m4, 4, 2, false)
 MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m1_pipe, 1, 2, true)
 MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m2_pipe, 2, 1, true)
+
+// Grid: (qHeads + 2·kvHeads)·headDim / 16 blocks of 32·kSkinnyWarps threads; headDim a multiple of 16, every dim
+// rotated, bf16 x, w, q and pool (CudaMatmul.qkvRopeSkinny checks). The body is chosen as for the plain product
+// of the same weight, so each sum visits K in the same order.
+#define MSTAR_SKINNY_QKV_ROPE_KERNEL(NAME, MT, U, PIPE)                                                         \
+    extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) NAME(                                      \
+        const __nv_bfloat16* x, const __nv_bfloat16* w, int M, int K, const int* posIds, const float* invFreq,  \
+        __nv_bfloat16* q, __nv_bfloat16* pool, const int* pageIdx, const int* offsets, int layer, int numPages,  \
+        int pageSize, int qHeads, int kvHeads, int headDim, int interleave, int releaseAttention) {             \
+        skinny_qkv_rope_body<MT, U, PIPE>(x, w, M, K, posIds, invFreq, q, pool, pageIdx, offsets, layer, numPages, \
+                                          pageSize, qHeads, kvHeads, headDim, interleave, releaseAttention);    \
+    }
+MSTAR_SKINNY_QKV_ROPE_KERNEL(skinny_qkv_rope_bf16_m1, 1, 4, false)
+MSTAR_SKINNY_QKV_ROPE_KERNEL(skinny_qkv_rope_bf16_m2, 2, 2, false)
+MSTAR_SKINNY_QKV_ROPE_KERNEL(skinny_qkv_rope_bf16_m4, 4, 2, false)
+MSTAR_SKINNY_QKV_ROPE_KERNEL(skinny_qkv_rope_bf16_m1_pipe, 1, 2, true)
+MSTAR_SKINNY_QKV_ROPE_KERNEL(skinny_qkv_rope_bf16_m2_pipe, 2, 1, true)

@@ -51,6 +51,7 @@ public final class CudaDevice implements Device {
     private int skinnyMatmulRows = DEFAULT_SKINNY_MATMUL_ROWS;
     private boolean batchInvariant;
     private boolean programmaticLaunch = true;
+    private boolean qkvRopeInMatmul;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
@@ -133,6 +134,19 @@ public final class CudaDevice implements Device {
      */
     public void setProgrammaticLaunch(boolean on) {
         this.programmaticLaunch = on;
+    }
+
+    /**
+     * Whether the qkv projection of a few rows rotates q and k and appends k and v to the pool in the skinny matmul's
+     * epilogue ({@link SkinnyMatmul#qkvRope}) instead of a qkv_rope_append launch after it. Off until timed on a
+     * GPU against the pair (docs/decode-fusions.md); the GPU harness checks it on.
+     */
+    public void setQkvRopeInMatmul(boolean on) {
+        this.qkvRopeInMatmul = on;
+    }
+
+    boolean qkvRopeInMatmul() {
+        return qkvRopeInMatmul;
     }
 
     /**

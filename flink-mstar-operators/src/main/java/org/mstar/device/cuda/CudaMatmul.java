@@ -114,6 +114,28 @@ final class CudaMatmul implements AutoCloseable {
         return true;
     }
 
+    /**
+     * The qkv projection with RoPE and the KV append in one skinny launch ({@link SkinnyMatmul#qkvRope}) when the
+     * device has it on and it applies (the skinny kernel takes the product, no bias, bf16 q and pool, every dim of
+     * a head rotated, head dims a multiple of 16); false, with nothing launched, otherwise.
+     */
+    boolean qkvRopeSkinny(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor posIds, CudaTensor invFreq,
+                          int rotaryDim, boolean interleave, CudaTensor q, CudaTensor pool, CudaTensor pageIdx,
+                          CudaTensor offsets, int layer, int qHeads, int kvHeads, int headDim,
+                          boolean releaseAttention) {
+        long k = w.dim(1);
+        long rows = x.numel() / k;
+        if (!device.qkvRopeInMatmul() || device.batchInvariant() || rotaryDim != headDim || headDim % 16 != 0
+                || q.dtype() != DType.BF16 || pool.dtype() != DType.BF16
+                || !SkinnyMatmul.accepts(x, w, bias, q, rows, k, device.skinnyMatmulRows())) {
+            return false;
+        }
+        device.stream().counters().gemm();
+        skinny.qkvRope(x, w, Math.toIntExact(rows), Math.toIntExact(k), posIds, invFreq, q, pool, pageIdx, offsets,
+                layer, qHeads, kvHeads, headDim, interleave, releaseAttention);
+        return true;
+    }
+
     private CudaTensor widened(String name, CudaTensor t) {
         if (t.dtype() == DType.F32) {
             return t;

@@ -308,7 +308,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
                 .i32(code(gu)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
     }
 
-    /** The matmul into scratch, then {@link #qkvRopeAppend} (as {@link #gateUpActivation}, a pair of launches). */
+    /**
+     * The matmul into qkv, then {@link #qkvRopeAppend}; with the device's {@code qkvRopeInMatmul} on, at the rows
+     * the skinny matmul takes, one launch whose epilogue rotates and appends (qkv is not written).
+     */
     @Override
     public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
             RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
@@ -350,6 +353,12 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
             throw new IllegalArgumentException("qkvProjectionRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
         }
         device.enter();
+        // the pair rounds the projection to qkv's dtype: the fused epilogue rounds to bf16
+        if (qkvT.dtype() == DType.BF16 && matmul.qkvRopeSkinny(xs, w, b, pos, ropeTables.table(params),
+                params.rotaryDim(), params.interleave(), qs, p, pages, offs, layer, qHeads, kvHeads, headDim,
+                n <= RELEASE_ATTENTION_ROWS)) {
+            return;
+        }
         matmul.matmul(xs, w, b, qkvT);
         qkvRopeAppend(qkvT, pos, params, p, layer, pages, offs, qs);
     }

@@ -64,14 +64,33 @@ final class SkinnyMatmul {
 
     private void launch(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k, Activation act,
                         int blocks) {
-        String kernel = rows <= 8 ? "skinny_matmul_bf16_m1"
-                : rows <= 16 ? "skinny_matmul_bf16_m2" : "skinny_matmul_bf16_m4";
-        if (rows <= 16 && pipelined(n, k, device.context().multiprocessors())) {
-            kernel += "_pipe";
-        }
-        device.kernel(kernel).launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs().tensor(x)
-                .tensor(w).tensor(out).i32(Elementwise.code(out)).i32(rows).i32(n).i32(k).i32(act.ordinal()),
-                "matmul");
+        device.kernel(instantiation("skinny_matmul_bf16", rows, n, k)).launch(device.stream(), blocks, 1, 1, THREADS,
+                0, new KernelArgs().tensor(x).tensor(w).tensor(out).i32(Elementwise.code(out)).i32(rows).i32(n).i32(k)
+                        .i32(act.ordinal()), "matmul");
+    }
+
+    /**
+     * The qkv projection {@code x · wᵀ} (w {@code [(qHeads + 2 kvHeads) · headDim, k]}, bf16 throughout) with RoPE
+     * on every dim of q and k and the KV append in the epilogue: q into {@code q}, k and v into the pool slots
+     * {@code pageIdx} / {@code offsets} of {@code layer} — the same bits as {@link #matmul} into a bf16 qkv
+     * followed by qkv_rope_append, in one launch. {@code releaseAttention}: the next kernel may start its prologue
+     * before this one ends (as qkv_rope_append's flag).
+     */
+    void qkvRope(CudaTensor x, CudaTensor w, int rows, int k, CudaTensor posIds, CudaTensor invFreq, CudaTensor q,
+                 CudaTensor pool, CudaTensor pageIdx, CudaTensor offsets, int layer, int qHeads, int kvHeads,
+                 int headDim, boolean interleave, boolean releaseAttention) {
+        int n = (qHeads + 2 * kvHeads) * headDim;
+        device.kernel(instantiation("skinny_qkv_rope_bf16", rows, n, k)).launch(device.stream(), n / 16, 1, 1, THREADS,
+                0, new KernelArgs().tensor(x).tensor(w).i32(rows).i32(k).tensor(posIds).tensor(invFreq).tensor(q)
+                        .tensor(pool).tensor(pageIdx).tensor(offsets).i32(layer).i32((int) pool.dim(1))
+                        .i32((int) pool.dim(3)).i32(qHeads).i32(kvHeads).i32(headDim).flag(interleave)
+                        .flag(releaseAttention), "qkvRope");
+    }
+
+    /** The kernel of a family for this many rows and this weight shape (the same for every family). */
+    private String instantiation(String family, int rows, int n, int k) {
+        String kernel = family + (rows <= 8 ? "_m1" : rows <= 16 ? "_m2" : "_m4");
+        return rows <= 16 && pipelined(n, k, device.context().multiprocessors()) ? kernel + "_pipe" : kernel;
     }
 
     /** The epilogue's activation; the ordinals are SkinnyAct in skinny_matmul.cu. */

@@ -9,6 +9,7 @@ import java.util.Locale;
 import java.util.Random;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.cuda.CudaDevice;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
@@ -145,6 +146,18 @@ final class EngineChecks {
         notes.append(String.format(Locale.ROOT, "decode steps launched ahead, bf16: %d of %d steps; %d logit rows "
                 + "compared, %d bit for bit.%n", bf16Graphs.launchedAhead, bf16Graphs.steps, ahead.rowsCompared,
                 ahead.rowsExact));
+        // nor may the qkv projection rotating and appending in its epilogue (off by default until timed)
+        if (candidate instanceof CudaDevice cuda) {
+            cuda.setQkvRopeInMatmul(true);
+            EngineTranscript qkvRope;
+            try {
+                qkvRope = transcript(dir, candidate, DType.BF16, requests, true);
+            } finally {
+                cuda.setQkvRopeInMatmul(false);
+            }
+            sameEngine(results, "engine with RoPE and KV append in the qkv matmul", shape, "BF16", requests, bf16Graphs,
+                    qkvRope, "same engine, qkv_rope_append");
+        }
         notes.append(String.format(Locale.ROOT, "Engine checks: %s, prompts %s, token budget %d, greedy; GPU ms = wall "
                         + "time per engine step. Reference %d steps in %.0f ms; fp32 %d steps in %.0f ms; bf16 %d steps "
                         + "in %.0f ms.%n", shape, Arrays.toString(PROMPT_LENGTHS), TOKEN_BUDGET, ref.steps, ref.millis,

@@ -286,7 +286,9 @@ final class OpChecks {
         Pair x = tw.floats(tw.randomFloats(n * k, 1f, act), act, n, k);
         Pair w = tw.floats(tw.randomFloats(width * k, 0.05f, DType.BF16), DType.BF16, width, k);
         Pair b = withBias ? tw.floats(tw.randomFloats(width, 1f, act), act, width) : null;
-        Pair pool = pool(act, 2, pages, pageSize, kvHeads, headDim);
+        long[] poolShape = {2, pages, 2, pageSize, kvHeads, headDim};
+        float[] poolData = tw.randomFloats(2 * pages * 2 * pageSize * kvHeads * headDim, 1f, act);
+        Pair pool = tw.floats(poolData, act, poolShape);
         AppendRows rows = appendRows(n, pages, pageSize);
         Pair p = rows.positions();
         Pair pi = rows.pages();
@@ -304,6 +306,26 @@ final class OpChecks {
         double ms = tw.median(op);
         results.add(new CheckResult("qkvProjectionRopeAppend q", s, act.toString(), qErr, tolerance(act), ms, "cpu"));
         results.add(new CheckResult("qkvProjectionRopeAppend pool", s, act.toString(), poolErr, tolerance(act), ms, "cpu"));
+        // with RoPE and the append in the skinny matmul's epilogue (where it applies), bit for bit the pair above
+        Tensor fusedPool = tw.gpu.fromFloats(poolData, act, poolShape);
+        Tensor fusedQ = Twin.poison(tw.gpu, tw.gpu.allocate(act, n, qHeads, headDim));
+        Runnable fused = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
+                qkv.gpu(), p.gpu(), rope, fusedPool, 1, pi.gpu(), of.gpu(), fusedQ);
+        tw.gpu.setQkvRopeInMatmul(true);
+        try {
+            fused.run();
+            double fusedMs = tw.median(fused);
+            results.add(new CheckResult("qkvProjectionRopeAppend q, RoPE in the matmul", s, act.toString(),
+                    Twin.mismatches(bits(tw.gpu.toFloats(q.gpu())), bits(tw.gpu.toFloats(fusedQ))), 0, fusedMs,
+                    "gpu, matmul + qkvRopeAppend"));
+            results.add(new CheckResult("qkvProjectionRopeAppend pool, RoPE in the matmul", s, act.toString(),
+                    Twin.mismatches(bits(tw.gpu.toFloats(pool.gpu())), bits(tw.gpu.toFloats(fusedPool))), 0, fusedMs,
+                    "gpu, matmul + qkvRopeAppend"));
+        } finally {
+            tw.gpu.setQkvRopeInMatmul(false);
+            fusedPool.close();
+            fusedQ.close();
+        }
     }
 
     private void add(DType dt) {
