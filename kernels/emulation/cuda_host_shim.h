@@ -69,6 +69,10 @@ inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); r
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 template <class T> inline T __ldcs(const T* p) { return *p; }
 template <class T> inline T __ldg(const T* p) { return *p; }
+// One rounding per operation, as on the device (run.sh builds with -ffp-contract=off)
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }
 // Runs kernel() for every thread of a 1-D grid of 1-D blocks.
 template <class F> void launch(unsigned grid, unsigned block, F kernel) {

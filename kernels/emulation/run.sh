@@ -9,7 +9,7 @@ out=$(mktemp -d)
 checks=("$@")
 [ ${#checks[@]} -gt 0 ] || checks=(encoder_checks attention_decode_checks norm_checks rope_checks skinny_checks sampling_checks)
 for check in "${checks[@]}"; do
-    g++ -std=c++20 -O1 -pthread -w -I"$CUDA_HOME/include" -I../src/main/cuda -o "$out/$check" "$check.cpp"
+    g++ -std=c++20 -O1 -ffp-contract=off -pthread -w -I"$CUDA_HOME/include" -I../src/main/cuda -o "$out/$check" "$check.cpp"
     "$out/$check"
 done
 rm -rf "$out"

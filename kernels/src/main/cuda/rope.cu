@@ -18,8 +18,8 @@ __device__ __forceinline__ void rotate_heads(void* t, int dt, long long tokenBas
         float s, c;
         sincosf(pos * invFreq[i], &s, &c);
         const float x1 = load_f(t, dt, i1), x2 = load_f(t, dt, i2);
-        store_f(t, dt, i1, x1 * c - x2 * s);
-        store_f(t, dt, i2, x2 * c + x1 * s);
+        store_f(t, dt, i1, rope_rotate(x1, x2, c, s, true));
+        store_f(t, dt, i2, rope_rotate(x1, x2, c, s, false));
     }
 }
 
@@ -122,13 +122,13 @@ extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int*
             const float x1 = round_to(qDt, load_f(qkv, inDt, src + c1));
             const float x2 = round_to(qDt, load_f(qkv, inDt, src + c2));
             const long long dst = qOut + (long long)h * headDim;
-            store_f(q, qDt, dst + c1, x1 * c - x2 * s);
-            store_f(q, qDt, dst + c2, x2 * c + x1 * s);
+            store_f(q, qDt, dst + c1, rope_rotate(x1, x2, c, s, true));
+            store_f(q, qDt, dst + c2, rope_rotate(x1, x2, c, s, false));
         } else {
             const float x1 = load_f(qkv, inDt, src + c1), x2 = load_f(qkv, inDt, src + c2);
             const long long dst = kOut + (long long)(h - qHeads) * headDim;
-            store_f(pool, poolDt, dst + c1, round_to(inDt, x1 * c - x2 * s));
-            store_f(pool, poolDt, dst + c2, round_to(inDt, x2 * c + x1 * s));
+            store_f(pool, poolDt, dst + c1, round_to(inDt, rope_rotate(x1, x2, c, s, true)));
+            store_f(pool, poolDt, dst + c2, round_to(inDt, rope_rotate(x1, x2, c, s, false)));
         }
     }
     const int pass = headDim - rotaryDim;
