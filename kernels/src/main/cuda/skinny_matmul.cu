@@ -200,6 +200,15 @@ __device__ __forceinline__ void skinny_sums(const __nv_bfloat16* __restrict__ x,
     __syncthreads();
 }
 
+// Fragment element j (tile mt's element i at mt * 4 + i) of lane l, summed over the warps in warp order.
+template <int MT>
+__device__ __forceinline__ float warp_order_sum(const float (&partial)[kSkinnyWarps][MT * 4][32], int j, int l) {
+    float sum = 0.f;
+#pragma unroll
+    for (int q = 0; q < kSkinnyWarps; ++q) sum += partial[q][j][l];
+    return sum;
+}
+
 template <int MT, int U, bool PIPE>
 __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                                             void* out, int outDt, int M, int N, int K, int act) {
@@ -219,14 +228,8 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
             const int n = c0 + (l >> 2);
             const int m = mt * 8 + 2 * (l & 3) + i;
             if (m < M && n < inter) {
-                float gate = 0.f, up = 0.f;
-#pragma unroll
-                for (int q = 0; q < kSkinnyWarps; ++q) {
-                    gate += partial[q][mt * 4 + i][l];
-                    up += partial[q][mt * 4 + i + 2][l];
-                }
-                gate = round_to(outDt, gate);
-                up = round_to(outDt, up);
+                const float gate = round_to(outDt, warp_order_sum<MT>(partial, mt * 4 + i, l));
+                const float up = round_to(outDt, warp_order_sum<MT>(partial, mt * 4 + i + 2, l));
                 store_f(out, outDt, (long long)m * inter + n,
                         act == ACT_SILU ? silu_times(gate, up) : gelu_tanh_times(gate, up));
             }
@@ -237,12 +240,7 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
         const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
         const int n = n0 + (l >> 2) + 8 * (i >> 1);
         const int m = mt * 8 + 2 * (l & 3) + (i & 1);
-        if (m < M && n < N) {
-            float sum = 0.f;
-#pragma unroll
-            for (int q = 0; q < kSkinnyWarps; ++q) sum += partial[q][j][l];
-            store_f(out, outDt, (long long)m * N + n, sum);
-        }
+        if (m < M && n < N) store_f(out, outDt, (long long)m * N + n, warp_order_sum<MT>(partial, j, l));
     }
 }
 
@@ -286,14 +284,8 @@ __device__ __forceinline__ void skinny_qkv_rope_body(const __nv_bfloat16* __rest
             const int l = e & 31, j2 = e >> 5, mt = j2 >> 1, i = j2 & 1;
             const int m = mt * 8 + 2 * (l & 3) + i;
             if (m >= M) continue;
-            float first = 0.f, second = 0.f;
-#pragma unroll
-            for (int wq = 0; wq < kSkinnyWarps; ++wq) {
-                first += partial[wq][mt * 4 + i][l];
-                second += partial[wq][mt * 4 + i + 2][l];
-            }
-            const float x1 = __bfloat162float(__float2bfloat16_rn(first));
-            const float x2 = __bfloat162float(__float2bfloat16_rn(second));
+            const float x1 = __bfloat162float(__float2bfloat16_rn(warp_order_sum<MT>(partial, mt * 4 + i, l)));
+            const float x2 = __bfloat162float(__float2bfloat16_rn(warp_order_sum<MT>(partial, mt * 4 + i + 2, l)));
             const int pair = pair0 + (l >> 2);
             float sn, cs;
             sincosf((float)posIds[m] * invFreq[pair], &sn, &cs);
@@ -309,10 +301,8 @@ __device__ __forceinline__ void skinny_qkv_rope_body(const __nv_bfloat16* __rest
         const int v = vRow0 + (l >> 2) + 8 * (i >> 1);
         const int m = mt * 8 + 2 * (l & 3) + (i & 1);
         if (m < M && v < tokenElems) {
-            float sum = 0.f;
-#pragma unroll
-            for (int wq = 0; wq < kSkinnyWarps; ++wq) sum += partial[wq][j][l];
-            pool[kSlot(m) + (long long)pageSize * tokenElems + v] = __float2bfloat16_rn(sum);
+            const long long vSlot = kSlot(m) + (long long)pageSize * tokenElems;
+            pool[vSlot + v] = __float2bfloat16_rn(warp_order_sum<MT>(partial, j, l));
         }
     }
 }

@@ -69,8 +69,7 @@ final class CudaMatmul implements AutoCloseable {
         if (rows == 0) {
             return;
         }
-        if (!device.batchInvariant()
-                && SkinnyMatmul.accepts(x, w, bias, out, rows, k, device.skinnyMatmulRows())) {
+        if (skinnyTakes(x, w, bias, out, rows, k)) {
             device.stream().counters().gemm();
             skinny.matmul(x, w, out, Math.toIntExact(rows), Math.toIntExact(n), Math.toIntExact(k));
             return;
@@ -105,8 +104,7 @@ final class CudaMatmul implements AutoCloseable {
         long n = w.dim(0);
         long k = w.dim(1);
         long rows = x.numel() / k;
-        if (device.batchInvariant() || n % 2 != 0
-                || !SkinnyMatmul.accepts(x, w, null, out, rows, k, device.skinnyMatmulRows())) {
+        if (n % 2 != 0 || !skinnyTakes(x, w, null, out, rows, k)) {
             return false;
         }
         device.stream().counters().gemm();
@@ -115,9 +113,9 @@ final class CudaMatmul implements AutoCloseable {
     }
 
     /**
-     * The qkv projection with RoPE and the KV append in one skinny launch ({@link SkinnyMatmul#qkvRope}) when the
-     * device has it on and it applies (the skinny kernel takes the product, no bias, bf16 q and pool, every dim of
-     * a head rotated, head dims a multiple of 16); false, with nothing launched, otherwise.
+     * The qkv projection with RoPE and the KV append in one skinny launch ({@link SkinnyMatmul#qkvRope}) when it
+     * applies (the skinny kernel takes the product, no bias, bf16 q and pool, every dim of a head rotated, head dims
+     * a multiple of 16); false, with nothing launched, otherwise.
      */
     boolean qkvRopeSkinny(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor posIds, CudaTensor invFreq,
                           int rotaryDim, boolean interleave, CudaTensor q, CudaTensor pool, CudaTensor pageIdx,
@@ -125,15 +123,22 @@ final class CudaMatmul implements AutoCloseable {
                           boolean releaseAttention) {
         long k = w.dim(1);
         long rows = x.numel() / k;
-        if (!device.qkvRopeInMatmul() || device.batchInvariant() || rotaryDim != headDim || headDim % 16 != 0
-                || q.dtype() != DType.BF16 || pool.dtype() != DType.BF16
-                || !SkinnyMatmul.accepts(x, w, bias, q, rows, k, device.skinnyMatmulRows())) {
+        if (rotaryDim != headDim || headDim % 16 != 0 || q.dtype() != DType.BF16 || pool.dtype() != DType.BF16
+                || !skinnyTakes(x, w, bias, q, rows, k)) {
             return false;
         }
         device.stream().counters().gemm();
         skinny.qkvRope(x, w, Math.toIntExact(rows), Math.toIntExact(k), posIds, invFreq, q, pool, pageIdx, offsets,
                 layer, qHeads, kvHeads, headDim, interleave, releaseAttention);
         return true;
+    }
+
+    /**
+     * Whether this product goes to the skinny kernel: one it accepts, of at most the device's skinny rows, unless
+     * the device wants batch-invariant numerics (the kernel's instantiation depends on the row count).
+     */
+    private boolean skinnyTakes(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out, long rows, long k) {
+        return !device.batchInvariant() && SkinnyMatmul.accepts(x, w, bias, out, rows, k, device.skinnyMatmulRows());
     }
 
     private CudaTensor widened(String name, CudaTensor t) {

@@ -354,7 +354,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         }
         device.enter();
         // the pair rounds the projection to qkv's dtype: the fused epilogue rounds to bf16
-        if (qkvT.dtype() == DType.BF16 && matmul.qkvRopeSkinny(xs, w, b, pos, ropeTables.table(params),
+        if (device.qkvRopeInMatmul() && qkvT.dtype() == DType.BF16 && matmul.qkvRopeSkinny(xs, w, b, pos, ropeTables.table(params),
                 params.rotaryDim(), params.interleave(), qs, p, pages, offs, layer, qHeads, kvHeads, headDim,
                 n <= RELEASE_ATTENTION_ROWS)) {
             return;

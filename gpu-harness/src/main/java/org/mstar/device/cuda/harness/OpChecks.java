@@ -34,8 +34,8 @@ final class OpChecks {
     List<CheckResult> run() {
         for (DType dt : List.of(DType.F32, DType.BF16)) {
             attempt("embedding", () -> embedding(dt));
-            attempt("rmsNorm", () -> rmsNorm(dt, 7, 4096, false));
-            attempt("rmsNorm+residual", () -> rmsNorm(dt, 5, 1000, true));
+            attempt("rmsNorm", () -> rmsNorm("rmsNorm", dt, dt, dt, 7, 4096, false));
+            attempt("rmsNorm+residual", () -> rmsNorm("rmsNorm+residual", dt, dt, dt, 5, 1000, true));
             attempt("add", () -> add(dt));
             attempt("siluMul", () -> siluMul(dt));
             attempt("geluTanhMul", () -> geluTanhMul(dt));
@@ -63,9 +63,11 @@ final class OpChecks {
         }
         // a bf16 model's norms: bf16 rows added to an fp32 residual stream, and the fp32 embeddings normalised
         for (int rows : new int[] {3, 256}) {
-            attempt("rmsNorm bf16 + fp32 residual", () -> rmsNormMixed(rows, 4096, true));
+            attempt("rmsNorm bf16 + fp32 residual", () -> rmsNorm("rmsNorm bf16 + fp32 residual", DType.BF16,
+                    DType.F32, DType.BF16, rows, 4096, true));
         }
-        attempt("rmsNorm fp32 -> bf16", () -> rmsNormMixed(5, 4096, false));
+        attempt("rmsNorm fp32 -> bf16", () -> rmsNorm("rmsNorm fp32 -> bf16", DType.F32, DType.F32, DType.BF16, 5, 4096,
+                false));
         attempt("conv1d mixed", () -> conv1d(DType.F32, DType.BF16, 2999, 128, 384, 2));
         // The composite decode ops: Llama-3.2-1B's MLP at decode batch sizes, Llama-3-8B's at batch 1, a GELU-tanh
         // MLP (Gemma) at an odd width, and fp32 activations
@@ -136,45 +138,27 @@ final class OpChecks {
                 () -> tw.gpu.ops().embedding(table.gpu(), idT.gpu(), out.gpu()));
     }
 
-    private void rmsNorm(DType dt, int rows, int hidden, boolean withResidual) {
-        Pair x = tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden);
-        Pair w = tw.floats(tw.randomFloats(hidden, 1f, dt), dt, hidden);
-        Pair res = withResidual ? tw.floats(tw.randomFloats(rows * hidden, 2f, dt), dt, rows, hidden) : null;
-        Pair out = tw.poisoned(dt, rows, hidden);
-        tw.cpu.ops().rmsNorm(x.cpu(), res == null ? null : res.cpu(), w.cpu(), 1e-5f, out.cpu());
-        Runnable gpuOp = () -> tw.gpu.ops().rmsNorm(x.gpu(), res == null ? null : res.gpu(), w.gpu(), 1e-5f, out.gpu());
-        if (!withResidual) {
-            check("rmsNorm", shape(rows, hidden), out, gpuOp);
-            return;
-        }
-        gpuOp.run();
-        double outErr = err(out);
-        double resErr = err(res);
-        double ms = tw.median(gpuOp);
-        results.add(new CheckResult("rmsNorm+residual", shape(rows, hidden), dt.toString(), outErr, tolerance(dt), ms, "cpu"));
-        results.add(new CheckResult("rmsNorm+residual (residual)", shape(rows, hidden), dt.toString(), resErr,
-                tolerance(dt), ms, "cpu"));
-    }
-
-    /** bf16 weights and output; with a residual, bf16 x and an fp32 residual (both compared), else fp32 x. */
-    private void rmsNormMixed(int rows, int hidden, boolean withResidual) {
-        DType xType = withResidual ? DType.BF16 : DType.F32;
+    /**
+     * x of {@code xType}, weights and output of {@code outType}; with a residual of {@code resType}, the updated
+     * residual stream is compared too.
+     */
+    private void rmsNorm(String name, DType xType, DType resType, DType outType, int rows, int hidden,
+            boolean withResidual) {
         Pair x = tw.floats(tw.randomFloats(rows * hidden, 2f, xType), xType, rows, hidden);
-        Pair w = tw.floats(tw.randomFloats(hidden, 1f, DType.BF16), DType.BF16, hidden);
-        Pair res = withResidual ? tw.floats(tw.randomFloats(rows * hidden, 2f, DType.F32), DType.F32, rows, hidden)
-                : null;
-        Pair out = tw.poisoned(DType.BF16, rows, hidden);
+        Pair w = tw.floats(tw.randomFloats(hidden, 1f, outType), outType, hidden);
+        Pair res = withResidual ? tw.floats(tw.randomFloats(rows * hidden, 2f, resType), resType, rows, hidden) : null;
+        Pair out = tw.poisoned(outType, rows, hidden);
         tw.cpu.ops().rmsNorm(x.cpu(), res == null ? null : res.cpu(), w.cpu(), 1e-5f, out.cpu());
         Runnable gpuOp = () -> tw.gpu.ops().rmsNorm(x.gpu(), res == null ? null : res.gpu(), w.gpu(), 1e-5f, out.gpu());
         gpuOp.run();
         double outErr = err(out);
         double resErr = res == null ? 0 : err(res);
         double ms = tw.median(gpuOp);
-        String name = withResidual ? "rmsNorm bf16 + fp32 residual" : "rmsNorm fp32 -> bf16";
-        results.add(new CheckResult(name, shape(rows, hidden), "BF16", outErr, tolerance(DType.BF16), ms, "cpu"));
+        results.add(new CheckResult(name, shape(rows, hidden), outType.toString(), outErr, tolerance(outType), ms,
+                "cpu"));
         if (res != null) {
-            results.add(new CheckResult(name + " (residual)", shape(rows, hidden), "F32", resErr, tolerance(DType.F32),
-                    ms, "cpu"));
+            results.add(new CheckResult(name + " (residual)", shape(rows, hidden), resType.toString(), resErr,
+                    tolerance(resType), ms, "cpu"));
         }
     }
 
@@ -262,19 +246,11 @@ final class OpChecks {
         } else {
             tw.gpu.ops().siluMul(pairGateUp, pairOut);
         }
-        double differ = Twin.mismatches(bits(tw.gpu.toFloats(pairOut)), bits(tw.gpu.toFloats(out.gpu())));
+        double differ = Twin.bitMismatches(tw.gpu.toFloats(pairOut), tw.gpu.toFloats(out.gpu()));
         results.add(new CheckResult("gateUpActivation " + fn + " vs matmul + " + fn, s, act.toString(), differ, 0, 0,
                 "gpu, unfused"));
         pairGateUp.close();
         pairOut.close();
-    }
-
-    private static int[] bits(float[] values) {
-        int[] b = new int[values.length];
-        for (int i = 0; i < values.length; i++) {
-            b[i] = Float.floatToRawIntBits(values[i]);
-        }
-        return b;
     }
 
     /** The qkv projection + split + RoPE + KV append against the CPU (q and the whole pool). */
@@ -316,10 +292,10 @@ final class OpChecks {
             fused.run();
             double fusedMs = tw.median(fused);
             results.add(new CheckResult("qkvProjectionRopeAppend q, RoPE in the matmul", s, act.toString(),
-                    Twin.mismatches(bits(tw.gpu.toFloats(q.gpu())), bits(tw.gpu.toFloats(fusedQ))), 0, fusedMs,
+                    Twin.bitMismatches(tw.gpu.toFloats(q.gpu()), tw.gpu.toFloats(fusedQ)), 0, fusedMs,
                     "gpu, matmul + qkvRopeAppend"));
             results.add(new CheckResult("qkvProjectionRopeAppend pool, RoPE in the matmul", s, act.toString(),
-                    Twin.mismatches(bits(tw.gpu.toFloats(pool.gpu())), bits(tw.gpu.toFloats(fusedPool))), 0, fusedMs,
+                    Twin.bitMismatches(tw.gpu.toFloats(pool.gpu()), tw.gpu.toFloats(fusedPool)), 0, fusedMs,
                     "gpu, matmul + qkvRopeAppend"));
         } finally {
             tw.gpu.setQkvRopeInMatmul(false);

@@ -174,14 +174,7 @@ final class SamplingChecks {
         tw.cpu.ops().maskLogits(l.cpu(), a.cpu());
         Runnable gpuOp = () -> tw.gpu.ops().maskLogits(l.gpu(), a.gpu());
         gpuOp.run();
-        float[] expected = tw.cpu.toFloats(l.cpu());
-        float[] got = tw.gpu.toFloats(l.gpu());
-        int differ = 0;
-        for (int i = 0; i < got.length; i++) {
-            if (Float.floatToRawIntBits(expected[i]) != Float.floatToRawIntBits(got[i])) {
-                differ++;
-            }
-        }
+        double differ = Twin.bitMismatches(tw.cpu.toFloats(l.cpu()), tw.gpu.toFloats(l.gpu()));
         // masking is idempotent, so timing repeats of the same call is fair
         results.add(new CheckResult("maskLogits (logits differing)", shape(rows, vocab), "F32", differ, 0,
                 tw.median(gpuOp), "cpu"));

@@ -105,6 +105,20 @@ final class Twin {
         return bad;
     }
 
+    /** Elements whose bits differ (a different length counts as infinitely many). */
+    static double bitMismatches(float[] ref, float[] got) {
+        if (ref.length != got.length) {
+            return Double.POSITIVE_INFINITY;
+        }
+        int bad = 0;
+        for (int i = 0; i < ref.length; i++) {
+            if (Float.floatToRawIntBits(ref[i]) != Float.floatToRawIntBits(got[i])) {
+                bad++;
+            }
+        }
+        return bad;
+    }
+
     static double tolerance(DType outputType) {
         return outputType == DType.F32 ? 1e-5 : 1e-2;
     }
