@@ -13,11 +13,7 @@ if [ ! -d "$BUNDLE/baseline" ]; then
     exit 2
 fi
 [ $# -gt 0 ] || set -- --no-checks --no-perf --preplan-perf
-cublas=$(ldconfig -p | awk '/libcublas\.so\.13 /{print $NF; exit}')
-if [ -z "$cublas" ]; then
-    cublas=$(find / -xdev -name 'libcublas.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
-fi
-[ -n "$cublas" ] && export LD_LIBRARY_PATH="$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source "$BUNDLE/cublas-path.sh"
 echo "baseline $(cat "$BUNDLE/baseline/REVISION" 2>/dev/null || echo unknown), harness arguments: $*"
 status=0
 for round in 1 2; do

@@ -7,11 +7,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
 mkdir -p "$OUT"
 BUNDLE=$(cd "$(dirname "$0")" && pwd)
-cublas=$(ldconfig -p | awk '/libcublas\.so\.13 /{print $NF; exit}')
-if [ -z "$cublas" ]; then
-    cublas=$(find / -xdev -name 'libcublas.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
-fi
-[ -n "$cublas" ] && export LD_LIBRARY_PATH="$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source "$BUNDLE/cublas-path.sh"
 status=0
 for spec in "$@"; do
     name=${spec//:/-}

@@ -16,13 +16,8 @@ date -u +"%Y-%m-%dT%H:%M:%SZ" | tee "$OUT/date.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu --format=csv \
     | tee "$OUT/nvidia-smi.txt"
 
-# cuBLAS: the shim dlopens libcublas.so.13, so its folder must be on the loader path.
-cublas=$(ldconfig -p | awk '/libcublas\.so\.13 /{print $NF; exit}')
-if [ -z "$cublas" ]; then
-    cublas=$(find / -xdev -name 'libcublas.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
-fi
+source "$BUNDLE/cublas-path.sh"
 echo "libcublas: ${cublas:-not found}"
-[ -n "$cublas" ] && export LD_LIBRARY_PATH="$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # The limit leaves the torch comparison time to run inside one 10-minute device call.
 timeout 420 "$BUNDLE/jre/bin/java" -Xmx16g -cp "$BUNDLE/lib/*" org.mstar.device.cuda.harness.GpuHarness --out "$OUT" "$@" \

@@ -16,11 +16,7 @@ PYTHONUNBUFFERED=1 python3 "$BUNDLE/write_whisper_fixtures.py" "$FIXTURES" --d-m
 grep -E "tokens|transformers" "$OUT/fixture.log" | cut -c1-200
 date -u +"%Y-%m-%dT%H:%M:%SZ" | tee "$OUT/date.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/nvidia-smi.txt"
-cublas=$(ldconfig -p | awk '/libcublas\.so\.13 /{print $NF; exit}')
-if [ -z "$cublas" ]; then
-    cublas=$(find / -xdev -name 'libcublas.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
-fi
-[ -n "$cublas" ] && export LD_LIBRARY_PATH="$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source "$BUNDLE/cublas-path.sh"
 # checks, then transformers' bf16 band, then the throughput tables (the longest part) last
 timeout 120 "$BUNDLE/jre/bin/java" -Xmx16g -cp "$BUNDLE/lib/*" org.mstar.device.cuda.harness.WhisperHarness \
     --fixture "$FIXTURE" --out "$OUT" --no-perf 2>&1 | tee "$OUT/whisper.log"
