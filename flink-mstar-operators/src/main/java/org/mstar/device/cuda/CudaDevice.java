@@ -51,7 +51,7 @@ public final class CudaDevice implements Device {
     private int skinnyMatmulRows = DEFAULT_SKINNY_MATMUL_ROWS;
     private boolean batchInvariant;
     private boolean programmaticLaunch = true;
-    private boolean qkvRopeInMatmul;
+    private boolean qkvRopeInMatmul = true;
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
     public CudaDevice(int gpuIndex) {
@@ -138,14 +138,14 @@ public final class CudaDevice implements Device {
 
     /**
      * Whether the qkv projection of a few rows rotates q and k and appends k and v to the pool in the skinny matmul's
-     * epilogue ({@link SkinnyMatmul#qkvRope}) instead of a qkv_rope_append launch after it. Off until timed on a
-     * GPU against the pair (docs/decode-fusions.md); the GPU harness checks it on.
+     * epilogue ({@link SkinnyMatmul#qkvRope}; the default) instead of a qkv_rope_append launch after it: the same
+     * bits, one launch a layer fewer (docs/decode-fusions.md). The GPU harness switches it off to compare the two.
      */
     public void setQkvRopeInMatmul(boolean on) {
         this.qkvRopeInMatmul = on;
     }
 
-    boolean qkvRopeInMatmul() {
+    public boolean qkvRopeInMatmul() {
         return qkvRopeInMatmul;
     }
 

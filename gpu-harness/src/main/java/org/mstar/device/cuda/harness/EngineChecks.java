@@ -146,17 +146,19 @@ final class EngineChecks {
         notes.append(String.format(Locale.ROOT, "decode steps launched ahead, bf16: %d of %d steps; %d logit rows "
                 + "compared, %d bit for bit.%n", bf16Graphs.launchedAhead, bf16Graphs.steps, ahead.rowsCompared,
                 ahead.rowsExact));
-        // nor may the qkv projection rotating and appending in its epilogue (off by default until timed)
+        // nor may the qkv projection rotating and appending in its epilogue (the default) instead of qkv_rope_append
         if (candidate instanceof CudaDevice cuda) {
-            cuda.setQkvRopeInMatmul(true);
-            EngineTranscript qkvRope;
+            boolean fusedByDefault = cuda.qkvRopeInMatmul();
+            cuda.setQkvRopeInMatmul(!fusedByDefault);
+            EngineTranscript other;
             try {
-                qkvRope = transcript(dir, candidate, DType.BF16, requests, true);
+                other = transcript(dir, candidate, DType.BF16, requests, true);
             } finally {
-                cuda.setQkvRopeInMatmul(false);
+                cuda.setQkvRopeInMatmul(fusedByDefault);
             }
-            sameEngine(results, "engine with RoPE and KV append in the qkv matmul", shape, "BF16", requests, bf16Graphs,
-                    qkvRope, "same engine, qkv_rope_append");
+            sameEngine(results, "engine with RoPE and KV append in the qkv matmul", shape, "BF16", requests,
+                    fusedByDefault ? other : bf16Graphs, fusedByDefault ? bf16Graphs : other,
+                    "same engine, qkv_rope_append");
         }
         notes.append(String.format(Locale.ROOT, "Engine checks: %s, prompts %s, token budget %d, greedy; GPU ms = wall "
                         + "time per engine step. Reference %d steps in %.0f ms; fp32 %d steps in %.0f ms; bf16 %d steps "

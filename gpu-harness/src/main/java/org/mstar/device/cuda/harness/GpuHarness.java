@@ -43,12 +43,14 @@ import org.mstar.model.frame.FrameModelConfig;
  * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --launch-perf} adds decode steps with the
  * graphs' kernels in plain stream order and launched programmatically. {@code --profile-decode 8B:1:512,...}
  * runs a few decode steps of each case for a kernel profiler ({@code scripts/gpu/kernel_profile.py}).
- * {@code --no-checks} skips the checks.
+ * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
+ * the KV append in the skinny matmul's epilogue ({@link CudaDevice#setQkvRopeInMatmul}). {@code --no-checks} skips
+ * the checks.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
  *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf] [--preplan-perf]
- *     [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...] [--no-checks]</pre>
+ *     [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -116,6 +118,7 @@ public final class GpuHarness {
         boolean preplanPerf = false;
         boolean perfTable = false;
         boolean launchPerf = false;
+        boolean qkvRopeInMatmul = true;
         List<String> profiled = List.of();
         boolean runChecks = true;
         int[] engineLayers = {8, 32};
@@ -139,6 +142,7 @@ public final class GpuHarness {
                 case "--preplan-perf" -> preplanPerf = true;
                 case "--perf-table" -> perfTable = true;
                 case "--launch-perf" -> launchPerf = true;
+                case "--no-qkv-rope-in-matmul" -> qkvRopeInMatmul = false;
                 case "--profile-decode" -> profiled = List.of(args[++i].split(","));
                 case "--no-checks" -> runChecks = false;
                 case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
@@ -146,7 +150,8 @@ public final class GpuHarness {
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --launch-perf, --profile-decode 8B:1:512,..., --no-checks)");
+                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --launch-perf, --profile-decode 8B:1:512,..., --no-qkv-rope-in-matmul, "
+                        + "--no-checks)");
             }
         }
         Files.createDirectories(out);
@@ -190,7 +195,12 @@ public final class GpuHarness {
             Files.writeString(out.resolve("harness.md"), header + "\n" + table + "\n" + engineNotes + "\n" + summary);
             allPassed = failed == 0;
 
+            // the checks compare the fused qkv epilogue with the pair themselves; this switch is for the tables
+            gpu.setQkvRopeInMatmul(qkvRopeInMatmul);
             StringBuilder tables = new StringBuilder(header);
+            if (!qkvRopeInMatmul) {
+                tables.append("qkv_rope_append after the qkv projection (RoPE and KV append not in its epilogue)\n");
+            }
             if (perfTable) {
                 tables.append(decodeParts(twin));
                 String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());

@@ -276,19 +276,22 @@ final class OpChecks {
         String s = shape(n, k) + "·" + shape(width, k) + "ᵀ" + (withBias ? "+bias" : "") + " rope" + rope.rotaryDim();
         Runnable op = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
                 qkv.gpu(), p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
-        op.run();
-        double qErr = err(q);
-        double poolErr = err(pool);
-        double ms = tw.median(op);
-        results.add(new CheckResult("qkvProjectionRopeAppend q", s, act.toString(), qErr, tolerance(act), ms, "cpu"));
-        results.add(new CheckResult("qkvProjectionRopeAppend pool", s, act.toString(), poolErr, tolerance(act), ms, "cpu"));
-        // with RoPE and the append in the skinny matmul's epilogue (where it applies), bit for bit the pair above
+        // the pair (matmul, then qkv_rope_append) against the CPU; then RoPE and the append in the skinny matmul's
+        // epilogue (where it applies), bit for bit the pair
         Tensor fusedPool = tw.gpu.fromFloats(poolData, act, poolShape);
         Tensor fusedQ = Twin.poison(tw.gpu, tw.gpu.allocate(act, n, qHeads, headDim));
         Runnable fused = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
                 qkv.gpu(), p.gpu(), rope, fusedPool, 1, pi.gpu(), of.gpu(), fusedQ);
-        tw.gpu.setQkvRopeInMatmul(true);
+        boolean fusedByDefault = tw.gpu.qkvRopeInMatmul();
         try {
+            tw.gpu.setQkvRopeInMatmul(false);
+            op.run();
+            double ms = tw.median(op);
+            results.add(new CheckResult("qkvProjectionRopeAppend q", s, act.toString(), err(q), tolerance(act), ms,
+                    "cpu"));
+            results.add(new CheckResult("qkvProjectionRopeAppend pool", s, act.toString(), err(pool), tolerance(act),
+                    ms, "cpu"));
+            tw.gpu.setQkvRopeInMatmul(true);
             fused.run();
             double fusedMs = tw.median(fused);
             results.add(new CheckResult("qkvProjectionRopeAppend q, RoPE in the matmul", s, act.toString(),
@@ -298,7 +301,7 @@ final class OpChecks {
                     Twin.bitMismatches(tw.gpu.toFloats(pool.gpu()), tw.gpu.toFloats(fusedPool)), 0, fusedMs,
                     "gpu, matmul + qkvRopeAppend"));
         } finally {
-            tw.gpu.setQkvRopeInMatmul(false);
+            tw.gpu.setQkvRopeInMatmul(fusedByDefault);
             fusedPool.close();
             fusedQ.close();
         }

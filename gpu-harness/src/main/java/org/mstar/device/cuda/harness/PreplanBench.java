@@ -97,7 +97,7 @@ final class PreplanBench {
 
     static final String TITLE = "Pre-planned decode steps (bf16, random weights, decode graphs, " + CONTEXT
             + "-token prompts, " + TIMED_STEPS + " timed steps)";
-    private static final int[] BATCHES = {1, 64, 256};
+    private static final int[] BATCHES = {1, 16, 64, 256};
 
     private final CudaDevice device;
     private final long seed;
@@ -135,7 +135,7 @@ final class PreplanBench {
         return rows;
     }
 
-    /** The table of Llama-3.2-1B's and Llama-3.1-8B's geometries at batches 1, 64 and 256. */
+    /** The table of Llama-3.2-1B's and Llama-3.1-8B's geometries at batches 1, 16, 64 and 256. */
     static String tables(CudaDevice device, long seed) {
         PreplanBench bench = new PreplanBench(device, seed);
         List<Row> rows = new ArrayList<>(bench.run("Llama-3.2-1B", DecodeBench.llama32_1b(), BATCHES));
