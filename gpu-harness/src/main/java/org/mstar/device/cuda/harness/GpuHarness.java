@@ -154,6 +154,11 @@ public final class GpuHarness {
                         + "--no-checks)");
             }
         }
+        if (!perf && (prefillPerf || decodePerf || invariancePerf || skinnyPerf)) {
+            // these replace the performance tables, so --no-perf would leave them out without a word
+            throw new IllegalArgumentException("--prefill-perf, --decode-perf, --invariance-perf and --skinny-perf "
+                    + "are performance tables: drop --no-perf (and --attention-only) to run them");
+        }
         Files.createDirectories(out);
         boolean allPassed;
         try (CudaDevice gpu = new CudaDevice(0); CpuDevice cpu = new CpuDevice()) {
