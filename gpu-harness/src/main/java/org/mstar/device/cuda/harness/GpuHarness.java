@@ -150,8 +150,8 @@ public final class GpuHarness {
                 default -> throw new IllegalArgumentException("unknown argument " + args[i]
                         + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
                         + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --launch-perf, --profile-decode 8B:1:512,..., --no-qkv-rope-in-matmul, "
-                        + "--no-checks)");
+                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --launch-perf, "
+                        + "--profile-decode 8B:1:512,..., --no-qkv-rope-in-matmul, --no-checks)");
             }
         }
         if (!perf && (prefillPerf || decodePerf || invariancePerf || skinnyPerf)) {
