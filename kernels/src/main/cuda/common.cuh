@@ -75,6 +75,13 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n);       \
          i += (long long)gridDim.x * blockDim.x)
 
+// Element offset of slot `slot` of page `page` of `layer` in a KV pool [layers, pages, 2, pageSize, kvHeads,
+// headDim]: the token's K heads when kv = 0, its V heads when kv = 1 (tokenElems = kvHeads · headDim).
+__device__ __forceinline__ long long pool_slot(int layer, int numPages, int page, int kv, int pageSize, int slot,
+                                               int tokenElems) {
+    return ((((long long)layer * numPages + page) * 2 + kv) * pageSize + slot) * tokenElems;
+}
+
 // Programmatic dependent launch (sm_90). In a decode graph, CudaGraph makes each edge into one of these kernels
 // programmatic: the kernel may be launched as the one before it finishes, so its launch overlaps that kernel's
 // tail. Every kernel therefore calls this first, before it reads what an earlier kernel wrote or writes

@@ -9,9 +9,8 @@ extern "C" __global__ void kv_append(void* pool, int poolDt, const void* k, int 
                                      int tokenElems) {
     mstar::await_previous_kernel();
     const long long i = blockIdx.x;
-    const long long page = (long long)layer * numPages + pageIdx[i];
-    const long long kBase = ((page * 2 + 0) * pageSize + offsets[i]) * tokenElems;
-    const long long vBase = ((page * 2 + 1) * pageSize + offsets[i]) * tokenElems;
+    const long long kBase = pool_slot(layer, numPages, pageIdx[i], 0, pageSize, offsets[i], tokenElems);
+    const long long vBase = pool_slot(layer, numPages, pageIdx[i], 1, pageSize, offsets[i], tokenElems);
     for (int e = threadIdx.x; e < tokenElems; e += blockDim.x) {
         store_f(pool, poolDt, kBase + e, load_f(k, kDt, i * tokenElems + e));
         store_f(pool, poolDt, vBase + e, load_f(v, vDt, i * tokenElems + e));

@@ -98,9 +98,8 @@ extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int*
     const long long in = tok * (long long)(qHeads + 2 * kvHeads) * headDim;
     const long long qOut = tok * (long long)qHeads * headDim;
     const int tokenElems = kvHeads * headDim;
-    const long long page = (long long)layer * numPages + pageIdx[tok];
-    const long long kOut = ((page * 2 + 0) * pageSize + offsets[tok]) * tokenElems;
-    const long long vOut = kOut + (long long)pageSize * tokenElems;
+    const long long kOut = pool_slot(layer, numPages, pageIdx[tok], 0, pageSize, offsets[tok], tokenElems);
+    const long long vOut = pool_slot(layer, numPages, pageIdx[tok], 1, pageSize, offsets[tok], tokenElems);
     const bool aligned = ((reinterpret_cast<uintptr_t>(qkv) | reinterpret_cast<uintptr_t>(q)
                            | reinterpret_cast<uintptr_t>(pool)) & 15) == 0;
     if (inDt == DT_BF16 && qDt == DT_BF16 && poolDt == DT_BF16 && headDim % 8 == 0 && rotaryDim % 16 == 0

@@ -274,9 +274,8 @@ __device__ __forceinline__ void skinny_qkv_rope_body(const __nv_bfloat16* __rest
     }
     skinny_sums<MT, U, PIPE>(x, w, row0, row1, M, K, releaseAttention != 0, partial);
     const int tokenElems = kvHeads * headDim;
-    auto kSlot = [&](int m) {
-        const long long page = (long long)layer * numPages + pageIdx[m];
-        return ((page * 2) * pageSize + offsets[m]) * tokenElems;
+    auto slot = [&](int m, int kv) {
+        return pool_slot(layer, numPages, pageIdx[m], kv, pageSize, offsets[m], tokenElems);
     };
     if (rope) {
         // element i < 2 is the first of pair pair0 + g for token row 2t + i, element i + 2 its partner
@@ -290,7 +289,7 @@ __device__ __forceinline__ void skinny_qkv_rope_body(const __nv_bfloat16* __rest
             float sn, cs;
             sincosf((float)posIds[m] * invFreq[pair], &sn, &cs);
             __nv_bfloat16* dst = head < qHeads ? q + ((long long)m * qHeads + head) * headDim
-                                               : pool + kSlot(m) + (long long)(head - qHeads) * headDim;
+                                               : pool + slot(m, 0) + (long long)(head - qHeads) * headDim;
             dst[interleave ? 2 * pair : pair] = __float2bfloat16_rn(rope_rotate(x1, x2, cs, sn, true));
             dst[interleave ? 2 * pair + 1 : pair + half] = __float2bfloat16_rn(rope_rotate(x1, x2, cs, sn, false));
         }
@@ -300,10 +299,7 @@ __device__ __forceinline__ void skinny_qkv_rope_body(const __nv_bfloat16* __rest
         const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
         const int v = vRow0 + (l >> 2) + 8 * (i >> 1);
         const int m = mt * 8 + 2 * (l & 3) + (i & 1);
-        if (m < M && v < tokenElems) {
-            const long long vSlot = kSlot(m) + (long long)pageSize * tokenElems;
-            pool[vSlot + v] = __float2bfloat16_rn(warp_order_sum<MT>(partial, j, l));
-        }
+        if (m < M && v < tokenElems) pool[slot(m, 1) + v] = __float2bfloat16_rn(warp_order_sum<MT>(partial, j, l));
     }
 }
 

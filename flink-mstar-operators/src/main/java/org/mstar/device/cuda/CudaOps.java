@@ -354,9 +354,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         }
         device.enter();
         // the pair rounds the projection to qkv's dtype: the fused epilogue rounds to bf16
-        if (device.qkvRopeInMatmul() && qkvT.dtype() == DType.BF16 && matmul.qkvRopeSkinny(xs, w, b, pos, ropeTables.table(params),
-                params.rotaryDim(), params.interleave(), qs, p, pages, offs, layer, qHeads, kvHeads, headDim,
-                n <= RELEASE_ATTENTION_ROWS)) {
+        if (device.qkvRopeInMatmul() && qkvT.dtype() == DType.BF16
+                && matmul.qkvRopeSkinny(xs, w, b, pos, ropeTables.table(params), params.rotaryDim(),
+                        params.interleave(), qs, p, pages, offs, layer, qHeads, kvHeads, headDim,
+                        n <= RELEASE_ATTENTION_ROWS)) {
             return;
         }
         matmul.matmul(xs, w, b, qkvT);
