@@ -1,5 +1,7 @@
 package org.mstar.device;
 
+import java.util.Optional;
+
 import java.nio.ByteBuffer;
 
 /**
@@ -89,6 +91,15 @@ public interface Device extends AutoCloseable {
 
     /** Asks for batch-invariant numerics ({@link #batchInvariant()}) or lets the device trade them for speed. */
     default void setBatchInvariant(boolean on) {
+    }
+
+    /** The device's memory, where it has its own (a GPU); empty on the CPU, which shares the host's. */
+    default Optional<DeviceMemory> memory() {
+        return Optional.empty();
+    }
+
+    /** Returns memory freed by this process but kept for reuse to the driver, so {@link #memory()} counts it free. */
+    default void releaseCachedMemory() {
     }
 
     /** Wait for all enqueued work. */

@@ -8,12 +8,15 @@ import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
+import org.mstar.engine.EngineSizer;
+import org.mstar.engine.EngineSizing;
 import org.mstar.engine.GenerationEngine;
-import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.SchedulerOptions;
 import org.mstar.engine.SchedulingPolicy;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.whisper.WhisperConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Builds a {@code LlamaEngine} (Llama, Qwen2, Mistral checkpoints in Hugging Face layout) on each subtask's device,
@@ -24,12 +27,18 @@ import org.mstar.model.whisper.WhisperConfig;
 @PublicEvolving
 public final class LlamaEngineFactory implements EngineFactory {
     private static final long serialVersionUID = 1L;
+    private static final Logger LOG = LoggerFactory.getLogger(LlamaEngineFactory.class);
 
     private final String modelDir;
     private final int maxBatchRows;
     private final int tokenBudget;
     private final int maxSeqLen;
     private final int pages;
+    /** Set explicitly (null: sized from the device on a GPU, the option's default on the CPU). */
+    private final Integer setRows;
+    private final Integer setBudget;
+    private final Integer setPages;
+    private final double memoryFraction;
     private final int pageSize;
     private final int cpuOffloadPages;
     private final boolean prefixCache;
@@ -54,6 +63,10 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.tokenBudget = config.get(LlamaEngineOptions.TOKEN_BUDGET);
         this.maxSeqLen = config.get(LlamaEngineOptions.MAX_SEQ_LEN);
         this.pages = config.get(LlamaEngineOptions.PAGES);
+        this.setRows = config.getOptional(LlamaEngineOptions.MAX_BATCH_ROWS).orElse(null);
+        this.setBudget = config.getOptional(LlamaEngineOptions.TOKEN_BUDGET).orElse(null);
+        this.setPages = config.getOptional(LlamaEngineOptions.PAGES).orElse(null);
+        this.memoryFraction = config.get(LlamaEngineOptions.GPU_MEMORY_FRACTION);
         this.pageSize = config.get(LlamaEngineOptions.PAGE_SIZE);
         this.cpuOffloadPages = config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES);
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
@@ -68,6 +81,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.role = config.get(DisaggregationOptions.ENGINE_ROLE);
         this.whisper = WhisperConfig.isWhisper(Path.of(modelDir)) ? new WhisperEngineFactory(config) : null;
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
+        sizingRequest();
     }
 
     /**
@@ -88,11 +102,20 @@ public final class LlamaEngineFactory implements EngineFactory {
             turn.device().setBatchInvariant(batchInvariant);
             // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops
             EngineOptions options = options().withDecodeGraphs(decodeGraphs && turn.device().isCuda());
-            return turn.guard(turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options)));
+            EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), options,
+                    sizingRequest()));
+            EngineSizing s = sized.sizing();
+            LOG.info("Engine on {}: {} rows, {} tokens a step, {} KV pages of {} tokens; {}", device,
+                    s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, s.reason());
+            return turn.guard(sized.engine());
         } catch (UnsupportedOnDeviceException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
                     "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));
         }
+    }
+
+    private EngineSizing.Request sizingRequest() {
+        return EngineSizing.Request.of(setRows, setBudget, setPages, memoryFraction);
     }
 
     private EngineOptions options() {

@@ -14,13 +14,22 @@ public final class LlamaEngineOptions {
     public static final ConfigOption<Integer> MAX_BATCH_ROWS = ConfigOptions.key("mstar.engine.max-batch-rows")
             .intType()
             .defaultValue(16)
-            .withDescription("Most requests in one engine step.");
+            .withDescription("Most requests in one engine step. Unset on a GPU: 256 (the largest decode graph); the"
+                    + " default is the CPU's.");
 
     public static final ConfigOption<Integer> TOKEN_BUDGET = ConfigOptions.key("mstar.engine.token-budget")
             .intType()
             .defaultValue(256)
             .withDescription("Most tokens in one engine step; longer prompts are prefilled in chunks over several"
-                    + " steps.");
+                    + " steps. Unset on a GPU: 8192; the default is the CPU's.");
+
+    public static final ConfigOption<Double> GPU_MEMORY_FRACTION = ConfigOptions.key("mstar.engine.gpu-memory-fraction")
+            .doubleType()
+            .defaultValue(0.9)
+            .withDescription("On a GPU, the share of the device's memory this process may fill, weights included:"
+                    + " the KV pool takes what is left of it after the weights, whatever else is on the device and"
+                    + " a measured activation reserve (a prefill at the token budget and the decode graphs at the row"
+                    + " cap), unless 'mstar.kv.pages' is set. Like vLLM's gpu_memory_utilization.");
 
     public static final ConfigOption<Integer> MAX_SEQ_LEN = ConfigOptions.key("mstar.kv.max-seq-len")
             .intType()
@@ -31,7 +40,9 @@ public final class LlamaEngineOptions {
     public static final ConfigOption<Integer> PAGES = ConfigOptions.key("mstar.kv.pages")
             .intType()
             .defaultValue(512)
-            .withDescription("KV pages on the device (page 0 is reserved), each of 'mstar.kv.page-size' tokens.");
+            .withDescription("KV pages on the device (page 0 is reserved), each of 'mstar.kv.page-size' tokens."
+                    + " Unset on a GPU: sized from the device's memory ('mstar.engine.gpu-memory-fraction'); the"
+                    + " default is the CPU's.");
 
     public static final ConfigOption<Integer> PAGE_SIZE = ConfigOptions.key("mstar.kv.page-size")
             .intType()

@@ -12,6 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
+import org.mstar.engine.EngineSizer;
+import org.mstar.engine.EngineSizing;
 import org.mstar.engine.ForwardingEngine;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.LlamaEngineLoader;
@@ -32,6 +34,8 @@ final class BenchEngineFactory implements EngineFactory {
     /** Engine steps run in this process by engines of each role, over restarts. */
     private static final Map<EngineRole, AtomicLong> STEPS = new ConcurrentHashMap<>();
     private static final List<String> EVENTS = Collections.synchronizedList(new ArrayList<>());
+    /** What the last sized engine built in this process was sized to. */
+    private static volatile EngineSizing lastSizing;
 
     private final String modelDir;
     private final Long randomSeed;
@@ -43,6 +47,12 @@ final class BenchEngineFactory implements EngineFactory {
     private final int pageSize;
     private final EngineRole role;
     private final Set<Long> failAtSteps;
+    /** Rows, budget and pages set for a sized engine (null: sized from the device); unused unless {@link #sized}. */
+    private final Integer setRows;
+    private final Integer setBudget;
+    private final Integer setPages;
+    private final double memoryFraction;
+    private final boolean sized;
 
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps) {
         this.modelDir = modelDir.toString();
@@ -54,6 +64,33 @@ final class BenchEngineFactory implements EngineFactory {
         this.pageSize = options.kvCache().pageSize();
         this.role = options.role();
         this.failAtSteps = Set.copyOf(failAtSteps);
+        this.setRows = null;
+        this.setBudget = null;
+        this.setPages = null;
+        this.memoryFraction = EngineSizing.DEFAULT_MEMORY_FRACTION;
+        this.sized = false;
+    }
+
+    /** Engines sized for their device as {@code serve} sizes them ({@link EngineSizer}), over {@code defaults}. */
+    BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions defaults, EngineSizing.Request sizing) {
+        this.modelDir = modelDir.toString();
+        this.randomSeed = randomSeed;
+        this.maxBatchRows = defaults.maxBatchRows();
+        this.tokenBudget = defaults.tokenBudget();
+        this.maxSeqLen = defaults.kvCache().maxSeqLen();
+        this.pages = defaults.kvCache().maxNumPages();
+        this.pageSize = defaults.kvCache().pageSize();
+        this.role = defaults.role();
+        this.failAtSteps = Set.of();
+        this.setRows = sizing.maxBatchRows().isPresent() ? sizing.maxBatchRows().getAsInt() : null;
+        this.setBudget = sizing.tokenBudget().isPresent() ? sizing.tokenBudget().getAsInt() : null;
+        this.setPages = sizing.pages().isPresent() ? sizing.pages().getAsInt() : null;
+        this.memoryFraction = sizing.memoryFraction();
+        this.sized = true;
+    }
+
+    static EngineSizing lastSizing() {
+        return lastSizing;
     }
 
     /** What happened at each engine build and close, in order (device memory, weights reuse, build time). */
@@ -80,7 +117,15 @@ final class BenchEngineFactory implements EngineFactory {
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget,
                 new KvCacheOptions(maxSeqLen, pages, pageSize, 0, true)).withDecodeGraphs(turn.device().isCuda())
                 .withRole(role);
-        GenerationEngine engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options));
+        GenerationEngine engine;
+        if (sized) {
+            EngineSizer.Sized built = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), options,
+                    sizingRequest()));
+            lastSizing = built.sizing();
+            engine = built.engine();
+        } else {
+            engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options));
+        }
         long after = turn.call(() -> BenchModels.memoryInUse(turn));
         EVENTS.add(String.format(Locale.ROOT,
                 "engine built on %s in %d ms (weights %s); device memory %s before, %s after",
@@ -88,6 +133,10 @@ final class BenchEngineFactory implements EngineFactory {
                 BenchModels.loads() > loadsBefore ? "made in " + shared.loadMillis() + " ms" : "reused from the cache",
                 PipelineBench.gib(before), PipelineBench.gib(after)));
         return turn.guard(new Failing(engine, turn));
+    }
+
+    private EngineSizing.Request sizingRequest() {
+        return EngineSizing.Request.of(setRows, setBudget, setPages, memoryFraction);
     }
 
     /** Fails the task at the configured steps and logs memory after close. */

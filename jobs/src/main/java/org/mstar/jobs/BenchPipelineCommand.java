@@ -3,6 +3,7 @@ package org.mstar.jobs;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -13,16 +14,8 @@ import picocli.CommandLine.Spec;
                 + " checkpoints, the generate operator) in this process, and compare tokens/s, TTFT and inter-token"
                 + " latency; optionally inject task failures and check the outputs against an uninterrupted run.")
 final class BenchPipelineCommand implements Callable<Integer> {
-    @Option(names = "--device", paramLabel = "cpu|cuda:N", description = "Default: ${DEFAULT-VALUE}.")
-    String device = "cpu";
-
-    @Option(names = "--random", paramLabel = "CONFIG",
-            description = "Random weights (made on the device) of this config.json's geometry. Default: the bundled"
-                    + " tiny Llama.")
-    String randomConfig;
-
-    @Option(names = "--model", paramLabel = "DIR", description = "Serve this model folder instead of random weights.")
-    String model;
+    @Mixin
+    BenchModelFlags modelFlags;
 
     @Option(names = "--batches", paramLabel = "N", split = ",",
             description = "One load per size: N requests sent at once. Default: 1,16,64.")

@@ -113,7 +113,7 @@ final class DisaggregationBench {
 
     static int run(BenchPipelineCommand flags, Path modelDir, Long seed, ModelConfig config, Path work,
             PrintWriter out, PrintWriter err) throws Exception {
-        List<String> devices = flags.devices == null ? List.of(flags.device) : flags.devices;
+        List<String> devices = flags.devices == null ? List.of(flags.modelFlags.device) : flags.devices;
         if (devices.size() > 2 || devices.stream().anyMatch(d -> d.isBlank() || d.contains(","))) {
             throw new IllegalArgumentException("--devices takes one or two devices, e.g. cuda:0,cuda:1");
         }

@@ -35,6 +35,7 @@ import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.StepResult;
 import org.mstar.flink.DeviceTurn;
+import org.mstar.flink.EngineFactory;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
 import org.mstar.model.ModelConfig;
@@ -78,16 +79,9 @@ final class PipelineBench {
         PrintWriter err = cli.getErr();
         Path work = Files.createTempDirectory("mstar-bench-pipeline-");
         try {
-            Path modelDir;
-            Long seed;
-            if (flags.model != null) {
-                modelDir = Path.of(flags.model);
-                seed = null;
-            } else {
-                modelDir = Files.createDirectories(work.resolve("model"));
-                writeConfig(flags.randomConfig, modelDir.resolve(ModelConfig.FILE_NAME));
-                seed = ModelSource.RANDOM_SEED;
-            }
+            BenchModelFlags.Resolved resolved = flags.modelFlags.resolve(work);
+            Path modelDir = resolved.dir();
+            Long seed = resolved.randomSeed();
             ModelConfig config = ModelConfig.load(modelDir);
             if (flags.disaggregation) {
                 return DisaggregationBench.run(flags, modelDir, seed, config, work, out, err);
@@ -108,7 +102,7 @@ final class PipelineBench {
             }
 
             long start = System.nanoTime();
-            BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.device);
+            BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.modelFlags.device);
             shared.turn().device().setBatchInvariant(flags.batchInvariant);
             err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
                     shared.turn().device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - start) / 1e9);
@@ -280,19 +274,8 @@ final class PipelineBench {
             String requests = name + "-requests";
             String responses = name + "-responses";
             broker.createTopics(1, requests, responses);
-            Configuration conf = jobConfig(name, flags, restarts, work);
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
-            GenerationPipeline.builder()
-                    .configure(conf)
-                    .bootstrapServers(broker.bootstrapServers())
-                    .requestsTopic(requests)
-                    .responsesTopic(responses)
-                    .deliveryGuarantee(guarantee)
-                    .transactionalIdPrefix("mstar-" + name)
-                    .engineFactory(factory)
-                    .build()
-                    .addTo(env);
-            JobClient job = env.executeAsync("mstar bench-pipeline " + name);
+            JobClient job = startJob(broker, requests, responses, factory, guarantee,
+                    jobConfig(name, flags, restarts, work), "mstar bench-pipeline " + name);
             return new JobRun(job, new GenerateClient(broker.bootstrapServers(), requests, responses));
         }
 
@@ -341,20 +324,43 @@ final class PipelineBench {
         }
     }
 
+    /** Submits the generation job between two topics of {@code broker} to a local environment of {@code conf}. */
+    static JobClient startJob(EmbeddedKafkaBroker broker, String requests, String responses, EngineFactory factory,
+            DeliveryGuarantee guarantee, Configuration conf, String jobName) throws Exception {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
+        GenerationPipeline.builder()
+                .configure(conf)
+                .bootstrapServers(broker.bootstrapServers())
+                .requestsTopic(requests)
+                .responsesTopic(responses)
+                .deliveryGuarantee(guarantee)
+                .transactionalIdPrefix("mstar-" + requests)
+                .engineFactory(factory)
+                .build()
+                .addTo(env);
+        return env.executeAsync(jobName);
+    }
+
     /**
      * A measured job's configuration: RocksDB checkpoints every {@code --checkpoint-interval}, the buffer timeout,
      * {@code restarts} fixed-delay restarts, the engines on {@code --device}.
      */
     static Configuration jobConfig(String name, BenchPipelineCommand flags, int restarts, Path work) {
+        return jobConfig(name, flags.checkpointMillis, flags.bufferTimeoutMillis, restarts, flags.modelFlags.device, work);
+    }
+
+    /** A measured job's configuration, from the values of the flags above. */
+    static Configuration jobConfig(String name, long checkpointMillis, long bufferTimeoutMillis, int restarts,
+            String device, Path work) {
         Configuration conf = new Configuration();
-        conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(flags.checkpointMillis));
+        conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(checkpointMillis));
         conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY, work.resolve("checkpoints-" + name).toUri().toString());
         conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
-        conf.set(ExecutionOptions.BUFFER_TIMEOUT, Duration.ofMillis(flags.bufferTimeoutMillis));
+        conf.set(ExecutionOptions.BUFFER_TIMEOUT, Duration.ofMillis(bufferTimeoutMillis));
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, restarts);
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
-        conf.set(GenerateOptions.DEVICE, flags.device);
+        conf.set(GenerateOptions.DEVICE, device);
         return conf;
     }
 
@@ -396,7 +402,7 @@ final class PipelineBench {
         return IntStream.range(0, length).mapToObj(i -> 3 + rnd.nextInt(config.vocabSize() - 3)).toList();
     }
 
-    private static void writeConfig(String randomConfig, Path target) throws Exception {
+    static void writeConfig(String randomConfig, Path target) throws Exception {
         if (randomConfig != null) {
             Files.copy(Path.of(randomConfig), target);
             return;

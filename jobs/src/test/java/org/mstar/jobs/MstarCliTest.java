@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;
+import java.util.List;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
@@ -183,6 +184,42 @@ class MstarCliTest {
                 .isEqualTo(2);
         assertThat(out.toString().lines().filter(l -> l.contains("weights reused from the cache")).count())
                 .isGreaterThanOrEqualTo(2);
+    }
+
+    @Test
+    void benchServingMeasuresEveryRowOnBothSidesAndWritesResultsAndPlots(@org.junit.jupiter.api.io.TempDir
+            java.nio.file.Path results) throws Exception {
+        int code = run("bench-serving", "--offline", "24/6:4", "--mix", "none", "--rates", "40",
+                "--concurrency", "1,3", "--online-load", "12/4", "--online-prompts", "3", "--checkpoint-interval",
+                "200", "--results", results.toString(), "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        String table = out.toString();
+        for (String side : List.of("engine", "flink")) {
+            assertThat(table).contains("| 24/6 | " + side + " | offline | 4 |", "| 12/4 | " + side + " | 40.00 req/s | 3 |",
+                    "| 12/4 | " + side + " | concurrency 1 | 3 |", "| 12/4 | " + side + " | concurrency 3 | 3 |");
+        }
+        assertThat(table).contains("| row | Flink / engine output tok/s |");
+        com.fasterxml.jackson.databind.JsonNode json = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(results.resolve("results.json").toFile());
+        assertThat(json.get("rows")).hasSize(8);
+        // every request's tokens arrived on both sides, each counted once
+        assertThat(json.get("rows").findValues("outputTokens").stream().map(n -> n.asLong()).toList())
+                .containsExactly(24L, 12L, 12L, 12L, 24L, 12L, 12L, 12L);
+        assertThat(json.get("rows").get(0).get("ceilingOutputTokS").asDouble()).isPositive();
+        assertThat(json.get("engineSizing").get("pages").asInt()).isEqualTo(512);
+        assertThat(json.get("delivery").asText()).isEqualTo("EXACTLY_ONCE");
+        assertThat(results.resolve("throughput-vs-concurrency.png")).isNotEmptyFile();
+        assertThat(results.resolve("latency-vs-rate.png")).isNotEmptyFile();
+    }
+
+    @Test
+    void benchServingRefusesBadLengthsInOneLine() {
+        assertThat(run("bench-serving", "--offline", "100-100")).isEqualTo(2);
+        assertThat(err.toString()).contains("lengths are IN/OUT[:N]", "'100-100'").doesNotContain("Exception");
+        err.getBuffer().setLength(0);
+        assertThat(run("bench-serving", "--mix", "no-such-file.jsonl", "--offline", "none")).isEqualTo(2);
+        assertThat(err.toString()).contains("--mix is chat, none or a JSON-lines file");
     }
 
     @Test

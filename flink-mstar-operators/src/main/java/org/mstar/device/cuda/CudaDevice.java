@@ -13,10 +13,12 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
+import java.util.Optional;
 import java.util.Set;
 import jcuda.Pointer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.DeviceMemory;
 import org.mstar.device.HalfFloats;
 import org.mstar.device.PendingInts;
 import org.mstar.device.Tensor;
@@ -96,11 +98,23 @@ public final class CudaDevice implements Device {
      * built and closed again give their memory back.
      */
     public long memoryInUse() {
+        return memory().orElseThrow().usedBytes();
+    }
+
+    @Override
+    public Optional<DeviceMemory> memory() {
         enter();
         long[] free = new long[1];
         long[] total = new long[1];
         check(cuMemGetInfo(free, total), "cuMemGetInfo");
-        return total[0] - free[0];
+        return Optional.of(new DeviceMemory(total[0], free[0]));
+    }
+
+    @Override
+    public void releaseCachedMemory() {
+        enter();
+        synchronize();
+        allocator.releaseCached();
     }
 
     @Override

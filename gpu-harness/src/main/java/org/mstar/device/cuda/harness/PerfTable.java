@@ -3,9 +3,9 @@ package org.mstar.device.cuda.harness;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.ModelCost;
 
 /**
  * The engine's side of the one-call performance table (issue-style rows: prefill, decode and mixed steps on
@@ -47,27 +47,16 @@ final class PerfTable {
         }
     }
 
-    /** Bytes of every weight a forward reads: all but an untied embedding table, of which it gathers rows. */
     static double weightBytes(ModelConfig c) {
-        long layer = (long) c.hiddenSize() * (c.numHeads() + 2L * c.numKvHeads()) * c.headDim()
-                + (long) c.numHeads() * c.headDim() * c.hiddenSize() + 3L * c.hiddenSize() * c.intermediateSize();
-        return (c.numLayers() * layer + (long) c.vocabSize() * c.hiddenSize()) * (double) DType.BF16.bytes();
+        return ModelCost.weightBytes(c);
     }
 
-    /** K and V bytes of one token over all layers. */
     static double kvBytesPerToken(ModelConfig c) {
-        return 2.0 * c.numLayers() * c.numKvHeads() * c.headDim() * DType.BF16.bytes();
+        return ModelCost.kvBytesPerToken(c);
     }
 
-    /**
-     * FLOPs of {@code tokens} tokens through the layers' projections, {@code sampled} rows through the LM head and
-     * {@code attendedKeys} query-key pairs (summed over the queries) through attention's two products.
-     */
     static double flops(ModelConfig c, double tokens, double sampled, double attendedKeys) {
-        double layer = (double) c.hiddenSize() * (c.numHeads() + 2.0 * c.numKvHeads()) * c.headDim()
-                + (double) c.numHeads() * c.headDim() * c.hiddenSize() + 3.0 * c.hiddenSize() * c.intermediateSize();
-        return 2.0 * c.numLayers() * layer * tokens + 2.0 * c.vocabSize() * c.hiddenSize() * sampled
-                + 4.0 * c.numLayers() * c.numHeads() * c.headDim() * attendedKeys;
+        return ModelCost.flops(c, tokens, sampled, attendedKeys);
     }
 
     static List<Line> prefillLines(String model, ModelConfig c, List<PrefillBench.Row> rows) {

@@ -1,0 +1,108 @@
+package org.mstar.engine;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.mstar.device.Device;
+import org.mstar.device.DeviceMemory;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaWeights;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * Builds a Llama-family engine sized for its device ({@link EngineSizing}). On a GPU the activation reserve is
+ * measured first, vLLM-style: a probe engine with a small KV pool runs a decode step at the row cap (recording
+ * that bucket's graph) and a prefill at the token budget, and what the device's memory grew by beyond the probe's
+ * own pool is the reserve. The smaller graph buckets together hold at most what the largest does, so the decode
+ * part is counted twice. Without device memory of its own (the CPU) the defaults stand, overridden by what was set.
+ */
+public final class EngineSizer {
+    private EngineSizer() {}
+
+    /** An engine and what it was sized to. */
+    public record Sized(LlamaEngine engine, EngineSizing sizing) {}
+
+    /**
+     * @param defaults the engine's options where nothing is sized (the CPU); on a GPU its rows, budget and pages are
+     *                 replaced by the sizing
+     */
+    public static Sized build(Path modelDir, LlamaWeights weights, EngineOptions defaults, EngineSizing.Request request) {
+        Device device = weights.device();
+        if (device.memory().isEmpty()) {
+            EngineSizing sizing = new EngineSizing(request.maxBatchRows().orElse(defaults.maxBatchRows()),
+                    request.tokenBudget().orElse(defaults.tokenBudget()),
+                    request.pages().orElse(defaults.kvCache().maxNumPages()),
+                    "defaults of a device without memory of its own");
+            return new Sized(LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing)), sizing);
+        }
+        long reserve = measureReserve(modelDir, weights, defaults, EngineSizing.rows(request),
+                EngineSizing.tokenBudget(request));
+        DeviceMemory memory = device.memory().orElseThrow();
+        ModelConfig c = weights.config();
+        int pageSize = defaults.kvCache().pageSize();
+        long pageBytes = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * pageSize * weights.dtype().bytes();
+        EngineSizing sizing = EngineSizing.size(request, new EngineSizing.Device(memory.totalBytes(),
+                memory.usedBytes(), weights.byteSize(), reserve, pageBytes, pageSize));
+        return new Sized(LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing)), sizing);
+    }
+
+    private static EngineOptions resized(EngineOptions o, EngineSizing s) {
+        KvCacheOptions kv = o.kvCache();
+        return new EngineOptions(s.maxBatchRows(), s.tokenBudget(), new KvCacheOptions(kv.maxSeqLen(), s.pages(),
+                kv.pageSize(), kv.cpuOffloadPages(), kv.prefixCache(), kv.windowedLayerPages()), o.decodeGraphs(),
+                o.scheduling(), o.role(), o.preplan(), o.launchAhead());
+    }
+
+    /** Device memory a decode step at {@code rows} and a prefill at {@code budget} tokens take beyond the KV pool. */
+    private static long measureReserve(Path modelDir, LlamaWeights weights, EngineOptions o, int rows, int budget) {
+        Device device = weights.device();
+        int pageSize = o.kvCache().pageSize();
+        int maxSeqLen = Math.min(o.kvCache().maxSeqLen(), weights.config().maxPositionEmbeddings());
+        int promptLen = Math.max(1, Math.min(budget, maxSeqLen - 1));
+        int prompts = (budget + promptLen - 1) / promptLen;
+        int pages = prompts * (promptLen / pageSize + 2) + 2 * rows + 2;
+        EngineOptions probeOptions = resized(o, new EngineSizing(rows, budget, pages, "probe"));
+        device.releaseCachedMemory();
+        LlamaEngine probe = LlamaEngineLoader.load(modelDir, weights, probeOptions);
+        try {
+            long built = used(device);
+            int vocab = weights.config().vocabSize();
+            for (int i = 0; i < rows; i++) {
+                probe.submit(request("probe-decode-" + i, new int[] {3 + i % (vocab - 3)}, 2));
+            }
+            drain(probe);
+            long decode = used(device) - built;
+            for (int p = 0; p < prompts; p++) {
+                int[] ids = new int[promptLen];
+                for (int i = 0; i < promptLen; i++) {
+                    ids[i] = 3 + (p * 7919 + i) % (vocab - 3);
+                }
+                probe.submit(request("probe-prefill-" + p, ids, 1));
+            }
+            drain(probe);
+            long all = used(device) - built;
+            return all + decode;
+        } finally {
+            probe.close();
+            device.releaseCachedMemory();
+        }
+    }
+
+    private static GenerationRequest request(String id, int[] prompt, int maxTokens) {
+        return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), maxTokens, 0, List.of(), true, 0);
+    }
+
+    private static void drain(LlamaEngine engine) {
+        while (engine.hasWork()) {
+            StepResult step = engine.step();
+            if (!step.failures().isEmpty()) {
+                throw new IllegalStateException("the sizing probe failed: " + step.failures());
+            }
+        }
+    }
+
+    private static long used(Device device) {
+        device.synchronize();
+        return device.memory().orElseThrow().usedBytes();
+    }
+}

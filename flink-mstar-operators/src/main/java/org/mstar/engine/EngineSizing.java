@@ -1,0 +1,112 @@
+package org.mstar.engine;
+
+import java.util.Locale;
+import java.util.OptionalInt;
+
+/**
+ * How large an engine on a GPU is made: batch rows, the prefill token budget and the KV pool, from the device's
+ * memory after the weights. The KV pool takes what is left of {@code memoryFraction} of the device once the
+ * weights, everything else already on it and the measured activation reserve (a forward at the token budget, the
+ * decode graphs at the row cap) are counted, as vLLM's {@code gpu_memory_utilization} does. Explicit values win.
+ *
+ * @param maxBatchRows most requests in one step
+ * @param tokenBudget most tokens in one step
+ * @param pages KV pages, each of {@code pageSize} tokens
+ * @param reason what the numbers came from, for the running line
+ */
+public record EngineSizing(int maxBatchRows, int tokenBudget, int pages, String reason) {
+    /** Rows of a GPU engine unless set: the largest decode-graph bucket. */
+    public static final int GPU_ROWS = DecodeGraphs.MAX_BUCKET;
+    /** Tokens of a GPU step unless set: enough prefill to keep the tensor cores busy beside 256 decodes. */
+    public static final int GPU_TOKEN_BUDGET = 8192;
+    /** Default share of the device the engine may fill. */
+    public static final double DEFAULT_MEMORY_FRACTION = 0.9;
+
+    /**
+     * What the user set; empty values are sized.
+     *
+     * @param memoryFraction share of the device's total memory this process may use, weights included
+     */
+    public record Request(OptionalInt maxBatchRows, OptionalInt tokenBudget, OptionalInt pages, double memoryFraction) {
+        public Request {
+            if (!(memoryFraction > 0 && memoryFraction <= 1)) {
+                throw new IllegalArgumentException("the GPU memory fraction must be in (0, 1], not " + memoryFraction);
+            }
+        }
+
+        /** From values that are null where not set. */
+        public static Request of(Integer maxBatchRows, Integer tokenBudget, Integer pages, double memoryFraction) {
+            return new Request(optional(maxBatchRows), optional(tokenBudget), optional(pages), memoryFraction);
+        }
+
+        private static OptionalInt optional(Integer value) {
+            return value == null ? OptionalInt.empty() : OptionalInt.of(value);
+        }
+
+        /** Nothing set: everything sized, at the default fraction. */
+        public static Request sizedByDevice() {
+            return new Request(OptionalInt.empty(), OptionalInt.empty(), OptionalInt.empty(), DEFAULT_MEMORY_FRACTION);
+        }
+    }
+
+    /**
+     * The device's side of the arithmetic, all in bytes.
+     *
+     * @param totalBytes the device's memory
+     * @param usedBytes in use before the KV pool: weights, other processes, this process's workspaces
+     * @param weightBytes the model's weights (part of {@code usedBytes}; named in the reason only)
+     * @param reserveBytes activations and decode graphs, measured
+     * @param pageBytes one KV page over all layers, keys and values
+     * @param pageSize tokens per page
+     */
+    public record Device(long totalBytes, long usedBytes, long weightBytes, long reserveBytes, long pageBytes,
+                         int pageSize) {}
+
+    /**
+     * @throws IllegalStateException when the fraction leaves no room for a KV pool, naming the numbers
+     */
+    public static EngineSizing size(Request request, Device d) {
+        int rows = rows(request);
+        int budget = tokenBudget(request);
+        long allowed = (long) (request.memoryFraction() * d.totalBytes());
+        long forKv = allowed - d.usedBytes() - d.reserveBytes();
+        String memory = String.format(Locale.ROOT, "%s of %s: %s in use (weights %s), activation reserve %s",
+                percent(request.memoryFraction()), gib(d.totalBytes()), gib(d.usedBytes()), gib(d.weightBytes()),
+                gib(d.reserveBytes()));
+        int pages;
+        if (request.pages().isPresent()) {
+            pages = request.pages().getAsInt();
+        } else {
+            long fit = forKv / d.pageBytes();
+            // page 0 is reserved, so one page holds nothing
+            if (fit < 2) {
+                throw new IllegalStateException("no room for a KV cache on the device: " + memory + " leave "
+                        + gib(forKv) + " (raise mstar.engine.gpu-memory-fraction, or set mstar.kv.pages)");
+            }
+            pages = (int) Math.min(Integer.MAX_VALUE, fit);
+        }
+        String reason = String.format(Locale.ROOT, "%s; KV %s %d pages = %d tokens (%s)%s", memory,
+                request.pages().isPresent() ? "set to" : "sized to", pages, (long) pages * d.pageSize(),
+                gib((long) pages * d.pageBytes()),
+                request.maxBatchRows().isPresent() || request.tokenBudget().isPresent() ? "; rows or budget set" : "");
+        return new EngineSizing(rows, budget, pages, reason);
+    }
+
+    /** Rows of a GPU engine: as set, else {@link #GPU_ROWS}. */
+    public static int rows(Request request) {
+        return request.maxBatchRows().orElse(GPU_ROWS);
+    }
+
+    /** Token budget of a GPU engine: as set, else {@link #GPU_TOKEN_BUDGET} (at least one token a row). */
+    public static int tokenBudget(Request request) {
+        return request.tokenBudget().orElse(Math.max(GPU_TOKEN_BUDGET, rows(request)));
+    }
+
+    private static String gib(long bytes) {
+        return String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
+    }
+
+    private static String percent(double fraction) {
+        return String.format(Locale.ROOT, "%.0f %%", 100 * fraction);
+    }
+}

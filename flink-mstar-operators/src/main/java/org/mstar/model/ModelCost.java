@@ -1,0 +1,36 @@
+package org.mstar.model;
+
+import org.mstar.device.DType;
+
+/**
+ * The least work a Llama-family forward must do, for bounds that measured times are read against: bytes of
+ * weights and of KV it must read, FLOPs it must compute (bf16 storage).
+ */
+public final class ModelCost {
+    private ModelCost() {}
+
+    /** Bytes of every weight a forward reads: all but an untied embedding table, of which it gathers rows. */
+    public static double weightBytes(ModelConfig c) {
+        return (c.numLayers() * (double) linearParamsPerLayer(c) + (double) c.vocabSize() * c.hiddenSize())
+                * DType.BF16.bytes();
+    }
+
+    /** K and V bytes of one token over all layers. */
+    public static double kvBytesPerToken(ModelConfig c) {
+        return 2.0 * c.numLayers() * c.numKvHeads() * c.headDim() * DType.BF16.bytes();
+    }
+
+    /**
+     * FLOPs of {@code tokens} tokens through the layers' projections, {@code sampled} rows through the LM head and
+     * {@code attendedKeys} query-key pairs (summed over the queries) through attention's two products.
+     */
+    public static double flops(ModelConfig c, double tokens, double sampled, double attendedKeys) {
+        return 2.0 * c.numLayers() * linearParamsPerLayer(c) * tokens + 2.0 * c.vocabSize() * c.hiddenSize() * sampled
+                + 4.0 * c.numLayers() * c.numHeads() * c.headDim() * attendedKeys;
+    }
+
+    private static long linearParamsPerLayer(ModelConfig c) {
+        return (long) c.hiddenSize() * (c.numHeads() + 2L * c.numKvHeads()) * c.headDim()
+                + (long) c.numHeads() * c.headDim() * c.hiddenSize() + 3L * c.hiddenSize() * c.intermediateSize();
+    }
+}

@@ -1,0 +1,76 @@
+package org.mstar.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+class EngineSizingTest {
+    private static final long GIB = 1L << 30;
+    /** Llama-3.1-8B's KV page: 32 layers x (K, V) x 8 heads x 128 dims x 16 tokens x 2 bytes. */
+    private static final long PAGE_8B = 2L * 32 * 8 * 128 * 16 * 2;
+
+    /** An H200 after the 8B weights: 140 GiB, 16 GiB used, a 3 GiB reserve. */
+    private static final EngineSizing.Device H200 = new EngineSizing.Device(140 * GIB, 16 * GIB, 15 * GIB, 3 * GIB,
+            PAGE_8B, 16);
+
+    @Test
+    void theKvPoolTakesTheFractionLeftAfterWeightsAndReserve() {
+        EngineSizing s = EngineSizing.size(EngineSizing.Request.sizedByDevice(), H200);
+
+        long expected = ((long) (0.9 * 140 * GIB) - 16 * GIB - 3 * GIB) / PAGE_8B;
+        assertThat(s.pages()).isEqualTo(expected).isEqualTo(54_784);
+        assertThat(s.maxBatchRows()).isEqualTo(256);
+        assertThat(s.tokenBudget()).isEqualTo(8192);
+        assertThat(s.reason()).contains("90 % of 140.0 GiB", "16.0 GiB in use (weights 15.0 GiB)",
+                "activation reserve 3.0 GiB", "KV sized to 54784 pages = 876544 tokens");
+    }
+
+    @Test
+    void aLowerFractionLeavesTheRestOfTheDeviceFree() {
+        EngineSizing half = EngineSizing.size(EngineSizing.Request.of(null, null, null, 0.5), H200);
+        EngineSizing most = EngineSizing.size(EngineSizing.Request.of(null, null, null, 0.9), H200);
+
+        assertThat(half.pages()).isLessThan(most.pages());
+        long used = 16 * GIB + 3 * GIB + half.pages() * PAGE_8B;
+        assertThat(used).isLessThanOrEqualTo(70 * GIB).isGreaterThan(70 * GIB - PAGE_8B);
+    }
+
+    @Test
+    void explicitValuesWin() {
+        EngineSizing s = EngineSizing.size(EngineSizing.Request.of(64, 2048, 1000, 0.9), H200);
+
+        assertThat(s.maxBatchRows()).isEqualTo(64);
+        assertThat(s.tokenBudget()).isEqualTo(2048);
+        assertThat(s.pages()).isEqualTo(1000);
+        assertThat(s.reason()).contains("KV set to 1000 pages", "rows or budget set");
+    }
+
+    @Test
+    void theBudgetCoversEveryRowsDecode() {
+        EngineSizing s = EngineSizing.size(EngineSizing.Request.of(10_000, null, null, 0.9), H200);
+
+        assertThat(s.tokenBudget()).isEqualTo(10_000);
+    }
+
+    @Test
+    void aDeviceWithoutRoomForKvIsRefusedWithTheNumbers() {
+        EngineSizing.Device full = new EngineSizing.Device(80 * GIB, 70 * GIB, 15 * GIB, 3 * GIB, PAGE_8B, 16);
+
+        assertThatThrownBy(() -> EngineSizing.size(EngineSizing.Request.sizedByDevice(), full))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("no room for a KV cache")
+                .hasMessageContaining("70.0 GiB in use")
+                .hasMessageContaining("mstar.engine.gpu-memory-fraction");
+        // set pages are taken as they are: the allocation itself will say whether they fit
+        assertThat(EngineSizing.size(EngineSizing.Request.of(null, null, 100, 0.9), full).pages()).isEqualTo(100);
+    }
+
+    @Test
+    void fractionsOutsideZeroToOneAreRefused() {
+        assertThatThrownBy(() -> EngineSizing.Request.of(null, null, null, 0))
+                .hasMessageContaining("must be in (0, 1]");
+        assertThatThrownBy(() -> EngineSizing.Request.of(null, null, null, 1.5))
+                .hasMessageContaining("must be in (0, 1]");
+    }
+}

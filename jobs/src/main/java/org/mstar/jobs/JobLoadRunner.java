@@ -1,0 +1,132 @@
+package org.mstar.jobs;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.core.execution.JobClient;
+import org.mstar.flink.EngineFactory;
+import org.mstar.schemas.ErrorEvent;
+import org.mstar.schemas.GenerateRequest;
+import org.mstar.schemas.TokenEvent;
+
+/**
+ * Serves loads through one Flink job in this process (the in-process broker, RocksDB checkpoints, the generate
+ * operator, an exactly-once sink unless told otherwise), as a client of it would: a sender thread produces each
+ * request when it arrives (offline: all at once; or one as another finishes), and this thread reads the responses
+ * topic {@code read_committed}, timing each token when the client reads it. Under exactly-once, tokens become
+ * readable at checkpoints, so the client's latencies include that wait; throughput counts to the last token read.
+ */
+final class JobLoadRunner implements AutoCloseable {
+    private final JobClient job;
+    private final GenerateClient client;
+    private int runs;
+
+    private JobLoadRunner(JobClient job, GenerateClient client) {
+        this.job = job;
+        this.client = client;
+    }
+
+    static JobLoadRunner start(EmbeddedKafkaBroker broker, EngineFactory factory, DeliveryGuarantee delivery,
+            long checkpointMillis, String device, Path work) throws Exception {
+        String requests = "serving-requests";
+        String responses = "serving-responses";
+        broker.createTopics(1, requests, responses);
+        JobClient job = PipelineBench.startJob(broker, requests, responses, factory, delivery,
+                PipelineBench.jobConfig("serving", checkpointMillis, 5, 0, device, work), "mstar bench-serving");
+        return new JobLoadRunner(job, new GenerateClient(broker.bootstrapServers(), requests, responses));
+    }
+
+    /** @param concurrency requests kept in flight; 0 sends each at its arrival time */
+    ServingTrace run(ServingLoad load, int concurrency, int vocabSize, long timeoutSeconds, ServingProgress progress)
+            throws Exception {
+        String tag = "run" + (runs++) + "-";
+        List<ServingLoad.Request> requests = load.requests();
+        List<String> errors = Collections.synchronizedList(new ArrayList<>());
+        Semaphore slots = new Semaphore(concurrency);
+        long start = System.nanoTime();
+        ServingTrace trace = new ServingTrace(load, start);
+        long[] arrived = new long[requests.size()];
+        Thread sender = new Thread(() -> {
+            try {
+                if (concurrency == 0 && requests.stream().allMatch(r -> r.arrivalSeconds() == 0)) {
+                    List<GenerateRequest> all = new ArrayList<>();
+                    for (int i = 0; i < requests.size(); i++) {
+                        all.add(request(tag, i, requests.get(i), vocabSize));
+                    }
+                    long now = System.nanoTime();
+                    Arrays.fill(arrived, now);
+                    client.sendAll(all, id -> { });
+                    return;
+                }
+                for (int i = 0; i < requests.size(); i++) {
+                    if (concurrency > 0) {
+                        slots.acquire();
+                    } else {
+                        LockSupport.parkNanos(start + (long) (requests.get(i).arrivalSeconds() * 1e9) - System.nanoTime());
+                    }
+                    arrived[i] = System.nanoTime();
+                    client.send(request(tag, i, requests.get(i), vocabSize));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (Exception e) {
+                errors.add("sending: " + e);
+            }
+        }, "bench-serving-sender");
+        sender.setDaemon(true);
+        sender.start();
+        boolean done = client.pollUntil(() -> trace.finished() == requests.size() || !errors.isEmpty(),
+                Duration.ofSeconds(timeoutSeconds), response -> {
+                    long now = System.nanoTime();
+                    Object event = response.getEvent();
+                    if (event instanceof TokenEvent t && t.getRequestId().startsWith(tag)) {
+                        int i = Integer.parseInt(t.getRequestId().substring(tag.length()));
+                        int before = trace.finished();
+                        trace.token(i, now);
+                        if (concurrency > 0 && trace.finished() > before) {
+                            slots.release();
+                        }
+                    } else if (event instanceof ErrorEvent e) {
+                        errors.add(e.getRequestId() + ": " + e.getCode() + " " + e.getMessage());
+                    }
+                    progress.update(trace);
+                });
+        sender.interrupt();
+        sender.join(TimeUnit.SECONDS.toMillis(10));
+        if (!errors.isEmpty() || !done) {
+            throw new IllegalStateException(load.name() + " through the job: " + trace.finished() + " of "
+                    + requests.size() + " finished" + (errors.isEmpty() ? " in " + timeoutSeconds + " s" : "; " + errors));
+        }
+        for (int i = 0; i < arrived.length; i++) {
+            trace.arrived(i, arrived[i]);
+        }
+        return trace;
+    }
+
+    private static GenerateRequest request(String tag, int i, ServingLoad.Request r, int vocabSize) {
+        List<Integer> prompt = new ArrayList<>(r.promptLen());
+        for (int id : ServingLoad.prompt(i, r.promptLen(), vocabSize)) {
+            prompt.add(id);
+        }
+        return GenerateRequest.newBuilder()
+                .setRequestId(tag + i)
+                .setPromptTokenIds(prompt)
+                .setMaxTokens(r.outputLen())
+                .setTemperature(0.0)
+                .setIgnoreEos(true)
+                .build();
+    }
+
+    @Override
+    public void close() throws Exception {
+        client.close();
+        job.cancel().get();
+    }
+}

@@ -1,0 +1,265 @@
+package org.mstar.jobs;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.util.FileUtils;
+import org.mstar.engine.EngineOptions;
+import org.mstar.engine.EngineSizer;
+import org.mstar.engine.EngineSizing;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.flink.DeviceTurn;
+import org.mstar.model.ModelConfig;
+import picocli.CommandLine;
+
+/**
+ * Runs {@code mstar bench-serving}: the device's rates first, then every row through the bare engine (sized as
+ * {@code serve} sizes it, unless flags set the sizes) and through the Flink job, over one copy of the weights. Each
+ * side warms up on a few short requests before its rows.
+ */
+final class ServingBench {
+    private static final int PAGE_SIZE = 16;
+    /** Prompt tokens of the warm-up's requests. */
+    private static final int WARM_UP_TOKENS = 32;
+
+    private ServingBench() {}
+
+    /** One row to serve: a load and how it arrives. */
+    private record Row(ServingLoad load, String mode, double rate, int concurrency) {}
+
+    static int run(BenchServingCommand flags, CommandLine cli) throws Exception {
+        PrintWriter out = cli.getOut();
+        PrintWriter err = cli.getErr();
+        if (flags.sides.isEmpty() || !List.of("engine", "flink").containsAll(flags.sides)) {
+            throw new CommandLine.ParameterException(cli, "--sides takes engine, flink or both, not " + flags.sides);
+        }
+        DeliveryGuarantee delivery = delivery(flags, cli);
+        Path work = Files.createTempDirectory("mstar-bench-serving-");
+        try {
+            BenchModelFlags.Resolved resolved = flags.modelFlags.resolve(work);
+            Path modelDir = resolved.dir();
+            Long seed = resolved.randomSeed();
+            ModelConfig config = ModelConfig.load(modelDir);
+            List<Row> rows = rows(flags, cli);
+            int longest = rows.stream().mapToInt(r -> r.load().longestSequence()).max().orElse(1);
+            // room for the warm-up's requests too
+            int maxSeqLen = Math.min(config.maxPositionEmbeddings(),
+                    Math.max(2 * WARM_UP_TOKENS, (longest + PAGE_SIZE) / PAGE_SIZE * PAGE_SIZE));
+            if (longest > config.maxPositionEmbeddings()) {
+                throw new CommandLine.ParameterException(cli, "a request of " + longest + " tokens exceeds the model's"
+                        + " context of " + config.maxPositionEmbeddings());
+            }
+            EngineOptions defaults = EngineOptions.cpuDefaults(maxSeqLen);
+            EngineSizing.Request sizing = EngineSizing.Request.of(flags.maxBatchRows, flags.tokenBudget, flags.pages,
+                    flags.gpuMemoryFraction);
+
+            long t = System.nanoTime();
+            BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.modelFlags.device);
+            DeviceTurn turn = shared.turn();
+            defaults = defaults.withDecodeGraphs(turn.device().isCuda());
+            err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
+                    turn.device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - t) / 1e9);
+            DeviceRates rates = turn.call(() -> DeviceRates.measure(turn.device()));
+            err.printf(Locale.ROOT, "measured on %s: copy bandwidth %.0f GB/s, matmul %.1f GFLOP/s%n",
+                    turn.device().name(), rates.bytesPerSecond() / 1e9, rates.flopsPerSecond() / 1e9);
+            err.flush();
+
+            Map<String, Object> report = new LinkedHashMap<>();
+            report.put("date", Instant.now().toString());
+            report.put("command", "mstar bench-serving " + String.join(" ", cli.getParseResult().originalArgs()));
+            report.put("device", turn.device().name());
+            report.put("model", flags.modelFlags.describe());
+            report.put("copyBandwidthBytesPerSecond", rates.bytesPerSecond());
+            report.put("matmulFlopsPerSecond", rates.flopsPerSecond());
+            List<ServingResult> results = new ArrayList<>();
+            ServingResult.Slo slo = new ServingResult.Slo(flags.sloTtftMs, flags.sloTpotMs);
+            if (flags.sides.contains("engine")) {
+                EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(modelDir, shared.weights(),
+                        EngineOptions.cpuDefaults(maxSeqLen).withDecodeGraphs(turn.device().isCuda()), sizing));
+                report.put("engineSizing", sized.sizing());
+                err.println("engine: " + describe(sized.sizing()));
+                GenerationEngine engine = turn.guard(sized.engine());
+                try {
+                    EngineLoadRunner.run(engine, ServingLoad.fixed(4, WARM_UP_TOKENS, 8), 0, config.vocabSize(),
+                            flags.timeoutSeconds, new ServingProgress(err, "warm-up"));
+                    ServingCeiling ceiling = ceiling(config, sized.sizing(), rates);
+                    for (Row row : rows) {
+                        ServingProgress progress = new ServingProgress(err, "engine " + label(row));
+                        ServingTrace trace = EngineLoadRunner.run(engine, row.load(), row.concurrency(),
+                                config.vocabSize(), flags.timeoutSeconds, progress);
+                        results.add(result(row, "engine", trace, slo, ceiling, out));
+                    }
+                } finally {
+                    engine.close();
+                    turn.run(() -> turn.device().releaseCachedMemory());
+                }
+            }
+            if (flags.sides.contains("flink")) {
+                try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start();
+                     JobLoadRunner job = JobLoadRunner.start(broker, new BenchEngineFactory(modelDir, seed, defaults,
+                             sizing), delivery, flags.checkpointMillis, flags.modelFlags.device, work)) {
+                    job.run(ServingLoad.fixed(4, WARM_UP_TOKENS, 8), 0, config.vocabSize(), flags.timeoutSeconds,
+                            new ServingProgress(err, "warm-up"));
+                    EngineSizing jobSizing = BenchEngineFactory.lastSizing();
+                    report.put("jobSizing", jobSizing);
+                    report.put("delivery", delivery.name());
+                    report.put("checkpointIntervalMillis", flags.checkpointMillis);
+                    err.println("flink job (" + delivery + "): " + describe(jobSizing));
+                    ServingCeiling ceiling = ceiling(config, jobSizing, rates);
+                    for (Row row : rows) {
+                        ServingProgress progress = new ServingProgress(err, "flink " + label(row));
+                        ServingTrace trace = job.run(row.load(), row.concurrency(), config.vocabSize(),
+                                flags.timeoutSeconds, progress);
+                        results.add(result(row, "flink", trace, slo, ceiling, out));
+                    }
+                }
+            }
+            out.println();
+            out.print(table(results, report));
+            out.flush();
+            report.put("rows", results);
+            Files.createDirectories(flags.results);
+            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
+                    .writeValue(flags.results.resolve("results.json").toFile(), report);
+            err.println("wrote " + flags.results.resolve("results.json"));
+            for (Path png : ServingPlots.draw(results, flags.results, "mstar on " + turn.device().name())) {
+                err.println("wrote " + png);
+            }
+            return 0;
+        } finally {
+            FileUtils.deleteDirectory(work.toFile());
+        }
+    }
+
+    private static DeliveryGuarantee delivery(BenchServingCommand flags, CommandLine cli) {
+        String d = flags.delivery.toUpperCase(Locale.ROOT);
+        if (!List.of("EXACTLY_ONCE", "AT_LEAST_ONCE").contains(d)) {
+            throw new CommandLine.ParameterException(cli, "--delivery is EXACTLY_ONCE or AT_LEAST_ONCE, not '"
+                    + flags.delivery + "'.");
+        }
+        return DeliveryGuarantee.valueOf(d);
+    }
+
+    /** Offline rows (fixed lengths, then the mix), then the online rows (rates, then concurrencies). */
+    private static List<Row> rows(BenchServingCommand flags, CommandLine cli) throws Exception {
+        List<Row> rows = new ArrayList<>();
+        for (String lengths : flags.offline) {
+            if (!lengths.equalsIgnoreCase("none")) {
+                rows.add(new Row(fixed(lengths, flags.numPrompts, cli), "offline", 0, 0));
+            }
+        }
+        int mixPrompts = flags.mixPrompts == null ? flags.numPrompts : flags.mixPrompts;
+        if (flags.mix.equals("chat")) {
+            rows.add(new Row(ServingLoad.chatMix(mixPrompts, flags.seed), "offline", 0, 0));
+        } else if (!flags.mix.equalsIgnoreCase("none")) {
+            Path file = Path.of(flags.mix);
+            if (!Files.isRegularFile(file)) {
+                throw new CommandLine.ParameterException(cli, "--mix is chat, none or a JSON-lines file; " + file
+                        + " is not a file");
+            }
+            try {
+                rows.add(new Row(ServingLoad.jsonl(file), "offline", 0, 0));
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(cli, e.getMessage());
+            }
+        }
+        ServingLoad online = flags.onlineLoad.equals("chat") ? ServingLoad.chatMix(flags.onlinePrompts, flags.seed)
+                : fixed(flags.onlineLoad, flags.onlinePrompts, cli);
+        for (double rate : flags.rates) {
+            if (!(rate > 0)) {
+                throw new CommandLine.ParameterException(cli, "--rates must be positive, not " + rate);
+            }
+            rows.add(new Row(online.poisson(rate, flags.seed), "rate", rate, 0));
+        }
+        for (int c : flags.concurrency) {
+            if (c < 1) {
+                throw new CommandLine.ParameterException(cli, "--concurrency must be at least 1, not " + c);
+            }
+            rows.add(new Row(online, "concurrency", 0, c));
+        }
+        if (rows.isEmpty()) {
+            throw new CommandLine.ParameterException(cli, "nothing to run: every offline and online row is off");
+        }
+        return rows;
+    }
+
+    /** {@code IN/OUT}, or {@code IN/OUT:N} for a row of N requests instead of {@code n}. */
+    private static ServingLoad fixed(String lengths, int n, CommandLine cli) {
+        String[] parts = lengths.split("[/:]");
+        try {
+            if (parts.length == 3) {
+                n = Integer.parseInt(parts[2].strip());
+                parts = new String[] {parts[0], parts[1]};
+            }
+            if (parts.length == 2 && n > 0) {
+                int in = Integer.parseInt(parts[0].strip());
+                int o = Integer.parseInt(parts[1].strip());
+                if (in > 0 && o > 0) {
+                    return ServingLoad.fixed(n, in, o);
+                }
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new CommandLine.ParameterException(cli, "lengths are IN/OUT[:N], positive integers (e.g. 1000/1000 or"
+                + " 1000/1000:500 for 500 requests), and a row needs at least one request: '" + lengths + "'");
+    }
+
+    private static ServingCeiling ceiling(ModelConfig config, EngineSizing sizing, DeviceRates rates) {
+        // page 0 is reserved
+        return new ServingCeiling(config, sizing.maxBatchRows(), sizing.tokenBudget(),
+                (long) (sizing.pages() - 1) * PAGE_SIZE, PAGE_SIZE, rates.bytesPerSecond(), rates.flopsPerSecond());
+    }
+
+    private static ServingResult result(Row row, String side, ServingTrace trace, ServingResult.Slo slo,
+            ServingCeiling ceiling, PrintWriter out) {
+        double c = row.mode().equals("offline") ? ceiling.outputTokensPerSecond(row.load()) : 0;
+        ServingResult r = ServingResult.of(row.load(), side, row.mode(), row.rate(), row.concurrency(), trace, slo, c);
+        out.print(r.row());
+        out.flush();
+        return r;
+    }
+
+    private static String label(Row row) {
+        return row.load().name() + " " + switch (row.mode()) {
+            case "rate" -> row.rate() + " req/s";
+            case "concurrency" -> "concurrency " + row.concurrency();
+            default -> "offline";
+        };
+    }
+
+    private static String describe(EngineSizing s) {
+        return String.format(Locale.ROOT, "%d rows, %d tokens a step, %d KV pages of %d tokens (%s)", s.maxBatchRows(),
+                s.tokenBudget(), s.pages(), PAGE_SIZE, s.reason());
+    }
+
+    /** The rows, then each offline row's job throughput over the engine's. */
+    static String table(List<ServingResult> results, Map<String, Object> report) {
+        StringBuilder b = new StringBuilder(ServingResult.HEADER);
+        results.forEach(r -> b.append(r.row()));
+        List<ServingResult> engine = results.stream().filter(r -> r.side().equals("engine")).toList();
+        List<ServingResult> flink = results.stream().filter(r -> r.side().equals("flink")).toList();
+        if (!engine.isEmpty() && engine.size() == flink.size()) {
+            b.append("\n| row | Flink / engine output tok/s |\n|---|---:|\n");
+            for (int i = 0; i < engine.size(); i++) {
+                ServingResult e = engine.get(i);
+                b.append(String.format(Locale.ROOT, "| %s %s | %.3f |%n", e.load(), e.mode().equals("offline")
+                        ? "offline" : e.mode().equals("rate") ? e.rate() + " req/s" : "concurrency " + e.concurrency(),
+                        flink.get(i).outputTokS() / e.outputTokS()));
+            }
+        }
+        b.append(String.format(Locale.ROOT, "%ndevice %s, copy %.0f GB/s, matmul %.1f GFLOP/s, %s%n",
+                report.get("device"), (double) report.get("copyBandwidthBytesPerSecond") / 1e9,
+                (double) report.get("matmulFlopsPerSecond") / 1e9, report.get("date")));
+        return b.toString();
+    }
+}
