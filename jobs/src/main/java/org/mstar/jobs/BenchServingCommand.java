@@ -47,14 +47,22 @@ final class BenchServingCommand implements Callable<Integer> {
 
     @Option(names = "--concurrency", paramLabel = "C", split = ",",
             description = "Online rows: C requests kept in flight (a new one as one finishes), of the --online-load"
-                    + " requests.")
+                    + " requests, C x --rounds of them.")
     List<Integer> concurrency = List.of();
+
+    @Option(names = "--rounds", paramLabel = "N",
+            description = "Requests of a --concurrency row: N for each request in flight. Default: ${DEFAULT-VALUE}.")
+    int rounds = 4;
+
+    @Option(names = "--plot", paramLabel = "RESULTS.json",
+            description = "Only draw the plots of an earlier run's results.json, beside it.")
+    Path plot;
 
     @Option(names = "--online-load", paramLabel = "IN/OUT|chat",
             description = "The requests of the online rows. Default: ${DEFAULT-VALUE}.")
     String onlineLoad = "1000/1000";
 
-    @Option(names = "--online-prompts", paramLabel = "N", description = "Requests of each online row. Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--online-prompts", paramLabel = "N", description = "Requests of each rate row. Default: ${DEFAULT-VALUE}.")
     int onlinePrompts = 200;
 
     @Option(names = "--slo-ttft-ms", paramLabel = "MS", description = "Goodput's TTFT bound. Default: ${DEFAULT-VALUE}.")

@@ -1,5 +1,6 @@
 package org.mstar.jobs;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.PrintWriter;
@@ -41,6 +42,9 @@ final class ServingBench {
         PrintWriter err = cli.getErr();
         if (flags.sides.isEmpty() || !List.of("engine", "flink").containsAll(flags.sides)) {
             throw new CommandLine.ParameterException(cli, "--sides takes engine, flink or both, not " + flags.sides);
+        }
+        if (flags.plot != null) {
+            return plotOnly(flags.plot, err);
         }
         DeliveryGuarantee delivery = delivery(flags, cli);
         Path work = Files.createTempDirectory("mstar-bench-serving-");
@@ -131,13 +135,37 @@ final class ServingBench {
             new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
                     .writeValue(flags.results.resolve("results.json").toFile(), report);
             err.println("wrote " + flags.results.resolve("results.json"));
-            for (Path png : ServingPlots.draw(results, flags.results, "mstar on " + turn.device().name())) {
-                err.println("wrote " + png);
-            }
+            drawPlots(results, flags.results, "mstar on " + turn.device().name(), err);
             return 0;
         } finally {
             FileUtils.deleteDirectory(work.toFile());
         }
+    }
+
+    /** Redraws the plots of a results.json beside it. */
+    private static int plotOnly(Path resultsJson, PrintWriter err) throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        JsonNode report = json.readTree(resultsJson.toFile());
+        List<ServingResult> rows = new ArrayList<>();
+        for (JsonNode row : report.path("rows")) {
+            rows.add(json.treeToValue(row, ServingResult.class));
+        }
+        Path dir = resultsJson.toAbsolutePath().getParent();
+        drawPlots(rows, dir, "mstar on " + report.path("device").asText(), err);
+        return 0;
+    }
+
+    /** Plots need AWT's fonts; where a machine has none the results stand without pictures. */
+    private static void drawPlots(List<ServingResult> rows, Path dir, String title, PrintWriter err) {
+        try {
+            for (Path png : ServingPlots.draw(rows, dir, title)) {
+                err.println("wrote " + png);
+            }
+        } catch (Exception | Error e) {
+            err.println("no plots drawn (" + e + "); draw them elsewhere with: mstar bench-serving --plot "
+                    + dir.resolve("results.json"));
+        }
+        err.flush();
     }
 
     private static DeliveryGuarantee delivery(BenchServingCommand flags, CommandLine cli) {
@@ -172,19 +200,24 @@ final class ServingBench {
                 throw new CommandLine.ParameterException(cli, e.getMessage());
             }
         }
-        ServingLoad online = flags.onlineLoad.equals("chat") ? ServingLoad.chatMix(flags.onlinePrompts, flags.seed)
-                : fixed(flags.onlineLoad, flags.onlinePrompts, cli);
+        if (flags.rounds < 1) {
+            throw new CommandLine.ParameterException(cli, "--rounds must be at least 1, not " + flags.rounds);
+        }
+        int most = Math.max(flags.onlinePrompts, flags.rounds * flags.concurrency.stream().mapToInt(c -> c).max()
+                .orElse(0));
+        ServingLoad online = flags.onlineLoad.equals("chat") ? ServingLoad.chatMix(most, flags.seed)
+                : fixed(flags.onlineLoad, most, cli);
         for (double rate : flags.rates) {
             if (!(rate > 0)) {
                 throw new CommandLine.ParameterException(cli, "--rates must be positive, not " + rate);
             }
-            rows.add(new Row(online.poisson(rate, flags.seed), "rate", rate, 0));
+            rows.add(new Row(online.first(flags.onlinePrompts).poisson(rate, flags.seed), "rate", rate, 0));
         }
         for (int c : flags.concurrency) {
             if (c < 1) {
                 throw new CommandLine.ParameterException(cli, "--concurrency must be at least 1, not " + c);
             }
-            rows.add(new Row(online, "concurrency", 0, c));
+            rows.add(new Row(online.first(c * flags.rounds), "concurrency", 0, c));
         }
         if (rows.isEmpty()) {
             throw new CommandLine.ParameterException(cli, "nothing to run: every offline and online row is off");

@@ -190,14 +190,14 @@ class MstarCliTest {
     void benchServingMeasuresEveryRowOnBothSidesAndWritesResultsAndPlots(@org.junit.jupiter.api.io.TempDir
             java.nio.file.Path results) throws Exception {
         int code = run("bench-serving", "--offline", "24/6:4", "--mix", "none", "--rates", "40",
-                "--concurrency", "1,3", "--online-load", "12/4", "--online-prompts", "3", "--checkpoint-interval",
+                "--concurrency", "1,3", "--rounds", "1", "--online-load", "12/4", "--online-prompts", "3", "--checkpoint-interval",
                 "200", "--results", results.toString(), "--timeout", "120");
 
         assertThat(code).as("exit code; stderr:%n%s", err).isZero();
         String table = out.toString();
         for (String side : List.of("engine", "flink")) {
             assertThat(table).contains("| 24/6 | " + side + " | offline | 4 |", "| 12/4 | " + side + " | 40.00 req/s | 3 |",
-                    "| 12/4 | " + side + " | concurrency 1 | 3 |", "| 12/4 | " + side + " | concurrency 3 | 3 |");
+                    "| 12/4 | " + side + " | concurrency 1 | 1 |", "| 12/4 | " + side + " | concurrency 3 | 3 |");
         }
         assertThat(table).contains("| row | Flink / engine output tok/s |");
         com.fasterxml.jackson.databind.JsonNode json = new com.fasterxml.jackson.databind.ObjectMapper()
@@ -205,11 +205,15 @@ class MstarCliTest {
         assertThat(json.get("rows")).hasSize(8);
         // every request's tokens arrived on both sides, each counted once
         assertThat(json.get("rows").findValues("outputTokens").stream().map(n -> n.asLong()).toList())
-                .containsExactly(24L, 12L, 12L, 12L, 24L, 12L, 12L, 12L);
+                .containsExactly(24L, 12L, 4L, 12L, 24L, 12L, 4L, 12L);
         assertThat(json.get("rows").get(0).get("ceilingOutputTokS").asDouble()).isPositive();
         assertThat(json.get("engineSizing").get("pages").asInt()).isEqualTo(512);
         assertThat(json.get("delivery").asText()).isEqualTo("EXACTLY_ONCE");
         assertThat(results.resolve("throughput-vs-concurrency.png")).isNotEmptyFile();
+        assertThat(results.resolve("latency-vs-rate.png")).isNotEmptyFile();
+
+        java.nio.file.Files.delete(results.resolve("latency-vs-rate.png"));
+        assertThat(run("bench-serving", "--plot", results.resolve("results.json").toString())).isZero();
         assertThat(results.resolve("latency-vs-rate.png")).isNotEmptyFile();
     }
 
