@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.core.execution.JobClient;
 import org.mstar.flink.EngineFactory;
@@ -27,6 +28,7 @@ final class JobLoadRunner implements AutoCloseable {
     private final JobClient job;
     private final GenerateClient client;
     private int runs;
+    private long lastStatusCheck;
 
     private JobLoadRunner(JobClient job, GenerateClient client) {
         this.job = job;
@@ -82,7 +84,7 @@ final class JobLoadRunner implements AutoCloseable {
         }, "bench-serving-sender");
         sender.setDaemon(true);
         sender.start();
-        boolean done = client.pollUntil(() -> trace.finished() == requests.size() || !errors.isEmpty(),
+        boolean done = client.pollUntil(() -> trace.finished() == requests.size() || !errors.isEmpty() || jobEnded(errors),
                 Duration.ofSeconds(timeoutSeconds), response -> {
                     long now = System.nanoTime();
                     Object event = response.getEvent();
@@ -108,6 +110,39 @@ final class JobLoadRunner implements AutoCloseable {
             trace.arrived(i, arrived[i]);
         }
         return trace;
+    }
+
+    /** Whether the job stopped (it failed, or ended) — checked at most once a second; says so in {@code errors}. */
+    private boolean jobEnded(List<String> errors) {
+        long now = System.nanoTime();
+        if (now - lastStatusCheck < 1_000_000_000L) {
+            return false;
+        }
+        lastStatusCheck = now;
+        try {
+            JobStatus status = job.getJobStatus().get();
+            if (status.isGloballyTerminalState()) {
+                errors.add("the job is " + status + jobFailure());
+                return true;
+            }
+        } catch (Exception e) {
+            errors.add("the job's status is unknown: " + e);
+            return true;
+        }
+        return false;
+    }
+
+    private String jobFailure() {
+        try {
+            job.getJobExecutionResult().get();
+            return "";
+        } catch (Exception e) {
+            Throwable cause = e;
+            while (cause.getCause() != null) {
+                cause = cause.getCause();
+            }
+            return ": " + cause;
+        }
     }
 
     private static GenerateRequest request(String tag, int i, ServingLoad.Request r, int vocabSize) {
