@@ -38,7 +38,7 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,nohead
 sampler=$!
 # HOME for DJL's and RocksDB's native library extraction; the tokenizer never downloads (pinned to its bundled build)
 export HOME=${HOME:-/tmp}
-"$BUNDLE/jre/bin/java" -Xmx${JAVA_HEAP:-32g} --add-opens=java.base/java.util=ALL-UNNAMED \
+"$BUNDLE/jre/bin/java" -Xmx${JAVA_HEAP:-32g} ${JAVA_OPTS:-} --add-opens=java.base/java.util=ALL-UNNAMED \
     --add-opens=java.base/java.lang=ALL-UNNAMED -cp "$(ls -d "$BUNDLE"/lib*/ | sed 's|$|*|' | paste -sd:)" \
     org.mstar.jobs.Mstar "$@" 2>&1 | tee "$OUT/java.tmp"
 status=${PIPESTATUS[0]}

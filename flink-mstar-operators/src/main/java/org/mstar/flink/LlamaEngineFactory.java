@@ -105,8 +105,10 @@ public final class LlamaEngineFactory implements EngineFactory {
             EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), options,
                     sizingRequest()));
             EngineSizing s = sized.sizing();
-            LOG.info("Engine on {}: {} rows, {} tokens a step, {} KV pages of {} tokens; {}", device,
-                    s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, s.reason());
+            LOG.info("Engine on {}: {} rows, {} tokens a step, {} KV pages of {} tokens, {}; {}", device,
+                    s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, options.decodeGraphs()
+                            ? "decode graphs for 1 to " + Integer.highestOneBit(Math.min(256, 2 * s.maxBatchRows() - 1))
+                                    + " rows" : "no decode graphs", s.reason());
             return turn.guard(sized.engine());
         } catch (UnsupportedOnDeviceException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
