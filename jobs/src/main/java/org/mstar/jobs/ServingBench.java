@@ -96,12 +96,18 @@ final class ServingBench {
                     EngineLoadRunner.run(engine, ServingLoad.fixed(4, WARM_UP_TOKENS, 8), 0, config.vocabSize(),
                             flags.timeoutSeconds, new ServingProgress(err, "warm-up"));
                     ServingCeiling ceiling = ceiling(config, sized.sizing(), rates);
+                    List<Map<String, Object>> profiles = new ArrayList<>();
                     for (Row row : rows) {
                         ServingProgress progress = new ServingProgress(err, "engine " + label(row));
+                        HostProfile before = HostProfile.start(sized.engine());
                         ServingTrace trace = EngineLoadRunner.run(engine, row.load(), row.concurrency(),
                                 config.vocabSize(), flags.timeoutSeconds, progress);
                         results.add(result(row, "engine", trace, slo, ceiling, out));
+                        Map<String, Object> profile = before.end(sized.engine(), trace.seconds());
+                        profiles.add(Map.of("row", label(row), "profile", profile));
+                        err.println("  host profile of engine " + label(row) + ": " + profile);
                     }
+                    report.put("engineHostProfiles", profiles);
                 } finally {
                     engine.close();
                     turn.run(() -> turn.device().releaseCachedMemory());
