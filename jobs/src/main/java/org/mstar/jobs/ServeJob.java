@@ -191,6 +191,7 @@ final class ServeJob {
                 + flags.topics.requestsTopic + " -> " + flags.topics.responsesTopic + ", model " + model
                 + ", device " + device(conf) + ", delivery " + delivery + " (" + latency + ")"
                 + ", state " + stateRoot(flags.stateDir).getPath() + ", REST and metrics " + rest
+                + (flags.metricsPort == null ? "" : ", Prometheus metrics at port " + flags.metricsPort + " (/metrics)")
                 + ". Ctrl-C stops it; the same command resumes.";
     }
 
@@ -222,6 +223,9 @@ final class ServeJob {
         setIfGiven(conf, DisaggregationOptions.DECODE_PARALLELISM, flags.decodeParallelism);
         setIfGiven(conf, DisaggregationOptions.PREFILL_DEVICE, flags.prefillDevice);
         setIfGiven(conf, DisaggregationOptions.DECODE_DEVICE, flags.decodeDevice);
+        if (flags.metricsPort != null) {
+            PrometheusEndpoint.configure(conf, flags.metricsPort);
+        }
         setIfAbsent(conf, CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofSeconds(flags.checkpointSeconds));
         setIfAbsent(conf, StateBackendOptions.STATE_BACKEND, "rocksdb");
         setIfAbsent(conf, CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);

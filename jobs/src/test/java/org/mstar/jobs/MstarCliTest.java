@@ -131,6 +131,19 @@ class MstarCliTest {
     }
 
     @Test
+    void metricsPortSetsUpFlinksPrometheusReporterAndTheRunningLineNamesIt() {
+        CommandLine.ParseResult parsed = new CommandLine(new Mstar()).parseArgs("serve", "--random", "--metrics-port",
+                "9250");
+        ServeCommand serve = (ServeCommand) parsed.subcommand().commandSpec().userObject();
+        Configuration conf = ServeJob.configuration(serve);
+        assertThat(conf.toMap()).containsEntry("metrics.reporter.prom.port", "9250").containsEntry(
+                "metrics.reporter.prom.factory.class", "org.apache.flink.metrics.prometheus.PrometheusReporterFactory");
+        assertThat(ServeJob.runningLine(serve, conf, "m", "r")).contains("Prometheus metrics at port 9250");
+        assertThat(run("serve", "--random", "--metrics-port", "0")).isEqualTo(2);
+        assertThat(err.toString()).contains("--metrics-port is a TCP port, 1-65535, not 0");
+    }
+
+    @Test
     void kafkaPropertiesFromTheFileBecomeJobOptionsAndDWins(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
             throws Exception {
         java.nio.file.Path file = dir.resolve("client.properties");
