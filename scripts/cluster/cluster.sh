@@ -45,7 +45,8 @@ taskmanager.bind-host: localhost
 taskmanager.numberOfTaskSlots: ${MSTAR_TM_SLOTS:-2}
 taskmanager.memory.process.size: ${MSTAR_TM_MEMORY:-1600m}
 # one slot per TaskManager before a second on any, so losing one TaskManager loses part of the job
-cluster.evenly-spread-out-slots: true
+# (Flink 2 dropped cluster.evenly-spread-out-slots; this is its successor)
+taskmanager.load-balance.mode: SLOTS
 # notice a killed TaskManager within seconds rather than the default 50 s
 heartbeat.interval: 1000
 heartbeat.timeout: 5000
