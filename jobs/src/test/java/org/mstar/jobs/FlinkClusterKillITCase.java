@@ -209,7 +209,7 @@ class FlinkClusterKillITCase {
             for (int attempt = 0; attempt < MAX_WAVES; attempt++) {
                 sendWave();
                 Set<String> ids = wave.stream().map(GenerateRequest::getRequestId).collect(Collectors.toSet());
-                TestRequests.Collected seen = kafka.readCaughtUpUntil(responses,
+                TestRequests.Collected seen = kafka.readUntil(responses,
                         c -> midGeneration(c, ids) || finished(c, ids) > ids.size() / 2, TIMEOUT);
                 if (midGeneration(seen, ids) && finished(seen, ids) <= ids.size() / 2) {
                     return;

@@ -51,35 +51,10 @@ final class KafkaTestSupport {
     }
 
     /**
-     * Reads the whole topic as a read_committed consumer until {@code done} holds for what was read, or fails
-     * when {@code timeout} passes first.
-     */
-    TestRequests.Collected readUntil(String topic, Predicate<TestRequests.Collected> done, Duration timeout)
-            throws Exception {
-        TestRequests.Collected collected = new TestRequests.Collected();
-        try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
-            List<TopicPartition> partitions = partitions(consumer, topic);
-            consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
-            long deadline = System.nanoTime() + timeout.toNanos();
-            while (!done.test(collected)) {
-                if (System.nanoTime() > deadline) {
-                    throw new AssertionError("timed out reading " + topic + ": " + collected.resultCount()
-                            + " results, " + collected.errors.size() + " errors");
-                }
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
-                    collected.add(Response.fromByteBuffer(ByteBuffer.wrap(record.value())));
-                }
-            }
-        }
-        return collected;
-    }
-
-    /**
      * Reads the whole topic as a read_committed consumer and tests {@code done} each time it has caught up with the
      * topic's end (so never on a past state of it), until {@code done} holds; fails when {@code timeout} passes first.
      */
-    TestRequests.Collected readCaughtUpUntil(String topic, Predicate<TestRequests.Collected> done, Duration timeout)
+    TestRequests.Collected readUntil(String topic, Predicate<TestRequests.Collected> done, Duration timeout)
             throws Exception {
         TestRequests.Collected collected = new TestRequests.Collected();
         try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
