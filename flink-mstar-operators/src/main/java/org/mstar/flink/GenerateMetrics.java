@@ -39,7 +39,7 @@ final class GenerateMetrics {
         tokensEmitted = group.counter("tokensEmitted");
         timeToFirstToken = group.histogram("timeToFirstTokenUs", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));
         interTokenLatency = group.histogram("interTokenLatencyUs", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));
-        // a row samples one token per step, so this is the batch's sampling rows (prefill chunks that sample none aside)
+        // a row samples one token per step: this counts the batch's sampling rows (not prefill chunks that sample none)
         stepTokens = group.histogram("stepTokens", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));
     }
 

@@ -29,8 +29,8 @@ class KafkaClientPropertiesTest {
     /** What the rule above rests on: Kafka's client properties never have a '-', mstar's Kafka options always. */
     @Test
     void noKafkaClientPropertyHasAHyphenAndEveryKafkaIoOptionHasOne() {
-        assertThat(Stream.of(ProducerConfig.configNames(), ConsumerConfig.configNames(), AdminClientConfig.configNames())
-                .flatMap(names -> names.stream()).filter(n -> n.contains("-"))).isEmpty();
+        assertThat(Stream.of(ProducerConfig.configNames(), ConsumerConfig.configNames(),
+                AdminClientConfig.configNames()).flatMap(names -> names.stream()).filter(n -> n.contains("-"))).isEmpty();
         assertThat(KafkaIoOptions.keys()).hasSize(8)
                 .allMatch(k -> k.startsWith(KafkaClientProperties.PREFIX) && !KafkaClientProperties.isPropertyKey(k));
     }

@@ -46,7 +46,7 @@ public final class GenerateClient implements AutoCloseable {
         this(bootstrapServers, new Properties(), requestsTopic, responsesTopic);
     }
 
-    /** @param client Kafka client properties of its producer and consumer (security etc., {@link KafkaClientProperties}) */
+    /** @param client Kafka client properties of its producer and consumer ({@link KafkaClientProperties}) */
     public GenerateClient(String bootstrapServers, Properties client, String requestsTopic, String responsesTopic) {
         this.requestsTopic = requestsTopic;
         producer = new KafkaProducer<>(with(client, Map.of(

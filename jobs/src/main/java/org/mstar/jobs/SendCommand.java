@@ -68,13 +68,14 @@ final class SendCommand implements Callable<Integer> {
         for (String key : options.keySet()) {
             if (!KafkaClientProperties.isPropertyKey(key)) {
                 throw new ParameterException(spec.commandLine(),
-                        "send takes -D for Kafka client properties only (-Dmstar.kafka.<property>=VALUE), not '" + key + "'.");
+                        "send takes -D for Kafka client properties only (-Dmstar.kafka.<property>=VALUE), not '"
+                                + key + "'.");
             }
         }
         Properties clientProperties = kafkaClient.properties(options);
         try {
-            KafkaCheck.topics(topics.bootstrapServers, clientProperties, List.of(topics.requestsTopic, topics.responsesTopic),
-                    false, 1, KafkaCheck.TIMEOUT);
+            KafkaCheck.topics(topics.bootstrapServers, clientProperties,
+                    List.of(topics.requestsTopic, topics.responsesTopic), false, 1, KafkaCheck.TIMEOUT);
         } catch (KafkaCheck.KafkaUnavailable e) {
             spec.commandLine().getErr().println(e.getMessage());
             return 2;

@@ -99,11 +99,12 @@ final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--metrics-port", paramLabel = "PORT",
             description = "Serve every metric (Flink's and mstar's) for Prometheus at http://HOST:PORT/metrics,"
-                    + " through Flink's Prometheus reporter. For the local cluster; a Flink cluster sets its reporter in"
-                    + " its own configuration.")
+                    + " through Flink's Prometheus reporter. For the local cluster; a Flink cluster sets its reporter"
+                    + " in its own configuration.")
     Integer metricsPort;
 
-    @Option(names = "-D", paramLabel = "KEY=VALUE", description = "Any Flink or mstar.* option, e.g. -Dmstar.engine.max-waiting=32;"
+    @Option(names = "-D", paramLabel = "KEY=VALUE",
+            description = "Any Flink or mstar.* option, e.g. -Dmstar.engine.max-waiting=32;"
                     + " -Dmstar.kafka.<property>=VALUE sets a Kafka client property.")
     Map<String, String> options = new HashMap<>();
 

@@ -201,7 +201,10 @@ final class ServeJob {
         return client.isEmpty() ? "" : " (" + KafkaClientProperties.describe(client) + ")";
     }
 
-    /** The -D options (and --kafka-properties' as mstar.kafka.*), overridden by the flags; RocksDB and a checkpoint interval unless -D chose otherwise. */
+    /**
+     * The -D options (with those of --kafka-properties as mstar.kafka.*), overridden by the flags; RocksDB and a
+     * checkpoint interval unless -D chose otherwise.
+     */
     static Configuration configuration(ServeCommand flags) {
         Configuration conf = Configuration.fromMap(flags.kafkaClient.addTo(flags.options));
         conf.set(KafkaIoOptions.BOOTSTRAP_SERVERS, flags.topics.bootstrapServers);

@@ -46,7 +46,8 @@ import org.mstar.schemas.GenerateRequest;
  * {@code scripts/cluster/cluster.sh} from Flink's entry points, the jar submitted with Flink's CLI. While requests
  * stream, a TaskManager that runs a generate subtask is killed with SIGKILL, a replacement joins, and later a
  * TaskManager that runs one then is killed too; in a second cluster the JobManager is killed and the same command
- * submitted again. A read_committed consumer must see every request's complete token stream and one result exactly
+ * submitted again; in a third, with ZooKeeper high availability, the leading JobManager is killed and the standby
+ * takes the job over. A read_committed consumer must see every request's complete token stream and one result exactly
  * once, identical to the engine's uninterrupted output, and the consumer group's offsets must reach the broker.
  *
  * <p>The test paces itself, so that each kill lands mid-generation on a slow machine and on a fast one: requests
@@ -76,6 +77,8 @@ class FlinkClusterKillITCase {
     private final List<String> notes = new ArrayList<>();
     private int restPort;
     private int rpcPort;
+    private int restPort2;
+    private int zooKeeperPort;
 
     @BeforeAll
     static void startBrokerAndWriteTheModel() throws Exception {
@@ -94,12 +97,14 @@ class FlinkClusterKillITCase {
         broker.close();
     }
 
+    /** Each test starts its cluster ({@code cluster.sh start} or {@code start-ha}) here, on ports of its own. */
     @BeforeEach
-    void startCluster(TestInfo test) throws Exception {
+    void placeCluster(TestInfo test) throws Exception {
         clusterDir = tmp.resolve("cluster-" + test.getTestMethod().orElseThrow().getName());
         restPort = freePort();
         rpcPort = freePort();
-        cluster("start", "2");
+        restPort2 = freePort();
+        zooKeeperPort = freePort();
     }
 
     /**
@@ -110,22 +115,31 @@ class FlinkClusterKillITCase {
     void stopCluster() throws Exception {
         cluster("stop");
         notes.forEach(System.out::println);
-        try (Stream<String> lines = Files.lines(clusterDir.resolve("log/jobmanager.log"))) {
-            lines.filter(l -> l.contains("Job mstar serve") && l.contains("switched from state")
-                    || l.contains("Closing TaskExecutor connection")).forEach(System.out::println);
-        }
-        // The last task failure and its cause, when there was one.
-        List<String> log = Files.readAllLines(clusterDir.resolve("log/jobmanager.log"));
-        for (int i = log.size() - 1; i >= 0; i--) {
-            if (log.get(i).contains(" to FAILED")) {
-                log.subList(i, Math.min(log.size(), i + 40)).forEach(System.out::println);
-                break;
+        for (Path file : jobManagerLogs()) {
+            System.out.println("--- " + file.getFileName());
+            List<String> log = Files.readAllLines(file);
+            log.stream().filter(l -> l.contains("Job mstar serve") && l.contains("switched from state")
+                    || l.contains("Closing TaskExecutor connection") || l.contains("granted leadership"))
+                    .forEach(System.out::println);
+            // The last task failure and its cause, when there was one.
+            for (int i = log.size() - 1; i >= 0; i--) {
+                if (log.get(i).contains(" to FAILED")) {
+                    log.subList(i, Math.min(log.size(), i + 40)).forEach(System.out::println);
+                    break;
+                }
             }
+        }
+    }
+
+    private List<Path> jobManagerLogs() throws IOException {
+        try (Stream<Path> files = Files.list(clusterDir.resolve("log"))) {
+            return files.filter(f -> f.getFileName().toString().matches("jobmanager.*\\.log")).sorted().toList();
         }
     }
 
     @Test
     void killedTaskManagersLoseAndRepeatNothing() throws Exception {
+        cluster("start", "2");
         Job job = new Job("tm");
         String jobId = job.submit();
 
@@ -151,6 +165,7 @@ class FlinkClusterKillITCase {
      */
     @Test
     void aResubmittedJobResumesAfterTheJobManagerDied() throws Exception {
+        cluster("start", "2");
         Job job = new Job("jm");
         String first = job.submit();
 
@@ -163,6 +178,39 @@ class FlinkClusterKillITCase {
         assertThat(second).isNotEqualTo(first);
         assertThat(job.submitOutput).contains("Resuming from checkpoint");
         job.assertExactlyOnceAndComplete();
+    }
+
+    /**
+     * With ZooKeeper high availability, two JobManagers: the leader dies mid-generation, the standby wins the election,
+     * recovers the job (same id) from the latest checkpoint ZooKeeper points to, and it runs to the end; nothing is
+     * submitted again.
+     */
+    @Test
+    void aStandbyJobManagerTakesOverWhenTheLeaderDies() throws Exception {
+        cluster("start-ha", "2");
+        Job job = new Job("ha");
+        String jobId = job.submit();
+        int leader = leadingJobManager();
+
+        job.produceUntilMidGeneration();
+        cluster("kill-jobmanager", Integer.toString(leader));
+        job.assertKilledMidGeneration("the leading JobManager " + leader + " died");
+        restPort = leader == 1 ? restPort2 : restPort; // the standby's REST endpoint from now on
+        awaitRunning(jobId); // the standby runs the job under its id
+
+        job.assertExactlyOnceAndComplete();
+        assertThat(Files.readString(clusterDir.resolve("log/jobmanager-" + (3 - leader) + ".log")))
+                .as("the standby's log").contains("granted leadership");
+    }
+
+    /** Which of the two JobManagers leads: the one whose log says its dispatcher was granted leadership. */
+    private int leadingJobManager() throws IOException {
+        for (int n = 1; n <= 2; n++) {
+            if (Files.readString(clusterDir.resolve("log/jobmanager-" + n + ".log")).contains("granted leadership")) {
+                return n;
+            }
+        }
+        throw new AssertionError("neither JobManager's log says it leads");
     }
 
     /** One test's topics, consumer group, transactional ids, state directory, and the requests sent so far. */
@@ -313,6 +361,21 @@ class FlinkClusterKillITCase {
                 HttpResponse.BodyHandlers.ofString()).body();
     }
 
+    /** Polls the JobManager's REST API until it reports the job running. */
+    private void awaitRunning(String jobId) throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        String last = "";
+        while (System.nanoTime() < deadline) {
+            last = get(http, "/jobs/" + jobId);
+            if (last.startsWith("{") && JSON.readTree(last).path("state").asText().equals("RUNNING")) {
+                return;
+            }
+            TimeUnit.MILLISECONDS.sleep(200); // poll interval of a condition with a deadline
+        }
+        throw new AssertionError("job " + jobId + " is not running: " + last);
+    }
+
     /** Polls the JobManager's REST API until the job has restarted {@code count} times. */
     private void awaitRestarts(String jobId, int count) throws Exception {
         HttpClient http = HttpClient.newHttpClient();
@@ -355,6 +418,8 @@ class FlinkClusterKillITCase {
         pb.environment().put("MSTAR_CLUSTER_DIR", clusterDir.toString());
         pb.environment().put("MSTAR_REST_PORT", Integer.toString(restPort));
         pb.environment().put("MSTAR_RPC_PORT", Integer.toString(rpcPort));
+        pb.environment().put("MSTAR_REST_PORT_2", Integer.toString(restPort2));
+        pb.environment().put("MSTAR_ZOOKEEPER_PORT", Integer.toString(zooKeeperPort));
         pb.environment().put("OPT_OUT_TRACKING", "true");
         Process p = pb.start();
         String output = new String(p.getInputStream().readAllBytes());

@@ -57,7 +57,10 @@ public final class FramePipeline {
     public FramePipeline engineFactory(FrameEngineFactory v) { engineFactory = v; return this; }
     public FramePipeline device(String v) { device = v; return this; }
     /** A Kafka client property of the source and the sink, as {@link KafkaClientProperties} describes them. */
-    public FramePipeline kafkaProperty(String key, String value) { kafkaProperties.setProperty(key, value); return this; }
+    public FramePipeline kafkaProperty(String key, String value) {
+        kafkaProperties.setProperty(key, value);
+        return this;
+    }
 
     /** Adds the job to {@code env}; returns what goes to the frames topic. */
     public DataStream<FrameResponse> addTo(StreamExecutionEnvironment env) {
