@@ -23,6 +23,7 @@ final class GenerateMetrics {
     private final Counter tokensEmitted;
     private final Histogram timeToFirstToken;
     private final Histogram interTokenLatency;
+    private final Histogram stepTokens;
     private final Map<Integer, Counter> errorsByCode = new HashMap<>();
     private volatile EngineStats stats = new EngineStats(0, 0, 0, 0, 0, 0, 0, 0);
 
@@ -38,14 +39,20 @@ final class GenerateMetrics {
         tokensEmitted = group.counter("tokensEmitted");
         timeToFirstToken = group.histogram("timeToFirstTokenUs", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));
         interTokenLatency = group.histogram("interTokenLatencyUs", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));
+        // a row samples one token per step: this counts the batch's sampling rows (not prefill chunks that sample none)
+        stepTokens = group.histogram("stepTokens", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));
     }
 
     void engineStats(EngineStats latest) {
         stats = latest;
     }
 
+    /** The tokens one engine step sampled. */
     void tokens(int count) {
         tokensEmitted.inc(count);
+        if (count > 0) {
+            stepTokens.update(count);
+        }
     }
 
     void finished(RequestTimings timings) {

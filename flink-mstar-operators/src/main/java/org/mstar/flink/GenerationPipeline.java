@@ -121,7 +121,7 @@ public final class GenerationPipeline {
                 .setGroupId(options.get(KafkaIoOptions.GROUP_ID))
                 .setStartingOffsets(startingOffsets)
                 .setDeserializer(new RequestDeserializer())
-                .setProperties(kafkaProperties)
+                .setProperties(KafkaClientProperties.withConfigProviders(kafkaProperties))
                 // Requests written in aborted transactions were never sent.
                 .setProperty("isolation.level", "read_committed")
                 .build());
@@ -131,7 +131,7 @@ public final class GenerationPipeline {
         KafkaSinkBuilder<Response> b = KafkaSink.<Response>builder()
                 .setBootstrapServers(options.get(KafkaIoOptions.BOOTSTRAP_SERVERS))
                 .setRecordSerializer(new ResponseSerializer(options.get(KafkaIoOptions.RESPONSES_TOPIC)))
-                .setKafkaProducerConfig(kafkaProperties)
+                .setKafkaProducerConfig(KafkaClientProperties.withConfigProviders(kafkaProperties))
                 .setDeliveryGuarantee(guarantee);
         if (guarantee == DeliveryGuarantee.EXACTLY_ONCE) {
             b.setTransactionalIdPrefix(options.get(KafkaIoOptions.TRANSACTIONAL_ID_PREFIX))
@@ -178,9 +178,13 @@ public final class GenerationPipeline {
 
         private Builder() {}
 
-        /** Takes every option of {@link KafkaIoOptions} and {@link GenerateOptions} that {@code config} sets. */
+        /**
+         * Takes every option of {@link KafkaIoOptions} and {@link GenerateOptions} that {@code config} sets, and its
+         * Kafka client properties ({@link KafkaClientProperties}: {@code mstar.kafka.security.protocol} and the like).
+         */
         public Builder configure(Configuration config) {
             options.addAll(config);
+            kafkaProperties.putAll(KafkaClientProperties.from(config.toMap()));
             return this;
         }
 
@@ -232,7 +236,11 @@ public final class GenerationPipeline {
             return this;
         }
 
-        /** A Kafka client property for both the source's consumer and the sink's producers (security, etc.). */
+        /**
+         * A Kafka client property for the source's consumer and the sink's producers (security, etc.); a value may
+         * refer to a secret as {@code ${file:PATH:KEY}}, {@code ${dir:DIR:FILE}} or {@code ${env:NAME}}
+         * ({@link KafkaClientProperties}).
+         */
         public Builder kafkaProperty(String key, String value) {
             kafkaProperties.setProperty(key, value);
             return this;
@@ -304,6 +312,12 @@ public final class GenerationPipeline {
                         + " cluster: call transactionalIdPrefix(..) or set '"
                         + KafkaIoOptions.TRANSACTIONAL_ID_PREFIX.key() + "', or use AT_LEAST_ONCE.");
             }
+            options.keySet().stream()
+                    .filter(k -> k.startsWith(KafkaClientProperties.PREFIX) && !KafkaIoOptions.keys().contains(k)
+                            && !KafkaClientProperties.isPropertyKey(k))
+                    .forEach(k -> problems.add("Unknown option '" + k + "': the options of mstar.kafka are "
+                            + String.join(", ", KafkaIoOptions.keys()) + "; a Kafka client property is"
+                            + " mstar.kafka.<its name>, e.g. mstar.kafka.security.protocol."));
             if (options.get(KafkaIoOptions.REQUESTS_TOPIC).equals(options.get(KafkaIoOptions.RESPONSES_TOPIC))) {
                 problems.add("Requests and responses share topic '" + options.get(KafkaIoOptions.REQUESTS_TOPIC)
                         + "': give them different topics.");

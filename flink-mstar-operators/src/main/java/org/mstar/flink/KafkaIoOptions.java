@@ -1,13 +1,18 @@
 package org.mstar.flink;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.stream.Stream;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.TransactionNamingStrategy;
 
-/** Where a {@link GenerationPipeline} reads requests and writes responses. */
+/**
+ * Where a {@link GenerationPipeline} reads requests and writes responses. Each key has a '-', so that the other keys
+ * under {@code mstar.kafka.} are Kafka client properties ({@link KafkaClientProperties}).
+ */
 @PublicEvolving
 public final class KafkaIoOptions {
     private KafkaIoOptions() {}
@@ -68,4 +73,10 @@ public final class KafkaIoOptions {
             .withDescription("transaction.timeout.ms of the sink's producers. It must exceed the longest time between"
                     + " two completed checkpoints plus restart time, and stay under the broker's"
                     + " transaction.max.timeout.ms (15 min by default).");
+
+    /** The keys of the options above. */
+    static List<String> keys() {
+        return Stream.of(BOOTSTRAP_SERVERS, REQUESTS_TOPIC, RESPONSES_TOPIC, GROUP_ID, DELIVERY_GUARANTEE,
+                TRANSACTIONAL_ID_PREFIX, TRANSACTION_NAMING, TRANSACTION_TIMEOUT).map(ConfigOption::key).toList();
+    }
 }

@@ -9,8 +9,10 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.stream.Stream;
@@ -44,7 +46,22 @@ public final class EmbeddedKafkaBroker implements AutoCloseable {
 
     /** Formats a fresh log folder in a temporary folder, starts the server at a free port and waits until it answers. */
     public static EmbeddedKafkaBroker start() throws Exception {
-        return start(Files.createTempDirectory("mstar-kafka-"), freePort(), true);
+        return start(Files.createTempDirectory("mstar-kafka-"), freePort(), true, null);
+    }
+
+    /**
+     * A listener beside PLAINTEXT (which {@link #bootstrapServers()}, {@link #admin()} and the broker itself keep
+     * using), such as a SASL_SSL one.
+     *
+     * @param name listener name, upper case
+     * @param settings broker settings it needs ({@code listener.name.<name>.*}, {@code sasl.enabled.mechanisms}, ...)
+     * @param formatArgs what formatting the log folder adds for it, such as {@code --add-scram} credentials
+     */
+    record Listener(String name, String protocol, int port, Map<String, String> settings, List<String> formatArgs) {}
+
+    /** {@link #start()} with {@code extra} listening too. */
+    static EmbeddedKafkaBroker start(Listener extra) throws Exception {
+        return start(Files.createTempDirectory("mstar-kafka-"), freePort(), true, extra);
     }
 
     /**
@@ -60,21 +77,25 @@ public final class EmbeddedKafkaBroker implements AutoCloseable {
             throw new IllegalStateException("port " + port + " on 127.0.0.1 is taken (another Kafka?): " + e.getMessage());
         }
         Files.createDirectories(dir);
-        return start(dir.toAbsolutePath(), port, false);
+        return start(dir.toAbsolutePath(), port, false, null);
     }
 
-    private static EmbeddedKafkaBroker start(Path dir, int brokerPort, boolean temporary) throws Exception {
+    private static EmbeddedKafkaBroker start(Path dir, int brokerPort, boolean temporary, Listener extra)
+            throws Exception {
         int controllerPort = freePort();
+        String extraListener = extra == null ? "" : "," + extra.name() + "://127.0.0.1:" + extra.port();
         Properties p = new Properties();
         p.putAll(Map.ofEntries(
                 Map.entry("process.roles", "broker,controller"),
                 Map.entry("node.id", "1"),
                 Map.entry("controller.quorum.voters", "1@127.0.0.1:" + controllerPort),
-                Map.entry("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + ",CONTROLLER://127.0.0.1:" + controllerPort),
-                Map.entry("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort),
+                Map.entry("listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + extraListener
+                        + ",CONTROLLER://127.0.0.1:" + controllerPort),
+                Map.entry("advertised.listeners", "PLAINTEXT://127.0.0.1:" + brokerPort + extraListener),
                 Map.entry("controller.listener.names", "CONTROLLER"),
                 Map.entry("inter.broker.listener.name", "PLAINTEXT"),
-                Map.entry("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+                Map.entry("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                        + (extra == null ? "" : "," + extra.name() + ":" + extra.protocol())),
                 Map.entry("log.dirs", dir.resolve("logs").toString()),
                 Map.entry("offsets.topic.replication.factor", "1"),
                 Map.entry("offsets.topic.num.partitions", "4"),
@@ -84,14 +105,22 @@ public final class EmbeddedKafkaBroker implements AutoCloseable {
                 Map.entry("share.coordinator.state.topic.replication.factor", "1"),
                 Map.entry("share.coordinator.state.topic.min.isr", "1"),
                 Map.entry("group.initial.rebalance.delay.ms", "0")));
+        if (extra != null) {
+            p.putAll(extra.settings());
+        }
         Path config = dir.resolve("server.properties");
         try (OutputStream out = Files.newOutputStream(config)) {
             p.store(out, "mstar embedded broker");
         }
         if (!Files.exists(dir.resolve("logs").resolve("meta.properties"))) {
             ByteArrayOutputStream formatLog = new ByteArrayOutputStream();
-            int formatted = StorageTool.execute(new String[] {"format", "-t", Uuid.randomUuid().toString(), "-c",
-                    config.toString()}, new PrintStream(formatLog, true, StandardCharsets.UTF_8));
+            List<String> format = new ArrayList<>(List.of("format", "-t", Uuid.randomUuid().toString(), "-c",
+                    config.toString()));
+            if (extra != null) {
+                format.addAll(extra.formatArgs());
+            }
+            int formatted = StorageTool.execute(format.toArray(String[]::new),
+                    new PrintStream(formatLog, true, StandardCharsets.UTF_8));
             if (formatted != 0) {
                 throw new IllegalStateException("kafka storage format failed: " + formatLog.toString(StandardCharsets.UTF_8));
             }
@@ -143,7 +172,7 @@ public final class EmbeddedKafkaBroker implements AutoCloseable {
         }
     }
 
-    private static int freePort() throws IOException {
+    static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             return s.getLocalPort();
         }

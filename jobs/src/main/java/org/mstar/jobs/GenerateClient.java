@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.Future;
 import java.util.function.BooleanSupplier;
@@ -20,6 +21,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.mstar.flink.KafkaClientProperties;
 import org.mstar.flink.Responses;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
@@ -41,16 +43,21 @@ public final class GenerateClient implements AutoCloseable {
     private final Set<String> done = new HashSet<>();
 
     public GenerateClient(String bootstrapServers, String requestsTopic, String responsesTopic) {
+        this(bootstrapServers, new Properties(), requestsTopic, responsesTopic);
+    }
+
+    /** @param client Kafka client properties of its producer and consumer ({@link KafkaClientProperties}) */
+    public GenerateClient(String bootstrapServers, Properties client, String requestsTopic, String responsesTopic) {
         this.requestsTopic = requestsTopic;
-        producer = new KafkaProducer<>(Map.of(
+        producer = new KafkaProducer<>(with(client, Map.of(
                 ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
                 ProducerConfig.ACKS_CONFIG, "all",
-                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true),
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true)),
                 new ByteArraySerializer(), new ByteArraySerializer());
-        consumer = new KafkaConsumer<>(Map.of(
+        consumer = new KafkaConsumer<>(with(client, Map.of(
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
                 ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed",
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false),
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false)),
                 new ByteArrayDeserializer(), new ByteArrayDeserializer());
         List<TopicPartition> partitions = consumer.partitionsFor(responsesTopic, Duration.ofSeconds(30)).stream()
                 .map(p -> new TopicPartition(p.topic(), p.partition())).toList();
@@ -60,6 +67,13 @@ public final class GenerateClient implements AutoCloseable {
         consumer.assign(partitions);
         consumer.seekToEnd(partitions);
         partitions.forEach(consumer::position); // resolves the lazy seek before anything is sent
+    }
+
+    /** {@code client}'s properties (with its config providers declared) and {@code own} over them. */
+    private static Properties with(Properties client, Map<String, Object> own) {
+        Properties p = KafkaClientProperties.withConfigProviders(client);
+        p.putAll(own);
+        return p;
     }
 
     /** Sends one request, keyed by its id. */

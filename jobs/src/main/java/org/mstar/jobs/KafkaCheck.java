@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -13,7 +14,10 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.SslAuthenticationException;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.mstar.flink.KafkaClientProperties;
 
 /**
  * What the commands check before they talk to Kafka, so that a broker that is not there, or a topic that is
@@ -42,21 +46,30 @@ final class KafkaCheck {
      */
     static void topics(String bootstrapServers, List<String> topics, boolean create, int partitions)
             throws KafkaUnavailable, InterruptedException {
-        topics(bootstrapServers, topics, create, partitions, TIMEOUT);
+        topics(bootstrapServers, new Properties(), topics, create, partitions, TIMEOUT);
     }
 
     /** {@link #topics(String, List, boolean, int)} with another timeout than {@link #TIMEOUT}. */
     static void topics(String bootstrapServers, List<String> topics, boolean create, int partitions, Duration timeout)
             throws KafkaUnavailable, InterruptedException {
+        topics(bootstrapServers, new Properties(), topics, create, partitions, timeout);
+    }
+
+    /**
+     * {@link #topics(String, List, boolean, int)} through a client with these Kafka client properties (security and
+     * the like, see {@link KafkaClientProperties}); credentials the cluster refuses end it at once.
+     */
+    static void topics(String bootstrapServers, Properties client, List<String> topics, boolean create, int partitions,
+            Duration timeout) throws KafkaUnavailable, InterruptedException {
         int timeoutMs = (int) timeout.toMillis();
-        try (Admin admin = admin(bootstrapServers, timeoutMs)) {
+        try (Admin admin = admin(bootstrapServers, client, timeoutMs)) {
             Set<String> existing;
             try {
                 existing = admin.listTopics().names().get(timeoutMs, TimeUnit.MILLISECONDS);
-            } catch (TimeoutException | ExecutionException e) {
-                throw new KafkaUnavailable("No Kafka broker answered at " + bootstrapServers + " within "
-                        + timeout.toSeconds() + " s. Start one with `mstar kafka` in another terminal, or give"
-                        + " --bootstrap-servers of a running cluster.");
+            } catch (ExecutionException e) {
+                throw refusedOrSilent(bootstrapServers, e.getCause(), timeout);
+            } catch (TimeoutException e) {
+                throw refusedOrSilent(bootstrapServers, e, timeout);
             }
             List<String> missing = topics.stream().distinct().filter(t -> !existing.contains(t)).toList();
             if (missing.isEmpty()) {
@@ -85,15 +98,41 @@ final class KafkaCheck {
         }
     }
 
-    private static Admin admin(String bootstrapServers, int timeoutMs) throws KafkaUnavailable {
+    /** Why the cluster did not answer: it refused the credentials or the TLS handshake, or nothing answered. */
+    private static KafkaUnavailable refusedOrSilent(String bootstrapServers, Throwable cause, Duration timeout) {
+        if (cause instanceof SslAuthenticationException) {
+            return new KafkaUnavailable("The TLS handshake with Kafka at " + bootstrapServers + " failed: "
+                    + rootMessage(cause) + ". Check ssl.truststore.* in --kafka-properties.");
+        }
+        if (cause instanceof AuthenticationException) {
+            return new KafkaUnavailable("Kafka at " + bootstrapServers + " refused the credentials: "
+                    + rootMessage(cause) + ". Check sasl.mechanism and sasl.jaas.config in --kafka-properties.");
+        }
+        return new KafkaUnavailable("No Kafka broker answered at " + bootstrapServers + " within "
+                + timeout.toSeconds() + " s. Start one with `mstar kafka` in another terminal, or give"
+                + " --bootstrap-servers of a running cluster (and, if it needs TLS or SASL, --kafka-properties).");
+    }
+
+    /** The innermost cause's message, without a final full stop (the caller's sentence goes on). */
+    private static String rootMessage(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String message = String.valueOf(root.getMessage()).strip();
+        return message.endsWith(".") ? message.substring(0, message.length() - 1) : message;
+    }
+
+    private static Admin admin(String bootstrapServers, Properties client, int timeoutMs) throws KafkaUnavailable {
+        Properties p = KafkaClientProperties.withConfigProviders(client);
+        p.putAll(Map.of(
+                AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
+                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs,
+                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs));
         try {
-            return Admin.create(Map.of(
-                    AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers,
-                    AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs,
-                    AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, timeoutMs));
-        } catch (KafkaException e) { // such as a host name that does not resolve
-            throw new KafkaUnavailable("Cannot use Kafka at " + bootstrapServers + ": "
-                    + (e.getCause() != null ? e.getCause().getMessage() : e.getMessage()) + ".");
+            return Admin.create(p);
+        } catch (KafkaException e) { // such as a host name that does not resolve, or a secret that cannot be read
+            throw new KafkaUnavailable("Cannot use Kafka at " + bootstrapServers + ": " + rootMessage(e) + ".");
         }
     }
 }

@@ -4,10 +4,14 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import org.mstar.flink.KafkaClientProperties;
 import org.mstar.schemas.GenerateRequest;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -27,6 +31,13 @@ final class SendCommand implements Callable<Integer> {
 
     @Mixin
     KafkaTopics topics;
+
+    @Mixin
+    KafkaClientFlags kafkaClient;
+
+    @Option(names = "-D", paramLabel = "mstar.kafka.PROPERTY=VALUE",
+            description = "A Kafka client property, e.g. -Dmstar.kafka.client.id=me; wins over --kafka-properties.")
+    Map<String, String> options = new HashMap<>();
 
     @Mixin
     SamplingFlags sampling;
@@ -54,13 +65,22 @@ final class SendCommand implements Callable<Integer> {
                             .filter(l -> !l.isBlank()).toList();
             requests = texts.stream().map(sampling::request).toList();
         }
+        for (String key : options.keySet()) {
+            if (!KafkaClientProperties.isPropertyKey(key)) {
+                throw new ParameterException(spec.commandLine(),
+                        "send takes -D for Kafka client properties only (-Dmstar.kafka.<property>=VALUE), not '"
+                                + key + "'.");
+            }
+        }
+        Properties clientProperties = kafkaClient.properties(options);
         try {
-            KafkaCheck.topics(topics.bootstrapServers, List.of(topics.requestsTopic, topics.responsesTopic), false, 1);
+            KafkaCheck.topics(topics.bootstrapServers, clientProperties,
+                    List.of(topics.requestsTopic, topics.responsesTopic), false, 1, KafkaCheck.TIMEOUT);
         } catch (KafkaCheck.KafkaUnavailable e) {
             spec.commandLine().getErr().println(e.getMessage());
             return 2;
         }
-        try (GenerateClient client = new GenerateClient(topics.bootstrapServers, topics.requestsTopic,
+        try (GenerateClient client = new GenerateClient(topics.bootstrapServers, clientProperties, topics.requestsTopic,
                 topics.responsesTopic)) {
             return exchange(spec.commandLine(), client, requests, Duration.ofSeconds(timeoutSeconds));
         }

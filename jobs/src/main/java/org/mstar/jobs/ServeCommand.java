@@ -27,6 +27,9 @@ final class ServeCommand implements Callable<Integer> {
     @Mixin
     KafkaTopics topics;
 
+    @Mixin
+    KafkaClientFlags kafkaClient;
+
     @Option(names = "--model", paramLabel = "DIR",
             description = "Model folder (Hugging Face layout), at the same path on every TaskManager.")
     String model;
@@ -94,7 +97,15 @@ final class ServeCommand implements Callable<Integer> {
                     + " finished, and reading resumes at the consumer group's committed offsets.")
     boolean fresh;
 
-    @Option(names = "-D", paramLabel = "KEY=VALUE", description = "Any Flink or mstar.* option, e.g. -Dmstar.engine.max-waiting=32.")
+    @Option(names = "--metrics-port", paramLabel = "PORT",
+            description = "Serve every metric (Flink's and mstar's) for Prometheus at http://HOST:PORT/metrics,"
+                    + " through Flink's Prometheus reporter. For the local cluster; a Flink cluster sets its reporter"
+                    + " in its own configuration.")
+    Integer metricsPort;
+
+    @Option(names = "-D", paramLabel = "KEY=VALUE",
+            description = "Any Flink or mstar.* option, e.g. -Dmstar.engine.max-waiting=32;"
+                    + " -Dmstar.kafka.<property>=VALUE sets a Kafka client property.")
     Map<String, String> options = new HashMap<>();
 
     @Spec

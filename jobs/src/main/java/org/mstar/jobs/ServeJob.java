@@ -13,6 +13,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Properties;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOption;
@@ -34,6 +35,7 @@ import org.apache.flink.util.NetUtils;
 import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
+import org.mstar.flink.KafkaClientProperties;
 import org.mstar.flink.KafkaIoOptions;
 import org.mstar.flink.ModelFingerprint;
 import picocli.CommandLine;
@@ -72,9 +74,9 @@ final class ServeJob {
         }
         StringWriter startsFrom = new StringWriter(); // said once Kafka answered: a failure is one line alone
         prepareState(flags, conf, new PrintWriter(startsFrom, true));
-        KafkaCheck.topics(flags.topics.bootstrapServers,
+        KafkaCheck.topics(flags.topics.bootstrapServers, KafkaClientProperties.from(conf.toMap()),
                 List.of(flags.topics.requestsTopic, flags.topics.responsesTopic), true,
-                flags.parallelism == null ? 1 : flags.parallelism);
+                flags.parallelism == null ? 1 : flags.parallelism, KafkaCheck.TIMEOUT);
         say(err, startsFrom.toString().strip());
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
@@ -185,16 +187,26 @@ final class ServeJob {
                 ? "responses reach read_committed consumers at each checkpoint, every "
                         + conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL).toSeconds() + " s"
                 : "responses are visible as generated; after a failure consumers drop repeats by (request id, index)";
-        return "mstar serve is running: Kafka " + flags.topics.bootstrapServers + ", topics "
+        return "mstar serve is running: Kafka " + flags.topics.bootstrapServers + kafkaClient(conf) + ", topics "
                 + flags.topics.requestsTopic + " -> " + flags.topics.responsesTopic + ", model " + model
                 + ", device " + device(conf) + ", delivery " + delivery + " (" + latency + ")"
                 + ", state " + stateRoot(flags.stateDir).getPath() + ", REST and metrics " + rest
+                + (flags.metricsPort == null ? "" : ", Prometheus metrics at port " + flags.metricsPort + " (/metrics)")
                 + ". Ctrl-C stops it; the same command resumes.";
     }
 
-    /** The -D options, overridden by the flags; RocksDB and a checkpoint interval unless -D chose otherwise. */
+    /** The Kafka client properties as a person may see them (secrets hidden), or nothing when there are none. */
+    private static String kafkaClient(Configuration conf) {
+        Properties client = KafkaClientProperties.from(conf.toMap());
+        return client.isEmpty() ? "" : " (" + KafkaClientProperties.describe(client) + ")";
+    }
+
+    /**
+     * The -D options (with those of --kafka-properties as mstar.kafka.*), overridden by the flags; RocksDB and a
+     * checkpoint interval unless -D chose otherwise.
+     */
     static Configuration configuration(ServeCommand flags) {
-        Configuration conf = Configuration.fromMap(flags.options);
+        Configuration conf = Configuration.fromMap(flags.kafkaClient.addTo(flags.options));
         conf.set(KafkaIoOptions.BOOTSTRAP_SERVERS, flags.topics.bootstrapServers);
         conf.set(KafkaIoOptions.REQUESTS_TOPIC, flags.topics.requestsTopic);
         conf.set(KafkaIoOptions.RESPONSES_TOPIC, flags.topics.responsesTopic);
@@ -214,6 +226,9 @@ final class ServeJob {
         setIfGiven(conf, DisaggregationOptions.DECODE_PARALLELISM, flags.decodeParallelism);
         setIfGiven(conf, DisaggregationOptions.PREFILL_DEVICE, flags.prefillDevice);
         setIfGiven(conf, DisaggregationOptions.DECODE_DEVICE, flags.decodeDevice);
+        if (flags.metricsPort != null) {
+            PrometheusEndpoint.configure(conf, flags.metricsPort);
+        }
         setIfAbsent(conf, CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofSeconds(flags.checkpointSeconds));
         setIfAbsent(conf, StateBackendOptions.STATE_BACKEND, "rocksdb");
         setIfAbsent(conf, CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);

@@ -21,6 +21,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.configuration.Configuration;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.TopicPartition;
@@ -42,10 +44,16 @@ import org.mstar.schemas.GenerateRequest;
 /**
  * The job jar on a real Flink session cluster: a JobManager and two TaskManagers, each its own JVM, started by
  * {@code scripts/cluster/cluster.sh} from Flink's entry points, the jar submitted with Flink's CLI. While requests
- * stream, TaskManager 1 is killed with SIGKILL, a replacement joins and later TaskManager 2 is killed too; in a
- * second cluster the JobManager is killed and the same command submitted again. A read_committed consumer must
- * see every request's complete token stream and one result exactly once, identical to the engine's
- * uninterrupted output, and the consumer group's offsets must reach the broker.
+ * stream, a TaskManager that runs a generate subtask is killed with SIGKILL, a replacement joins, and later a
+ * TaskManager that runs one then is killed too; in a second cluster the JobManager is killed and the same command
+ * submitted again; in a third, with ZooKeeper high availability, the leading JobManager is killed and the standby
+ * takes the job over. A read_committed consumer must see every request's complete token stream and one result exactly
+ * once, identical to the engine's uninterrupted output, and the consumer group's offsets must reach the broker.
+ *
+ * <p>The test paces itself, so that each kill lands mid-generation on a slow machine and on a fast one: requests
+ * arrive in waves, and a kill waits until the committed output shows a request of the current wave with tokens but
+ * no result while at most half of the wave has finished. A wave that finishes before that is followed by one twice
+ * as large. Nothing of a later wave exists before the kill, so the job cannot finish early.
  *
  * <p>Tagged {@code cluster}: it needs the shaded job jar, which {@code package} builds after the tests, so the
  * default build leaves it out; {@code scripts/cluster/kill-taskmanager-test.sh} builds the jar and runs it.
@@ -54,34 +62,34 @@ import org.mstar.schemas.GenerateRequest;
 class FlinkClusterKillITCase {
     private static final Duration TIMEOUT = Duration.ofSeconds(240);
     private static final int MAX_BATCH_ROWS = 4;
+    /** Requests of the first wave; each wave the job outpaces is followed by one twice as large. */
+    private static final int FIRST_WAVE = 8;
+    private static final int MAX_WAVES = 6;
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     @TempDir
     static Path tmp;
     private static EmbeddedKafkaBroker broker;
     private static KafkaTestSupport kafka;
     private static Path model;
-    private static List<GenerateRequest> requests;
-    private static Map<String, List<Integer>> expected;
-    private static int expectedTokens;
+    private static LlamaEngineFactory engines;
     private Path clusterDir;
     private final List<String> notes = new ArrayList<>();
     private int restPort;
     private int rpcPort;
+    private int restPort2;
+    private int zooKeeperPort;
 
     @BeforeAll
-    static void startBrokerAndComputeTheUninterruptedRun() throws Exception {
+    static void startBrokerAndWriteTheModel() throws Exception {
         broker = EmbeddedKafkaBroker.start();
         kafka = new KafkaTestSupport(broker.bootstrapServers());
         model = tmp.resolve("model");
         RandomModel.writeBundledGeometry(model, 13);
-        requests = TestRequests.requests("tm", 30);
         Configuration conf = new Configuration();
         conf.set(GenerateOptions.MODEL_DIR, model.toString());
         conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, MAX_BATCH_ROWS);
-        try (GenerationEngine engine = new LlamaEngineFactory(conf).create("cpu", 0)) {
-            expected = TestRequests.reference(requests, engine);
-        }
-        expectedTokens = expected.values().stream().mapToInt(List::size).sum();
+        engines = new LlamaEngineFactory(conf);
     }
 
     @AfterAll
@@ -89,12 +97,14 @@ class FlinkClusterKillITCase {
         broker.close();
     }
 
+    /** Each test starts its cluster ({@code cluster.sh start} or {@code start-ha}) here, on ports of its own. */
     @BeforeEach
-    void startCluster(TestInfo test) throws Exception {
+    void placeCluster(TestInfo test) throws Exception {
         clusterDir = tmp.resolve("cluster-" + test.getTestMethod().orElseThrow().getName());
         restPort = freePort();
         rpcPort = freePort();
-        cluster("start", "2");
+        restPort2 = freePort();
+        zooKeeperPort = freePort();
     }
 
     /**
@@ -105,34 +115,45 @@ class FlinkClusterKillITCase {
     void stopCluster() throws Exception {
         cluster("stop");
         notes.forEach(System.out::println);
-        try (Stream<String> lines = Files.lines(clusterDir.resolve("log/jobmanager.log"))) {
-            lines.filter(l -> l.contains("Job mstar serve") && l.contains("switched from state")
-                    || l.contains("Closing TaskExecutor connection")).forEach(System.out::println);
-        }
-        // The last task failure and its cause, when there was one.
-        List<String> log = Files.readAllLines(clusterDir.resolve("log/jobmanager.log"));
-        for (int i = log.size() - 1; i >= 0; i--) {
-            if (log.get(i).contains(" to FAILED")) {
-                log.subList(i, Math.min(log.size(), i + 40)).forEach(System.out::println);
-                break;
+        for (Path file : jobManagerLogs()) {
+            System.out.println("--- " + file.getFileName());
+            List<String> log = Files.readAllLines(file);
+            log.stream().filter(l -> l.contains("Job mstar serve") && l.contains("switched from state")
+                    || l.contains("Closing TaskExecutor connection") || l.contains("granted leadership"))
+                    .forEach(System.out::println);
+            // The last task failure and its cause, when there was one.
+            for (int i = log.size() - 1; i >= 0; i--) {
+                if (log.get(i).contains(" to FAILED")) {
+                    log.subList(i, Math.min(log.size(), i + 40)).forEach(System.out::println);
+                    break;
+                }
             }
+        }
+    }
+
+    private List<Path> jobManagerLogs() throws IOException {
+        try (Stream<Path> files = Files.list(clusterDir.resolve("log"))) {
+            return files.filter(f -> f.getFileName().toString().matches("jobmanager.*\\.log")).sorted().toList();
         }
     }
 
     @Test
     void killedTaskManagersLoseAndRepeatNothing() throws Exception {
+        cluster("start", "2");
         Job job = new Job("tm");
         String jobId = job.submit();
 
-        kafka.readUntil(job.responses, c -> c.tokenCount() >= expectedTokens / 3, TIMEOUT);
-        cluster("kill-taskmanager", "1");
-        job.assertMidGeneration("TaskManager 1 died");
-        cluster("start-taskmanager", "1");
+        String first = taskManagerRunningGenerate(jobId);
+        job.produceUntilMidGeneration();
+        killTaskManager(first);
+        job.assertKilledMidGeneration("TaskManager " + first + " died");
+        cluster("start-taskmanager", first);
         awaitRestarts(jobId, 1);
 
-        kafka.readUntil(job.responses, c -> c.tokenCount() >= expectedTokens * 2 / 3, TIMEOUT);
-        cluster("kill-taskmanager", "2");
-        job.assertMidGeneration("TaskManager 2 died");
+        String second = taskManagerRunningGenerate(jobId);
+        job.produceUntilMidGeneration();
+        killTaskManager(second);
+        job.assertKilledMidGeneration("TaskManager " + second + " died"); // the other one's two slots carry on
 
         job.assertExactlyOnceAndComplete();
         awaitRestarts(jobId, 2);
@@ -144,12 +165,13 @@ class FlinkClusterKillITCase {
      */
     @Test
     void aResubmittedJobResumesAfterTheJobManagerDied() throws Exception {
+        cluster("start", "2");
         Job job = new Job("jm");
         String first = job.submit();
 
-        kafka.readUntil(job.responses, c -> c.tokenCount() >= expectedTokens / 2, TIMEOUT);
+        job.produceUntilMidGeneration();
         cluster("kill-jobmanager");
-        job.assertMidGeneration("the JobManager died");
+        job.assertKilledMidGeneration("the JobManager died");
         cluster("start-jobmanager", "2");
         String second = job.submit();
 
@@ -158,11 +180,49 @@ class FlinkClusterKillITCase {
         job.assertExactlyOnceAndComplete();
     }
 
-    /** One test's topics, consumer group, transactional ids and state directory. */
+    /**
+     * With ZooKeeper high availability, two JobManagers: the leader dies mid-generation, the standby wins the election,
+     * recovers the job (same id) from the latest checkpoint ZooKeeper points to, and it runs to the end; nothing is
+     * submitted again.
+     */
+    @Test
+    void aStandbyJobManagerTakesOverWhenTheLeaderDies() throws Exception {
+        cluster("start-ha", "2");
+        Job job = new Job("ha");
+        String jobId = job.submit();
+        int leader = leadingJobManager();
+
+        job.produceUntilMidGeneration();
+        cluster("kill-jobmanager", Integer.toString(leader));
+        job.assertKilledMidGeneration("the leading JobManager " + leader + " died");
+        restPort = leader == 1 ? restPort2 : restPort; // the standby's REST endpoint from now on
+        awaitRunning(jobId); // the standby runs the job under its id
+
+        job.assertExactlyOnceAndComplete();
+        assertThat(Files.readString(clusterDir.resolve("log/jobmanager-" + (3 - leader) + ".log")))
+                .as("the standby's log").contains("granted leadership");
+    }
+
+    /** Which of the two JobManagers leads: the one whose log says its dispatcher was granted leadership. */
+    private int leadingJobManager() throws IOException {
+        for (int n = 1; n <= 2; n++) {
+            if (Files.readString(clusterDir.resolve("log/jobmanager-" + n + ".log")).contains("granted leadership")) {
+                return n;
+            }
+        }
+        throw new AssertionError("neither JobManager's log says it leads");
+    }
+
+    /** One test's topics, consumer group, transactional ids, state directory, and the requests sent so far. */
     private final class Job {
         final String name;
         final String requestsTopic;
         final String responses;
+        final List<GenerateRequest> requests = new ArrayList<>();
+        final Map<String, List<Integer>> expected = new java.util.LinkedHashMap<>();
+        /** The requests of the latest wave. */
+        List<GenerateRequest> wave = List.of();
+        int nextWaveSize = FIRST_WAVE;
         String submitOutput = "";
 
         Job(String name) throws Exception {
@@ -170,7 +230,6 @@ class FlinkClusterKillITCase {
             this.requestsTopic = name + "-requests";
             this.responses = name + "-responses";
             broker.createTopics(4, requestsTopic, responses);
-            kafka.produce(requestsTopic, requests);
         }
 
         /** {@code flink run -d jobs.jar serve ...}, the same command every time; returns the job id. */
@@ -189,11 +248,49 @@ class FlinkClusterKillITCase {
             return id.group(1);
         }
 
-        void assertMidGeneration(String when) throws IOException {
+        /**
+         * Sends waves of requests until the committed output shows one of the latest wave mid-generation (tokens, no
+         * result) with at most half of that wave finished: then a kill lands while the wave is being generated. A
+         * wave the job finishes first is followed by one twice as large.
+         */
+        void produceUntilMidGeneration() throws Exception {
+            for (int attempt = 0; attempt < MAX_WAVES; attempt++) {
+                sendWave();
+                Set<String> ids = wave.stream().map(GenerateRequest::getRequestId).collect(Collectors.toSet());
+                TestRequests.Collected seen = kafka.readUntil(responses,
+                        c -> midGeneration(c, ids) || finished(c, ids) > ids.size() / 2, TIMEOUT);
+                if (midGeneration(seen, ids) && finished(seen, ids) <= ids.size() / 2) {
+                    return;
+                }
+                notes.add(String.format("the job finished %d of a wave of %d before one was seen mid-generation;"
+                        + " the next wave is twice as large", finished(seen, ids), ids.size()));
+                nextWaveSize *= 2;
+            }
+            throw new AssertionError("no wave was seen mid-generation in " + MAX_WAVES + " waves");
+        }
+
+        private void sendWave() throws Exception {
+            int first = requests.size();
+            wave = new ArrayList<>();
+            for (int i = first; i < first + nextWaveSize; i++) {
+                wave.add(TestRequests.request(name + "-" + i, i));
+            }
+            try (GenerationEngine engine = engines.create("cpu", 0)) {
+                expected.putAll(TestRequests.reference(wave, engine));
+            }
+            requests.addAll(wave);
+            kafka.produce(requestsTopic, wave);
+        }
+
+        /** After a kill: the committed output, which the restore starts from, holds requests mid-generation. */
+        void assertKilledMidGeneration(String when) throws IOException {
             TestRequests.Collected seen = kafka.readAll(responses);
-            notes.add(String.format("%s: %d of %d tokens and %d of %d results committed", when, seen.tokenCount(),
-                    expectedTokens, seen.resultCount(), requests.size()));
-            assertThat(seen.resultCount()).as("results when %s", when).isLessThan(requests.size());
+            Set<String> ids = wave.stream().map(GenerateRequest::getRequestId).collect(Collectors.toSet());
+            long partial = ids.stream().filter(id -> partial(seen, id)).count();
+            notes.add(String.format("%s: %d of %d requests sent have their result committed, %d of the latest wave"
+                    + " of %d have tokens but no result", when, seen.resultCount(), requests.size(), partial,
+                    ids.size()));
+            assertThat(partial).as("requests mid-generation when %s", when).isPositive();
         }
 
         void assertExactlyOnceAndComplete() throws Exception {
@@ -203,9 +300,80 @@ class FlinkClusterKillITCase {
             out.assertComplete(requests, expected);
             assertThat(out.errors).isEmpty();
             awaitOffsetsCommitted(name, requestsTopic);
+            int expectedTokens = expected.values().stream().mapToInt(List::size).sum();
             assertThat(kafka.readAll(responses).tokenCount()).as("tokens once all is committed")
                     .isEqualTo(expectedTokens);
         }
+    }
+
+    private static boolean partial(TestRequests.Collected c, String id) {
+        return c.tokens.containsKey(id) && !c.results.containsKey(id);
+    }
+
+    private static boolean midGeneration(TestRequests.Collected c, Set<String> ids) {
+        return ids.stream().anyMatch(id -> partial(c, id));
+    }
+
+    private static long finished(TestRequests.Collected c, Set<String> ids) {
+        return ids.stream().filter(c.results::containsKey).count();
+    }
+
+    /**
+     * SIGKILLs TaskManager {@code number} at once, as {@code cluster.sh kill-taskmanager} does but without starting a
+     * process: what the test saw mid-generation must still be the latest checkpoint when it dies.
+     */
+    private void killTaskManager(String number) throws Exception {
+        long pid = Long.parseLong(Files.readString(clusterDir.resolve("taskmanager-" + number + ".pid")).strip());
+        ProcessHandle tm = ProcessHandle.of(pid).orElseThrow(() -> new AssertionError("TaskManager " + number
+                + " (pid " + pid + ") is not running"));
+        tm.destroyForcibly(); // SIGKILL
+        tm.onExit().get(30, TimeUnit.SECONDS);
+        notes.add("killed TaskManager " + number + ", which ran a generate subtask");
+    }
+
+    /** The number of a TaskManager that runs a subtask of the generate operator, as the JobManager's REST API says. */
+    private String taskManagerRunningGenerate(String jobId) throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        String vertex = null;
+        for (JsonNode v : JSON.readTree(get(http, "/jobs/" + jobId)).path("vertices")) {
+            if (v.path("name").asText().contains("mstar generate")) {
+                vertex = v.path("id").asText();
+            }
+        }
+        assertThat(vertex).as("the generate vertex of job %s", jobId).isNotNull();
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        String last = "";
+        while (System.nanoTime() < deadline) {
+            last = get(http, "/jobs/" + jobId + "/vertices/" + vertex + "/taskmanagers");
+            for (JsonNode tm : JSON.readTree(last).path("taskmanagers")) {
+                String id = tm.path("taskmanager-id").asText();
+                if (tm.path("status").asText().equals("RUNNING") && id.startsWith("taskmanager-")) {
+                    return id.substring("taskmanager-".length());
+                }
+            }
+            TimeUnit.MILLISECONDS.sleep(100); // poll interval of a condition with a deadline
+        }
+        throw new AssertionError("no TaskManager runs the generate operator of job " + jobId + ": " + last);
+    }
+
+    private String get(HttpClient http, String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create("http://localhost:" + restPort + path)).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+    }
+
+    /** Polls the JobManager's REST API until it reports the job running. */
+    private void awaitRunning(String jobId) throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        String last = "";
+        while (System.nanoTime() < deadline) {
+            last = get(http, "/jobs/" + jobId);
+            if (last.startsWith("{") && JSON.readTree(last).path("state").asText().equals("RUNNING")) {
+                return;
+            }
+            TimeUnit.MILLISECONDS.sleep(200); // poll interval of a condition with a deadline
+        }
+        throw new AssertionError("job " + jobId + " is not running: " + last);
     }
 
     /** Polls the JobManager's REST API until the job has restarted {@code count} times. */
@@ -250,6 +418,8 @@ class FlinkClusterKillITCase {
         pb.environment().put("MSTAR_CLUSTER_DIR", clusterDir.toString());
         pb.environment().put("MSTAR_REST_PORT", Integer.toString(restPort));
         pb.environment().put("MSTAR_RPC_PORT", Integer.toString(rpcPort));
+        pb.environment().put("MSTAR_REST_PORT_2", Integer.toString(restPort2));
+        pb.environment().put("MSTAR_ZOOKEEPER_PORT", Integer.toString(zooKeeperPort));
         pb.environment().put("OPT_OUT_TRACKING", "true");
         Process p = pb.start();
         String output = new String(p.getInputStream().readAllBytes());

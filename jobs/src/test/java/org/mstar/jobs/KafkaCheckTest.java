@@ -22,7 +22,8 @@ class KafkaCheckTest {
                 Duration.ofSeconds(2)))
                 .isInstanceOf(KafkaCheck.KafkaUnavailable.class)
                 .hasMessage("No Kafka broker answered at 127.0.0.1:" + closed + " within 2 s. Start one with `mstar"
-                        + " kafka` in another terminal, or give --bootstrap-servers of a running cluster.");
+                        + " kafka` in another terminal, or give --bootstrap-servers of a running cluster (and, if it"
+                        + " needs TLS or SASL, --kafka-properties).");
     }
 
     @Test

@@ -51,8 +51,8 @@ final class KafkaTestSupport {
     }
 
     /**
-     * Reads the whole topic as a read_committed consumer until {@code done} holds for what was read, or fails
-     * when {@code timeout} passes first.
+     * Reads the whole topic as a read_committed consumer and tests {@code done} each time it has caught up with the
+     * topic's end (so never on a past state of it), until {@code done} holds; fails when {@code timeout} passes first.
      */
     TestRequests.Collected readUntil(String topic, Predicate<TestRequests.Collected> done, Duration timeout)
             throws Exception {
@@ -62,17 +62,22 @@ final class KafkaTestSupport {
             consumer.assign(partitions);
             consumer.seekToBeginning(partitions);
             long deadline = System.nanoTime() + timeout.toNanos();
-            while (!done.test(collected)) {
+            while (true) {
+                Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+                do { // at least one poll, which waits up to 100 ms for more
+                    for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
+                        collected.add(Response.fromByteBuffer(ByteBuffer.wrap(record.value())));
+                    }
+                } while (partitions.stream().anyMatch(p -> consumer.position(p) < ends.get(p)));
+                if (done.test(collected)) {
+                    return collected;
+                }
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError("timed out reading " + topic + ": " + collected.resultCount()
                             + " results, " + collected.errors.size() + " errors");
                 }
-                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
-                    collected.add(Response.fromByteBuffer(ByteBuffer.wrap(record.value())));
-                }
             }
         }
-        return collected;
     }
 
     /** Reads the whole topic as a read_committed consumer, up to its end (last stable offsets) at the call. */

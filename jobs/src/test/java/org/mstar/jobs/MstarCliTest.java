@@ -132,6 +132,37 @@ class MstarCliTest {
     }
 
     @Test
+    void metricsPortSetsUpFlinksPrometheusReporterAndTheRunningLineNamesIt() {
+        CommandLine.ParseResult parsed = new CommandLine(new Mstar()).parseArgs("serve", "--random", "--metrics-port",
+                "9250");
+        ServeCommand serve = (ServeCommand) parsed.subcommand().commandSpec().userObject();
+        Configuration conf = ServeJob.configuration(serve);
+        assertThat(conf.toMap()).containsEntry("metrics.reporter.prom.port", "9250").containsEntry(
+                "metrics.reporter.prom.factory.class", "org.apache.flink.metrics.prometheus.PrometheusReporterFactory");
+        assertThat(ServeJob.runningLine(serve, conf, "m", "r")).contains("Prometheus metrics at port 9250");
+        assertThat(run("serve", "--random", "--metrics-port", "0")).isEqualTo(2);
+        assertThat(err.toString()).contains("--metrics-port is a TCP port, 1-65535, not 0");
+    }
+
+    @Test
+    void kafkaPropertiesFromTheFileBecomeJobOptionsAndDWins(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        java.nio.file.Path file = dir.resolve("client.properties");
+        java.nio.file.Files.writeString(file, "security.protocol=SASL_SSL\nclient.id=from-file\n");
+        CommandLine.ParseResult parsed = new CommandLine(new Mstar()).parseArgs("serve", "--kafka-properties",
+                file.toString(), "-Dmstar.kafka.client.id=from-d");
+        Configuration conf = ServeJob.configuration((ServeCommand) parsed.subcommand().commandSpec().userObject());
+        assertThat(conf.toMap()).containsEntry("mstar.kafka.security.protocol", "SASL_SSL")
+                .containsEntry("mstar.kafka.client.id", "from-d");
+
+        assertThat(run("send", "--kafka-properties", dir.resolve("missing").toString(), "hi")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("mstar send: --kafka-properties " + dir.resolve("missing")
+                + " cannot be read");
+        assertThat(run("send", "-Dmstar.engine.max-waiting=3", "hi")).isEqualTo(2);
+        assertThat(err.toString()).contains("send takes -D for Kafka client properties only");
+    }
+
+    @Test
     void serveDisaggregatedSetsEachSidesParallelismAndDevice() {
         CommandLine cli = new CommandLine(new Mstar());
         CommandLine.ParseResult parsed = cli.parseArgs("serve", "--bootstrap-servers", "k:9092", "--disaggregated",

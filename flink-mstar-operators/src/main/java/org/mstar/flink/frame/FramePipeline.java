@@ -1,6 +1,7 @@
 package org.mstar.flink.frame;
 
 import java.time.Duration;
+import java.util.Properties;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.connector.base.DeliveryGuarantee;
@@ -17,6 +18,7 @@ import org.apache.flink.types.Either;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.mstar.flink.KafkaClientProperties;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.FrameRequest;
 import org.mstar.schemas.FrameResponse;
@@ -44,6 +46,7 @@ public final class FramePipeline {
     private final OffsetsInitializer startingOffsets = OffsetsInitializer.committedOffsets(OffsetResetStrategy.EARLIEST);
     private FrameEngineFactory engineFactory;
     private String device = "cpu";
+    private final Properties kafkaProperties = new Properties();
 
     public FramePipeline bootstrapServers(String v) { bootstrapServers = v; return this; }
     public FramePipeline requestsTopic(String v) { requestsTopic = v; return this; }
@@ -53,6 +56,11 @@ public final class FramePipeline {
     public FramePipeline deliveryGuarantee(DeliveryGuarantee v) { guarantee = v; return this; }
     public FramePipeline engineFactory(FrameEngineFactory v) { engineFactory = v; return this; }
     public FramePipeline device(String v) { device = v; return this; }
+    /** A Kafka client property of the source and the sink, as {@link KafkaClientProperties} describes them. */
+    public FramePipeline kafkaProperty(String key, String value) {
+        kafkaProperties.setProperty(key, value);
+        return this;
+    }
 
     /** Adds the job to {@code env}; returns what goes to the frames topic. */
     public DataStream<FrameResponse> addTo(StreamExecutionEnvironment env) {
@@ -69,6 +77,7 @@ public final class FramePipeline {
                 .setGroupId(groupId)
                 .setStartingOffsets(startingOffsets)
                 .setDeserializer(new FrameRequestDeserializer())
+                .setProperties(KafkaClientProperties.withConfigProviders(kafkaProperties))
                 // records of aborted transactions were never sent
                 .setProperty("isolation.level", "read_committed")
                 .build();
@@ -89,6 +98,7 @@ public final class FramePipeline {
         KafkaSinkBuilder<FrameResponse> b = KafkaSink.<FrameResponse>builder()
                 .setBootstrapServers(bootstrapServers)
                 .setRecordSerializer(new FrameResponseSerializer(framesTopic))
+                .setKafkaProducerConfig(KafkaClientProperties.withConfigProviders(kafkaProperties))
                 .setDeliveryGuarantee(guarantee);
         if (guarantee == DeliveryGuarantee.EXACTLY_ONCE) {
             // Flink's 1 h default exceeds the broker's transaction.max.timeout.ms (15 min) and fails the job
