@@ -1,0 +1,184 @@
+package org.mstar.sql;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.ValidationException;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.apache.flink.types.Row;
+import org.apache.flink.util.CloseableIterator;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * {@code CREATE MODEL ... WITH ('provider' = 'mstar')} and {@code ML_PREDICT} through Flink's SQL planner on a
+ * MiniCluster, with the bundled tiny random Llama on the CPU: every row's text equals the text its prompt gets alone
+ * from a bare engine, input the model cannot take becomes an error row (or fails the job), and bad options are
+ * refused by name.
+ */
+class MlPredictITCase {
+    @RegisterExtension
+    static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
+            .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(2).build());
+
+    private static final List<String> PROMPTS = TinyModel.prompts(12);
+
+    private static TableEnvironment sql(Configuration config) {
+        TableEnvironment env = TableEnvironment.create(EnvironmentSettings.newInstance().inStreamingMode()
+                .withConfiguration(config).build());
+        env.getConfig().set("parallelism.default", "1");
+        return env;
+    }
+
+    private static void promptsView(TableEnvironment env, List<String> prompts) {
+        String values = java.util.stream.IntStream.range(0, prompts.size())
+                .mapToObj(i -> "(" + i + ", '" + prompts.get(i) + "')").collect(Collectors.joining(", "));
+        env.executeSql("CREATE TEMPORARY VIEW prompts AS SELECT * FROM (VALUES " + values + ") AS t(id, prompt)");
+    }
+
+    private static List<Row> collect(TableEnvironment env, String query) throws Exception {
+        List<Row> rows = new ArrayList<>();
+        try (CloseableIterator<Row> it = env.executeSql(query).collect()) {
+            it.forEachRemaining(rows::add);
+        }
+        return rows;
+    }
+
+    @Test
+    void everyRowGetsTheTextItsPromptGetsAloneInInputOrder() throws Exception {
+        Map<String, String> options = TinyModel.options();
+        TableEnvironment env = sql(new Configuration());
+        promptsView(env, PROMPTS);
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING) OUTPUT (text STRING, tokens ARRAY<INT>,"
+                + " finish_reason STRING, completion_tokens INT) WITH (" + TinyModel.with(options) + ")");
+
+        List<Row> rows = collect(env, "SELECT id, text, tokens, finish_reason, completion_tokens FROM ML_PREDICT("
+                + "TABLE prompts, MODEL m, DESCRIPTOR(prompt), MAP['max-concurrent-operations', '12'])");
+
+        Map<String, String> alone = TinyModel.reference(options, PROMPTS);
+        assertThat(rows).extracting(r -> r.getField(0)).containsExactlyElementsOf(
+                java.util.stream.IntStream.range(0, PROMPTS.size()).boxed().toList());
+        for (Row r : rows) {
+            String prompt = PROMPTS.get((Integer) r.getField(0));
+            assertThat(r.getField(1)).as(prompt).isEqualTo(alone.get(prompt));
+            Integer[] tokens = (Integer[]) r.getField(2);
+            assertThat(tokens).hasSizeBetween(1, TinyModel.MAX_TOKENS);
+            assertThat(r.getField(4)).isEqualTo(tokens.length);
+            assertThat(r.getField(3)).isEqualTo(tokens.length == TinyModel.MAX_TOKENS ? "length" : "stop");
+        }
+    }
+
+    @Test
+    void unorderedOutputGivesTheSameRowsAndSynchronousPredictionIsRefused() throws Exception {
+        TableEnvironment env = sql(new Configuration());
+        promptsView(env, PROMPTS);
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING) OUTPUT (text STRING) WITH ("
+                + TinyModel.with(TinyModel.options()) + ")");
+        String query = "SELECT id, text FROM ML_PREDICT(TABLE prompts, MODEL m, DESCRIPTOR(prompt), MAP[%s])";
+        List<Row> ordered = collect(env, query.formatted("'async', 'true'"));
+        List<Row> unordered = collect(env, query.formatted("'output-mode', 'allow_unordered'"));
+        assertThat(unordered).containsExactlyInAnyOrderElementsOf(ordered);
+        assertThatThrownBy(() -> collect(env, query.formatted("'async', 'false'")))
+                .satisfies(e -> assertThat(messages(e)).contains("doesn't support sync mode"));
+    }
+
+    @Test
+    void inputTheModelCannotTakeBecomesAnErrorRow() throws Exception {
+        TableEnvironment env = sql(new Configuration());
+        env.executeSql("CREATE TEMPORARY VIEW chats AS SELECT * FROM (VALUES"
+                + " (0, CAST(NULL AS STRING), CAST(NULL AS ARRAY<ROW<role STRING, content STRING>>)),"
+                + " (1, 'Hello', CAST(NULL AS ARRAY<ROW<role STRING, content STRING>>)),"
+                + " (2, CAST(NULL AS STRING), ARRAY[ROW('user', 'Hi')]),"
+                + " (3, '" + "word ".repeat(40) + "', CAST(NULL AS ARRAY<ROW<role STRING, content STRING>>))"
+                + ") AS t(id, prompt, messages)");
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING, messages ARRAY<ROW<role STRING, content"
+                + " STRING>>) OUTPUT (text STRING, finish_reason STRING, error STRING) WITH ("
+                + TinyModel.with(TinyModel.options("kv.max-seq-len", "32")) + ")");
+
+        Map<Integer, Row> rows = collect(env, "SELECT id, text, finish_reason, error FROM ML_PREDICT("
+                + "TABLE chats, MODEL m, DESCRIPTOR(prompt, messages))").stream()
+                .collect(Collectors.toMap(r -> (Integer) r.getField(0), r -> r));
+
+        assertThat(rows).hasSize(4);
+        assertThat(rows.get(1).getField(2)).isIn("stop", "length");
+        assertThat(rows.get(1).getField(3)).isNull();
+        assertThat(rows.get(0).getField(3)).asString().startsWith("400: prompt").contains("exactly one");
+        // the tiny model has no chat template
+        assertThat(rows.get(2).getField(3)).asString().startsWith("400: messages").contains("chat template");
+        assertThat(rows.get(3).getField(3)).asString().startsWith("400:");
+        for (int id : List.of(0, 2, 3)) {
+            assertThat(rows.get(id).getField(1)).isNull();
+            assertThat(rows.get(id).getField(2)).isEqualTo("error");
+        }
+    }
+
+    @Test
+    void withOnErrorFailBadInputFailsTheJobNamingTheReason() {
+        TableEnvironment env = sql(new Configuration());
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING) OUTPUT (text STRING) WITH ("
+                + TinyModel.with(TinyModel.options("on-error", "fail")) + ")");
+        promptsView(env, List.of(""));
+        assertThatThrownBy(() -> collect(env, "SELECT text FROM ML_PREDICT(TABLE prompts, MODEL m, DESCRIPTOR(prompt))"))
+                .rootCause().hasMessageContaining("prompt: must not be empty");
+    }
+
+    @Test
+    void badOptionsAreRefusedByNameWhenAQueryUsesTheModel() {
+        TableEnvironment env = sql(new Configuration());
+        promptsView(env, PROMPTS);
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("max-tokenz", "3"), "max-tokenz");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("max-tokens", "0"), "'max-tokens'");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("temperature", "-1"), "'temperature'");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("device", "gpu0"), "'device'");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("regex", "[a-"), "'regex'");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("engine.max-batch-rows", "x"),
+                "engine.max-batch-rows");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("model.dir", "/models/x"),
+                "'model.dir'");
+        assertRefused(env, "(prompt STRING)", "(summary STRING)", TinyModel.options(), "'summary'");
+    }
+
+    private static void assertRefused(TableEnvironment env, String input, String output, Map<String, String> options,
+                                      String named) {
+        env.executeSql("DROP TEMPORARY MODEL IF EXISTS bad");
+        env.executeSql("CREATE TEMPORARY MODEL bad INPUT " + input + " OUTPUT " + output + " WITH ("
+                + TinyModel.with(options) + ")");
+        assertThatThrownBy(() -> env.sqlQuery("SELECT * FROM ML_PREDICT(TABLE prompts, MODEL bad, DESCRIPTOR(prompt))"))
+                .isInstanceOf(ValidationException.class)
+                .satisfies(e -> assertThat(messages(e)).contains(named));
+    }
+
+    @Test
+    void withTheCatalogListenerBadOptionsFailCreateModelItself() {
+        Configuration config = new Configuration();
+        config.setString("table.catalog-modification.listeners", "mstar");
+        TableEnvironment env = sql(config);
+        assertThatThrownBy(() -> env.executeSql("CREATE TEMPORARY MODEL bad INPUT (prompt STRING) OUTPUT (text STRING)"
+                + " WITH (" + TinyModel.with(TinyModel.options("top-p", "1.5")) + ")"))
+                .satisfies(e -> assertThat(messages(e)).contains("'top-p'"));
+        assertThatThrownBy(() -> env.executeSql("CREATE TEMPORARY MODEL bad INPUT (prompt INT) OUTPUT (text STRING)"
+                + " WITH (" + TinyModel.with(TinyModel.options()) + ")"))
+                .satisfies(e -> assertThat(messages(e)).contains("'prompt' must be STRING"));
+        assertThat(env.listTemporaryModels()).doesNotContain("bad");
+        env.executeSql("CREATE TEMPORARY MODEL good INPUT (prompt STRING) OUTPUT (text STRING) WITH ("
+                + TinyModel.with(TinyModel.options()) + ")");
+        assertThat(env.listTemporaryModels()).contains("good");
+    }
+
+    /** The messages of {@code e} and its causes, one a line. */
+    private static String messages(Throwable e) {
+        StringBuilder s = new StringBuilder();
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            s.append(t.getMessage()).append('\n');
+        }
+        return s.toString();
+    }
+}
