@@ -1,0 +1,105 @@
+package org.mstar.sql;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.mstar.jobs.EmbeddedKafkaBroker;
+
+/**
+ * A SQL job from a Kafka table of prompts through {@code ML_PREDICT} to a Kafka table of answers written exactly
+ * once, with a failure injected while rows are in the engine: after the restore, a read_committed consumer sees
+ * every prompt's answer once, with the text the prompt gets alone from a bare engine.
+ */
+class KafkaMlPredictITCase {
+    private static final Duration TIMEOUT = Duration.ofSeconds(120);
+    private static final int ROWS = 24;
+
+    @RegisterExtension
+    static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
+            .setNumberTaskManagers(1).setNumberSlotsPerTaskManager(2).build());
+
+    private static EmbeddedKafkaBroker broker;
+    private static KafkaTopics kafka;
+
+    @BeforeAll
+    static void startBroker() throws Exception {
+        broker = EmbeddedKafkaBroker.start();
+        kafka = new KafkaTopics(broker.bootstrapServers());
+    }
+
+    @AfterAll
+    static void stopBroker() throws Exception {
+        broker.close();
+    }
+
+    @Test
+    void aFailureWhileRowsAreInTheEngineLosesAndRepeatsNoAnswer() throws Exception {
+        kafka.create("prompts", "answers");
+        List<String> prompts = TinyModel.prompts(ROWS);
+        Map<String, String> options = TinyModel.options();
+
+        TableEnvironment env = TableEnvironment.create(EnvironmentSettings.inStreamingMode());
+        env.getConfig().set("parallelism.default", "1");
+        env.getConfig().set("execution.checkpointing.interval", "300 ms");
+        env.getConfig().set("restart-strategy.type", "fixed-delay");
+        env.getConfig().set("restart-strategy.fixed-delay.attempts", "3");
+        env.getConfig().set("restart-strategy.fixed-delay.delay", "200 ms");
+        env.createTemporarySystemFunction("FAIL_ONCE", FailOnce.class);
+        env.executeSql("CREATE TABLE prompts (id INT, prompt STRING) WITH ('connector' = 'kafka', 'topic' = 'prompts',"
+                + " 'properties.bootstrap.servers' = '" + broker.bootstrapServers() + "',"
+                + " 'properties.group.id' = 'ml-predict', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json')");
+        env.executeSql("CREATE TABLE answers (id INT, text STRING, finish_reason STRING) WITH ('connector' = 'kafka',"
+                + " 'topic' = 'answers', 'properties.bootstrap.servers' = '" + broker.bootstrapServers() + "',"
+                + " 'format' = 'json', 'sink.delivery-guarantee' = 'exactly-once',"
+                + " 'sink.transactional-id-prefix' = 'ml-predict', 'properties.transaction.timeout.ms' = '120000')");
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING) OUTPUT (text STRING, finish_reason STRING)"
+                + " WITH (" + TinyModel.with(options) + ")");
+
+        FailOnce.ARMED.set(false);
+        FailOnce.FIRED.set(false);
+        JobClient job = env.executeSql("INSERT INTO answers SELECT id, FAIL_ONCE(text), finish_reason FROM ML_PREDICT("
+                + "TABLE prompts, MODEL m, DESCRIPTOR(prompt), MAP['max-concurrent-operations', '8'])")
+                .getJobClient().orElseThrow();
+        try {
+            kafka.produce("prompts", records(prompts, 0, ROWS / 2));
+            // committed output means a checkpoint completed: the failure then rolls back to a real checkpoint
+            assertThat(kafka.readCommitted("answers", r -> !r.isEmpty(), TIMEOUT)).isNotEmpty();
+            FailOnce.ARMED.set(true);
+            kafka.produce("prompts", records(prompts, ROWS / 2, ROWS));
+            kafka.readCommitted("answers", r -> r.size() >= ROWS, TIMEOUT);
+        } finally {
+            job.cancel().get();
+        }
+
+        List<JsonNode> answers = kafka.readCommitted("answers", r -> false, Duration.ofSeconds(2));
+        assertThat(FailOnce.FIRED).isTrue();
+        Map<Integer, List<String>> byId = new HashMap<>();
+        for (JsonNode a : answers) {
+            byId.computeIfAbsent(a.get("id").asInt(), k -> new ArrayList<>()).add(a.get("text").asText());
+        }
+        assertThat(byId.keySet()).containsExactlyInAnyOrderElementsOf(IntStream.range(0, ROWS).boxed().toList());
+        Map<String, String> alone = TinyModel.reference(options, prompts);
+        byId.forEach((id, texts) -> assertThat(texts).as("answers of row " + id)
+                .containsExactly(alone.get(prompts.get(id))));
+    }
+
+    private static List<Map<String, Object>> records(List<String> prompts, int from, int to) {
+        return IntStream.range(from, to).mapToObj(i -> Map.<String, Object>of("id", i, "prompt", prompts.get(i)))
+                .toList();
+    }
+}
