@@ -3,16 +3,21 @@ package org.mstar.sql;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
+import org.apache.flink.table.api.TableResult;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -28,6 +33,7 @@ import org.mstar.jobs.EmbeddedKafkaBroker;
 class KafkaMlPredictITCase {
     private static final Duration TIMEOUT = Duration.ofSeconds(120);
     private static final int ROWS = 24;
+    private static final java.util.regex.Pattern SET = java.util.regex.Pattern.compile("SET '([^']+)' = '([^']*)'");
 
     @RegisterExtension
     static final MiniClusterExtension FLINK = new MiniClusterExtension(new MiniClusterResourceConfiguration.Builder()
@@ -49,7 +55,7 @@ class KafkaMlPredictITCase {
 
     @Test
     void aFailureWhileRowsAreInTheEngineLosesAndRepeatsNoAnswer() throws Exception {
-        kafka.create("prompts", "answers");
+        kafka.create("failover-prompts", "failover-answers");
         List<String> prompts = TinyModel.prompts(ROWS);
         Map<String, String> options = TinyModel.options();
 
@@ -60,11 +66,11 @@ class KafkaMlPredictITCase {
         env.getConfig().set("restart-strategy.fixed-delay.attempts", "3");
         env.getConfig().set("restart-strategy.fixed-delay.delay", "200 ms");
         env.createTemporarySystemFunction("FAIL_ONCE", FailOnce.class);
-        env.executeSql("CREATE TABLE prompts (id INT, prompt STRING) WITH ('connector' = 'kafka', 'topic' = 'prompts',"
+        env.executeSql("CREATE TABLE prompts (id INT, prompt STRING) WITH ('connector' = 'kafka', 'topic' = 'failover-prompts',"
                 + " 'properties.bootstrap.servers' = '" + broker.bootstrapServers() + "',"
                 + " 'properties.group.id' = 'ml-predict', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json')");
         env.executeSql("CREATE TABLE answers (id INT, text STRING, finish_reason STRING) WITH ('connector' = 'kafka',"
-                + " 'topic' = 'answers', 'properties.bootstrap.servers' = '" + broker.bootstrapServers() + "',"
+                + " 'topic' = 'failover-answers', 'properties.bootstrap.servers' = '" + broker.bootstrapServers() + "',"
                 + " 'format' = 'json', 'sink.delivery-guarantee' = 'exactly-once',"
                 + " 'sink.transactional-id-prefix' = 'ml-predict', 'properties.transaction.timeout.ms' = '120000')");
         env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING) OUTPUT (text STRING, finish_reason STRING)"
@@ -76,17 +82,17 @@ class KafkaMlPredictITCase {
                 + "TABLE prompts, MODEL m, DESCRIPTOR(prompt), MAP['max-concurrent-operations', '8'])")
                 .getJobClient().orElseThrow();
         try {
-            kafka.produce("prompts", records(prompts, 0, ROWS / 2));
+            kafka.produce("failover-prompts", records(prompts, 0, ROWS / 2));
             // committed output means a checkpoint completed: the failure then rolls back to a real checkpoint
-            assertThat(kafka.readCommitted("answers", r -> !r.isEmpty(), TIMEOUT)).isNotEmpty();
+            assertThat(kafka.readCommitted("failover-answers", r -> !r.isEmpty(), TIMEOUT)).isNotEmpty();
             FailOnce.ARMED.set(true);
-            kafka.produce("prompts", records(prompts, ROWS / 2, ROWS));
-            kafka.readCommitted("answers", r -> r.size() >= ROWS, TIMEOUT);
+            kafka.produce("failover-prompts", records(prompts, ROWS / 2, ROWS));
+            kafka.readCommitted("failover-answers", r -> r.size() >= ROWS, TIMEOUT);
         } finally {
             job.cancel().get();
         }
 
-        List<JsonNode> answers = kafka.readCommitted("answers", r -> false, Duration.ofSeconds(2));
+        List<JsonNode> answers = kafka.readCommitted("failover-answers", r -> false, Duration.ofSeconds(2));
         assertThat(FailOnce.FIRED).isTrue();
         Map<Integer, List<String>> byId = new HashMap<>();
         for (JsonNode a : answers) {
@@ -96,6 +102,42 @@ class KafkaMlPredictITCase {
         Map<String, String> alone = TinyModel.reference(options, prompts);
         byId.forEach((id, texts) -> assertThat(texts).as("answers of row " + id)
                 .containsExactly(alone.get(prompts.get(id))));
+    }
+
+    @Test
+    void theReadmeSqlExampleAnswersEveryPrompt() throws Exception {
+        TableEnvironment env = TableEnvironment.create(EnvironmentSettings.inStreamingMode());
+        JobClient job = null;
+        for (String statement : readmeSql()) {
+            if (statement.startsWith("SELECT")) {
+                continue; // the SQL client's view of the answers; read here as a consumer below
+            }
+            java.util.regex.Matcher set = SET.matcher(statement);
+            if (set.matches()) { // a SQL client command, not a statement of the table API
+                env.getConfig().set(set.group(1), set.group(2));
+                continue;
+            }
+            TableResult result = env.executeSql(statement.replace("localhost:9092", broker.bootstrapServers()));
+            job = statement.startsWith("INSERT INTO answers") ? result.getJobClient().orElseThrow() : job;
+        }
+        assertThat(job).as("the README's ML_PREDICT job").isNotNull();
+        try {
+            List<JsonNode> answers = kafka.readCommitted("answers", r -> r.size() >= 3, TIMEOUT);
+            assertThat(answers).extracting(a -> a.get("id").asInt()).containsExactlyInAnyOrder(1, 2, 3);
+            assertThat(answers).allSatisfy(a -> assertThat(a.get("finish_reason").asText()).isIn("stop", "length"));
+        } finally {
+            job.cancel().get();
+        }
+    }
+
+    /** The statements of the README's SQL example, comments left out. */
+    private static List<String> readmeSql() throws Exception {
+        String readme = Files.readString(Path.of("..", "README.md"));
+        int section = readme.indexOf("## Flink SQL");
+        int start = readme.indexOf("```sql\n", section) + "```sql\n".length();
+        String sql = readme.substring(start, readme.indexOf("```", start)).lines()
+                .filter(line -> !line.startsWith("--")).collect(Collectors.joining("\n"));
+        return Arrays.stream(sql.split(";")).map(String::strip).filter(s -> !s.isEmpty()).toList();
     }
 
     private static List<Map<String, Object>> records(List<String> prompts, int from, int to) {

@@ -9,10 +9,15 @@ import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.table.api.DataTypes;
 import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.ModelDescriptor;
+import org.apache.flink.table.api.Schema;
+import org.apache.flink.table.api.Table;
 import org.apache.flink.table.api.TableEnvironment;
 import org.apache.flink.table.api.ValidationException;
 import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.apache.flink.types.ColumnList;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Test;
@@ -88,6 +93,26 @@ class MlPredictITCase {
         assertThat(unordered).containsExactlyInAnyOrderElementsOf(ordered);
         assertThatThrownBy(() -> collect(env, query.formatted("'async', 'false'")))
                 .satisfies(e -> assertThat(messages(e)).contains("doesn't support sync mode"));
+    }
+
+    @Test
+    void theReadmeTableApiExampleRuns() throws Exception {
+        TableEnvironment env = sql(new Configuration());
+        env.createTemporaryModel("llm", ModelDescriptor.forProvider("mstar")
+                .inputSchema(Schema.newBuilder().column("prompt", DataTypes.STRING()).build())
+                .outputSchema(Schema.newBuilder().column("text", DataTypes.STRING())
+                        .column("finish_reason", DataTypes.STRING()).build())
+                .option("model.random", "tiny").option("device", "cpu").option("max-tokens", "32")
+                .build());
+        Table prompts = env.fromValues(DataTypes.ROW(DataTypes.FIELD("id", DataTypes.INT()),
+                DataTypes.FIELD("prompt", DataTypes.STRING())), Row.of(1, "The capital of France is"), Row.of(2, "Flink is"));
+        List<Row> rows = new ArrayList<>();
+        try (CloseableIterator<Row> it = env.fromModel("llm")
+                .predict(prompts, ColumnList.of("prompt"), Map.of("max-concurrent-operations", "64")).execute().collect()) {
+            it.forEachRemaining(rows::add);
+        }
+        assertThat(rows).extracting(r -> r.getField("id")).containsExactly(1, 2);
+        assertThat(rows).allSatisfy(r -> assertThat(r.getField("finish_reason")).isIn("stop", "length"));
     }
 
     @Test
