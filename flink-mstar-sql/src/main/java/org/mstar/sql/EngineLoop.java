@@ -35,6 +35,15 @@ final class EngineLoop implements AutoCloseable {
     /** Most rows that got a token in one step: how wide the batches became. */
     private volatile int widestStep;
 
+    /** Why a submission after {@link #close} fails. */
+    private static final class LoopClosed extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        LoopClosed() {
+            super("the model's engine was closed");
+        }
+    }
+
     private record Submission(GenerationRequest request, CompletableFuture<FinishedRequest> done) {}
 
     /** @param name names the loop's thread (the task's subtask, for thread dumps) */
@@ -57,8 +66,8 @@ final class EngineLoop implements AutoCloseable {
             return done;
         }
         arrivals.add(new Submission(request, done));
-        if (stopped != null) {
-            failQueued(stopped); // the loop stopped between the check and the add
+        if (stopped != null && !(stopped instanceof LoopClosed)) {
+            failQueued(stopped); // the step failed between the check and the add
         }
         return done;
     }
@@ -66,7 +75,8 @@ final class EngineLoop implements AutoCloseable {
     private void run() {
         try {
             while (stopped == null) {
-                admit(live.isEmpty() && !engine.hasWork() ? arrivals.take() : arrivals.poll());
+                // idle: wait for a row; busy: take whatever arrived during the last step, without waiting
+                admit(engine.hasWork() ? arrivals.poll() : arrivals.take());
                 if (engine.hasWork()) {
                     StepResult result = engine.step();
                     steps++;
@@ -138,19 +148,19 @@ final class EngineLoop implements AutoCloseable {
     }
 
     /**
-     * Stops the loop, fails what is still pending (the async operator has checkpointed those rows, and a restore
-     * re-runs them) and closes the engine.
+     * Stops the loop and closes the engine. Rows still pending are left incomplete, not failed: the task is closing
+     * (a failover, a cancel, a stop with a savepoint), the async operator has them in its state, and a restore runs
+     * them again; completing them exceptionally here would fail a stop with a savepoint.
      */
     @Override
     public void close() throws InterruptedException {
         if (stopped == null) {
-            stopped = new IllegalStateException("the model's engine was closed");
+            stopped = new LoopClosed();
         }
         thread.interrupt();
         thread.join();
-        live.values().forEach(f -> f.completeExceptionally(stopped));
         live.clear();
-        failQueued(stopped);
+        arrivals.clear();
         engine.close();
     }
 }

@@ -40,8 +40,12 @@ final class KafkaTopics {
         p.put("bootstrap.servers", bootstrapServers);
         try (KafkaProducer<String, String> producer =
                      new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            List<java.util.concurrent.Future<?>> sent = new ArrayList<>();
             for (Map<String, Object> r : records) {
-                producer.send(new ProducerRecord<>(topic, JSON.writeValueAsString(r))).get();
+                sent.add(producer.send(new ProducerRecord<>(topic, JSON.writeValueAsString(r))));
+            }
+            for (java.util.concurrent.Future<?> f : sent) {
+                f.get();
             }
         }
     }
@@ -65,5 +69,10 @@ final class KafkaTopics {
             }
         }
         return records;
+    }
+
+    /** How many distinct values of field {@code id} the records have. */
+    static long distinctIds(List<JsonNode> records) {
+        return records.stream().map(a -> a.get("id").asInt()).distinct().count();
     }
 }
