@@ -3,6 +3,8 @@ package org.mstar.sql;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +24,7 @@ import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code CREATE MODEL ... WITH ('provider' = 'mstar')} and {@code ML_PREDICT} through Flink's SQL planner on a
@@ -143,6 +146,49 @@ class MlPredictITCase {
             assertThat(rows.get(id).getField(1)).isNull();
             assertThat(rows.get(id).getField(2)).isEqualTo("error");
         }
+    }
+
+    @Test
+    void structuredOutputConstrainsEveryRow() throws Exception {
+        TableEnvironment env = sql(new Configuration());
+        promptsView(env, PROMPTS);
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING) OUTPUT (text STRING, finish_reason STRING)"
+                + " WITH (" + TinyModel.with(TinyModel.options("regex", "(yes|no|maybe)", "max-tokens", "8")) + ")");
+        List<Row> rows = collect(env, "SELECT text, finish_reason FROM ML_PREDICT(TABLE prompts, MODEL m,"
+                + " DESCRIPTOR(prompt))");
+        assertThat(rows).hasSize(PROMPTS.size()).allSatisfy(r -> {
+            assertThat(r.getField(0)).isIn("yes", "no", "maybe");
+            assertThat(r.getField(1)).isEqualTo("stop");
+        });
+    }
+
+    @Test
+    void aModelFolderWithAChatTemplateTakesConversationsAndTemplatedPrompts(@TempDir Path tmp) throws Exception {
+        Path folder = tmp.resolve("model");
+        Files.createDirectories(folder);
+        try (var files = Files.list(RandomModels.folder(RandomModels.TINY))) {
+            for (Path f : files.toList()) {
+                Files.copy(f, folder.resolve(f.getFileName()));
+            }
+        }
+        Files.writeString(folder.resolve("chat_template.jinja"), "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
+                + "</{{ m.role }}>{% endfor %}<assistant>");
+        TableEnvironment env = sql(new Configuration());
+        env.executeSql("CREATE TEMPORARY VIEW chats AS SELECT * FROM (VALUES"
+                + " (0, 'Hi', CAST(NULL AS ARRAY<ROW<role STRING, content STRING>>)),"
+                + " (1, CAST(NULL AS STRING), ARRAY[ROW('user', 'Hi')])) AS t(id, prompt, messages)");
+        Map<String, String> options = TinyModel.options("chat-template", "true");
+        options.remove("model.random");
+        options.put("model.dir", folder.toString());
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING, messages ARRAY<ROW<role STRING, content"
+                + " STRING>>) OUTPUT (text STRING, prompt_tokens INT, error STRING) WITH (" + TinyModel.with(options)
+                + ")");
+        List<Row> rows = collect(env, "SELECT id, text, prompt_tokens, error FROM ML_PREDICT(TABLE chats, MODEL m,"
+                + " DESCRIPTOR(prompt, messages))");
+        assertThat(rows).hasSize(2).allSatisfy(r -> assertThat(r.getField(3)).isNull());
+        // the prompt went through the template as one user turn: the same tokens and text as the conversation
+        assertThat(rows.get(0).getField(2)).isEqualTo(rows.get(1).getField(2));
+        assertThat((Integer) rows.get(0).getField(2)).isGreaterThan(2 + "<user>Hi</user><assistant>".length() / 4);
     }
 
     @Test
