@@ -21,7 +21,7 @@ import org.mstar.resources.RequestValidationException;
  *
  * <p>The engine is single-threaded: only this loop's thread touches it, from the first submission to
  * {@link #close}. A step that throws fails every pending future with that exception (the job then fails over and
- * Flink re-runs the rows it had in flight) and stops the loop.
+ * Flink re-runs the rows it had in flight) and stops the loop; closing leaves pending futures incomplete.
  */
 final class EngineLoop implements AutoCloseable {
     private final GenerationEngine engine;
