@@ -50,6 +50,9 @@ final class ModelSettings implements Serializable {
             throw new ValidationException("Set exactly one of '" + MODEL_DIR.key() + "' (a model folder) and '"
                     + MODEL_RANDOM.key() + "' ('tiny' or a config.json path for random weights).");
         }
+        if (randomConfig != null && !randomConfig.equals(RandomModels.TINY) && !randomConfig.endsWith(".json")) {
+            throw bad(MODEL_RANDOM, randomConfig, "expected 'tiny' or the path of a config.json");
+        }
         try {
             device = DeviceAssignment.validate(o.get(DEVICE));
         } catch (IllegalArgumentException e) {

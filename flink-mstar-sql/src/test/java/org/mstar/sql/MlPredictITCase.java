@@ -216,6 +216,8 @@ class MlPredictITCase {
                 "engine.max-batch-rows");
         assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("model.dir", "/models/x"),
                 "'model.dir'");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("model.random", "huge"),
+                "'model.random'");
         assertRefused(env, "(prompt STRING)", "(summary STRING)", TinyModel.options(), "'summary'");
     }
 
