@@ -204,6 +204,23 @@ class MlPredictITCase {
     }
 
     @Test
+    void aModelFolderMissingOnTheTaskManagerFailsTheJobOnceNamingIt(@TempDir Path tmp) {
+        TableEnvironment env = sql(new Configuration());
+        env.getConfig().set("restart-strategy.type", "fixed-delay");
+        env.getConfig().set("restart-strategy.fixed-delay.attempts", "1000");
+        promptsView(env, List.of("Hi"));
+        Map<String, String> options = TinyModel.options();
+        options.remove("model.random");
+        options.put("model.dir", tmp.resolve("gone").toString());
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING) OUTPUT (text STRING) WITH ("
+                + TinyModel.with(options) + ")");
+        // without the suppressed restarts this would retry a thousand times
+        assertThatThrownBy(() -> collect(env, "SELECT text FROM ML_PREDICT(TABLE prompts, MODEL m, DESCRIPTOR(prompt))"))
+                .satisfies(e -> assertThat(messages(e)).contains("'model.dir' = '" + tmp.resolve("gone")
+                        + "': no config.json"));
+    }
+
+    @Test
     void badOptionsAreRefusedByNameWhenAQueryUsesTheModel() {
         TableEnvironment env = sql(new Configuration());
         promptsView(env, PROMPTS);
