@@ -6,10 +6,12 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.regex.Pattern;
+import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.common.externalresource.ExternalResourceInfo;
 
 /** Resolves {@link GenerateOptions#DEVICE} to the concrete device of one subtask. */
-final class DeviceAssignment {
+@Internal
+public final class DeviceAssignment {
     private static final Pattern DEVICE = Pattern.compile("cpu|cuda:\\d+");
 
     private DeviceAssignment() {}
@@ -18,7 +20,7 @@ final class DeviceAssignment {
      * @return the setting, normalised (lower case, no blanks)
      * @throws IllegalArgumentException unless it is auto, or cpu / cuda:N, or a comma-separated list of those
      */
-    static String validate(String setting) {
+    public static String validate(String setting) {
         String value = setting.replace(" ", "").toLowerCase(Locale.ROOT);
         if (value.equals("auto") || Arrays.stream(value.split(",", -1)).allMatch(d -> DEVICE.matcher(d).matches())) {
             return value;
@@ -35,7 +37,7 @@ final class DeviceAssignment {
      * @param subtaskIndex spreads the subtasks of a TaskManager with several GPUs and slots over its GPUs
      * @return {@code cpu} or {@code cuda:N}
      */
-    static String resolve(String setting, Collection<ExternalResourceInfo> gpus, int subtaskIndex) {
+    public static String resolve(String setting, Collection<ExternalResourceInfo> gpus, int subtaskIndex) {
         String value = validate(setting);
         if (!value.equals("auto")) {
             String[] devices = value.split(",");
