@@ -24,8 +24,18 @@ final class PageArena {
     private final ArrayDeque<Integer> free;
     private final int[] owners;
     private final boolean[] sealed;
-    /** Bumped on every ownership change; caches of "who owns what" (evictable counts) key on it. */
-    private long ownerChanges;
+    private SharingListener sharing;
+
+    /** Told when a page's owners go from one to two, or from two back to one. */
+    @FunctionalInterface
+    interface SharingListener {
+        void shared(int page, boolean byMoreThanOne);
+    }
+
+    /** The one listener of sharing changes (the prefix index, which keeps its evictable count by them). */
+    void onSharing(SharingListener listener) {
+        this.sharing = listener;
+    }
     /** For TP followers: how many pages were handed out, and a hash of their order. */
     private long allocations;
     private long trailHash;
@@ -72,7 +82,6 @@ final class PageArena {
             trailHash = trailHash * 31 + p;
         }
         allocations += n;
-        ownerChanges++;
         return pages;
     }
 
@@ -84,8 +93,9 @@ final class PageArena {
         if (page == SINK_PAGE) {
             throw new IllegalStateException("the sink page is never shared out");
         }
-        owners[page]++;
-        ownerChanges++;
+        if (++owners[page] == 2 && sharing != null) {
+            sharing.shared(page, true);
+        }
     }
 
     /** One owner fewer; the page returns to the free list, unsealed, when none is left. */
@@ -99,8 +109,9 @@ final class PageArena {
         if (--owners[page] == 0) {
             sealed[page] = false;
             free.addLast(page);
+        } else if (owners[page] == 1 && sharing != null) {
+            sharing.shared(page, false);
         }
-        ownerChanges++;
     }
 
     void releaseAll(List<Integer> pages) {
@@ -123,10 +134,6 @@ final class PageArena {
 
     boolean isSealed(int page) {
         return sealed[page];
-    }
-
-    long ownerChanges() {
-        return ownerChanges;
     }
 
     /** The free list in hand-out order (a copy). */

@@ -36,13 +36,12 @@ final class PrefixIndex {
             Comparator.comparingLong((Entry e) -> e.stamp).thenComparingLong(e -> e.id));
     private long clock;
     private long nextId;
-    private long changes;
-    private long evictableChanges = -1;
-    private long evictableOwnerChanges = -1;
-    private int evictableCount;
+    /** Entries that {@link #evict} may not take: held by someone else, or an ancestor of one that is. */
+    private int pinned;
 
     PrefixIndex(PageArena arena) {
         this.arena = arena;
+        arena.onSharing(this::sharingChanged);
     }
 
     private record Key(byte[] bytes) {
@@ -64,6 +63,8 @@ final class PrefixIndex {
         final long id;
         int children;
         long stamp;
+        /** Entries in this one's subtree (itself included) whose page someone besides the index holds. */
+        int heldBelow;
 
         Entry(Key key, int page, Entry parent, long id) {
             this.key = key;
@@ -121,7 +122,9 @@ final class PrefixIndex {
         leaves.add(e);
         byKey.put(k, e);
         byPage.put(page, e);
-        changes++;
+        if (arena.numOwners(page) > 1) {
+            held(e, 1);
+        }
         return page;
     }
 
@@ -182,6 +185,7 @@ final class PrefixIndex {
         return freed;
     }
 
+    /** Only entries the index alone owns are removed, so nothing they pin changes. */
     private void remove(Entry e) {
         leaves.remove(e);
         byKey.remove(e.key);
@@ -190,28 +194,48 @@ final class PrefixIndex {
         if (e.parent != null && --e.parent.children == 0) {
             leaves.add(e.parent);
         }
-        changes++;
     }
 
     /**
-     * Pages {@link #evict} could free now: those the index alone owns with no descendant someone else
-     * holds. Cached until the index or any page's owners change.
+     * Pages {@link #evict} could free now: those the index alone owns with no descendant someone else holds.
+     * Kept by the arena's sharing changes, so asking is free: a step asks on every page it allocates once the
+     * free list has run dry, and walking the whole index there cost milliseconds a step at tens of thousands of
+     * pages.
      */
     int evictable() {
-        if (evictableChanges == changes && evictableOwnerChanges == arena.ownerChanges()) {
-            return evictableCount;
-        }
-        Set<Entry> pinned = new HashSet<>();
+        return byKey.size() - pinned;
+    }
+
+    /** {@link #evictable()} by its definition, walking every entry: the reference the kept count is tested against. */
+    int evictableByWalk() {
+        Set<Entry> pins = new HashSet<>();
         for (Entry e : byKey.values()) {
             if (arena.numOwners(e.page) > 1) {
-                for (Entry a = e; a != null && pinned.add(a); a = a.parent) {
-                    // walk up: every ancestor of a held entry stays
+                for (Entry a = e; a != null && pins.add(a); a = a.parent) {
+                    // every ancestor of a held entry stays
                 }
             }
         }
-        evictableCount = byKey.size() - pinned.size();
-        evictableChanges = changes;
-        evictableOwnerChanges = arena.ownerChanges();
-        return evictableCount;
+        return byKey.size() - pins.size();
+    }
+
+    private void sharingChanged(int page, boolean byMoreThanOne) {
+        Entry e = byPage.get(page);
+        if (e != null) {
+            held(e, byMoreThanOne ? 1 : -1);
+        }
+    }
+
+    /** Counts {@code e}'s page as held ({@code +1}) or no longer held ({@code -1}) up its ancestry. */
+    private void held(Entry e, int delta) {
+        for (Entry a = e; a != null; a = a.parent) {
+            int before = a.heldBelow;
+            a.heldBelow += delta;
+            if (before == 0) {
+                pinned++;
+            } else if (a.heldBelow == 0) {
+                pinned--;
+            }
+        }
     }
 }
