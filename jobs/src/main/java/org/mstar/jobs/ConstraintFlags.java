@@ -1,12 +1,13 @@
 package org.mstar.jobs;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.avro.Schema;
+import org.apache.avro.SchemaParseException;
 import org.mstar.flink.AvroJsonSchema;
 import org.mstar.resources.constraint.OutputConstraint;
 import org.mstar.schemas.GenerateRequest;
@@ -37,10 +38,16 @@ final class ConstraintFlags {
     OutputConstraint constraint() {
         List<OutputConstraint> set = new ArrayList<>();
         if (jsonSchema != null) {
-            set.add(OutputConstraint.jsonSchema(read(jsonSchema)));
+            set.add(OutputConstraint.jsonSchema(read("--json-schema", jsonSchema)));
         }
         if (avroSchema != null) {
-            Schema avro = new Schema.Parser().parse(read(avroSchema));
+            Schema avro;
+            try {
+                avro = new Schema.Parser().parse(read("--avro-schema", avroSchema));
+            } catch (SchemaParseException e) {
+                throw new IllegalArgumentException("--avro-schema " + avroSchema + ": not a valid Avro schema: "
+                        + e.getMessage());
+            }
             set.add(OutputConstraint.jsonSchema(AvroJsonSchema.of(avro).toString()));
         }
         if (regex != null) {
@@ -68,11 +75,13 @@ final class ConstraintFlags {
         }
     }
 
-    private static String read(Path file) {
+    private static String read(String flag, Path file) {
         try {
             return Files.readString(file);
+        } catch (NoSuchFileException e) {
+            throw new IllegalArgumentException(flag + " " + file + ": no such file");
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + file, e);
+            throw new IllegalArgumentException(flag + " " + file + ": cannot read it (" + e + ")");
         }
     }
 }
