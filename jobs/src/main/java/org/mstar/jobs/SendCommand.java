@@ -53,6 +53,10 @@ final class SendCommand implements Callable<Integer> {
                     : new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).lines()
                             .filter(l -> !l.isBlank()).toList();
             requests = texts.stream().map(sampling::request).toList();
+            if (requests.isEmpty()) {
+                throw new ParameterException(spec.commandLine(),
+                        "Nothing to send: give prompts as arguments, one per line on stdin, or audio.");
+            }
         }
         try {
             KafkaCheck.topics(topics.bootstrapServers, List.of(topics.requestsTopic, topics.responsesTopic), false, 1);

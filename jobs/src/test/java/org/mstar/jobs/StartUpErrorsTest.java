@@ -13,6 +13,7 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -147,6 +148,23 @@ class StartUpErrorsTest {
         err.getBuffer().setLength(0);
         assertThat(run("frames", "--dtype", "F64")).isEqualTo(2);
         assertThat(err.toString()).contains("'mstar.frames.dtype' (--dtype) is F32, BF16 or F16, not 'F64'");
+        assertNoTrace();
+    }
+
+    @Test
+    void serveStopsOnAModelItCannotLoadInsteadOfRestarting() throws Exception {
+        Path truncated = broken("serve-truncated", f -> {
+            try (RandomAccessFile file = new RandomAccessFile(f.resolve("model.safetensors").toFile(), "rw")) {
+                file.setLength(file.length() / 2);
+            }
+        });
+        try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {
+            assertThat(run("serve", "--model", truncated.toString(), "--bootstrap-servers", broker.bootstrapServers(),
+                    "--state-dir", dir.resolve("serve-state").toString())).isEqualTo(2);
+        }
+        List<String> lines = err.toString().strip().lines().toList();
+        assertThat(lines.get(lines.size() - 1)).startsWith("mstar serve: " + truncated.resolve("model.safetensors"))
+                .contains("lie outside");
         assertNoTrace();
     }
 
