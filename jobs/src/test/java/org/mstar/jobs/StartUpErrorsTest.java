@@ -134,6 +134,36 @@ class StartUpErrorsTest {
     }
 
     @Test
+    void aSchemaTheEngineWouldRefuseIsRefusedBeforeSendingWithItsKeywordsInOrder() throws IOException {
+        Path schema = dir.resolve("pattern.json");
+        Files.writeString(schema, "{\"type\": \"string\", \"pattern\": \"a+\"}");
+        assertThat(run("generate", "--model", good.toString(), "--prompt", "hi", "--json-schema", schema.toString()))
+                .isEqualTo(2);
+        assertThat(err.toString()).startsWith("mstar generate: --json-schema " + schema + ": json_schema: at #: keyword"
+                + " 'pattern' is not supported; supported: type, properties, required, additionalProperties, enum,"
+                + " const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, anyOf");
+        err.getBuffer().setLength(0);
+        Path map = dir.resolve("map.avsc");
+        Files.writeString(map, "{\"type\": \"record\", \"name\": \"M\", \"fields\": [{\"name\": \"attrs\","
+                + " \"type\": {\"type\": \"map\", \"values\": \"string\"}}]}");
+        assertThat(run("send", "--avro-schema", map.toString(), "hi")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("mstar send: --avro-schema " + map + ": Avro type map at M.attrs");
+        assertNoTrace();
+    }
+
+    @Test
+    void sendWithNothingToSendSaysSo() {
+        java.io.InputStream stdin = System.in;
+        System.setIn(new java.io.ByteArrayInputStream(new byte[0]));
+        try {
+            assertThat(run("send")).isEqualTo(2);
+        } finally {
+            System.setIn(stdin);
+        }
+        assertThat(err.toString()).startsWith("Nothing to send: give prompts as arguments, one per line on stdin");
+    }
+
+    @Test
     void aDeviceThatCannotBeOpenedIsOneLine() {
         // cuda:99: no such device where there is a GPU, no driver where there is none
         assertThat(run("generate", "--model", good.toString(), "--prompt", "hi", "--device", "cuda:99")).isEqualTo(2);
