@@ -92,7 +92,8 @@ final class GenerateCommand implements Callable<Integer> {
                 !device.trim().equalsIgnoreCase("cpu"));
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
-        try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options)) {
+        try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options,
+                new LoadingProgress(new PrintWriter(System.err, true)))) {
             try {
                 submit(engine, sampling);
             } catch (RequestValidationException e) {
