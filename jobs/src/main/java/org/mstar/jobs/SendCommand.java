@@ -4,8 +4,10 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import org.mstar.schemas.GenerateRequest;
@@ -77,11 +79,13 @@ final class SendCommand implements Callable<Integer> {
     static int exchange(CommandLine cli, GenerateClient client, List<GenerateRequest> requests, Duration timeout)
             throws Exception {
         Set<String> ids = new LinkedHashSet<>();
+        Map<String, String> asked = new HashMap<>();
         for (GenerateRequest r : requests) {
             client.send(r);
             ids.add(r.getRequestId());
+            asked.put(r.getRequestId(), ResponsePrinter.asked(r));
         }
-        ResponsePrinter printer = new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1);
+        ResponsePrinter printer = new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1, asked);
         Set<String> unanswered = client.await(ids, timeout, printer);
         if (!unanswered.isEmpty()) {
             cli.getErr().println("No complete response within " + timeout.toSeconds() + " s for " + unanswered);
