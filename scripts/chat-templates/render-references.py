@@ -6,8 +6,8 @@ them: for each template x conversation x add_generation_prompt x extra variables
 jinja2 raised (its class, message and the template line). ChatTemplatePublishedTest compares the Java renderer with
 these byte for byte.
 
-With transformers importable, its own render_jinja_template renders (the function apply_chat_template calls);
-without it, jinja2 configured as transformers configures it (ImmutableSandboxedEnvironment with trim_blocks,
+With transformers importable, its own render_jinja_template renders (the function apply_chat_template calls;
+older versions: the environment of its _compile_jinja_template); without it, jinja2 configured as transformers configures it (ImmutableSandboxedEnvironment with trim_blocks,
 lstrip_blocks and loopcontrols; tojson = json.dumps(ensure_ascii=False); raise_exception and strftime_now globals).
 The output's "renderer" field says which one ran.
 
@@ -25,19 +25,33 @@ DATA = (Path(__file__).resolve().parents[2]
 
 
 def transformers_renderer():
-    """transformers' render function, or None when transformers is not importable."""
+    """transformers' own renderer, or None when transformers is not importable.
+
+    render_jinja_template is what apply_chat_template calls (transformers 4.52 and later); older versions render
+    with the environment of _compile_jinja_template and the same arguments, which is used then.
+    """
     try:
         import transformers
-        from transformers.utils.chat_template_utils import render_jinja_template
+        from transformers.utils import chat_template_utils
     except ImportError:
         return None, None
+    version = "transformers " + transformers.__version__
+    if hasattr(chat_template_utils, "render_jinja_template"):
+        def render(template, messages, tools, add_generation_prompt, variables):
+            rendered, _ = chat_template_utils.render_jinja_template(
+                conversations=[messages], tools=tools, chat_template=template,
+                add_generation_prompt=add_generation_prompt, **variables)
+            return rendered[0]
 
-    def render(template, messages, tools, add_generation_prompt, variables):
-        rendered, _ = render_jinja_template(conversations=[messages], tools=tools, chat_template=template,
-                                            add_generation_prompt=add_generation_prompt, **variables)
-        return rendered[0]
+        return render, version + " render_jinja_template"
+    if hasattr(chat_template_utils, "_compile_jinja_template"):
+        def render(template, messages, tools, add_generation_prompt, variables):
+            return chat_template_utils._compile_jinja_template(template).render(
+                messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt,
+                **variables)
 
-    return render, "transformers " + transformers.__version__ + " render_jinja_template"
+        return render, version + " _compile_jinja_template"
+    return None, None
 
 
 def jinja2_renderer():
