@@ -87,6 +87,9 @@ final class ServeJob {
             return;
         }
         awaitRunning(job);
+        if (local) {
+            TasksStarted.await(restUrl(conf), job.getJobID().toString(), job.getJobExecutionResult());
+        }
         say(err, runningLine(flags, conf, model, local ? restUrl(conf) : "those of the Flink cluster", local));
         job.getJobExecutionResult().get();
     }

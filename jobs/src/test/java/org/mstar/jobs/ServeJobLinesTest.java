@@ -35,6 +35,17 @@ class ServeJobLinesTest {
     }
 
     @Test
+    void tasksRunOnlyWhenEverySubtaskOfEveryVertexRuns() throws Exception {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        assertThat(TasksStarted.allRunning(json.readTree("{\"vertices\": [{\"parallelism\": 2, \"status\": \"RUNNING\","
+                + " \"tasks\": {\"RUNNING\": 2}}, {\"parallelism\": 1, \"tasks\": {\"RUNNING\": 1}}]}"))).isTrue();
+        // the vertex reads RUNNING while one subtask still initialises (loads its model)
+        assertThat(TasksStarted.allRunning(json.readTree("{\"vertices\": [{\"parallelism\": 2, \"status\": \"RUNNING\","
+                + " \"tasks\": {\"RUNNING\": 1, \"INITIALIZING\": 1}}]}"))).isFalse();
+        assertThat(TasksStarted.allRunning(json.readTree("{\"vertices\": []}"))).isFalse();
+    }
+
+    @Test
     void theRestPortIsAFreeOneChosenBeforeTheClusterStarts() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             int port = taken.getLocalPort();

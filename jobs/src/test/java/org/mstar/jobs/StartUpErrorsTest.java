@@ -195,6 +195,8 @@ class StartUpErrorsTest {
         List<String> lines = err.toString().strip().lines().toList();
         assertThat(lines.get(lines.size() - 1)).startsWith("mstar serve: " + truncated.resolve("model.safetensors"))
                 .contains("lie outside");
+        // it never said it was running: the engine's task never ran
+        assertThat(err.toString()).doesNotContain("is running");
         assertNoTrace();
     }
 
