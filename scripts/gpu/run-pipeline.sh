@@ -44,9 +44,9 @@ export HOME=${HOME:-/tmp}
 status=${PIPESTATUS[0]}
 kill "$sampler" 2>/dev/null
 
-# Mean utilisation within each phase the benchmark reported ("phase<TAB>name<TAB>startMs<TAB>endMs").
+# Mean utilisation within each phase the benchmark reported ("done: NAME in S s [START-END ms]").
 python3 - "$OUT/java.tmp" "$OUT/gpu-util.csv" <<'PY' | tee "$OUT/gpu-phases.txt"
-import sys, datetime
+import re, sys, datetime
 samples = []
 for line in open(sys.argv[2]):
     parts = [p.strip() for p in line.split(',')]
@@ -56,12 +56,12 @@ for line in open(sys.argv[2]):
     except (ValueError, IndexError):
         pass
 for line in open(sys.argv[1]):
-    f = line.rstrip('\n').split('\t')
-    if len(f) == 4 and f[0] == 'phase':
-        start, end = float(f[2]), float(f[3])
+    m = re.match(r'done: (.+) in [0-9.]+ s \[(\d+)-(\d+) ms\]$', line.rstrip('\n'))
+    if m:
+        start, end = float(m.group(2)), float(m.group(3))
         inside = [u for t, u in samples if start <= t <= end]
         mean = sum(inside) / len(inside) if inside else float('nan')
-        print(f"{f[1]}\tGPU util {mean:.0f}% ({len(inside)} samples)")
+        print(f"{m.group(1)}\tGPU util {mean:.0f}% ({len(inside)} samples)")
 PY
 rm -f "$OUT/java.tmp"
 exit "$status"

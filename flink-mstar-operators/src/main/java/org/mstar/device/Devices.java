@@ -41,9 +41,11 @@ public final class Devices {
         try {
             return (Device) Class.forName(CUDA_DEVICE).getConstructor(int.class).newInstance(index);
         } catch (ClassNotFoundException e) {
-            throw new IllegalStateException("this build has no CUDA device (" + CUDA_DEVICE + " is missing)", e);
+            throw new DeviceUnavailableException("this build has no CUDA device (" + CUDA_DEVICE + " is missing)", e);
         } catch (InvocationTargetException e) {
-            throw new IllegalStateException("cannot open cuda:" + index + ": " + e.getCause().getMessage(), e.getCause());
+            // JCuda's message on a machine without a driver runs to dozens of lines; its first says what is missing
+            String why = String.valueOf(e.getCause().getMessage()).lines().findFirst().orElse("").strip();
+            throw new DeviceUnavailableException("cannot open cuda:" + index + ": " + why, e.getCause());
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot construct " + CUDA_DEVICE, e);
         }

@@ -10,6 +10,7 @@ import org.mstar.model.GenerationConfig;
 import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
+import org.mstar.model.llama.LoadProgress;
 import org.mstar.model.tokenizer.TextTokenizer;
 
 /**
@@ -22,7 +23,12 @@ public final class LlamaEngineLoader {
 
     /** Load the weights and build an engine that owns them (closing the engine frees them). */
     public static LlamaEngine load(Path modelDir, Device device, EngineOptions options) {
-        LlamaWeights weights = loadWeights(modelDir, device);
+        return load(modelDir, device, options, LoadProgress.NONE);
+    }
+
+    /** As {@link #load(Path, Device, EngineOptions)}, telling {@code progress} how much of the weights is loaded. */
+    public static LlamaEngine load(Path modelDir, Device device, EngineOptions options, LoadProgress progress) {
+        LlamaWeights weights = loadWeights(modelDir, device, progress);
         try {
             LlamaEngine engine = load(modelDir, weights, options);
             engine.own(weights);
@@ -35,8 +41,12 @@ public final class LlamaEngineLoader {
 
     /** The folder's weights on {@code device}, in the precision the device computes in. */
     public static LlamaWeights loadWeights(Path modelDir, Device device) {
+        return loadWeights(modelDir, device, LoadProgress.NONE);
+    }
+
+    private static LlamaWeights loadWeights(Path modelDir, Device device, LoadProgress progress) {
         try {
-            return LlamaWeights.load(modelDir, device, storageType(device));
+            return LlamaWeights.load(modelDir, device, storageType(device), progress);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot load the weights in " + modelDir, e);
         }

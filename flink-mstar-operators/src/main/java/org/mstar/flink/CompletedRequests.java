@@ -50,8 +50,9 @@ final class CompletedRequests {
         if (at == null) {
             return null;
         }
-        return "request id '" + requestId + "' was already served (at " + Instant.ofEpochMilli(at) + "); ids are"
-                + " remembered for " + retention + " ('" + GenerateOptions.REQUEST_ID_RETENTION.key() + "'):"
-                + " send the request again under a new id";
+        // disaggregated, prefill records an id at hand-off, while decode may still be generating under it
+        return "request id '" + requestId + "' was already taken (at " + Instant.ofEpochMilli(at) + ") by a request"
+                + " that was served or is still generating; ids are remembered for " + retention + " ('"
+                + GenerateOptions.REQUEST_ID_RETENTION.key() + "'): send the request again under a new id";
     }
 }

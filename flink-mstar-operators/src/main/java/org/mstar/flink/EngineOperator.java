@@ -140,7 +140,11 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
         int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         String device = DeviceAssignment.resolve(settings.device(),
                 getRuntimeContext().getExternalResourceInfos(settings.gpuResource()), subtask);
-        engine = engineFactory.create(device, subtask);
+        try {
+            engine = engineFactory.create(device, subtask);
+        } catch (Exception e) {
+            throw StartUpFailures.atEngineBuild(e);
+        }
         LOG.info("{} subtask {} serves on {}", getClass().getSimpleName(), subtask, device);
         if (restored) {
             restoreRequests();

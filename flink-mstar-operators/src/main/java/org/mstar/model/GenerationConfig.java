@@ -39,7 +39,7 @@ public record GenerationConfig(OptionalInt bosTokenId, List<Integer> eosTokenIds
             return of(config);
         }
         return HfConfigJson.parseGenerationConfig(
-                new ConfigFields(HfConfigJson.JSON.readTree(file.toFile()), file.toString()), config);
+                new ConfigFields(HfConfigJson.readFile(file), file.toString()), config);
     }
 
     public boolean isEos(int tokenId) {

@@ -1,8 +1,12 @@
 package org.mstar.model;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -14,7 +18,8 @@ import org.mstar.device.DType;
  * for absent keys. Only what changes the forward is read; keys such as initializer_range are ignored.
  */
 final class HfConfigJson {
-    static final ObjectMapper JSON = new ObjectMapper();
+    /** Text after the JSON object is an error, not ignored as Jackson would by default. */
+    static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     /** transformers' MistralConfig default when config.json has no sliding_window key at all. */
     private static final int MISTRAL_DEFAULT_WINDOW = 4096;
@@ -28,6 +33,21 @@ final class HfConfigJson {
     private static final double GEMMA3_DEFAULT_QUERY_PRE_ATTN_SCALAR = 256;
 
     private HfConfigJson() {}
+
+    /** @throws ModelFormatException naming {@code file} when it is not one JSON object */
+    static JsonNode readFile(Path file) throws IOException {
+        try {
+            JsonNode root = JSON.readTree(file.toFile());
+            if (root == null || !root.isObject()) {
+                throw new ModelFormatException(file + ": not a JSON object");
+            }
+            return root;
+        } catch (JsonProcessingException e) {
+            throw new ModelFormatException(file + ": not valid JSON: " + e.getOriginalMessage()
+                    + (e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column "
+                    + e.getLocation().getColumnNr() + ")"));
+        }
+    }
 
     static ModelConfig parseModelConfig(ConfigFields f) {
         Architecture arch = architecture(f);
@@ -91,6 +111,7 @@ final class HfConfigJson {
         ConfigFields global;
         if (f.has("rope_parameters")) {
             ConfigFields rope = new ConfigFields(f.get("rope_parameters"), f.source() + " rope_parameters");
+            refuseDisagreeingRopeScaling(f, rope);
             if (rope.has("full_attention") || rope.has("sliding_attention")) {
                 if (arch != Architecture.GEMMA3) {
                     throw f.error("rope_parameters per layer type is not supported for " + arch.hfName());
@@ -180,15 +201,50 @@ final class HfConfigJson {
         if (archs == null || !archs.isArray() || archs.isEmpty() || !archs.get(0).isTextual()) {
             throw f.error("missing 'architectures' (a list naming the model class, e.g. [\"LlamaForCausalLM\"])");
         }
+        Architecture arch;
         try {
-            return Architecture.fromHfName(archs.get(0).textValue());
+            arch = Architecture.fromHfName(archs.get(0).textValue());
         } catch (ModelFormatException e) {
             throw f.error(e.getMessage());
         }
+        String modelType = f.optString("model_type", arch.modelType());
+        if (!modelType.equals(arch.modelType())) {
+            throw f.error("model_type '" + modelType + "' contradicts architectures " + archs + " (whose model_type is '"
+                    + arch.modelType() + "')");
+        }
+        return arch;
+    }
+
+    /**
+     * transformers 5 reads rope_parameters and ignores a legacy rope_scaling beside it; one that asks for other
+     * scaling (another type, or another value of a key both have) would be dropped without a word, so it is refused.
+     */
+    private static void refuseDisagreeingRopeScaling(ConfigFields f, ConfigFields ropeParameters) {
+        if (!f.has("rope_scaling") || f.get("rope_scaling").isNull()) {
+            return;
+        }
+        ConfigFields global = ropeParameters.has("full_attention") ? sub(ropeParameters, "full_attention")
+                : ropeParameters;
+        ConfigFields legacy = new ConfigFields(f.get("rope_scaling"), f.source() + " rope_scaling");
+        String legacyType = ropeType(legacy);
+        boolean agree = legacyType.equals(ropeType(global));
+        for (var it = f.get("rope_scaling").fields(); agree && it.hasNext(); ) {
+            var e = it.next();
+            agree = e.getKey().equals("type") || e.getKey().equals("rope_type") || !global.has(e.getKey())
+                    || global.get(e.getKey()).equals(e.getValue());
+        }
+        if (!agree) {
+            throw f.error("rope_scaling (rope_type '" + legacyType + "') disagrees with rope_parameters (rope_type '"
+                    + ropeType(global) + "'), which transformers reads instead; remove rope_scaling or make them agree");
+        }
+    }
+
+    private static String ropeType(ConfigFields s) {
+        return s.optString("rope_type", s.optString("type", "default"));
     }
 
     private static RopeScaling ropeScaling(ConfigFields s) {
-        String type = s.optString("rope_type", s.optString("type", "default"));
+        String type = ropeType(s);
         return switch (type) {
             case "default" -> RopeScaling.none();
             case "linear" -> RopeScaling.linear(s.requiredDouble("factor"));

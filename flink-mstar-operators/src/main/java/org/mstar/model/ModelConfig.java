@@ -132,10 +132,14 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         }
     }
 
-    /** Reads {@code config.json} from a model folder, or the file itself when {@code path} is a file. */
+    /**
+     * Reads {@code config.json} from a model folder, or the file itself when {@code path} is a file.
+     *
+     * @throws ModelFormatException naming the file when it is not one JSON object (trailing text included)
+     */
     public static ModelConfig load(Path path) throws IOException {
         Path file = Files.isDirectory(path) ? path.resolve(FILE_NAME) : path;
-        return fromJson(HfConfigJson.JSON.readTree(file.toFile()), file.toString());
+        return fromJson(HfConfigJson.readFile(file), file.toString());
     }
 
     /**

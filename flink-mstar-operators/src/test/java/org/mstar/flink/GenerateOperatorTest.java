@@ -146,7 +146,7 @@ class GenerateOperatorTest {
             assertThat(out.errors).singleElement().satisfies(e -> {
                 assertThat(e.getRequestId()).isEqualTo("reused");
                 assertThat(e.getCode()).isEqualTo(Responses.CONFLICT);
-                assertThat(e.getMessage()).contains("'reused' was already served", "new id",
+                assertThat(e.getMessage()).contains("'reused' was already taken", "new id",
                         GenerateOptions.REQUEST_ID_RETENTION.key());
             });
             harness.prepareSnapshotPreBarrier(1);

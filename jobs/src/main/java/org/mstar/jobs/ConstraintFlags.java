@@ -1,13 +1,15 @@
 package org.mstar.jobs;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.avro.Schema;
+import org.apache.avro.SchemaParseException;
 import org.mstar.flink.AvroJsonSchema;
+import org.mstar.resources.constraint.ConstraintCompiler;
 import org.mstar.resources.constraint.OutputConstraint;
 import org.mstar.schemas.GenerateRequest;
 import picocli.CommandLine.Option;
@@ -37,17 +39,16 @@ final class ConstraintFlags {
     OutputConstraint constraint() {
         List<OutputConstraint> set = new ArrayList<>();
         if (jsonSchema != null) {
-            set.add(OutputConstraint.jsonSchema(read(jsonSchema)));
+            set.add(checked("--json-schema " + jsonSchema, OutputConstraint.jsonSchema(read("--json-schema", jsonSchema))));
         }
         if (avroSchema != null) {
-            Schema avro = new Schema.Parser().parse(read(avroSchema));
-            set.add(OutputConstraint.jsonSchema(AvroJsonSchema.of(avro).toString()));
+            set.add(checked("--avro-schema " + avroSchema, OutputConstraint.jsonSchema(avroAsJsonSchema())));
         }
         if (regex != null) {
-            set.add(OutputConstraint.regex(regex));
+            set.add(checked("--regex", OutputConstraint.regex(regex)));
         }
         if (choices != null) {
-            set.add(OutputConstraint.choice(choices));
+            set.add(checked("--choice", OutputConstraint.choice(choices)));
         }
         if (set.size() > 1) {
             throw new IllegalArgumentException("give at most one of --json-schema, --avro-schema, --regex and --choice");
@@ -68,11 +69,42 @@ final class ConstraintFlags {
         }
     }
 
-    private static String read(Path file) {
+    /** The JSON schema of the --avro-schema file's record. */
+    private String avroAsJsonSchema() {
+        String flag = "--avro-schema " + avroSchema + ": ";
+        Schema avro;
+        try {
+            avro = new Schema.Parser().parse(read("--avro-schema", avroSchema));
+        } catch (SchemaParseException e) {
+            throw new IllegalArgumentException(flag + "not a valid Avro schema: " + e.getMessage());
+        }
+        try {
+            return AvroJsonSchema.of(avro).toString();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(flag + e.getMessage());
+        }
+    }
+
+    /**
+     * {@code c}, checked as the engine will check it, so that a schema it cannot use is refused here, before anything
+     * is sent or loaded, as a file that cannot be read is: one line, exit 2.
+     */
+    private static OutputConstraint checked(String flag, OutputConstraint c) {
+        try {
+            ConstraintCompiler.check(c);
+            return c;
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(flag + ": " + e.getMessage());
+        }
+    }
+
+    private static String read(String flag, Path file) {
         try {
             return Files.readString(file);
+        } catch (NoSuchFileException e) {
+            throw new IllegalArgumentException(flag + " " + file + ": no such file");
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + file, e);
+            throw new IllegalArgumentException(flag + " " + file + ": cannot read it (" + e + ")");
         }
     }
 }

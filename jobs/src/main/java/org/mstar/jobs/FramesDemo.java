@@ -1,6 +1,5 @@
 package org.mstar.jobs;
 
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +11,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import org.apache.commons.io.FileUtils;
+import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
@@ -80,15 +81,18 @@ final class FramesDemo {
             new FramePipeline().bootstrapServers(broker.bootstrapServers()).requestsTopic("frame-requests")
                     .framesTopic("frames").device(flags.device).engineFactory(new FrameModelEngineFactory(conf)).addTo(env);
             JobClient job = env.executeAsync("mstar frames");
+            CompletableFuture<JobExecutionResult> ended = job.getJobExecutionResult();
             try {
                 err.println("Sending " + flags.sessions + " sessions of " + (flags.frames + 1) + " frames ("
                         + config.tokensPerFrame() + " tokens each), " + flags.resident + " rings per subtask.");
                 err.flush();
                 send(broker.bootstrapServers(), config, flags.sessions, flags.frames);
                 return receive(broker.bootstrapServers(), flags.sessions * (flags.frames + 1),
-                        Duration.ofSeconds(flags.timeoutSeconds), out, err);
+                        Duration.ofSeconds(flags.timeoutSeconds), ended, out, err);
             } finally {
-                job.cancel().get();
+                if (!ended.isDone()) {
+                    job.cancel().get();
+                }
             }
         } finally {
             FileUtils.deleteDirectory(work.toFile());
@@ -132,8 +136,10 @@ final class FramesDemo {
         p.send(new ProducerRecord<>("frame-requests", r.getSessionId().getBytes(StandardCharsets.UTF_8), value)).get();
     }
 
-    private static int receive(String bootstrap, int expected, Duration timeout, PrintWriter out, PrintWriter err)
-            throws IOException {
+    /** Prints the frames as they come; throws the job's failure when it stops first (a model or device that fails). */
+    private static int receive(String bootstrap, int expected, Duration timeout,
+                               CompletableFuture<JobExecutionResult> ended, PrintWriter out, PrintWriter err)
+            throws Exception {
         Map<String, Integer> perSession = new TreeMap<>();
         int frames = 0;
         int errors = 0;
@@ -147,6 +153,9 @@ final class FramesDemo {
             consumer.seekToBeginning(partitions);
             long deadline = System.nanoTime() + timeout.toNanos();
             while (frames < expected && System.nanoTime() < deadline) {
+                if (ended.isDone()) {
+                    ended.get();
+                }
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
                     Object event = FrameResponse.fromByteBuffer(ByteBuffer.wrap(record.value())).getEvent();
                     if (event instanceof FrameEvent f) {

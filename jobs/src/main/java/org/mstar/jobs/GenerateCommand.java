@@ -10,6 +10,7 @@ import org.mstar.device.Device;
 import org.mstar.device.Devices;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineStats;
+import org.mstar.engine.FinishReason;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
@@ -91,7 +92,8 @@ final class GenerateCommand implements Callable<Integer> {
                 !device.trim().equalsIgnoreCase("cpu"));
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
-        try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options)) {
+        try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options,
+                new LoadingProgress(new PrintWriter(System.err, true)))) {
             try {
                 submit(engine, sampling);
             } catch (RequestValidationException e) {
@@ -104,7 +106,7 @@ final class GenerateCommand implements Callable<Integer> {
             if (done == null) {
                 return 1;
             }
-            report(done, engine.stats());
+            report(done, engine.stats(), maxTokens, maxSeqLen);
             return 0;
         }
     }
@@ -125,13 +127,19 @@ final class GenerateCommand implements Callable<Integer> {
                 constraint.constraint(), messages));
     }
 
-    private static void report(FinishedRequest done, EngineStats stats) {
+    /** The result line; it says when the context (prompt + output up to --max-seq-len) ended the output early. */
+    static void report(FinishedRequest done, EngineStats stats, int maxTokens, int maxSeqLen) {
         var t = done.timings();
         double seconds = t.totalNanos() / 1e9;
-        System.err.printf("[%d prompt tokens, %d generated, finish=%s, time to first token %.1f ms, "
+        int generated = done.tokenIds().length;
+        String capped = done.finish() == FinishReason.LENGTH && generated < maxTokens
+                && done.promptTokens() + generated >= maxSeqLen
+                ? " (the context is full: --max-tokens " + maxTokens + " was capped by --max-seq-len " + maxSeqLen + ")"
+                : "";
+        System.err.printf("[%d prompt tokens, %d generated, finish=%s%s, time to first token %.1f ms, "
                         + "inter-token %.1f ms, %.1f tokens/s]%n",
-                done.promptTokens(), done.tokenIds().length, done.finish().wireName(),
+                done.promptTokens(), generated, done.finish().wireName(), capped,
                 t.timeToFirstTokenNanos() / 1e6, t.meanInterTokenNanos() / 1e6,
-                seconds > 0 ? done.tokenIds().length / seconds : 0.0);
+                seconds > 0 ? generated / seconds : 0.0);
     }
 }

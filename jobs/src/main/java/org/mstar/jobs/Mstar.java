@@ -1,5 +1,7 @@
 package org.mstar.jobs;
 
+import org.mstar.device.DeviceUnavailableException;
+import org.mstar.model.ModelFormatException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -22,6 +24,7 @@ public final class Mstar implements Runnable {
         if (System.getProperty("log4j.configurationFile") == null
                 && System.getProperty("log4j2.configurationFile") == null) {
             System.setProperty("log4j2.configurationFile", CLI_LOG_CONFIG);
+            StartUpFailureLogFilter.install();
         }
         int code = commandLine().execute(args);
         // Exit only on failure: under `flink run` and in application mode, main must return normally.
@@ -32,20 +35,38 @@ public final class Mstar implements Runnable {
 
     /**
      * The command line, with what every command shares: an option error prints the message and the usage (picocli's
-     * default), and an {@link IllegalArgumentException} out of a command, which is how the commands reject a value
-     * they cannot use, prints its message in one line instead of a stack trace.
+     * default); an {@link IllegalArgumentException} out of a command, which is how the commands reject a value
+     * they cannot use, prints its message and where the options are listed; a model folder that cannot be read
+     * ({@link ModelFormatException}) or a device that cannot be opened ({@link DeviceUnavailableException}), also
+     * as the cause of another exception, prints its message in one line. Each exits 2, instead of a stack trace.
      */
     static CommandLine commandLine() {
         CommandLine cli = new CommandLine(new Mstar());
         cli.setExecutionExceptionHandler((e, command, parsed) -> {
-            if (!(e instanceof IllegalArgumentException)) {
+            String prefix = "mstar " + command.getCommandName() + ": ";
+            if (e instanceof IllegalArgumentException) {
+                command.getErr().println(prefix + e.getMessage());
+                command.getErr().println("(mstar " + command.getCommandName() + " --help lists its options)");
+                return command.getCommandSpec().exitCodeOnInvalidInput();
+            }
+            Throwable cause = startUpFailure(e);
+            if (cause == null) {
                 throw e;
             }
-            command.getErr().println("mstar " + command.getCommandName() + ": " + e.getMessage());
-            command.getErr().println("(mstar " + command.getCommandName() + " --help lists its options)");
+            command.getErr().println(prefix + cause.getMessage());
             return command.getCommandSpec().exitCodeOnInvalidInput();
         });
         return cli;
+    }
+
+    /** The model or device failure in {@code e}'s causes that explains it to a user, or null. */
+    static Throwable startUpFailure(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof ModelFormatException || t instanceof DeviceUnavailableException) {
+                return t;
+            }
+        }
+        return null;
     }
 
     @Override

@@ -415,9 +415,13 @@ final class PipelineBench {
         }
     }
 
-    /** A line the GPU run script matches with its utilisation samples. */
+    /**
+     * The progress line of a finished phase: its name and duration, then its epoch-millisecond bounds, which the GPU
+     * run script (scripts/gpu/run-pipeline.sh) matches with its utilisation samples.
+     */
     static void phase(PrintWriter err, String name, long startMillis) {
-        err.printf(Locale.ROOT, "phase\t%s\t%d\t%d%n", name, startMillis, System.currentTimeMillis());
+        long end = System.currentTimeMillis();
+        err.printf(Locale.ROOT, "done: %s in %.1f s [%d-%d ms]%n", name, (end - startMillis) / 1000.0, startMillis, end);
         err.flush();
     }
 

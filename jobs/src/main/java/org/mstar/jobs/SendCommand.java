@@ -64,6 +64,10 @@ final class SendCommand implements Callable<Integer> {
                     : new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).lines()
                             .filter(l -> !l.isBlank()).toList();
             requests = texts.stream().map(sampling::request).toList();
+            if (requests.isEmpty()) {
+                throw new ParameterException(spec.commandLine(),
+                        "Nothing to send: give prompts as arguments, one per line on stdin, or audio.");
+            }
         }
         for (String key : options.keySet()) {
             if (!KafkaClientProperties.isPropertyKey(key)) {
@@ -93,11 +97,13 @@ final class SendCommand implements Callable<Integer> {
     static int exchange(CommandLine cli, GenerateClient client, List<GenerateRequest> requests, Duration timeout)
             throws Exception {
         Set<String> ids = new LinkedHashSet<>();
+        Map<String, String> asked = new HashMap<>();
         for (GenerateRequest r : requests) {
             client.send(r);
             ids.add(r.getRequestId());
+            asked.put(r.getRequestId(), ResponsePrinter.asked(r));
         }
-        ResponsePrinter printer = new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1);
+        ResponsePrinter printer = new ResponsePrinter(cli.getOut(), cli.getErr(), ids.size() == 1, asked);
         Set<String> unanswered = client.await(ids, timeout, printer);
         if (!unanswered.isEmpty()) {
             cli.getErr().println("No complete response within " + timeout.toSeconds() + " s for " + unanswered);

@@ -3,10 +3,8 @@ package org.mstar.jobs;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.Iterator;
@@ -19,6 +17,7 @@ import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.DeploymentOptions;
+import org.apache.flink.configuration.ExternalResourceOptions;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.JobManagerOptions;
 import org.apache.flink.configuration.RestOptions;
@@ -90,8 +89,10 @@ final class ServeJob {
             return;
         }
         awaitRunning(job);
-        say(err, runningLine(flags, conf, model, local ? restUrl(conf, job.getJobID().toString())
-                : "those of the Flink cluster"));
+        if (local) {
+            TasksStarted.await(restUrl(conf), job.getJobID().toString(), job.getJobExecutionResult());
+        }
+        say(err, runningLine(flags, conf, model, local ? restUrl(conf) : "those of the Flink cluster", local));
         job.getJobExecutionResult().get();
     }
 
@@ -119,44 +120,38 @@ final class ServeJob {
 
     /**
      * Binds what the local cluster listens on to 127.0.0.1 unless -D chose otherwise: its REST endpoint (web UI, job
-     * status, metrics) at the first free port of {@link #REST_PORTS}, and its blob server.
+     * status, metrics) at the first port of {@link #REST_PORTS} free now, chosen here so that the running line can name
+     * it (Flink takes a port of a range without telling which), and its blob server.
      */
     static void bindLocally(Configuration conf) {
         setIfAbsent(conf, JobManagerOptions.BIND_HOST, "127.0.0.1");
         setIfAbsent(conf, TaskManagerOptions.BIND_HOST, "127.0.0.1");
         setIfAbsent(conf, RestOptions.BIND_ADDRESS, "127.0.0.1");
         setIfAbsent(conf, RestOptions.ADDRESS, conf.get(RestOptions.BIND_ADDRESS));
-        setIfAbsent(conf, RestOptions.BIND_PORT, REST_PORTS);
+        if (!conf.contains(RestOptions.BIND_PORT)) {
+            conf.set(RestOptions.BIND_PORT, freePort(conf.get(RestOptions.BIND_ADDRESS), REST_PORTS));
+        }
     }
 
     /** Ports the local REST endpoint may take, the first free one: Flink's default first. */
     static final String REST_PORTS = "8081-8180";
 
-    /**
-     * The URL of the local REST endpoint that serves {@code jobId}: Flink took the first free port of its range and
-     * does not tell which, so each is asked for the job.
-     */
-    private static String restUrl(Configuration conf, String jobId) {
-        String address = conf.get(RestOptions.BIND_ADDRESS);
-        String ports = conf.get(RestOptions.BIND_PORT);
-        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofMillis(500)).build();
+    /** The first port of {@code ports} that {@code address} can bind now, or the range when none can. */
+    static String freePort(String address, String ports) {
         for (Iterator<Integer> it = NetUtils.getPortRangeFromString(ports); it.hasNext(); ) {
-            String url = "http://" + address + ":" + it.next();
-            try {
-                HttpResponse<Void> r = http.send(HttpRequest.newBuilder(URI.create(url + "/jobs/" + jobId))
-                        .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.discarding()); // a first request is slow
-                if (r.statusCode() == 200) {
-                    return url;
-                }
-            } catch (IOException notThere) {
-                // nothing listens there, or something else does: the next
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
+            int port = it.next();
+            try (ServerSocket probe = new ServerSocket(port, 1, InetAddress.getByName(address))) {
+                return Integer.toString(port);
+            } catch (IOException taken) {
+                // in use: the next
             }
         }
-        return "http://" + address + ":" + ports;
+        return ports;
+    }
+
+    /** The URL of the local REST endpoint: its port, or the range Flink took one of when -D gave a range. */
+    private static String restUrl(Configuration conf) {
+        return "http://" + conf.get(RestOptions.BIND_ADDRESS) + ":" + conf.get(RestOptions.BIND_PORT);
     }
 
     /** Waits until the job runs; throws its failure when it ends first. */
@@ -174,14 +169,34 @@ final class ServeJob {
         }
     }
 
-    private static String device(Configuration conf) {
+    /** The devices the engines run on, as the running line says them: both sides' when prefill and decode split. */
+    static String devices(Configuration conf, boolean local) {
         String device = conf.get(GenerateOptions.DEVICE);
-        return device.equals("auto") ? "auto (a GPU that Flink's '" + conf.get(GenerateOptions.GPU_RESOURCE)
-                + "' resource lists, else cpu)" : device;
+        if (!conf.get(DisaggregationOptions.ENABLED)) {
+            return "device " + device(device, conf, local);
+        }
+        return "prefill device " + device(conf.getOptional(DisaggregationOptions.PREFILL_DEVICE).orElse(device), conf,
+                local) + ", decode device " + device(conf.getOptional(DisaggregationOptions.DECODE_DEVICE)
+                .orElse(device), conf, local);
+    }
+
+    /**
+     * {@code setting} as chosen: auto is cpu on a local cluster that lists no GPU resource (the engines resolve it
+     * so, DeviceAssignment), and on a cluster a GPU its TaskManagers list, else cpu, per subtask.
+     */
+    private static String device(String setting, Configuration conf, boolean local) {
+        if (!setting.equals("auto")) {
+            return setting;
+        }
+        String gpu = conf.get(GenerateOptions.GPU_RESOURCE);
+        boolean listed = conf.getOptional(ExternalResourceOptions.EXTERNAL_RESOURCE_LIST).orElse(List.of())
+                .contains(gpu);
+        return local && !listed ? "cpu (auto: this local cluster lists no '" + gpu + "' resource)"
+                : "auto (per subtask, a GPU that Flink's '" + gpu + "' resource lists, else cpu)";
     }
 
     /** The line that says the job runs: from where to where, what, how responses are delivered, where to look. */
-    static String runningLine(ServeCommand flags, Configuration conf, String model, String rest) {
+    static String runningLine(ServeCommand flags, Configuration conf, String model, String rest, boolean local) {
         DeliveryGuarantee delivery = conf.get(KafkaIoOptions.DELIVERY_GUARANTEE);
         String latency = delivery == DeliveryGuarantee.EXACTLY_ONCE
                 ? "responses reach read_committed consumers at each checkpoint, every "
@@ -189,7 +204,7 @@ final class ServeJob {
                 : "responses are visible as generated; after a failure consumers drop repeats by (request id, index)";
         return "mstar serve is running: Kafka " + flags.topics.bootstrapServers + kafkaClient(conf) + ", topics "
                 + flags.topics.requestsTopic + " -> " + flags.topics.responsesTopic + ", model " + model
-                + ", device " + device(conf) + ", delivery " + delivery + " (" + latency + ")"
+                + ", " + devices(conf, local) + ", delivery " + delivery + " (" + latency + ")"
                 + ", state " + stateRoot(flags.stateDir).getPath() + ", REST and metrics " + rest
                 + (flags.metricsPort == null ? "" : ", Prometheus metrics at port " + flags.metricsPort + " (/metrics)")
                 + ". Ctrl-C stops it; the same command resumes.";

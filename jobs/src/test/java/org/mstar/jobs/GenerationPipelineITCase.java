@@ -349,7 +349,7 @@ class GenerationPipelineITCase {
         assertThat(out.errors).singleElement().satisfies(e -> {
             assertThat(e.getRequestId()).isEqualTo("reused-id");
             assertThat(e.getCode()).isEqualTo(409);
-            assertThat(e.getMessage()).contains("already served", "new id");
+            assertThat(e.getMessage()).contains("already taken", "new id");
         });
     }
 

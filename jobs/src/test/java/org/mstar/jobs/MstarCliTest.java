@@ -139,7 +139,7 @@ class MstarCliTest {
         Configuration conf = ServeJob.configuration(serve);
         assertThat(conf.toMap()).containsEntry("metrics.reporter.prom.port", "9250").containsEntry(
                 "metrics.reporter.prom.factory.class", "org.apache.flink.metrics.prometheus.PrometheusReporterFactory");
-        assertThat(ServeJob.runningLine(serve, conf, "m", "r")).contains("Prometheus metrics at port 9250");
+        assertThat(ServeJob.runningLine(serve, conf, "m", "r", true)).contains("Prometheus metrics at port 9250");
         assertThat(run("serve", "--random", "--metrics-port", "0")).isEqualTo(2);
         assertThat(err.toString()).contains("--metrics-port is a TCP port, 1-65535, not 0");
     }

@@ -66,7 +66,7 @@ class SecuredKafkaITCase {
                 .subcommand().commandSpec().userObject();
         Configuration conf = ServeJob.configuration(serve);
         conf.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofMillis(200));
-        assertThat(ServeJob.runningLine(serve, conf, "fake", "rest"))
+        assertThat(ServeJob.runningLine(serve, conf, "fake", "rest", true))
                 .contains("security.protocol=SASL_SSL", "client.id=mstar-secured-it",
                         "sasl.jaas.config=${file:")
                 .doesNotContain(kafka.password());

@@ -69,6 +69,13 @@ class TranscribeCommandTest {
         assertThat(err.toString()).contains("--model " + llama + ": not a Whisper model");
         err.getBuffer().setLength(0);
 
+        Path noTokenizer = Files.createDirectories(dir.resolve("no-tokenizer"));
+        Files.copy(model.resolve("config.json"), noTokenizer.resolve("config.json"));
+        assertThat(Mstar.commandLine().setErr(new java.io.PrintWriter(err, true))
+                .execute("transcribe", tone.toString(), "--model", noTokenizer.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--model " + noTokenizer + ": no tokenizer.json in it");
+        err.getBuffer().setLength(0);
+
         run("transcribe", tone.toString(), "--model", model.toString(), "--language", "xx");
         assertThat(err.toString()).contains("error 400: audio.language:");
     }

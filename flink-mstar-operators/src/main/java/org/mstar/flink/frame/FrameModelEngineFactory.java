@@ -31,10 +31,20 @@ public final class FrameModelEngineFactory implements FrameEngineFactory {
             throw new IllegalArgumentException("'" + FrameOptions.RESIDENT_SESSIONS.key() + "' must be >= 1, got "
                     + residentSessions);
         }
-        this.dtype = DType.valueOf(config.get(FrameOptions.DTYPE).toUpperCase(Locale.ROOT));
-        if (!dtype.isFloat()) throw new IllegalArgumentException("'" + FrameOptions.DTYPE.key() + "' must be a float type");
+        this.dtype = floatType(config.get(FrameOptions.DTYPE));
         // the same knob as the generation engine's: replays after a restore rebuild a ring bit for bit only with it on a GPU
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
+    }
+
+    /** @throws IllegalArgumentException naming the option and the types it takes */
+    private static DType floatType(String name) {
+        for (DType t : DType.values()) {
+            if (t.isFloat() && t.name().equals(name.toUpperCase(Locale.ROOT))) {
+                return t;
+            }
+        }
+        throw new IllegalArgumentException("'" + FrameOptions.DTYPE.key() + "' (--dtype) is F32, BF16 or F16, not '"
+                + name + "'");
     }
 
     @Override

@@ -16,6 +16,7 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.mstar.flink.StartUpFailures;
 import org.mstar.engine.frame.FrameInput;
 import org.mstar.engine.frame.FrameResult;
 import org.mstar.engine.frame.FrameSessions;
@@ -80,7 +81,11 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
         super.open();
         sessions = new LinkedHashMap<>();
         int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
-        engine = engineFactory.create(device, subtask);
+        try {
+            engine = engineFactory.create(device, subtask);
+        } catch (Exception e) {
+            throw StartUpFailures.atEngineBuild(e);
+        }
         replayDepth = engine.config().replayDepth();
         if (restored) {
             for (String id : keys()) {

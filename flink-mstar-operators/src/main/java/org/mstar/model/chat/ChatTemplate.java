@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.JinjavaConfig;
 import com.hubspot.jinjava.LegacyOverrides;
+import com.hubspot.jinjava.el.TruthyTypeConverter;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
@@ -18,20 +19,26 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import jinjava.de.odysseus.el.ExpressionFactoryImpl;
+import jinjava.de.odysseus.el.tree.TreeStore;
+import jinjava.de.odysseus.el.tree.impl.Cache;
 import jinjava.javax.el.CompositeELResolver;
+import jinjava.javax.el.ExpressionFactory;
 import org.mstar.model.ModelFormatException;
 
 /**
  * A model folder's chat template: the Jinja program in {@code chat_template.jinja} or under {@code chat_template} in
  * {@code tokenizer_config.json} that turns a conversation into the prompt text the model was trained on, rendered by
- * Jinjava the way transformers renders it: {@code trim_blocks}, {@code lstrip_blocks} (done on the source, as Jinja
- * does it), loop controls, {@code namespace}, {@code raise_exception(msg)} (a {@link ChatTemplateException}),
- * {@code strftime_now(fmt)}, {@code tojson} with Python's separators ({@link PythonJsonFilter}), Python's {@code str}
- * methods ({@link PythonStringMethods}) and {@code seq[::-1]} (read as {@code (seq | reverse | list)}). The template
- * sees {@code messages}, {@code add_generation_prompt}, {@code tools} when given, and the tokenizer config's
- * {@code bos_token} / {@code eos_token}.
+ * Jinjava the way transformers renders it with jinja2: {@code trim_blocks}, {@code lstrip_blocks} and the {@code -}
+ * markers applied to the source as Jinja's lexer applies them ({@link JinjaWhitespace}), the expressions Jinjava
+ * parses otherwise rewritten ({@link JinjaSyntax}: {@code seq[::-1]}, {@code not x is defined}, keyword arguments
+ * such as {@code namespace(last=messages|length - 1)}), loop controls, {@code raise_exception(msg)} (a
+ * {@link ChatTemplateException}), {@code strftime_now(fmt)}, {@code tojson} as Python's {@code json.dumps}
+ * ({@link PythonJsonFilter}), {@code items}, Python's {@code str} methods ({@link PythonStringMethods}) and
+ * {@code is iterable}. As in jinja2, a filter or test the renderer lacks and {@code +} on an undefined or none
+ * operand fail the rendering, naming the template line. A message's text is never rendered as a template. The
+ * template sees {@code messages}, {@code add_generation_prompt}, {@code tools} (none when not given), the tokenizer
+ * config's {@code bos_token} / {@code eos_token}, and the caller's further variables.
  *
  * <p>The rendered text already holds the template's special tokens (BOS included): tokenize it without adding them
  * again ({@code TextTokenizer.encode(text, false)}). Thread-safe after construction.
@@ -41,23 +48,24 @@ public final class ChatTemplate {
     public static final String TEMPLATE_FILE = "chat_template.jinja";
     public static final String TOKENIZER_CONFIG = "tokenizer_config.json";
     private static final ObjectMapper JSON = new ObjectMapper();
-    /**
-     * Jinja's lstrip_blocks: spaces and tabs from the start of a line up to a block or comment tag go, unless the tag
-     * opens with "+". Jinjava's own option also strips them in the middle of a line, which Jinja keeps.
-     */
-    private static final Pattern LINE_START_BEFORE_TAG = Pattern.compile("(?m)^[ \\t]+(?=\\{[%#](?!\\+))");
-    /** {@code name[::-1]}, Python's reversed copy, which Jinjava's expression parser cannot read. */
-    private static final Pattern REVERSED = Pattern.compile("([A-Za-z_][A-Za-z0-9_.]*)\\[::-1\\]");
 
     private final String template;
     private final String bosToken;
     private final String eosToken;
     private final Jinjava jinjava;
+    /** Why the template cannot be rendered at all (it names a filter or test the renderer lacks), or empty. */
+    private final Optional<String> unrenderable;
 
     public ChatTemplate(String template, String bosToken, String eosToken) {
-        String source = LINE_START_BEFORE_TAG.matcher(template).replaceAll("");
-        this.template = REVERSED.matcher(source)
-                .replaceAll(m -> Matcher.quoteReplacement("(" + m.group(1) + " | reverse | list)"));
+        String source;
+        Optional<String> unreadable = Optional.empty();
+        try {
+            source = JinjaWhitespace.apply(template);
+        } catch (ChatTemplateException e) {
+            source = "";
+            unreadable = Optional.of(e.getMessage());
+        }
+        this.template = source;
         this.bosToken = bosToken == null ? "" : bosToken;
         this.eosToken = eosToken == null ? "" : eosToken;
         CompositeELResolver resolver = new CompositeELResolver();
@@ -65,7 +73,8 @@ public final class ChatTemplate {
         resolver.add(JinjavaConfig.newBuilder().build().getElResolver());
         JinjavaConfig config = JinjavaConfig.newBuilder()
                 .withElResolver(resolver)
-                .withTrimBlocks(true)
+                // a message's text is data: "{{" in it is never rendered again
+                .withNestedInterpretationEnabled(false)
                 .withLegacyOverrides(LegacyOverrides.newBuilder()
                         .withUseNaturalOperatorPrecedence(true)
                         .withParseWhitespaceControlStrictly(true)
@@ -73,12 +82,23 @@ public final class ChatTemplate {
                         .withEvaluateMapKeys(true)
                         .build())
                 .build();
-        this.jinjava = new Jinjava(config);
+        this.jinjava = new Jinjava(config) {
+            private final ExpressionFactory expressions = pythonExpressions();
+
+            @Override
+            public ExpressionFactory getExpressionFactory() {
+                return expressions;
+            }
+        };
         jinjava.getGlobalContext().registerFilter(new PythonJsonFilter());
+        jinjava.getGlobalContext().registerFilter(new ItemsFilter());
+        jinjava.getGlobalContext().registerFilter(new LoopIfFilter());
+        jinjava.getGlobalContext().registerExpTest(new PythonIterableTest());
         jinjava.getGlobalContext().registerFunction(new ELFunctionDefinition("", "raise_exception", ChatTemplate.class,
                 "raiseException", String.class));
         jinjava.getGlobalContext().registerFunction(new ELFunctionDefinition("", "strftime_now", ChatTemplate.class,
                 "strftimeNow", String.class));
+        this.unrenderable = unreadable.or(() -> UnknownNames.find(this.template, jinjava.getGlobalContext()));
     }
 
     /**
@@ -124,6 +144,12 @@ public final class ChatTemplate {
         return t.isTextual() ? t.textValue() : t.path("content").asText(null);
     }
 
+    /** Jinjava's expression factory with {@link PythonAddition} for {@code +}. */
+    private static ExpressionFactory pythonExpressions() {
+        return new ExpressionFactoryImpl(new TreeStore(new PythonAddition.SyntaxBuilder(), new Cache(256)),
+                new TruthyTypeConverter());
+    }
+
     /** Called by templates as {@code raise_exception(message)}. */
     public static String raiseException(String message) {
         throw new ChatTemplateException(message);
@@ -160,12 +186,24 @@ public final class ChatTemplate {
     /** Messages as maps: for contents a {@link ChatMessage} cannot hold (a list of typed parts). */
     public String renderMaps(List<Map<String, Object>> messages, boolean addGenerationPrompt,
                              List<Map<String, Object>> tools) {
-        Map<String, Object> context = new HashMap<>();
+        return renderMaps(messages, addGenerationPrompt, tools, Map.of());
+    }
+
+    /**
+     * As {@link #renderMaps(List, boolean, List)}, with further template variables, as transformers passes
+     * apply_chat_template's extra keyword arguments (Qwen3's {@code enable_thinking}, Llama's {@code date_string}).
+     */
+    public String renderMaps(List<Map<String, Object>> messages, boolean addGenerationPrompt,
+                             List<Map<String, Object>> tools, Map<String, Object> variables) {
+        Map<String, Object> context = new HashMap<>(variables);
         context.put("messages", messages);
         context.put("add_generation_prompt", addGenerationPrompt);
         context.put("tools", tools);
         context.put("bos_token", bosToken);
         context.put("eos_token", eosToken);
+        unrenderable.ifPresent(message -> {
+            throw new ChatTemplateException(message);
+        });
         RenderResult result;
         try {
             result = jinjava.renderForResult(template, context);
@@ -185,6 +223,9 @@ public final class ChatTemplate {
     /** The message a template passed to raise_exception, or the renderer's description of the failure. */
     private static String templateMessage(TemplateError error) {
         for (Throwable t = error.getException(); t != null; t = t.getCause()) {
+            if (t instanceof PythonAddition.UndefinedOperand u) {
+                return u.getMessage() + " (line " + error.getLineno() + ")";
+            }
             if (t instanceof ChatTemplateException c) {
                 return c.getMessage();
             }

@@ -54,9 +54,14 @@ public final class LlamaWeights implements AutoCloseable {
      * @throws org.mstar.model.ModelFormatException naming a missing tensor or one of the wrong shape
      */
     public static LlamaWeights load(Path folder, Device device, DType dtype) throws IOException {
+        return load(folder, device, dtype, LoadProgress.NONE);
+    }
+
+    /** As {@link #load(Path, Device, DType)}, telling {@code progress} after each tensor. */
+    public static LlamaWeights load(Path folder, Device device, DType dtype, LoadProgress progress) throws IOException {
         ModelConfig config = ModelConfig.load(folder);
         try (Checkpoint checkpoint = Checkpoint.open(folder)) {
-            return load(checkpoint, config, device, dtype);
+            return fill(config, device, dtype, checkpoint::copyTo, progress);
         }
     }
 
@@ -73,13 +78,23 @@ public final class LlamaWeights implements AutoCloseable {
 
     /** Allocates every tensor, then fills each Hugging Face view from {@code source}; frees all on failure. */
     static LlamaWeights fill(ModelConfig config, Device device, DType dtype, TensorSource source) throws IOException {
+        return fill(config, device, dtype, source, LoadProgress.NONE);
+    }
+
+    private static LlamaWeights fill(ModelConfig config, Device device, DType dtype, TensorSource source,
+                                     LoadProgress progress) throws IOException {
         LlamaWeights weights = allocate(config, device, dtype);
         try {
-            for (Map.Entry<String, Tensor> e : weights.hfTensors().entrySet()) {
+            Map<String, Tensor> tensors = weights.hfTensors();
+            long total = tensors.values().stream().mapToLong(Tensor::byteSize).sum();
+            long loaded = 0;
+            for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
                 source.fill(e.getKey(), e.getValue());
                 if (isNorm(e.getKey()) && config.normWeightOffset() != 0) {
                     addOnHost(e.getValue(), config.normWeightOffset());
                 }
+                loaded += e.getValue().byteSize();
+                progress.loaded(loaded, total);
             }
             return weights;
         } catch (IOException | RuntimeException e) {

@@ -24,11 +24,7 @@ public final class ConstraintCompiler {
      */
     public static TokenAutomaton compile(OutputConstraint constraint, TokenVocabulary vocab) {
         String field = constraint.kind().field();
-        Automaton chars = switch (constraint.kind()) {
-            case JSON_SCHEMA -> JsonSchemaLanguage.of(constraint.text());
-            case REGEX -> RegexLanguage.of(constraint.text());
-            case CHOICE -> choices(constraint.choices());
-        };
+        Automaton chars = language(constraint);
         ByteDfa dfa;
         try {
             dfa = ByteDfa.fromUtf16(chars, MAX_STATES);
@@ -44,6 +40,24 @@ public final class ConstraintCompiler {
             throw new RequestValidationException(field, "no token of this model's vocabulary can start a match");
         }
         return tokens;
+    }
+
+    /**
+     * Checks what needs no model: that the constraint is one this library can compile (a client checks a schema
+     * before sending it).
+     *
+     * @throws RequestValidationException as {@link #compile} for a syntax error or an unsupported keyword or construct
+     */
+    public static void check(OutputConstraint constraint) {
+        language(constraint);
+    }
+
+    private static Automaton language(OutputConstraint constraint) {
+        return switch (constraint.kind()) {
+            case JSON_SCHEMA -> JsonSchemaLanguage.of(constraint.text());
+            case REGEX -> RegexLanguage.of(constraint.text());
+            case CHOICE -> choices(constraint.choices());
+        };
     }
 
     private static Automaton choices(List<String> choices) {

@@ -47,7 +47,7 @@ final class JsonSchemaLanguage {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "$schema", "$id", "$comment",
             "default", "examples", "deprecated", "readOnly", "writeOnly");
-    private static final Set<String> TYPES = Set.of("object", "string", "number", "integer", "boolean", "null",
+    private static final List<String> TYPES = List.of("object", "string", "number", "integer", "boolean", "null",
             "array");
 
     private JsonSchemaLanguage() {}
@@ -121,7 +121,7 @@ final class JsonSchemaLanguage {
 
     private static String typeName(JsonNode t, String path) {
         if (!t.isTextual() || !TYPES.contains(t.asText())) {
-            throw invalid(path + "/type", "unsupported type " + t + "; supported: " + TYPES);
+            throw invalid(path + "/type", "unsupported type " + t + "; supported: " + String.join(", ", TYPES));
         }
         return t.asText();
     }
@@ -183,13 +183,15 @@ final class JsonSchemaLanguage {
         };
     }
 
+    /** The keywords that shape the output, in the order the refusal lists them (the docs' order). */
+    private static final List<String> KEYWORDS = List.of("type", "properties", "required", "additionalProperties",
+            "enum", "const", "items", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "anyOf");
+
     private static void checkKeywords(JsonNode s, String path) {
-        Set<String> supported = Set.of("type", "properties", "required", "additionalProperties", "enum", "const",
-                "items", "minItems", "maxItems", "minLength", "maxLength", "anyOf", "minimum", "maximum");
         for (Iterator<String> it = s.fieldNames(); it.hasNext(); ) {
             String k = it.next();
-            if (!supported.contains(k) && !ANNOTATIONS.contains(k)) {
-                throw invalid(path, "keyword '" + k + "' is not supported; supported: " + supported);
+            if (!KEYWORDS.contains(k) && !ANNOTATIONS.contains(k)) {
+                throw invalid(path, "keyword '" + k + "' is not supported; supported: " + String.join(", ", KEYWORDS));
             }
         }
     }

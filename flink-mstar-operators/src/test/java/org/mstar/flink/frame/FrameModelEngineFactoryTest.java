@@ -42,7 +42,7 @@ class FrameModelEngineFactoryTest {
         Configuration conf = new Configuration();
         conf.set(FrameOptions.MODEL_DIR, "/nowhere");
         conf.set(FrameOptions.DTYPE, "I32");
-        assertThatThrownBy(() -> new FrameModelEngineFactory(conf)).hasMessageContaining("float");
+        assertThatThrownBy(() -> new FrameModelEngineFactory(conf)).hasMessageContaining("is F32, BF16 or F16, not 'I32'");
         conf.set(FrameOptions.DTYPE, "bf16");
         conf.set(FrameOptions.RESIDENT_SESSIONS, 0);
         assertThatThrownBy(() -> new FrameModelEngineFactory(conf)).hasMessageContaining(">= 1");

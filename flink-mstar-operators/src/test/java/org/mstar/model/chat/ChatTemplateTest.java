@@ -108,10 +108,86 @@ class ChatTemplateTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @MethodSource("pythonisms")
-    void pythonStringMethodsAndReversedSlices(String template, String python) {
+    @MethodSource({"pythonisms", "whitespace"})
+    void rendersAsJinja2(String template, String python) {
         ChatTemplate t = new ChatTemplate(template, null, null);
         assertThat(t.render(List.of(new ChatMessage("system", "s"), ChatMessage.user("u")), false)).isEqualTo(python);
+    }
+
+    /** Jinja's whitespace rules on small templates, with what jinja2 (trim_blocks, lstrip_blocks) renders. */
+    static Stream<Arguments> whitespace() {
+        return Stream.of(
+                // lstrip_blocks takes indentation before a block tag, trim_blocks the newline after it
+                Arguments.of("{% for m in messages %}\n    {% if true %}\n  <{{ m.role }}>\n    {% endif %}\n{% endfor %}",
+                        "  <system>\n  <user>\n"),
+                // ... but not before a tag in the middle of a line, nor before a variable tag
+                Arguments.of("a  {% if true %}b{% endif %}\n  {{ 'c' }}", "a  b  c"),
+                // "-" strips all whitespace on its side, newlines included; the indentation of an indented template
+                Arguments.of("{%- for m in messages %}\n        {{- '<|im_start|>' + m.role }}\n    {%- endfor %}\n",
+                        "<|im_start|>system<|im_start|>user"),
+                // "+" keeps what lstrip_blocks or trim_blocks would take
+                Arguments.of("x\n  {%+ if true +%}\ny{% endif %}", "x\n  \ny"),
+                // comments follow the block rules and render nothing
+                Arguments.of("  {# note #}\nz {#- tight -#}  w", "zw"),
+                // a tag's end inside a string does not end the tag
+                Arguments.of("{{- ' -%}' }} {{ \"'\" -}} \n .", " -%} '."));
+    }
+
+    @Test
+    void namespaceTakesKeywordArgumentsWithOperators() {
+        ChatTemplate t = new ChatTemplate("{%- set ns = namespace(flag=true, last=messages|length - 1) %}"
+                + "{%- for m in messages %}{% if loop.index0 == ns.last %}{% set ns.flag = false %}{% endif %}"
+                + "{% endfor %}{{ ns.last }} {{ ns.flag }}", null, null);
+        assertThat(t.render(List.of(ChatMessage.user("a"), ChatMessage.user("b")), false)).isEqualTo("1 false");
+    }
+
+    @Test
+    void notBindsLooserThanATest() {
+        ChatTemplate t = new ChatTemplate("{% if not day is defined %}{% set day = 'today' %}{% endif %}{{ day }}",
+                null, null);
+        assertThat(t.renderMaps(List.of(), false, null, Map.of("day", "05 Dec"))).isEqualTo("05 Dec");
+        assertThat(t.renderMaps(List.of(), false, null, Map.of())).isEqualTo("today");
+    }
+
+    @Test
+    void anUnknownFilterOrTestIsRefusedNamingItsLine() {
+        ChatTemplate filter = new ChatTemplate("{{ bos_token }}\n{{ messages[0].content | shout }}", null, null);
+        assertThatThrownBy(() -> filter.render(List.of(ChatMessage.user("x")), false))
+                .isInstanceOf(ChatTemplateException.class).hasMessageContaining("No filter named 'shout' (line 2)");
+        ChatTemplate test = new ChatTemplate("\n\n{% if messages is loud %}{% endif %}", null, null);
+        assertThatThrownBy(() -> test.render(List.of(ChatMessage.user("x")), false))
+                .isInstanceOf(ChatTemplateException.class).hasMessageContaining("No test named 'loud' (line 3)");
+    }
+
+    @Test
+    void addingAnUndefinedValueIsRefusedNamingItsLine() {
+        ChatTemplate t = new ChatTemplate("{%- for m in messages %}\n{{- m.content[0].text + '\n' }}\n{%- endfor %}",
+                null, null);
+        assertThatThrownBy(() -> t.render(List.of(ChatMessage.user("plain text")), false))
+                .isInstanceOf(ChatTemplateException.class).hasMessageContaining("undefined or none (line 2)");
+        // undefined in a test or a comparison is no error, as in jinja2
+        ChatTemplate lenient = new ChatTemplate("{{ 'd' if messages[0].nope is defined }}{{ 'x' if messages[0].nope == 'x' }}"
+                + "[{{ messages[0].nope }}]", null, null);
+        assertThat(lenient.render(List.of(ChatMessage.user("x")), false)).isEqualTo("[]");
+    }
+
+    @Test
+    void aMessageIsTextNotTemplate() {
+        ChatTemplate t = new ChatTemplate("{{ messages[0].content }}", null, null);
+        assertThat(t.render(List.of(ChatMessage.user("{{ 7 * 6 }} {% if true %}x{% endif %}")), false))
+                .isEqualTo("{{ 7 * 6 }} {% if true %}x{% endif %}");
+    }
+
+    @Test
+    void itemsAndIterableAsPython() {
+        ChatTemplate t = new ChatTemplate("{% for k, v in tools[0]|items if k != 'b' %}{{ k }}={{ v }}"
+                + "{{ ';' if not loop.last }}{% endfor %};"
+                + "{{ 'y' if 'text' is iterable else 'n' }}{{ 'y' if 3 is iterable else 'n' }}", null, null);
+        Map<String, Object> tool = new java.util.LinkedHashMap<>();
+        tool.put("a", 1);
+        tool.put("b", 2);
+        tool.put("c", "x");
+        assertThat(t.render(List.of(), false, List.of(tool))).isEqualTo("a=1;c=x;yn");
     }
 
     @Test
