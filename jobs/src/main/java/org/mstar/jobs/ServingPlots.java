@@ -9,6 +9,7 @@ import java.util.function.ToDoubleFunction;
 import org.jfree.chart.ChartFactory;
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.NumberAxis;
 import org.jfree.chart.plot.PlotOrientation;
 import org.jfree.chart.plot.XYPlot;
 import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
@@ -67,6 +68,7 @@ final class ServingPlots {
     private static Path save(JFreeChart chart, Path file) throws IOException {
         XYPlot plot = chart.getXYPlot();
         plot.setRenderer(new XYLineAndShapeRenderer(true, true));
+        ((NumberAxis) plot.getDomainAxis()).setAutoRangeIncludesZero(true);
         plot.setBackgroundPaint(Color.WHITE);
         plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
         plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
