@@ -105,8 +105,8 @@ public final class LlamaEngineFactory implements EngineFactory {
             EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), options,
                     sizingRequest()));
             EngineSizing s = sized.sizing();
-            LOG.info("Engine on {}: {} rows, {} tokens a step, {} KV pages of {} tokens, {}; {}", device,
-                    s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, options.decodeGraphs()
+            LOG.info("Engine of subtask {} on {}: {} rows, {} tokens a step, {} KV pages of {} tokens, {}; {}",
+                    subtaskIndex, device, s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, options.decodeGraphs()
                             ? "decode graphs for 1 to " + Integer.highestOneBit(Math.min(256, 2 * s.maxBatchRows() - 1))
                                     + " rows" : "no decode graphs", s.reason());
             return turn.guard(sized.engine());

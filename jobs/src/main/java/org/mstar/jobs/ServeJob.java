@@ -79,8 +79,9 @@ final class ServeJob {
         say(err, startsFrom.toString().strip());
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
-        if (flags.parallelism != null) {
-            builder.parallelism(flags.parallelism);
+        Integer parallelism = generateParallelism(flags, conf);
+        if (parallelism != null) {
+            builder.parallelism(parallelism);
         }
         builder.build().addTo(env);
         JobClient job = env.executeAsync("mstar serve");
@@ -170,6 +171,18 @@ final class ServeJob {
     }
 
     /** The devices the engines run on, as the running line says them: both sides' when prefill and decode split. */
+    /**
+     * Generate subtasks: {@code --parallelism}, else one per GPU that {@code --device} lists (each engine sizes itself
+     * to the device's memory, so two on one GPU would find the second without room), else the job's default.
+     */
+    static Integer generateParallelism(ServeCommand flags, Configuration conf) {
+        if (flags.parallelism != null) {
+            return flags.parallelism;
+        }
+        List<String> devices = List.of(conf.get(GenerateOptions.DEVICE).split(","));
+        return devices.stream().allMatch(d -> d.strip().startsWith("cuda:")) ? devices.size() : null;
+    }
+
     static String devices(Configuration conf, boolean local) {
         String device = conf.get(GenerateOptions.DEVICE);
         if (!conf.get(DisaggregationOptions.ENABLED)) {

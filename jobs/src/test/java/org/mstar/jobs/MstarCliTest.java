@@ -218,6 +218,19 @@ class MstarCliTest {
     }
 
     @Test
+    void serveRunsOneGenerateSubtaskPerListedGpuUnlessToldOtherwise() {
+        for (String[] c : new String[][] {{"cuda:0", "1"}, {"cuda:0,cuda:1", "2"}, {"cpu", null}, {"auto", null}}) {
+            ServeCommand serve = (ServeCommand) new CommandLine(new Mstar()).parseArgs("serve", "--random", "--device",
+                    c[0]).subcommand().commandSpec().userObject();
+            assertThat(ServeJob.generateParallelism(serve, ServeJob.configuration(serve))).as(c[0])
+                    .isEqualTo(c[1] == null ? null : Integer.valueOf(c[1]));
+        }
+        ServeCommand three = (ServeCommand) new CommandLine(new Mstar()).parseArgs("serve", "--random", "--device",
+                "cuda:0", "--parallelism", "3").subcommand().commandSpec().userObject();
+        assertThat(ServeJob.generateParallelism(three, ServeJob.configuration(three))).isEqualTo(3);
+    }
+
+    @Test
     void benchServingMeasuresEveryRowOnBothSidesAndWritesResultsAndPlots(@org.junit.jupiter.api.io.TempDir
             java.nio.file.Path results) throws Exception {
         int code = run("bench-serving", "--offline", "24/6:4", "--mix", "none", "--rates", "40",
