@@ -2,6 +2,8 @@ package org.mstar.engine;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceMemory;
 import org.mstar.model.ModelConfig;
@@ -17,6 +19,9 @@ import org.mstar.resources.SamplingReqConfig;
  * part is counted twice. Without device memory of its own (the CPU) the defaults stand, overridden by what was set.
  */
 public final class EngineSizer {
+    /** Sized engines open on each GPU of this process (by device name), so that engines sharing one split it. */
+    private static final Map<String, Integer> OPEN = new ConcurrentHashMap<>();
+
     private EngineSizer() {}
 
     /** An engine and what it was sized to. */
@@ -27,6 +32,15 @@ public final class EngineSizer {
      *                 replaced by the sizing
      */
     public static Sized build(Path modelDir, LlamaWeights weights, EngineOptions defaults, EngineSizing.Request request) {
+        return build(modelDir, weights, defaults, request, 1);
+    }
+
+    /**
+     * @param enginesOnDevice engines of the job that share this GPU: each sizes its pool to its part of the room the
+     *                        ones already open left (call inside the device's turn, so they size one after the other)
+     */
+    public static Sized build(Path modelDir, LlamaWeights weights, EngineOptions defaults, EngineSizing.Request request,
+            int enginesOnDevice) {
         Device device = weights.device();
         if (device.memory().isEmpty()) {
             EngineSizing sizing = new EngineSizing(request.maxBatchRows().orElse(defaults.maxBatchRows()),
@@ -41,9 +55,14 @@ public final class EngineSizer {
         ModelConfig c = weights.config();
         int pageSize = defaults.kvCache().pageSize();
         long pageBytes = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * pageSize * weights.dtype().bytes();
+        String key = device.name();
+        int toBuild = Math.max(1, enginesOnDevice - OPEN.getOrDefault(key, 0));
         EngineSizing sizing = EngineSizing.size(request, new EngineSizing.Device(memory.totalBytes(),
-                memory.usedBytes(), weights.byteSize(), reserve, pageBytes, pageSize));
-        return new Sized(LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing)), sizing);
+                memory.usedBytes(), weights.byteSize(), reserve, pageBytes, pageSize, 1.0 / toBuild));
+        LlamaEngine engine = LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing));
+        OPEN.merge(key, 1, Integer::sum);
+        engine.own(() -> OPEN.merge(key, -1, Integer::sum));
+        return new Sized(engine, sizing);
     }
 
     private static EngineOptions resized(EngineOptions o, EngineSizing s) {

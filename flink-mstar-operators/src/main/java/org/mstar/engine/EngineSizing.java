@@ -58,9 +58,11 @@ public record EngineSizing(int maxBatchRows, int tokenBudget, int pages, String 
      * @param reserveBytes activations and decode graphs, measured
      * @param pageBytes one KV page over all layers, keys and values
      * @param pageSize tokens per page
+     * @param kvShare the part of the room left this engine's pool takes: 1, or 1/n when n engines of the job are
+     *                still to be built on this device (prefill and decode of a disaggregated job on one GPU)
      */
     public record Device(long totalBytes, long usedBytes, long weightBytes, long reserveBytes, long pageBytes,
-                         int pageSize) {}
+                         int pageSize, double kvShare) {}
 
     /**
      * @throws IllegalStateException when the fraction leaves no room for a KV pool, naming the numbers
@@ -77,7 +79,7 @@ public record EngineSizing(int maxBatchRows, int tokenBudget, int pages, String 
         if (request.pages().isPresent()) {
             pages = request.pages().getAsInt();
         } else {
-            long fit = forKv / d.pageBytes();
+            long fit = (long) (forKv * d.kvShare()) / d.pageBytes();
             // page 0 is reserved, so one page holds nothing
             if (fit < 2) {
                 throw new IllegalStateException("no room for a KV cache on the device: " + memory + " leave "
@@ -88,7 +90,10 @@ public record EngineSizing(int maxBatchRows, int tokenBudget, int pages, String 
         String reason = String.format(Locale.ROOT, "%s; KV %s %d pages = %d tokens (%s)%s", memory,
                 request.pages().isPresent() ? "set to" : "sized to", pages, (long) pages * d.pageSize(),
                 gib((long) pages * d.pageBytes()),
-                request.maxBatchRows().isPresent() || request.tokenBudget().isPresent() ? "; rows or budget set" : "");
+                request.maxBatchRows().isPresent() || request.tokenBudget().isPresent() ? "; rows or budget set" : "")
+                + (d.kvShare() < 1 && request.pages().isEmpty() ? String.format(Locale.ROOT,
+                        "; %.0f %% of the room left, the rest for the other engines of the job on this device",
+                        100 * d.kvShare()) : "");
         return new EngineSizing(rows, budget, pages, reason);
     }
 

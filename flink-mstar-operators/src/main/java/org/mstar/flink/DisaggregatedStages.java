@@ -57,7 +57,18 @@ final class DisaggregatedStages {
         Configuration c = new Configuration(options);
         options.getOptional(device).ifPresent(d -> c.set(GenerateOptions.DEVICE, d));
         c.set(DisaggregationOptions.ENGINE_ROLE, role);
+        if (sharesOneGpu(options) && options.getOptional(LlamaEngineOptions.ENGINES_PER_DEVICE).isEmpty()) {
+            c.set(LlamaEngineOptions.ENGINES_PER_DEVICE, 2);
+        }
         return c;
+    }
+
+    /** Whether both sides run on the same one GPU, so their engines split its memory. */
+    private static boolean sharesOneGpu(Configuration options) {
+        String device = options.get(GenerateOptions.DEVICE);
+        String prefill = options.getOptional(DisaggregationOptions.PREFILL_DEVICE).orElse(device).strip();
+        String decode = options.getOptional(DisaggregationOptions.DECODE_DEVICE).orElse(device).strip();
+        return prefill.equals(decode) && prefill.startsWith("cuda:") && !prefill.contains(",");
     }
 
     /** Responses of both operators: the prefill's first tokens (and requests that end there), the decode's rest. */

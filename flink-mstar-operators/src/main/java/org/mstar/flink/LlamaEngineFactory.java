@@ -39,6 +39,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final Integer setBudget;
     private final Integer setPages;
     private final double memoryFraction;
+    private final int enginesPerDevice;
     private final int pageSize;
     private final int cpuOffloadPages;
     private final boolean prefixCache;
@@ -67,6 +68,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.setBudget = config.getOptional(LlamaEngineOptions.TOKEN_BUDGET).orElse(null);
         this.setPages = config.getOptional(LlamaEngineOptions.PAGES).orElse(null);
         this.memoryFraction = config.get(LlamaEngineOptions.GPU_MEMORY_FRACTION);
+        this.enginesPerDevice = config.get(LlamaEngineOptions.ENGINES_PER_DEVICE);
         this.pageSize = config.get(LlamaEngineOptions.PAGE_SIZE);
         this.cpuOffloadPages = config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES);
         this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
@@ -103,7 +105,7 @@ public final class LlamaEngineFactory implements EngineFactory {
             // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops
             EngineOptions options = options().withDecodeGraphs(decodeGraphs && turn.device().isCuda());
             EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), options,
-                    sizingRequest()));
+                    sizingRequest(), enginesPerDevice));
             EngineSizing s = sized.sizing();
             LOG.info("Engine of subtask {} on {}: {} rows, {} tokens a step, {} KV pages of {} tokens, {}; {}",
                     subtaskIndex, device, s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, options.decodeGraphs()

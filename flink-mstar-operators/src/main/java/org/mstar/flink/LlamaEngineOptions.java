@@ -31,6 +31,12 @@ public final class LlamaEngineOptions {
                     + " a measured activation reserve (a prefill at the token budget and the decode graphs at the row"
                     + " cap), unless 'mstar.kv.pages' is set. Like vLLM's gpu_memory_utilization.");
 
+    public static final ConfigOption<Integer> ENGINES_PER_DEVICE = ConfigOptions.key("mstar.engine.engines-per-device")
+            .intType()
+            .defaultValue(1)
+            .withDescription("Engines of this job that share one GPU; each sizes its KV pool to its part of the room"
+                    + " left. A disaggregated job whose prefill and decode run on the same device sets it to 2.");
+
     public static final ConfigOption<Integer> MAX_SEQ_LEN = ConfigOptions.key("mstar.kv.max-seq-len")
             .intType()
             .defaultValue(4096)

@@ -12,7 +12,7 @@ class EngineSizingTest {
 
     /** An H200 after the 8B weights: 140 GiB, 16 GiB used, a 3 GiB reserve. */
     private static final EngineSizing.Device H200 = new EngineSizing.Device(140 * GIB, 16 * GIB, 15 * GIB, 3 * GIB,
-            PAGE_8B, 16);
+            PAGE_8B, 16, 1);
 
     @Test
     void theKvPoolTakesTheFractionLeftAfterWeightsAndReserve() {
@@ -37,6 +37,21 @@ class EngineSizingTest {
     }
 
     @Test
+    void twoEnginesOnOneDeviceSplitWhatIsLeft() {
+        EngineSizing first = EngineSizing.size(EngineSizing.Request.sizedByDevice(), new EngineSizing.Device(140 * GIB,
+                16 * GIB, 15 * GIB, 3 * GIB, PAGE_8B, 16, 0.5));
+        long afterFirst = 16 * GIB + 3 * GIB + first.pages() * PAGE_8B;
+        EngineSizing second = EngineSizing.size(EngineSizing.Request.sizedByDevice(), new EngineSizing.Device(
+                140 * GIB, afterFirst, 15 * GIB, 3 * GIB, PAGE_8B, 16, 1));
+
+        assertThat(first.pages()).isEqualTo(54_784 / 2);
+        // the second's pool is the first's less the second's own reserve
+        assertThat(second.pages()).isEqualTo(((long) (0.9 * 140 * GIB) - afterFirst - 3 * GIB) / PAGE_8B)
+                .isEqualTo(first.pages() - (int) (3 * GIB / PAGE_8B));
+        assertThat(first.reason()).contains("50 % of the room left");
+    }
+
+    @Test
     void explicitValuesWin() {
         EngineSizing s = EngineSizing.size(EngineSizing.Request.of(64, 2048, 1000, 0.9), H200);
 
@@ -55,7 +70,7 @@ class EngineSizingTest {
 
     @Test
     void aDeviceWithoutRoomForKvIsRefusedWithTheNumbers() {
-        EngineSizing.Device full = new EngineSizing.Device(80 * GIB, 70 * GIB, 15 * GIB, 3 * GIB, PAGE_8B, 16);
+        EngineSizing.Device full = new EngineSizing.Device(80 * GIB, 70 * GIB, 15 * GIB, 3 * GIB, PAGE_8B, 16, 1);
 
         assertThatThrownBy(() -> EngineSizing.size(EngineSizing.Request.sizedByDevice(), full))
                 .isInstanceOf(IllegalStateException.class)
