@@ -36,6 +36,7 @@ import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
 import org.mstar.flink.KafkaClientProperties;
 import org.mstar.flink.KafkaIoOptions;
+import org.mstar.flink.LlamaEngineOptions;
 import org.mstar.flink.ModelFingerprint;
 import picocli.CommandLine;
 
@@ -78,8 +79,11 @@ final class ServeJob {
                 flags.parallelism == null ? 1 : flags.parallelism, KafkaCheck.TIMEOUT);
         say(err, startsFrom.toString().strip());
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
-        GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
         Integer parallelism = generateParallelism(flags, conf);
+        if (parallelism != null) {
+            shareGpus(conf, parallelism);
+        }
+        GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
         if (parallelism != null) {
             builder.parallelism(parallelism);
         }
@@ -181,6 +185,18 @@ final class ServeJob {
         }
         List<String> devices = List.of(conf.get(GenerateOptions.DEVICE).split(","));
         return devices.stream().allMatch(d -> d.strip().startsWith("cuda:")) ? devices.size() : null;
+    }
+
+    /**
+     * With more generate subtasks than listed GPUs (subtask i runs on entry i modulo the list), the engines on one GPU
+     * split its memory, unless {@code mstar.engine.engines-per-device} was set.
+     */
+    static void shareGpus(Configuration conf, int parallelism) {
+        List<String> devices = List.of(conf.get(GenerateOptions.DEVICE).split(","));
+        if (devices.stream().allMatch(d -> d.strip().startsWith("cuda:")) && parallelism > devices.size()
+                && conf.getOptional(LlamaEngineOptions.ENGINES_PER_DEVICE).isEmpty()) {
+            conf.set(LlamaEngineOptions.ENGINES_PER_DEVICE, (parallelism + devices.size() - 1) / devices.size());
+        }
     }
 
     static String devices(Configuration conf, boolean local) {

@@ -227,7 +227,14 @@ class MstarCliTest {
         }
         ServeCommand three = (ServeCommand) new CommandLine(new Mstar()).parseArgs("serve", "--random", "--device",
                 "cuda:0", "--parallelism", "3").subcommand().commandSpec().userObject();
-        assertThat(ServeJob.generateParallelism(three, ServeJob.configuration(three))).isEqualTo(3);
+        Configuration conf = ServeJob.configuration(three);
+        assertThat(ServeJob.generateParallelism(three, conf)).isEqualTo(3);
+        // three engines on one GPU split its memory
+        ServeJob.shareGpus(conf, 3);
+        assertThat(conf.get(org.mstar.flink.LlamaEngineOptions.ENGINES_PER_DEVICE)).isEqualTo(3);
+        Configuration cpu = new Configuration();
+        ServeJob.shareGpus(cpu, 3);
+        assertThat(cpu.getOptional(org.mstar.flink.LlamaEngineOptions.ENGINES_PER_DEVICE)).isEmpty();
     }
 
     @Test
