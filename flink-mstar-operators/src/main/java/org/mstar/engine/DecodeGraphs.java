@@ -37,8 +37,13 @@ final class DecodeGraphs implements AutoCloseable {
 
     DecodeGraphs(LlamaModel model, int maxBatchRows) {
         this.model = model;
+        this.maxBucket = largestBucket(maxBatchRows);
+    }
+
+    /** The largest bucket an engine of {@code maxBatchRows} records. */
+    static int largestBucket(int maxBatchRows) {
         // padding rows take no KV pages, so the last bucket may exceed the batch rows
-        this.maxBucket = Math.min(MAX_BUCKET, powerOfTwoAtLeast(maxBatchRows));
+        return Math.min(MAX_BUCKET, powerOfTwoAtLeast(maxBatchRows));
     }
 
     /** The bucket a decode batch of {@code rows} pads to; 0 when it is too large for any (it runs eagerly). */

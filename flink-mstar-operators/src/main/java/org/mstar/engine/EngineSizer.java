@@ -1,8 +1,10 @@
 package org.mstar.engine;
 
 import java.nio.file.Path;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceMemory;
@@ -16,11 +18,15 @@ import org.mstar.resources.SamplingReqConfig;
  * measured first, vLLM-style: a probe engine with a small KV pool runs a decode step at the row cap (recording
  * that bucket's graph) and a prefill at the token budget, and what the device's memory grew by beyond the probe's
  * own pool is the reserve. The smaller graph buckets together hold at most what the largest does, so the decode
- * part is counted twice. Without device memory of its own (the CPU) the defaults stand, overridden by what was set.
+ * part is counted twice. It is measured once per weights and engine shape in a process. Without device memory
+ * of its own (the CPU) the defaults stand, overridden by what was set.
  */
 public final class EngineSizer {
     /** Sized engines open on each GPU of this process (by device name), so that engines sharing one split it. */
     private static final Map<String, Integer> OPEN = new ConcurrentHashMap<>();
+    /** Measured reserves by weights and (rows, budget, longest sequence, page size). */
+    private static final Map<LlamaWeights, Map<List<Integer>, Long>> RESERVES =
+            Collections.synchronizedMap(new WeakHashMap<>());
 
     private EngineSizer() {}
 
@@ -49,8 +55,12 @@ public final class EngineSizer {
                     "defaults of a device without memory of its own");
             return new Sized(LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing)), sizing);
         }
-        long reserve = measureReserve(modelDir, weights, defaults, EngineSizing.rows(request),
-                EngineSizing.tokenBudget(request));
+        int rows = EngineSizing.rows(request);
+        int budget = EngineSizing.tokenBudget(request);
+        // a task restarted over the same weights builds its engine again: the reserve is measured once
+        long reserve = RESERVES.computeIfAbsent(weights, w -> new ConcurrentHashMap<>()).computeIfAbsent(
+                List.of(rows, budget, defaults.kvCache().maxSeqLen(), defaults.kvCache().pageSize()),
+                k -> measureReserve(modelDir, weights, defaults, rows, budget));
         DeviceMemory memory = device.memory().orElseThrow();
         ModelConfig c = weights.config();
         int pageSize = defaults.kvCache().pageSize();

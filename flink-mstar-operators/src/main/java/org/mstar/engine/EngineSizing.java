@@ -97,6 +97,11 @@ public record EngineSizing(int maxBatchRows, int tokenBudget, int pages, String 
         return new EngineSizing(rows, budget, pages, reason);
     }
 
+    /** Rows of the largest decode graph an engine of this size records (with decode graphs on). */
+    public int largestDecodeGraph() {
+        return DecodeGraphs.largestBucket(maxBatchRows);
+    }
+
     /** Rows of a GPU engine: as set, else {@link #GPU_ROWS}. */
     public static int rows(Request request) {
         return request.maxBatchRows().orElse(GPU_ROWS);

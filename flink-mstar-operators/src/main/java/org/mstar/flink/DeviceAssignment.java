@@ -29,6 +29,13 @@ public final class DeviceAssignment {
                 + ": expected cpu, cuda:N, a list such as cuda:0,cuda:1, or auto");
     }
 
+    /** GPUs a setting lists: its entries when every one is {@code cuda:N}; 0 for cpu, auto or a mixed list. */
+    public static int listedGpus(String setting) {
+        String value = validate(setting);
+        String[] devices = value.split(",");
+        return Arrays.stream(devices).allMatch(d -> d.startsWith("cuda:")) ? devices.length : 0;
+    }
+
     /**
      * @param setting {@code cpu}, {@code cuda:N}, a list of those (subtask i takes entry i modulo its length) or
      *     {@code auto}

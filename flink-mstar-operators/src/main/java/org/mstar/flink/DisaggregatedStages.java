@@ -66,9 +66,11 @@ final class DisaggregatedStages {
     /** Whether both sides run on the same one GPU, so their engines split its memory. */
     private static boolean sharesOneGpu(Configuration options) {
         String device = options.get(GenerateOptions.DEVICE);
-        String prefill = options.getOptional(DisaggregationOptions.PREFILL_DEVICE).orElse(device).strip();
-        String decode = options.getOptional(DisaggregationOptions.DECODE_DEVICE).orElse(device).strip();
-        return prefill.equals(decode) && prefill.startsWith("cuda:") && !prefill.contains(",");
+        String prefill = DeviceAssignment.validate(
+                options.getOptional(DisaggregationOptions.PREFILL_DEVICE).orElse(device));
+        String decode = DeviceAssignment.validate(
+                options.getOptional(DisaggregationOptions.DECODE_DEVICE).orElse(device));
+        return prefill.equals(decode) && DeviceAssignment.listedGpus(prefill) == 1;
     }
 
     /** Responses of both operators: the prefill's first tokens (and requests that end there), the decode's rest. */

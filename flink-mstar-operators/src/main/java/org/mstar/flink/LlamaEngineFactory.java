@@ -109,8 +109,8 @@ public final class LlamaEngineFactory implements EngineFactory {
             EngineSizing s = sized.sizing();
             LOG.info("Engine of subtask {} on {}: {} rows, {} tokens a step, {} KV pages of {} tokens, {}; {}",
                     subtaskIndex, device, s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, options.decodeGraphs()
-                            ? "decode graphs for 1 to " + Integer.highestOneBit(Math.min(256, 2 * s.maxBatchRows() - 1))
-                                    + " rows" : "no decode graphs", s.reason());
+                            ? "decode graphs for 1 to " + s.largestDecodeGraph() + " rows" : "no decode graphs",
+                    s.reason());
             return turn.guard(sized.engine());
         } catch (UnsupportedOnDeviceException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(

@@ -7,6 +7,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -55,6 +56,16 @@ final class BenchEngineFactory implements EngineFactory {
     private final boolean sized;
 
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps) {
+        this(modelDir, randomSeed, options, failAtSteps, null, false);
+    }
+
+    /** Engines sized for their device as {@code serve} sizes them ({@link EngineSizer}), over {@code defaults}. */
+    BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions defaults, EngineSizing.Request sizing) {
+        this(modelDir, randomSeed, defaults, Set.of(), sizing, true);
+    }
+
+    private BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
+            EngineSizing.Request sizing, boolean sized) {
         this.modelDir = modelDir.toString();
         this.randomSeed = randomSeed;
         this.maxBatchRows = options.maxBatchRows();
@@ -64,29 +75,15 @@ final class BenchEngineFactory implements EngineFactory {
         this.pageSize = options.kvCache().pageSize();
         this.role = options.role();
         this.failAtSteps = Set.copyOf(failAtSteps);
-        this.setRows = null;
-        this.setBudget = null;
-        this.setPages = null;
-        this.memoryFraction = EngineSizing.DEFAULT_MEMORY_FRACTION;
-        this.sized = false;
+        this.setRows = sized ? boxed(sizing.maxBatchRows()) : null;
+        this.setBudget = sized ? boxed(sizing.tokenBudget()) : null;
+        this.setPages = sized ? boxed(sizing.pages()) : null;
+        this.memoryFraction = sized ? sizing.memoryFraction() : EngineSizing.DEFAULT_MEMORY_FRACTION;
+        this.sized = sized;
     }
 
-    /** Engines sized for their device as {@code serve} sizes them ({@link EngineSizer}), over {@code defaults}. */
-    BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions defaults, EngineSizing.Request sizing) {
-        this.modelDir = modelDir.toString();
-        this.randomSeed = randomSeed;
-        this.maxBatchRows = defaults.maxBatchRows();
-        this.tokenBudget = defaults.tokenBudget();
-        this.maxSeqLen = defaults.kvCache().maxSeqLen();
-        this.pages = defaults.kvCache().maxNumPages();
-        this.pageSize = defaults.kvCache().pageSize();
-        this.role = defaults.role();
-        this.failAtSteps = Set.of();
-        this.setRows = sizing.maxBatchRows().isPresent() ? sizing.maxBatchRows().getAsInt() : null;
-        this.setBudget = sizing.tokenBudget().isPresent() ? sizing.tokenBudget().getAsInt() : null;
-        this.setPages = sizing.pages().isPresent() ? sizing.pages().getAsInt() : null;
-        this.memoryFraction = sizing.memoryFraction();
-        this.sized = true;
+    private static Integer boxed(OptionalInt value) {
+        return value.isPresent() ? value.getAsInt() : null;
     }
 
     static EngineSizing lastSizing() {

@@ -31,6 +31,7 @@ import org.apache.flink.core.fs.Path;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.NetUtils;
+import org.mstar.flink.DeviceAssignment;
 import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.GenerationPipeline;
@@ -183,8 +184,8 @@ final class ServeJob {
         if (flags.parallelism != null) {
             return flags.parallelism;
         }
-        List<String> devices = List.of(conf.get(GenerateOptions.DEVICE).split(","));
-        return devices.stream().allMatch(d -> d.strip().startsWith("cuda:")) ? devices.size() : null;
+        int gpus = DeviceAssignment.listedGpus(conf.get(GenerateOptions.DEVICE));
+        return gpus > 0 ? gpus : null;
     }
 
     /**
@@ -192,10 +193,9 @@ final class ServeJob {
      * split its memory, unless {@code mstar.engine.engines-per-device} was set.
      */
     static void shareGpus(Configuration conf, int parallelism) {
-        List<String> devices = List.of(conf.get(GenerateOptions.DEVICE).split(","));
-        if (devices.stream().allMatch(d -> d.strip().startsWith("cuda:")) && parallelism > devices.size()
-                && conf.getOptional(LlamaEngineOptions.ENGINES_PER_DEVICE).isEmpty()) {
-            conf.set(LlamaEngineOptions.ENGINES_PER_DEVICE, (parallelism + devices.size() - 1) / devices.size());
+        int gpus = DeviceAssignment.listedGpus(conf.get(GenerateOptions.DEVICE));
+        if (gpus > 0 && parallelism > gpus && conf.getOptional(LlamaEngineOptions.ENGINES_PER_DEVICE).isEmpty()) {
+            conf.set(LlamaEngineOptions.ENGINES_PER_DEVICE, (parallelism + gpus - 1) / gpus);
         }
     }
 

@@ -62,14 +62,13 @@ final class ServingBench {
                 throw new CommandLine.ParameterException(cli, "a request of " + longest + " tokens exceeds the model's"
                         + " context of " + config.maxPositionEmbeddings());
             }
-            EngineOptions defaults = EngineOptions.cpuDefaults(maxSeqLen);
             EngineSizing.Request sizing = EngineSizing.Request.of(flags.maxBatchRows, flags.tokenBudget, flags.pages,
                     flags.gpuMemoryFraction);
 
             long t = System.nanoTime();
             BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.modelFlags.device);
             DeviceTurn turn = shared.turn();
-            defaults = defaults.withDecodeGraphs(turn.device().isCuda());
+            EngineOptions defaults = EngineOptions.cpuDefaults(maxSeqLen).withDecodeGraphs(turn.device().isCuda());
             err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
                     turn.device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - t) / 1e9);
             DeviceRates rates = turn.call(() -> DeviceRates.measure(turn.device()));
@@ -87,8 +86,8 @@ final class ServingBench {
             List<ServingResult> results = new ArrayList<>();
             ServingResult.Slo slo = new ServingResult.Slo(flags.sloTtftMs, flags.sloTpotMs);
             if (flags.sides.contains("engine")) {
-                EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(modelDir, shared.weights(),
-                        EngineOptions.cpuDefaults(maxSeqLen).withDecodeGraphs(turn.device().isCuda()), sizing));
+                EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(modelDir, shared.weights(), defaults,
+                        sizing));
                 report.put("engineSizing", sized.sizing());
                 err.println("engine: " + describe(sized.sizing()));
                 GenerationEngine engine = turn.guard(sized.engine());
