@@ -16,8 +16,9 @@ import org.mstar.resources.BucketKey;
 import org.mstar.resources.SlotLease;
 
 /**
- * Decode steps replayed as one device graph per batch bucket (1, 2, 4, ... up to the engine's batch
- * rows rounded up to a power of two, at most {@value #MAX_BUCKET}). A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
+ * Decode steps replayed as one device graph per batch bucket: powers of two up to {@value #FINE_FROM} rows, then
+ * every multiple of {@value #FINE_FROM}/2, up to the engine's batch rows rounded up so, at most
+ * {@value #MAX_BUCKET}. A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
  * is recorded on its first step and replayed afterwards, so a step costs one launch instead of a few
  * hundred. The resources plan a leased step into static buffers of (bucket, slot 0, label) before the
  * replay; one slot suffices because plan uploads and replays are ordered on the device's one stream.
@@ -29,6 +30,12 @@ final class DecodeGraphs implements AutoCloseable {
      * rows of Llama-3-8B's geometry about 170 MB, most of it the logits (256 x 128256 x 4 bytes).
      */
     static final int MAX_BUCKET = 256;
+    /**
+     * Above this many rows buckets step by half of it, not double: a padding row costs as much matmul as a real
+     * one, and from about a hundred rows an 8B model's decode step is bound by matmul rate, so 129 rows padded
+     * to 256 would run near twice the work.
+     */
+    static final int FINE_FROM = 64;
 
     private final LlamaModel model;
     private final int maxBucket;
@@ -43,16 +50,29 @@ final class DecodeGraphs implements AutoCloseable {
     /** The largest bucket an engine of {@code maxBatchRows} records. */
     static int largestBucket(int maxBatchRows) {
         // padding rows take no KV pages, so the last bucket may exceed the batch rows
-        return Math.min(MAX_BUCKET, powerOfTwoAtLeast(maxBatchRows));
+        return Math.min(MAX_BUCKET, bucketAtLeast(maxBatchRows));
+    }
+
+    /** Rows of all the buckets smaller than {@code largest} together, for the device memory their graphs hold. */
+    static int rowsOfSmallerBuckets(int largest) {
+        int rows = 0;
+        for (int bs = 1; bs < largest; bs = bucketAtLeast(bs + 1)) {
+            rows += bs;
+        }
+        return rows;
     }
 
     /** The bucket a decode batch of {@code rows} pads to; 0 when it is too large for any (it runs eagerly). */
     int bucketFor(int rows) {
-        int bs = powerOfTwoAtLeast(rows);
+        int bs = bucketAtLeast(rows);
         return rows >= 1 && bs <= maxBucket ? bs : 0;
     }
 
-    private static int powerOfTwoAtLeast(int n) {
+    private static int bucketAtLeast(int n) {
+        if (n > FINE_FROM) {
+            int step = FINE_FROM / 2;
+            return (n + step - 1) / step * step;
+        }
         return Integer.highestOneBit(n) == n ? n : Integer.highestOneBit(n) << 1;
     }
 

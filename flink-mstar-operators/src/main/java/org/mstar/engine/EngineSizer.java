@@ -17,8 +17,9 @@ import org.mstar.resources.SamplingReqConfig;
  * Builds a Llama-family engine sized for its device ({@link EngineSizing}). On a GPU the activation reserve is
  * measured first, vLLM-style: a probe engine with a small KV pool runs a decode step at the row cap (recording
  * that bucket's graph) and a prefill at the token budget, and what the device's memory grew by beyond the probe's
- * own pool is the reserve. The smaller graph buckets together hold at most what the largest does, so the decode
- * part is counted twice. It is measured once per weights and engine shape in a process. Without device memory
+ * own pool is the reserve. A bucket's graph holds memory in proportion to its rows, so the decode part counts
+ * again for the smaller buckets' rows over the largest's. It is measured once per weights and engine shape in a
+ * process. Without device memory
  * of its own (the CPU) the defaults stand, overridden by what was set.
  */
 public final class EngineSizer {
@@ -110,7 +111,8 @@ public final class EngineSizer {
             }
             drain(probe);
             long all = used(device) - built;
-            return all + decode;
+            int largest = DecodeGraphs.largestBucket(rows);
+            return all + decode * DecodeGraphs.rowsOfSmallerBuckets(largest) / largest;
         } finally {
             probe.close();
             device.releaseCachedMemory();

@@ -1,5 +1,7 @@
 package org.mstar.engine;
 
+import java.util.HashSet;
+import java.util.Set;
 import org.mstar.resources.sampler.PendingDraw;
 
 /**
@@ -9,4 +11,10 @@ import org.mstar.resources.sampler.PendingDraw;
  * @param launchedNanos when its launch began, for the scheduler's step cost
  */
 record InFlightStep(PlannedStep step, PendingDraw draw, long launchedNanos) {
+    /** The requests of its rows. */
+    Set<LiveRequest> requests() {
+        Set<LiveRequest> requests = new HashSet<>();
+        step.rows().forEach(row -> requests.add(row.request()));
+        return requests;
+    }
 }

@@ -430,15 +430,20 @@ public final class LlamaEngine implements GenerationEngine {
         }
     }
 
-    /** The staged step, to launch before {@code f} is accepted when only its tokens can change it; else null. */
+    /**
+     * The staged step, to launch before {@code f} is accepted when only its tokens can change it — the requests
+     * outside f's rows (waiting, offloaded) cannot take a row — else null.
+     */
     private PlannedStep launchableAhead(InFlightStep f) {
-        if (!launchAhead || preplan == null || !inbox.isEmpty() || isolation.active()
-                || live.size() != f.step().rows().size()) {
-            return null; // someone outside f's rows (waiting, resumed, excluded) may take a row
+        if (!launchAhead || preplan == null || !inbox.isEmpty() || isolation.active()) {
+            return null;
         }
         // a staged request that was removed or preempted since dropped the stage (DecodePreplan.forget)
         List<BatchRow> rows = preplan.stagedRows();
-        return rows.isEmpty() ? null : steps.buildFedOnDevice(rows, preplan.declared(rows));
+        if (rows.isEmpty() || !scheduler.plansExactly(live.values(), f.requests(), rows)) {
+            return null;
+        }
+        return steps.buildFedOnDevice(rows, preplan.declared(rows));
     }
 
     /** Admit and plan {@code p} (the staged step: promoted) and enqueue its forward fed from {@code f}'s draw. */

@@ -90,6 +90,31 @@ final class Scheduler {
     }
 
     /**
+     * Whether {@link #plan}, asked once the tokens of the step in flight are accepted, would choose exactly
+     * {@code staged}: that step's requests that go on (each a decode row, in rank order). True when no one else is
+     * live, or when {@code staged} fills every row and outranks everyone else — waiting, offloaded or partly
+     * prefilled — so none of them could take a row nor make a staged one give way. Lets the engine launch the
+     * staged step before accepting the tokens without changing a step.
+     *
+     * @param inFlight the requests of the step in flight: those not staged are leaving
+     */
+    boolean plansExactly(Collection<LiveRequest> live, Set<LiveRequest> inFlight, List<BatchRow> staged) {
+        Comparator<LiveRequest> rank = order();
+        for (int i = 1; i < staged.size(); i++) {
+            if (rank.compare(staged.get(i - 1).request(), staged.get(i).request()) > 0) {
+                return false; // a prompt's last token joined the decodes out of rank order: the plan reorders
+            }
+        }
+        LiveRequest lowestStaged = staged.get(staged.size() - 1).request();
+        for (LiveRequest r : live) {
+            if (!inFlight.contains(r) && (staged.size() < maxRows || rank.compare(r, lowestStaged) < 0)) {
+                return false; // a free row, or a staged one, is its
+            }
+        }
+        return true;
+    }
+
+    /**
      * Under {@link SchedulingPolicy#PRIORITY}: running requests to preempt so that the first waiting request,
      * when it outranks them, can start although pages are short. Lowest-ranked first; none under FCFS.
      */

@@ -146,6 +146,20 @@ class DecodePreplanTest {
     }
 
     @Test
+    void aFullBatchLaunchesAheadWhileLaterRequestsWaitForARow() {
+        Random rnd = new Random(4);
+        List<Arrival> arrivals = IntStream.range(0, 8).mapToObj(i -> new Arrival(0,
+                request("r" + i, RandomModels.prompt(rnd, 5 + i), SamplingReqConfig.greedy(), 8, List.of()))).toList();
+
+        Served on = onMatchesOff(model, RandomModels.options(4, 64, 64, 4, 0), arrivals);
+
+        // two waves of four rows: a prefill step, then 7 decode steps of which 6 were staged and launched ahead,
+        // the first wave's with the second's requests waiting behind it
+        assertThat(on.counts()).isEqualTo(new PreplanCounts(12, 12, 0));
+        assertThat(on.launchedAhead()).isEqualTo(12);
+    }
+
+    @Test
     void stalePreplansAreDroppedWithoutChangingAToken() {
         Random rnd = new Random(2);
         int[] shared = RandomModels.prompt(rnd, 12);

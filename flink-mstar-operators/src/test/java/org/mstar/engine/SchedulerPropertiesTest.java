@@ -4,8 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -17,7 +20,8 @@ import net.jqwik.api.Provide;
  * Random loads (prompt and output lengths, priorities, arrivals spread over time, a page pool smaller than
  * the load) stepped through the scheduler: every step within the row and token limits, every request
  * completes (none starves), each with exactly its own token sequence however often it was preempted, and
- * without aging strict priorities order first admission.
+ * without aging strict priorities order first admission. Whenever the scheduler says the next step is known before
+ * the tokens of a decode step are in (so the engine may launch it ahead), it is the step it then plans.
  */
 class SchedulerPropertiesTest {
 
@@ -80,7 +84,41 @@ class SchedulerPropertiesTest {
         }
     }
 
+    @Property(tries = 300)
+    void aStepTheSchedulerCallsKnownAheadIsTheStepItPlans(@ForAll("loads") Load load) {
+        // the engine decides when the step after a decode step is asked for, with the requests that arrived since
+        run(load, sim -> {
+            List<BatchRow> last = sim.steps.isEmpty() ? List.of() : sim.steps.get(sim.steps.size() - 1);
+            if (last.isEmpty() || !last.stream().allMatch(b -> b.span() == 1 && b.samples())) {
+                return; // only a step of decode rows stages its successor
+            }
+            Set<LiveRequest> inFlight = new HashSet<>();
+            List<BatchRow> staged = new ArrayList<>();
+            for (BatchRow b : last) {
+                inFlight.add(b.request());
+                if (sim.live.get(b.request().id()) == b.request()) {
+                    staged.add(new BatchRow(b.request(), b.request().computed, 1, true));
+                }
+            }
+            if (staged.isEmpty() || !sim.scheduler.plansExactly(sim.live.values(), inFlight, staged)) {
+                return;
+            }
+            int free = load.pages() - sim.usedPages();
+            assertThat(sim.scheduler.preemptForWaiting(sim.live.values(), free))
+                    .as("no staged request is preempted").doesNotContainAnyElementsOf(inFlight);
+            assertThat(sim.scheduler.plan(sim.live.values(), Set.of(), free)).isEqualTo(staged);
+        });
+    }
+
     private static SchedulerSimulation run(Load load) {
+        return run(load, sim -> { });
+    }
+
+    /**
+     * Steps {@code load} through a simulation until every request is done, calling {@code beforeStep} before each
+     * step, once the requests arriving at it are in.
+     */
+    private static SchedulerSimulation run(Load load, Consumer<SchedulerSimulation> beforeStep) {
         SchedulerOptions options = new SchedulerOptions(load.policy(), Duration.ofNanos(load.aging()), Duration.ZERO, 16);
         SchedulerSimulation sim = new SchedulerSimulation(load.rows(), load.budget(), 4, load.pages(), options, 10, 1);
         Map<String, Integer> arrived = arrivals(load);
@@ -93,6 +131,7 @@ class SchedulerPropertiesTest {
                     submitted++;
                 }
             }
+            beforeStep.accept(sim);
             sim.step();
             step++;
             assertThat(step).as("steps until every request completed").isLessThan(20_000);

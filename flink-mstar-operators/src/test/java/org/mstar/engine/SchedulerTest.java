@@ -187,6 +187,29 @@ class SchedulerTest {
         return sim;
     }
 
+    @Test
+    void theNextPlanIsKnownBeforeTheTokensOnlyWhileTheRunningRowsFillTheStepAndOutrankTheRest() {
+        SchedulerSimulation sim = new SchedulerSimulation(2, 64, 4, 1000, STRICT, 0, 1);
+        sim.submit(request("a", 4, 9, 0));
+        sim.submit(request("b", 4, 2, 0));
+        sim.step();
+        sim.submit(request("later", 4, 9, 0));
+        Set<LiveRequest> inFlight = Set.of(sim.live.get("a"), sim.live.get("b"));
+        List<BatchRow> both = List.of(row(sim.live.get("a")), row(sim.live.get("b")));
+
+        assertThat(sim.scheduler.plansExactly(sim.live.values(), inFlight, both))
+                .as("every row taken by requests that outrank the waiting one").isTrue();
+        assertThat(sim.scheduler.plansExactly(sim.live.values(), inFlight, both.subList(0, 1)))
+                .as("b leaves: its row is free for the waiting request").isFalse();
+        sim.submit(request("urgent", 4, 9, 3));
+        assertThat(sim.scheduler.plansExactly(sim.live.values(), inFlight, both))
+                .as("a waiting request outranks a running one").isFalse();
+        sim.live.remove("later");
+        sim.live.remove("urgent");
+        assertThat(sim.scheduler.plansExactly(sim.live.values(), inFlight, both.subList(0, 1)))
+                .as("no one else is live").isTrue();
+    }
+
     private static BatchRow row(LiveRequest r) {
         return new BatchRow(r, r.computed, 1, true);
     }

@@ -34,6 +34,7 @@ import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.StepResult;
+import org.mstar.flink.BackpressureCheckpoints;
 import org.mstar.flink.DeviceTurn;
 import org.mstar.flink.EngineFactory;
 import org.mstar.flink.GenerateOptions;
@@ -361,7 +362,7 @@ final class PipelineBench {
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, restarts);
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
         conf.set(GenerateOptions.DEVICE, device);
-        return conf;
+        return BackpressureCheckpoints.applyTo(conf);
     }
 
     private static Load batch(String name, int n, int promptLen, int maxTokens, ModelConfig config, Random rnd) {

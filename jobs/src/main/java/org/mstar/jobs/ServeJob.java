@@ -31,6 +31,7 @@ import org.apache.flink.core.fs.Path;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.NetUtils;
+import org.mstar.flink.BackpressureCheckpoints;
 import org.mstar.flink.DeviceAssignment;
 import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
@@ -280,7 +281,7 @@ final class ServeJob {
                 ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
         conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY,
                 new Path(stateRoot(flags.stateDir), StateDirectory.CHECKPOINTS).toString());
-        return conf;
+        return BackpressureCheckpoints.applyTo(conf);
     }
 
     /**

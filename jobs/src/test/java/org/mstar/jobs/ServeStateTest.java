@@ -8,6 +8,7 @@ import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,6 +36,20 @@ class ServeStateTest {
         assertThat(conf.get(CheckpointingOptions.INCREMENTAL_CHECKPOINTS)).isTrue();
         assertThat(conf.get(CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION))
                 .isEqualTo(ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
+    }
+
+    @Test
+    void checkpointsTurnUnalignedWhenABurstHoldsTheirBarrierUnlessSetOtherwise() throws Exception {
+        String model = model("m", "w").toString();
+        Configuration conf = ServeJob.configuration(flags("--model", model));
+        assertThat(conf.get(CheckpointingOptions.ENABLE_UNALIGNED)).isTrue();
+        assertThat(conf.get(CheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT)).isEqualTo(Duration.ofMillis(100));
+
+        Configuration set = ServeJob.configuration(flags("--model", model,
+                "-Dexecution.checkpointing.unaligned.enabled=false",
+                "-Dexecution.checkpointing.aligned-checkpoint-timeout=2 s"));
+        assertThat(set.get(CheckpointingOptions.ENABLE_UNALIGNED)).isFalse();
+        assertThat(set.get(CheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT)).isEqualTo(Duration.ofSeconds(2));
     }
 
     @Test
