@@ -15,8 +15,8 @@ import org.mstar.resources.SamplingReqConfig;
 
 /**
  * Builds a Llama-family engine sized for its device ({@link EngineSizing}). On a GPU the activation reserve is
- * measured first, vLLM-style: a probe engine with a small KV pool runs a decode step at the row cap (recording
- * that bucket's graph) and a prefill at the token budget, and what the device's memory grew by beyond the probe's
+ * measured first, vLLM-style: a probe engine with a small KV pool runs a decode step at the largest graph bucket
+ * (recording its graph) and a prefill at the token budget, and what the device's memory grew by beyond the probe's
  * own pool is the reserve. A bucket's graph holds memory in proportion to its rows, so the decode part counts
  * again for the smaller buckets' rows over the largest's. It is measured once per weights and engine shape in a
  * process. Without device memory
@@ -56,13 +56,14 @@ public final class EngineSizer {
                     "defaults of a device without memory of its own");
             return new Sized(LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing)), sizing);
         }
-        int rows = EngineSizing.rows(request);
-        int budget = EngineSizing.tokenBudget(request);
+        DeviceMemory memory = device.memory().orElseThrow();
+        int rows = EngineSizing.rows(request, memory.totalBytes());
+        int budget = EngineSizing.tokenBudget(request, memory.totalBytes());
         // a task restarted over the same weights builds its engine again: the reserve is measured once
         long reserve = RESERVES.computeIfAbsent(weights, w -> new ConcurrentHashMap<>()).computeIfAbsent(
                 List.of(rows, budget, defaults.kvCache().maxSeqLen(), defaults.kvCache().pageSize()),
                 k -> measureReserve(modelDir, weights, defaults, rows, budget));
-        DeviceMemory memory = device.memory().orElseThrow();
+        memory = device.memory().orElseThrow();
         ModelConfig c = weights.config();
         int pageSize = defaults.kvCache().pageSize();
         long pageBytes = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * pageSize * weights.dtype().bytes();
@@ -97,7 +98,9 @@ public final class EngineSizer {
         try {
             long built = used(device);
             int vocab = weights.config().vocabSize();
-            for (int i = 0; i < rows; i++) {
+            // the largest graph; a decode step of more rows runs eagerly, within what the prefill below takes
+            int graphRows = DecodeGraphs.largestBucket(rows);
+            for (int i = 0; i < graphRows; i++) {
                 probe.submit(request("probe-decode-" + i, new int[] {3 + i % (vocab - 3)}, 2));
             }
             drain(probe);
@@ -111,8 +114,7 @@ public final class EngineSizer {
             }
             drain(probe);
             long all = used(device) - built;
-            int largest = DecodeGraphs.largestBucket(rows);
-            return all + decode * DecodeGraphs.rowsOfSmallerBuckets(largest) / largest;
+            return all + decode * DecodeGraphs.rowsOfSmallerBuckets(graphRows) / graphRows;
         } finally {
             probe.close();
             device.releaseCachedMemory();

@@ -20,10 +20,25 @@ class EngineSizingTest {
 
         long expected = ((long) (0.9 * 140 * GIB) - 16 * GIB - 3 * GIB) / PAGE_8B;
         assertThat(s.pages()).isEqualTo(expected).isEqualTo(54_784);
-        assertThat(s.maxBatchRows()).isEqualTo(256);
-        assertThat(s.tokenBudget()).isEqualTo(8192);
+        assertThat(s.maxBatchRows()).isEqualTo(1024);
+        assertThat(s.tokenBudget()).isEqualTo(16384);
         assertThat(s.reason()).contains("90 % of 140.0 GiB", "16.0 GiB in use (weights 15.0 GiB)",
                 "activation reserve 3.0 GiB", "KV sized to 54784 pages = 876544 tokens");
+    }
+
+    @Test
+    void aSmallerGpuDefaultsToTheLargestDecodeGraphsRowsAndHalfTheBudget() {
+        EngineSizing.Device gpu24 = new EngineSizing.Device(24 * GIB, 3 * GIB, 2 * GIB, GIB, PAGE_8B, 16, 1);
+        EngineSizing.Device gpu80 = new EngineSizing.Device(80 * GIB, 16 * GIB, 15 * GIB, 3 * GIB, PAGE_8B, 16, 1);
+
+        EngineSizing small = EngineSizing.size(EngineSizing.Request.sizedByDevice(), gpu24);
+        EngineSizing large = EngineSizing.size(EngineSizing.Request.sizedByDevice(), gpu80);
+
+        assertThat(small.maxBatchRows()).isEqualTo(256).isEqualTo(small.largestDecodeGraph());
+        assertThat(small.tokenBudget()).isEqualTo(8192);
+        assertThat(large.maxBatchRows()).isEqualTo(1024);
+        assertThat(large.largestDecodeGraph()).as("steps of more rows run eagerly").isEqualTo(256);
+        assertThat(large.tokenBudget()).isEqualTo(16384);
     }
 
     @Test
@@ -63,9 +78,9 @@ class EngineSizingTest {
 
     @Test
     void theBudgetCoversEveryRowsDecode() {
-        EngineSizing s = EngineSizing.size(EngineSizing.Request.of(10_000, null, null, 0.9), H200);
+        EngineSizing s = EngineSizing.size(EngineSizing.Request.of(20_000, null, null, 0.9), H200);
 
-        assertThat(s.tokenBudget()).isEqualTo(10_000);
+        assertThat(s.tokenBudget()).isEqualTo(20_000);
     }
 
     @Test
