@@ -2,7 +2,8 @@
 # jlinks, from the JDK on the PATH, the Java runtime that runs the whole pipeline (Flink, Kafka, RocksDB, the
 # engine) into folder $1: java.se less what nothing on the class path loads (compiler, scripting, XML signatures,
 # row sets), less the X11 and sound natives a headless run never opens, and libjvm without its symbol table (JFR
-# stays, for profiles). Used by scripts/gpu/build-pipeline-bundle.sh and the container images (jobs/pom.xml).
+# stays, for profiles). Used by scripts/gpu/build-pipeline-bundle.sh and, for the container images,
+# docker/image-layers.sh.
 set -euo pipefail
 out=$1
 rm -rf "$out"

@@ -6,13 +6,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermission;
+import java.security.DigestInputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,7 +31,8 @@ import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
 
 /**
  * An image in an OCI image layout tarball, as Jib's buildTar writes it: index.json names one manifest, which names the
- * config and the gzipped layers, every one a blob under blobs/sha256. The tarball is unpacked once into a folder.
+ * config and the gzipped layers, every one a blob under blobs/sha256 of the size and digest its descriptor says. The
+ * tarball is unpacked once into a folder.
  */
 final class OciImageArchive {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -53,9 +59,10 @@ final class OciImageArchive {
         }
         JsonNode index = JSON.readTree(dir.resolve("index.json").toFile());
         assertThat(index.path("manifests")).as("manifests in %s", tarball).hasSize(1);
-        JsonNode manifest = JSON.readTree(blob(index.path("manifests").get(0).path("digest").asText()).toFile());
-        config = JSON.readTree(blob(manifest.path("config").path("digest").asText()).toFile());
+        JsonNode manifest = JSON.readTree(verifiedBlob(index.path("manifests").get(0)).toFile());
+        config = JSON.readTree(verifiedBlob(manifest.path("config")).toFile());
         for (JsonNode layer : manifest.path("layers")) {
+            verifiedBlob(layer);
             String digest = layer.path("digest").asText();
             Map<String, Integer> modes = new LinkedHashMap<>();
             forEachEntry(digest, (path, entry, content) -> modes.put(path, entry.getMode() & 07777));
@@ -139,6 +146,23 @@ final class OciImageArchive {
                 visitor.visit("/" + e.getName().replaceFirst("^/", "").replaceFirst("/$", ""), e, in);
             }
         }
+    }
+
+    /** The blob a descriptor names, which must have the descriptor's size and SHA-256, as a registry checks. */
+    private Path verifiedBlob(JsonNode descriptor) throws IOException {
+        Path blob = blob(descriptor.path("digest").asText());
+        assertThat(Files.size(blob)).as("size of %s", blob).isEqualTo(descriptor.path("size").asLong());
+        MessageDigest sha256;
+        try {
+            sha256 = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+        try (InputStream in = new DigestInputStream(Files.newInputStream(blob), sha256)) {
+            in.transferTo(OutputStream.nullOutputStream());
+        }
+        assertThat("sha256:" + HexFormat.of().formatHex(sha256.digest())).isEqualTo(descriptor.path("digest").asText());
+        return blob;
     }
 
     private Path blob(String digest) {
