@@ -79,8 +79,11 @@ class KubernetesManifestTest {
         taskManager.set("replica", taskManager.remove("replicas"));
         ((ObjectNode) spec.path("job")).put("parallelism", "two");
         spec.put("flinkVersion", "v2_9");
-        assertThat(errors(manifest)).hasSize(3)
+        ObjectNode container = (ObjectNode) spec.path("podTemplate").path("spec").path("containers").get(0);
+        container.set("volumeMount", container.remove("volumeMounts")); // the pod template is checked as a Pod
+        assertThat(errors(manifest)).hasSize(4)
                 .anyMatch(e -> e.contains("replica"))
+                .anyMatch(e -> e.contains("volumeMount"))
                 .anyMatch(e -> e.startsWith("/spec/job/parallelism"))
                 .anyMatch(e -> e.startsWith("/spec/flinkVersion"));
     }
