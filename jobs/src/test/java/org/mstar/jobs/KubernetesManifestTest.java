@@ -24,14 +24,16 @@ import picocli.CommandLine;
 
 /**
  * deploy/kubernetes/mstar-serve.yaml, the FlinkDeployment of the Kubernetes guide: its job arguments are a command
- * line {@code serve} accepts and agree with the deployment's GPU, parallelism and state settings; and it matches the
- * schema of the Flink Kubernetes Operator's FlinkDeployment CRD, with a field the schema does not declare counted as
- * an error: the API server would drop it without a word. The CRD is the one the operator's API jar ships (the build
- * unpacks it into target/k8s); {@code -Dmstar.k8s.crd=FILE} checks against another, e.g. the one a cluster has
- * installed ({@code kubectl get crd flinkdeployments.flink.apache.org -o yaml}).
+ * line {@code serve} accepts and agree with the deployment's GPU, parallelism and state settings; its job jar is
+ * where docker/Dockerfile puts it; and it matches the schema of the Flink Kubernetes Operator's FlinkDeployment CRD,
+ * with a field the schema does not declare counted as an error: the API server would drop it without a word. The CRD
+ * is the one the operator's API jar ships (the build unpacks it into target/k8s); {@code -Dmstar.k8s.crd=FILE} checks
+ * against another, e.g. the one a cluster has installed ({@code kubectl get crd flinkdeployments.flink.apache.org
+ * -o yaml}).
  */
 class KubernetesManifestTest {
     private static final Path MANIFEST = Path.of("..", "deploy", "kubernetes", "mstar-serve.yaml");
+    private static final Path DOCKERFILE = Path.of("..", "docker", "Dockerfile");
     private static final Path CRD = Path.of(System.getProperty("mstar.k8s.crd",
             "target/k8s/META-INF/fabric8/flinkdeployments.flink.apache.org-v1.yml"));
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
@@ -61,6 +63,13 @@ class KubernetesManifestTest {
         assertThat(flink.path("high-availability.storageDir").asText()).startsWith("s3://");
         assertThat(mountPaths(spec)).as("--kafka-properties is in a mounted folder")
                 .anyMatch(m -> serve.kafkaClient.file.startsWith(m));
+    }
+
+    @Test
+    void theJobJarIsWhereDockerfilePutsIt() throws IOException {
+        String jarUri = YAML.readTree(MANIFEST.toFile()).path("spec").path("job").path("jarURI").asText();
+        assertThat(Files.readAllLines(DOCKERFILE)).filteredOn(line -> line.startsWith("COPY ")).singleElement()
+                .satisfies(copy -> assertThat(jarUri).isEqualTo("local://" + copy.replaceAll(".* ", "")));
     }
 
     @Test
