@@ -23,16 +23,9 @@ mvn -B -q ${MVN_OFFLINE:+-o} -pl jobs dependency:build-classpath -Dmdep.outputFi
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/.staging"
 staging="$BUNDLE/.staging"
-# java.se less what nothing on the class path loads (compiler, scripting, XML signatures, row sets), less the
-# X11 and sound natives a headless run never opens, and libjvm without its symbol table (JFR stays, for profiles:
-# JAVA_OPTS=-XX:StartFlightRecording=... run-pipeline.sh ...): the runtime and a 13 MiB
-# working tree must fit one 64 MiB transfer.
-jlink --add-modules java.base,java.datatransfer,java.desktop,java.instrument,java.logging,java.management,java.naming,\
-java.management.rmi,java.net.http,java.prefs,java.rmi,java.security.jgss,java.security.sasl,java.sql,java.transaction.xa,java.xml,\
-jdk.unsupported,jdk.management,jdk.crypto.ec,jdk.zipfs,jdk.jfr \
-    --exclude-files='**/libawt_xawt.so,**/libsplashscreen.so,**/libjsound.so' \
-    --strip-debug --no-header-files --no-man-pages --compress=2 --output "$BUNDLE/jre"
-strip --strip-unneeded "$BUNDLE/jre/lib/server/libjvm.so"
+# the runtime (JFR included: JAVA_OPTS=-XX:StartFlightRecording=... run-pipeline.sh ...) and a 13 MiB working tree
+# must fit one 64 MiB transfer
+scripts/jlink-pipeline-runtime.sh "$BUNDLE/jre"
 
 # Keeps, in a copy of jar $1, only the native libraries whose paths match $2 (an extended regex).
 strip_natives() {
