@@ -52,6 +52,11 @@ public abstract class ForwardingEngine implements GenerationEngine {
     }
 
     @Override
+    public int maxBatchRows() {
+        return engine.maxBatchRows();
+    }
+
+    @Override
     public void close() {
         engine.close();
     }

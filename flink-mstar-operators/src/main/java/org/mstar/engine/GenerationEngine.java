@@ -52,6 +52,11 @@ public interface GenerationEngine extends AutoCloseable {
 
     EngineStats stats();
 
+    /** Most requests one step runs; 0 when the engine does not say. */
+    default int maxBatchRows() {
+        return 0;
+    }
+
     @Override
     void close();
 }

@@ -87,6 +87,7 @@ public final class LlamaEngine implements GenerationEngine {
     /** The step whose tokens are drawn on the device and not yet accepted; null when none. */
     private InFlightStep inFlight;
     private final boolean launchAhead;
+    private final int maxBatchRows;
     private long launchedAhead;
     private LogitsObserver logitsObserver;
     private final List<AutoCloseable> owned = new ArrayList<>();
@@ -136,6 +137,7 @@ public final class LlamaEngine implements GenerationEngine {
         this.preplan = graphs != null && options.preplan() && role != EngineRole.PREFILL
                 ? new DecodePreplan(runner, steps, stopRule) : null;
         this.launchAhead = options.launchAhead();
+        this.maxBatchRows = options.maxBatchRows();
         this.inbox = new HandoffInbox(checks, resources, exchange);
         this.isolation = new FaultIsolation(resources);
     }
@@ -530,6 +532,11 @@ public final class LlamaEngine implements GenerationEngine {
         int waiting = waiting();
         return new EngineStats(live.size() - waiting, waiting, usablePages - kv.freePages(), usablePages,
                 counters.prefixHitTokens, counters.promptTokens, counters.generatedTokens, counters.preemptions);
+    }
+
+    @Override
+    public int maxBatchRows() {
+        return maxBatchRows;
     }
 
     private void observe(List<String> rids, Tensor logits) {

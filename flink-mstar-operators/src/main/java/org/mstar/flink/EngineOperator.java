@@ -66,6 +66,8 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
     transient GenerateMetrics metrics;
     /** Requests ignored because their id was live. */
     private transient Counter duplicates;
+    /** See {@link GenerateSettings#maxWaiting(GenerationEngine)}. */
+    private transient int maxWaiting;
     /** Whether a step timer is pending. */
     private transient boolean stepScheduled;
     /** Whether requests were admitted since the last step began. */
@@ -145,6 +147,7 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
         } catch (Exception e) {
             throw StartUpFailures.atEngineBuild(e);
         }
+        maxWaiting = settings.maxWaiting(engine);
         LOG.info("{} subtask {} serves on {}", getClass().getSimpleName(), subtask, device);
         if (restored) {
             restoreRequests();
@@ -214,7 +217,7 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
 
     /** Runs steps while {@link GenerateOptions#MAX_WAITING} requests wait, which slows the source instead. */
     void stepWhileQueueFull() throws Exception {
-        while (engine.waiting() >= settings.maxWaiting()) {
+        while (engine.waiting() >= maxWaiting) {
             step();
         }
     }

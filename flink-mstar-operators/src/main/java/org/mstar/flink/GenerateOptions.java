@@ -39,10 +39,14 @@ public final class GenerateOptions {
 
     public static final ConfigOption<Integer> MAX_WAITING = ConfigOptions.key("mstar.engine.max-waiting")
             .intType()
-            .defaultValue(64)
+            .noDefaultValue()
             .withDescription("Most requests one subtask keeps waiting for admission. When reached, the operator"
                     + " runs engine steps before it takes the next request, so Kafka consumption slows down"
-                    + " instead of memory growing.");
+                    + " instead of memory growing. Unset: the engine's batch rows, at least "
+                    + GenerateOptions.MIN_WAITING + ", so that a step's free rows can all be refilled at once.");
+
+    /** The least {@link #MAX_WAITING} defaults to. */
+    static final int MIN_WAITING = 64;
 
     public static final ConfigOption<Duration> QUEUE_TIMEOUT = ConfigOptions.key("mstar.engine.queue-timeout")
             .durationType()

@@ -146,6 +146,11 @@ public final class FakeEngine implements GenerationEngine {
     }
 
     @Override
+    public int maxBatchRows() {
+        return maxRunning;
+    }
+
+    @Override
     public EngineStats stats() {
         return new EngineStats(running.size(), waiting.size(), running.size(), maxRunning, 0, promptTokens,
                 generatedTokens, 0);

@@ -324,6 +324,25 @@ class GenerateOperatorTest {
     }
 
     @Test
+    void unsetMaxWaitingTakesTheEnginesRowsAndAtLeast64BeforeItSteps() throws Exception {
+        for (int rows : new int[] {2, 100}) {
+            int taken = Math.max(64, rows);
+            List<GenerateRequest> requests = TestRequests.requests("w" + rows, taken + 1);
+            try (var harness = harness(new Configuration(), rows)) {
+                harness.open();
+                for (GenerateRequest r : requests.subList(0, taken)) {
+                    harness.processElement(r, 0);
+                }
+                assertThat(collect(harness).tokens).as(rows + " rows: no step yet").isEmpty();
+                harness.processElement(requests.get(taken), 0);
+                assertThat(collect(harness).tokens).as(rows + " rows: stepped to make room").isNotEmpty();
+                runToIdle(harness);
+                collect(harness).assertComplete(requests);
+            }
+        }
+    }
+
+    @Test
     void requestWithoutTokenPastQueueTimeoutGets429() throws Exception {
         Configuration conf = new Configuration();
         conf.set(GenerateOptions.QUEUE_TIMEOUT, Duration.ofSeconds(1));
@@ -401,8 +420,19 @@ class GenerateOperatorTest {
 
     private static KeyedOneInputStreamOperatorTestHarness<String, GenerateRequest, Response> harness(
             Configuration conf, int parallelism, int subtask) throws Exception {
+        return harness(conf, parallelism, subtask, 2);
+    }
+
+    private static KeyedOneInputStreamOperatorTestHarness<String, GenerateRequest, Response> harness(
+            Configuration conf, int rows) throws Exception {
+        return harness(conf, 1, 0, rows);
+    }
+
+    /** @param rows requests the fake engine runs at once */
+    private static KeyedOneInputStreamOperatorTestHarness<String, GenerateRequest, Response> harness(
+            Configuration conf, int parallelism, int subtask, int rows) throws Exception {
         var factory = new GenerateOperatorFactory(
-                new FakeEngineFactory(2, Duration.ZERO), GenerateSettings.from(conf));
+                new FakeEngineFactory(rows, Duration.ZERO), GenerateSettings.from(conf));
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(
                 factory, GenerateRequest::getRequestId, Types.STRING, MAX_PARALLELISM, parallelism, subtask);
         harness.setStateBackend(new EmbeddedRocksDBStateBackend());

@@ -483,6 +483,11 @@ public final class WhisperEngine implements GenerationEngine {
     }
 
     @Override
+    public int maxBatchRows() {
+        return maxBatchRows;
+    }
+
+    @Override
     public EngineStats stats() {
         int waiting = waiting();
         return new EngineStats(live.size() - waiting, waiting, usablePages - kv.freePages(), usablePages, 0, 0,
