@@ -17,29 +17,35 @@ import org.mstar.resources.SlotLease;
 
 /**
  * Decode steps replayed as one device graph per batch bucket: powers of two up to {@value #FINE_FROM} rows, then
- * every multiple of {@value #FINE_FROM}/2, up to the engine's batch rows rounded up so, at most
- * {@value #MAX_BUCKET}. A decode batch is padded to its bucket; the bucket's forward (embedding to every row's logits)
- * is recorded on its first step and replayed afterwards, so a step costs one launch instead of a few
- * hundred. The resources plan a leased step into static buffers of (bucket, slot 0, label) before the
- * replay; one slot suffices because plan uploads and replays are ordered on the device's one stream.
+ * every multiple of {@value #FINE_FROM}/2 up to {@value #COARSE_FROM}, then every multiple of
+ * {@value #COARSE_FROM}/2, up to the engine's batch rows rounded up so, at most {@value #MAX_BUCKET}. A decode
+ * batch is padded to its bucket; the bucket's forward (embedding to every row's logits) is recorded on its first
+ * step and replayed afterwards, so a step costs one launch instead of a few hundred. The resources plan a leased
+ * step into static buffers of (bucket, slot 0, label) before the replay; one slot suffices because plan uploads
+ * and replays are ordered on the device's one stream. For the same reason every bucket writes its fp32 logits
+ * into the leading rows of one buffer: a step's draw reads them before the next replay can overwrite them.
  */
 final class DecodeGraphs implements AutoCloseable {
     private static final int SLOT = 0;
     /**
-     * Largest bucket. A bucket holds its forward's temporaries and fp32 logits while the engine lives: at 256
-     * rows of Llama-3-8B's geometry about 170 MB, most of it the logits (256 x 128256 x 4 bytes).
+     * Largest bucket. A bucket holds its forward's temporaries while the engine lives (about 40 MB at 256 rows of
+     * Llama-3-8B's geometry), and all share the logits of the largest (1024 x 128256 x 4 bytes there).
      */
-    static final int MAX_BUCKET = 256;
+    static final int MAX_BUCKET = 1024;
     /**
      * Above this many rows buckets step by half of it, not double: a padding row costs as much matmul as a real
      * one, and from about a hundred rows an 8B model's decode step is bound by matmul rate, so 129 rows padded
      * to 256 would run near twice the work.
      */
     static final int FINE_FROM = 64;
+    /** Above this many rows buckets step by half of it: a tenth of padding at most, in fewer graphs. */
+    static final int COARSE_FROM = 256;
 
     private final LlamaModel model;
     private final int maxBucket;
     private final Map<Integer, Bucket> buckets = new HashMap<>();
+    /** The largest bucket's logits, whose leading rows every bucket writes; null before the first bucket. */
+    private Tensor logits;
     private long replays;
 
     DecodeGraphs(LlamaModel model, int maxBatchRows) {
@@ -51,6 +57,11 @@ final class DecodeGraphs implements AutoCloseable {
     static int largestBucket(int maxBatchRows) {
         // padding rows take no KV pages, so the last bucket may exceed the batch rows
         return Math.min(MAX_BUCKET, bucketAtLeast(maxBatchRows));
+    }
+
+    /** Device bytes of the logits all buckets up to {@code largest} share. */
+    static long logitsBytes(int largest, int vocabSize) {
+        return (long) Float.BYTES * largest * vocabSize;
     }
 
     /** Rows of all the buckets smaller than {@code largest} together, for the device memory their graphs hold. */
@@ -70,7 +81,7 @@ final class DecodeGraphs implements AutoCloseable {
 
     private static int bucketAtLeast(int n) {
         if (n > FINE_FROM) {
-            int step = FINE_FROM / 2;
+            int step = n > COARSE_FROM ? COARSE_FROM / 2 : FINE_FROM / 2;
             return (n + step - 1) / step * step;
         }
         return Integer.highestOneBit(n) == n ? n : Integer.highestOneBit(n) << 1;
@@ -84,7 +95,7 @@ final class DecodeGraphs implements AutoCloseable {
     /**
      * Runs the planned step of {@code tokens} (its real rows' tokens, padding rows feed token 0) padded to
      * {@code bs} rows. Returns the bucket's logits {@code [bs, vocab]}, real rows first; they stay valid
-     * until the bucket's next step.
+     * until the next step of any bucket (work enqueued before it reads them in time).
      */
     Tensor forward(int bs, int[] tokens) {
         Bucket b = buckets.computeIfAbsent(bs, this::newBucket);
@@ -126,26 +137,39 @@ final class DecodeGraphs implements AutoCloseable {
         return replays;
     }
 
-    /** Per recorded bucket, the device bytes its graph keeps allocated: tokens, logits and the forward's temporaries. */
+    /**
+     * Per recorded bucket, the device bytes its graph keeps allocated: tokens and the forward's temporaries (the
+     * shared logits not counted).
+     */
     Map<Integer, Long> heldBytes() {
         Map<Integer, Long> bytes = new TreeMap<>();
-        buckets.forEach((bs, b) -> bytes.put(bs, b.tokens.byteSize() + b.logits.byteSize()
+        buckets.forEach((bs, b) -> bytes.put(bs, b.tokens.byteSize()
                 + b.held.stream().mapToLong(Tensor::byteSize).sum()));
         return bytes;
     }
 
     private Bucket newBucket(int bs) {
         Device device = model.device();
-        return new Bucket(device.zeros(DType.I32, bs), device.allocate(DType.F32, bs, model.config().vocabSize()));
+        if (logits == null) {
+            logits = device.allocate(DType.F32, maxBucket, model.config().vocabSize());
+        }
+        return new Bucket(device.zeros(DType.I32, bs), logits.rows(0, bs));
     }
 
     @Override
     public void close() {
         buckets.values().forEach(Bucket::close);
         buckets.clear();
+        if (logits != null) {
+            logits.close();
+            logits = null;
+        }
     }
 
-    /** One bucket's fixed input and output, the forward's temporaries its graph addresses, and the graph. */
+    /**
+     * One bucket's fixed input and output (a view of the shared logits), the forward's temporaries its graph
+     * addresses, and the graph.
+     */
     private final class Bucket {
         final Tensor tokens;
         final Tensor logits;
@@ -173,8 +197,7 @@ final class DecodeGraphs implements AutoCloseable {
                 graph.close();
             }
             freeHeld();
-            tokens.close();
-            logits.close();
+            tokens.close(); // its logits are a view of the shared buffer, which DecodeGraphs closes
         }
     }
 }

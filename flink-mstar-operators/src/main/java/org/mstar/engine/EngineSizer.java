@@ -17,8 +17,8 @@ import org.mstar.resources.SamplingReqConfig;
  * Builds a Llama-family engine sized for its device ({@link EngineSizing}). On a GPU the activation reserve is
  * measured first, vLLM-style: a probe engine with a small KV pool runs a decode step at the largest graph bucket
  * (recording its graph) and a prefill at the token budget, and what the device's memory grew by beyond the probe's
- * own pool is the reserve. A bucket's graph holds memory in proportion to its rows, so the decode part counts
- * again for the smaller buckets' rows over the largest's. It is measured once per weights and engine shape in a
+ * own pool is the reserve. A bucket's graph holds temporaries in proportion to its rows (the logits are shared),
+ * so the decode part less the logits counts again for the smaller buckets' rows over the largest's. It is measured once per weights and engine shape in a
  * process. Without device memory
  * of its own (the CPU) the defaults stand, overridden by what was set.
  */
@@ -98,7 +98,7 @@ public final class EngineSizer {
         try {
             long built = used(device);
             int vocab = weights.config().vocabSize();
-            // the largest graph; a decode step of more rows runs eagerly, within what the prefill below takes
+            // the largest graph (a decode step of more rows than any graph runs eagerly, within the prefill's room)
             int graphRows = DecodeGraphs.largestBucket(rows);
             for (int i = 0; i < graphRows; i++) {
                 probe.submit(request("probe-decode-" + i, new int[] {3 + i % (vocab - 3)}, 2));
@@ -114,7 +114,9 @@ public final class EngineSizer {
             }
             drain(probe);
             long all = used(device) - built;
-            return all + decode * DecodeGraphs.rowsOfSmallerBuckets(graphRows) / graphRows;
+            // the smaller buckets' graphs hold temporaries in proportion to their rows; the logits are shared
+            long perGraph = Math.max(0, decode - DecodeGraphs.logitsBytes(graphRows, vocab));
+            return all + perGraph * DecodeGraphs.rowsOfSmallerBuckets(graphRows) / graphRows;
         } finally {
             probe.close();
             device.releaseCachedMemory();

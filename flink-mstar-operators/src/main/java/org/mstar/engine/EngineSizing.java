@@ -15,15 +15,14 @@ import java.util.OptionalInt;
  * @param reason what the numbers came from, for the running line
  */
 public record EngineSizing(int maxBatchRows, int tokenBudget, int pages, String reason) {
-    /** Rows of a GPU engine unless set: the largest decode-graph bucket. */
-    public static final int GPU_ROWS = DecodeGraphs.MAX_BUCKET;
+    /** Rows of a GPU engine of less than {@link #LARGE_GPU_BYTES} unless set. */
+    public static final int GPU_ROWS = 256;
     /** Tokens of a GPU step unless set: enough prefill to keep the tensor cores busy beside 256 decodes. */
     public static final int GPU_TOKEN_BUDGET = 8192;
     /**
      * From this much device memory (an 80 GB H100 up) rows and budget default to {@link #LARGE_GPU_ROWS} and
-     * {@link #LARGE_GPU_TOKEN_BUDGET}, as vLLM's do there: a decode step of more rows than the largest graph runs
-     * eagerly, but its matmuls run nearer their rate, and short requests finish sooner for every row kept busy
-     * (an 8B model on an H100: the chat mix 22 % faster than at 256 rows and 8192 tokens, 2026-12-06).
+     * {@link #LARGE_GPU_TOKEN_BUDGET}, as vLLM's do there: the matmuls of a decode step of many rows run nearer
+     * their rate (an 8B model on an H100: the chat mix 22 % faster than at 256 rows and 8192 tokens, 2026-12-06).
      */
     public static final long LARGE_GPU_BYTES = 70L << 30;
     public static final int LARGE_GPU_ROWS = 1024;

@@ -7,7 +7,7 @@ import org.junit.jupiter.api.Test;
 /** Which bucket a decode batch pads to. */
 class DecodeGraphsTest {
     @Test
-    void batchesPadToThePowerOfTwoAtOrAboveThemThenToMultiplesOf32UpToTheLastBucket() {
+    void batchesPadToThePowerOfTwoAtOrAboveThemThenToMultiplesOf32Then128UpToTheLastBucket() {
         DecodeGraphs six = new DecodeGraphs(null, 6);
         assertThat(six.bucketFor(1)).isEqualTo(1);
         assertThat(six.bucketFor(3)).isEqualTo(4);
@@ -26,9 +26,14 @@ class DecodeGraphsTest {
         assertThat(odd.bucketFor(100)).isEqualTo(128);
         assertThat(odd.bucketFor(129)).isZero();
 
-        DecodeGraphs wider = new DecodeGraphs(null, 1024);
+        DecodeGraphs wider = new DecodeGraphs(null, 1000);
         assertThat(wider.bucketFor(256)).isEqualTo(256);
-        assertThat(wider.bucketFor(257)).as("past the largest bucket: eager").isZero();
+        assertThat(wider.bucketFor(257)).isEqualTo(384);
+        assertThat(wider.bucketFor(1000)).isEqualTo(1024);
+
+        DecodeGraphs widest = new DecodeGraphs(null, 4096);
+        assertThat(widest.bucketFor(1024)).isEqualTo(1024);
+        assertThat(widest.bucketFor(1025)).as("past the largest bucket: eager").isZero();
     }
 
     @Test
@@ -36,5 +41,6 @@ class DecodeGraphsTest {
         assertThat(DecodeGraphs.rowsOfSmallerBuckets(1)).isZero();
         assertThat(DecodeGraphs.rowsOfSmallerBuckets(64)).isEqualTo(1 + 2 + 4 + 8 + 16 + 32);
         assertThat(DecodeGraphs.rowsOfSmallerBuckets(256)).isEqualTo(63 + 64 + 96 + 128 + 160 + 192 + 224);
+        assertThat(DecodeGraphs.rowsOfSmallerBuckets(1024)).isEqualTo(927 + 256 + 384 + 512 + 640 + 768 + 896);
     }
 }

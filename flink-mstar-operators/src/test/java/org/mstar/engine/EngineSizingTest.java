@@ -37,7 +37,7 @@ class EngineSizingTest {
         assertThat(small.maxBatchRows()).isEqualTo(256).isEqualTo(small.largestDecodeGraph());
         assertThat(small.tokenBudget()).isEqualTo(8192);
         assertThat(large.maxBatchRows()).isEqualTo(1024);
-        assertThat(large.largestDecodeGraph()).as("steps of more rows run eagerly").isEqualTo(256);
+        assertThat(large.largestDecodeGraph()).isEqualTo(1024);
         assertThat(large.tokenBudget()).isEqualTo(16384);
     }
 
