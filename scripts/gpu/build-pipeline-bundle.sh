@@ -53,7 +53,8 @@ strip_natives() {
 # the jobs and sql modules' own classes (their packaged jars are shaded: much of what is below again)
 jar --create --file "$staging/mstar-jobs.jar" -C jobs/target/classes .
 jar --create --file "$staging/mstar-sql.jar" -C flink-mstar-sql/target/classes .
-for jar in $(cat jobs/target/mstar.classpath flink-mstar-sql/target/mstar.classpath | tr ':' '\n' | sort -u); do
+# (each list is one line without a newline at its end)
+for jar in $( (tr ':' '\n' < jobs/target/mstar.classpath; echo; tr ':' '\n' < flink-mstar-sql/target/mstar.classpath) | sort -u); do
     case "$(basename "$jar")" in
         mstar-jobs-*) ;;
         frocksdbjni-*) strip_natives "$jar" 'librocksdbjni-linux64\.so$' ;;
@@ -89,10 +90,12 @@ rmdir "$staging"
 cp scripts/gpu/run-pipeline.sh scripts/gpu/llama-3.1-8b.json scripts/gpu/write_random_llama.py "$BUNDLE/bin/"
 (cd "$BUNDLE" && find jre lib* -type f -printf '%s %p\n' | sort -k2 > bin/MANIFEST)
 
+# the bytes of the files, which a transfer carries (du counts disk blocks, rounded up)
 for part in "$BUNDLE"/jre "$BUNDLE"/lib* "$BUNDLE"/bin; do
-    mib=$(du -sm "$part" | cut -f1)
+    bytes=$(find "$part" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+    mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
     echo "$(basename "$part"): ${mib} MiB"
-    if [ "$mib" -gt "$PART_MIB" ]; then
+    if [ "$bytes" -gt "$limit" ]; then
         echo "$part is ${mib} MiB: each part must stay within ${PART_MIB} MiB" >&2
         exit 1
     fi

@@ -46,12 +46,12 @@ final class ServingBench {
             throw new CommandLine.ParameterException(cli, "--sides takes any of engine, flink and sql, not "
                     + flags.sides);
         }
-        BenchServingSide sql = flags.sides.contains("sql") ? BenchServingSide.find("sql").orElseThrow(() ->
-                new CommandLine.ParameterException(cli, "--sides sql needs flink-mstar-sql and Flink's table planner on"
-                        + " the class path, as the pipeline bundle has them (docs/gpu/pipeline.md)")) : null;
         if (flags.plot != null) {
             return plotOnly(flags.plot, err);
         }
+        BenchServingSide sql = flags.sides.contains("sql") ? BenchServingSide.find("sql").orElseThrow(() ->
+                new CommandLine.ParameterException(cli, "--sides sql needs flink-mstar-sql and Flink's table planner on"
+                        + " the class path, as the pipeline bundle has them (docs/gpu/pipeline.md)")) : null;
         DeliveryGuarantee delivery = delivery(flags, cli);
         Path work = Files.createTempDirectory("mstar-bench-serving-");
         try {
