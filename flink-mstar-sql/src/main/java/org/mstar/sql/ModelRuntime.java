@@ -45,8 +45,9 @@ final class ModelRuntime implements Serializable {
      * Builds the engine on this subtask's device and starts its loop.
      *
      * @throws SuppressRestartsException when the model folder is not one: a restart would fail the same way
+     * @throws Exception when the engine factory cannot build the engine
      */
-    void open(FunctionContext context) {
+    void open(FunctionContext context) throws Exception {
         int subtask = context.getTaskInfo().getIndexOfThisSubtask();
         String device = DeviceAssignment.resolve(settings.device,
                 context.getExternalResourceInfos(settings.gpuResource), subtask);

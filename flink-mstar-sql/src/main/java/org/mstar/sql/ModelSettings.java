@@ -10,6 +10,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.table.api.ValidationException;
 import org.mstar.flink.DeviceAssignment;
+import org.mstar.flink.EngineFactory;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.LlamaEngineFactory;
 import org.mstar.flink.LlamaEngineOptions;
@@ -31,6 +32,7 @@ final class ModelSettings implements Serializable {
     final String gpuResource;
     final int maxTokens;
     final boolean chatTemplate;
+    final boolean ignoreEos;
     final MstarModelOptions.OnError onError;
     private final double temperature;
     private final int topK;
@@ -61,6 +63,7 @@ final class ModelSettings implements Serializable {
         gpuResource = o.get(GPU_RESOURCE);
         maxTokens = positive(o, MAX_TOKENS);
         chatTemplate = o.get(CHAT_TEMPLATE);
+        ignoreEos = o.get(IGNORE_EOS);
         onError = o.get(ON_ERROR);
         temperature = o.get(TEMPERATURE);
         topK = o.get(TOP_K);
@@ -101,19 +104,26 @@ final class ModelSettings implements Serializable {
                 : regex != null ? OutputConstraint.regex(regex) : null;
     }
 
-    /** The engine factory of the model in {@code folder}. */
-    LlamaEngineFactory engineFactory(String folder) {
+    /** The engine factory ({@code engine.factory}) of the model in {@code folder}. */
+    EngineFactory engineFactory(String folder) {
         Configuration config = new Configuration(engine);
         config.set(GenerateOptions.MODEL_DIR, folder);
-        return new LlamaEngineFactory(config);
+        return EngineFactory.fromConfig(config, Thread.currentThread().getContextClassLoader());
     }
 
     private static Configuration engineConfig(ReadableConfig o) {
         Configuration c = new Configuration();
-        c.set(LlamaEngineOptions.MAX_BATCH_ROWS, positive(o, MAX_BATCH_ROWS));
-        c.set(LlamaEngineOptions.TOKEN_BUDGET, positive(o, TOKEN_BUDGET));
+        c.set(GenerateOptions.ENGINE_FACTORY, o.get(ENGINE_FACTORY));
+        // set only when given, so that a GPU sizes what is not
+        setIfGiven(o, c, MAX_BATCH_ROWS, LlamaEngineOptions.MAX_BATCH_ROWS);
+        setIfGiven(o, c, TOKEN_BUDGET, LlamaEngineOptions.TOKEN_BUDGET);
+        setIfGiven(o, c, PAGES, LlamaEngineOptions.PAGES);
+        double fraction = o.get(GPU_MEMORY_FRACTION);
+        if (!(fraction > 0 && fraction <= 1)) {
+            throw bad(GPU_MEMORY_FRACTION, fraction, "must be in (0, 1]");
+        }
+        c.set(LlamaEngineOptions.GPU_MEMORY_FRACTION, fraction);
         c.set(LlamaEngineOptions.MAX_SEQ_LEN, positive(o, MAX_SEQ_LEN));
-        c.set(LlamaEngineOptions.PAGES, positive(o, PAGES));
         c.set(LlamaEngineOptions.PAGE_SIZE, positive(o, PAGE_SIZE));
         int offload = o.get(CPU_OFFLOAD_PAGES);
         if (offload < 0) {
@@ -131,7 +141,25 @@ final class ModelSettings implements Serializable {
         } catch (IllegalArgumentException e) {
             throw new ValidationException("Invalid engine options " + engineKeys() + ": " + e.getMessage(), e);
         }
+        checkFactoryClass(o.get(ENGINE_FACTORY));
         return c;
+    }
+
+    /** Refuses, where the query is planned, a factory class that {@link EngineFactory#fromConfig} could not build. */
+    private static void checkFactoryClass(String className) {
+        try {
+            Class.forName(className, false, Thread.currentThread().getContextClassLoader())
+                    .asSubclass(EngineFactory.class).getConstructor(ReadableConfig.class);
+        } catch (ReflectiveOperationException | ClassCastException | LinkageError e) {
+            throw bad(ENGINE_FACTORY, className, "not an EngineFactory with a public (ReadableConfig) constructor");
+        }
+    }
+
+    private static void setIfGiven(ReadableConfig o, Configuration c, ConfigOption<Integer> option,
+            ConfigOption<Integer> libraryOption) {
+        if (o.getOptional(option).isPresent()) {
+            c.set(libraryOption, positive(o, option));
+        }
     }
 
     private static List<String> engineKeys() {

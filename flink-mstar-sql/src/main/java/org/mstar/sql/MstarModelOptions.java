@@ -109,6 +109,12 @@ public final class MstarModelOptions {
             .noDefaultValue()
             .withDescription("Structured output: every row's text matches this regular expression as a whole.");
 
+    public static final ConfigOption<Boolean> IGNORE_EOS = ConfigOptions.key("ignore-eos")
+            .booleanType()
+            .defaultValue(false)
+            .withDescription("Whether every row generates 'max-tokens' tokens, going on past the end of sequence (for"
+                    + " benchmarks of fixed output lengths, as vLLM's ignore_eos).");
+
     public static final ConfigOption<OnError> ON_ERROR = ConfigOptions.key("on-error")
             .enumType(OnError.class)
             .defaultValue(OnError.ROW)
@@ -120,15 +126,32 @@ public final class MstarModelOptions {
     //  the engine: each is the library option named in its description
     // ------------------------------------------------------------------------
 
+    public static final ConfigOption<String> ENGINE_FACTORY = ConfigOptions.key("engine.factory")
+            .stringType()
+            .defaultValue(GenerateOptions.ENGINE_FACTORY.defaultValue())
+            .withDescription("As mstar.engine.factory: class name of the EngineFactory that builds each subtask's"
+                    + " engine, with a public constructor taking a ReadableConfig (the engine options below under"
+                    + " their library keys, and mstar.model.dir).");
+
+    // No defaults for rows, budget and pages: unset, a GPU sizes them from its free memory as serve does
+    // (the CPU takes the library's defaults).
     public static final ConfigOption<Integer> MAX_BATCH_ROWS = ConfigOptions.key("engine.max-batch-rows")
             .intType()
-            .defaultValue(LlamaEngineOptions.MAX_BATCH_ROWS.defaultValue())
-            .withDescription("As mstar.engine.max-batch-rows: most rows in one engine step.");
+            .noDefaultValue()
+            .withDescription("As mstar.engine.max-batch-rows: most rows in one engine step. Default: "
+                    + LlamaEngineOptions.MAX_BATCH_ROWS.defaultValue() + " on the CPU, sized from memory on a GPU.");
 
     public static final ConfigOption<Integer> TOKEN_BUDGET = ConfigOptions.key("engine.token-budget")
             .intType()
-            .defaultValue(LlamaEngineOptions.TOKEN_BUDGET.defaultValue())
-            .withDescription("As mstar.engine.token-budget: most tokens in one engine step.");
+            .noDefaultValue()
+            .withDescription("As mstar.engine.token-budget: most tokens in one engine step. Default: "
+                    + LlamaEngineOptions.TOKEN_BUDGET.defaultValue() + " on the CPU, sized on a GPU.");
+
+    public static final ConfigOption<Double> GPU_MEMORY_FRACTION = ConfigOptions.key("engine.gpu-memory-fraction")
+            .doubleType()
+            .defaultValue(LlamaEngineOptions.GPU_MEMORY_FRACTION.defaultValue())
+            .withDescription("As mstar.engine.gpu-memory-fraction: share of the GPU's memory the sized engine may"
+                    + " use, weights included.");
 
     public static final ConfigOption<Boolean> DECODE_GRAPHS = ConfigOptions.key("engine.decode-graphs")
             .booleanType()
@@ -148,8 +171,9 @@ public final class MstarModelOptions {
 
     public static final ConfigOption<Integer> PAGES = ConfigOptions.key("kv.pages")
             .intType()
-            .defaultValue(LlamaEngineOptions.PAGES.defaultValue())
-            .withDescription("As mstar.kv.pages: KV pages on the device.");
+            .noDefaultValue()
+            .withDescription("As mstar.kv.pages: KV pages on the device. Default: "
+                    + LlamaEngineOptions.PAGES.defaultValue() + " on the CPU, what the GPU's memory holds on a GPU.");
 
     public static final ConfigOption<Integer> PAGE_SIZE = ConfigOptions.key("kv.page-size")
             .intType()

@@ -31,7 +31,8 @@ public final class MstarModelProviderFactory implements ModelProviderFactory {
                 MstarModelOptions.GPU_RESOURCE, MstarModelOptions.MAX_TOKENS, MstarModelOptions.TEMPERATURE,
                 MstarModelOptions.TOP_K, MstarModelOptions.TOP_P, MstarModelOptions.MIN_P,
                 MstarModelOptions.REPETITION_PENALTY, MstarModelOptions.SEED, MstarModelOptions.CHAT_TEMPLATE,
-                MstarModelOptions.JSON_SCHEMA, MstarModelOptions.REGEX, MstarModelOptions.ON_ERROR,
+                MstarModelOptions.JSON_SCHEMA, MstarModelOptions.REGEX, MstarModelOptions.ON_ERROR, MstarModelOptions.IGNORE_EOS,
+                MstarModelOptions.ENGINE_FACTORY, MstarModelOptions.GPU_MEMORY_FRACTION,
                 MstarModelOptions.MAX_BATCH_ROWS, MstarModelOptions.TOKEN_BUDGET, MstarModelOptions.DECODE_GRAPHS,
                 MstarModelOptions.BATCH_INVARIANT, MstarModelOptions.MAX_SEQ_LEN, MstarModelOptions.PAGES,
                 MstarModelOptions.PAGE_SIZE, MstarModelOptions.PREFIX_CACHE, MstarModelOptions.CPU_OFFLOAD_PAGES);

@@ -53,7 +53,7 @@ final class RowConverter implements Serializable {
         }
         long seed = seedOf(settings.seed, prompt != null ? prompt : render(messages));
         return new GenerationRequest(requestId, null, prompt, settings.sampling(seed), settings.maxTokens, 0,
-                List.of(), false, 0, settings.constraint(), messages);
+                List.of(), settings.ignoreEos, 0, settings.constraint(), messages);
     }
 
     private static List<ChatMessage> messages(ArrayData turns) {

@@ -236,6 +236,10 @@ class MlPredictITCase {
         assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("model.random", "huge"),
                 "'model.random'");
         assertRefused(env, "(prompt STRING)", "(summary STRING)", TinyModel.options(), "'summary'");
+        assertRefused(env, "(prompt STRING)", "(text STRING)", TinyModel.options("engine.factory", "java.lang.String"),
+                "'engine.factory'");
+        assertRefused(env, "(prompt STRING)", "(text STRING)",
+                TinyModel.options("engine.gpu-memory-fraction", "1.5"), "'engine.gpu-memory-fraction'");
     }
 
     private static void assertRefused(TableEnvironment env, String input, String output, Map<String, String> options,

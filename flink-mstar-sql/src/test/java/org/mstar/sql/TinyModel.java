@@ -39,12 +39,12 @@ final class TinyModel {
         return ModelSettings.from(Configuration.fromMap(options));
     }
 
-    static GenerationEngine engine(ModelSettings settings) {
+    static GenerationEngine engine(ModelSettings settings) throws Exception {
         return settings.engineFactory(RandomModels.folder(RandomModels.TINY).toString()).create("cpu", 0);
     }
 
     /** Each prompt generated alone under {@code options}: the text a row with that prompt must get. */
-    static Map<String, String> reference(Map<String, String> options, List<String> prompts) {
+    static Map<String, String> reference(Map<String, String> options, List<String> prompts) throws Exception {
         ModelSettings settings = settings(options);
         RowConverter converter = new RowConverter(settings,
                 new ModelColumns(0, -1, List.of(ModelColumns.Output.TEXT)));

@@ -2,6 +2,7 @@ package org.mstar.jobs;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
@@ -34,7 +35,10 @@ final class BenchModels {
      * @param randomSeed random weights of the folder's geometry with this seed, or null to load the safetensors
      */
     static synchronized Loaded get(Path modelDir, Long randomSeed, String deviceName) {
-        String key = modelDir.toAbsolutePath().normalize() + "#" + randomSeed + "@" + deviceName;
+        // random weights are those of a geometry and a seed, wherever the config lies (the SQL side's model folder
+        // is a copy with a tokenizer added)
+        String key = (randomSeed == null ? modelDir.toAbsolutePath().normalize() : configText(modelDir)) + "#"
+                + randomSeed + "@" + deviceName;
         Loaded loaded = MODELS.get(key);
         if (loaded == null) {
             DeviceTurn turn = DEVICES.computeIfAbsent(deviceName, n -> new DeviceTurn(Devices.open(n)));
@@ -59,6 +63,14 @@ final class BenchModels {
     /** Device memory the process holds (driver view), or -1 on the CPU; call inside the device's turn. */
     static long memoryInUse(DeviceTurn turn) {
         return turn.device() instanceof CudaDevice cuda ? cuda.memoryInUse() : -1;
+    }
+
+    private static String configText(Path modelDir) {
+        try {
+            return Files.readString(modelDir.resolve(ModelConfig.FILE_NAME));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     private static ModelConfig config(Path modelDir) {

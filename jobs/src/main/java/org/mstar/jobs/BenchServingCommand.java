@@ -22,7 +22,8 @@ final class BenchServingCommand implements Callable<Integer> {
     BenchModelFlags modelFlags;
 
     @Option(names = "--sides", paramLabel = "SIDE", split = ",",
-            description = "engine, flink or both. Default: engine,flink.")
+            description = "Any of engine, flink and sql (ML_PREDICT through a Kafka JSON table, where flink-mstar-sql is on"
+                    + " the class path; offline rows of one output length only). Default: engine,flink.")
     List<String> sides = List.of("engine", "flink");
 
     @Option(names = "--offline", paramLabel = "IN/OUT", split = ",",

@@ -40,7 +40,7 @@ public final class Mstar implements Runnable {
      * ({@link ModelFormatException}) or a device that cannot be opened ({@link DeviceUnavailableException}), also
      * as the cause of another exception, prints its message in one line. Each exits 2, instead of a stack trace.
      */
-    static CommandLine commandLine() {
+    public static CommandLine commandLine() {
         CommandLine cli = new CommandLine(new Mstar());
         cli.setExecutionExceptionHandler((e, command, parsed) -> {
             String prefix = "mstar " + command.getCommandName() + ": ";

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -24,8 +25,9 @@ import picocli.CommandLine;
 
 /**
  * Runs {@code mstar bench-serving}: the device's rates first, then every row through the bare engine (sized as
- * {@code serve} sizes it, unless flags set the sizes) and through the Flink job, over one copy of the weights. Each
- * side warms up on a few short requests before its rows.
+ * {@code serve} sizes it, unless flags set the sizes), through the Flink job and, where flink-mstar-sql is on the
+ * class path, through {@code ML_PREDICT} ({@link BenchServingSide}), over one copy of the weights. Each side warms up
+ * on a few short requests before its rows.
  */
 final class ServingBench {
     private static final int PAGE_SIZE = 16;
@@ -40,12 +42,16 @@ final class ServingBench {
     static int run(BenchServingCommand flags, CommandLine cli) throws Exception {
         PrintWriter out = cli.getOut();
         PrintWriter err = cli.getErr();
-        if (flags.sides.isEmpty() || !List.of("engine", "flink").containsAll(flags.sides)) {
-            throw new CommandLine.ParameterException(cli, "--sides takes engine, flink or both, not " + flags.sides);
+        if (flags.sides.isEmpty() || !List.of("engine", "flink", "sql").containsAll(flags.sides)) {
+            throw new CommandLine.ParameterException(cli, "--sides takes any of engine, flink and sql, not "
+                    + flags.sides);
         }
         if (flags.plot != null) {
             return plotOnly(flags.plot, err);
         }
+        BenchServingSide sql = flags.sides.contains("sql") ? BenchServingSide.find("sql").orElseThrow(() ->
+                new CommandLine.ParameterException(cli, "--sides sql needs flink-mstar-sql and Flink's table planner on"
+                        + " the class path, as the pipeline bundle has them (docs/gpu/pipeline.md)")) : null;
         DeliveryGuarantee delivery = delivery(flags, cli);
         Path work = Files.createTempDirectory("mstar-bench-serving-");
         try {
@@ -54,6 +60,9 @@ final class ServingBench {
             Long seed = resolved.randomSeed();
             ModelConfig config = ModelConfig.load(modelDir);
             List<Row> rows = rows(flags, cli);
+            if (sql != null) {
+                checkSqlRows(rows, cli);
+            }
             int longest = rows.stream().mapToInt(r -> r.load().longestSequence()).max().orElse(1);
             // room for the warm-up's requests too
             int maxSeqLen = Math.min(config.maxPositionEmbeddings(),
@@ -129,6 +138,30 @@ final class ServingBench {
                         ServingTrace trace = job.run(row.load(), row.concurrency(), config.vocabSize(),
                                 flags.timeoutSeconds, progress);
                         results.add(result(row, "flink", trace, slo, ceiling, out));
+                    }
+                }
+            }
+            if (sql != null) {
+                // the DataStream job's engine is closed: its cached memory goes back, so that the SQL job's engine is
+                // sized from the free memory the DataStream job's was
+                turn.run(() -> turn.device().releaseCachedMemory());
+                try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {
+                    BenchServingSide.Setup setup = new BenchServingSide.Setup(broker.bootstrapServers(),
+                            PipelineBench.jobConfig("sql", flags.checkpointMillis, 5, 0, flags.modelFlags.device, work),
+                            delivery, modelDir, flags.modelFlags.device, SharedWeightsEngineFactory.class.getName(),
+                            maxSeqLen, sizing, Duration.ofSeconds(flags.timeoutSeconds), work);
+                    report.put("delivery", delivery.name());
+                    report.put("checkpointIntervalMillis", flags.checkpointMillis);
+                    for (Row row : rows) {
+                        err.println("sql " + label(row) + ": a fresh ML_PREDICT job");
+                        err.flush();
+                        AnswerRecorder answers = new AnswerRecorder(row.load());
+                        sql.serveOffline(setup, row.load().requests().stream().map(r -> new BenchServingSide.Request(
+                                r.promptLen(), r.outputLen())).toList(), answers);
+                        EngineSizing sqlSizing = BenchEngineFactory.lastSizing();
+                        report.put("sqlSizing", sqlSizing);
+                        err.println("sql job (" + delivery + "): " + describe(sqlSizing));
+                        results.add(result(row, "sql", answers.trace(), slo, ceiling(config, sqlSizing, rates), out));
                     }
                 }
             }
@@ -230,6 +263,17 @@ final class ServingBench {
         return rows;
     }
 
+    /** ML_PREDICT's max-tokens is the model's, and each row gets its own job and model: one output length a row. */
+    private static void checkSqlRows(List<Row> rows, CommandLine cli) {
+        for (Row row : rows) {
+            if (!row.mode().equals("offline")
+                    || row.load().requests().stream().mapToInt(ServingLoad.Request::outputLen).distinct().count() > 1) {
+                throw new CommandLine.ParameterException(cli, "the sql side serves offline rows of one output length"
+                        + " each; " + label(row) + " is not one (use --mix none and no --rates or --concurrency)");
+            }
+        }
+    }
+
     /** {@code IN/OUT}, or {@code IN/OUT:N} for a row of N requests instead of {@code n}. */
     private static ServingLoad fixed(String lengths, int n, CommandLine cli) {
         String[] parts = lengths.split("[/:]");
@@ -250,6 +294,30 @@ final class ServingBench {
         }
         throw new CommandLine.ParameterException(cli, "lengths are IN/OUT[:N], positive integers (e.g. 1000/1000 or"
                 + " 1000/1000:500 for 500 requests), and a row needs at least one request: '" + lengths + "'");
+    }
+
+    /** A table of {@code side}'s output tokens/s over {@code base}'s, for each row both served. */
+    private static void ratios(StringBuilder b, List<ServingResult> results, String side, String base, String title) {
+        Map<String, ServingResult> baseRows = new LinkedHashMap<>();
+        results.stream().filter(r -> r.side().equals(base)).forEach(r -> baseRows.put(rowName(r), r));
+        List<ServingResult> sideRows = results.stream().filter(r -> r.side().equals(side)
+                && baseRows.containsKey(rowName(r))).toList();
+        if (sideRows.isEmpty()) {
+            return;
+        }
+        b.append("\n| row | ").append(title).append(" |\n|---|---:|\n");
+        for (ServingResult r : sideRows) {
+            b.append(String.format(Locale.ROOT, "| %s | %.3f |%n", rowName(r),
+                    r.outputTokS() / baseRows.get(rowName(r)).outputTokS()));
+        }
+    }
+
+    private static String rowName(ServingResult r) {
+        return r.load() + " " + switch (r.mode()) {
+            case "rate" -> r.rate() + " req/s";
+            case "concurrency" -> "concurrency " + r.concurrency();
+            default -> r.mode();
+        };
     }
 
     private static ServingCeiling ceiling(ModelConfig config, EngineSizing sizing, DeviceRates rates) {
@@ -280,21 +348,12 @@ final class ServingBench {
                 s.tokenBudget(), s.pages(), PAGE_SIZE, s.reason());
     }
 
-    /** The rows, then each offline row's job throughput over the engine's. */
+    /** The rows, then each row's throughput of the job over the engine's, and of ML_PREDICT over the job's. */
     static String table(List<ServingResult> results, Map<String, Object> report) {
         StringBuilder b = new StringBuilder(ServingResult.HEADER);
         results.forEach(r -> b.append(r.row()));
-        List<ServingResult> engine = results.stream().filter(r -> r.side().equals("engine")).toList();
-        List<ServingResult> flink = results.stream().filter(r -> r.side().equals("flink")).toList();
-        if (!engine.isEmpty() && engine.size() == flink.size()) {
-            b.append("\n| row | Flink / engine output tok/s |\n|---|---:|\n");
-            for (int i = 0; i < engine.size(); i++) {
-                ServingResult e = engine.get(i);
-                b.append(String.format(Locale.ROOT, "| %s %s | %.3f |%n", e.load(), e.mode().equals("offline")
-                        ? "offline" : e.mode().equals("rate") ? e.rate() + " req/s" : "concurrency " + e.concurrency(),
-                        flink.get(i).outputTokS() / e.outputTokS()));
-            }
-        }
+        ratios(b, results, "flink", "engine", "Flink / engine output tok/s");
+        ratios(b, results, "sql", "flink", "SQL / Flink output tok/s");
         b.append(String.format(Locale.ROOT, "%ndevice %s, copy %.0f GB/s, matmul %.1f GFLOP/s, %s%n",
                 report.get("device"), (double) report.get("copyBandwidthBytesPerSecond") / 1e9,
                 (double) report.get("matmulFlopsPerSecond") / 1e9, report.get("date")));

@@ -41,8 +41,9 @@ record ServingResult(String load, String side, String mode, double rate, int con
             return sorted[Math.max(0, r - 1)];
         }
 
+        /** p50/p90/p99, or "-" where nothing was measured (an sql row's answers arrive whole: no TPOT, no ITL). */
         String text() {
-            return String.format(Locale.ROOT, "%.0f/%.0f/%.0f", p50, p90, p99);
+            return Double.isNaN(p50) ? "-" : String.format(Locale.ROOT, "%.0f/%.0f/%.0f", p50, p90, p99);
         }
     }
 

@@ -18,6 +18,8 @@ final class ServingTrace {
     private final long start;
     private long end;
     private int finished;
+    /** Whether requests were answered whole ({@link #answered}) rather than token by token. */
+    private boolean wholeAnswers;
 
     ServingTrace(ServingLoad load, long startNanos) {
         int n = load.requests().size();
@@ -48,6 +50,19 @@ final class ServingTrace {
         }
     }
 
+    /**
+     * Request {@code i}'s whole answer of {@code outputTokens} tokens, read at once (ML_PREDICT streams nothing): its
+     * first token counts as read then, and it has no inter-token times.
+     */
+    void answered(int i, int outputTokens, long nanos) {
+        wholeAnswers = true;
+        first[i] = nanos;
+        last[i] = nanos;
+        tokens[i] = outputTokens;
+        finished++;
+        end = Math.max(end, nanos);
+    }
+
     int finished() {
         return finished;
     }
@@ -73,11 +88,11 @@ final class ServingTrace {
         return v;
     }
 
-    /** Per request: mean time per output token after the first, ms (NaN for one-token requests). */
+    /** Per request: mean time per output token after the first, ms (NaN for one-token requests and whole answers). */
     double[] tpotMillis() {
         double[] v = new double[arrival.length];
         for (int i = 0; i < v.length; i++) {
-            v[i] = tokens[i] > 1 ? (last[i] - first[i]) / 1e6 / (tokens[i] - 1) : Double.NaN;
+            v[i] = tokens[i] > 1 && !wholeAnswers ? (last[i] - first[i]) / 1e6 / (tokens[i] - 1) : Double.NaN;
         }
         return v;
     }
