@@ -170,13 +170,7 @@ class ServeProcessKillITCase {
         /** Starts {@code mstar serve} in a child JVM; its output goes to the returned log file. */
         Path serve(int attempt) throws IOException {
             Path log = tmp.resolve("serve-" + attempt + ".log");
-            List<String> command = new ArrayList<>(List.of(
-                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-Xmx1g",
-                    "--add-opens=java.base/java.util=ALL-UNNAMED",
-                    "--add-opens=java.base/java.lang=ALL-UNNAMED",
-                    "-cp", testClassPath(),
-                    Mstar.class.getName(), "serve",
+            List<String> command = MstarChildProcess.command(List.of("serve",
                     "--bootstrap-servers", KAFKA.broker().bootstrapServers(),
                     "--requests-topic", requestsTopic,
                     "--responses-topic", responsesTopic,
@@ -237,12 +231,6 @@ class ServeProcessKillITCase {
                         .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
             }
         }
-    }
-
-    private static String testClassPath() {
-        // Surefire starts the test JVM from a manifest-only jar; it names the real class path here.
-        String cp = System.getProperty("surefire.test.class.path");
-        return cp != null ? cp : System.getProperty("java.class.path");
     }
 
     private static int distinctTokens(TestRequests.Collected c) {

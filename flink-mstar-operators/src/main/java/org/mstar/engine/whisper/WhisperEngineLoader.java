@@ -8,6 +8,7 @@ import java.util.function.Function;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.model.ModelFormatException;
+import org.mstar.model.llama.LoadProgress;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
@@ -40,6 +41,12 @@ public final class WhisperEngineLoader {
      */
     public static WhisperEngine load(Path modelDir, Device device, Function<float[], float[]> melFeatures,
                                      WhisperEngineOptions options) {
+        return load(modelDir, device, melFeatures, options, LoadProgress.NONE);
+    }
+
+    /** As {@link #load(Path, Device, Function, WhisperEngineOptions)}, telling {@code progress} how much is loaded. */
+    public static WhisperEngine load(Path modelDir, Device device, Function<float[], float[]> melFeatures,
+                                     WhisperEngineOptions options, LoadProgress progress) {
         Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
         if (!Files.isRegularFile(tokenizerFile)) {
             throw new ModelFormatException(tokenizerFile + " is missing: a Whisper folder needs its tokenizer to turn"
@@ -49,7 +56,7 @@ public final class WhisperEngineLoader {
             WhisperConfig config = WhisperConfig.load(modelDir);
             Function<float[], float[]> features = melFeatures != null ? melFeatures : logMel(config.numMelBins());
             DType storage = device.isCuda() ? DType.BF16 : DType.F32;
-            WhisperWeights weights = WhisperWeights.load(modelDir, config, device, storage);
+            WhisperWeights weights = WhisperWeights.load(modelDir, config, device, storage, progress);
             try {
                 TextTokenizer tokenizer = TextTokenizer.load(modelDir);
                 WhisperEngine engine = new WhisperEngine(new WhisperModel(weights, storage), tokenizer, features,
