@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * back. Nothing is lost by closing without the abort: the next attempt's writer aborts the transactions its subtask
  * left open, and the broker aborts any other at {@code transaction.timeout.ms}.
  */
-final class OutageTolerantKafkaSink<IN> implements TwoPhaseCommittingStatefulSink<IN, KafkaWriterState, KafkaCommittable>,
+final class OutageTolerantKafkaSink<IN>
+        implements TwoPhaseCommittingStatefulSink<IN, KafkaWriterState, KafkaCommittable>,
         SupportsPostCommitTopology<KafkaCommittable>, LineageVertexProvider {
     private static final long serialVersionUID = 1L;
     private static final Logger LOG = LoggerFactory.getLogger(OutageTolerantKafkaSink.class);

@@ -46,9 +46,9 @@ import org.mstar.resources.sampler.SamplerResource;
  * <p>Decoding follows transformers' Whisper generation: the prompt {@code <|startoftranscript|> <|lang|> <|task|>
  * [<|notimestamps|>]} (an English-only model's has no language or task); without a language, the language token with
  * the largest logit after the start token (once, at the first window); generation_config's suppress_tokens never
- * drawn and its begin_suppress_tokens not as a window's first token; with timestamps, {@link TimestampRules}. Audio longer than 30 seconds is decoded window by
- * window, each prompted with the previous one's tokens after {@code <|startofprev|>}. Without a sampling config a
- * request decodes greedily, as Whisper does.
+ * drawn and its begin_suppress_tokens not as a window's first token; with timestamps, {@link TimestampRules}. Audio
+ * longer than 30 seconds is decoded window by window, each prompted with the previous one's tokens after
+ * {@code <|startofprev|>}. Without a sampling config a request decodes greedily, as Whisper does.
  *
  * <p>Deterministic: tokens depend only on the audio, the options, the sampling config and the model, so
  * {@link #resume} continues exactly; its earlier tokens are fed back with each window's prompt, not drawn again.

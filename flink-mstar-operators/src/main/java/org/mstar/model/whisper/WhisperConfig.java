@@ -100,7 +100,7 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
                 multilingual ? languages(g, special, folder) : Map.of(),
                 multilingual ? tasks(g, special, folder) : Map.of(),
                 g.node.has("no_timestamps_token_id") ? g.integer("no_timestamps_token_id")
-                        : special.id(WhisperSpecialTokens.NO_TIMESTAMPS).orElseThrow(() -> missing(folder,
+                        : special.id(WhisperSpecialTokens.NO_TIMESTAMPS).orElseThrow(() -> missing(folder, special,
                                 "no_timestamps_token_id", WhisperSpecialTokens.NO_TIMESTAMPS)),
                 g.node.has("prev_sot_token_id") ? g.integer("prev_sot_token_id")
                         : special.id(WhisperSpecialTokens.START_OF_PREVIOUS).orElse(-1),
@@ -125,7 +125,7 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
         if (!g.node.has("lang_to_id")) {
             Map<String, Integer> derived = special.languages();
             if (derived.isEmpty()) {
-                throw missing(folder, "lang_to_id", "<|en|>-like language tokens between "
+                throw missing(folder, special, "lang_to_id", "<|en|>-like language tokens between "
                         + WhisperSpecialTokens.START + " and " + WhisperSpecialTokens.TRANSLATE);
             }
             return derived;
@@ -146,14 +146,16 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
         }
         Map<String, Integer> derived = special.tasks();
         if (derived.isEmpty()) {
-            throw missing(folder, "task_to_id", WhisperSpecialTokens.TRANSCRIBE + " and " + WhisperSpecialTokens.TRANSLATE);
+            throw missing(folder, special, "task_to_id",
+                    WhisperSpecialTokens.TRANSCRIBE + " and " + WhisperSpecialTokens.TRANSLATE);
         }
         return derived;
     }
 
-    private static ModelFormatException missing(Path folder, String key, String tokens) {
-        return new ModelFormatException(folder + ": " + GENERATION_CONFIG + " has no " + key + " and " + TOKENIZER
-                + " has no " + tokens + " to derive it from");
+    private static ModelFormatException missing(Path folder, WhisperSpecialTokens special, String key, String tokens) {
+        return new ModelFormatException(folder + ": " + GENERATION_CONFIG + " has no " + key + ", and "
+                + (special.read() ? TOKENIZER + " has no " + tokens + " to derive it from"
+                        : "there is no " + TOKENIZER + " to derive it from"));
     }
 
     /** Whether the model knows languages and tasks; an English-only one only transcribes English. */

@@ -24,20 +24,28 @@ final class WhisperSpecialTokens {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Map<String, Integer> ids;
+    private final boolean read;
 
-    private WhisperSpecialTokens(Map<String, Integer> ids) {
+    private WhisperSpecialTokens(Map<String, Integer> ids, boolean read) {
         this.ids = ids;
+        this.read = read;
     }
 
     /** The added tokens of {@code tokenizerJson}; none when the file is absent. */
     static WhisperSpecialTokens read(Path tokenizerJson) throws IOException {
         Map<String, Integer> ids = new LinkedHashMap<>();
-        if (Files.isRegularFile(tokenizerJson)) {
+        boolean exists = Files.isRegularFile(tokenizerJson);
+        if (exists) {
             for (JsonNode added : JSON.readTree(tokenizerJson.toFile()).path("added_tokens")) {
                 ids.put(added.path("content").asText(), added.path("id").asInt());
             }
         }
-        return new WhisperSpecialTokens(ids);
+        return new WhisperSpecialTokens(ids, exists);
+    }
+
+    /** Whether there was a tokenizer.json to read. */
+    boolean read() {
+        return read;
     }
 
     OptionalInt id(String token) {

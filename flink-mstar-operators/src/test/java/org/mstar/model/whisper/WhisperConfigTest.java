@@ -92,14 +92,16 @@ class WhisperConfigTest {
     void whatNeitherFileGivesIsRefusedInOneLineNamingBoth(@TempDir Path dir) throws Exception {
         copy(dir, "config.json");
         generationConfigWithout(dir, "lang_to_id");
+        Files.writeString(dir.resolve("tokenizer.json"), "{\"added_tokens\": []}");
         assertThatThrownBy(() -> WhisperConfig.load(dir)).isInstanceOf(ModelFormatException.class)
-                .hasMessage(dir + ": generation_config.json has no lang_to_id and tokenizer.json has no <|en|>-like"
+                .hasMessage(dir + ": generation_config.json has no lang_to_id, and tokenizer.json has no <|en|>-like"
                         + " language tokens between <|startoftranscript|> and <|translate|> to derive it from");
 
+        Files.delete(dir.resolve("tokenizer.json"));
         Files.delete(dir.resolve("generation_config.json"));
         assertThatThrownBy(() -> WhisperConfig.load(dir)).isInstanceOf(ModelFormatException.class)
-                .hasMessage(dir + ": generation_config.json has no no_timestamps_token_id and tokenizer.json has no"
-                        + " <|notimestamps|> to derive it from");
+                .hasMessage(dir + ": generation_config.json has no no_timestamps_token_id, and there is no"
+                        + " tokenizer.json to derive it from");
     }
 
     private static void copy(Path dir, String... files) throws IOException {
