@@ -3,6 +3,7 @@ package org.mstar.flink;
 import java.io.IOException;
 import java.util.Collection;
 import java.util.List;
+import org.apache.flink.annotation.Internal;
 import org.apache.flink.api.common.eventtime.Watermark;
 import org.apache.flink.api.connector.sink2.Committer;
 import org.apache.flink.api.connector.sink2.CommitterInitContext;
@@ -26,11 +27,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Why: a writer closed after its task failed aborts its open transaction. With the broker away the abort times
  * out ({@code max.block.ms}) and throws while the task cleans up, which Flink takes as fatal for the whole
- * TaskManager; on serve's local cluster that is the only one, and the job could not run again once the broker was
- * back. Nothing is lost by closing without the abort: the next attempt's writer aborts the transactions its subtask
- * left open, and the broker aborts any other at {@code transaction.timeout.ms}.
+ * TaskManager; on serve's (and frames') local cluster that is the only one, and the job could not run again once the
+ * broker was back. Nothing is lost by closing without the abort: the next attempt's writer aborts the transactions
+ * its subtask left open, and the broker aborts any other at {@code transaction.timeout.ms}.
  */
-final class OutageTolerantKafkaSink<IN>
+@Internal
+public final class OutageTolerantKafkaSink<IN>
         implements TwoPhaseCommittingStatefulSink<IN, KafkaWriterState, KafkaCommittable>,
         SupportsPostCommitTopology<KafkaCommittable>, LineageVertexProvider {
     private static final long serialVersionUID = 1L;
@@ -38,7 +40,7 @@ final class OutageTolerantKafkaSink<IN>
 
     private final KafkaSink<IN> sink;
 
-    OutageTolerantKafkaSink(KafkaSink<IN> sink) {
+    public OutageTolerantKafkaSink(KafkaSink<IN> sink) {
         this.sink = sink;
     }
 
@@ -118,7 +120,7 @@ final class OutageTolerantKafkaSink<IN>
             try {
                 writer.close();
             } catch (KafkaException | IOException e) {
-                LOG.warn("Closed a responses writer without reaching Kafka ({}); the transaction it had open is"
+                LOG.warn("Closed a Kafka writer without reaching the broker ({}); the transaction it had open is"
                         + " aborted by the next writer of its subtask or by the broker's transaction timeout",
                         e.getMessage());
             }
