@@ -18,8 +18,7 @@ import org.mstar.model.tokenizer.TextTokenizer;
  * (generation_config.json): the start, language, task, no-timestamps and previous-text tokens, and the tokens to
  * suppress always and at the first generated position.
  *
- * @param langToId ISO 639 code ("en") → its language token id; empty for an English-only
- *     model
+ * @param langToId ISO 639 code ("en") → its language token id; empty for an English-only model
  * @param taskToId "transcribe" / "translate" → task token id; empty for an English-only model
  * @param maxInitialTimestampIndex the latest timestamp index the first timestamp may take (-1: no limit)
  */
