@@ -44,7 +44,8 @@ public final class LlamaEngineLoader {
         return loadWeights(modelDir, device, LoadProgress.NONE);
     }
 
-    private static LlamaWeights loadWeights(Path modelDir, Device device, LoadProgress progress) {
+    /** As {@link #loadWeights(Path, Device)}, telling {@code progress} how much is loaded. */
+    public static LlamaWeights loadWeights(Path modelDir, Device device, LoadProgress progress) {
         try {
             return LlamaWeights.load(modelDir, device, storageType(device), progress);
         } catch (IOException e) {

@@ -106,7 +106,8 @@ public final class GenerationPipeline {
             generated = colocated;
         }
         DataStream<Response> responses = generated.union(valid.getSideOutput(RequestValidator.REJECTED));
-        var sink = responses.sinkTo(sink(guarantee)).name("mstar responses").uid(SINK_UID);
+        var sink = responses.sinkTo(new OutageTolerantKafkaSink<>(sink(guarantee))).name("mstar responses")
+                .uid(SINK_UID);
         if (sinkParallelism != null) {
             sink.setParallelism(sinkParallelism);
         }

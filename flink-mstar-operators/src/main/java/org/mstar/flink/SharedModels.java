@@ -32,7 +32,8 @@ final class SharedModels {
         String key = modelDir.toAbsolutePath().normalize() + "@" + deviceName;
         LlamaWeights weights = WEIGHTS.get(key);
         if (weights == null) {
-            weights = turn.call(() -> LlamaEngineLoader.loadWeights(modelDir, turn.device()));
+            weights = turn.call(() -> WeightLoading.logged(modelDir, deviceName,
+                    progress -> LlamaEngineLoader.loadWeights(modelDir, turn.device(), progress)));
             WEIGHTS.put(key, weights);
             loads++;
         }

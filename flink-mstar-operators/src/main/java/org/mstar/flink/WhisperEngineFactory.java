@@ -39,7 +39,8 @@ public final class WhisperEngineFactory implements EngineFactory {
     public GenerationEngine create(String device, int subtaskIndex) {
         try {
             DeviceTurn turn = SharedModels.turn(device);
-            return turn.guard(turn.call(() -> WhisperEngineLoader.load(Path.of(modelDir), turn.device(), options)));
+            return turn.guard(turn.call(() -> WeightLoading.logged(Path.of(modelDir), device,
+                    progress -> WhisperEngineLoader.load(Path.of(modelDir), turn.device(), null, options, progress))));
         } catch (IllegalArgumentException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
                     "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));

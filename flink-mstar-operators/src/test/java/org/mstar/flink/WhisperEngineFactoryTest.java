@@ -3,24 +3,31 @@ package org.mstar.flink;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.ByteOrder;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.util.InstantiationUtil;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.mstar.engine.AudioInput;
+import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
+import org.mstar.model.ModelFormatException;
 import org.mstar.model.io.SafetensorsFile;
 import org.mstar.resources.RequestValidationException;
 
 /**
  * A job that names a Whisper folder gets a Whisper engine from the default factory: audio in, transformers' greedy
- * tokens out (the tiny checkpoint's "transcribe_en" case); a text request to it is a 400.
+ * tokens out (the tiny checkpoint's "transcribe_en" case); a text request to it is a 400. An English-only folder is
+ * served without language or task tokens; one without tokenizer.json is refused rather than served as empty text.
  */
 class WhisperEngineFactoryTest {
     private static final Path FIXTURE = Path.of("src/test/resources/org/mstar/model/fixtures/whisper");
@@ -53,6 +60,61 @@ class WhisperEngineFactoryTest {
                 r.tokens().stream().map(TokenOutput::tokenId).forEach(tokens::add);
             }
             assertThat(tokens).containsExactly(java.util.Arrays.stream(expected).boxed().toArray(Integer[]::new));
+        }
+    }
+
+    @Test
+    void anEnglishOnlyFolderIsPromptedWithoutLanguageOrTask(@TempDir Path dir) throws Exception {
+        copyFixture(dir, "config.json", "tokenizer.json", "model.safetensors");
+        ObjectNode g = (ObjectNode) new ObjectMapper().readTree(FIXTURE.resolve("generation_config.json").toFile());
+        g.remove(List.of("lang_to_id", "task_to_id", "no_timestamps_token_id"));
+        g.put("is_multilingual", false);
+        Files.writeString(dir.resolve("generation_config.json"), g.toString());
+
+        try (GenerationEngine engine = factory(dir).create("cpu", 0)) {
+            assertThatThrownBy(() -> engine.submit(speech("de", 4))).isInstanceOf(RequestValidationException.class)
+                    .hasMessageContaining("English-only");
+            engine.submit(speech(null, 4));
+            List<FinishedRequest> finished = new ArrayList<>();
+            while (engine.hasWork()) {
+                StepResult r = engine.step();
+                assertThat(r.failures()).isEmpty();
+                finished.addAll(r.finished());
+            }
+            // <|startoftranscript|> <|notimestamps|>: no language detected or forced, no task
+            assertThat(finished).singleElement().satisfies(f -> {
+                assertThat(f.promptTokens()).isEqualTo(2);
+                assertThat(f.tokenIds()).hasSize(4);
+            });
+        }
+    }
+
+    @Test
+    void aWhisperFolderWithoutItsTokenizerIsRefusedInsteadOfTranscribingToNothing(@TempDir Path dir)
+            throws Exception {
+        copyFixture(dir, "config.json", "generation_config.json", "model.safetensors");
+        assertThatThrownBy(() -> factory(dir).create("cpu", 0)).isInstanceOf(ModelFormatException.class)
+                .hasMessage(dir.resolve("tokenizer.json") + " is missing: a Whisper folder needs its tokenizer to turn"
+                        + " the tokens into text");
+    }
+
+    private static EngineFactory factory(Path folder) {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, folder.toString());
+        conf.set(LlamaEngineOptions.PAGES, 122 + 1);
+        return new LlamaEngineFactory(conf);
+    }
+
+    private static GenerationRequest speech(String language, int maxTokens) throws Exception {
+        try (SafetensorsFile ref = SafetensorsFile.open(FIXTURE.resolve("reference.safetensors"))) {
+            return new GenerationRequest("speech", null, null, null, maxTokens, 0, List.of(), false, 0, null, null,
+                    new AudioInput(ref.floats("audio.tone"), language, null, false));
+        }
+    }
+
+    private static void copyFixture(Path dir, String... files) throws Exception {
+        for (String f : files) {
+            Files.copy(FIXTURE.resolve(f), dir.resolve(f));
         }
     }
 }

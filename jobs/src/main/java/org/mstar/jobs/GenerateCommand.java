@@ -17,6 +17,7 @@ import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.model.chat.ChatMessage;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LoadProgressLines;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
 import picocli.CommandLine.Command;
@@ -93,7 +94,7 @@ final class GenerateCommand implements Callable<Integer> {
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
         try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options,
-                new LoadingProgress(new PrintWriter(System.err, true)))) {
+                new LoadProgressLines(System.err::println))) {
             try {
                 submit(engine, sampling);
             } catch (RequestValidationException e) {

@@ -15,7 +15,6 @@ import org.mstar.engine.whisper.WhisperEngine;
 import org.mstar.engine.whisper.WhisperEngineLoader;
 import org.mstar.engine.whisper.WhisperEngineOptions;
 import org.mstar.model.ModelConfig;
-import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.audio.WavAudio;
 import org.mstar.model.whisper.audio.WavDecoder;
@@ -70,11 +69,6 @@ final class TranscribeCommand implements Callable<Integer> {
         if (!WhisperConfig.isWhisper(model)) {
             throw new IllegalArgumentException("--model " + model + ": not a Whisper model (config.json's model_type"
                     + " is not '" + WhisperConfig.MODEL_TYPE + "'); `mstar generate` runs text models");
-        }
-        if (!Files.isRegularFile(model.resolve(TextTokenizer.FILE_NAME))) {
-            // without it the engine decodes token ids only, and the transcript would print as nothing
-            throw new IllegalArgumentException("--model " + model + ": no " + TextTokenizer.FILE_NAME + " in it (the"
-                    + " transcript is text: the model folder needs its tokenizer)");
         }
         AudioInput audio = new AudioInput(samples(file), language, task, timestamps);
         WhisperConfig config = config(model);

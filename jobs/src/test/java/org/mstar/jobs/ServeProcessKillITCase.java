@@ -35,7 +35,8 @@ import org.mstar.schemas.GenerateRequest;
  * killed with SIGKILL twice mid-generation and started again with the same command. Each rerun must resume from
  * the latest checkpoint on its own, and a read_committed consumer must then see every request's complete token
  * stream and result exactly once (at-least-once: every token, repeats only as exact duplicates), identical to
- * what the engine generates without interruption. The requests' consumer group offsets must reach the broker.
+ * what the engine generates without interruption. The requests' consumer group offsets must reach the broker, and
+ * the first run's console must tell the model's weights loading.
  */
 class ServeProcessKillITCase {
     private static final Duration TIMEOUT = Duration.ofSeconds(180);
@@ -164,6 +165,7 @@ class ServeProcessKillITCase {
                 assertThat(Files.readString(log)).as("%s", log.getFileName())
                         .doesNotContain(" ERROR ").doesNotContain("data loss");
             }
+            assertLoadingShown(log1);
             return out;
         }
 
@@ -243,6 +245,29 @@ class ServeProcessKillITCase {
         // Surefire starts the test JVM from a manifest-only jar; it names the real class path here.
         String cp = System.getProperty("surefire.test.class.path");
         return cp != null ? cp : System.getProperty("java.class.path");
+    }
+
+    /**
+     * A serve run's console tells the load of the model's weights, once for the device its subtasks share, before
+     * the engines are built on them.
+     */
+    private static void assertLoadingShown(Path log) throws IOException {
+        List<String> lines = Files.readAllLines(log);
+        int loading = indexOf(lines, "Loading the weights of " + model + " on cpu");
+        int loaded = indexOf(lines, "Loaded the weights of " + model + " on cpu in ");
+        int engine = indexOf(lines, "Engine of subtask");
+        assertThat(loading).as("%s: the loading line", log.getFileName()).isNotNegative();
+        assertThat(loaded).isGreaterThan(loading).isLessThan(engine);
+        assertThat(lines.stream().filter(l -> l.contains("the weights of"))).hasSize(2);
+    }
+
+    private static int indexOf(List<String> lines, String text) {
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains(text)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     private static int distinctTokens(TestRequests.Collected c) {

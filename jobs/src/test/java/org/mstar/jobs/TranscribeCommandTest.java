@@ -70,10 +70,13 @@ class TranscribeCommandTest {
         err.getBuffer().setLength(0);
 
         Path noTokenizer = Files.createDirectories(dir.resolve("no-tokenizer"));
-        Files.copy(model.resolve("config.json"), noTokenizer.resolve("config.json"));
+        for (String f : List.of("config.json", "generation_config.json", "model.safetensors")) {
+            Files.copy(model.resolve(f), noTokenizer.resolve(f));
+        }
         assertThat(Mstar.commandLine().setErr(new java.io.PrintWriter(err, true))
                 .execute("transcribe", tone.toString(), "--model", noTokenizer.toString())).isEqualTo(2);
-        assertThat(err.toString()).contains("--model " + noTokenizer + ": no tokenizer.json in it");
+        assertThat(err.toString()).contains(noTokenizer.resolve("tokenizer.json") + " is missing: a Whisper folder"
+                + " needs its tokenizer");
         err.getBuffer().setLength(0);
 
         run("transcribe", tone.toString(), "--model", model.toString(), "--language", "xx");

@@ -30,7 +30,7 @@ final class Transcription {
     final int taskToken;
     final boolean timestamps;
     final long arrivalNanos;
-    /** The language token: the request's, or detected at the first window; -1 until known. */
+    /** The language token: the request's, or detected at the first window; -1 until then, and for English-only ones. */
     int languageToken;
     Phase phase = Phase.WAITING;
     int window;

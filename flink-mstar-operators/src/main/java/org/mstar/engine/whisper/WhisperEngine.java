@@ -44,11 +44,11 @@ import org.mstar.resources.sampler.SamplerResource;
  * requests (packed through ragged attention) and feeds their prompts, and decodes one token of every other request.
  *
  * <p>Decoding follows transformers' Whisper generation: the prompt {@code <|startoftranscript|> <|lang|> <|task|>
- * [<|notimestamps|>]}; without a language, the language token with the largest logit after the start token (once,
- * at the first window); generation_config's suppress_tokens never drawn and its begin_suppress_tokens not as a
- * window's first token; with timestamps, {@link TimestampRules}. Audio longer than 30 seconds is decoded window by
- * window, each prompted with the previous one's tokens after {@code <|startofprev|>}. Without a sampling config a
- * request decodes greedily, as Whisper does.
+ * [<|notimestamps|>]} (an English-only model's has no language or task); without a language, the language token with
+ * the largest logit after the start token (once, at the first window); generation_config's suppress_tokens never
+ * drawn and its begin_suppress_tokens not as a window's first token; with timestamps, {@link TimestampRules}. Audio
+ * longer than 30 seconds is decoded window by window, each prompted with the previous one's tokens after
+ * {@code <|startofprev|>}. Without a sampling config a request decodes greedily, as Whisper does.
  *
  * <p>Deterministic: tokens depend only on the audio, the options, the sampling config and the model, so
  * {@link #resume} continues exactly; its earlier tokens are fed back with each window's prompt, not drawn again.
@@ -314,7 +314,7 @@ public final class WhisperEngine implements GenerationEngine {
 
     /** What the row's last fed token yields: the next token, the detected language, or nothing (replayed window). */
     private Output outputOf(Transcription t) {
-        if (t.languageToken < 0) {
+        if (prompts.detectsLanguage(t.languageToken)) {
             return Output.DETECT;
         }
         return windowComplete(t) ? Output.NONE : Output.SAMPLE;
@@ -372,15 +372,14 @@ public final class WhisperEngine implements GenerationEngine {
         runner.ingestRequest(t.id(), Map.of(WhisperModel.SAMPLER, sampling(t.request)));
         sampler.suppress(t.id(), prompts.suppressAlways());
         t.startWindow(prompts.head(t.previousText));
-        if (t.languageToken >= 0) {
+        if (!prompts.detectsLanguage(t.languageToken)) {
             continueWindow(t);
         }
     }
 
     /** The prompt after the start token, then the tokens of this window an earlier run generated. */
     private void continueWindow(Transcription t) {
-        t.extendPrompt(new int[] {t.languageToken});
-        t.extendPrompt(prompts.tail(t.taskToken, t.timestamps));
+        t.extendPrompt(prompts.tail(t.languageToken, t.taskToken, t.timestamps));
         List<Integer> known = new ArrayList<>();
         while (t.replaying() && !windowComplete(t, known.size())) {
             int token = t.nextReplayed();

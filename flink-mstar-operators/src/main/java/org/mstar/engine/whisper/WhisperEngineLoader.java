@@ -7,6 +7,8 @@ import java.nio.file.Path;
 import java.util.function.Function;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.model.ModelFormatException;
+import org.mstar.model.llama.LoadProgress;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
@@ -34,23 +36,33 @@ public final class WhisperEngineLoader {
      *
      * @param melFeatures one window's samples → log-mel features {@code [melFrames, mels]}, frames-major; null for
      *     {@link LogMelSpectrogram}'s
+     * @throws ModelFormatException when the folder has no tokenizer.json: without it every transcript would be
+     *     empty text
      */
     public static WhisperEngine load(Path modelDir, Device device, Function<float[], float[]> melFeatures,
                                      WhisperEngineOptions options) {
+        return load(modelDir, device, melFeatures, options, LoadProgress.NONE);
+    }
+
+    /** As {@link #load(Path, Device, Function, WhisperEngineOptions)}, telling {@code progress} how much is loaded. */
+    public static WhisperEngine load(Path modelDir, Device device, Function<float[], float[]> melFeatures,
+                                     WhisperEngineOptions options, LoadProgress progress) {
+        Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
+        if (!Files.isRegularFile(tokenizerFile)) {
+            throw new ModelFormatException(tokenizerFile + " is missing: a Whisper folder needs its tokenizer to turn"
+                    + " the tokens into text");
+        }
         try {
             WhisperConfig config = WhisperConfig.load(modelDir);
             Function<float[], float[]> features = melFeatures != null ? melFeatures : logMel(config.numMelBins());
             DType storage = device.isCuda() ? DType.BF16 : DType.F32;
-            WhisperWeights weights = WhisperWeights.load(modelDir, config, device, storage);
+            WhisperWeights weights = WhisperWeights.load(modelDir, config, device, storage, progress);
             try {
-                Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
-                TextTokenizer tokenizer = Files.exists(tokenizerFile) ? TextTokenizer.load(modelDir) : null;
+                TextTokenizer tokenizer = TextTokenizer.load(modelDir);
                 WhisperEngine engine = new WhisperEngine(new WhisperModel(weights, storage), tokenizer, features,
                         options, storage);
                 engine.own(weights);
-                if (tokenizer != null) {
-                    engine.own(tokenizer);
-                }
+                engine.own(tokenizer);
                 return engine;
             } catch (RuntimeException | IOException e) {
                 weights.close();

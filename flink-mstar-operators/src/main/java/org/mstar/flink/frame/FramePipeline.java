@@ -19,6 +19,7 @@ import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 import org.mstar.flink.KafkaClientProperties;
+import org.mstar.flink.OutageTolerantKafkaSink;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.FrameRequest;
 import org.mstar.schemas.FrameResponse;
@@ -90,7 +91,7 @@ public final class FramePipeline {
                         new FrameSessionOperatorFactory(engineFactory, device))
                 .uid(SESSIONS_UID);
         DataStream<FrameResponse> out = frames.union(decoded.getSideOutput(UNDECODABLE));
-        out.sinkTo(sink()).name("mstar frames").uid(SINK_UID);
+        out.sinkTo(new OutageTolerantKafkaSink<>(sink())).name("mstar frames").uid(SINK_UID);
         return out;
     }
 

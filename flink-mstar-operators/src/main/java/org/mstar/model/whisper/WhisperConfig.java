@@ -11,14 +11,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.mstar.model.ModelFormatException;
+import org.mstar.model.tokenizer.TextTokenizer;
 
 /**
  * A Whisper checkpoint's geometry (config.json, {@code model_type: whisper}) and the token ids its decoding needs
  * (generation_config.json): the start, language, task, no-timestamps and previous-text tokens, and the tokens to
  * suppress always and at the first generated position.
  *
- * @param langToId ISO 639 code ("en") → its language token id, in the checkpoint's order
- * @param taskToId "transcribe" / "translate" → task token id
+ * @param langToId ISO 639 code ("en") → its language token id; empty for an English-only model
+ * @param taskToId "transcribe" / "translate" → task token id; empty for an English-only model
  * @param maxInitialTimestampIndex the latest timestamp index the first timestamp may take (-1: no limit)
  */
 public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encoderLayers, int encoderHeads,
@@ -38,6 +39,10 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
     public static final int WINDOW_SECONDS = 30;
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String GENERATION_CONFIG = "generation_config.json";
+    private static final String TOKENIZER = TextTokenizer.FILE_NAME;
+    /** openai's Whisper: a vocabulary this large or larger is multilingual. */
+    private static final int MULTILINGUAL_VOCAB = 51865;
 
     public WhisperConfig {
         langToId = Map.copyOf(langToId);
@@ -65,7 +70,10 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
     }
 
     /**
-     * Reads config.json and generation_config.json of {@code folder}.
+     * Reads config.json and generation_config.json of {@code folder}. Ids generation_config.json lacks come from
+     * tokenizer.json's special tokens, as transformers' WhisperTokenizer names them; without generation_config.json
+     * (checkpoints older than it) its keys are read from config.json, as transformers' GenerationConfig does.
+     * An English-only model ({@link #multilingual()} false) has no language or task token to force.
      *
      * @throws ModelFormatException naming the file and key that is missing or not as Whisper has it
      */
@@ -78,21 +86,49 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
         if (!activation.equals("gelu")) {
             throw c.error("activation_function '" + activation + "' is not supported; Whisper uses 'gelu'");
         }
-        Fields g = Fields.read(folder.resolve("generation_config.json"));
+        Path generationFile = folder.resolve(GENERATION_CONFIG);
+        Fields g = Files.isRegularFile(generationFile) ? Fields.read(generationFile) : c;
+        WhisperSpecialTokens special = WhisperSpecialTokens.read(folder.resolve(TOKENIZER));
+        boolean multilingual = multilingual(g, c.integer("vocab_size"));
         return new WhisperConfig(c.integer("vocab_size"), c.integer("num_mel_bins"), c.integer("d_model"),
                 c.integer("encoder_layers"), c.integer("encoder_attention_heads"), c.integer("encoder_ffn_dim"),
                 c.integer("decoder_layers"), c.integer("decoder_attention_heads"), c.integer("decoder_ffn_dim"),
                 c.integer("max_source_positions"), c.integer("max_target_positions"),
                 c.node.path("scale_embedding").asBoolean(false),
-                g.integer("decoder_start_token_id"), g.tokenId("eos_token_id"), languages(g), g.idMap("task_to_id"),
-                g.integer("no_timestamps_token_id"),
-                g.node.has("prev_sot_token_id") ? g.integer("prev_sot_token_id") : -1,
+                g.integer("decoder_start_token_id"), g.tokenId("eos_token_id"),
+                multilingual ? languages(g, special, folder) : Map.of(),
+                multilingual ? tasks(g, special, folder) : Map.of(),
+                g.node.has("no_timestamps_token_id") ? g.integer("no_timestamps_token_id")
+                        : special.id(WhisperSpecialTokens.NO_TIMESTAMPS).orElseThrow(() -> missing(folder, special,
+                                "no_timestamps_token_id", WhisperSpecialTokens.NO_TIMESTAMPS)),
+                g.node.has("prev_sot_token_id") ? g.integer("prev_sot_token_id")
+                        : special.id(WhisperSpecialTokens.START_OF_PREVIOUS).orElse(-1),
                 g.ids("suppress_tokens"), g.ids("begin_suppress_tokens"),
                 g.node.hasNonNull("max_initial_timestamp_index") ? g.integer("max_initial_timestamp_index") : -1);
     }
 
+    /**
+     * generation_config's {@code is_multilingual} when it says; else whether it maps languages; else openai's rule:
+     * the multilingual vocabularies have 51865 tokens or more, the English-only ones 51864.
+     */
+    private static boolean multilingual(Fields g, int vocabSize) {
+        JsonNode declared = g.node.get("is_multilingual");
+        if (declared != null && declared.isBoolean()) {
+            return declared.booleanValue();
+        }
+        return g.node.has("lang_to_id") || vocabSize >= MULTILINGUAL_VOCAB;
+    }
+
     /** lang_to_id's keys are the tokens ("<|en|>"); requests name the code ("en"). */
-    private static Map<String, Integer> languages(Fields g) {
+    private static Map<String, Integer> languages(Fields g, WhisperSpecialTokens special, Path folder) {
+        if (!g.node.has("lang_to_id")) {
+            Map<String, Integer> derived = special.languages();
+            if (derived.isEmpty()) {
+                throw missing(folder, special, "lang_to_id", "<|en|>-like language tokens between "
+                        + WhisperSpecialTokens.START + " and " + WhisperSpecialTokens.TRANSLATE);
+            }
+            return derived;
+        }
         Map<String, Integer> out = new LinkedHashMap<>();
         g.idMap("lang_to_id").forEach((token, id) -> {
             if (!token.startsWith("<|") || !token.endsWith("|>")) {
@@ -101,6 +137,29 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
             out.put(token.substring(2, token.length() - 2), id);
         });
         return out;
+    }
+
+    private static Map<String, Integer> tasks(Fields g, WhisperSpecialTokens special, Path folder) {
+        if (g.node.has("task_to_id")) {
+            return g.idMap("task_to_id");
+        }
+        Map<String, Integer> derived = special.tasks();
+        if (derived.isEmpty()) {
+            throw missing(folder, special, "task_to_id",
+                    WhisperSpecialTokens.TRANSCRIBE + " and " + WhisperSpecialTokens.TRANSLATE);
+        }
+        return derived;
+    }
+
+    private static ModelFormatException missing(Path folder, WhisperSpecialTokens special, String key, String tokens) {
+        return new ModelFormatException(folder + ": " + GENERATION_CONFIG + " has no " + key + ", and "
+                + (special.read() ? TOKENIZER + " has no " + tokens + " to derive it from"
+                        : "there is no " + TOKENIZER + " to derive it from"));
+    }
+
+    /** Whether the model knows languages and tasks; an English-only one only transcribes English. */
+    public boolean multilingual() {
+        return !langToId.isEmpty();
     }
 
     public int encoderHeadDim() {
@@ -160,8 +219,7 @@ public record WhisperConfig(int vocabSize, int numMelBins, int dModel, int encod
     private record Fields(JsonNode node, Path file) {
         static Fields read(Path file) throws IOException {
             if (!Files.isRegularFile(file)) {
-                throw new ModelFormatException(file + " is missing: a Whisper folder has config.json and"
-                        + " generation_config.json");
+                throw new ModelFormatException(file + " is missing: a Whisper folder has config.json");
             }
             return new Fields(JSON.readTree(file.toFile()), file);
         }

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.stream.IntStream;
 import org.mstar.resources.RequestValidationException;
 
 /**
@@ -17,6 +18,8 @@ public final class WhisperPrompts {
     public static final String TRANSCRIBE = "transcribe";
     /** Translate into English. */
     public static final String TRANSLATE = "translate";
+    /** The one language of an English-only model. */
+    private static final String ENGLISH = "en";
 
     private final WhisperConfig config;
 
@@ -25,11 +28,19 @@ public final class WhisperPrompts {
     }
 
     /**
-     * The token of an ISO 639 code, or -1 for null (the model detects the language).
+     * The token of an ISO 639 code, or -1 for null (the model detects the language) and for an English-only model,
+     * which has no language token to force.
      *
      * @throws RequestValidationException naming {@code audio.language} and the codes the model knows
      */
     public int languageToken(String language) {
+        if (!config.multilingual()) {
+            if (language == null || language.equals(ENGLISH)) {
+                return -1;
+            }
+            throw new RequestValidationException("audio.language", "'" + language + "': this model is English-only;"
+                    + " leave the language unset or '" + ENGLISH + "'");
+        }
         if (language == null) {
             return -1;
         }
@@ -42,18 +53,31 @@ public final class WhisperPrompts {
     }
 
     /**
-     * The token of a task; null means transcribe.
+     * The token of a task; null means transcribe. -1 for an English-only model, which only transcribes and has no
+     * task token to force.
      *
      * @throws RequestValidationException naming {@code audio.task}
      */
     public int taskToken(String task) {
         String name = task == null ? TRANSCRIBE : task;
+        if (!config.multilingual()) {
+            if (name.equals(TRANSCRIBE)) {
+                return -1;
+            }
+            throw new RequestValidationException("audio.task", "'" + task + "': this model is English-only and only"
+                    + " transcribes");
+        }
         Integer id = config.taskToId().get(name);
         if (id == null) {
             throw new RequestValidationException("audio.task", "'" + task + "' is not a task; use '" + TRANSCRIBE
                     + "' or '" + TRANSLATE + "'");
         }
         return id;
+    }
+
+    /** Whether a window must detect the language first: none given to a multilingual model. */
+    public boolean detectsLanguage(int languageToken) {
+        return languageToken < 0 && config.multilingual();
     }
 
     /**
@@ -74,9 +98,13 @@ public final class WhisperPrompts {
         return out.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    /** The tokens after the language: the task and, without timestamps, {@code <|notimestamps|>}. */
-    public int[] tail(int task, boolean timestamps) {
-        return timestamps ? new int[] {task} : new int[] {task, config.noTimestampsTokenId()};
+    /**
+     * The tokens after the start token: the language and the task where the model has them (-1: none), and, without
+     * timestamps, {@code <|notimestamps|>}.
+     */
+    public int[] tail(int language, int task, boolean timestamps) {
+        return IntStream.of(language, task, timestamps ? -1 : config.noTimestampsTokenId()).filter(id -> id >= 0)
+                .toArray();
     }
 
     /** Tokens no draw may take (generation_config's suppress_tokens). */

@@ -12,6 +12,7 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.model.io.Checkpoint;
+import org.mstar.model.llama.LoadProgress;
 import org.mstar.model.llama.RandomWeights;
 
 /**
@@ -107,8 +108,14 @@ public final class WhisperWeights implements AutoCloseable {
      */
     public static WhisperWeights load(Path folder, WhisperConfig config, Device device, DType dtype)
             throws IOException {
+        return load(folder, config, device, dtype, LoadProgress.NONE);
+    }
+
+    /** As {@link #load(Path, WhisperConfig, Device, DType)}, telling {@code progress} after each tensor. */
+    public static WhisperWeights load(Path folder, WhisperConfig config, Device device, DType dtype,
+                                      LoadProgress progress) throws IOException {
         try (Checkpoint checkpoint = Checkpoint.open(folder)) {
-            return fill(config, device, dtype, checkpoint::copyTo);
+            return fill(config, device, dtype, checkpoint::copyTo, progress);
         }
     }
 
@@ -121,21 +128,26 @@ public final class WhisperWeights implements AutoCloseable {
             return fill(config, device, dtype, (name, dst) -> {
                 boolean normWeight = name.contains("layer_norm") && name.endsWith(".weight");
                 RandomWeights.fill(dst, seed, name, normWeight ? 1 : 0, normWeight ? 0.05 : 0.02);
-            });
+            }, LoadProgress.NONE);
         } catch (IOException e) {
             throw new UncheckedIOException(e); // nothing here reads files
         }
     }
 
-    static WhisperWeights fill(WhisperConfig config, Device device, DType dtype, TensorSource source)
-            throws IOException {
+    static WhisperWeights fill(WhisperConfig config, Device device, DType dtype, TensorSource source,
+                               LoadProgress progress) throws IOException {
         if (!dtype.isFloat()) {
             throw new IllegalArgumentException("weights must be a float dtype, got " + dtype);
         }
         WhisperWeights w = new WhisperWeights(config, device, dtype);
         try {
-            for (Map.Entry<String, Tensor> e : w.hfTensors().entrySet()) {
+            Map<String, Tensor> tensors = w.hfTensors();
+            long total = tensors.values().stream().mapToLong(Tensor::byteSize).sum();
+            long loaded = 0;
+            for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
                 source.fill(e.getKey(), e.getValue());
+                loaded += e.getValue().byteSize();
+                progress.loaded(loaded, total);
             }
             return w;
         } catch (IOException | RuntimeException e) {
