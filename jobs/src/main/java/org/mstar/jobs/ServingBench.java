@@ -87,7 +87,8 @@ final class ServingBench {
 
             Map<String, Object> report = new LinkedHashMap<>();
             report.put("date", Instant.now().toString());
-            report.put("command", "mstar bench-serving " + String.join(" ", cli.getParseResult().originalArgs()));
+            // the parse result is the whole command line's, the subcommand included
+            report.put("command", "mstar " + String.join(" ", cli.getParseResult().originalArgs()));
             report.put("device", turn.device().name());
             report.put("model", flags.modelFlags.describe());
             report.put("copyBandwidthBytesPerSecond", rates.bytesPerSecond());
