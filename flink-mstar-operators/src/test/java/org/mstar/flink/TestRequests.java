@@ -9,7 +9,6 @@ import java.util.Map;
 import java.util.stream.IntStream;
 import org.apache.flink.configuration.Configuration;
 import org.mstar.engine.GenerationEngine;
-import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
@@ -59,17 +58,7 @@ public final class TestRequests {
 
     /** Token ids {@code engine} generates for each request when it serves them all, uninterrupted. */
     public static Map<String, List<Integer>> reference(List<GenerateRequest> requests, GenerationEngine engine) {
-        Map<String, List<Integer>> out = new LinkedHashMap<>();
-        for (GenerateRequest r : requests) {
-            engine.submit(CONVERTER.convert(r));
-            out.put(r.getRequestId(), new ArrayList<>());
-        }
-        while (engine.hasWork()) {
-            StepResult step = engine.step();
-            assertThat(step.failures()).as("reference run failures").isEmpty();
-            step.tokens().forEach(t -> out.get(t.requestId()).add(t.tokenId()));
-        }
-        return out;
+        return UninterruptedRun.tokens(requests, engine, new Configuration());
     }
 
     /** What a consumer collected for each request, in arrival order. */

@@ -29,7 +29,7 @@ import org.mstar.resources.kv.PrefixKeys;
  * is written into a scratch folder beside it and moved into place when complete; the scratch folder is deleted
  * when writing fails or the command is stopped, so no partial checkpoint is left behind.
  */
-final class ModelSource {
+public final class ModelSource {
     /** The geometry used when {@code --random} names no config. */
     static final String BUNDLED_CONFIG = "tiny-llama.json";
     static final long RANDOM_SEED = 42;
@@ -44,7 +44,7 @@ final class ModelSource {
      * @param progress where the writing of a large random checkpoint reports its progress
      * @throws IllegalArgumentException naming the flag, when the folder or config is not usable
      */
-    static Path resolve(Path modelDir, String randomConfig, PrintWriter progress) {
+    public static Path resolve(Path modelDir, String randomConfig, PrintWriter progress) {
         if (modelDir != null && randomConfig != null) {
             throw new IllegalArgumentException("give --model or --random, not both");
         }

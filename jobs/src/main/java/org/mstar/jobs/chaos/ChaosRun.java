@@ -1,0 +1,165 @@
+package org.mstar.jobs.chaos;
+
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.configuration.Configuration;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.flink.GenerateOptions;
+import org.mstar.flink.LlamaEngineFactory;
+import org.mstar.flink.LlamaEngineOptions;
+import org.mstar.flink.UninterruptedRun;
+import org.mstar.jobs.ModelSource;
+import org.mstar.schemas.GenerateRequest;
+
+/**
+ * A chaos run (issue #36): {@code mstar kafka} and {@code mstar serve --random} as child processes under a steady
+ * open-loop load and a seeded schedule of faults, then {@link ExactlyOnceChecker} on everything a read_committed
+ * consumer saw. Exit code 0 when nothing was violated, 1 otherwise, 2 when the run itself failed. Options (all {@code --name value}):
+ * {@code --dir} (new folder for logs, broker data and state; required), {@code --seconds} of load (300),
+ * {@code --rate} requests per second (1), {@code --seed} (1), {@code --faults-each} of each kind (5),
+ * {@code --port} of the broker (19092), {@code --tail-seconds}: how long after the last fault and the last send
+ * every request must have ended (180).
+ */
+public final class ChaosRun {
+    private static final int MAX_BATCH_ROWS = 8;
+
+    private ChaosRun() {}
+
+    public static void main(String[] args) {
+        try {
+            System.exit(run(options(args)) ? 0 : 1);
+        } catch (Exception e) {
+            e.printStackTrace();
+            // Ends the load's and the reader's threads too: left running, they would feed the next run's broker.
+            System.exit(2);
+        }
+    }
+
+    /** @return whether the checker found nothing wrong */
+    private static boolean run(Map<String, String> o) throws Exception {
+        Path dir = Path.of(required(o, "dir"));
+        Duration load = Duration.ofSeconds(Long.parseLong(o.getOrDefault("seconds", "300")));
+        double rate = Double.parseDouble(o.getOrDefault("rate", "1"));
+        long seed = Long.parseLong(o.getOrDefault("seed", "1"));
+        int faultsEach = Integer.parseInt(o.getOrDefault("faults-each", "5"));
+        int port = Integer.parseInt(o.getOrDefault("port", "19092"));
+        Duration tail = Duration.ofSeconds(Long.parseLong(o.getOrDefault("tail-seconds", "180")));
+        if (Files.exists(dir)) {
+            throw new IllegalArgumentException("--dir " + dir + " exists: a chaos run starts from nothing");
+        }
+        Files.createDirectories(dir);
+
+        Timeline timeline = new Timeline();
+        // Gaps short enough that every fault lands within the load: each fault with its recovery takes ~10 s more.
+        List<FaultSchedule.Fault> schedule = FaultSchedule.of(seed, faultsEach, 2_000,
+                Math.max(3_000, load.toMillis() / (8L * faultsEach)));
+        ChaosTarget target = new ChaosTarget(dir, port, List.of("--checkpoint-interval", "1",
+                "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS));
+        OpenLoopLoad sender;
+        CommittedResponses responses;
+        FaultInjector injector;
+        boolean allEnded;
+        try (target) {
+            target.startBroker();
+            target.startServe().awaitLine(ChaosTarget.SERVE_UP, Duration.ofMinutes(3));
+            timeline.add("serve-1 runs; " + schedule.size() + " faults scheduled, load for " + load + " at " + rate + "/s");
+            responses = new CommittedResponses(target.bootstrapServers(), "responses");
+            Thread reader = new Thread(responses, "chaos-reader");
+            reader.start();
+            sender = new OpenLoopLoad(seed, rate, load, target.bootstrapServers(), "requests");
+            Thread sending = new Thread(sender, "chaos-load");
+            long loadEnd = System.nanoTime() + load.toNanos();
+            sending.start();
+            injector = new FaultInjector(target, responses, () -> !open(sender, responses).isEmpty(),
+                    Duration.ofMinutes(3), timeline);
+            injector.apply(schedule, loadEnd);
+            sending.join();
+            timeline.add("the load ended: " + sender.sent.size() + " requests acknowledged, "
+                    + sender.unacknowledged.size() + " not");
+            allEnded = awaitAllEnded(sender, responses, tail);
+            timeline.add(allEnded ? "every request ended" : open(sender, responses).size() + " requests still open "
+                    + tail + " after the last fault and send");
+            responses.stop();
+            reader.join();
+        }
+        List<GenerateRequest> requests = sender.sent.stream().map(OpenLoopLoad.SentRequest::request).toList();
+        ExactlyOnceChecker checker = new ExactlyOnceChecker(timeline);
+        checker.check(sender.sent, sender.unacknowledged, responses.seen, reference(requests));
+        report(checker, sender, responses, injector, target, seed);
+        return checker.violations.isEmpty();
+    }
+
+    /** The tokens the engine generates for the requests in one uninterrupted run, as serve converts them. */
+    private static Map<String, List<Integer>> reference(List<GenerateRequest> requests) {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, ModelSource.resolve(null, "", new PrintWriter(System.err)).toString());
+        conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, MAX_BATCH_ROWS);
+        try (GenerationEngine engine = new LlamaEngineFactory(conf).create("cpu", 0)) {
+            return UninterruptedRun.tokens(requests, engine, conf);
+        } catch (Exception e) {
+            throw new IllegalStateException("the reference run failed", e);
+        }
+    }
+
+    private static Set<String> open(OpenLoopLoad sender, CommittedResponses responses) {
+        Set<String> open = new HashSet<>();
+        sender.sent.forEach(r -> open.add(r.request().getRequestId()));
+        responses.seen.stream().filter(CommittedResponses.Seen::ends).forEach(s -> open.remove(s.requestId()));
+        return open;
+    }
+
+    private static boolean awaitAllEnded(OpenLoopLoad sender, CommittedResponses responses, Duration tail)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + tail.toNanos();
+        while (!open(sender, responses).isEmpty()) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            TimeUnit.MILLISECONDS.sleep(200); // poll interval of a condition with a deadline
+        }
+        return true;
+    }
+
+    private static void report(ExactlyOnceChecker checker, OpenLoopLoad sender, CommittedResponses responses,
+                               FaultInjector injector, ChaosTarget target, long seed) throws Exception {
+        System.out.println("==== chaos run summary (seed " + seed + ")");
+        System.out.println("faults applied: " + injector.applied + "; without a response committed within the"
+                + " recovery bound after: " + injector.unrecovered + "; serve started " + target.serveStarts() + " times");
+        System.out.println("requests acknowledged: " + sender.sent.size() + "; not acknowledged by the broker: "
+                + sender.unacknowledged.size());
+        System.out.println("read: " + responses.seen.size() + " records; " + checker.results + " results, "
+                + checker.tokens + " token events; error events by code: " + checker.errorsByCode);
+        List<String> alarming = target.alarmingLogLines();
+        System.out.println("log lines about data loss: " + alarming.size());
+        alarming.stream().limit(5).forEach(l -> System.out.println("  " + l));
+        System.out.println("violations: " + checker.violations.size());
+        checker.violations.stream().limit(20).forEach(v -> System.out.println("---- " + v));
+    }
+
+    private static Map<String, String> options(String[] args) {
+        Map<String, String> out = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            if (!args[i].startsWith("--")) {
+                throw new IllegalArgumentException("expected --name value, got " + args[i]);
+            }
+            out.put(args[i].substring(2), args[i + 1]);
+        }
+        return out;
+    }
+
+    private static String required(Map<String, String> o, String name) {
+        String v = o.get(name);
+        if (v == null) {
+            throw new IllegalArgumentException("--" + name + " is required");
+        }
+        return v;
+    }
+}
