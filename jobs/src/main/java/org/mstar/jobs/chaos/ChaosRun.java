@@ -43,8 +43,11 @@ public final class ChaosRun {
         }
     }
 
-    /** @return whether the checker found nothing wrong */
-    private static boolean run(Map<String, String> o) throws Exception {
+    /**
+     * @param o the options by name, without their leading dashes
+     * @return whether the checker found nothing wrong
+     */
+    static boolean run(Map<String, String> o) throws Exception {
         Path dir = Path.of(required(o, "dir"));
         Duration load = Duration.ofSeconds(Long.parseLong(o.getOrDefault("seconds", "300")));
         double rate = Double.parseDouble(o.getOrDefault("rate", "1"));

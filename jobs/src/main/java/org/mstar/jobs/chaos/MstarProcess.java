@@ -28,13 +28,18 @@ final class MstarProcess {
                 "-Xmx1g",
                 "--add-opens=java.base/java.util=ALL-UNNAMED",
                 "--add-opens=java.base/java.lang=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"),
+                "-cp", classPath(),
                 Mstar.class.getName()));
         command.addAll(args);
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
         // DJL's tokenizer would otherwise try to report usage over the network
         pb.environment().put("OPT_OUT_TRACKING", "true");
         return new MstarProcess(pb.start(), log);
+    }
+
+    /** This JVM's class path; under Surefire, whose JVM starts from a manifest-only jar, the one that jar names. */
+    private static String classPath() {
+        return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     }
 
     /**
