@@ -170,7 +170,7 @@ class FlinkClusterKillITCase {
         String first = job.submit();
 
         job.produceUntilMidGeneration();
-        cluster("kill-jobmanager");
+        killAtOnce("jobmanager", "the JobManager");
         job.assertKilledMidGeneration("the JobManager died");
         cluster("start-jobmanager", "2");
         String second = job.submit();
@@ -193,7 +193,7 @@ class FlinkClusterKillITCase {
         int leader = leadingJobManager();
 
         job.produceUntilMidGeneration();
-        cluster("kill-jobmanager", Integer.toString(leader));
+        killAtOnce("jobmanager-" + leader, "the leading JobManager " + leader);
         job.assertKilledMidGeneration("the leading JobManager " + leader + " died");
         restPort = leader == 1 ? restPort2 : restPort; // the standby's REST endpoint from now on
         awaitRunning(jobId); // the standby runs the job under its id
@@ -318,17 +318,22 @@ class FlinkClusterKillITCase {
         return ids.stream().filter(c.results::containsKey).count();
     }
 
-    /**
-     * SIGKILLs TaskManager {@code number} at once, as {@code cluster.sh kill-taskmanager} does but without starting a
-     * process: what the test saw mid-generation must still be the latest checkpoint when it dies.
-     */
     private void killTaskManager(String number) throws Exception {
-        long pid = Long.parseLong(Files.readString(clusterDir.resolve("taskmanager-" + number + ".pid")).strip());
-        ProcessHandle tm = ProcessHandle.of(pid).orElseThrow(() -> new AssertionError("TaskManager " + number
-                + " (pid " + pid + ") is not running"));
-        tm.destroyForcibly(); // SIGKILL
-        tm.onExit().get(30, TimeUnit.SECONDS);
-        notes.add("killed TaskManager " + number + ", which ran a generate subtask");
+        killAtOnce("taskmanager-" + number, "TaskManager " + number + ", which ran a generate subtask,");
+    }
+
+    /**
+     * SIGKILLs the cluster process of pid file {@code name}.pid at once, as {@code cluster.sh kill-taskmanager} and
+     * {@code kill-jobmanager} do but without starting a process: what the test saw mid-generation must still be the
+     * latest checkpoint when it dies (with checkpoints every 500 ms, a script's start-up is time enough for another).
+     */
+    private void killAtOnce(String name, String what) throws Exception {
+        long pid = Long.parseLong(Files.readString(clusterDir.resolve(name + ".pid")).strip());
+        ProcessHandle process = ProcessHandle.of(pid).orElseThrow(() -> new AssertionError(what + " (pid " + pid
+                + ") is not running"));
+        process.destroyForcibly(); // SIGKILL
+        process.onExit().get(30, TimeUnit.SECONDS);
+        notes.add("killed " + what);
     }
 
     /** The number of a TaskManager that runs a subtask of the generate operator, as the JobManager's REST API says. */
