@@ -87,7 +87,6 @@ public final class LlamaEngine implements GenerationEngine {
     /** The step whose tokens are drawn on the device and not yet accepted; null when none. */
     private InFlightStep inFlight;
     private final boolean launchAhead;
-    private final int maxBatchRows;
     private long launchedAhead;
     private LogitsObserver logitsObserver;
     private final List<AutoCloseable> owned = new ArrayList<>();
@@ -137,7 +136,6 @@ public final class LlamaEngine implements GenerationEngine {
         this.preplan = graphs != null && options.preplan() && role != EngineRole.PREFILL
                 ? new DecodePreplan(runner, steps, stopRule) : null;
         this.launchAhead = options.launchAhead();
-        this.maxBatchRows = options.maxBatchRows();
         this.inbox = new HandoffInbox(checks, resources, exchange);
         this.isolation = new FaultIsolation(resources);
     }
@@ -536,7 +534,7 @@ public final class LlamaEngine implements GenerationEngine {
 
     @Override
     public int maxBatchRows() {
-        return maxBatchRows;
+        return scheduler.maxRows();
     }
 
     private void observe(List<String> rids, Tensor logits) {

@@ -39,6 +39,11 @@ final class Scheduler {
         this.options = options;
     }
 
+    /** Most rows a step gets. */
+    int maxRows() {
+        return maxRows;
+    }
+
     /**
      * The rows of the next step.
      *
