@@ -39,14 +39,17 @@ final class JobRest {
     }
 
     /**
-     * Makes {@code conf}'s local cluster answer on a known port, keep every checkpoint of a row in its statistics,
-     * and serve statistics and metrics as of the request (by default checkpoint statistics are cached for 3 s and
-     * metrics fetched every 10 s).
+     * Makes {@code conf}'s local cluster answer on a free port of this host, keep every checkpoint of a row in its
+     * statistics, and serve statistics and metrics as of the request (by default checkpoint statistics are cached for
+     * 3 s and metrics fetched every 10 s).
      *
      * @return the REST endpoint's URL
      */
-    static String expose(Configuration conf) {
-        ServeJob.bindLocally(conf);
+    static String expose(Configuration conf) throws IOException {
+        // a port the system just gave out, not the first free of Flink's range: builds beside this one start clusters
+        // on that range too, and one could take it between the probe and the bind
+        conf.set(RestOptions.BIND_ADDRESS, "127.0.0.1");
+        conf.set(RestOptions.BIND_PORT, Integer.toString(EmbeddedKafkaBroker.freePort()));
         conf.set(WebOptions.CHECKPOINTS_HISTORY_SIZE, CHECKPOINT_HISTORY);
         conf.set(RestOptions.CACHE_CHECKPOINT_STATISTICS_TIMEOUT, Duration.ZERO);
         conf.set(MetricOptions.METRIC_FETCHER_UPDATE_INTERVAL, Duration.ofMillis(1));
