@@ -64,6 +64,8 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
     transient Map<String, LiveRequest> live;
     transient RequestMirrors mirrors;
     transient GenerateMetrics metrics;
+    /** Where the task thread's time goes while the engine has work. */
+    private transient TaskTimeMetrics taskTime;
     /** Requests ignored because their id was live. */
     private transient Counter duplicates;
     /** See {@link GenerateSettings#maxWaiting(GenerationEngine)}. */
@@ -139,6 +141,7 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
         live = new LinkedHashMap<>();
         metrics = new GenerateMetrics(getMetricGroup());
         duplicates = getMetricGroup().addGroup("mstar").counter("duplicatesIgnored");
+        taskTime = new TaskTimeMetrics(getMetricGroup().addGroup("mstar"));
         int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         String device = DeviceAssignment.resolve(settings.device(),
                 getRuntimeContext().getExternalResourceInfos(settings.gpuResource()), subtask);
@@ -237,6 +240,7 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
 
     /** Adds a submitted request to the live set and asks for a step, counting it toward the arrival window. */
     void admit(String requestId, LiveRequest request) {
+        taskTime.arrived(live.isEmpty());
         live.put(requestId, request);
         admittedSinceStep = true;
         scheduleStep();
@@ -278,7 +282,9 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
      */
     void step() throws Exception {
         expireQueued(); // before the step, which could admit them
+        taskTime.stepStarted();
         StepResult result = engine.step();
+        taskTime.engineStepped();
         for (TokenOutput token : result.tokens()) {
             generated(token);
             LiveRequest request = live.get(token.requestId());
@@ -302,6 +308,7 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
             emitError(failure.requestId(), failure.code(), failure.message());
         }
         metrics.engineStats(engine.stats());
+        taskTime.stepEnded(result.tokens().size(), engine.hasWork());
     }
 
     /** Drops the requests {@link #overdue} after the queue timeout, with a 429 each. */
@@ -327,15 +334,17 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
      * is new.
      */
     void saveMirrors(String modelFingerprint) throws Exception {
-        int written = 0;
-        for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
-            if (e.getValue().unsaved()) {
-                setCurrentKey(e.getKey());
-                mirrors.save(e.getValue(), modelFingerprint);
-                written++;
+        taskTime.atBarrier(() -> {
+            int written = 0;
+            for (Map.Entry<String, LiveRequest> e : live.entrySet()) {
+                if (e.getValue().unsaved()) {
+                    setCurrentKey(e.getKey());
+                    mirrors.save(e.getValue(), modelFingerprint);
+                    written++;
+                }
             }
-        }
-        LOG.debug("Saved {} of {} live requests", written, live.size());
+            LOG.debug("Saved {} of {} live requests", written, live.size());
+        });
     }
 
     /**

@@ -10,6 +10,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.core.execution.JobClient;
 import org.mstar.flink.EngineFactory;
@@ -27,12 +28,21 @@ import org.mstar.schemas.TokenEvent;
 final class JobLoadRunner implements AutoCloseable {
     private final JobClient job;
     private final GenerateClient client;
+    private final JobRest rest;
+    /** Found at the first profiled run, when the tasks run and their metrics exist. */
+    private JobMetrics.Tasks tasks;
     private int runs;
+    /** Tokens the client read from this job: the generate operator emitted as many. */
+    private long tokensServed;
     private long lastStatusCheck;
 
-    private JobLoadRunner(JobClient job, GenerateClient client) {
+    /** A row served, and where the job's time went in it. */
+    record ProfiledRun(ServingTrace trace, JobRowProfile profile, JobMetrics.Tasks tasks) {}
+
+    private JobLoadRunner(JobClient job, GenerateClient client, JobRest rest) {
         this.job = job;
         this.client = client;
+        this.rest = rest;
     }
 
     static JobLoadRunner start(EmbeddedKafkaBroker broker, EngineFactory factory, DeliveryGuarantee delivery,
@@ -40,9 +50,31 @@ final class JobLoadRunner implements AutoCloseable {
         String requests = "serving-requests";
         String responses = "serving-responses";
         broker.createTopics(1, requests, responses);
-        JobClient job = PipelineBench.startJob(broker, requests, responses, factory, delivery,
-                PipelineBench.jobConfig("serving", checkpointMillis, 5, 0, device, work), "mstar bench-serving");
-        return new JobLoadRunner(job, new GenerateClient(broker.bootstrapServers(), requests, responses));
+        Configuration conf = PipelineBench.jobConfig("serving", checkpointMillis, 5, 0, device, work);
+        String restUrl = JobRest.expose(conf);
+        JobClient job = PipelineBench.startJob(broker, requests, responses, factory, delivery, conf,
+                "mstar bench-serving");
+        return new JobLoadRunner(job, new GenerateClient(broker.bootstrapServers(), requests, responses),
+                new JobRest(restUrl, job.getJobID().toString()));
+    }
+
+    /**
+     * {@link #run}, with the job's metrics read before and after the row and the checkpoints triggered during it
+     * (outside the row's time).
+     */
+    ProfiledRun runProfiled(ServingLoad load, int concurrency, int vocabSize, long timeoutSeconds,
+            ServingProgress progress) throws Exception {
+        if (tasks == null) {
+            tasks = JobMetrics.Tasks.find(rest, rest.vertices());
+        }
+        JobMetrics before = JobMetrics.read(rest, tasks, tokensServed);
+        long startMillis = System.currentTimeMillis();
+        ServingTrace trace = run(load, concurrency, vocabSize, timeoutSeconds, progress);
+        long readMillis = startMillis + Math.round(trace.seconds() * 1e3);
+        JobMetrics after = JobMetrics.read(rest, tasks, tokensServed);
+        CheckpointStats.Window checkpoints = CheckpointStats.read(rest, rest.vertices(), startMillis, readMillis);
+        return new ProfiledRun(trace, JobRowProfile.of(before, after, startMillis, readMillis, checkpoints, tasks),
+                tasks);
     }
 
     /** @param concurrency requests kept in flight; 0 sends each at its arrival time */
@@ -109,6 +141,7 @@ final class JobLoadRunner implements AutoCloseable {
         for (int i = 0; i < arrived.length; i++) {
             trace.arrived(i, arrived[i]);
         }
+        tokensServed += trace.tokens();
         return trace;
     }
 

@@ -157,7 +157,7 @@ final class ServeJob {
     }
 
     /** The URL of the local REST endpoint: its port, or the range Flink took one of when -D gave a range. */
-    private static String restUrl(Configuration conf) {
+    static String restUrl(Configuration conf) {
         return "http://" + conf.get(RestOptions.BIND_ADDRESS) + ":" + conf.get(RestOptions.BIND_PORT);
     }
 

@@ -134,12 +134,18 @@ final class ServingBench {
                     report.put("checkpointIntervalMillis", flags.checkpointMillis);
                     err.println("flink job (" + delivery + "): " + describe(jobSizing));
                     ServingCeiling ceiling = ceiling(config, jobSizing, rates);
+                    List<Map<String, Object>> profiles = new ArrayList<>();
                     for (Row row : rows) {
                         ServingProgress progress = new ServingProgress(err, "flink " + label(row));
-                        ServingTrace trace = job.run(row.load(), row.concurrency(), config.vocabSize(),
-                                flags.timeoutSeconds, progress);
-                        results.add(result(row, "flink", trace, slo, ceiling, out));
+                        JobLoadRunner.ProfiledRun run = job.runProfiled(row.load(), row.concurrency(),
+                                config.vocabSize(), flags.timeoutSeconds, progress);
+                        results.add(result(row, "flink", run.trace(), slo, ceiling, out));
+                        profiles.add(Map.of("row", label(row), "profile", run.profile()));
+                        err.print("  job profile of flink " + label(row) + ":\n" + run.profile().text("    ",
+                                run.tasks()));
+                        err.flush();
                     }
+                    report.put("jobProfiles", profiles);
                 }
             }
             if (sql != null) {

@@ -260,6 +260,19 @@ class MstarCliTest {
         assertThat(json.get("rows").get(0).get("ceilingOutputTokS").asDouble()).isPositive();
         assertThat(json.get("engineSizing").get("pages").asInt()).isEqualTo(512);
         assertThat(json.get("delivery").asText()).isEqualTo("EXACTLY_ONCE");
+        // each job row says where its time went: the offline row's 4 requests took steps, and its last token was read
+        // after the checkpoint that committed it
+        assertThat(json.get("jobProfiles")).hasSize(4);
+        com.fasterxml.jackson.databind.JsonNode offline = json.get("jobProfiles").get(0).get("profile");
+        assertThat(offline.get("steps").get("count").asLong()).isPositive();
+        assertThat(offline.get("steps").get("engineMs").asDouble()).isPositive();
+        assertThat(offline.get("arrivals").get("firstStepMs").asDouble())
+                .isGreaterThanOrEqualTo(offline.get("arrivals").get("firstAtOperatorMs").asDouble());
+        assertThat(offline.get("checkpoints").get("completed").asInt()).isPositive();
+        assertThat(offline.get("checkpoints").get("tasks").fieldNames()).toIterable().anyMatch(t -> t.contains("generate"));
+        assertThat(offline.get("commitWait").get("checkpointId").asLong()).isPositive();
+        assertThat(offline.get("sinkTask").get("barrierWork").asLong()).isPositive();
+        assertThat(err.toString()).contains("job profile of flink 24/6 offline:", "from the first step to the last token");
         assertThat(results.resolve("throughput-vs-concurrency.png")).isNotEmptyFile();
         assertThat(results.resolve("latency-vs-rate.png")).isNotEmptyFile();
 
