@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -68,6 +71,7 @@ class ServeStartCheckpointsITCase {
                 "--state-dir", tmp.resolve("state").toString(),
                 "--checkpoint-interval", Integer.toString(CHECKPOINT_SECONDS),
                 "-Dparallelism.default=2",
+                "-Drest.bind-port=" + freePort(),
                 "-Dio.tmp.dirs=" + Files.createDirectories(tmp.resolve("io"))));
 
         serve.awaitLine("is running", TIMEOUT);
@@ -96,6 +100,16 @@ class ServeStartCheckpointsITCase {
             last = Math.max(last, Long.parseLong(m.group(1)));
         }
         return last;
+    }
+
+    /**
+     * A port free now that the system chose: serve's own choice, the first free one from 8081, races with every other
+     * serve started on the machine meanwhile.
+     */
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
     }
 
     /** The REST address the running line names. */
