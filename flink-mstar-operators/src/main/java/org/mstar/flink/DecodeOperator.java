@@ -12,7 +12,6 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
-import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.mstar.engine.PrefillHandoff;
 import org.mstar.engine.TokenOutput;
 import org.mstar.resources.RequestValidationException;
@@ -85,8 +84,7 @@ public class DecodeOperator extends EngineOperator<KvHandoff> {
     }
 
     @Override
-    public void processElement(StreamRecord<KvHandoff> element) throws Exception {
-        KvHandoff record = element.getValue();
+    void arrived(KvHandoff record) throws Exception {
         String id = record.getRequestId();
         if (isDuplicate(id)) {
             return;

@@ -6,7 +6,10 @@ import java.util.Map;
 import java.util.stream.Stream;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.annotation.VisibleForTesting;
+import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.state.KeyedStateBackend;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.VoidNamespace;
@@ -14,7 +17,6 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
-import org.apache.flink.util.ExceptionUtils;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.PrefillHandoff;
@@ -31,9 +33,10 @@ import org.slf4j.LoggerFactory;
 /**
  * What the engine operators share: one {@link GenerationEngine} per subtask, keyed by request id, whose steps run
  * in the task's mailbox and whose step results become {@link Response}s; the live requests, each mirrored in keyed
- * state ({@link RequestMirrors}) under the subclass's state name; the queue timeout; and the engine's end, drained
- * by {@link #finish} and closed by {@link #close}, also after a failure. A subclass says what arrives, how a
- * restore takes its requests back, what a finished prefill emits and when the step after a step is due.
+ * state ({@link RequestMirrors}) under the subclass's state name; the queue timeout; the engine's start, built off
+ * the task thread ({@link EngineStart}) and taken up by the first call that needs it; and its end, drained by
+ * {@link #finish} and closed by {@link #close}, also after a failure. A subclass says what arrives, how a restore
+ * takes its requests back, what a finished prefill emits and when the step after a step is due.
  *
  * @param <IN> what the operator's input carries
  */
@@ -57,9 +60,15 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
     final RequestConverter converter;
     /** Name of the mirrors' keyed state, whose keys a restore iterates. */
     private final String mirrorState;
+    /** The task's mailbox, where the engine's start is taken up once it is built. */
+    private final transient MailboxExecutor mailbox;
 
-    /** This subtask's engine; null before open() and after close(). */
+    /** The engine being built, from open() on. */
+    private transient EngineStart start;
+    /** This subtask's engine; null until the task took it up from {@link #start}, and after close(). */
     transient GenerationEngine engine;
+    /** Whether {@link #engine} is taken up; read by the metric {@link GenerationPipeline#ENGINE_STARTED_METRIC}. */
+    private transient volatile boolean started;
     /** Every live request of this subtask, in arrival order. */
     transient Map<String, LiveRequest> live;
     transient RequestMirrors mirrors;
@@ -83,6 +92,7 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
         this.settings = settings;
         this.converter = settings.converter();
         this.mirrorState = mirrorState;
+        this.mailbox = parameters.getMailboxExecutor();
     }
 
     // ------------------------------------------------------------------------
@@ -91,6 +101,9 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
 
     /** Takes back, after a restore, the requests keyed state holds; the engine exists by then. */
     abstract void restoreRequests() throws Exception;
+
+    /** Takes a record that arrived; the engine exists by then. */
+    abstract void arrived(IN record) throws Exception;
 
     /**
      * When the step after the one that began at {@code startedAt} is due.
@@ -135,56 +148,67 @@ abstract class EngineOperator<IN> extends AbstractStreamOperator<Response>
         restored = context.isRestored();
     }
 
+    /**
+     * Starts building the engine and returns: the task runs meanwhile (see {@link EngineStart}). Once it is built, a
+     * mail takes it up on the task thread ({@link #startedEngine}); so does any record or end of input before that.
+     */
     @Override
     public void open() throws Exception {
         super.open();
         live = new LinkedHashMap<>();
         metrics = new GenerateMetrics(getMetricGroup());
-        duplicates = getMetricGroup().addGroup("mstar").counter("duplicatesIgnored");
-        taskTime = new TaskTimeMetrics(getMetricGroup().addGroup("mstar"));
+        MetricGroup mstar = getMetricGroup().addGroup("mstar");
+        mstar.gauge(GenerationPipeline.ENGINE_STARTED_METRIC, (Gauge<Integer>) () -> started ? 1 : 0);
+        duplicates = mstar.counter("duplicatesIgnored");
+        taskTime = new TaskTimeMetrics(mstar);
         int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         String device = DeviceAssignment.resolve(settings.device(),
                 getRuntimeContext().getExternalResourceInfos(settings.gpuResource()), subtask);
-        try {
-            engine = engineFactory.create(device, subtask);
-        } catch (Exception e) {
-            throw StartUpFailures.atEngineBuild(e);
+        start = EngineStart.begin(getRuntimeContext().getTaskInfo().getTaskNameWithSubtasks() + " engine build",
+                () -> engineFactory.create(device, subtask));
+        start.whenEnded(() -> mailbox.execute(this::startedEngine, "take up the engine of subtask %d", subtask));
+        LOG.info("{} subtask {} builds its engine on {}", getClass().getSimpleName(), subtask, device);
+    }
+
+    /**
+     * The engine, taken up on the task thread the first time: waits for its build (throwing why it failed), then
+     * takes back the requests of a restore and schedules their steps.
+     */
+    GenerationEngine startedEngine() throws Exception {
+        if (engine == null) {
+            engine = start.engine();
+            maxWaiting = settings.maxWaiting(engine);
+            if (restored) {
+                restoreRequests();
+            }
+            started = true;
+            scheduleStep();
         }
-        maxWaiting = settings.maxWaiting(engine);
-        LOG.info("{} subtask {} serves on {}", getClass().getSimpleName(), subtask, device);
-        if (restored) {
-            restoreRequests();
-        }
-        scheduleStep();
+        return engine;
+    }
+
+    @Override
+    public final void processElement(StreamRecord<IN> element) throws Exception {
+        startedEngine();
+        arrived(element.getValue());
     }
 
     /** End of input (also stop-with-savepoint --drain): runs steps until every request is done. */
     @Override
     public void finish() throws Exception {
-        while (engine.hasWork()) {
+        while (startedEngine().hasWork()) {
             step();
         }
         super.finish();
     }
 
+    /** Closes the operator, then the engine, also one still being built (its device memory), also after a failure. */
     @Override
     public void close() throws Exception {
-        Exception failure = null;
-        if (engine != null) {
-            try {
-                engine.close();
-            } catch (Exception e) {
-                failure = e;
-            }
+        try (EngineStart closing = start) {
             engine = null;
-        }
-        try {
+            started = false;
             super.close();
-        } catch (Exception e) {
-            failure = ExceptionUtils.firstOrSuppressed(e, failure);
-        }
-        if (failure != null) {
-            throw failure;
         }
     }
 

@@ -3,7 +3,6 @@ package org.mstar.flink;
 import org.apache.flink.annotation.Internal;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
-import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.Response;
@@ -17,9 +16,11 @@ import org.mstar.schemas.Response;
  * <ul>
  *   <li>{@link #initializeState}: registers the keyed state: the live requests' mirrors ({@link RequestMirrors})
  *       and the ids of served requests ({@link CompletedRequests}).
- *   <li>{@link #open}: builds the engine on this subtask's device (weights, KV memory). After a restore it
- *       resumes every request found in keyed state, so generation continues where the checkpoint left it.
- *   <li>{@link #processElement}: validates the request (a bad one becomes a 400 error event, one whose id was
+ *   <li>{@link #open}: starts building the engine on this subtask's device (weights, KV memory) on a thread of
+ *       its own, so the task runs meanwhile ({@link EngineStart}). The task takes the engine up once it is built
+ *       (or at the first record, waiting for it); after a restore it then resumes every request found in keyed
+ *       state, so generation continues where the checkpoint left it.
+ *   <li>{@link #arrived}: validates the request (a bad one becomes a 400 error event, one whose id was
  *       served within {@link GenerateOptions#REQUEST_ID_RETENTION} a 409) and submits it.
  *       While {@link GenerateOptions#MAX_WAITING} requests wait, it first runs engine steps, which slows the
  *       Kafka source instead of growing memory.
@@ -78,8 +79,7 @@ public class GenerateOperator extends EngineOperator<GenerateRequest> {
     }
 
     @Override
-    public void processElement(StreamRecord<GenerateRequest> element) throws Exception {
-        GenerateRequest request = element.getValue();
+    void arrived(GenerateRequest request) throws Exception {
         if (submitArrived(request, completed)) {
             admit(request.getRequestId(), LiveRequest.arrived(request, now()));
         }

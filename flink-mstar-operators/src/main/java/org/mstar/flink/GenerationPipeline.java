@@ -42,6 +42,12 @@ public final class GenerationPipeline {
     static final String GENERATE_UID = "mstar-generate";
     static final String SINK_UID = "mstar-responses";
 
+    /**
+     * The metric, in each engine operator's group {@code mstar}, that is 1 once the subtask's engine is built and
+     * serving and 0 while it is built: a task runs before its engine is built (see {@link EngineStart}).
+     */
+    public static final String ENGINE_STARTED_METRIC = "engineStarted";
+
     private final Configuration options;
     private final EngineFactory engineFactory;
     private final OffsetsInitializer startingOffsets;
@@ -61,6 +67,11 @@ public final class GenerationPipeline {
 
     public static Builder builder() {
         return new Builder();
+    }
+
+    /** Operators of this pipeline that build an engine in each subtask: generate, or prefill and decode. */
+    public int engineOperators() {
+        return disaggregated == null ? 1 : 2;
     }
 
     /** The engine each generate subtask builds from, as resolved when the pipeline was built. */

@@ -60,13 +60,12 @@ public class PrefillOperator extends EngineOperator<GenerateRequest> {
 
     @Override
     public void open() throws Exception {
-        handoffMetrics = new HandoffMetrics(getMetricGroup()); // first: the restore in open() may hand off
+        handoffMetrics = new HandoffMetrics(getMetricGroup()); // before the engine starts: its restore may hand off
         super.open();
     }
 
     @Override
-    public void processElement(StreamRecord<GenerateRequest> element) throws Exception {
-        GenerateRequest request = element.getValue();
+    void arrived(GenerateRequest request) throws Exception {
         if (!submitArrived(request, completed)) {
             return;
         }

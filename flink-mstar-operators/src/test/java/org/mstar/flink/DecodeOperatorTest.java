@@ -110,7 +110,7 @@ class DecodeOperatorTest {
         List<KvHandoff> shuffled = new ArrayList<>(records);
         Collections.reverse(shuffled);
         try (var harness = harness()) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.processElement(shuffled.get(0), 0);
             harness.processElement(shuffled.get(0), 0); // a repeat of a part not yet applied overwrites it
             for (KvHandoff k : shuffled.subList(1, shuffled.size())) {
@@ -131,7 +131,7 @@ class DecodeOperatorTest {
         List<KvHandoff> records = prefill(r, expected);
         OperatorSubtaskState snapshot;
         try (var harness = harness()) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.processElement(records.get(0), 0);
             harness.processElement(records.get(1), 0);
             assertThat(keysWithParts(harness)).as("parts stay on the heap between barriers").isZero();
@@ -142,7 +142,7 @@ class DecodeOperatorTest {
         }
         try (var restored = harness()) {
             restored.initializeState(snapshot);
-            restored.open();
+            EngineHarness.open(restored);
             for (KvHandoff k : records.subList(2, records.size())) {
                 restored.processElement(k, 0);
             }
@@ -159,7 +159,7 @@ class DecodeOperatorTest {
         List<KvHandoff> records = prefill(r, expected);
         KvHandoff last = records.get(records.size() - 1);
         try (var harness = harness()) {
-            harness.open();
+            EngineHarness.open(harness);
             for (KvHandoff k : records.subList(0, records.size() - 1)) {
                 KvHandoff renamed = KvHandoff.newBuilder(k).setRequestId("broken").build();
                 harness.processElement(renamed, 0);
@@ -189,7 +189,7 @@ class DecodeOperatorTest {
         conf.set(GenerateOptions.QUEUE_TIMEOUT, java.time.Duration.ofSeconds(1));
         conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 1); // the second waits while the first decodes
         try (var harness = harness(conf)) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.setProcessingTime(1_000);
             for (KvHandoff k : firstRecords) {
                 harness.processElement(k, 0);
@@ -227,7 +227,7 @@ class DecodeOperatorTest {
         List<KvHandoff> firstRecords = prefill(first, firstTokens);
         List<KvHandoff> secondRecords = prefill(second, secondTokens);
         try (var harness = harness()) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.setProcessingTime(100);
             for (KvHandoff k : firstRecords) {
                 harness.processElement(k, 0);

@@ -45,7 +45,7 @@ class DeviceThreadRuleTest {
         TestRequests.Collected committed = new TestRequests.Collected();
         var first = harness();
         onThread("task-open", () -> {
-            first.open();
+            EngineHarness.open(first);
             for (GenerateRequest r : requests) {
                 first.processElement(r, 0);
             }
@@ -64,7 +64,7 @@ class DeviceThreadRuleTest {
         var restored = harness();
         onThread("restored-task", () -> {
             restored.initializeState(snapshot);
-            restored.open();
+            EngineHarness.open(restored);
             while (restored.getProcessingTimeService().getNumActiveTimers() > 0) {
                 restored.setProcessingTime(restored.getProcessingTime() + 1);
             }

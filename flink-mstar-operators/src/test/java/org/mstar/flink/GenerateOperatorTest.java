@@ -35,7 +35,7 @@ class GenerateOperatorTest {
     void streamsEveryTokenInOrderThenOneResultAndClearsState() throws Exception {
         List<GenerateRequest> requests = TestRequests.requests("a", 5);
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
@@ -53,7 +53,7 @@ class GenerateOperatorTest {
         TestRequests.Collected committed = new TestRequests.Collected();
         OperatorSubtaskState snapshot;
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
@@ -67,7 +67,7 @@ class GenerateOperatorTest {
         }
         try (var restored = harness(new Configuration(), 1, 0)) {
             restored.initializeState(snapshot);
-            restored.open();
+            EngineHarness.open(restored);
             runToIdle(restored);
             committed.addAll(restored.extractOutputValues());
         }
@@ -84,7 +84,7 @@ class GenerateOperatorTest {
         TestRequests.Collected committed = new TestRequests.Collected();
         OperatorSubtaskState snapshot;
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
@@ -117,7 +117,7 @@ class GenerateOperatorTest {
         }
         try (var restored = harness(new Configuration(), 1, 0)) {
             restored.initializeState(snapshot);
-            restored.open();
+            EngineHarness.open(restored);
             runToIdle(restored);
             committed.addAll(restored.extractOutputValues());
             assertThat(mirrors(restored)).isZero();
@@ -131,7 +131,7 @@ class GenerateOperatorTest {
         GenerateRequest other = TestRequests.request("fresh", 5);
         OperatorSubtaskState snapshot;
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.processElement(first, 0);
             runToIdle(harness);
             collect(harness).assertComplete(List.of(first));
@@ -154,7 +154,7 @@ class GenerateOperatorTest {
         }
         try (var restored = harness(new Configuration(), 1, 0)) {
             restored.initializeState(snapshot);
-            restored.open();
+            EngineHarness.open(restored);
             restored.processElement(first, 0);
             runToIdle(restored);
             assertThat(collect(restored).errors).extracting(ErrorEvent::getCode).containsExactly(Responses.CONFLICT);
@@ -167,7 +167,7 @@ class GenerateOperatorTest {
         conf.set(GenerateOptions.REQUEST_ID_RETENTION, Duration.ZERO);
         GenerateRequest request = TestRequests.request("again", 4);
         try (var harness = harness(conf, 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.processElement(request, 0);
             runToIdle(harness);
             harness.getOutput().clear();
@@ -182,7 +182,7 @@ class GenerateOperatorTest {
     @Test
     void noStepIsScheduledWhileNothingIsLive() throws Exception {
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             assertThat(harness.getProcessingTimeService().getNumActiveTimers()).as("after open").isZero();
             harness.processElement(TestRequests.request("t", 1), 0);
             assertThat(harness.getProcessingTimeService().getNumActiveTimers()).as("with a request").isEqualTo(1);
@@ -200,7 +200,7 @@ class GenerateOperatorTest {
         Configuration after = modelConf(tmp.resolve("model-b"), "weights B");
         OperatorSubtaskState snapshot;
         try (var harness = harness(before, 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
@@ -210,7 +210,7 @@ class GenerateOperatorTest {
         }
         try (var restored = harness(after, 1, 0)) {
             restored.initializeState(snapshot);
-            restored.open();
+            EngineHarness.open(restored);
             runToIdle(restored);
             TestRequests.Collected out = collect(restored);
             assertThat(out.tokens).isEmpty();
@@ -222,7 +222,7 @@ class GenerateOperatorTest {
         }
         try (var sameModel = harness(before, 1, 0)) {
             sameModel.initializeState(snapshot);
-            sameModel.open();
+            EngineHarness.open(sameModel);
             assertThat(((GenerateOperator) sameModel.getOperator()).liveRequests()).isEqualTo(requests.size());
         }
     }
@@ -242,7 +242,7 @@ class GenerateOperatorTest {
         TestRequests.Collected committed = new TestRequests.Collected();
         OperatorSubtaskState snapshot;
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
@@ -256,7 +256,7 @@ class GenerateOperatorTest {
             try (var restored = harness(new Configuration(), 2, subtask)) {
                 restored.initializeState(AbstractStreamOperatorTestHarness.repartitionOperatorState(
                         snapshot, MAX_PARALLELISM, 1, 2, subtask));
-                restored.open();
+                EngineHarness.open(restored);
                 int resumed = ((GenerateOperator) restored.getOperator()).liveRequests();
                 assertThat(resumed).as("requests resumed by subtask %s", subtask).isPositive();
                 resumedTotal += resumed;
@@ -276,7 +276,7 @@ class GenerateOperatorTest {
         tooLong.setPrompt("word ".repeat(FakeEngineFactory.CONTEXT_LENGTH));
         List<GenerateRequest> good = TestRequests.requests("ok", 2);
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.processElement(good.get(0), 0);
             harness.processElement(negative, 0);
             harness.processElement(tooLong, 0);
@@ -297,7 +297,7 @@ class GenerateOperatorTest {
     void duplicateOfLiveRequestIsIgnored() throws Exception {
         GenerateRequest request = TestRequests.request("dup", 4);
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.processElement(request, 0);
             runSteps(harness, 1);
             harness.processElement(GenerateRequest.newBuilder(request).build(), 0);
@@ -312,7 +312,7 @@ class GenerateOperatorTest {
         conf.set(GenerateOptions.MAX_WAITING, 2);
         List<GenerateRequest> requests = TestRequests.requests("bp", 8);
         try (var harness = harness(conf, 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
@@ -329,7 +329,7 @@ class GenerateOperatorTest {
             int taken = Math.max(64, rows);
             List<GenerateRequest> requests = TestRequests.requests("w" + rows, taken + 1);
             try (var harness = harness(new Configuration(), rows)) {
-                harness.open();
+                EngineHarness.open(harness);
                 for (GenerateRequest r : requests.subList(0, taken)) {
                     harness.processElement(r, 0);
                 }
@@ -350,7 +350,7 @@ class GenerateOperatorTest {
         List<GenerateRequest> requests = TestRequests.requests("q", 3);
         requests.forEach(r -> r.setIgnoreEos(true));
         try (var harness = harness(conf, 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.setProcessingTime(1_000);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
@@ -378,7 +378,7 @@ class GenerateOperatorTest {
         });
         long window = GenerateOperator.ARRIVAL_WINDOW_MILLIS;
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             harness.setProcessingTime(100);
             harness.processElement(requests.get(0), 0);
             assertThat(nextStep(harness)).isEqualTo(100);
@@ -409,7 +409,7 @@ class GenerateOperatorTest {
     void finishDrainsEveryRequest() throws Exception {
         List<GenerateRequest> requests = TestRequests.requests("f", 4);
         try (var harness = harness(new Configuration(), 1, 0)) {
-            harness.open();
+            EngineHarness.open(harness);
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }

@@ -95,7 +95,7 @@ class PrefillOperatorTest {
     @Test
     void emitsTokenZeroAndTheHandoffThenForgetsTheRequest() throws Exception {
         try (var h = harness()) {
-            h.open();
+            EngineHarness.open(h);
             h.processElement(request("a", 11, 5), 0);
             h.processElement(request("one", 6, 1), 0); // ends with its first token: a result, no hand-off
             runToIdle(h);
@@ -124,7 +124,7 @@ class PrefillOperatorTest {
         conf.set(GenerateOptions.QUEUE_TIMEOUT, java.time.Duration.ofSeconds(1));
         conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 1); // the second waits while the first prefills
         try (var h = harness(conf)) {
-            h.open();
+            EngineHarness.open(h);
             h.setProcessingTime(1_000);
             h.processElement(request("first", 11, 5), 0);
             h.processElement(request("second", 7, 5), 0);
@@ -153,7 +153,7 @@ class PrefillOperatorTest {
         conf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 1); // one prefill a step
         long window = GenerateOperator.ARRIVAL_WINDOW_MILLIS;
         try (var h = harness(conf)) {
-            h.open();
+            EngineHarness.open(h);
             h.setProcessingTime(100);
             for (String id : List.of("x", "y", "z")) {
                 h.processElement(request(id, 6, 3), 0);
@@ -174,7 +174,7 @@ class PrefillOperatorTest {
         List<Response> lostTokens;
         List<KvHandoff> lostRecords;
         try (var h = harness()) {
-            h.open();
+            EngineHarness.open(h);
             h.processElement(r, 0);
             h.prepareSnapshotPreBarrier(1);
             assertThat(handoffs(h)).as("no step before the checkpoint").isEmpty();
@@ -185,7 +185,7 @@ class PrefillOperatorTest {
         }
         try (var restored = harness()) {
             restored.initializeState(snapshot);
-            restored.open();
+            EngineHarness.open(restored);
             runToIdle(restored);
             assertThat(restored.extractOutputValues()).isEqualTo(lostTokens);
             List<KvHandoff> again = handoffs(restored);
@@ -202,7 +202,7 @@ class PrefillOperatorTest {
     @Test
     void aRequestIdReusedAfterItsHandoffOrResultGets409() throws Exception {
         try (var h = harness()) {
-            h.open();
+            EngineHarness.open(h);
             h.processElement(request("a", 11, 5), 0);
             h.processElement(request("one", 6, 1), 0);
             runToIdle(h);

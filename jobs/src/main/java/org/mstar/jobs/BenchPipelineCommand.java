@@ -33,14 +33,8 @@ final class BenchPipelineCommand implements Callable<Integer> {
                     + " max-tokens/8 to 2 x max-tokens; 0 skips it. Default: ${DEFAULT-VALUE}.")
     int mixed = 256;
 
-    @Option(names = "--max-batch-rows", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
-    int maxBatchRows = 64;
-
-    @Option(names = "--token-budget", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
-    int tokenBudget = 2048;
-
-    @Option(names = "--pages", paramLabel = "N", description = "KV pages of 16 tokens. Default: ${DEFAULT-VALUE}.")
-    int pages = 8192;
+    @Mixin
+    EngineSizeFlags sizing = EngineSizeFlags.fixed(64, 2048, 8192);
 
     @Option(names = "--checkpoint-interval", paramLabel = "MILLIS",
             description = "RocksDB checkpoints of the measured job. Default: ${DEFAULT-VALUE}.")

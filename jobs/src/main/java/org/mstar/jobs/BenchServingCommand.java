@@ -10,7 +10,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code mstar bench-serving}: the flags; {@link ServingBench} runs it (see {@link ServeCommand} for why). */
-@Command(name = "bench-serving", mixinStandardHelpOptions = true,
+@Command(name = "bench-serving", mixinStandardHelpOptions = true, resourceBundle = "org.mstar.jobs.BenchServingHelp",
         description = "Serving benchmark, as vLLM's benchmark_throughput and benchmark_serving measure an engine:"
                 + " offline loads (every request at once: fixed lengths and a chat-like length mix) and online loads"
                 + " (Poisson arrivals at given rates, or a fixed number in flight), through the bare engine and"
@@ -72,14 +72,9 @@ final class BenchServingCommand implements Callable<Integer> {
     @Option(names = "--slo-tpot-ms", paramLabel = "MS", description = "Goodput's TPOT bound. Default: ${DEFAULT-VALUE}.")
     double sloTpotMs = 100;
 
-    @Option(names = "--max-batch-rows", paramLabel = "N", description = "Default: sized as serve sizes it.")
-    Integer maxBatchRows;
-
-    @Option(names = "--token-budget", paramLabel = "N", description = "Default: sized as serve sizes it.")
-    Integer tokenBudget;
-
-    @Option(names = "--pages", paramLabel = "N", description = "KV pages of 16 tokens. Default: sized as serve sizes it.")
-    Integer pages;
+    /** Unset: sized as serve sizes each engine (the help says so: BenchServingHelp.properties). */
+    @Mixin
+    EngineSizeFlags sizing;
 
     @Option(names = "--gpu-memory-fraction", paramLabel = "F", description = "Default: ${DEFAULT-VALUE}.")
     double gpuMemoryFraction = 0.9;

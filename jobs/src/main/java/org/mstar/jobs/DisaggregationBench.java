@@ -124,13 +124,14 @@ final class DisaggregationBench {
                     + config.maxPositionEmbeddings() + " positions");
         }
         int maxSeqLen = Math.min(config.maxPositionEmbeddings(), longest + PAGE_SIZE);
-        int budget = flags.tokenBudget;
-        EngineOptions colocated = options(flags.maxBatchRows, budget, maxSeqLen, flags.pages, EngineRole.COLOCATED);
-        EngineOptions prefill = options(flags.maxBatchRows,
+        EngineSizeFlags sizes = flags.sizing;
+        int budget = sizes.tokenBudget;
+        EngineOptions colocated = options(sizes.maxBatchRows, budget, maxSeqLen, sizes.pages, EngineRole.COLOCATED);
+        EngineOptions prefill = options(sizes.maxBatchRows,
                 flags.prefillTokenBudget == null ? budget : flags.prefillTokenBudget, maxSeqLen,
-                flags.prefillPages == null ? flags.pages : flags.prefillPages, EngineRole.PREFILL);
-        EngineOptions decode = options(flags.maxBatchRows, budget, maxSeqLen,
-                flags.decodePages == null ? flags.pages : flags.decodePages, EngineRole.DECODE);
+                flags.prefillPages == null ? sizes.pages : flags.prefillPages, EngineRole.PREFILL);
+        EngineOptions decode = options(sizes.maxBatchRows, budget, maxSeqLen,
+                flags.decodePages == null ? sizes.pages : flags.decodePages, EngineRole.DECODE);
 
         Random rnd = new Random(PROMPT_SEED);
         List<Arrival> load = load("mixed", flags, flags.decoderMaxTokens, flags.longMaxTokens, config, rnd);

@@ -87,9 +87,9 @@ final class PipelineBench {
             if (flags.disaggregation) {
                 return DisaggregationBench.run(flags, modelDir, seed, config, work, out, err);
             }
-            EngineOptions options = new EngineOptions(flags.maxBatchRows, flags.tokenBudget,
+            EngineOptions options = new EngineOptions(flags.sizing.maxBatchRows, flags.sizing.tokenBudget,
                     new KvCacheOptions(Math.min(config.maxPositionEmbeddings(), 2 * flags.promptLen + 2 * flags.maxTokens
-                            + PAGE_SIZE), flags.pages, PAGE_SIZE, 0, true));
+                            + PAGE_SIZE), flags.sizing.pages, PAGE_SIZE, 0, true));
 
             Random rnd = new Random(PROMPT_SEED);
             Load warmUp = batch("warm-up", 2, Math.min(64, flags.promptLen), 8, config, rnd);

@@ -20,6 +20,7 @@ import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.configuration.ExternalResourceOptions;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.JobManagerOptions;
+import org.apache.flink.configuration.MetricOptions;
 import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.configuration.StateRecoveryOptions;
@@ -73,6 +74,8 @@ final class ServeJob {
         String model = model(flags, conf, local, err);
         if (local) {
             bindLocally(conf);
+            // the running line waits for the engines' metrics (see TasksStarted)
+            setIfAbsent(conf, MetricOptions.METRIC_FETCHER_UPDATE_INTERVAL, METRICS_AGE);
         }
         StringWriter startsFrom = new StringWriter(); // said once Kafka answered: a failure is one line alone
         prepareState(flags, conf, new PrintWriter(startsFrom, true));
@@ -89,7 +92,8 @@ final class ServeJob {
         if (parallelism != null) {
             builder.parallelism(parallelism);
         }
-        builder.build().addTo(env);
+        GenerationPipeline pipeline = builder.build();
+        pipeline.addTo(env);
         JobClient job = env.executeAsync("mstar serve");
         if (!local && !env.getConfiguration().get(DeploymentOptions.ATTACHED)) { // flink run -d
             say(err, "Submitted job " + job.getJobID() + " (detached).");
@@ -97,7 +101,8 @@ final class ServeJob {
         }
         awaitRunning(job);
         if (local) {
-            TasksStarted.await(restUrl(conf), job.getJobID().toString(), job.getJobExecutionResult());
+            TasksStarted.await(restUrl(conf), job.getJobID().toString(), pipeline.engineOperators(),
+                    job.getJobExecutionResult());
         }
         say(err, runningLine(flags, conf, model, local ? restUrl(conf) : "those of the Flink cluster", local));
         job.getJobExecutionResult().get();
@@ -139,6 +144,9 @@ final class ServeJob {
             conf.set(RestOptions.BIND_PORT, freePort(conf.get(RestOptions.BIND_ADDRESS), REST_PORTS));
         }
     }
+
+    /** How old the local REST endpoint's metrics may be (Flink's default: 10 s). */
+    static final Duration METRICS_AGE = Duration.ofMillis(500);
 
     /** Ports the local REST endpoint may take, the first free one: Flink's default first. */
     static final String REST_PORTS = "8081-8180";
@@ -275,6 +283,11 @@ final class ServeJob {
             PrometheusEndpoint.configure(conf, flags.metricsPort);
         }
         setIfAbsent(conf, CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofSeconds(flags.checkpointSeconds));
+        // Flink fails (and counts failed) a checkpoint triggered while any task is not yet RUNNING, and starts
+        // triggering as the job starts, the first at a random time up to one interval later; the tasks take about a
+        // second or two to start. A pause of one interval puts the first checkpoint one interval after the start.
+        setIfAbsent(conf, CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS,
+                conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL));
         setIfAbsent(conf, StateBackendOptions.STATE_BACKEND, "rocksdb");
         setIfAbsent(conf, CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
         setIfAbsent(conf, CheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION,

@@ -71,8 +71,8 @@ final class ServingBench {
                 throw new CommandLine.ParameterException(cli, "a request of " + longest + " tokens exceeds the model's"
                         + " context of " + config.maxPositionEmbeddings());
             }
-            EngineSizing.Request sizing = EngineSizing.Request.of(flags.maxBatchRows, flags.tokenBudget, flags.pages,
-                    flags.gpuMemoryFraction);
+            EngineSizing.Request sizing = EngineSizing.Request.of(flags.sizing.maxBatchRows, flags.sizing.tokenBudget,
+                    flags.sizing.pages, flags.gpuMemoryFraction);
 
             long t = System.nanoTime();
             BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.modelFlags.device);

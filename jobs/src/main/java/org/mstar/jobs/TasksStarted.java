@@ -4,49 +4,68 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import org.mstar.flink.GenerationPipeline;
 
 /**
- * Waits until every task of a job on the local cluster runs: its operators opened, so the engines are built and the
- * model loaded. A job is RUNNING as soon as its tasks are deployed; a model that cannot be loaded fails a task after
- * that, and serve would say "is running" before saying why it stopped.
+ * Waits until a job on the local cluster serves: every task runs and every engine is built, so the model is loaded.
+ * A job is RUNNING as soon as its tasks are deployed, and a task runs while its engine is still being built (see
+ * {@link GenerationPipeline#ENGINE_STARTED_METRIC}); a model that cannot be loaded fails the job after that, and
+ * serve would say "is running" before saying why it stopped.
  */
 final class TasksStarted {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** How a vertex's metric reads in the REST API: operator name, then the metric's groups and name. */
+    private static final String ENGINE_METRIC_SUFFIX = ".mstar." + GenerationPipeline.ENGINE_STARTED_METRIC;
 
-    private TasksStarted() {}
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(2)).build();
+    private final String jobUrl;
+
+    private TasksStarted(String restUrl, String jobId) {
+        this.jobUrl = restUrl + "/jobs/" + jobId;
+    }
 
     /**
-     * Polls {@code restUrl}'s job details until all the job's vertices run.
+     * Polls {@code restUrl}'s job details and metrics until all the job's vertices run and each of its
+     * {@code engineOperators} operators that build an engine has started it in every subtask.
      *
      * @param ended the job's result: when it completes first, its failure is thrown
-     * @throws Exception the job's failure, when it ends before its tasks all run
+     * @throws Exception the job's failure, when it ends before it serves
      */
-    static void await(String restUrl, String jobId, CompletableFuture<?> ended) throws Exception {
-        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(2)).build();
-        HttpRequest details = HttpRequest.newBuilder(URI.create(restUrl + "/jobs/" + jobId))
-                .timeout(Duration.ofSeconds(10)).build();
+    static void await(String restUrl, String jobId, int engineOperators, CompletableFuture<?> ended)
+            throws Exception {
+        TasksStarted job = new TasksStarted(restUrl, jobId);
         while (true) {
             if (ended.isDone()) {
                 ended.get();
                 return;
             }
-            HttpResponse<String> r;
+            boolean serves;
             try {
-                r = http.send(details, HttpResponse.BodyHandlers.ofString());
+                serves = job.serves(engineOperators);
             } catch (IOException unreachable) {
                 return; // no REST endpoint to ask (a range given with -D): the job's RUNNING has to do
             }
-            if (r.statusCode() == 200 && allRunning(JSON.readTree(r.body()))) {
+            if (serves) {
                 return;
             }
-            Thread.sleep(100); // polling: Flink's client API tells no task states
+            Thread.sleep(100); // polling: Flink's client API tells neither task states nor metrics
         }
+    }
+
+    private boolean serves(int engineOperators) throws IOException, InterruptedException {
+        Optional<JsonNode> details = get("");
+        return details.isPresent() && allRunning(details.get()) && startedEngines(details.get()) == engineOperators;
     }
 
     static boolean allRunning(JsonNode job) {
@@ -61,5 +80,44 @@ final class TasksStarted {
             }
         }
         return true;
+    }
+
+    /** How many of the job's operators hold an engine that every one of their subtasks has started. */
+    private int startedEngines(JsonNode job) throws IOException, InterruptedException {
+        int started = 0;
+        for (JsonNode v : job.path("vertices")) {
+            String vertex = "/vertices/" + v.path("id").asText() + "/subtasks/metrics";
+            for (String metric : engineMetrics(get(vertex).orElse(JSON.nullNode()))) {
+                JsonNode sum = get(vertex + "?agg=sum&get=" + URLEncoder.encode(metric, StandardCharsets.UTF_8))
+                        .orElse(JSON.nullNode());
+                if (allStarted(sum, v.path("parallelism").asInt())) {
+                    started++;
+                }
+            }
+        }
+        return started;
+    }
+
+    /** The engine metrics among a vertex's metrics (REST lists each as {@code {"id": ...}}), one per operator. */
+    static List<String> engineMetrics(JsonNode metrics) {
+        List<String> ids = new ArrayList<>();
+        for (JsonNode m : metrics) {
+            String id = m.path("id").asText();
+            if (id.endsWith(ENGINE_METRIC_SUFFIX)) {
+                ids.add(id);
+            }
+        }
+        return ids;
+    }
+
+    /** Whether the engine metric's sum over a vertex's subtasks says each of its {@code parallelism} started. */
+    static boolean allStarted(JsonNode sum, int parallelism) {
+        return sum.size() == 1 && sum.get(0).path("sum").asDouble() == parallelism;
+    }
+
+    private Optional<JsonNode> get(String path) throws IOException, InterruptedException {
+        HttpRequest request = HttpRequest.newBuilder(URI.create(jobUrl + path)).timeout(Duration.ofSeconds(10)).build();
+        HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+        return r.statusCode() == 200 ? Optional.of(JSON.readTree(r.body())) : Optional.empty();
     }
 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -83,6 +84,21 @@ class MstarCliTest {
         Configuration conf = ServeJob.configuration((ServeCommand) parsed.subcommand().commandSpec().userObject());
         assertThat(conf.get(GenerateOptions.AUDIO_DIR))
                 .isEqualTo(java.nio.file.Path.of("audio").toAbsolutePath().toString());
+    }
+
+    @Test
+    void theBenchmarksShareTheirSizingFlagsWithTheirOwnDefaults() {
+        BenchPipelineCommand pipeline = (BenchPipelineCommand) new CommandLine(new Mstar())
+                .parseArgs("bench-pipeline", "--pages", "100").subcommand().commandSpec().userObject();
+        assertThat(List.of(pipeline.sizing.maxBatchRows, pipeline.sizing.tokenBudget, pipeline.sizing.pages))
+                .containsExactly(64, 2048, 100);
+        BenchServingCommand serving = (BenchServingCommand) new CommandLine(new Mstar())
+                .parseArgs("bench-serving", "--token-budget", "512").subcommand().commandSpec().userObject();
+        // unset: sized as serve sizes each engine
+        assertThat(Arrays.asList(serving.sizing.maxBatchRows, serving.sizing.tokenBudget, serving.sizing.pages))
+                .containsExactly(null, 512, null);
+        assertThat(run("bench-serving", "--help")).isZero();
+        assertThat(out.toString()).contains("--max-batch-rows=N     Default: sized as serve sizes it.");
     }
 
     @Test

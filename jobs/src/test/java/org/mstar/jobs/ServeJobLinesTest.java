@@ -46,6 +46,21 @@ class ServeJobLinesTest {
     }
 
     @Test
+    void enginesStartWhenTheirMetricIsOneInEverySubtask() throws Exception {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        // a vertex's metrics as REST lists them: operator name, groups, metric
+        assertThat(TasksStarted.engineMetrics(json.readTree("[{\"id\": \"mstar_generate.numRecordsIn\"},"
+                + " {\"id\": \"mstar_generate.mstar.engineStarted\"}, {\"id\": \"mstar_generate.mstar.requestsRunning\"}]")))
+                .containsExactly("mstar_generate.mstar.engineStarted");
+        assertThat(TasksStarted.engineMetrics(json.readTree("[{\"id\": \"Source__mstar_requests.numRecordsOut\"}]")))
+                .isEmpty();
+        assertThat(TasksStarted.allStarted(json.readTree("[{\"id\": \"m\", \"sum\": 2.0}]"), 2)).isTrue();
+        // one subtask still builds its engine, or has not reported yet
+        assertThat(TasksStarted.allStarted(json.readTree("[{\"id\": \"m\", \"sum\": 1.0}]"), 2)).isFalse();
+        assertThat(TasksStarted.allStarted(json.readTree("[]"), 2)).isFalse();
+    }
+
+    @Test
     void theRestPortIsAFreeOneChosenBeforeTheClusterStarts() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             int port = taken.getLocalPort();

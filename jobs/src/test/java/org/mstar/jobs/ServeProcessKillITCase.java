@@ -28,6 +28,7 @@ import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.LlamaEngineFactory;
 import org.mstar.flink.LlamaEngineOptions;
 import org.mstar.flink.TestRequests;
+import org.mstar.jobs.chaos.MstarProcess;
 import org.mstar.schemas.GenerateRequest;
 
 /**
@@ -53,7 +54,7 @@ class ServeProcessKillITCase {
 
     @TempDir
     Path tmp;
-    private final List<Process> children = new ArrayList<>();
+    private final List<MstarProcess> children = new ArrayList<>();
 
     @BeforeAll
     static void computeTheUninterruptedRun() throws Exception {
@@ -72,8 +73,8 @@ class ServeProcessKillITCase {
     /** Kills what is left and copies each serve log to the test's output (surefire's *-output.txt). */
     @AfterEach
     void killChildrenAndShowTheirLogs() throws Exception {
-        for (Process p : children) {
-            p.destroyForcibly().waitFor();
+        for (MstarProcess p : children) {
+            p.kill();
         }
         try (var logs = Files.list(tmp)) {
             for (Path log : logs.filter(f -> f.getFileName().toString().endsWith(".log")).sorted().toList()) {
@@ -172,13 +173,7 @@ class ServeProcessKillITCase {
         /** Starts {@code mstar serve} in a child JVM; its output goes to the returned log file. */
         Path serve(int attempt) throws IOException {
             Path log = tmp.resolve("serve-" + attempt + ".log");
-            List<String> command = new ArrayList<>(List.of(
-                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-Xmx1g",
-                    "--add-opens=java.base/java.util=ALL-UNNAMED",
-                    "--add-opens=java.base/java.lang=ALL-UNNAMED",
-                    "-cp", testClassPath(),
-                    Mstar.class.getName(), "serve",
+            children.add(MstarProcess.start(log, List.of("serve",
                     "--bootstrap-servers", KAFKA.broker().bootstrapServers(),
                     "--requests-topic", requestsTopic,
                     "--responses-topic", responsesTopic,
@@ -191,18 +186,15 @@ class ServeProcessKillITCase {
                     "-Dexecution.checkpointing.interval=200 ms",
                     "-Dparallelism.default=2",
                     "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS,
-                    "-Dio.tmp.dirs=" + Files.createDirectories(tmp.resolve("io-" + attempt))));
-            ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
-            pb.environment().put("OPT_OUT_TRACKING", "true");
-            children.add(pb.start());
+                    "-Dio.tmp.dirs=" + Files.createDirectories(tmp.resolve("io-" + attempt)))));
             return log;
         }
 
         /** SIGKILL (destroyForcibly on Linux): no shutdown hook, no final checkpoint, no cleanup. */
         void kill(Path log) throws Exception {
-            Process p = children.get(children.size() - 1);
+            MstarProcess p = children.get(children.size() - 1);
             assertThat(p.isAlive()).as("serve still running; its log:%n%s", Files.readString(log)).isTrue();
-            assertThat(p.destroyForcibly().waitFor(30, TimeUnit.SECONDS)).isTrue();
+            p.kill();
         }
 
         void awaitVisibleTokens(ToIntFunction<TestRequests.Collected> visible, int count)
@@ -239,12 +231,6 @@ class ServeProcessKillITCase {
                         .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
             }
         }
-    }
-
-    private static String testClassPath() {
-        // Surefire starts the test JVM from a manifest-only jar; it names the real class path here.
-        String cp = System.getProperty("surefire.test.class.path");
-        return cp != null ? cp : System.getProperty("java.class.path");
     }
 
     /**

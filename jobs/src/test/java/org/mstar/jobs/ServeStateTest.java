@@ -53,6 +53,16 @@ class ServeStateTest {
     }
 
     @Test
+    void theFirstCheckpointComesOneIntervalAfterTheStartUnlessSetOtherwise() throws Exception {
+        String model = model("m", "w").toString();
+        Configuration conf = ServeJob.configuration(flags("--model", model, "--checkpoint-interval", "3"));
+        assertThat(conf.get(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS)).isEqualTo(Duration.ofSeconds(3));
+
+        Configuration set = ServeJob.configuration(flags("--model", model, "-Dexecution.checkpointing.min-pause=0 s"));
+        assertThat(set.get(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS)).isZero();
+    }
+
+    @Test
     void theNewestCompletedCheckpointOfAnyRunIsResumedAndSaidSo() throws Exception {
         String model = model("m", "w").toString();
         assertThat(prepare("--model", model).contains(StateRecoveryOptions.SAVEPOINT_PATH)).isFalse();

@@ -13,7 +13,7 @@ import org.mstar.jobs.Mstar;
  * One {@code mstar} command ({@code kafka}, {@code serve}) in a child JVM on this JVM's class path, its console in a
  * log file, and the signals a chaos run sends it.
  */
-final class MstarProcess {
+public final class MstarProcess {
     private final Process process;
     private final Path log;
 
@@ -22,7 +22,7 @@ final class MstarProcess {
         this.log = log;
     }
 
-    static MstarProcess start(Path log, List<String> args) throws IOException {
+    public static MstarProcess start(Path log, List<String> args) throws IOException {
         List<String> command = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-Xmx1g",
@@ -47,7 +47,7 @@ final class MstarProcess {
      *
      * @throws IllegalStateException when the process ends first or {@code timeout} runs out
      */
-    void awaitLine(String text, Duration timeout) throws IOException, InterruptedException {
+    public void awaitLine(String text, Duration timeout) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (!Files.readString(log).contains(text)) {
             if (!process.isAlive()) {
@@ -62,7 +62,7 @@ final class MstarProcess {
     }
 
     /** SIGKILL, then waits until the process is gone: no shutdown hook, no final checkpoint. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         process.destroyForcibly().waitFor();
     }
 
@@ -87,11 +87,11 @@ final class MstarProcess {
         }
     }
 
-    boolean isAlive() {
+    public boolean isAlive() {
         return process.isAlive();
     }
 
-    Path log() {
+    public Path log() {
         return log;
     }
 }
