@@ -355,7 +355,8 @@ class GenerateOperatorTest {
             for (GenerateRequest r : requests) {
                 harness.processElement(r, 0);
             }
-            runSteps(harness, 1);
+            // the first step, once the arrival window has passed, starts two
+            runSteps(harness, 1 + (int) GenerateOperator.ARRIVAL_WINDOW_MILLIS);
             harness.setProcessingTime(2_500);
             runToIdle(harness);
 
@@ -397,6 +398,41 @@ class GenerateOperatorTest {
 
             runToIdle(harness);
             collect(harness).assertComplete(requests);
+        }
+    }
+
+    @Test
+    void aBurstHoldsTheDueStepWhileItsRequestsArriveForAtMostTheBurstWindow() throws Exception {
+        List<GenerateRequest> requests = TestRequests.requests("b", 30);
+        long window = GenerateOperator.ARRIVAL_WINDOW_MILLIS;
+        int burst = (int) GenerateOperator.BURST_WINDOW_MILLIS;
+        try (var harness = harness(new Configuration(), 2 + burst)) {
+            EngineHarness.open(harness);
+            harness.setProcessingTime(100);
+            harness.processElement(requests.get(0), 0);
+            harness.processElement(requests.get(1), 0);
+            // due, but the latest request arrived within the arrival window: held back a millisecond at a time
+            for (long t = 100; t <= 100 + window; t++) {
+                harness.setProcessingTime(t);
+                assertThat(nextStep(harness)).isEqualTo(t + 1);
+                assertThat(collect(harness).tokens).isEmpty();
+            }
+            // nothing arrived since: the step takes both requests in one prefill
+            harness.setProcessingTime(100 + window + 1);
+            assertThat(collect(harness).tokens).containsOnlyKeys("b-0", "b-1");
+
+            // a request every millisecond holds the next step back until the burst window has passed
+            harness.setProcessingTime(200);
+            for (int i = 0; i < burst; i++) {
+                harness.setProcessingTime(200 + i);
+                harness.processElement(requests.get(2 + i), 0);
+                assertThat(collect(harness).tokens).doesNotContainKey("b-2");
+            }
+            harness.setProcessingTime(200 + burst);
+            assertThat(collect(harness).tokens).containsKeys("b-2", "b-" + (1 + burst));
+
+            runToIdle(harness);
+            collect(harness).assertComplete(requests.subList(0, 2 + burst));
         }
     }
 

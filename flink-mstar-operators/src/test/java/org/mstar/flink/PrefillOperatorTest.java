@@ -128,7 +128,9 @@ class PrefillOperatorTest {
             h.setProcessingTime(1_000);
             h.processElement(request("first", 11, 5), 0);
             h.processElement(request("second", 7, 5), 0);
-            h.setProcessingTime(1_001); // one step: the first is handed off
+            // one step, once the arrival window has passed: the first is handed off
+            h.setProcessingTime(1_001);
+            h.setProcessingTime(1_001 + GenerateOperator.ARRIVAL_WINDOW_MILLIS);
             h.setProcessingTime(2_500);
             runToIdle(h);
 
