@@ -12,9 +12,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.flink.changelog.fs.FsStateChangelogOptions;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
+import org.apache.flink.configuration.StateChangelogOptions;
 import org.apache.flink.configuration.StateRecoveryOptions;
 import org.apache.flink.core.execution.RecoveryClaimMode;
 import org.junit.jupiter.api.Test;
@@ -50,6 +52,19 @@ class ServeStateTest {
                 "-Dexecution.checkpointing.aligned-checkpoint-timeout=2 s"));
         assertThat(set.get(CheckpointingOptions.ENABLE_UNALIGNED)).isFalse();
         assertThat(set.get(CheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT)).isEqualTo(Duration.ofSeconds(2));
+    }
+
+    @Test
+    void keyedStateChangesAreLoggedBesideTheCheckpointsUnlessSetOtherwise() throws Exception {
+        String model = model("m", "w").toString();
+        Configuration conf = ServeJob.configuration(flags("--model", model));
+        assertThat(conf.get(StateChangelogOptions.ENABLE_STATE_CHANGE_LOG)).isTrue();
+        assertThat(conf.get(StateChangelogOptions.STATE_CHANGE_LOG_STORAGE)).isEqualTo("filesystem");
+        assertThat(conf.get(FsStateChangelogOptions.BASE_PATH))
+                .isEqualTo("file:" + tmp.resolve("state").resolve("changelog"));
+
+        Configuration off = ServeJob.configuration(flags("--model", model, "-Dstate.changelog.enabled=false"));
+        assertThat(off.get(StateChangelogOptions.ENABLE_STATE_CHANGE_LOG)).isFalse();
     }
 
     @Test
@@ -133,12 +148,15 @@ class ServeStateTest {
     void freshDeletesTheCheckpointsAndRecordsTheNewSettings() throws Exception {
         prepare("--model", model("a", "weights a").toString());
         checkpoint("run", 2, Instant.now());
+        Files.createDirectories(tmp.resolve("state/changelog/some-task"));
+        Files.writeString(tmp.resolve("state/changelog/some-task/changes"), "state changes");
 
         Configuration conf = prepare("--model", model("b", "weights b").toString(), "--fresh");
 
         assertThat(conf.contains(StateRecoveryOptions.SAVEPOINT_PATH)).isFalse();
         assertThat(said.toString()).contains("Starting fresh (--fresh): deleted the checkpoints");
         assertThat(tmp.resolve("state/checkpoints")).doesNotExist();
+        assertThat(tmp.resolve("state/changelog")).doesNotExist();
         assertThat(prepare("--model", model("b", "weights b").toString()).contains(StateRecoveryOptions.SAVEPOINT_PATH))
                 .isFalse();
         checkpoint("run-b", 1, Instant.now());
