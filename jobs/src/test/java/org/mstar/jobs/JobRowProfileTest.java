@@ -2,6 +2,7 @@ package org.mstar.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -13,23 +14,13 @@ class JobRowProfileTest {
 
     @Test
     void countsWhatGrewDuringTheRowAndTimesFromItsStart() {
-        JobMetrics before = new JobMetrics(
-                Map.ofEntries(Map.entry("tokensEmitted", 40.0), Map.entry("steps", 10.0),
-                        Map.entry("engineStepMicros", 50_000.0), Map.entry("emitMicros", 1_000.0),
-                        Map.entry("betweenStepsMicros", 4_000.0), Map.entry("barriers", 3.0),
-                        Map.entry("preBarrierMicros", 900.0), Map.entry("accumulateBusyTimeMs", 500.0),
-                        Map.entry("accumulateBackPressuredTimeMs", 0.0), Map.entry("accumulateIdleTimeMs", 9_000.0),
-                        Map.entry("lastTokenMillis", 900.0)),
+        JobMetrics before = new JobMetrics(generate(40, 10, 50_000, 1_000, 4_000, 3, 900, 500, 0, 9_000),
                 Map.of("flushes", 3.0, "flushMicros", 3_000.0, "accumulateBusyTimeMs", 20.0));
-        JobMetrics after = new JobMetrics(
-                Map.ofEntries(Map.entry("tokensEmitted", 2_088.0), Map.entry("steps", 110.0),
-                        Map.entry("engineStepMicros", 3_050_000.0), Map.entry("emitMicros", 41_000.0),
-                        Map.entry("betweenStepsMicros", 204_000.0), Map.entry("longestBetweenStepsMicros", 30_000.0),
-                        Map.entry("barriers", 18.0), Map.entry("preBarrierMicros", 6_900.0),
-                        Map.entry("busySinceMillis", 10_050.0), Map.entry("firstStepMillis", 10_052.0),
-                        Map.entry("lastArrivalMillis", 10_400.0), Map.entry("lastTokenMillis", 13_352.0),
-                        Map.entry("accumulateBusyTimeMs", 3_800.0), Map.entry("accumulateBackPressuredTimeMs", 15.0),
-                        Map.entry("accumulateIdleTimeMs", 9_200.0)),
+        Map<String, Double> generateAfter = new HashMap<>(
+                generate(2_088, 110, 3_050_000, 41_000, 204_000, 18, 6_900, 3_800, 15, 9_200));
+        generateAfter.putAll(Map.of("longestBetweenStepsMicros", 30_000.0, "busySinceMillis", 10_050.0,
+                "firstStepMillis", 10_052.0, "lastArrivalMillis", 10_400.0, "lastTokenMillis", 13_352.0));
+        JobMetrics after = new JobMetrics(generateAfter,
                 Map.of("flushes", 18.0, "flushMicros", 93_000.0, "accumulateBusyTimeMs", 420.0));
         CheckpointStats.Window window = new CheckpointStats.Window(List.of(
                 new CheckpointStats(7, 13_200, 80, false, Map.of("mstar generate",
@@ -50,5 +41,15 @@ class JobRowProfileTest {
                 + " 3000 ms (30.00 ms a step), emitting 40 ms, between steps 200 ms (longest 30 ms)",
                 "mstar generate: busy 3300, back-pressured 15, idle 200 ms; 15 barriers, saving state before them 6 ms",
                 "sink: busy 400, back-pressured 0, idle 0 ms; 15 flushes, 90 ms");
+    }
+
+    /** The generate task's cumulative counters. */
+    private static Map<String, Double> generate(double tokens, double steps, double engineMicros, double emitMicros,
+            double betweenMicros, double barriers, double preBarrierMicros, double busyMs, double backPressuredMs,
+            double idleMs) {
+        return Map.of("tokensEmitted", tokens, "steps", steps, "engineStepMicros", engineMicros, "emitMicros",
+                emitMicros, "betweenStepsMicros", betweenMicros, "barriers", barriers, "preBarrierMicros",
+                preBarrierMicros, "accumulateBusyTimeMs", busyMs, "accumulateBackPressuredTimeMs", backPressuredMs,
+                "accumulateIdleTimeMs", idleMs);
     }
 }
