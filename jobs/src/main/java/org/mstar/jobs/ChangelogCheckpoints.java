@@ -10,8 +10,9 @@ import org.apache.flink.configuration.StateChangelogOptions;
  *
  * <p>Why: without it, each checkpoint's synchronous part takes a RocksDB native checkpoint on the generate task's
  * thread (a memtable flush to a new file, fsyncs, hard links), which no engine step can overlap: measured on the CPU
- * at 9-31 ms a checkpoint (p50) and up to 300 ms, against 0-5 ms with the changelog (docs/serving-benchmarks.md). The
- * state is materialized into RocksDB's own snapshot every 10 minutes (Flink's default), off the checkpoints.
+ * at 9-61 ms a checkpoint (p50) and up to 393 ms, against 0 ms (at most 6) with the changelog
+ * (docs/serving-benchmarks.md). The state is materialized into RocksDB's own snapshot every 10 minutes (Flink's
+ * default), off the checkpoints.
  */
 final class ChangelogCheckpoints {
     private ChangelogCheckpoints() {}
