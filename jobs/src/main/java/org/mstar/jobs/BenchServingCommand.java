@@ -1,7 +1,9 @@
 package org.mstar.jobs;
 
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -87,6 +89,11 @@ final class BenchServingCommand implements Callable<Integer> {
     @Option(names = "--delivery", paramLabel = "GUARANTEE",
             description = "The job's sink: EXACTLY_ONCE or AT_LEAST_ONCE. Default: ${DEFAULT-VALUE}.")
     String delivery = "EXACTLY_ONCE";
+
+    @Option(names = "-D", paramLabel = "KEY=VALUE",
+            description = "A Flink or mstar.* option of the Flink job, over the bench's own, e.g."
+                    + " -Dstate.changelog.enabled=false.")
+    Map<String, String> jobOptions = new LinkedHashMap<>();
 
     @Option(names = "--seed", paramLabel = "N", description = "Of the chat mix and the arrivals. Default: ${DEFAULT-VALUE}.")
     long seed = 7;

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -45,12 +46,14 @@ final class JobLoadRunner implements AutoCloseable {
         this.rest = rest;
     }
 
+    /** @param options Flink and mstar options of the job, over those the bench sets */
     static JobLoadRunner start(EmbeddedKafkaBroker broker, EngineFactory factory, DeliveryGuarantee delivery,
-            long checkpointMillis, String device, Path work) throws Exception {
+            long checkpointMillis, String device, Map<String, String> options, Path work) throws Exception {
         String requests = "serving-requests";
         String responses = "serving-responses";
         broker.createTopics(1, requests, responses);
         Configuration conf = PipelineBench.jobConfig("serving", checkpointMillis, 5, 0, device, work);
+        conf.addAll(Configuration.fromMap(options));
         String restUrl = JobRest.expose(conf);
         JobClient job = PipelineBench.startJob(broker, requests, responses, factory, delivery, conf,
                 "mstar bench-serving");

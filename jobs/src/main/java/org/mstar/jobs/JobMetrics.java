@@ -71,12 +71,8 @@ record JobMetrics(Map<String, Double> generate, Map<String, Double> sink) {
         return values;
     }
 
-    /** {@code after}'s value of a generate metric less this one's. */
-    double generateDelta(JobMetrics after, String name) {
-        return after.generate.getOrDefault(name, 0.0) - generate.getOrDefault(name, 0.0);
-    }
-
-    double sinkDelta(JobMetrics after, String name) {
-        return after.sink.getOrDefault(name, 0.0) - sink.getOrDefault(name, 0.0);
+    /** How much metric {@code name} of a task grew from {@code before} to {@code after} (0 where absent). */
+    static double delta(Map<String, Double> before, Map<String, Double> after, String name) {
+        return after.getOrDefault(name, 0.0) - before.getOrDefault(name, 0.0);
     }
 }

@@ -2,6 +2,7 @@ package org.mstar.jobs;
 
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -29,9 +30,9 @@ record JobRowProfile(Arrivals arrivals, Steps steps, TaskTime generateTask, Task
 
     /** Flink's busy, back-pressured and idle time of a task, and what it did at barriers (count and time). */
     record TaskTime(double busyMs, double backPressuredMs, double idleMs, long barrierWork, double barrierWorkMs) {
-        static TaskTime of(JobMetrics before, JobMetrics after, boolean generate, String countName, String microsName) {
-            ToDoubleFunction<String> delta = generate ? n -> before.generateDelta(after, n)
-                    : n -> before.sinkDelta(after, n);
+        /** From a task's metrics before and after the row; {@code countName} and {@code microsName} its barrier work. */
+        static TaskTime of(Map<String, Double> before, Map<String, Double> after, String countName, String microsName) {
+            ToDoubleFunction<String> delta = n -> JobMetrics.delta(before, after, n);
             return new TaskTime(delta.applyAsDouble("accumulateBusyTimeMs"),
                     delta.applyAsDouble("accumulateBackPressuredTimeMs"), delta.applyAsDouble("accumulateIdleTimeMs"),
                     (long) delta.applyAsDouble(countName), delta.applyAsDouble(microsName) / 1e3);
@@ -68,18 +69,19 @@ record JobRowProfile(Arrivals arrivals, Steps steps, TaskTime generateTask, Task
     static JobRowProfile of(JobMetrics before, JobMetrics after, long startMillis, long readMillis,
             CheckpointStats.Window checkpoints, JobMetrics.Tasks tasks) {
         ToDoubleFunction<String> at = n -> after.generate().getOrDefault(n, 0.0);
+        ToDoubleFunction<String> grew = n -> JobMetrics.delta(before.generate(), after.generate(), n);
         long lastToken = (long) at.applyAsDouble("lastTokenMillis");
         long firstStep = (long) at.applyAsDouble("firstStepMillis");
-        long steps = (long) before.generateDelta(after, "steps");
-        double engineMs = before.generateDelta(after, "engineStepMicros") / 1e3;
+        long steps = (long) grew.applyAsDouble("steps");
+        double engineMs = grew.applyAsDouble("engineStepMicros") / 1e3;
         return new JobRowProfile(
                 new Arrivals(at.applyAsDouble("busySinceMillis") - startMillis, firstStep - startMillis,
                         at.applyAsDouble("lastArrivalMillis") - startMillis),
-                new Steps(steps, lastToken - firstStep, engineMs, before.generateDelta(after, "emitMicros") / 1e3,
-                        before.generateDelta(after, "betweenStepsMicros") / 1e3,
+                new Steps(steps, lastToken - firstStep, engineMs, grew.applyAsDouble("emitMicros") / 1e3,
+                        grew.applyAsDouble("betweenStepsMicros") / 1e3,
                         at.applyAsDouble("longestBetweenStepsMicros") / 1e3, engineMs / Math.max(1, steps)),
-                TaskTime.of(before, after, true, "barriers", "preBarrierMicros"),
-                TaskTime.of(before, after, false, "flushes", "flushMicros"),
+                TaskTime.of(before.generate(), after.generate(), "barriers", "preBarrierMicros"),
+                TaskTime.of(before.sink(), after.sink(), "flushes", "flushMicros"),
                 CommitWait.of(lastToken, readMillis, checkpoints.completed(), tasks.generateTask()),
                 CheckpointSummary.of(checkpoints));
     }
@@ -93,8 +95,8 @@ record JobRowProfile(Arrivals arrivals, Steps steps, TaskTime generateTask, Task
                 + " emitting %.0f ms, between steps %.0f ms (longest %.0f ms)%n"
                 + "%s%s: busy %.0f, back-pressured %.0f, idle %.0f ms; %d barriers, saving state before them %.0f ms%n"
                 + "%s%s: busy %.0f, back-pressured %.0f, idle %.0f ms; %d flushes, %.0f ms%n"
-                + "%slast token emitted to read %.0f ms: through checkpoint %d, triggered %+.0f ms after it,"
-                + " trigger to last ack %.0f ms, then to the client's read %.0f ms%n%s",
+                + "%slast token emitted to read %.0f ms: through checkpoint %d (triggered at %+.0f ms from it,"
+                + " trigger to last ack %.0f ms), then to the client's read %.0f ms%n%s",
                 indent, arrivals.firstAtOperatorMs(), arrivals.firstStepMs(), arrivals.lastAtOperatorMs(),
                 indent, s.count(), s.wallMs(), s.engineMs(), s.engineMsPerStep(), s.emitMs(), s.betweenStepsMs(),
                 s.longestBetweenStepsMs(),

@@ -362,6 +362,7 @@ final class PipelineBench {
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, restarts);
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(200));
         conf.set(GenerateOptions.DEVICE, device);
+        ChangelogCheckpoints.applyTo(conf, work.resolve("changelog-" + name).toUri().toString());
         return BackpressureCheckpoints.applyTo(conf);
     }
 

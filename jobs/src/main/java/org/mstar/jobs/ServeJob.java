@@ -294,6 +294,7 @@ final class ServeJob {
                 ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION);
         conf.set(CheckpointingOptions.CHECKPOINTS_DIRECTORY,
                 new Path(stateRoot(flags.stateDir), StateDirectory.CHECKPOINTS).toString());
+        ChangelogCheckpoints.applyTo(conf, new Path(stateRoot(flags.stateDir), StateDirectory.CHANGELOG).toString());
         return BackpressureCheckpoints.applyTo(conf);
     }
 

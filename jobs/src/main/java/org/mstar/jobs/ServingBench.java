@@ -125,13 +125,15 @@ final class ServingBench {
             if (flags.sides.contains("flink")) {
                 try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start();
                      JobLoadRunner job = JobLoadRunner.start(broker, new BenchEngineFactory(modelDir, seed, defaults,
-                             sizing), delivery, flags.checkpointMillis, flags.modelFlags.device, work)) {
+                             sizing), delivery, flags.checkpointMillis, flags.modelFlags.device, flags.jobOptions,
+                             work)) {
                     job.run(ServingLoad.fixed(4, WARM_UP_TOKENS, 8), 0, config.vocabSize(), flags.timeoutSeconds,
                             new ServingProgress(err, "warm-up"));
                     EngineSizing jobSizing = BenchEngineFactory.lastSizing();
                     report.put("jobSizing", jobSizing);
                     report.put("delivery", delivery.name());
                     report.put("checkpointIntervalMillis", flags.checkpointMillis);
+                    report.put("jobOptions", flags.jobOptions);
                     err.println("flink job (" + delivery + "): " + describe(jobSizing));
                     ServingCeiling ceiling = ceiling(config, jobSizing, rates);
                     List<Map<String, Object>> profiles = new ArrayList<>();

@@ -15,12 +15,14 @@ import org.apache.flink.core.fs.Path;
 
 /**
  * Where {@code mstar serve} keeps what it needs to resume: Flink's checkpoints under {@code checkpoints/} (one
- * folder per job run, each holding {@code chk-N} folders) and a {@link ServeManifest} of what they were taken
- * with. Any file system Flink supports works (a local folder, or a shared one such as S3 or HDFS when the
+ * folder per job run, each holding {@code chk-N} folders), the keyed state's changes they refer to under
+ * {@code changelog/}, and a {@link ServeManifest} of what they were taken with. Any file system Flink supports works (a local folder, or a shared one such as S3 or HDFS when the
  * job runs on a cluster); it is read through Flink's {@link FileSystem}.
  */
 final class StateDirectory {
     static final String CHECKPOINTS = "checkpoints";
+    /** The state changes the checkpoints refer to ({@link ChangelogCheckpoints}). */
+    static final String CHANGELOG = "changelog";
     static final String MANIFEST = "manifest.properties";
     /** Flink writes a checkpoint's metadata file last, when the checkpoint completes. */
     static final String METADATA = "_metadata";
@@ -127,9 +129,10 @@ final class StateDirectory {
         }
     }
 
-    /** Deletes every checkpoint and the manifest: the next run starts over. */
+    /** Deletes every checkpoint, the state changes they refer to and the manifest: the next run starts over. */
     void clear() throws IOException {
         fs.delete(checkpoints(), true);
+        fs.delete(new Path(root, CHANGELOG), true);
         fs.delete(new Path(root, MANIFEST), false);
     }
 

@@ -12,9 +12,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.flink.changelog.fs.FsStateChangelogOptions;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
+import org.apache.flink.configuration.StateChangelogOptions;
 import org.apache.flink.configuration.StateRecoveryOptions;
 import org.apache.flink.core.execution.RecoveryClaimMode;
 import org.junit.jupiter.api.Test;
@@ -60,6 +62,19 @@ class ServeStateTest {
 
         Configuration set = ServeJob.configuration(flags("--model", model, "-Dexecution.checkpointing.min-pause=0 s"));
         assertThat(set.get(CheckpointingOptions.MIN_PAUSE_BETWEEN_CHECKPOINTS)).isZero();
+    }
+
+    @Test
+    void keyedStateChangesAreLoggedBesideTheCheckpointsUnlessSetOtherwise() throws Exception {
+        String model = model("m", "w").toString();
+        Configuration conf = ServeJob.configuration(flags("--model", model));
+        assertThat(conf.get(StateChangelogOptions.ENABLE_STATE_CHANGE_LOG)).isTrue();
+        assertThat(conf.get(StateChangelogOptions.STATE_CHANGE_LOG_STORAGE)).isEqualTo("filesystem");
+        assertThat(conf.get(FsStateChangelogOptions.BASE_PATH))
+                .isEqualTo("file:" + tmp.resolve("state").resolve("changelog"));
+
+        Configuration off = ServeJob.configuration(flags("--model", model, "-Dstate.changelog.enabled=false"));
+        assertThat(off.get(StateChangelogOptions.ENABLE_STATE_CHANGE_LOG)).isFalse();
     }
 
     @Test
@@ -143,12 +158,15 @@ class ServeStateTest {
     void freshDeletesTheCheckpointsAndRecordsTheNewSettings() throws Exception {
         prepare("--model", model("a", "weights a").toString());
         checkpoint("run", 2, Instant.now());
+        Files.createDirectories(tmp.resolve("state/changelog/some-task"));
+        Files.writeString(tmp.resolve("state/changelog/some-task/changes"), "state changes");
 
         Configuration conf = prepare("--model", model("b", "weights b").toString(), "--fresh");
 
         assertThat(conf.contains(StateRecoveryOptions.SAVEPOINT_PATH)).isFalse();
         assertThat(said.toString()).contains("Starting fresh (--fresh): deleted the checkpoints");
         assertThat(tmp.resolve("state/checkpoints")).doesNotExist();
+        assertThat(tmp.resolve("state/changelog")).doesNotExist();
         assertThat(prepare("--model", model("b", "weights b").toString()).contains(StateRecoveryOptions.SAVEPOINT_PATH))
                 .isFalse();
         checkpoint("run-b", 1, Instant.now());
