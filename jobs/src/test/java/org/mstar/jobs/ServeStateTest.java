@@ -65,16 +65,17 @@ class ServeStateTest {
     }
 
     @Test
-    void keyedStateChangesAreLoggedBesideTheCheckpointsUnlessSetOtherwise() throws Exception {
+    void keyedStateChangesAreLoggedUnderTheStateDirectoryWhenTheChangelogIsTurnedOn() throws Exception {
         String model = model("m", "w").toString();
-        Configuration conf = ServeJob.configuration(flags("--model", model));
-        assertThat(conf.get(StateChangelogOptions.ENABLE_STATE_CHANGE_LOG)).isTrue();
-        assertThat(conf.get(StateChangelogOptions.STATE_CHANGE_LOG_STORAGE)).isEqualTo("filesystem");
-        assertThat(conf.get(FsStateChangelogOptions.BASE_PATH))
-                .isEqualTo("file:" + tmp.resolve("state").resolve("changelog"));
-
-        Configuration off = ServeJob.configuration(flags("--model", model, "-Dstate.changelog.enabled=false"));
+        Configuration off = ServeJob.configuration(flags("--model", model));
         assertThat(off.get(StateChangelogOptions.ENABLE_STATE_CHANGE_LOG)).isFalse();
+        assertThat(off.contains(FsStateChangelogOptions.BASE_PATH)).isFalse();
+
+        Configuration on = ServeJob.configuration(flags("--model", model, "-Dstate.changelog.enabled=true"));
+        assertThat(on.get(StateChangelogOptions.ENABLE_STATE_CHANGE_LOG)).isTrue();
+        assertThat(on.get(StateChangelogOptions.STATE_CHANGE_LOG_STORAGE)).isEqualTo("filesystem");
+        assertThat(on.get(FsStateChangelogOptions.BASE_PATH))
+                .isEqualTo("file:" + tmp.resolve("state").resolve("changelog"));
     }
 
     @Test
