@@ -70,8 +70,10 @@ final class ServeJob {
      */
     static void run(ServeCommand flags, PrintWriter err) throws Exception {
         Configuration conf = configuration(flags);
-        boolean local = StreamExecutionEnvironment.getExecutionEnvironment(conf) instanceof LocalStreamEnvironment;
+        StreamExecutionEnvironment where = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        boolean local = where instanceof LocalStreamEnvironment;
         String model = model(flags, conf, local, err);
+        boolean restPortChosenHere = local && !conf.contains(RestOptions.BIND_PORT);
         if (local) {
             bindLocally(conf);
             // the running line waits for the engines' metrics (see TasksStarted)
@@ -83,7 +85,6 @@ final class ServeJob {
                 List.of(flags.topics.requestsTopic, flags.topics.responsesTopic), true,
                 flags.parallelism == null ? 1 : flags.parallelism, KafkaCheck.TIMEOUT);
         say(err, startsFrom.toString().strip());
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         Integer parallelism = generateParallelism(flags, conf);
         if (parallelism != null) {
             shareGpus(conf, parallelism);
@@ -93,9 +94,12 @@ final class ServeJob {
             builder.parallelism(parallelism);
         }
         GenerationPipeline pipeline = builder.build();
-        pipeline.addTo(env);
-        JobClient job = env.executeAsync("mstar serve");
-        if (!local && !env.getConfiguration().get(DeploymentOptions.ATTACHED)) { // flink run -d
+        JobClient job = TakenRestPortRetry.start(conf, restPortChosenHere, () -> {
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            pipeline.addTo(env);
+            return env.executeAsync("mstar serve");
+        });
+        if (!local && !where.getConfiguration().get(DeploymentOptions.ATTACHED)) { // flink run -d
             say(err, "Submitted job " + job.getJobID() + " (detached).");
             return;
         }
