@@ -1,0 +1,42 @@
+package org.mstar.jobs.chaos;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The job a chaos run attacks, with the processes that run it ({@code mstar serve} in one process). Faults of the broker and of the state directory's disk are the run's own; this applies
+ * those of the job's processes.
+ */
+interface ChaosJob extends AutoCloseable {
+    /** Starts the job and returns once it runs. */
+    void start() throws Exception;
+
+    /** The kinds of fault {@link #apply} takes. */
+    Set<FaultSchedule.Kind> kinds();
+
+    /**
+     * Applies a fault to the job's processes; with {@code fault.overlaps()} it returns as soon as a killed process
+     * is started again, without waiting until that one runs.
+     */
+    void apply(FaultSchedule.Fault fault) throws Exception;
+
+    /**
+     * Starts again, as a supervisor (systemd, Kubernetes) would, a process of the job that exited without being
+     * killed, and waits until it runs; a note of it goes on the timeline.
+     */
+    void restartWhatExited() throws Exception;
+
+    /** The REST endpoint of the JobManager that runs the job. */
+    FlinkRest rest();
+
+    /** The job's {@code --state-dir}. */
+    Path stateDir();
+
+    /** What the job's processes went through, for the summary. */
+    String summary();
+
+    /** The logs' lines that tell of lost data, for the summary. */
+    List<String> alarmingLogLines() throws IOException;
+}
