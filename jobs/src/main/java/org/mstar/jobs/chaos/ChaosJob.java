@@ -6,7 +6,8 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The job a chaos run attacks, with the processes that run it ({@code mstar serve} in one process). Faults of the broker and of the state directory's disk are the run's own; this applies
+ * The job a chaos run attacks, with the processes that run it: {@code mstar serve} in one process, or the job on a
+ * Flink session cluster. Faults of the broker and of the state directory's disk are the run's own; this applies
  * those of the job's processes.
  */
 interface ChaosJob extends AutoCloseable {

@@ -23,14 +23,18 @@ import org.mstar.jobs.ModelSource;
 import org.mstar.schemas.GenerateRequest;
 
 /**
- * A chaos run (issue #36): {@code mstar kafka} and {@code mstar serve --random} as child processes under a steady
- * open-loop load and a seeded schedule of faults, then {@link ExactlyOnceChecker} on everything a read_committed
- * consumer saw. Exit code 0 when nothing was violated, 1 otherwise, 2 when the run itself failed. Options (all
+ * A chaos run (issue #36): {@code mstar kafka} and {@code mstar serve --random}, the latter as one child process
+ * ({@code --target serve}) or submitted to a session cluster of {@code scripts/cluster/} ({@code --target cluster}),
+ * under a steady open-loop load and a seeded schedule of faults, then {@link ExactlyOnceChecker} on everything a
+ * read_committed consumer saw. Exit code 0 when nothing was violated, 1 otherwise, 2 when the run itself failed. Options (all
  * {@code --name value}): {@code --dir} (new folder for logs, broker data and state; required), {@code --seconds}:
  * the least time of load (300; the load goes on until every fault is applied), {@code --rate} requests per second
  * (1), {@code --seed} (1), {@code --faults-each} of each kind (5), {@code --max-gap-seconds} between one fault's
  * recovery and the next (4), {@code --port} of the broker (19092), {@code --tail-seconds}: how long after the last
- * fault was over (or its send, if later) a request may take to end (180).
+ * fault was over (or its send, if later) a request may take to end (180), {@code --fault-minutes}: after how long
+ * no further fault begins (no limit), {@code --target} (serve). The cluster
+ * target needs the shaded job jar ({@code mvn -pl jobs -am package -DskipTests}) of the checkout that system property
+ * {@code mstar.root} names.
  */
 public final class ChaosRun {
     private static final int MAX_BATCH_ROWS = 8;
@@ -73,6 +77,8 @@ public final class ChaosRun {
         long maxGapMillis = Long.parseLong(o.getOrDefault("max-gap-seconds", "4")) * 1000;
         int port = Integer.parseInt(o.getOrDefault("port", "19092"));
         Duration tail = Duration.ofSeconds(Long.parseLong(o.getOrDefault("tail-seconds", "180")));
+        Duration faultTime = o.containsKey("fault-minutes")
+                ? Duration.ofMinutes(Long.parseLong(o.get("fault-minutes"))) : Duration.ofNanos(Long.MAX_VALUE);
         if (Files.exists(dir)) {
             throw new IllegalArgumentException("--dir " + dir + " exists: a chaos run starts from nothing");
         }
@@ -83,7 +89,12 @@ public final class ChaosRun {
                 "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS, MAX_RESTART_DELAY));
         serveOptions.addAll(KAFKA_TIMEOUTS);
         ChaosBroker broker = new ChaosBroker(dir, port);
-        ChaosJob job = new ServeUnderChaos(dir, broker.bootstrapServers(), serveOptions, timeline);
+        ChaosJob job = switch (o.getOrDefault("target", "serve")) {
+            case "serve" -> new ServeUnderChaos(dir, broker.bootstrapServers(), serveOptions, timeline);
+            case "cluster" -> new ClusterUnderChaos(Path.of(System.getProperty("mstar.root", ".")).toAbsolutePath(),
+                    dir, broker.bootstrapServers(), serveOptions, timeline);
+            default -> throw new IllegalArgumentException("--target is serve or cluster, not " + o.get("target"));
+        };
         Optional<StateDisk> disk = StateDisk.mount(job.stateDir());
         Set<FaultSchedule.Kind> kinds = EnumSet.of(FaultSchedule.Kind.BROKER_KILL, FaultSchedule.Kind.BROKER_FREEZE,
                 FaultSchedule.Kind.BROKER_RESTART, FaultSchedule.Kind.BROKER_OUTAGE);
@@ -107,7 +118,7 @@ public final class ChaosRun {
             sending.start();
             injector = new FaultInjector(broker, job, disk, responses, () -> !open(sender, responses).isEmpty(),
                     Duration.ofMinutes(3), timeline);
-            injector.apply(schedule);
+            injector.apply(schedule, faultTime);
             TimeUnit.NANOSECONDS.sleep(Math.max(0, loadEnd - System.nanoTime())); // the load's stated least length
             sender.stop();
             sending.join();

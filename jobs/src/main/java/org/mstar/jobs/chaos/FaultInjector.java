@@ -45,9 +45,16 @@ final class FaultInjector {
         this.timeline = timeline;
     }
 
-    void apply(List<FaultSchedule.Fault> schedule) throws Exception {
+    /** Applies the faults in order until they are done or {@code faultTime} has passed. */
+    void apply(List<FaultSchedule.Fault> schedule, Duration faultTime) throws Exception {
+        long start = System.nanoTime();
         for (FaultSchedule.Fault fault : schedule) {
             TimeUnit.MILLISECONDS.sleep(fault.gapMillis()); // the schedule's own seeded delay
+            if (System.nanoTime() - start > faultTime.toNanos()) {
+                timeline.add("the time for faults is over: " + (schedule.size() - schedule.indexOf(fault))
+                        + " faults not applied");
+                return;
+            }
             job.restartWhatExited();
             int seenBefore = responses.seen.size();
             long began = System.currentTimeMillis();

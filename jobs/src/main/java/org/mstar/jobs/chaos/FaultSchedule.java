@@ -1,6 +1,7 @@
 package org.mstar.jobs.chaos;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -15,13 +16,21 @@ final class FaultSchedule {
         SERVE_FREEZE,
         /** SIGKILL serve, start it again, and SIGKILL it again soon after it said it resumes (mid-restore). */
         KILL_DURING_RESTORE,
-        /** SIGKILL serve while a checkpoint is in progress. */
+        /** SIGKILL the job's worker (serve, or a TaskManager) while a checkpoint is in progress. */
         KILL_MID_CHECKPOINT,
         /**
-         * SIGKILL serve just after a checkpoint completed: while the Kafka sink commits the transactions
+         * SIGKILL the job's worker just after a checkpoint completed: while the Kafka sink commits the transactions
          * that checkpoint closed.
          */
         KILL_AT_COMMIT,
+        /** SIGKILL a TaskManager that runs a generate subtask; the cluster's own restart brings the job back. */
+        TASKMANAGER_KILL,
+        /** SIGSTOP a TaskManager that runs a generate subtask for a while, then SIGCONT. */
+        TASKMANAGER_FREEZE,
+        /** SIGKILL the JobManager, start it again and submit the same command, which resumes from a checkpoint. */
+        JOBMANAGER_KILL,
+        /** SIGSTOP the JobManager for a while, then SIGCONT. */
+        JOBMANAGER_FREEZE,
         /**
          * SIGKILL the broker, start it again on the same port and data after 0.5 to 5 s (its own start-up adds
          * more): whether the job's Kafka clients time out depends on how fast it comes back.
@@ -48,18 +57,20 @@ final class FaultSchedule {
 
     private FaultSchedule() {}
 
-    /** {@code eachKind} faults of each of {@code kinds}, shuffled; about one in four overlaps the next, which then
-     * comes within a second. */
+    /**
+     * {@code eachKind} rounds, each holding one fault of every one of {@code kinds} in a shuffled order, so that a run
+     * cut short after N rounds has brought every kind N times; about one fault in four overlaps the next, which then
+     * comes within a second.
+     */
     static List<Fault> of(long seed, Set<Kind> kinds, int eachKind, long minGapMillis, long maxGapMillis) {
         Random random = new Random(seed);
         List<Kind> order = new ArrayList<>();
-        // EnumSet order: a Set.of's iteration order varies between JVMs, and the schedule must not
-        for (Kind k : Kind.values()) {
-            if (kinds.contains(k)) {
-                order.addAll(Collections.nCopies(eachKind, k));
-            }
+        for (int round = 0; round < eachKind; round++) {
+            // in the enum's order before the shuffle: a Set.of's iteration order varies between JVMs
+            List<Kind> shuffled = new ArrayList<>(Arrays.stream(Kind.values()).filter(kinds::contains).toList());
+            Collections.shuffle(shuffled, random);
+            order.addAll(shuffled);
         }
-        Collections.shuffle(order, random);
         List<Fault> out = new ArrayList<>();
         boolean previousOverlaps = false;
         for (Kind k : order) {
@@ -67,8 +78,8 @@ final class FaultSchedule {
             long gap = previousOverlaps ? random.nextInt(1_000)
                     : minGapMillis + (long) (random.nextDouble() * (maxGapMillis - minGapMillis));
             long length = switch (k) {
-                case SERVE_KILL, BROKER_RESTART, KILL_MID_CHECKPOINT -> 0;
-                case SERVE_FREEZE, BROKER_FREEZE -> 1_000 + random.nextInt(9_000);
+                case SERVE_KILL, TASKMANAGER_KILL, JOBMANAGER_KILL, BROKER_RESTART, KILL_MID_CHECKPOINT -> 0;
+                case SERVE_FREEZE, TASKMANAGER_FREEZE, JOBMANAGER_FREEZE, BROKER_FREEZE -> 1_000 + random.nextInt(9_000);
                 case BROKER_KILL -> 500 + random.nextInt(4_500);
                 case BROKER_OUTAGE -> 15_000 + random.nextInt(10_000);
                 case KILL_DURING_RESTORE -> random.nextInt(5_000);

@@ -26,6 +26,16 @@ class FaultScheduleTest {
     }
 
     @Test
+    void eachRoundBringsEveryKindOnceSoThatARunCutShortHasEveryKindAlike() {
+        List<FaultSchedule.Fault> schedule = FaultSchedule.of(7, KINDS, 30, 1_000, 4_000);
+
+        for (int round = 0; round < 30; round++) {
+            assertThat(schedule.subList(round * KINDS.size(), (round + 1) * KINDS.size()))
+                    .extracting(FaultSchedule.Fault::kind).containsExactlyInAnyOrderElementsOf(KINDS);
+        }
+    }
+
+    @Test
     void aFaultAfterAnOverlappingOneComesWithinASecondAndTheOthersWithinTheGaps() {
         List<FaultSchedule.Fault> schedule = FaultSchedule.of(7, KINDS, 30, 1_000, 4_000);
 
