@@ -69,8 +69,10 @@ final class ServeJob {
      */
     static void run(ServeCommand flags, PrintWriter err) throws Exception {
         Configuration conf = configuration(flags);
-        boolean local = StreamExecutionEnvironment.getExecutionEnvironment(conf) instanceof LocalStreamEnvironment;
+        StreamExecutionEnvironment where = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        boolean local = where instanceof LocalStreamEnvironment;
         String model = model(flags, conf, local, err);
+        boolean restPortChosenHere = local && !conf.contains(RestOptions.BIND_PORT);
         if (local) {
             bindLocally(conf);
         }
@@ -80,18 +82,20 @@ final class ServeJob {
                 List.of(flags.topics.requestsTopic, flags.topics.responsesTopic), true,
                 flags.parallelism == null ? 1 : flags.parallelism, KafkaCheck.TIMEOUT);
         say(err, startsFrom.toString().strip());
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         Integer parallelism = generateParallelism(flags, conf);
         if (parallelism != null) {
             shareGpus(conf, parallelism);
         }
-        GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
-        if (parallelism != null) {
-            builder.parallelism(parallelism);
-        }
-        builder.build().addTo(env);
-        JobClient job = env.executeAsync("mstar serve");
-        if (!local && !env.getConfiguration().get(DeploymentOptions.ATTACHED)) { // flink run -d
+        JobClient job = TakenRestPortRetry.start(conf, restPortChosenHere, () -> {
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+            GenerationPipeline.Builder builder = GenerationPipeline.builder().configure(conf);
+            if (parallelism != null) {
+                builder.parallelism(parallelism);
+            }
+            builder.build().addTo(env);
+            return env.executeAsync("mstar serve");
+        });
+        if (!local && !where.getConfiguration().get(DeploymentOptions.ATTACHED)) { // flink run -d
             say(err, "Submitted job " + job.getJobID() + " (detached).");
             return;
         }
