@@ -2,7 +2,9 @@ package org.mstar.jobs.chaos;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -28,6 +30,23 @@ interface ChaosJob extends AutoCloseable {
      * killed, and waits until it runs; a note of it goes on the timeline.
      */
     void restartWhatExited() throws Exception;
+
+    /**
+     * Waits until a checkpoint that began after this call is at {@code moment}, meanwhile starting again what
+     * exited (a process that died while starting takes no checkpoint); empty when none was in time.
+     */
+    default Optional<Path> awaitCheckpoint(CheckpointWatch.Moment moment, Duration timeout) throws Exception {
+        CheckpointWatch watch = new CheckpointWatch(stateDir());
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            Optional<Path> checkpoint = watch.await(moment, Duration.ofSeconds(1));
+            if (checkpoint.isPresent()) {
+                return checkpoint;
+            }
+            restartWhatExited();
+        }
+        return Optional.empty();
+    }
 
     /** The REST endpoint of the JobManager that runs the job. */
     FlinkRest rest();

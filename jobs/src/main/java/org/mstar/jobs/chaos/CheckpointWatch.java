@@ -30,21 +30,17 @@ final class CheckpointWatch {
         this.before = new HashSet<>(folders());
     }
 
-    /** Waits until a new checkpoint is in progress (its folder, no metadata yet); empty when none began in time. */
-    Optional<Path> awaitInProgress(Duration timeout) throws InterruptedException {
-        return await(false, timeout);
+    /** What a fault waits for: a new checkpoint begun (its folder, no metadata yet) or one completed. */
+    enum Moment {
+        IN_PROGRESS, COMPLETED
     }
 
-    /** Waits until a new checkpoint has completed (its metadata written); empty when none did in time. */
-    Optional<Path> awaitCompleted(Duration timeout) throws InterruptedException {
-        return await(true, timeout);
-    }
-
-    private Optional<Path> await(boolean completed, Duration timeout) throws InterruptedException {
+    /** Waits until a new checkpoint is at {@code moment}; empty when none was in time. */
+    Optional<Path> await(Moment moment, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             for (Path chk : folders()) {
-                if (!before.contains(chk) && Files.exists(chk.resolve(METADATA)) == completed) {
+                if (!before.contains(chk) && Files.exists(chk.resolve(METADATA)) == (moment == Moment.COMPLETED)) {
                     return Optional.of(chk);
                 }
             }

@@ -89,12 +89,12 @@ final class ClusterUnderChaos implements ChaosJob {
             }
             case JOBMANAGER_FREEZE -> freeze("jobmanager", fault);
             case KILL_MID_CHECKPOINT -> {
-                Optional<Path> chk = new CheckpointWatch(stateDir()).awaitInProgress(TIMEOUT);
+                Optional<Path> chk = awaitCheckpoint(CheckpointWatch.Moment.IN_PROGRESS, TIMEOUT);
                 killTaskManager(fault, chk.map(c -> " while checkpoint " + c.getFileName() + " was in progress")
                         .orElse(" (no checkpoint seen within " + TIMEOUT + ")"));
             }
             case KILL_AT_COMMIT -> {
-                Optional<Path> chk = new CheckpointWatch(stateDir()).awaitCompleted(TIMEOUT);
+                Optional<Path> chk = awaitCheckpoint(CheckpointWatch.Moment.COMPLETED, TIMEOUT);
                 TimeUnit.MILLISECONDS.sleep(fault.lengthMillis()); // the schedule's own seeded delay
                 killTaskManager(fault, chk.map(c -> " " + fault.lengthMillis() + " ms after checkpoint "
                         + c.getFileName() + " completed").orElse(" (no checkpoint seen within " + TIMEOUT + ")"));

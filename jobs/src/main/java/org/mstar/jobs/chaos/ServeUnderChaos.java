@@ -72,17 +72,20 @@ final class ServeUnderChaos implements ChaosJob {
                 timeline.add("SIGKILL serve-" + starts + " (then again mid-restore)");
                 serve.kill();
                 MstarProcess restoring = startProcess();
-                restoring.awaitLine(RESUMING, START_TIMEOUT);
+                if (!awaitOrExit(restoring, RESUMING)) {
+                    restart(fault);
+                    return;
+                }
                 TimeUnit.MILLISECONDS.sleep(fault.lengthMillis()); // the schedule's own seeded delay
                 timeline.add("SIGKILL serve-" + starts + " " + fault.lengthMillis() + " ms after it said it resumes"
                         + (says(restoring, SERVE_UP) ? " (it was running already)" : ""));
                 restoring.kill();
                 restart(fault);
             }
-            case KILL_MID_CHECKPOINT -> killAt(fault, new CheckpointWatch(stateDir()).awaitInProgress(START_TIMEOUT),
-                    "while its checkpoint %s was in progress");
+            case KILL_MID_CHECKPOINT -> killAt(fault, awaitCheckpoint(CheckpointWatch.Moment.IN_PROGRESS,
+                    START_TIMEOUT), "while its checkpoint %s was in progress");
             case KILL_AT_COMMIT -> {
-                Optional<Path> completed = new CheckpointWatch(stateDir()).awaitCompleted(START_TIMEOUT);
+                Optional<Path> completed = awaitCheckpoint(CheckpointWatch.Moment.COMPLETED, START_TIMEOUT);
                 TimeUnit.MILLISECONDS.sleep(fault.lengthMillis()); // the schedule's own seeded delay
                 killAt(fault, completed, fault.lengthMillis() + " ms after its checkpoint %s completed");
             }
@@ -118,21 +121,34 @@ final class ServeUnderChaos implements ChaosJob {
     }
 
     private void startAndAwaitRunning() throws Exception {
-        for (int failed = 0; ; failed++) {
+        for (int failed = 0; failed < MAX_FAILED_STARTS; failed++) {
             MstarProcess started = startProcess();
-            try {
-                started.awaitLine(SERVE_UP, START_TIMEOUT);
+            if (awaitOrExit(started, SERVE_UP)) {
                 Matcher m = REST.matcher(Files.readString(started.log()));
                 rest = new FlinkRest(m.find() ? m.group(1) : "http://127.0.0.1:8081");
                 timeline.add("serve-" + starts + " runs");
                 return;
-            } catch (IllegalStateException exited) {
-                if (started.isAlive() || failed == MAX_FAILED_STARTS) {
-                    throw exited;
-                }
-                exitedByThemselves++;
-                timeline.add("serve-" + starts + " exited before it ran (" + lastLine(started) + "); starting again");
             }
+        }
+        throw new IllegalStateException("serve exited before it ran " + MAX_FAILED_STARTS + " times in a row");
+    }
+
+    /**
+     * Waits until serve's console says {@code line}; false when serve exited first (noted and counted).
+     *
+     * @throws IllegalStateException when it neither says it nor exits in time
+     */
+    private boolean awaitOrExit(MstarProcess process, String line) throws IOException, InterruptedException {
+        try {
+            process.awaitLine(line, START_TIMEOUT);
+            return true;
+        } catch (IllegalStateException exited) {
+            if (process.isAlive()) {
+                throw exited;
+            }
+            exitedByThemselves++;
+            timeline.add("serve-" + starts + " exited before it said '" + line + "' (" + lastLine(process) + ")");
+            return false;
         }
     }
 

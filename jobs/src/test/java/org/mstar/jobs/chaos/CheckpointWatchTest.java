@@ -1,6 +1,8 @@
 package org.mstar.jobs.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.mstar.jobs.chaos.CheckpointWatch.Moment.COMPLETED;
+import static org.mstar.jobs.chaos.CheckpointWatch.Moment.IN_PROGRESS;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,19 +25,19 @@ class CheckpointWatchTest {
         Files.createFile(Files.createDirectories(job.resolve("chk-2")).resolve("_metadata"));
         CheckpointWatch watch = new CheckpointWatch(state);
 
-        assertThat(watch.awaitInProgress(Duration.ofMillis(50))).as("chk-3 was there before").isEmpty();
-        assertThat(watch.awaitCompleted(Duration.ofMillis(50))).as("chk-2 was there before").isEmpty();
+        assertThat(watch.await(IN_PROGRESS, Duration.ofMillis(50))).as("chk-3 was there before").isEmpty();
+        assertThat(watch.await(COMPLETED, Duration.ofMillis(50))).as("chk-2 was there before").isEmpty();
 
         Path next = Files.createDirectories(state.resolve("checkpoints/job-2/chk-3"));
-        assertThat(watch.awaitInProgress(Duration.ofSeconds(5))).contains(next);
-        assertThat(watch.awaitCompleted(Duration.ofMillis(50))).isEmpty();
+        assertThat(watch.await(IN_PROGRESS, Duration.ofSeconds(5))).contains(next);
+        assertThat(watch.await(COMPLETED, Duration.ofMillis(50))).isEmpty();
 
         Files.createFile(next.resolve("_metadata"));
-        assertThat(watch.awaitCompleted(Duration.ofSeconds(5))).contains(next);
+        assertThat(watch.await(COMPLETED, Duration.ofSeconds(5))).contains(next);
     }
 
     @Test
     void noCheckpointFolderYetIsNoCheckpoint() throws Exception {
-        assertThat(new CheckpointWatch(state).awaitInProgress(Duration.ofMillis(20))).isEmpty();
+        assertThat(new CheckpointWatch(state).await(IN_PROGRESS, Duration.ofMillis(20))).isEmpty();
     }
 }
