@@ -3,12 +3,6 @@ package org.mstar.jobs;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,9 +14,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.configuration.Configuration;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.TopicPartition;
@@ -65,7 +56,6 @@ class FlinkClusterKillITCase {
     /** Requests of the first wave; each wave the job outpaces is followed by one twice as large. */
     private static final int FIRST_WAVE = 8;
     private static final int MAX_WAVES = 6;
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     @TempDir
     static Path tmp;
@@ -73,12 +63,8 @@ class FlinkClusterKillITCase {
     private static KafkaTestSupport kafka;
     private static Path model;
     private static LlamaEngineFactory engines;
-    private Path clusterDir;
+    private FlinkSessionCluster cluster;
     private final List<String> notes = new ArrayList<>();
-    private int restPort;
-    private int rpcPort;
-    private int restPort2;
-    private int zooKeeperPort;
 
     @BeforeAll
     static void startBrokerAndWriteTheModel() throws Exception {
@@ -100,11 +86,8 @@ class FlinkClusterKillITCase {
     /** Each test starts its cluster ({@code cluster.sh start} or {@code start-ha}) here, on ports of its own. */
     @BeforeEach
     void placeCluster(TestInfo test) throws Exception {
-        clusterDir = tmp.resolve("cluster-" + test.getTestMethod().orElseThrow().getName());
-        restPort = freePort();
-        rpcPort = freePort();
-        restPort2 = freePort();
-        zooKeeperPort = freePort();
+        cluster = new FlinkSessionCluster(repoRoot(),
+                tmp.resolve("cluster-" + test.getTestMethod().orElseThrow().getName()));
     }
 
     /**
@@ -113,9 +96,9 @@ class FlinkClusterKillITCase {
      */
     @AfterEach
     void stopCluster() throws Exception {
-        cluster("stop");
+        cluster.script("stop");
         notes.forEach(System.out::println);
-        for (Path file : jobManagerLogs()) {
+        for (Path file : cluster.jobManagerLogs()) {
             System.out.println("--- " + file.getFileName());
             List<String> log = Files.readAllLines(file);
             log.stream().filter(l -> l.contains("Job mstar serve") && l.contains("switched from state")
@@ -131,15 +114,9 @@ class FlinkClusterKillITCase {
         }
     }
 
-    private List<Path> jobManagerLogs() throws IOException {
-        try (Stream<Path> files = Files.list(clusterDir.resolve("log"))) {
-            return files.filter(f -> f.getFileName().toString().matches("jobmanager.*\\.log")).sorted().toList();
-        }
-    }
-
     @Test
     void killedTaskManagersLoseAndRepeatNothing() throws Exception {
-        cluster("start", "2");
+        cluster.script("start", "2");
         Job job = new Job("tm");
         String jobId = job.submit();
 
@@ -147,8 +124,8 @@ class FlinkClusterKillITCase {
         job.produceUntilMidGeneration();
         killTaskManager(first);
         job.assertKilledMidGeneration("TaskManager " + first + " died");
-        cluster("start-taskmanager", first);
-        awaitRestarts(jobId, 1);
+        cluster.script("start-taskmanager", first);
+        cluster.awaitRestarts(jobId, 1, TIMEOUT);
 
         String second = taskManagerRunningGenerate(jobId);
         job.produceUntilMidGeneration();
@@ -156,7 +133,7 @@ class FlinkClusterKillITCase {
         job.assertKilledMidGeneration("TaskManager " + second + " died"); // the other one's two slots carry on
 
         job.assertExactlyOnceAndComplete();
-        awaitRestarts(jobId, 2);
+        cluster.awaitRestarts(jobId, 2, TIMEOUT);
     }
 
     /**
@@ -165,14 +142,14 @@ class FlinkClusterKillITCase {
      */
     @Test
     void aResubmittedJobResumesAfterTheJobManagerDied() throws Exception {
-        cluster("start", "2");
+        cluster.script("start", "2");
         Job job = new Job("jm");
         String first = job.submit();
 
         job.produceUntilMidGeneration();
         killAtOnce("jobmanager", "the JobManager");
         job.assertKilledMidGeneration("the JobManager died");
-        cluster("start-jobmanager", "2");
+        cluster.script("start-jobmanager", "2");
         String second = job.submit();
 
         assertThat(second).isNotEqualTo(first);
@@ -187,7 +164,7 @@ class FlinkClusterKillITCase {
      */
     @Test
     void aStandbyJobManagerTakesOverWhenTheLeaderDies() throws Exception {
-        cluster("start-ha", "2");
+        cluster.script("start-ha", "2");
         Job job = new Job("ha");
         String jobId = job.submit();
         int leader = leadingJobManager();
@@ -195,18 +172,20 @@ class FlinkClusterKillITCase {
         job.produceUntilMidGeneration();
         killAtOnce("jobmanager-" + leader, "the leading JobManager " + leader);
         job.assertKilledMidGeneration("the leading JobManager " + leader + " died");
-        restPort = leader == 1 ? restPort2 : restPort; // the standby's REST endpoint from now on
-        awaitRunning(jobId); // the standby runs the job under its id
+        if (leader == 1) {
+            cluster.useJobManager2(); // the standby's REST endpoint from now on
+        }
+        cluster.awaitRunning(jobId, TIMEOUT); // the standby runs the job under its id
 
         job.assertExactlyOnceAndComplete();
-        assertThat(Files.readString(clusterDir.resolve("log/jobmanager-" + (3 - leader) + ".log")))
+        assertThat(Files.readString(cluster.dir().resolve("log/jobmanager-" + (3 - leader) + ".log")))
                 .as("the standby's log").contains("granted leadership");
     }
 
     /** Which of the two JobManagers leads: the one whose log says its dispatcher was granted leadership. */
     private int leadingJobManager() throws IOException {
         for (int n = 1; n <= 2; n++) {
-            if (Files.readString(clusterDir.resolve("log/jobmanager-" + n + ".log")).contains("granted leadership")) {
+            if (Files.readString(cluster.dir().resolve("log/jobmanager-" + n + ".log")).contains("granted leadership")) {
                 return n;
             }
         }
@@ -234,7 +213,7 @@ class FlinkClusterKillITCase {
 
         /** {@code flink run -d jobs.jar serve ...}, the same command every time; returns the job id. */
         String submit() throws Exception {
-            submitOutput = cluster("run", "-d", jobJar().toString(), "serve",
+            submitOutput = cluster.script("run", "-d", FlinkSessionCluster.jobJar(repoRoot()).toString(), "serve",
                     "--bootstrap-servers", broker.bootstrapServers(),
                     "--requests-topic", requestsTopic, "--responses-topic", responses,
                     "--group-id", name, "--transactional-id-prefix", "tx-" + name,
@@ -323,80 +302,17 @@ class FlinkClusterKillITCase {
     }
 
     /**
-     * SIGKILLs the cluster process of pid file {@code name}.pid at once, as {@code cluster.sh kill-taskmanager} and
-     * {@code kill-jobmanager} do but without starting a process: what the test saw mid-generation must still be the
-     * latest checkpoint when it dies (with checkpoints every 500 ms, a script's start-up is time enough for another).
+     * SIGKILLs cluster process {@code name} at once, not through {@code cluster.sh}: what the test saw mid-generation
+     * must still be the latest checkpoint when it dies.
      */
     private void killAtOnce(String name, String what) throws Exception {
-        long pid = Long.parseLong(Files.readString(clusterDir.resolve(name + ".pid")).strip());
-        ProcessHandle process = ProcessHandle.of(pid).orElseThrow(() -> new AssertionError(what + " (pid " + pid
-                + ") is not running"));
-        process.destroyForcibly(); // SIGKILL
-        process.onExit().get(30, TimeUnit.SECONDS);
+        cluster.kill(name);
         notes.add("killed " + what);
     }
 
     /** The number of a TaskManager that runs a subtask of the generate operator, as the JobManager's REST API says. */
     private String taskManagerRunningGenerate(String jobId) throws Exception {
-        HttpClient http = HttpClient.newHttpClient();
-        String vertex = null;
-        for (JsonNode v : JSON.readTree(get(http, "/jobs/" + jobId)).path("vertices")) {
-            if (v.path("name").asText().contains("mstar generate")) {
-                vertex = v.path("id").asText();
-            }
-        }
-        assertThat(vertex).as("the generate vertex of job %s", jobId).isNotNull();
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        String last = "";
-        while (System.nanoTime() < deadline) {
-            last = get(http, "/jobs/" + jobId + "/vertices/" + vertex + "/taskmanagers");
-            for (JsonNode tm : JSON.readTree(last).path("taskmanagers")) {
-                String id = tm.path("taskmanager-id").asText();
-                if (tm.path("status").asText().equals("RUNNING") && id.startsWith("taskmanager-")) {
-                    return id.substring("taskmanager-".length());
-                }
-            }
-            TimeUnit.MILLISECONDS.sleep(100); // poll interval of a condition with a deadline
-        }
-        throw new AssertionError("no TaskManager runs the generate operator of job " + jobId + ": " + last);
-    }
-
-    private String get(HttpClient http, String path) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create("http://localhost:" + restPort + path)).build(),
-                HttpResponse.BodyHandlers.ofString()).body();
-    }
-
-    /** Polls the JobManager's REST API until it reports the job running. */
-    private void awaitRunning(String jobId) throws Exception {
-        HttpClient http = HttpClient.newHttpClient();
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        String last = "";
-        while (System.nanoTime() < deadline) {
-            last = get(http, "/jobs/" + jobId);
-            if (last.startsWith("{") && JSON.readTree(last).path("state").asText().equals("RUNNING")) {
-                return;
-            }
-            TimeUnit.MILLISECONDS.sleep(200); // poll interval of a condition with a deadline
-        }
-        throw new AssertionError("job " + jobId + " is not running: " + last);
-    }
-
-    /** Polls the JobManager's REST API until the job has restarted {@code count} times. */
-    private void awaitRestarts(String jobId, int count) throws Exception {
-        HttpClient http = HttpClient.newHttpClient();
-        Pattern restarts = Pattern.compile("\"value\":\"?(\\d+)");
-        URI uri = URI.create("http://localhost:" + restPort + "/jobs/" + jobId + "/metrics?get=numRestarts");
-        long deadline = System.nanoTime() + TIMEOUT.toNanos();
-        String last = "";
-        while (System.nanoTime() < deadline) {
-            last = http.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString()).body();
-            Matcher m = restarts.matcher(last);
-            if (m.find() && Integer.parseInt(m.group(1)) >= count) {
-                return;
-            }
-            TimeUnit.MILLISECONDS.sleep(200); // poll interval of a condition with a deadline
-        }
-        throw new AssertionError("job " + jobId + " did not restart " + count + " times: " + last);
+        return cluster.taskManagerRunning(jobId, "mstar generate", TIMEOUT);
     }
 
     /** The group's committed offsets reach the end of the requests topic once a checkpoint follows the last read. */
@@ -415,39 +331,7 @@ class FlinkClusterKillITCase {
         }
     }
 
-    /** Runs {@code cluster.sh ARGS}; returns its output, failing with it when the script fails. */
-    private String cluster(String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("bash", repoRoot().resolve("scripts/cluster/cluster.sh").toString()));
-        command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
-        pb.environment().put("MSTAR_CLUSTER_DIR", clusterDir.toString());
-        pb.environment().put("MSTAR_REST_PORT", Integer.toString(restPort));
-        pb.environment().put("MSTAR_RPC_PORT", Integer.toString(rpcPort));
-        pb.environment().put("MSTAR_REST_PORT_2", Integer.toString(restPort2));
-        pb.environment().put("MSTAR_ZOOKEEPER_PORT", Integer.toString(zooKeeperPort));
-        pb.environment().put("OPT_OUT_TRACKING", "true");
-        Process p = pb.start();
-        String output = new String(p.getInputStream().readAllBytes());
-        assertThat(p.waitFor()).as("cluster.sh %s:%n%s", String.join(" ", args), output).isZero();
-        return output;
-    }
-
     private static Path repoRoot() {
         return Path.of(System.getProperty("basedir", System.getProperty("user.dir"))).toAbsolutePath().getParent();
-    }
-
-    /** The shaded job jar {@code package} writes (not the original-*.jar it replaces). */
-    private static Path jobJar() throws IOException {
-        try (Stream<Path> files = Files.list(repoRoot().resolve("jobs/target"))) {
-            return files.filter(f -> f.getFileName().toString().matches("mstar-jobs-.*\\.jar"))
-                    .findFirst().orElseThrow(() -> new AssertionError("no jobs/target/mstar-jobs-*.jar: run `mvn"
-                            + " -pl jobs -am package -DskipTests` first (kill-taskmanager-test.sh does)"));
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
-            return s.getLocalPort();
-        }
     }
 }

@@ -4,10 +4,13 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.configuration.Configuration;
@@ -20,16 +23,34 @@ import org.mstar.jobs.ModelSource;
 import org.mstar.schemas.GenerateRequest;
 
 /**
- * A chaos run (issue #36): {@code mstar kafka} and {@code mstar serve --random} as child processes under a steady
- * open-loop load and a seeded schedule of faults, then {@link ExactlyOnceChecker} on everything a read_committed
- * consumer saw. Exit code 0 when nothing was violated, 1 otherwise, 2 when the run itself failed. Options (all {@code --name value}):
- * {@code --dir} (new folder for logs, broker data and state; required), {@code --seconds} of load (300),
- * {@code --rate} requests per second (1), {@code --seed} (1), {@code --faults-each} of each kind (5),
- * {@code --port} of the broker (19092), {@code --tail-seconds}: how long after the last fault and the last send
- * every request must have ended (180).
+ * A chaos run (issue #36): {@code mstar kafka} and {@code mstar serve --random}, the latter as one child process
+ * ({@code --target serve}) or submitted to a session cluster of {@code scripts/cluster/} ({@code --target cluster}),
+ * under a steady open-loop load and a seeded schedule of faults, then {@link ExactlyOnceChecker} on everything a
+ * read_committed consumer saw. Exit code 0 when nothing was violated, 1 otherwise, 2 when the run itself failed. Options (all
+ * {@code --name value}): {@code --dir} (new folder for logs, broker data and state; required), {@code --seconds}:
+ * the least time of load (300; the load goes on until every fault is applied), {@code --rate} requests per second
+ * (1), {@code --seed} (1), {@code --faults-each} of each kind (5), {@code --max-gap-seconds} between one fault's
+ * recovery and the next (4), {@code --port} of the broker (19092), {@code --tail-seconds}: how long after the last
+ * fault was over (or its send, if later) a request may take to end (180), {@code --fault-minutes}: after how long
+ * no further fault begins (no limit), {@code --target} (serve). The cluster
+ * target needs the shaded job jar ({@code mvn -pl jobs -am package -DskipTests}) of the checkout that system property
+ * {@code mstar.root} names.
  */
 public final class ChaosRun {
     private static final int MAX_BATCH_ROWS = 8;
+    /**
+     * Serve's Kafka clients give up after seconds rather than Kafka's minutes, as a deployment that wants a failed
+     * broker noticed and failed over from soon would set them: a {@code BROKER_OUTAGE} of 15 to 25 s then outlasts
+     * them and the job restores from its checkpoint, where Kafka's defaults (2 min to deliver) would ride it out.
+     */
+    private static final List<String> KAFKA_TIMEOUTS = List.of("-Dmstar.kafka.request.timeout.ms=5000",
+            "-Dmstar.kafka.delivery.timeout.ms=10000", "-Dmstar.kafka.max.block.ms=5000",
+            "-Dmstar.kafka.default.api.timeout.ms=5000");
+    /**
+     * Flink's exponential restart delay grows to a minute and shrinks back only after an hour without failure; a
+     * chaos run fails the job every minute or so, and at a minute a restart the hour would hold few faults.
+     */
+    private static final String MAX_RESTART_DELAY = "-Drestart-strategy.exponential-delay.max-backoff=10 s";
 
     private ChaosRun() {}
 
@@ -53,50 +74,70 @@ public final class ChaosRun {
         double rate = Double.parseDouble(o.getOrDefault("rate", "1"));
         long seed = Long.parseLong(o.getOrDefault("seed", "1"));
         int faultsEach = Integer.parseInt(o.getOrDefault("faults-each", "5"));
+        long maxGapMillis = Long.parseLong(o.getOrDefault("max-gap-seconds", "4")) * 1000;
         int port = Integer.parseInt(o.getOrDefault("port", "19092"));
         Duration tail = Duration.ofSeconds(Long.parseLong(o.getOrDefault("tail-seconds", "180")));
+        Duration faultTime = o.containsKey("fault-minutes")
+                ? Duration.ofMinutes(Long.parseLong(o.get("fault-minutes"))) : Duration.ofNanos(Long.MAX_VALUE);
         if (Files.exists(dir)) {
             throw new IllegalArgumentException("--dir " + dir + " exists: a chaos run starts from nothing");
         }
         Files.createDirectories(dir);
 
         Timeline timeline = new Timeline();
-        // Gaps short enough that every fault lands within the load: each fault with its recovery takes ~10 s more.
-        List<FaultSchedule.Fault> schedule = FaultSchedule.of(seed, faultsEach, 2_000,
-                Math.max(3_000, load.toMillis() / (8L * faultsEach)));
-        ChaosTarget target = new ChaosTarget(dir, port, List.of("--checkpoint-interval", "1",
-                "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS));
+        List<String> serveOptions = new ArrayList<>(List.of("--checkpoint-interval", "1",
+                "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS, MAX_RESTART_DELAY));
+        serveOptions.addAll(KAFKA_TIMEOUTS);
+        ChaosBroker broker = new ChaosBroker(dir, port);
+        ChaosJob job = switch (o.getOrDefault("target", "serve")) {
+            case "serve" -> new ServeUnderChaos(dir, broker.bootstrapServers(), serveOptions, timeline);
+            case "cluster" -> new ClusterUnderChaos(Path.of(System.getProperty("mstar.root", ".")).toAbsolutePath(),
+                    dir, broker.bootstrapServers(), serveOptions, timeline);
+            default -> throw new IllegalArgumentException("--target is serve or cluster, not " + o.get("target"));
+        };
+        Optional<StateDisk> disk = StateDisk.mount(job.stateDir());
+        Set<FaultSchedule.Kind> kinds = EnumSet.of(FaultSchedule.Kind.BROKER_KILL, FaultSchedule.Kind.BROKER_FREEZE,
+                FaultSchedule.Kind.BROKER_RESTART, FaultSchedule.Kind.BROKER_OUTAGE);
+        kinds.addAll(job.kinds());
+        disk.ifPresent(d -> kinds.add(FaultSchedule.Kind.DISK_FULL));
+        List<FaultSchedule.Fault> schedule = FaultSchedule.of(seed, kinds, faultsEach, 1_000, maxGapMillis);
         OpenLoopLoad sender;
         CommittedResponses responses;
         FaultInjector injector;
-        boolean allEnded;
-        try (target) {
-            target.startBroker();
-            target.startServe().awaitLine(ChaosTarget.SERVE_UP, Duration.ofMinutes(3));
-            timeline.add("serve-1 runs; " + schedule.size() + " faults scheduled, load for " + load + " at " + rate + "/s");
-            responses = new CommittedResponses(target.bootstrapServers(), "responses");
+        try (broker; job) {
+            broker.start();
+            job.start();
+            timeline.add(schedule.size() + " faults scheduled (" + kinds + "), load for at least " + load + " at "
+                    + rate + "/s");
+            responses = new CommittedResponses(broker.bootstrapServers(), "responses");
             Thread reader = new Thread(responses, "chaos-reader");
             reader.start();
-            sender = new OpenLoopLoad(seed, rate, load, target.bootstrapServers(), "requests");
+            sender = new OpenLoopLoad(seed, rate, broker.bootstrapServers(), "requests");
             Thread sending = new Thread(sender, "chaos-load");
             long loadEnd = System.nanoTime() + load.toNanos();
             sending.start();
-            injector = new FaultInjector(target, responses, () -> !open(sender, responses).isEmpty(),
+            injector = new FaultInjector(broker, job, disk, responses, () -> !open(sender, responses).isEmpty(),
                     Duration.ofMinutes(3), timeline);
-            injector.apply(schedule, loadEnd);
+            injector.apply(schedule, faultTime);
+            TimeUnit.NANOSECONDS.sleep(Math.max(0, loadEnd - System.nanoTime())); // the load's stated least length
+            sender.stop();
             sending.join();
             timeline.add("the load ended: " + sender.sent.size() + " requests acknowledged, "
                     + sender.unacknowledged.size() + " not");
-            allEnded = awaitAllEnded(sender, responses, tail);
+            boolean allEnded = awaitAllEnded(sender, responses, tail);
             timeline.add(allEnded ? "every request ended" : open(sender, responses).size() + " requests still open "
                     + tail + " after the last fault and send");
             responses.stop();
             reader.join();
+        } finally {
+            if (disk.isPresent()) {
+                disk.get().close();
+            }
         }
         List<GenerateRequest> requests = sender.sent.stream().map(OpenLoopLoad.SentRequest::request).toList();
-        ExactlyOnceChecker checker = new ExactlyOnceChecker(timeline);
+        ExactlyOnceChecker checker = new ExactlyOnceChecker(timeline, injector.lastFaultOverMillis, tail);
         checker.check(sender.sent, sender.unacknowledged, responses.seen, reference(requests));
-        report(checker, sender, responses, injector, target, seed);
+        report(checker, sender, responses, injector, job, seed);
         return checker.violations.isEmpty();
     }
 
@@ -132,15 +173,16 @@ public final class ChaosRun {
     }
 
     private static void report(ExactlyOnceChecker checker, OpenLoopLoad sender, CommittedResponses responses,
-                               FaultInjector injector, ChaosTarget target, long seed) throws Exception {
+                               FaultInjector injector, ChaosJob job, long seed) throws Exception {
         System.out.println("==== chaos run summary (seed " + seed + ")");
         System.out.println("faults applied: " + injector.applied + "; without a response committed within the"
-                + " recovery bound after: " + injector.unrecovered + "; serve started " + target.serveStarts() + " times");
+                + " recovery bound after: " + injector.unrecovered + "; after which the job had failed over: "
+                + injector.failedOver + "; " + job.summary());
         System.out.println("requests acknowledged: " + sender.sent.size() + "; not acknowledged by the broker: "
                 + sender.unacknowledged.size());
         System.out.println("read: " + responses.seen.size() + " records; " + checker.results + " results, "
                 + checker.tokens + " token events; error events by code: " + checker.errorsByCode);
-        List<String> alarming = target.alarmingLogLines();
+        List<String> alarming = job.alarmingLogLines();
         System.out.println("log lines about data loss: " + alarming.size());
         alarming.stream().limit(5).forEach(l -> System.out.println("  " + l));
         System.out.println("violations: " + checker.violations.size());

@@ -1,5 +1,6 @@
 package org.mstar.jobs.chaos;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -14,19 +15,28 @@ import org.mstar.schemas.TokenEvent;
 
 /**
  * Checks a chaos run's history: every request sent ended exactly once (one result or one error event), its token
- * indexes came 0..n-1 once each and in order, its tokens and result equal the fault-free reference, and nothing
- * answers a request that was not sent. Each violation comes with the request's slice of history: the request,
+ * indexes came 0..n-1 once each and in order, its tokens and result equal the fault-free reference, it ended within
+ * a stated bound after it was sent or the last fault was over (whichever came later), and nothing answers a request
+ * that was not sent. Each violation comes with the request's slice of history: the request,
  * every response to it as read, and the faults applied while it was open.
  */
 final class ExactlyOnceChecker {
     private final Timeline timeline;
+    private final long lastFaultOverMillis;
+    private final Duration stuckBound;
     final List<String> violations = new ArrayList<>();
     final Map<Integer, Integer> errorsByCode = new TreeMap<>();
     int results;
     int tokens;
 
-    ExactlyOnceChecker(Timeline timeline) {
+    /**
+     * @param lastFaultOverMillis when the last fault was over (its processes started again, the broker back)
+     * @param stuckBound how long after that, or after its send if later, a request may take to end
+     */
+    ExactlyOnceChecker(Timeline timeline, long lastFaultOverMillis, Duration stuckBound) {
         this.timeline = timeline;
+        this.lastFaultOverMillis = lastFaultOverMillis;
+        this.stuckBound = stuckBound;
     }
 
     void check(List<OpenLoopLoad.SentRequest> sent, Map<String, String> unacknowledged,
@@ -49,6 +59,9 @@ final class ExactlyOnceChecker {
         for (OpenLoopLoad.SentRequest r : sent) {
             List<CommittedResponses.Seen> history = byRequest.getOrDefault(r.request().getRequestId(), List.of());
             String problem = problem(r.request(), history, reference.get(r.request().getRequestId()));
+            if (problem == null) {
+                problem = stuck(r, history);
+            }
             if (problem != null) {
                 violations.add(slice(r, history, problem));
             }
@@ -97,6 +110,17 @@ final class ExactlyOnceChecker {
             return "the result's metadata " + result.getMetadata() + " is not the request's " + request.getMetadata();
         }
         return null;
+    }
+
+    /** Whether the request ended later than the bound allows (the history has its one ending). */
+    private String stuck(OpenLoopLoad.SentRequest r, List<CommittedResponses.Seen> history) {
+        long endedAt = history.stream().filter(CommittedResponses.Seen::ends).findFirst().orElseThrow().readAtMillis();
+        long from = Math.max(r.sentAtMillis(), lastFaultOverMillis);
+        if (endedAt - from <= stuckBound.toMillis()) {
+            return null;
+        }
+        return "stuck: ended " + Duration.ofMillis(endedAt - from) + " after "
+                + (from == r.sentAtMillis() ? "it was sent" : "the last fault was over") + ", more than " + stuckBound;
     }
 
     private String slice(OpenLoopLoad.SentRequest r, List<CommittedResponses.Seen> history, String problem) {

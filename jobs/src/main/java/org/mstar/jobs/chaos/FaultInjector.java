@@ -1,100 +1,114 @@
 package org.mstar.jobs.chaos;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 /**
- * Applies a {@link FaultSchedule} to a {@link ChaosTarget}. After each fault it waits, on conditions, until the
- * target has recovered (serve says it runs again, and some response is committed after the fault, while requests
- * are open) before the next fault's seeded gap begins, so that each fault meets a working system.
+ * Applies a {@link FaultSchedule}: the broker's and the state disk's faults itself, the job's processes' through
+ * {@link ChaosJob}. After a fault it waits, on conditions, until the job has recovered (a response committed after
+ * the fault, while requests are open) before the next fault's seeded gap begins, so that the fault meets a working
+ * system; after one that overlaps the next it does not wait, so that the next lands mid-recovery.
  */
 final class FaultInjector {
-    private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
-
-    private final ChaosTarget target;
+    private final ChaosBroker broker;
+    private final ChaosJob job;
+    private final Optional<StateDisk> disk;
     private final CommittedResponses responses;
     private final BooleanSupplier requestsOpen;
     private final Duration recoveryBound;
     private final Timeline timeline;
     final Map<FaultSchedule.Kind, Integer> applied = new EnumMap<>(FaultSchedule.Kind.class);
     int unrecovered;
+    /**
+     * Faults of each kind after which the job that ran had failed over (its REST API recorded a task failure since
+     * the fault began), where the fault left that job alive; kills are failovers anyway.
+     */
+    final Map<FaultSchedule.Kind, Integer> failedOver = new EnumMap<>(FaultSchedule.Kind.class);
+    /** When the last fault was over: its processes started again, the broker back, the disk freed. */
+    long lastFaultOverMillis;
 
-    FaultInjector(ChaosTarget target, CommittedResponses responses, BooleanSupplier requestsOpen,
-                  Duration recoveryBound, Timeline timeline) {
-        this.target = target;
+    FaultInjector(ChaosBroker broker, ChaosJob job, Optional<StateDisk> disk, CommittedResponses responses,
+                  BooleanSupplier requestsOpen, Duration recoveryBound, Timeline timeline) {
+        this.broker = broker;
+        this.job = job;
+        this.disk = disk;
         this.responses = responses;
         this.requestsOpen = requestsOpen;
         this.recoveryBound = recoveryBound;
         this.timeline = timeline;
     }
 
-    /** Applies the faults in order until they are done or {@code untilNanos} (System.nanoTime) has passed. */
-    void apply(List<FaultSchedule.Fault> schedule, long untilNanos) throws IOException, InterruptedException {
+    /** Applies the faults in order until they are done or {@code faultTime} has passed. */
+    void apply(List<FaultSchedule.Fault> schedule, Duration faultTime) throws Exception {
+        long start = System.nanoTime();
         for (FaultSchedule.Fault fault : schedule) {
             TimeUnit.MILLISECONDS.sleep(fault.gapMillis()); // the schedule's own seeded delay
-            if (System.nanoTime() > untilNanos) {
-                timeline.add("the load ended: " + (schedule.size() - schedule.indexOf(fault)) + " faults not applied");
+            if (System.nanoTime() - start > faultTime.toNanos()) {
+                timeline.add("the time for faults is over: " + (schedule.size() - schedule.indexOf(fault))
+                        + " faults not applied");
                 return;
             }
+            job.restartWhatExited();
+            int seenBefore = responses.seen.size();
+            long began = System.currentTimeMillis();
             apply(fault);
             applied.merge(fault.kind(), 1, Integer::sum);
-            awaitProgress(responses.seen.size(), fault);
+            lastFaultOverMillis = System.currentTimeMillis();
+            if (!fault.overlaps()) {
+                awaitProgress(seenBefore, fault);
+            }
+            noteFailover(fault, began);
         }
     }
 
-    private void apply(FaultSchedule.Fault fault) throws IOException, InterruptedException {
+    private void apply(FaultSchedule.Fault fault) throws Exception {
         switch (fault.kind()) {
-            case SERVE_KILL -> {
-                timeline.add("SIGKILL serve-" + target.serveStarts());
-                target.serve().kill();
-                restartServe();
-            }
-            case SERVE_FREEZE -> {
-                timeline.add("SIGSTOP serve-" + target.serveStarts() + " for " + fault.lengthMillis() + " ms");
-                target.serve().stop();
+            case BROKER_KILL, BROKER_OUTAGE -> {
+                timeline.add("SIGKILL the broker, away for " + fault.lengthMillis() + " ms"
+                        + (fault.kind() == FaultSchedule.Kind.BROKER_OUTAGE ? " (longer than serve's Kafka timeouts)" : ""));
+                broker.process().kill();
                 TimeUnit.MILLISECONDS.sleep(fault.lengthMillis()); // the schedule's own seeded delay
-                target.serve().resume();
-                timeline.add("SIGCONT serve-" + target.serveStarts());
+                startBroker();
             }
-            case BROKER_KILL -> {
-                timeline.add("SIGKILL the broker, away for " + fault.lengthMillis() + " ms");
-                target.killBroker();
+            case BROKER_FREEZE -> {
+                timeline.add("SIGSTOP the broker for " + fault.lengthMillis() + " ms");
+                broker.process().stop();
                 TimeUnit.MILLISECONDS.sleep(fault.lengthMillis()); // the schedule's own seeded delay
-                target.startBroker();
-                timeline.add("the broker is back");
+                broker.process().resume();
+                timeline.add("SIGCONT the broker");
             }
-            case KILL_DURING_RESTORE -> {
-                timeline.add("SIGKILL serve-" + target.serveStarts() + " (then again mid-restore)");
-                target.serve().kill();
-                MstarProcess restoring = target.startServe();
-                restoring.awaitLine(ChaosTarget.RESUMING, START_TIMEOUT);
+            case BROKER_RESTART -> {
+                timeline.add("SIGTERM the broker (a clean shutdown), then start it again");
+                broker.process().terminate();
+                startBroker();
+            }
+            case DISK_FULL -> {
+                StateDisk full = disk.orElseThrow();
+                long bytes = full.fill();
+                timeline.add("the state directory's disk is full (" + (bytes >> 20) + " MiB written), held for "
+                        + fault.lengthMillis() + " ms");
                 TimeUnit.MILLISECONDS.sleep(fault.lengthMillis()); // the schedule's own seeded delay
-                timeline.add("SIGKILL serve-" + target.serveStarts() + " " + fault.lengthMillis()
-                        + " ms after it said it resumes" + (ranAlready(restoring) ? " (it was running already)" : ""));
-                restoring.kill();
-                restartServe();
+                full.free();
+                timeline.add("the state directory's disk has space again");
             }
+            default -> job.apply(fault);
         }
     }
 
-    private static boolean ranAlready(MstarProcess serve) throws IOException {
-        return Files.readString(serve.log()).contains(ChaosTarget.SERVE_UP);
-    }
-
-    private void restartServe() throws IOException, InterruptedException {
-        MstarProcess serve = target.startServe();
-        serve.awaitLine(ChaosTarget.SERVE_UP, START_TIMEOUT);
-        timeline.add("serve-" + target.serveStarts() + " runs again");
+    private void startBroker() throws IOException, InterruptedException {
+        broker.start();
+        timeline.add("the broker is back");
     }
 
     /** Waits until a response is read after the fault was applied, unless no request is open. */
-    private void awaitProgress(int seenBefore, FaultSchedule.Fault fault) throws InterruptedException {
+    private void awaitProgress(int seenBefore, FaultSchedule.Fault fault) throws Exception {
         long deadline = System.nanoTime() + recoveryBound.toNanos();
         while (responses.seen.size() == seenBefore && requestsOpen.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
@@ -102,7 +116,17 @@ final class FaultInjector {
                 timeline.add("no response committed within " + recoveryBound + " after " + fault.kind());
                 return;
             }
+            job.restartWhatExited();
             TimeUnit.MILLISECONDS.sleep(100); // poll interval of a condition with a deadline
+        }
+    }
+
+    private void noteFailover(FaultSchedule.Fault fault, long began) throws InterruptedException {
+        OptionalInt failures = job.rest().failuresSince(began);
+        if (failures.isPresent() && failures.getAsInt() > 0) {
+            failedOver.merge(fault.kind(), 1, Integer::sum);
+            timeline.add("the job failed over: " + failures.getAsInt() + " task failures since " + fault.kind()
+                    + " began");
         }
     }
 }

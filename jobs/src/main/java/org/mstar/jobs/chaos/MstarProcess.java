@@ -66,6 +66,12 @@ public final class MstarProcess {
         process.destroyForcibly().waitFor();
     }
 
+    /** SIGTERM, then waits until the process is gone: its shutdown hooks run (a clean stop). */
+    void terminate() throws InterruptedException {
+        process.destroy();
+        process.waitFor();
+    }
+
     /** SIGSTOP: the whole JVM freezes, its sockets stay open. */
     void stop() throws IOException, InterruptedException {
         signal("STOP");

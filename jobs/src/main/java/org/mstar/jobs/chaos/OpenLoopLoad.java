@@ -11,6 +11,7 @@ import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -18,8 +19,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.mstar.schemas.GenerateRequest;
 
 /**
- * Sends requests at seeded exponential gaps (open loop: the next send does not wait for any answer) for a given
- * time: mixed prompt and output lengths, greedy and seeded sampling, priorities 0 to 3. A request counts as sent
+ * Sends requests at seeded exponential gaps (open loop: the next send does not wait for any answer) until stopped: mixed prompt and output lengths, greedy and seeded sampling, priorities 0 to 3. A request counts as sent
  * once the broker acknowledged it; one the producer gave up on is kept apart, since it may or may not be there.
  */
 final class OpenLoopLoad implements Runnable {
@@ -28,7 +28,7 @@ final class OpenLoopLoad implements Runnable {
 
     private final Random random;
     private final double perSecond;
-    private final Duration duration;
+    private final AtomicBoolean stopped = new AtomicBoolean();
     private final KafkaProducer<byte[], byte[]> producer;
     private final String topic;
     /** Acknowledged requests with the time each was handed to the producer, in send order. */
@@ -37,10 +37,9 @@ final class OpenLoopLoad implements Runnable {
 
     record SentRequest(GenerateRequest request, long sentAtMillis) {}
 
-    OpenLoopLoad(long seed, double perSecond, Duration duration, String bootstrapServers, String topic) {
+    OpenLoopLoad(long seed, double perSecond, String bootstrapServers, String topic) {
         this.random = new Random(seed);
         this.perSecond = perSecond;
-        this.duration = duration;
         this.topic = topic;
         // Retries ride out a broker outage (idempotence keeps them from writing a request twice).
         this.producer = new KafkaProducer<>(Map.of(
@@ -54,11 +53,10 @@ final class OpenLoopLoad implements Runnable {
 
     @Override
     public void run() {
-        long start = System.nanoTime();
-        long next = start;
+        long next = System.nanoTime();
         int n = 0;
         try {
-            while (next - start < duration.toNanos()) {
+            while (!stopped.get()) {
                 long wait = next - System.nanoTime();
                 if (wait > 0) {
                     TimeUnit.NANOSECONDS.sleep(wait); // the load's own seeded arrival time
@@ -74,6 +72,11 @@ final class OpenLoopLoad implements Runnable {
         } finally {
             producer.close();
         }
+    }
+
+    /** Ends the load after the send under way; {@link #run()} then flushes what the producer holds. */
+    void stop() {
+        stopped.set(true);
     }
 
     private void send(GenerateRequest request) throws IOException {

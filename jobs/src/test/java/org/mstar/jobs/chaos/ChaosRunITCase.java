@@ -5,15 +5,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.Map;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A one-minute chaos run: one fault of each kind under load, then the exactly-once check. Tagged "chaos", out of
- * the default build (it takes minutes of child JVMs); the longer runs are {@code scripts/chaos/chaos-run.sh}'s.
+ * The five-minute chaos run of the default build: one fault of every kind {@code mstar serve} in one process takes,
+ * in a seeded order (some overlapping the next), under a request a second, then the exactly-once check. Three to
+ * five minutes on two cores, start-up and the reference run included (most of it the broker's restarts); the
+ * hour-long runs are {@code scripts/chaos/chaos-run.sh}'s. Without root the state directory's disk cannot be filled, and that kind is
+ * left out (the run says so).
  */
-@Tag("chaos")
 class ChaosRunITCase {
     @TempDir
     Path tmp;
@@ -24,8 +25,9 @@ class ChaosRunITCase {
         try (ServerSocket free = new ServerSocket(0)) {
             port = free.getLocalPort();
         }
-        boolean passed = ChaosRun.run(Map.of("dir", tmp.resolve("run").toString(), "seconds", "60", "rate", "2",
-                "seed", "3", "faults-each", "1", "port", Integer.toString(port), "tail-seconds", "120"));
+        boolean passed = ChaosRun.run(Map.of("dir", tmp.resolve("run").toString(), "seconds", "30", "rate", "1",
+                "seed", "3", "faults-each", "1", "max-gap-seconds", "2", "port", Integer.toString(port),
+                "tail-seconds", "120"));
 
         assertThat(passed).as("the chaos run's check (its summary is in the test's output)").isTrue();
     }

@@ -2,6 +2,7 @@ package org.mstar.jobs.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -20,6 +21,8 @@ class ExactlyOnceCheckerTest {
 
     private final List<CommittedResponses.Seen> seen = new ArrayList<>();
     private long offset;
+    /** When the next response is read (epoch millis); requests are sent at 0. */
+    private long readAtMillis = 1;
 
     @Test
     void aCleanHistoryAndAnErrorEventEndingARequestPass() {
@@ -59,14 +62,34 @@ class ExactlyOnceCheckerTest {
         assertThat(checker.violations).anySatisfy(v -> assertThat(v).startsWith("responses to stranger, which was never sent"));
     }
 
+    @Test
+    void aRequestEndingLaterThanTheBoundAfterTheLastFaultIsReportedStuck() {
+        readAtMillis = 1_140;
+        tokens("prompt", 0, 1, 2);
+        result("prompt", REFERENCE);
+        readAtMillis = 1_200;
+        tokens("slow", 0, 1, 2);
+        result("slow", REFERENCE);
+
+        ExactlyOnceChecker checker = new ExactlyOnceChecker(new Timeline(), 1_100, Duration.ofMillis(50));
+        checker.check(sent(List.of("prompt", "slow")), Map.of(), seen, Map.of("prompt", REFERENCE, "slow", REFERENCE));
+
+        assertThat(checker.violations).singleElement().satisfies(v -> assertThat(v)
+                .startsWith("slow: stuck: ended PT0.1S after the last fault was over, more than PT0.05S"));
+    }
+
     private ExactlyOnceChecker check(List<String> sentIds) {
-        List<OpenLoopLoad.SentRequest> sent = sentIds.stream().map(id -> new OpenLoopLoad.SentRequest(
-                GenerateRequest.newBuilder().setRequestId(id).setPromptTokenIds(List.of(3, 4)).build(), 0L)).toList();
         Map<String, List<Integer>> reference = Map.of("ok", REFERENCE, "twice", REFERENCE, "repeated", REFERENCE,
                 "other", REFERENCE, "unanswered", REFERENCE, "refused", REFERENCE);
-        ExactlyOnceChecker checker = new ExactlyOnceChecker(new Timeline());
-        checker.check(sent, Map.of(), seen, reference);
+        ExactlyOnceChecker checker = new ExactlyOnceChecker(new Timeline(), 0, Duration.ofMinutes(1));
+        checker.check(sent(sentIds), Map.of(), seen, reference);
         return checker;
+    }
+
+    /** The requests with these ids, sent at time 0. */
+    private static List<OpenLoopLoad.SentRequest> sent(List<String> sentIds) {
+        return sentIds.stream().map(id -> new OpenLoopLoad.SentRequest(
+                GenerateRequest.newBuilder().setRequestId(id).setPromptTokenIds(List.of(3, 4)).build(), 0L)).toList();
     }
 
     /** Token events of {@code id} with these indexes, each carrying the reference token at its index. */
@@ -87,6 +110,6 @@ class ExactlyOnceCheckerTest {
     }
 
     private void read(Object event) {
-        seen.add(new CommittedResponses.Seen(Response.newBuilder().setEvent(event).build(), 0, offset++, offset));
+        seen.add(new CommittedResponses.Seen(Response.newBuilder().setEvent(event).build(), 0, offset++, readAtMillis));
     }
 }
