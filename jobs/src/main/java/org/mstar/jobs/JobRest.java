@@ -58,12 +58,22 @@ final class JobRest {
 
     /** {@code path} under the job's URL, as JSON. */
     JsonNode get(String path) throws IOException, InterruptedException {
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(jobUrl + path))
-                .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = send(path);
         if (r.statusCode() != 200) {
             throw new IOException("GET " + jobUrl + path + ": " + r.statusCode() + " " + r.body());
         }
         return JSON.readTree(r.body());
+    }
+
+    /** {@code path} under the job's URL, as JSON; empty while the API does not know it (yet). */
+    Optional<JsonNode> find(String path) throws IOException, InterruptedException {
+        HttpResponse<String> r = send(path);
+        return r.statusCode() == 200 ? Optional.of(JSON.readTree(r.body())) : Optional.empty();
+    }
+
+    private HttpResponse<String> send(String path) throws IOException, InterruptedException {
+        return http.send(HttpRequest.newBuilder(URI.create(jobUrl + path)).timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     /** The job's vertices: id by name, in the job graph's order. */

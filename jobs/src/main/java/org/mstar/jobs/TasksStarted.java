@@ -1,15 +1,10 @@
 package org.mstar.jobs;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.NullNode;
 import java.io.IOException;
-import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -23,16 +18,13 @@ import org.mstar.flink.GenerationPipeline;
  * serve would say "is running" before saying why it stopped.
  */
 final class TasksStarted {
-    private static final ObjectMapper JSON = new ObjectMapper();
     /** How a vertex's metric reads in the REST API: operator name, then the metric's groups and name. */
     private static final String ENGINE_METRIC_SUFFIX = ".mstar." + GenerationPipeline.ENGINE_STARTED_METRIC;
 
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(2)).build();
-    private final String jobUrl;
+    private final JobRest rest;
 
     private TasksStarted(String restUrl, String jobId) {
-        this.jobUrl = restUrl + "/jobs/" + jobId;
+        this.rest = new JobRest(restUrl, jobId);
     }
 
     /**
@@ -44,7 +36,7 @@ final class TasksStarted {
      */
     static void await(String restUrl, String jobId, int engineOperators, CompletableFuture<?> ended)
             throws Exception {
-        TasksStarted job = new TasksStarted(restUrl, jobId);
+        TasksStarted started = new TasksStarted(restUrl, jobId);
         while (true) {
             if (ended.isDone()) {
                 ended.get();
@@ -52,7 +44,7 @@ final class TasksStarted {
             }
             boolean serves;
             try {
-                serves = job.serves(engineOperators);
+                serves = started.serves(engineOperators);
             } catch (IOException unreachable) {
                 return; // no REST endpoint to ask (a range given with -D): the job's RUNNING has to do
             }
@@ -64,7 +56,7 @@ final class TasksStarted {
     }
 
     private boolean serves(int engineOperators) throws IOException, InterruptedException {
-        Optional<JsonNode> details = get("");
+        Optional<JsonNode> details = rest.find("");
         return details.isPresent() && allRunning(details.get()) && startedEngines(details.get()) == engineOperators;
     }
 
@@ -87,9 +79,9 @@ final class TasksStarted {
         int started = 0;
         for (JsonNode v : job.path("vertices")) {
             String vertex = "/vertices/" + v.path("id").asText() + "/subtasks/metrics";
-            for (String metric : engineMetrics(get(vertex).orElse(JSON.nullNode()))) {
-                JsonNode sum = get(vertex + "?agg=sum&get=" + URLEncoder.encode(metric, StandardCharsets.UTF_8))
-                        .orElse(JSON.nullNode());
+            for (String metric : engineMetrics(rest.find(vertex).orElse(NullNode.getInstance()))) {
+                JsonNode sum = rest.find(vertex + "?agg=sum&get=" + URLEncoder.encode(metric, StandardCharsets.UTF_8))
+                        .orElse(NullNode.getInstance());
                 if (allStarted(sum, v.path("parallelism").asInt())) {
                     started++;
                 }
@@ -113,11 +105,5 @@ final class TasksStarted {
     /** Whether the engine metric's sum over a vertex's subtasks says each of its {@code parallelism} started. */
     static boolean allStarted(JsonNode sum, int parallelism) {
         return sum.size() == 1 && sum.get(0).path("sum").asDouble() == parallelism;
-    }
-
-    private Optional<JsonNode> get(String path) throws IOException, InterruptedException {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(jobUrl + path)).timeout(Duration.ofSeconds(10)).build();
-        HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
-        return r.statusCode() == 200 ? Optional.of(JSON.readTree(r.body())) : Optional.empty();
     }
 }
