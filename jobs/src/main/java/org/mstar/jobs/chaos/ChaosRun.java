@@ -32,7 +32,8 @@ import org.mstar.schemas.GenerateRequest;
  * (1), {@code --seed} (1), {@code --faults-each} of each kind (5), {@code --max-gap-seconds} between one fault's
  * recovery and the next (4), {@code --port} of the broker (19092), {@code --tail-seconds}: how long after the last
  * fault was over (or its send, if later) a request may take to end (180), {@code --fault-minutes}: after how long
- * no further fault begins (no limit), {@code --target} (serve). The cluster
+ * no further fault begins (no limit), {@code --target} (serve), {@code --kinds}: the fault kinds, comma-separated
+ * (every kind the target takes). The cluster
  * target needs the shaded job jar ({@code mvn -pl jobs -am package -DskipTests}) of the checkout that system property
  * {@code mstar.root} names.
  */
@@ -96,10 +97,11 @@ public final class ChaosRun {
             default -> throw new IllegalArgumentException("--target is serve or cluster, not " + o.get("target"));
         };
         Optional<StateDisk> disk = StateDisk.mount(job.stateDir());
-        Set<FaultSchedule.Kind> kinds = EnumSet.of(FaultSchedule.Kind.BROKER_KILL, FaultSchedule.Kind.BROKER_FREEZE,
+        Set<FaultSchedule.Kind> takes = EnumSet.of(FaultSchedule.Kind.BROKER_KILL, FaultSchedule.Kind.BROKER_FREEZE,
                 FaultSchedule.Kind.BROKER_RESTART, FaultSchedule.Kind.BROKER_OUTAGE);
-        kinds.addAll(job.kinds());
-        disk.ifPresent(d -> kinds.add(FaultSchedule.Kind.DISK_FULL));
+        takes.addAll(job.kinds());
+        disk.ifPresent(d -> takes.add(FaultSchedule.Kind.DISK_FULL));
+        Set<FaultSchedule.Kind> kinds = FaultSchedule.chosen(o.getOrDefault("kinds", ""), takes);
         List<FaultSchedule.Fault> schedule = FaultSchedule.of(seed, kinds, faultsEach, 1_000, maxGapMillis);
         OpenLoopLoad sender;
         CommittedResponses responses;

@@ -3,6 +3,7 @@ package org.mstar.jobs.chaos;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -56,6 +57,30 @@ final class FaultSchedule {
     record Fault(Kind kind, long gapMillis, long lengthMillis, boolean overlaps) {}
 
     private FaultSchedule() {}
+
+    /**
+     * The kinds a {@code --kinds} option names (comma-separated), each one the target takes; an empty option means
+     * every kind the target takes.
+     *
+     * @throws IllegalArgumentException naming a kind that does not exist or that the target does not take
+     */
+    static Set<Kind> chosen(String option, Set<Kind> available) {
+        if (option.isBlank()) {
+            return available;
+        }
+        Set<Kind> chosen = EnumSet.noneOf(Kind.class);
+        for (String name : option.split(",")) {
+            Kind kind = Arrays.stream(Kind.values()).filter(k -> k.name().equalsIgnoreCase(name.strip())).findFirst()
+                    .orElseThrow(() -> new IllegalArgumentException("--kinds: no fault kind " + name.strip()
+                            + "; kinds: " + Arrays.toString(Kind.values())));
+            if (!available.contains(kind)) {
+                throw new IllegalArgumentException("--kinds: this target does not take " + kind + "; it takes "
+                        + available);
+            }
+            chosen.add(kind);
+        }
+        return chosen;
+    }
 
     /**
      * {@code eachKind} rounds, each holding one fault of every one of {@code kinds} in a shuffled order, so that a run

@@ -1,6 +1,7 @@
 package org.mstar.jobs.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.EnumSet;
 import java.util.List;
@@ -50,5 +51,16 @@ class FaultScheduleTest {
         }
         assertThat(schedule.stream().filter(f -> f.kind() == FaultSchedule.Kind.BROKER_OUTAGE)
                 .map(FaultSchedule.Fault::lengthMillis)).allSatisfy(l -> assertThat(l).isBetween(15_000L, 25_000L));
+    }
+
+    @Test
+    void kindsChosenByNameMustBeKindsTheTargetTakes() {
+        assertThat(FaultSchedule.chosen("", KINDS)).isEqualTo(KINDS);
+        assertThat(FaultSchedule.chosen("serve_kill, DISK_FULL", KINDS))
+                .containsExactlyInAnyOrder(FaultSchedule.Kind.SERVE_KILL, FaultSchedule.Kind.DISK_FULL);
+        assertThatThrownBy(() -> FaultSchedule.chosen("SERVE_KILL,NETWORK_SPLIT", KINDS))
+                .hasMessageContaining("no fault kind NETWORK_SPLIT");
+        assertThatThrownBy(() -> FaultSchedule.chosen("JOBMANAGER_KILL", KINDS))
+                .hasMessageContaining("does not take JOBMANAGER_KILL");
     }
 }
