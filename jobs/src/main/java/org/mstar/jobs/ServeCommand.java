@@ -1,6 +1,7 @@
 package org.mstar.jobs;
 
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -82,9 +83,10 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--group-id", paramLabel = "ID", description = "Consumer group of the requests source.")
     String groupId;
 
-    @Option(names = "--checkpoint-interval", paramLabel = "SECONDS",
-            description = "Responses become visible to read_committed consumers at each checkpoint. Default: ${DEFAULT-VALUE}.")
-    long checkpointSeconds = 2;
+    @Option(names = "--checkpoint-interval", paramLabel = "DURATION", converter = CheckpointIntervalConverter.class,
+            description = "Responses become visible to read_committed consumers at each checkpoint: seconds, or a"
+                    + " duration such as 250ms. Default: 2 (seconds).")
+    Duration checkpointInterval = Duration.ofSeconds(2);
 
     @Option(names = "--state-dir", paramLabel = "DIR",
             description = "Checkpoints, and what they were taken with; a rerun resumes from the latest one. A local"

@@ -32,6 +32,7 @@ import org.apache.flink.core.fs.Path;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.NetUtils;
+import org.apache.flink.util.TimeUtils;
 import org.mstar.flink.BackpressureCheckpoints;
 import org.mstar.flink.DeviceAssignment;
 import org.mstar.flink.DisaggregationOptions;
@@ -242,7 +243,7 @@ final class ServeJob {
         DeliveryGuarantee delivery = conf.get(KafkaIoOptions.DELIVERY_GUARANTEE);
         String latency = delivery == DeliveryGuarantee.EXACTLY_ONCE
                 ? "responses reach read_committed consumers at each checkpoint, every "
-                        + conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL).toSeconds() + " s"
+                        + TimeUtils.formatWithHighestUnit(conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL))
                 : "responses are visible as generated; after a failure consumers drop repeats by (request id, index)";
         return "mstar serve is running: Kafka " + flags.topics.bootstrapServers + kafkaClient(conf) + ", topics "
                 + flags.topics.requestsTopic + " -> " + flags.topics.responsesTopic + ", model " + model
@@ -286,7 +287,7 @@ final class ServeJob {
         if (flags.metricsPort != null) {
             PrometheusEndpoint.configure(conf, flags.metricsPort);
         }
-        setIfAbsent(conf, CheckpointingOptions.CHECKPOINTING_INTERVAL, Duration.ofSeconds(flags.checkpointSeconds));
+        setIfAbsent(conf, CheckpointingOptions.CHECKPOINTING_INTERVAL, flags.checkpointInterval);
         // Flink fails (and counts failed) a checkpoint triggered while any task is not yet RUNNING, and starts
         // triggering as the job starts, the first at a random time up to one interval later; the tasks take about a
         // second or two to start. A pause of one interval puts the first checkpoint one interval after the start.

@@ -65,6 +65,24 @@ class ServeStateTest {
     }
 
     @Test
+    void theCheckpointIntervalIsSecondsOrADurationOfAtLeastTenMilliseconds() throws Exception {
+        String model = model("m", "w").toString();
+        assertThat(ServeJob.configuration(flags("--model", model)).get(CheckpointingOptions.CHECKPOINTING_INTERVAL))
+                .isEqualTo(Duration.ofSeconds(2));
+        assertThat(ServeJob.configuration(flags("--model", model, "--checkpoint-interval", "3"))
+                .get(CheckpointingOptions.CHECKPOINTING_INTERVAL)).isEqualTo(Duration.ofSeconds(3));
+        ServeCommand fast = flags("--model", model, "--checkpoint-interval", "250ms");
+        Configuration conf = ServeJob.configuration(fast);
+        assertThat(conf.get(CheckpointingOptions.CHECKPOINTING_INTERVAL)).isEqualTo(Duration.ofMillis(250));
+        assertThat(ServeJob.runningLine(fast, conf, "m", "r", true)).contains("at each checkpoint, every 250 ms");
+
+        assertThatThrownBy(() -> flags("--model", model, "--checkpoint-interval", "5ms"))
+                .hasMessageContaining("under Flink's least interval, 10ms");
+        assertThatThrownBy(() -> flags("--model", model, "--checkpoint-interval", "soon"))
+                .hasMessageContaining("neither seconds nor a duration");
+    }
+
+    @Test
     void keyedStateChangesAreLoggedUnderTheStateDirectoryWhenTheChangelogIsTurnedOn() throws Exception {
         String model = model("m", "w").toString();
         Configuration off = ServeJob.configuration(flags("--model", model));
