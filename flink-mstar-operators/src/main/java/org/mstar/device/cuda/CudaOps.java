@@ -55,7 +55,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
      * Steps of up to this many tokens let decode attention start (read its plan) while qkv_rope_append runs. 8B
      * decode on an H200 at 16 rows and 4k keys went 7.18 → 6.63 ms with it and that build's other changes, whose
      * kernels account for 0.06 ms of it (Nsight Compute): the rest is time between kernels. Larger steps did not
-     * measurably gain (docs/results/perf.md) and run their attention in several waves of blocks, so they keep the release
+     * measurably gain (docs/results/2026-12-03/perf-table.md) and run their attention in several waves of blocks, so they keep the release
      * at exit.
      */
     private static final long RELEASE_ATTENTION_ROWS = 16;
