@@ -3,7 +3,7 @@
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
 # jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, JCuda and its driver-API native library) and
 # the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
-# `bash gpu-bundle/run-harness.sh` there (docs/gpu/README.md). Needs nothing installed in ~/.m2 beforehand.
+# `bash gpu-bundle/run-harness.sh` there (docs/guides/gpu-harness.md). Needs nothing installed in ~/.m2 beforehand.
 #
 # --baseline REV also builds the project's three jars of git revision REV (in a temporary worktree, installing
 # nothing) into gpu-bundle/baseline/, for gpu-bundle/ab-harness.sh: both builds measured on one machine.

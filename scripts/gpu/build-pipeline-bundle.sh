@@ -9,7 +9,7 @@
 #             RocksDB, ...), with the native libraries of other platforms removed from the jars (RocksDB's JNI jar
 #             alone carries eleven)
 #   bin/      run-pipeline.sh and MANIFEST (every file of every part with its size; the run script checks it)
-# docs/gpu/pipeline.md says how to run it.
+# docs/guides/gpu-pipeline.md says how to run it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUNDLE=${BUNDLE:-pipeline-bundle}

@@ -11,7 +11,7 @@
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I kernels/src/main/cuda \
 //        -o /tmp/dkb scripts/gpu/decode_kernel_bench.cu && /tmp/dkb
 // Add -Xptxas -v for the kernels' registers and spills. The other tile shapes and pipelines tried before the
-// tensor-core kernel was chosen (docs/perf.md) were variants in this bench at commit 59f54c9.
+// tensor-core kernel was chosen (docs/results/2026-12-02/perf-table.md) were variants in this bench at commit 59f54c9.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -87,7 +87,7 @@ __device__ __forceinline__ long long pool_slot(int layer, int numPages, int page
 // tail. Every kernel therefore calls this first, before it reads what an earlier kernel wrote or writes
 // anything: it waits for the kernels before it to complete with their memory visible. Most kernels release their
 // dependents only at exit: a trigger (release_dependents) at the start of every kernel measured 8B decode at 16
-// rows 18 % slower (5.04 → 5.96 ms a step, docs/perf.md), the waiting blocks taking SM slots from the running
+// rows 18 % slower (5.04 → 5.96 ms a step, docs/results/2026-12-02/perf-table.md), the waiting blocks taking SM slots from the running
 // ones. Outside a programmatic edge the wait and the trigger are no-ops (eager launches keep stream order).
 __device__ __forceinline__ void await_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

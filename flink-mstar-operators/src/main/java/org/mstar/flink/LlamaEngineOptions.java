@@ -122,6 +122,6 @@ public final class LlamaEngineOptions {
             .withDescription("On a GPU, numerics that give every request the same tokens whatever it is batched"
                     + " with (split-free matmuls, one attention kernel for prefill and decode), so a request"
                     + " recomputed after a failure continues exactly as the lost run would have. Costs decode"
-                    + " speed (docs/gpu/batch-invariance.md); bf16 at head dims 64, 80, 96, 128, 256. The CPU always"
+                    + " speed (docs/architecture/batch-invariance.md); bf16 at head dims 64, 80, 96, 128, 256. The CPU always"
                     + " has them.");
 }

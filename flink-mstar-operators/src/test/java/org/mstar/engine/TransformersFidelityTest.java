@@ -115,7 +115,7 @@ class TransformersFidelityTest {
                 assertThat(driver.tokens.get(rid)).as("%s prompt %d greedy tokens", arch, p)
                         .containsExactly(Arrays.stream(expected).boxed().toArray(Integer[]::new));
             }
-            // the number docs/models.md reports
+            // the number docs/guides/models.md reports
             System.out.printf("%s prompts %s: largest |logit - transformers'| %.3g%n", arch, prompts, worst);
         }
     }

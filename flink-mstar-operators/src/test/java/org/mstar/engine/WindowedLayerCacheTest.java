@@ -103,7 +103,7 @@ class WindowedLayerCacheTest {
         // three windowed layers at most their 16-token window in whole pages plus the partial tail page and the
         // page in flight: 6
         long perPageLayer = 2L * 2 * 32 * Float.BYTES * PAGE;
-        // the numbers docs/models.md reports
+        // the numbers docs/guides/models.md reports
         System.out.printf("gemma3 fixture, %d tokens: one cache %d bytes, windowed layers apart %d bytes%n", len[0],
                 everything, bounded);
         assertThat(len[0]).isEqualTo(151);
@@ -121,7 +121,7 @@ class WindowedLayerCacheTest {
         long bounded = heldBytes("phi3", one.withWindowedLayerPages(2), 1, 110, len);
         long everythingBatched = heldBytes("phi3", one, 3, 110, len);
         long boundedBatched = heldBytes("phi3", one.withWindowedLayerPages(2), 3, 110, len);
-        // the numbers docs/models.md reports
+        // the numbers docs/guides/models.md reports
         System.out.printf("phi3 fixture, %d tokens: every token kept %d bytes (3 requests %d), window only %d bytes"
                 + " (3 requests %d)%n", len[0], everything, everythingBatched, bounded, boundedBatched);
 

@@ -37,7 +37,7 @@ final class BenchServingCommand implements Callable<Integer> {
     int numPrompts = 1000;
 
     @Option(names = "--mix", paramLabel = "chat|FILE.jsonl|none",
-            description = "An offline row of mixed lengths: 'chat' (a synthetic chat-like mix, docs/serving-benchmarks.md),"
+            description = "An offline row of mixed lengths: 'chat' (a synthetic chat-like mix, docs/guides/serving-benchmarks.md),"
                     + " a JSON-lines file of {\"prompt_len\": N, \"output_len\": M}, or none. Default: ${DEFAULT-VALUE}.")
     String mix = "chat";
 

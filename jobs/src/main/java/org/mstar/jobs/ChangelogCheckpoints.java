@@ -13,7 +13,7 @@ import org.apache.flink.configuration.StateChangelogOptions;
  * native checkpoint (a memtable flush, fsyncs, hard links) on the generate task's thread; on a loaded 2-core machine
  * that took 9-61 ms a checkpoint (p50), up to 393 ms, against 0-6 ms with the changelog. On an H100 host it took
  * 5 ms (at most 12), which the engine's launched-ahead step hides, and the changelog's uploads made the slowest
- * checkpoints take twice as long, so the exactly-once output waited longer (docs/serving-benchmarks.md).
+ * checkpoints take twice as long, so the exactly-once output waited longer (docs/results/2026-12-06/serving-benchmarks.md).
  */
 final class ChangelogCheckpoints {
     private ChangelogCheckpoints() {}

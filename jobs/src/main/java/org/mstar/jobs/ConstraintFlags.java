@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
 /** Structured output from the command line: at most one of a JSON schema, an Avro schema, a regex or choices. */
 final class ConstraintFlags {
     @Option(names = "--json-schema", paramLabel = "FILE",
-            description = "The output is compact JSON valid against this JSON schema (docs/structured-output.md).")
+            description = "The output is compact JSON valid against this JSON schema (docs/guides/structured-output.md).")
     Path jsonSchema;
 
     @Option(names = "--avro-schema", paramLabel = "FILE",

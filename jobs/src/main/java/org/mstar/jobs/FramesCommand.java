@@ -13,7 +13,7 @@ import picocli.CommandLine.Model.CommandSpec;
                 + " gets the next frame back.")
 final class FramesCommand implements Callable<Integer> {
     @Option(names = "--model", paramLabel = "DIR",
-            description = "Frame model folder (frame_config.json + model.safetensors, docs/frames.md). Default: a small"
+            description = "Frame model folder (frame_config.json + model.safetensors, docs/guides/frames.md). Default: a small"
                     + " random frame model, written to a temporary folder.")
     String model;
 

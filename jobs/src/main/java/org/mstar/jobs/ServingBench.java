@@ -51,7 +51,7 @@ final class ServingBench {
         }
         BenchServingSide sql = flags.sides.contains("sql") ? BenchServingSide.find("sql").orElseThrow(() ->
                 new CommandLine.ParameterException(cli, "--sides sql needs flink-mstar-sql and Flink's table planner on"
-                        + " the class path, as the pipeline bundle has them (docs/gpu/pipeline.md)")) : null;
+                        + " the class path, as the pipeline bundle has them (docs/guides/gpu-pipeline.md)")) : null;
         DeliveryGuarantee delivery = delivery(flags, cli);
         Path work = Files.createTempDirectory("mstar-bench-serving-");
         try {

@@ -14,7 +14,7 @@ import picocli.CommandLine;
 
 /**
  * docker/compose.yaml: its serve service runs a command line {@code serve} accepts, on the CUDA image the images
- * profile builds (docs/deploy/images.md), with its state in the volume mounted on the image's working folder and its
+ * profile builds (docs/guides/deploy/images.md), with its state in the volume mounted on the image's working folder and its
  * metrics on the port the image exposes (ContainerImagesIT checks the image's side).
  */
 class ComposeFileTest {

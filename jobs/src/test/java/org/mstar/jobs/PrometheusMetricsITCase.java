@@ -35,12 +35,12 @@ import org.mstar.schemas.GenerateRequest;
 
 /**
  * The Prometheus endpoint as {@code serve --metrics-port} sets it up, scraped while a job serves on a MiniCluster:
- * every metric that docs/deploy/metrics.md documents is there, with values that show the job's work, and every
+ * every metric that docs/guides/deploy/metrics.md documents is there, with values that show the job's work, and every
  * metric the Grafana dashboard queries is a documented one.
  */
 class PrometheusMetricsITCase {
-    private static final Path DOC = Path.of("..", "docs", "deploy", "metrics.md");
-    private static final Path DASHBOARD = Path.of("..", "docs", "deploy", "grafana-dashboard.json");
+    private static final Path DOC = Path.of("..", "docs", "guides", "deploy", "metrics.md");
+    private static final Path DASHBOARD = Path.of("..", "docs", "guides", "deploy", "grafana-dashboard.json");
     private static final int PORT = freePort();
 
     @RegisterExtension

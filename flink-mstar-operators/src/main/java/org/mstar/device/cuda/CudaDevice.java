@@ -32,7 +32,7 @@ import org.mstar.device.Tensor;
 public final class CudaDevice implements Device {
     /** Host transfers are staged through pinned memory in chunks of at most this size. */
     private static final int STAGING_BYTES = 64 << 20;
-    /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/perf.md). */
+    /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/results/perf.md). */
     public static final int DEFAULT_SKINNY_MATMUL_ROWS = 16;
     /** Most rows the skinny-matmul kernel serves. */
     public static final int MAX_SKINNY_MATMUL_ROWS = SkinnyMatmul.MAX_ROWS;
@@ -153,7 +153,7 @@ public final class CudaDevice implements Device {
     /**
      * Whether the qkv projection of a few rows rotates q and k and appends k and v to the pool in the skinny matmul's
      * epilogue ({@link SkinnyMatmul#qkvRope}; the default) instead of a qkv_rope_append launch after it: the same
-     * bits, one launch a layer fewer (docs/decode-fusions.md). The GPU harness switches it off to compare the two.
+     * bits, one launch a layer fewer (docs/architecture/decode-fusions.md). The GPU harness switches it off to compare the two.
      */
     public void setQkvRopeInMatmul(boolean on) {
         this.qkvRopeInMatmul = on;

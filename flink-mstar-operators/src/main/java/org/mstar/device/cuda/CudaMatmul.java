@@ -8,7 +8,7 @@ import org.mstar.device.DType;
  * output dtype cuBLAS cannot write for the operand type, goes through an fp32 accumulator and one
  * rounding kernel, so the result is rounded once, as the contract asks. bf16 products of few rows (decode
  * steps, up to {@link CudaDevice#skinnyMatmulRows()}) go to {@link SkinnyMatmul}: decode steps of 1-16
- * requests ran 3-10 % faster with it than on cuBLAS (docs/perf.md). With the device's batch-invariant numerics on, every GEMM goes through
+ * requests ran 3-10 % faster with it than on cuBLAS (docs/results/2026-12-02/perf-decode.md). With the device's batch-invariant numerics on, every GEMM goes through
  * {@link CublasLt}, whose algorithms never split K: a row's result must not depend on whether its step had few
  * rows or many.
  */

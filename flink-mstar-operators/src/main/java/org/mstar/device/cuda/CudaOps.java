@@ -55,7 +55,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
      * Steps of up to this many tokens let decode attention start (read its plan) while qkv_rope_append runs. 8B
      * decode on an H200 at 16 rows and 4k keys went 7.18 → 6.63 ms with it and that build's other changes, whose
      * kernels account for 0.06 ms of it (Nsight Compute): the rest is time between kernels. Larger steps did not
-     * measurably gain (docs/perf.md) and run their attention in several waves of blocks, so they keep the release
+     * measurably gain (docs/results/2026-12-03/perf-table.md) and run their attention in several waves of blocks, so they keep the release
      * at exit.
      */
     private static final long RELEASE_ATTENTION_ROWS = 16;
@@ -275,7 +275,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     /**
      * At the rows the skinny matmul takes, one launch: its tiles pair 8 gate rows with their 8 up rows and the
      * epilogue applies the activation (gateUp is not written). Otherwise the matmul into gateUp, then the
-     * activation kernel. (A CUDA-core GEMV doing both lost to that pair on an H200, docs/decode-fusions.md: the
+     * activation kernel. (A CUDA-core GEMV doing both lost to that pair on an H200, docs/architecture/decode-fusions.md: the
      * tensor-core matmul streams the weight faster than the launch it saves; this fusion keeps its weight stream.)
      */
     @Override

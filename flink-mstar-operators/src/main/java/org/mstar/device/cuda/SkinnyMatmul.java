@@ -5,7 +5,7 @@ import org.mstar.device.DType;
 /**
  * Launcher of skinny_matmul.cu: bf16 products of a few rows (decode steps) on the tensor cores with the
  * weights as the wide operand, so the launch is one stream over the weights. At one row it read a 4096 x 4096
- * weight at 3.2 TB/s where cuBLAS reached 2.65 (2026-12-02, H200; docs/perf.md has every shape, the large-K
+ * weight at 3.2 TB/s where cuBLAS reached 2.65 (2026-12-02, H200; docs/results/2026-12-02/perf-decode.md has every shape, the large-K
  * down projections among them, where cuBLAS stays ahead). Within one instantiation (rows 1-8, 9-16, 17-32) a row's result does not depend on the
  * row count.
  */
@@ -39,7 +39,7 @@ final class SkinnyMatmul {
      * in flight per warp but fits two blocks per SM instead of four, so it wins where its blocks still make one
      * wave at two per SM (a weight of few 16-row tiles), where K is long, and where there are many waves anyway and
      * K is not short; it loses where the plain kernel's four blocks per SM take all tiles in one wave and its two
-     * would not. Measured per shape on an H200 (docs/perf.md, "Skinny matmul, pipelined loads"). Depends on the
+     * would not. Measured per shape on an H200 (docs/results/2026-12-02/perf-table.md, "Pipelined skinny matmul"). Depends on the
      * shape only, so a row's result does not depend on the row count.
      */
     static boolean pipelined(int n, int k, int sms) {

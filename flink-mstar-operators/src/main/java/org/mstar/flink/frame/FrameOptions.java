@@ -3,7 +3,7 @@ package org.mstar.flink.frame;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
 
-/** Options of a frame-session job (docs/frames.md). */
+/** Options of a frame-session job (docs/guides/frames.md). */
 public final class FrameOptions {
     public static final ConfigOption<String> MODEL_DIR = ConfigOptions.key("mstar.frames.model-dir")
             .stringType()

@@ -14,7 +14,7 @@ import org.mstar.resources.RingKVConfig;
 import org.mstar.resources.RingKVLayerConfig;
 
 /**
- * The geometry of a frame model ({@code frame_config.json}, docs/frames.md): a decoder-only transformer whose
+ * The geometry of a frame model ({@code frame_config.json}, docs/guides/frames.md): a decoder-only transformer whose
  * unit of generation is a frame of {@code tokensPerFrame} tokens, conditioned on one action id per frame, with
  * one ring geometry per layer.
  */

@@ -16,7 +16,7 @@ import org.mstar.model.io.Checkpoint;
 import org.mstar.model.io.SafetensorsWriter;
 
 /**
- * A frame model's tensors by their safetensors names (docs/frames.md). Projections are {@code [out, in]}
+ * A frame model's tensors by their safetensors names (docs/guides/frames.md). Projections are {@code [out, in]}
  * (one row per output, as a Hugging Face Linear); a layer's q, k and v are one fused {@code qkv} whose rows
  * are q's heads, then k's, then v's.
  */

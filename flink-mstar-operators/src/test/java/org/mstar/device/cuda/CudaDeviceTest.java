@@ -15,7 +15,7 @@ import org.mstar.device.cpu.CpuDevice;
 
 /**
  * A CUDA smoke check where a GPU exists; elsewhere (CI, development machines) it is reported as skipped with
- * the reason, never silently green. The full GPU check is the harness (docs/gpu/README.md).
+ * the reason, never silently green. The full GPU check is the harness (docs/guides/gpu-harness.md).
  */
 class CudaDeviceTest {
     private static Device gpu;
@@ -40,7 +40,7 @@ class CudaDeviceTest {
     @Test
     void matmulMatchesTheCpuReference() {
         assumeTrue(gpu != null, () -> "no CUDA device here (" + unavailable
-                + "); GPU checks run in the GPU harness, see docs/gpu/README.md");
+                + "); GPU checks run in the GPU harness, see docs/guides/gpu-harness.md");
         Random rnd = new Random(1);
         float[] x = new float[3 * 64];
         float[] w = new float[32 * 64];

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * samples.
  */
 class LogMelSpectrogramTest {
-    /** Measured 2026-12-02: at most 1.2e-7 (one float ulp at 1) over all fixtures (docs/speech-to-text.md). */
+    /** Measured 2026-12-02: at most 1.2e-7 (one float ulp at 1) over all fixtures (docs/guides/speech-to-text.md). */
     private static final double TOLERANCE = 1e-6;
 
     @ParameterizedTest
