@@ -3,10 +3,6 @@ package org.mstar.jobs;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,7 +31,7 @@ public final class FlinkSessionCluster {
     private final int rpcPort = freePort();
     private final int restPort2 = freePort();
     private final int zooKeeperPort = freePort();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private final ClusterRest rest = new ClusterRest(this::restUrl, Duration.ofSeconds(10));
     private int restPort = freePort();
 
     /**
@@ -178,12 +174,7 @@ public final class FlinkSessionCluster {
 
     /** The body of a GET of {@code path} from the REST API; an unreachable JobManager answers "". */
     public String get(String path) throws InterruptedException {
-        try {
-            return http.send(HttpRequest.newBuilder(URI.create(restUrl() + path)).timeout(Duration.ofSeconds(10))
-                    .build(), HttpResponse.BodyHandlers.ofString()).body();
-        } catch (IOException unreachable) {
-            return "";
-        }
+        return rest.bodyOrEmpty(path);
     }
 
     /** The shaded job jar {@code package} writes into {@code jobs/target} (not the original-*.jar it replaces). */

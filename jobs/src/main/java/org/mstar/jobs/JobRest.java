@@ -1,12 +1,7 @@
 package org.mstar.jobs;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -25,17 +20,16 @@ import org.apache.flink.configuration.WebOptions;
  * statistics. A benchmark reads it before and after a row, never during one.
  */
 final class JobRest {
-    private static final ObjectMapper JSON = new ObjectMapper();
     /** Checkpoints the statistics keep: a row at one checkpoint every 100 ms for ten minutes. */
     private static final int CHECKPOINT_HISTORY = 6000;
     private static final long FRESH_WITHIN_NANOS = TimeUnit.SECONDS.toNanos(10);
 
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(2)).build();
-    private final String jobUrl;
+    private final ClusterRest rest;
+    private final String jobPath;
 
     JobRest(String restUrl, String jobId) {
-        this.jobUrl = restUrl + "/jobs/" + jobId;
+        this.rest = new ClusterRest(() -> restUrl, Duration.ofSeconds(10));
+        this.jobPath = "/jobs/" + jobId;
     }
 
     /**
@@ -58,22 +52,12 @@ final class JobRest {
 
     /** {@code path} under the job's URL, as JSON. */
     JsonNode get(String path) throws IOException, InterruptedException {
-        HttpResponse<String> r = send(path);
-        if (r.statusCode() != 200) {
-            throw new IOException("GET " + jobUrl + path + ": " + r.statusCode() + " " + r.body());
-        }
-        return JSON.readTree(r.body());
+        return rest.get(jobPath + path);
     }
 
     /** {@code path} under the job's URL, as JSON; empty while the API does not know it (yet). */
     Optional<JsonNode> find(String path) throws IOException, InterruptedException {
-        HttpResponse<String> r = send(path);
-        return r.statusCode() == 200 ? Optional.of(JSON.readTree(r.body())) : Optional.empty();
-    }
-
-    private HttpResponse<String> send(String path) throws IOException, InterruptedException {
-        return http.send(HttpRequest.newBuilder(URI.create(jobUrl + path)).timeout(Duration.ofSeconds(10)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return rest.find(jobPath + path);
     }
 
     /** The job's vertices: id by name, in the job graph's order. */

@@ -1,25 +1,18 @@
 package org.mstar.jobs.chaos;
 
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.OptionalInt;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import org.mstar.jobs.ClusterRest;
 
 /** The few questions a chaos run asks a JobManager's REST API. */
 final class FlinkRest {
-    private static final ObjectMapper JSON = new ObjectMapper();
-
-    private final String url;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private final ClusterRest rest;
 
     /** @param url the REST endpoint, e.g. {@code http://127.0.0.1:8081} */
     FlinkRest(String url) {
-        this.url = url;
+        this.rest = new ClusterRest(() -> url, Duration.ofSeconds(5));
     }
 
     /**
@@ -48,8 +41,7 @@ final class FlinkRest {
         return OptionalInt.empty();
     }
 
-    JsonNode get(String path) throws IOException, InterruptedException {
-        HttpRequest request = HttpRequest.newBuilder(URI.create(url + path)).timeout(Duration.ofSeconds(5)).build();
-        return JSON.readTree(http.send(request, HttpResponse.BodyHandlers.ofString()).body());
+    private JsonNode get(String path) throws IOException, InterruptedException {
+        return rest.get(path);
     }
 }
