@@ -36,6 +36,7 @@ final class ClusterUnderChaos implements ChaosJob {
     private int taskManagerStarts = TASKMANAGERS;
     private int jobManagerStarts = 1;
     private int exitedByThemselves;
+    private int unregistered;
 
     ClusterUnderChaos(Path repoRoot, Path dir, String bootstrapServers, List<String> serveOptions, Timeline timeline) {
         this.repoRoot = repoRoot;
@@ -128,9 +129,35 @@ final class ClusterUnderChaos implements ChaosJob {
     }
 
     private void restartJobManager() throws Exception {
-        cluster.script("start-jobmanager", Integer.toString(TASKMANAGERS));
+        try {
+            cluster.script("start-jobmanager", Integer.toString(TASKMANAGERS));
+        } catch (IllegalStateException notAllRegistered) {
+            restartUnregisteredTaskManagers();
+        }
         jobManagerStarts++;
         submit();
+    }
+
+    /**
+     * Restarts each TaskManager the new JobManager does not list, as a supervisor's liveness check would. Seen in a
+     * run: a TaskManager that resolved the dying JobManager's ResourceManager went on registering at that dead
+     * incarnation every 10 s; Flink ends such a TaskManager only after {@code taskmanager.registration.timeout}
+     * (5 min).
+     */
+    private void restartUnregisteredTaskManagers() throws Exception {
+        String registered = cluster.get("/taskmanagers");
+        for (int n = 1; n <= TASKMANAGERS; n++) {
+            String name = "taskmanager-" + n;
+            if (!registered.contains("\"" + name + "\"")) {
+                timeline.add("TaskManager " + n + " did not register at the new JobManager; starting a new one");
+                if (alive(name)) {
+                    cluster.kill(name);
+                }
+                cluster.script("start-taskmanager", Integer.toString(n));
+                taskManagerStarts++;
+                unregistered++;
+            }
+        }
     }
 
     @Override
@@ -173,7 +200,8 @@ final class ClusterUnderChaos implements ChaosJob {
     public String summary() {
         return "TaskManagers started " + taskManagerStarts + " times, the JobManager " + jobManagerStarts
                 + " times, the job submitted " + submits + " times; " + exitedByThemselves
-                + " processes exited without a kill";
+                + " processes exited without a kill, " + unregistered + " TaskManagers restarted because they did"
+                + " not register at a restarted JobManager";
     }
 
     @Override
