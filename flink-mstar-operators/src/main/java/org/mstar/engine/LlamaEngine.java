@@ -10,6 +10,7 @@ import java.util.function.Predicate;
 import org.mstar.device.DType;
 import org.mstar.device.DeviceFault;
 import org.mstar.device.Tensor;
+import org.mstar.engine.llama.LlamaRunner;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.chat.ChatTemplate;
@@ -57,7 +58,7 @@ import org.mstar.resources.sampler.SamplerResource;
  * them at the start of a step, in arrival order, when their pages fit.
  */
 public final class LlamaEngine implements GenerationEngine {
-    private final LlamaModel model;
+    private final ModelRunner model;
     private final TextTokenizer tokenizer;
     private final int usablePages;
     private final StepRunner runner;
@@ -97,41 +98,41 @@ public final class LlamaEngine implements GenerationEngine {
      */
     public LlamaEngine(LlamaModel model, TextTokenizer tokenizer, GenerationConfig generation, EngineOptions options,
                        DType kvDType) {
-        this.model = model;
+        this.model = new LlamaRunner(model);
+        ModelRunner.ResourceKeys keys = this.model.keys();
         this.tokenizer = tokenizer;
         int pageSize = options.kvCache().pageSize();
         this.usablePages = options.kvCache().maxNumPages() - 1;
-        int maxSeqLen = Math.min(options.kvCache().maxSeqLen(), model.config().maxPositionEmbeddings());
+        int maxSeqLen = Math.min(options.kvCache().maxSeqLen(), this.model.maxPositions());
         this.stopRule = new StopRule(generation.eosTokenIds(), maxSeqLen);
-        List<NodeResourceSpec> specs = model.declareResources(options.kvCache(), generation.eosTokenIds());
+        List<NodeResourceSpec> specs = this.model.declareResources(options.kvCache(), generation.eosTokenIds());
         // a cache that keeps only the window holds at most the window, a partial page and one step's tokens
-        int window = model.mainCacheWindow();
+        int window = this.model.mainCacheWindow();
         int heldPagesBound = window == 0 ? Integer.MAX_VALUE
                 : (window + pageSize + options.tokenBudget() + pageSize - 1) / pageSize;
-        this.checks = new RequestChecks(model.config().vocabSize(), maxSeqLen, pageSize, usablePages, heldPagesBound,
+        this.checks = new RequestChecks(this.model.vocabSize(), maxSeqLen, pageSize, usablePages, heldPagesBound,
                 tokenizer);
         this.role = options.role();
-        long pageBytes = 2L * model.config().numLayers() * pageSize * model.config().numKvHeads()
-                * model.config().headDim() * kvDType.bytes();
+        long pageBytes = this.model.kvPageBytes(pageSize, kvDType);
         this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(pageBytes, pageSize) : Integer.MAX_VALUE;
         HandoffKvTransport transport = role == EngineRole.COLOCATED ? null : new HandoffKvTransport();
         Map<String, ResourceBuilder> builders = transport == null ? Map.of()
-                : Map.of(LlamaModel.KV, new KVManagerBuilder(transport));
-        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType),
+                : Map.of(keys.kv(), new KVManagerBuilder(transport));
+        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(this.model.device(), kvDType),
                 Set.of(), builders);
-        model.bind(built);
-        this.runner = new StepRunner(built, Map.of(LlamaModel.NODE, built.keySet()));
-        this.exchange = transport == null ? null : new HandoffExchange(runner, transport);
-        this.kv = model.resources().kv();
-        this.sampler = model.resources().sampler();
-        NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(LlamaModel.SAMPLER))
+        this.model.bind(built);
+        this.runner = new StepRunner(built, Map.of(keys.node(), built.keySet()));
+        this.exchange = transport == null ? null : new HandoffExchange(runner, keys, transport);
+        this.kv = this.model.kv();
+        this.sampler = this.model.sampler();
+        NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(keys.sampler()))
                 .findFirst().orElseThrow();
-        this.resources = new RequestResources(runner, kv, sampler, samplerSpec, stopRule,
-                new Constraints(tokenizer, model.config().vocabSize(), generation.eosTokenIds()), pageSize);
+        this.resources = new RequestResources(runner, keys, kv, sampler, samplerSpec, stopRule,
+                new Constraints(tokenizer, this.model.vocabSize(), generation.eosTokenIds()), pageSize);
         this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize, options.scheduling());
-        kv.enablePrefixCache(PrefixRoot.of(built.values(), model), Set.of(LlamaModel.WALK));
-        this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
-        this.steps = new StepBuilder(model, graphs);
+        kv.enablePrefixCache(PrefixRoot.of(built.values(), this.model.identity()), Set.of(keys.walk()));
+        this.graphs = options.decodeGraphs() ? new DecodeGraphs(this.model, options.maxBatchRows()) : null;
+        this.steps = new StepBuilder(this.model, graphs);
         // a prefill engine hands every request off after its first token: it has no decode steps to plan ahead
         this.preplan = graphs != null && options.preplan() && role != EngineRole.PREFILL
                 ? new DecodePreplan(runner, steps, stopRule) : null;
@@ -363,7 +364,7 @@ public final class LlamaEngine implements GenerationEngine {
             }
         }
         timings.end(StepTimings.Phase.LAUNCH);
-        runner.commit(p.step(), key -> !key.equals(LlamaModel.SAMPLER));
+        runner.commit(p.step(), key -> !key.equals(model.keys().sampler()));
         timings.end(StepTimings.Phase.COMMIT);
         if (preplan != null && p.step().ctx().slotLease() != null) {
             preplan.stage(p.rows(), r -> live.get(r.id()) == r && staying.test(r));
@@ -399,7 +400,7 @@ public final class LlamaEngine implements GenerationEngine {
             drawnAt = System.nanoTime();
             f.draw().close();
             timings.end(StepTimings.Phase.WAIT);
-            runner.commit(f.step().step(), LlamaModel.SAMPLER::equals);
+            runner.commit(f.step().step(), model.keys().sampler()::equals);
             acceptRows(f.step(), drawn, out, done);
         } catch (DeviceFault e) {
             throw e;
@@ -539,7 +540,7 @@ public final class LlamaEngine implements GenerationEngine {
 
     private void observe(List<String> rids, Tensor logits) {
         float[] all = model.device().toFloats(logits);
-        int vocab = model.config().vocabSize();
+        int vocab = model.vocabSize();
         for (int i = 0; i < rids.size(); i++) {
             LiveRequest r = live.get(rids.get(i));
             logitsObserver.onLogits(r.id(), r.generated.size(), java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab));
