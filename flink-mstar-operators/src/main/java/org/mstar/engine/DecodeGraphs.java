@@ -11,7 +11,6 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceGraph;
 import org.mstar.device.Tensor;
-import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.BucketKey;
 import org.mstar.resources.SlotLease;
 
@@ -41,14 +40,14 @@ final class DecodeGraphs implements AutoCloseable {
     /** Above this many rows buckets step by half of it: a tenth of padding at most, in fewer graphs. */
     static final int COARSE_FROM = 256;
 
-    private final LlamaModel model;
+    private final ModelRunner model;
     private final int maxBucket;
     private final Map<Integer, Bucket> buckets = new HashMap<>();
     /** The largest bucket's logits, whose leading rows every bucket writes; null before the first bucket. */
     private Tensor logits;
     private long replays;
 
-    DecodeGraphs(LlamaModel model, int maxBatchRows) {
+    DecodeGraphs(ModelRunner model, int maxBatchRows) {
         this.model = model;
         this.maxBucket = largestBucket(maxBatchRows);
     }
@@ -87,9 +86,9 @@ final class DecodeGraphs implements AutoCloseable {
         return Integer.highestOneBit(n) == n ? n : Integer.highestOneBit(n) << 1;
     }
 
-    /** What the resources plan a step padded to {@code bs} rows into. */
-    static SlotLease lease(int bs) {
-        return new SlotLease(SLOT, new BucketKey(LlamaModel.WALK, bs, bs));
+    /** What the resources plan a step of {@code walk} padded to {@code bs} rows into. */
+    static SlotLease lease(String walk, int bs) {
+        return new SlotLease(SLOT, new BucketKey(walk, bs, bs));
     }
 
     /**
@@ -151,7 +150,7 @@ final class DecodeGraphs implements AutoCloseable {
     private Bucket newBucket(int bs) {
         Device device = model.device();
         if (logits == null) {
-            logits = device.allocate(DType.F32, maxBucket, model.config().vocabSize());
+            logits = device.allocate(DType.F32, maxBucket, model.vocabSize());
         }
         return new Bucket(device.zeros(DType.I32, bs), logits.rows(0, bs));
     }

@@ -5,7 +5,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
-import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.PublishedInfo;
 import org.mstar.resources.kv.KVSequenceInfo;
@@ -21,10 +20,12 @@ import org.mstar.resources.runner.StepRunner;
  */
 final class HandoffExchange {
     private final StepRunner runner;
+    private final ModelRunner.ResourceKeys keys;
     private final HandoffKvTransport transport;
 
-    HandoffExchange(StepRunner runner, HandoffKvTransport transport) {
+    HandoffExchange(StepRunner runner, ModelRunner.ResourceKeys keys, HandoffKvTransport transport) {
         this.runner = runner;
+        this.keys = keys;
         this.transport = transport;
     }
 
@@ -33,7 +34,7 @@ final class HandoffExchange {
 
     /** The published state of {@code r}, which has just sampled its first token, with its KV page contents. */
     PrefillHandoff publish(LiveRequest r) {
-        Map<String, PublishedInfo> published = runner.publish(List.of(r.id()), LlamaModel.NODE, LlamaModel.WALK,
+        Map<String, PublishedInfo> published = runner.publish(List.of(r.id()), keys.node(), keys.walk(),
                 Map.of()).getOrDefault(r.id(), Map.of());
         Map<String, PrefillHandoff.KvStream> kv = new HashMap<>();
         Map<String, Integer> positions = new HashMap<>();
@@ -62,11 +63,11 @@ final class HandoffExchange {
                     IntStream.range(0, s.pages().numPages()).toArray(), s.resetGeneration()));
         });
         Map<String, PublishedInfo> published = new HashMap<>();
-        published.put(LlamaModel.KV, kvInfo);
+        published.put(keys.kv(), kvInfo);
         if (!h.positions().isEmpty()) {
-            published.put(LlamaModel.ROPE, new PublishedPositionInfo(h.positions()));
+            published.put(keys.position(), new PublishedPositionInfo(h.positions()));
         }
-        FullAdmitOutcome o = runner.admitRetrieve(h.requestId(), LlamaModel.NODE, LlamaModel.WALK, published);
+        FullAdmitOutcome o = runner.admitRetrieve(h.requestId(), keys.node(), keys.walk(), published);
         int local = h.prompt().length;
         for (String d : offered) {
             int from = transport.withdraw(d);

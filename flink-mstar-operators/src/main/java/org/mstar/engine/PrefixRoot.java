@@ -3,7 +3,6 @@ package org.mstar.engine;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.Resource;
 import org.mstar.resources.kv.PrefixKeys;
 
@@ -14,10 +13,9 @@ import org.mstar.resources.kv.PrefixKeys;
 final class PrefixRoot {
     private PrefixRoot() {}
 
-    static byte[] of(Collection<Resource> resources, LlamaModel model) {
-        List<Object> fields = new ArrayList<>();
-        fields.add(model.config().toJson().toString());
-        fields.add(model.weightsId());
+    /** @param identity what the weights are ({@link ModelRunner#identity()}), first in the root */
+    static byte[] of(Collection<Resource> resources, List<Object> identity) {
+        List<Object> fields = new ArrayList<>(identity);
         for (Resource r : resources) {
             byte[] f = r.fingerprint();
             if (f != null) {

@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.NodeResourceSpec;
@@ -27,6 +26,7 @@ final class RequestResources {
     static final String OUT = "new_token";
 
     private final StepRunner runner;
+    private final ModelRunner.ResourceKeys resourceKeys;
     private final KVManager kv;
     private final SamplerResource sampler;
     private final NodeResourceSpec samplerSpec;
@@ -34,9 +34,10 @@ final class RequestResources {
     private final Constraints constraints;
     private final int pageSize;
 
-    RequestResources(StepRunner runner, KVManager kv, SamplerResource sampler, NodeResourceSpec samplerSpec,
-                     StopRule stopRule, Constraints constraints, int pageSize) {
+    RequestResources(StepRunner runner, ModelRunner.ResourceKeys keys, KVManager kv, SamplerResource sampler,
+                     NodeResourceSpec samplerSpec, StopRule stopRule, Constraints constraints, int pageSize) {
         this.runner = runner;
+        this.resourceKeys = keys;
         this.kv = kv;
         this.sampler = sampler;
         this.samplerSpec = samplerSpec;
@@ -65,7 +66,7 @@ final class RequestResources {
                 Map.of(Segment.MAIN, keys),
                 Map.of(Segment.MAIN, tail),
                 Map.of(Segment.MAIN, OUT), true, null, null);
-        Map<String, ResourceReqConfig> overrides = Map.of(LlamaModel.KV, kvCfg, LlamaModel.SAMPLER, sampling);
+        Map<String, ResourceReqConfig> overrides = Map.of(resourceKeys.kv(), kvCfg, resourceKeys.sampler(), sampling);
         runner.ingestRequest(r.id(), overrides);
         sampler.setStopIds(r.id(), stopRule.stopIds(r.request));
         if (constraint != null) {
@@ -92,8 +93,8 @@ final class RequestResources {
     int probePrefix(LiveRequest r) {
         r.probed = true;
         Map<String, int[]> inputs = Map.of(OUT, r.prompt);
-        CachedPrefix prefix = runner.resolveCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs);
-        runner.applyCachedPrefix(r.id(), LlamaModel.NODE, LlamaModel.WALK, inputs, prefix);
+        CachedPrefix prefix = runner.resolveCachedPrefix(r.id(), resourceKeys.node(), resourceKeys.walk(), inputs);
+        runner.applyCachedPrefix(r.id(), resourceKeys.node(), resourceKeys.walk(), inputs, prefix);
         int hit = prefix == null ? 0 : prefix.tokens();
         r.computed = hit;
         r.cachedPromptTokens = hit;
@@ -134,7 +135,7 @@ final class RequestResources {
 
     /** Extend the prefix chain with a sampled token, so the pages it fills can be shared. */
     void extendPrefix(LiveRequest r, int token) {
-        runner.extendPrefixChains(r.id(), LlamaModel.NODE, LlamaModel.WALK, Map.of(OUT, new int[] {token}));
+        runner.extendPrefixChains(r.id(), resourceKeys.node(), resourceKeys.walk(), Map.of(OUT, new int[] {token}));
     }
 
     /** Whether {@code r}'s constraint is satisfied and allows nothing more: its output is complete. */

@@ -7,7 +7,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.Segment;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.SubmoduleStep;
@@ -18,11 +17,11 @@ import org.mstar.resources.SubmoduleStep;
  * padding rows (negative ids, after the real ones) that route, address and commit nothing.
  */
 final class StepBuilder {
-    private final LlamaModel model;
+    private final ModelRunner model;
     /** Null unless decode graphs are on. */
     private final DecodeGraphs graphs;
 
-    StepBuilder(LlamaModel model, DecodeGraphs graphs) {
+    StepBuilder(ModelRunner model, DecodeGraphs graphs) {
         this.model = model;
         this.graphs = graphs;
     }
@@ -84,10 +83,10 @@ final class StepBuilder {
             padded.add(pad);
         }
         SubmoduleStep step = model.declareStep(segments, prompts, sampled);
-        StepContext ctx = new StepContext(rids, LlamaModel.WALK, 0, false);
+        StepContext ctx = new StepContext(rids, model.keys().walk(), 0, false);
         if (bucket > 0) {
             ctx.setPaddedRequestIds(padded);
-            ctx.setSlotLease(DecodeGraphs.lease(bucket));
+            ctx.setSlotLease(DecodeGraphs.lease(model.keys().walk(), bucket));
         }
         step.setCtx(ctx);
         return step;

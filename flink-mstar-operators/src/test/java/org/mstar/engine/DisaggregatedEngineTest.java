@@ -207,8 +207,8 @@ class DisaggregatedEngineTest {
     @Test
     void aHandoffCarriesAtMostTwoGibibytesOfKv() {
         // Llama-3-8B in bf16: 32 layers x K and V x 16 tokens x 8 KV heads x 128 dims x 2 bytes = 2 MiB a page
-        assertThat(LlamaEngine.maxHandoffTokens(2L * 32 * 16 * 8 * 128 * 2, 16)).isEqualTo(1023 * 16);
-        assertThat(LlamaEngine.maxHandoffTokens(1024, 4)).isEqualTo((Integer.MAX_VALUE - 1024) / 1024 * 4);
+        assertThat(EngineCore.maxHandoffTokens(2L * 32 * 16 * 8 * 128 * 2, 16)).isEqualTo(1023 * 16);
+        assertThat(EngineCore.maxHandoffTokens(1024, 4)).isEqualTo((Integer.MAX_VALUE - 1024) / 1024 * 4);
     }
 
     @Test

@@ -1,0 +1,81 @@
+package org.mstar.engine;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.Tensor;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.Resource;
+import org.mstar.resources.Segment;
+import org.mstar.resources.SubmoduleStep;
+import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.sampler.SamplerResource;
+
+/**
+ * What a model contributes to the engine loop ({@link EngineCore}): the resources it declares and binds, the step
+ * the resources see for a batch, and its forward, eager or over every row for a recorded decode graph. The core
+ * owns everything else — scheduling, admission, preemption, fault isolation, pre-planning, launch-ahead, sampling
+ * and turning tokens into events — so what one model gains there every model has.
+ *
+ * <p>Implementations live beside their model, outside the core's package, and see the core only through this
+ * interface (an ArchUnit rule keeps it so).
+ */
+public interface ModelRunner {
+
+    /** The keys of the model's step graph and of the resources the core drives by name. */
+    record ResourceKeys(String node, String walk, String kv, String sampler, String position) {}
+
+    ResourceKeys keys();
+
+    Device device();
+
+    int vocabSize();
+
+    /** Longest sequence the model's positions allow. */
+    int maxPositions();
+
+    /** Bytes one KV page of {@code pageSize} tokens takes over all layers, keys and values. */
+    long kvPageBytes(int pageSize, DType kvDType);
+
+    /** What the weights are, for the prefix cache's root: pages cached under other weights never match. */
+    List<Object> identity();
+
+    /** The resources the model needs, for {@code ResourceFactory.buildAll}. */
+    List<NodeResourceSpec> declareResources(KvCacheOptions kv, List<Integer> stopIds);
+
+    /**
+     * The window, in tokens, that the main cache keeps of each request; 0 when it keeps every token. Known once
+     * {@link #declareResources} ran.
+     */
+    int mainCacheWindow();
+
+    /** Take the resources built from {@link #declareResources}. */
+    void bind(Map<String, Resource> built);
+
+    /** The main KV cache, once bound. */
+    KVManager kv();
+
+    /** The sampler, once bound. */
+    SamplerResource sampler();
+
+    /**
+     * The step for one batch: one segment per row, {@code promptTokens} entering the sampler's seen set for rows
+     * starting their prompt, only {@code sampledRids} keeping a sampled token.
+     */
+    SubmoduleStep declareStep(List<Segment> segments, Map<String, int[]> promptTokens, Set<String> sampledRids);
+
+    /**
+     * Runs the planned step of {@code tokens} (I32, segment order): F32 logits of the rows {@code sampleRows},
+     * {@code [sampleRows.length, vocab]}, the caller's to close.
+     */
+    Tensor forward(Tensor tokens, int[] sampleRows);
+
+    /**
+     * Runs the planned step with every row sampling into {@code logits}, adding its temporaries to {@code held}
+     * instead of freeing them, so a recorded graph can keep addressing them.
+     */
+    void forwardAllRows(Tensor tokens, Tensor logits, List<Tensor> held);
+}

@@ -1,0 +1,101 @@
+package org.mstar.engine.llama;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.mstar.device.DType;
+import org.mstar.device.Device;
+import org.mstar.device.Tensor;
+import org.mstar.engine.ModelRunner;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaModel;
+import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.Resource;
+import org.mstar.resources.Segment;
+import org.mstar.resources.SubmoduleStep;
+import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.sampler.SamplerResource;
+
+/** The Llama family ({@link LlamaModel}: Llama, Mistral, Qwen, Gemma, Phi) as the engine loop's model. */
+public final class LlamaRunner implements ModelRunner {
+    private static final ResourceKeys KEYS = new ResourceKeys(LlamaModel.NODE, LlamaModel.WALK, LlamaModel.KV,
+            LlamaModel.SAMPLER, LlamaModel.ROPE);
+
+    private final LlamaModel model;
+
+    public LlamaRunner(LlamaModel model) {
+        this.model = model;
+    }
+
+    @Override
+    public ResourceKeys keys() {
+        return KEYS;
+    }
+
+    @Override
+    public Device device() {
+        return model.device();
+    }
+
+    @Override
+    public int vocabSize() {
+        return model.config().vocabSize();
+    }
+
+    @Override
+    public int maxPositions() {
+        return model.config().maxPositionEmbeddings();
+    }
+
+    @Override
+    public long kvPageBytes(int pageSize, DType kvDType) {
+        ModelConfig c = model.config();
+        return 2L * c.numLayers() * pageSize * c.numKvHeads() * c.headDim() * kvDType.bytes();
+    }
+
+    @Override
+    public List<Object> identity() {
+        return List.of(model.config().toJson().toString(), model.weightsId());
+    }
+
+    @Override
+    public List<NodeResourceSpec> declareResources(KvCacheOptions kv, List<Integer> stopIds) {
+        return model.declareResources(kv, stopIds);
+    }
+
+    @Override
+    public int mainCacheWindow() {
+        return model.mainCacheWindow();
+    }
+
+    @Override
+    public void bind(Map<String, Resource> built) {
+        model.bind(built);
+    }
+
+    @Override
+    public KVManager kv() {
+        return model.resources().kv();
+    }
+
+    @Override
+    public SamplerResource sampler() {
+        return model.resources().sampler();
+    }
+
+    @Override
+    public SubmoduleStep declareStep(List<Segment> segments, Map<String, int[]> promptTokens, Set<String> sampledRids) {
+        return model.declareStep(segments, promptTokens, sampledRids);
+    }
+
+    @Override
+    public Tensor forward(Tensor tokens, int[] sampleRows) {
+        return model.forward(tokens, sampleRows);
+    }
+
+    @Override
+    public void forwardAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        model.forwardAllRows(tokens, logits, held);
+    }
+}

@@ -1,0 +1,43 @@
+package org.mstar.engine;
+
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.domain.JavaModifier;
+import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.junit.AnalyzeClasses;
+import com.tngtech.archunit.junit.ArchTest;
+import com.tngtech.archunit.lang.ArchRule;
+
+import static com.tngtech.archunit.base.DescribedPredicate.not;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.assignableTo;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
+import static com.tngtech.archunit.core.domain.properties.HasModifiers.Predicates.modifier;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+/**
+ * A model runner sees the engine core only through {@link ModelRunner}: it lives outside the core's package, so
+ * Java keeps it from the core's package-private machinery, and it depends on none of that machinery nor on the
+ * engines built over it. What one model learns in the core then serves every model, and no runner grows its own.
+ */
+@AnalyzeClasses(packages = "org.mstar", importOptions = ImportOption.DoNotIncludeTests.class)
+class RunnerBoundaryArchitectureTest {
+    /** The packages of the model runners. */
+    static final String[] RUNNER_PACKAGES = {"org.mstar.engine.llama.."};
+
+    static final DescribedPredicate<JavaClass> CORE_INTERNALS = resideInAPackage("org.mstar.engine")
+            .and(not(modifier(JavaModifier.PUBLIC)))
+            .or(assignableTo(GenerationEngine.class))
+            .as("the engine core's internals (package-private classes of org.mstar.engine) or an engine");
+
+    @ArchTest
+    static final ArchRule runnersLiveOutsideTheCore = classes().that().implement(ModelRunner.class)
+            .should().resideOutsideOfPackage("org.mstar.engine")
+            .because("in the core's package a runner could reach its package-private internals");
+
+    @ArchTest
+    static final ArchRule runnersReachOnlyTheRunnerSurface = noClasses()
+            .that().implement(ModelRunner.class).or().resideInAnyPackage(RUNNER_PACKAGES)
+            .should().dependOnClassesThat(CORE_INTERNALS)
+            .because("a runner contributes its model through ModelRunner; the loop is the core's alone");
+}
