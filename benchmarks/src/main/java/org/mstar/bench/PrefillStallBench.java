@@ -113,7 +113,8 @@ public final class PrefillStallBench {
     }
 
     private static GenerationRequest request(String id, int[] prompt, int maxTokens) {
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.DEFAULTS.withSeed(id.hashCode()), maxTokens, 0,
-                List.of(), true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt)
+                .sampling(SamplingReqConfig.DEFAULTS.withSeed(id.hashCode())).maxTokens(maxTokens).ignoreEos(true)
+                .build();
     }
 }

@@ -124,7 +124,8 @@ public final class EngineSizer {
     }
 
     private static GenerationRequest request(String id, int[] prompt, int maxTokens) {
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), maxTokens, 0, List.of(), true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
+                .maxTokens(maxTokens).ignoreEos(true).build();
     }
 
     private static void drain(LlamaEngine engine) {

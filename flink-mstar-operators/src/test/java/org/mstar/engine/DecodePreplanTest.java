@@ -125,7 +125,8 @@ class DecodePreplanTest {
 
     static GenerationRequest request(String id, int[] prompt, SamplingReqConfig sampling, int maxTokens,
                                      List<Integer> stopIds) {
-        return new GenerationRequest(id, prompt, null, sampling, maxTokens, 0, stopIds, true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(sampling).maxTokens(maxTokens)
+                .stopTokenIds(stopIds).ignoreEos(true).build();
     }
 
     @Test

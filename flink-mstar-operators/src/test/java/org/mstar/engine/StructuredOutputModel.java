@@ -3,7 +3,6 @@ package org.mstar.engine;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
@@ -44,6 +43,7 @@ final class StructuredOutputModel {
                                      OutputConstraint constraint) {
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, 0, 1.0, false, 1.0, 0.0, 0, 0, false, 1, true,
                 seed);
-        return new GenerationRequest(id, null, prompt, sampling, maxTokens, 0, List.of(), false, 0, constraint, null);
+        return GenerationRequest.builder(id).promptText(prompt).sampling(sampling).maxTokens(maxTokens)
+                .constraint(constraint).build();
     }
 }

@@ -95,8 +95,8 @@ class TransformersFidelityTest {
             engine.observeLogits((rid, index, logits) -> seen.computeIfAbsent(rid, k -> new HashMap<>()).put(index, logits.clone()));
             for (int p : prompts) {
                 int steps = ref.tokens().get(p).length;
-                engine.submit(new GenerationRequest("p" + p, ref.prompts().get(p), null, SamplingReqConfig.greedy(),
-                        steps, 0, List.of(), true, 0));
+                engine.submit(GenerationRequest.builder("p" + p).promptTokenIds(ref.prompts().get(p))
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(steps).ignoreEos(true).build());
             }
             EngineDriver driver = new EngineDriver();
             float worst = 0;

@@ -81,8 +81,9 @@ class WindowedLayerCacheTest {
                     for (int i = 0; i < prompt.length; i++) {
                         prompt[i] = 3 + (i * 37 + r * 11) % 300;
                     }
-                    engine.submit(new GenerationRequest("long" + r, prompt, null, SamplingReqConfig.greedy(),
-                            atToken + 1 + 10 * r, 0, List.of(), true, 0));
+                    engine.submit(GenerationRequest.builder("long" + r).promptTokenIds(prompt)
+                            .sampling(SamplingReqConfig.greedy()).maxTokens(atToken + 1 + 10 * r).ignoreEos(true)
+                            .build());
                 }
                 EngineDriver driver = new EngineDriver();
                 driver.drain(engine, 1_000);
@@ -158,21 +159,21 @@ class WindowedLayerCacheTest {
                 Random rnd = new Random(11);
                 for (int i = 0; i < 6; i++) {
                     prompts.put("r" + i, RandomModels.prompt(rnd, 4 + 3 * i));
-                    engine.submit(new GenerationRequest("r" + i, prompts.get("r" + i), null, SamplingReqConfig.greedy(),
-                            12, 0, List.of(), true, 0));
+                    engine.submit(GenerationRequest.builder("r" + i).promptTokenIds(prompts.get("r" + i))
+                            .sampling(SamplingReqConfig.greedy()).maxTokens(12).ignoreEos(true).build());
                 }
                 // 40 + 30 tokens need 18 pages kept whole, more than the pool has; its window needs at most 7
                 prompts.put("long", RandomModels.prompt(rnd, 40));
-                engine.submit(new GenerationRequest("long", prompts.get("long"), null, SamplingReqConfig.greedy(), 30,
-                        0, List.of(), true, 0));
+                engine.submit(GenerationRequest.builder("long").promptTokenIds(prompts.get("long"))
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(30).ignoreEos(true).build());
                 for (int i = 0; i < 6; i++) {
                     driver.collect(engine.step());
                 }
                 // a request that outranks the running ones while the pool is full: some give way (offloaded when
                 // there are host pages, else freed and recomputed)
                 prompts.put("urgent", RandomModels.prompt(rnd, 24));
-                engine.submit(new GenerationRequest("urgent", prompts.get("urgent"), null, SamplingReqConfig.greedy(),
-                        8, 0, List.of(), true, 5));
+                engine.submit(GenerationRequest.builder("urgent").promptTokenIds(prompts.get("urgent"))
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(8).ignoreEos(true).priority(5).build());
                 boolean offloaded = false;
                 for (int steps = 0; engine.hasWork(); steps++) {
                     assertThat(steps).as("steps").isLessThan(1_000);
@@ -188,8 +189,9 @@ class WindowedLayerCacheTest {
             }
             try (LlamaEngine keepsAll = RandomModels.engine(model, new EngineOptions(4, 16,
                     new KvCacheOptions(256, 9, 4, 0, false), graphs))) {
-                assertThatThrownBy(() -> keepsAll.submit(new GenerationRequest("long", prompts.get("long"), null,
-                        SamplingReqConfig.greedy(), 30, 0, List.of(), true, 0))).hasMessageContaining("18 KV pages");
+                assertThatThrownBy(() -> keepsAll.submit(GenerationRequest.builder("long")
+                        .promptTokenIds(prompts.get("long")).sampling(SamplingReqConfig.greedy()).maxTokens(30)
+                        .ignoreEos(true).build())).hasMessageContaining("18 KV pages");
             }
             for (var e : prompts.entrySet()) {
                 List<Integer> generated = driver.tokens.get(e.getKey());

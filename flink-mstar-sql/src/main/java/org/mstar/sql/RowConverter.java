@@ -52,8 +52,9 @@ final class RowConverter implements Serializable {
             prompt = null;
         }
         long seed = seedOf(settings.seed, prompt != null ? prompt : render(messages));
-        return new GenerationRequest(requestId, null, prompt, settings.sampling(seed), settings.maxTokens, 0,
-                List.of(), settings.ignoreEos, 0, settings.constraint(), messages);
+        return GenerationRequest.builder(requestId).promptText(prompt).messages(messages)
+                .sampling(settings.sampling(seed)).maxTokens(settings.maxTokens).ignoreEos(settings.ignoreEos)
+                .constraint(settings.constraint()).build();
     }
 
     private static List<ChatMessage> messages(ArrayData turns) {

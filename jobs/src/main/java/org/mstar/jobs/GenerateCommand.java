@@ -115,8 +115,8 @@ final class GenerateCommand implements Callable<Integer> {
     /** The prompt as text, or with --chat as a conversation the engine renders with the model's chat template. */
     private void submit(LlamaEngine engine, SamplingReqConfig sampling) {
         if (!chat) {
-            engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0,
-                    constraint.constraint(), null));
+            engine.submit(GenerationRequest.builder("cli").promptText(prompt).sampling(sampling).maxTokens(maxTokens)
+                    .constraint(constraint.constraint()).build());
             return;
         }
         List<ChatMessage> messages = new ArrayList<>();
@@ -124,8 +124,8 @@ final class GenerateCommand implements Callable<Integer> {
             messages.add(new ChatMessage("system", system));
         }
         messages.add(ChatMessage.user(prompt));
-        engine.submit(new GenerationRequest("cli", null, null, sampling, maxTokens, 0, List.of(), false, 0,
-                constraint.constraint(), messages));
+        engine.submit(GenerationRequest.builder("cli").messages(messages).sampling(sampling).maxTokens(maxTokens)
+                .constraint(constraint.constraint()).build());
     }
 
     /** The result line; it says when the context (prompt + output up to --max-seq-len) ended the output early. */

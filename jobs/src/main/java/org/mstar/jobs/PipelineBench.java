@@ -238,8 +238,9 @@ final class PipelineBench {
     private static Measured runEngine(GenerationEngine engine, Load load) {
         long t0 = System.nanoTime();
         for (GenerateRequest r : load.requests()) {
-            engine.submit(new GenerationRequest(r.getRequestId(), r.getPromptTokenIds().stream().mapToInt(i -> i)
-                    .toArray(), null, SamplingReqConfig.greedy(), r.getMaxTokens(), 0, List.of(), true, 0));
+            engine.submit(GenerationRequest.builder(r.getRequestId())
+                    .promptTokenIds(r.getPromptTokenIds().stream().mapToInt(i -> i).toArray())
+                    .sampling(SamplingReqConfig.greedy()).maxTokens(r.getMaxTokens()).ignoreEos(true).build());
         }
         long tokens = 0;
         List<Double> ttft = new ArrayList<>();

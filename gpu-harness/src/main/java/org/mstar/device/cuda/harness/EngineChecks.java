@@ -202,8 +202,8 @@ final class EngineChecks {
             for (int j = 0; j < prompt.length; j++) {
                 prompt[j] = 2 + rnd.nextInt(config.vocabSize() - 2); // not BOS or EOS
             }
-            requests.add(new GenerationRequest("r" + i, prompt, null, SamplingReqConfig.greedy(), GENERATED, 0,
-                    List.of(), true, 0));
+            requests.add(GenerationRequest.builder("r" + i).promptTokenIds(prompt)
+                    .sampling(SamplingReqConfig.greedy()).maxTokens(GENERATED).ignoreEos(true).build());
         }
         return requests;
     }

@@ -224,6 +224,7 @@ final class InvarianceChecks {
         for (int j = 0; j < prompt.length; j++) {
             prompt[j] = 2 + r.nextInt(config.vocabSize() - 2);
         }
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), generated, 0, List.of(), true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
+                .maxTokens(generated).ignoreEos(true).build();
     }
 }
