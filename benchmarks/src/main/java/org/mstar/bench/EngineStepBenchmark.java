@@ -62,7 +62,7 @@ public class EngineStepBenchmark {
         CheckpointWriter.writeRandom(config, DType.F32, 42, dir);
         device = new CpuDevice();
         engine = LlamaEngineLoader.load(dir, device, new EngineOptions(batch, 4096,
-                new KvCacheOptions(2048, 4096, 16, 0, false)));
+                KvCacheOptions.builder().maxSeqLen(2048).maxNumPages(4096).prefixCache(false).build()));
         for (int i = 0; i < batch; i++) {
             submit();
         }

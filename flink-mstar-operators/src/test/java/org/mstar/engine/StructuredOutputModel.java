@@ -35,7 +35,7 @@ final class StructuredOutputModel {
     static LlamaEngine engine(Path dir, CpuDevice cpu, int rows) {
         int maxSeqLen = 2048;
         return LlamaEngineLoader.load(dir, cpu, new EngineOptions(rows, 4096,
-                new KvCacheOptions(maxSeqLen, rows * (maxSeqLen / 16) + 2, 16, 0, true)));
+                KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(rows * (maxSeqLen / 16) + 2).build()));
     }
 
     /** Temperature {@code temperature} (1: the model's own distribution; 0: greedy), seeded. */

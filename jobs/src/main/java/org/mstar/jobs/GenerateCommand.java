@@ -89,7 +89,9 @@ final class GenerateCommand implements Callable<Integer> {
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
-        EngineOptions options = new EngineOptions(1, 512, new KvCacheOptions(maxSeqLen, pages, pageSize, 0, false, windowedLayerPages),
+        EngineOptions options = new EngineOptions(1, 512, KvCacheOptions.builder().maxSeqLen(maxSeqLen)
+                .maxNumPages(pages).pageSize(pageSize).prefixCache(false).windowedLayerPages(windowedLayerPages)
+                .build(),
                 !device.trim().equalsIgnoreCase("cpu"));
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
