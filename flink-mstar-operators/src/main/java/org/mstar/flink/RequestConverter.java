@@ -17,8 +17,9 @@ import org.mstar.schemas.ChatTurn;
 import org.mstar.schemas.GenerateRequest;
 
 /**
- * Turns a wire {@link GenerateRequest} into the engine's {@link GenerationRequest}: fills defaults and checks
- * everything that does not depend on the model. Model limits (context length, vocabulary) are the engine's
+ * Turns a wire {@link GenerateRequest} into the engine's {@link GenerationRequest}: fills defaults and checks what
+ * only the wire form can get wrong (which prompt field is set, null or negative ids, sampling options); the
+ * request's own limits are checked as it is built. Model limits (context length, vocabulary) are the engine's
  * to check in {@code submit}.
  */
 final class RequestConverter implements Serializable {

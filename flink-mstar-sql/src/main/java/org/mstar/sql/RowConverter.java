@@ -57,10 +57,8 @@ final class RowConverter implements Serializable {
                 .constraint(settings.constraint()).build();
     }
 
+    /** The turns of a messages column; an empty conversation is refused as the request is built. */
     private static List<ChatMessage> messages(ArrayData turns) {
-        if (turns.size() == 0) {
-            throw new RequestValidationException(ModelColumns.MESSAGES, "must not be empty");
-        }
         List<ChatMessage> out = new ArrayList<>();
         for (int i = 0; i < turns.size(); i++) {
             RowData turn = turns.isNullAt(i) ? null : turns.getRow(i, 2);
