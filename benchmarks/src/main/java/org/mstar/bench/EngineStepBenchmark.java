@@ -3,7 +3,6 @@ package org.mstar.bench;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.mstar.device.DType;
@@ -63,7 +62,7 @@ public class EngineStepBenchmark {
         CheckpointWriter.writeRandom(config, DType.F32, 42, dir);
         device = new CpuDevice();
         engine = LlamaEngineLoader.load(dir, device, new EngineOptions(batch, 4096,
-                new KvCacheOptions(2048, 4096, 16, 0, false)));
+                KvCacheOptions.builder().maxSeqLen(2048).maxNumPages(4096).prefixCache(false).build()));
         for (int i = 0; i < batch; i++) {
             submit();
         }
@@ -77,8 +76,8 @@ public class EngineStepBenchmark {
         for (int i = 0; i < prompt.length; i++) {
             prompt[i] = 2 + rnd.nextInt(4000);
         }
-        engine.submit(new GenerationRequest("b" + next++, prompt, null, SamplingReqConfig.DEFAULTS.withSeed(next),
-                1_000_000, 0, List.of(), true, 0));
+        engine.submit(GenerationRequest.builder("b" + next++).promptTokenIds(prompt)
+                .sampling(SamplingReqConfig.DEFAULTS.withSeed(next)).maxTokens(1_000_000).ignoreEos(true).build());
     }
 
     @Benchmark

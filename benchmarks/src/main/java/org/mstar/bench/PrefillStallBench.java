@@ -64,7 +64,8 @@ public final class PrefillStallBench {
     private record Result(double maxMs, double p99Ms, double p50Ms, int promptSteps) {}
 
     private static Result run(Path dir, CpuDevice device, int promptTokens, Duration bound) throws Exception {
-        EngineOptions options = new EngineOptions(16, 4096, new KvCacheOptions(4096, 2048, 16, 0, false), false,
+        EngineOptions options = new EngineOptions(16, 4096, KvCacheOptions.builder().maxSeqLen(4096).maxNumPages(2048)
+                .prefixCache(false).build(), false,
                 SchedulerOptions.DEFAULTS.withMaxPrefillStall(bound));
         Random rnd = new Random(7);
         try (LlamaEngine engine = LlamaEngineLoader.load(dir, device, options)) {
@@ -113,7 +114,8 @@ public final class PrefillStallBench {
     }
 
     private static GenerationRequest request(String id, int[] prompt, int maxTokens) {
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.DEFAULTS.withSeed(id.hashCode()), maxTokens, 0,
-                List.of(), true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt)
+                .sampling(SamplingReqConfig.DEFAULTS.withSeed(id.hashCode())).maxTokens(maxTokens).ignoreEos(true)
+                .build();
     }
 }

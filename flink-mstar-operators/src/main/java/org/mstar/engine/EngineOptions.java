@@ -85,6 +85,6 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
 
     /** Small defaults that suit the CPU path: 16 rows, 256 tokens a step, 512 pages of 16 tokens. */
     public static EngineOptions cpuDefaults(int maxSeqLen) {
-        return new EngineOptions(16, 256, new KvCacheOptions(maxSeqLen, 512, 16, 0, true));
+        return new EngineOptions(16, 256, KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(512).build());
     }
 }

@@ -78,10 +78,9 @@ public final class EngineSizer {
     }
 
     private static EngineOptions resized(EngineOptions o, EngineSizing s) {
-        KvCacheOptions kv = o.kvCache();
-        return new EngineOptions(s.maxBatchRows(), s.tokenBudget(), new KvCacheOptions(kv.maxSeqLen(), s.pages(),
-                kv.pageSize(), kv.cpuOffloadPages(), kv.prefixCache(), kv.windowedLayerPages()), o.decodeGraphs(),
-                o.scheduling(), o.role(), o.preplan(), o.launchAhead());
+        KvCacheOptions kv = o.kvCache().toBuilder().maxNumPages(s.pages()).build();
+        return new EngineOptions(s.maxBatchRows(), s.tokenBudget(), kv, o.decodeGraphs(), o.scheduling(),
+                o.role(), o.preplan(), o.launchAhead());
     }
 
     /** Device memory a decode step at {@code rows} and a prefill at {@code budget} tokens take beyond the KV pool. */
@@ -124,7 +123,8 @@ public final class EngineSizer {
     }
 
     private static GenerationRequest request(String id, int[] prompt, int maxTokens) {
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), maxTokens, 0, List.of(), true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
+                .maxTokens(maxTokens).ignoreEos(true).build();
     }
 
     private static void drain(LlamaEngine engine) {

@@ -32,9 +32,9 @@ final class HandoffInbox {
             throw new IllegalArgumentException("hand-off of '" + handoff.requestId() + "' given for request '"
                     + request.requestId() + "'");
         }
-        int[] prompt = checks.prompt(new GenerationRequest(request.requestId(), handoff.prompt(), null,
-                request.sampling(), request.maxTokens(), request.minTokens(), request.stopTokenIds(),
-                request.ignoreEos(), request.priority()));
+        // the prompt checks read only the prompt fields: the hand-off's ids stand in for the request's prompt
+        int[] prompt = checks.prompt(GenerationRequest.builder(request.requestId()).promptTokenIds(handoff.prompt())
+                .maxTokens(request.maxTokens()).build());
         checks.check(request, prompt, handoff.generated());
         resources.sampling(request);
         if (handoff.generated().length == 0 || handoff.kv().isEmpty()) {

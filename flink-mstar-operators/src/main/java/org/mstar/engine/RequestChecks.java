@@ -75,9 +75,6 @@ final class RequestChecks {
         if (tokenizer == null) {
             throw new RequestValidationException("messages", "this model has no tokenizer; send token ids");
         }
-        if (request.messages().isEmpty()) {
-            throw new RequestValidationException("messages", "must not be empty");
-        }
         String text;
         try {
             text = chatTemplate.render(request.messages(), true);
@@ -88,14 +85,11 @@ final class RequestChecks {
         return tokenizer.encode(text, false);
     }
 
-    /** Limits and ids of {@code request}, whose prompt is {@code prompt} and which already generated {@code generated}. */
+    /**
+     * Limits and ids of {@code request}, whose prompt is {@code prompt} and which already generated {@code generated},
+     * against this model; the request's own limits (max and min tokens) were checked when it was built.
+     */
     void check(GenerationRequest request, int[] prompt, int[] generated) {
-        if (request.maxTokens() < 1) {
-            throw new RequestValidationException("max_tokens", "must be >= 1, got " + request.maxTokens());
-        }
-        if (request.minTokens() < 0 || request.minTokens() > request.maxTokens()) {
-            throw new RequestValidationException("min_tokens", "must be in [0, max_tokens], got " + request.minTokens());
-        }
         for (int id : request.stopTokenIds()) {
             checkId("stop_token_ids", id);
         }

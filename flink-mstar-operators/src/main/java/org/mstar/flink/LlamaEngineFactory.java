@@ -124,7 +124,9 @@ public final class LlamaEngineFactory implements EngineFactory {
 
     private EngineOptions options() {
         return new EngineOptions(maxBatchRows, tokenBudget,
-                new KvCacheOptions(maxSeqLen, pages, pageSize, cpuOffloadPages, prefixCache, windowedLayerPages), false,
+                KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize)
+                        .cpuOffloadPages(cpuOffloadPages).prefixCache(prefixCache)
+                        .windowedLayerPages(windowedLayerPages).build(), false,
                 new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
                         SchedulerOptions.DEFAULTS.minPrefillChunk()), role, preplan, launchAhead);
     }

@@ -17,8 +17,9 @@ import org.mstar.schemas.ChatTurn;
 import org.mstar.schemas.GenerateRequest;
 
 /**
- * Turns a wire {@link GenerateRequest} into the engine's {@link GenerationRequest}: fills defaults and checks
- * everything that does not depend on the model. Model limits (context length, vocabulary) are the engine's
+ * Turns a wire {@link GenerateRequest} into the engine's {@link GenerationRequest}: fills defaults and checks what
+ * only the wire form can get wrong (which prompt field is set, null or negative ids, sampling options); the
+ * request's own limits are checked as it is built. Model limits (context length, vocabulary) are the engine's
  * to check in {@code submit}.
  */
 final class RequestConverter implements Serializable {
@@ -49,13 +50,7 @@ final class RequestConverter implements Serializable {
         int[] promptIds = promptIds(r);
         String promptText = promptIds == null ? r.getPrompt() : null;
         int maxTokens = orDefault(r.getMaxTokens(), defaultMaxTokens);
-        if (maxTokens < 1) {
-            throw new RequestValidationException("max_tokens", "must be >= 1, got " + maxTokens);
-        }
         int minTokens = orDefault(r.getMinTokens(), 0);
-        if (minTokens > maxTokens) {
-            throw new RequestValidationException("min_tokens", "must be <= max_tokens (" + maxTokens + "), got " + minTokens);
-        }
         List<Integer> stopIds = r.getStopTokenIds();
         for (Integer stop : stopIds) {
             if (stop == null || stop < 0) {
@@ -65,8 +60,10 @@ final class RequestConverter implements Serializable {
         SamplingReqConfig sampling = sampling(r, id, minTokens);
         sampling.validate(null);
         AudioInput speech = r.getAudio() == null ? null : audio.convert(r.getAudio());
-        return new GenerationRequest(id, promptIds, promptText, sampling, maxTokens, minTokens, stopIds,
-                r.getIgnoreEos(), orDefault(r.getPriority(), 0), constraint(r), messages(r), speech);
+        // the request's own limits (max and min tokens, an empty conversation) are checked as it is built
+        return GenerationRequest.builder(id).promptTokenIds(promptIds).promptText(promptText).messages(messages(r))
+                .audio(speech).sampling(sampling).maxTokens(maxTokens).minTokens(minTokens).stopTokenIds(stopIds)
+                .ignoreEos(r.getIgnoreEos()).priority(orDefault(r.getPriority(), 0)).constraint(constraint(r)).build();
     }
 
     /** The request's structured-output constraint, or null; at most one of the three fields may be set. */
@@ -125,9 +122,6 @@ final class RequestConverter implements Serializable {
     private static List<ChatMessage> messages(GenerateRequest r) {
         if (r.getMessages() == null) {
             return null;
-        }
-        if (r.getMessages().isEmpty()) {
-            throw new RequestValidationException("messages", "must not be empty");
         }
         List<ChatMessage> out = new ArrayList<>();
         for (ChatTurn t : r.getMessages()) {

@@ -32,7 +32,8 @@ class ChatRequestTest {
     }
 
     private static GenerationRequest chat(String rid, List<ChatMessage> messages) {
-        return new GenerationRequest(rid, null, null, SamplingReqConfig.greedy(), 8, 0, List.of(), true, 0, null, messages);
+        return GenerationRequest.builder(rid).messages(messages).sampling(SamplingReqConfig.greedy()).maxTokens(8)
+                .ignoreEos(true).build();
     }
 
     @Test
@@ -47,7 +48,8 @@ class ChatRequestTest {
         assertThat(rendered).startsWith("<bos><start_of_turn>user\nBe brief.\n\nHello there");
         try (LlamaEngine engine = LlamaEngineLoader.load(folder, cpu, EngineOptions.cpuDefaults(512))) {
             engine.submit(chat("chat", messages));
-            engine.submit(new GenerationRequest("ids", ids, null, SamplingReqConfig.greedy(), 8, 0, List.of(), true, 0));
+            engine.submit(GenerationRequest.builder("ids").promptTokenIds(ids).sampling(SamplingReqConfig.greedy())
+                    .maxTokens(8).ignoreEos(true).build());
             EngineDriver driver = new EngineDriver();
             driver.drain(engine, 1_000);
 

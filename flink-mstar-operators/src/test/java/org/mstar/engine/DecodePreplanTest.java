@@ -125,7 +125,8 @@ class DecodePreplanTest {
 
     static GenerationRequest request(String id, int[] prompt, SamplingReqConfig sampling, int maxTokens,
                                      List<Integer> stopIds) {
-        return new GenerationRequest(id, prompt, null, sampling, maxTokens, 0, stopIds, true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(sampling).maxTokens(maxTokens)
+                .stopTokenIds(stopIds).ignoreEos(true).build();
     }
 
     @Test
@@ -188,7 +189,8 @@ class DecodePreplanTest {
         Map<Boolean, Map<String, List<Integer>>> tokens = new HashMap<>();
         for (boolean preplan : new boolean[] {false, true}) {
             // with pre-planning, constrained rows' steps launch ahead too: their masks are read at the draw
-            EngineOptions options = new EngineOptions(4, 4096, new KvCacheOptions(2048, 4 * 128 + 2, 16, 0, true))
+            EngineOptions options = new EngineOptions(4, 4096, KvCacheOptions.builder().maxSeqLen(2048)
+                    .maxNumPages(4 * 128 + 2).build())
                     .withDecodeGraphs(true).withPreplan(preplan);
             try (LlamaEngine engine = LlamaEngineLoader.load(written, cpu, options)) {
                 for (int seed = 0; seed < 4; seed++) {

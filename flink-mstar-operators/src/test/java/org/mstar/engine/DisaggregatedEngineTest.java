@@ -51,7 +51,8 @@ class DisaggregatedEngineTest {
     }
 
     private static GenerationRequest request(String rid, int[] prompt, SamplingReqConfig sampling, int maxTokens) {
-        return new GenerationRequest(rid, prompt, null, sampling, maxTokens, 0, List.of(), true, 0);
+        return GenerationRequest.builder(rid).promptTokenIds(prompt).sampling(sampling).maxTokens(maxTokens)
+                .ignoreEos(true).build();
     }
 
     private static GenerationRequest greedy(String rid, int[] prompt) {

@@ -38,7 +38,7 @@ class EngineDeterminismTest {
 
     private static GenerationRequest sampled(String rid, int[] prompt, long seed) {
         SamplingReqConfig s = SamplingReqConfig.DEFAULTS.withTemperature(0.9).withSeed(seed);
-        return new GenerationRequest(rid, prompt, null, s, 12, 0, List.of(), true, 0);
+        return GenerationRequest.builder(rid).promptTokenIds(prompt).sampling(s).maxTokens(12).ignoreEos(true).build();
     }
 
     private static Map<String, List<Integer>> run(EngineOptions options, List<GenerationRequest> requests) {

@@ -91,7 +91,8 @@ class EngineEquivalenceTest {
     }
 
     static GenerationRequest request(String rid, int[] prompt) {
-        return new GenerationRequest(rid, prompt, null, SamplingReqConfig.greedy(), 6, 0, List.of(), true, 0);
+        return GenerationRequest.builder(rid).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy()).maxTokens(6)
+                .ignoreEos(true).build();
     }
 
     static int[] concat(int[] a, int[] b) {

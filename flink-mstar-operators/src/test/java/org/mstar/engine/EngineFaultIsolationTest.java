@@ -24,11 +24,12 @@ class EngineFaultIsolationTest {
             Random rnd = new Random(4);
             List<GenerationRequest> good = new ArrayList<>();
             for (int i = 0; i < 6; i++) {
-                good.add(new GenerationRequest("good" + i, RandomModels.prompt(rnd, 6 + 5 * i), null,
-                        SamplingReqConfig.DEFAULTS.withTemperature(0.8).withSeed(i), 12, 0, List.of(), true, 0));
+                good.add(GenerationRequest.builder("good" + i).promptTokenIds(RandomModels.prompt(rnd, 6 + 5 * i))
+                        .sampling(SamplingReqConfig.DEFAULTS.withTemperature(0.8).withSeed(i)).maxTokens(12)
+                        .ignoreEos(true).build());
             }
-            GenerationRequest poison = new GenerationRequest("poison", RandomModels.prompt(rnd, 9), null,
-                    SamplingReqConfig.DEFAULTS.withSeed(77), 12, 0, List.of(), true, 0);
+            GenerationRequest poison = GenerationRequest.builder("poison").promptTokenIds(RandomModels.prompt(rnd, 9))
+                    .sampling(SamplingReqConfig.DEFAULTS.withSeed(77)).maxTokens(12).ignoreEos(true).build();
 
             EngineDriver clean = run(model, good, null);
             EngineDriver poisoned = run(model, good, poison);

@@ -24,7 +24,8 @@ class EnginePressureTest {
             for (int i = 0; i < 64; i++) {
                 int[] prompt = RandomModels.prompt(rnd, 8 + rnd.nextInt(17));
                 SamplingReqConfig s = SamplingReqConfig.DEFAULTS.withTemperature(0.7).withSeed(i);
-                requests.add(new GenerationRequest("q" + i, prompt, null, s, 8, 0, List.of(), true, 0));
+                requests.add(GenerationRequest.builder("q" + i).promptTokenIds(prompt).sampling(s).maxTokens(8)
+                        .ignoreEos(true).build());
                 pagesNeeded += (prompt.length + 8 + 3) / 4;
             }
             EngineDriver free = drive(model, RandomModels.options(32, 128, pagesNeeded + 1, 4, 0), requests);

@@ -22,11 +22,12 @@ class EnginePriorityTest {
             List<GenerationRequest> requests = new ArrayList<>();
             Random rnd = new Random(3);
             for (int i = 0; i < 8; i++) {
-                requests.add(new GenerationRequest("low" + i, RandomModels.prompt(rnd, 12), null,
-                        SamplingReqConfig.DEFAULTS.withSeed(i), 24, 0, List.of(), true, 0));
+                requests.add(GenerationRequest.builder("low" + i).promptTokenIds(RandomModels.prompt(rnd, 12))
+                        .sampling(SamplingReqConfig.DEFAULTS.withSeed(i)).maxTokens(24).ignoreEos(true).build());
             }
-            GenerationRequest high = new GenerationRequest("high", RandomModels.prompt(rnd, 12), null,
-                    SamplingReqConfig.DEFAULTS.withSeed(99), 8, 0, List.of(), true, 7);
+            GenerationRequest high = GenerationRequest.builder("high").promptTokenIds(RandomModels.prompt(rnd, 12))
+                    .sampling(SamplingReqConfig.DEFAULTS.withSeed(99)).maxTokens(8).ignoreEos(true).priority(7)
+                    .build();
 
             List<String> strict = finishOrder(model, SchedulingPolicy.PRIORITY, requests, high);
             List<String> fcfs = finishOrder(model, SchedulingPolicy.FCFS, requests, high);

@@ -54,7 +54,8 @@ final class RandomModels {
     }
 
     static EngineOptions options(int rows, int budget, int pages, int pageSize, int offloadPages) {
-        return new EngineOptions(rows, budget, new KvCacheOptions(256, pages, pageSize, offloadPages, true));
+        return new EngineOptions(rows, budget, KvCacheOptions.builder().maxSeqLen(256).maxNumPages(pages)
+                .pageSize(pageSize).cpuOffloadPages(offloadPages).build());
     }
 
     /** Prompt tokens avoiding the special ids 0 and 1. */

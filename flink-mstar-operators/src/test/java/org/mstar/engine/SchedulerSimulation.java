@@ -51,8 +51,8 @@ final class SchedulerSimulation {
         for (int i = 0; i < promptLength; i++) {
             prompt[i] = 2 + Math.floorMod((id.hashCode() * 31) + i, 300);
         }
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.DEFAULTS, maxTokens, 0, List.of(), true,
-                priority);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.DEFAULTS)
+                .maxTokens(maxTokens).ignoreEos(true).priority(priority).build();
     }
 
     static int tokenOf(String id, int index) {

@@ -172,8 +172,8 @@ class StructuredOutputEngineTest {
             assertThatThrownBy(() -> engine.submit(StructuredOutputModel.request("b", "x", 1.0, 0, 10,
                     OutputConstraint.regex("(a)\\1"))))
                     .isInstanceOf(RequestValidationException.class).hasMessageStartingWith("regex:");
-            GenerationRequest ignoring = new GenerationRequest("c", null, "x", null, 10, 0, List.of(), true, 0,
-                    OutputConstraint.regex("a+"), null);
+            GenerationRequest ignoring = GenerationRequest.builder("c").promptText("x").maxTokens(10).ignoreEos(true)
+                    .constraint(OutputConstraint.regex("a+")).build();
             assertThatThrownBy(() -> engine.submit(ignoring))
                     .isInstanceOf(RequestValidationException.class).hasMessageContaining("ignore_eos");
             assertThat(engine.hasWork()).isFalse();

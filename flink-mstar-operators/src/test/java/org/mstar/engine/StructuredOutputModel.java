@@ -3,7 +3,6 @@ package org.mstar.engine;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
@@ -36,7 +35,7 @@ final class StructuredOutputModel {
     static LlamaEngine engine(Path dir, CpuDevice cpu, int rows) {
         int maxSeqLen = 2048;
         return LlamaEngineLoader.load(dir, cpu, new EngineOptions(rows, 4096,
-                new KvCacheOptions(maxSeqLen, rows * (maxSeqLen / 16) + 2, 16, 0, true)));
+                KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(rows * (maxSeqLen / 16) + 2).build()));
     }
 
     /** Temperature {@code temperature} (1: the model's own distribution; 0: greedy), seeded. */
@@ -44,6 +43,7 @@ final class StructuredOutputModel {
                                      OutputConstraint constraint) {
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, 0, 1.0, false, 1.0, 0.0, 0, 0, false, 1, true,
                 seed);
-        return new GenerationRequest(id, null, prompt, sampling, maxTokens, 0, List.of(), false, 0, constraint, null);
+        return GenerationRequest.builder(id).promptText(prompt).sampling(sampling).maxTokens(maxTokens)
+                .constraint(constraint).build();
     }
 }

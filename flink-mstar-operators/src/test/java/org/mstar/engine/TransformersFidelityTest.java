@@ -52,7 +52,8 @@ class TransformersFidelityTest {
     void eachRequestAloneMatchesTransformers(String arch) throws Exception {
         Reference ref = reference(arch);
         for (int p = 0; p < ref.prompts().size(); p++) {
-            run(arch, ref, List.of(p), new EngineOptions(16, 256, new KvCacheOptions(512, 128, 16, 0, false)));
+            run(arch, ref, List.of(p), new EngineOptions(16, 256, KvCacheOptions.builder().maxSeqLen(512)
+                    .maxNumPages(128).prefixCache(false).build()));
         }
     }
 
@@ -61,14 +62,16 @@ class TransformersFidelityTest {
     void batchedChunkedRequestsMatchTransformers(String arch) throws Exception {
         Reference ref = reference(arch);
         // 7 tokens a step: every prompt is prefilled in chunks, and the later ones beside the earlier ones' decodes
-        run(arch, ref, List.of(0, 1, 2), new EngineOptions(16, 7, new KvCacheOptions(512, 128, 4, 0, false)));
+        run(arch, ref, List.of(0, 1, 2), new EngineOptions(16, 7, KvCacheOptions.builder().maxSeqLen(512)
+                .maxNumPages(128).pageSize(4).prefixCache(false).build()));
     }
 
     /** Gemma 3's windowed layers on a cache of their own, where each request keeps only its last 16 tokens. */
     @Test
     void gemma3WithItsWindowedLayersOnABoundedCacheMatchesTransformers() throws Exception {
         Reference ref = reference("gemma3_text");
-        KvCacheOptions kv = new KvCacheOptions(512, 128, 4, 0, false).withWindowedLayerPages(40);
+        KvCacheOptions kv = KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128).pageSize(4).prefixCache(false)
+                .windowedLayerPages(40).build();
         for (int p = 0; p < ref.prompts().size(); p++) {
             run("gemma3_text", ref, List.of(p), new EngineOptions(16, 256, kv));
         }
@@ -81,7 +84,8 @@ class TransformersFidelityTest {
     @Test
     void phi3KeepingOnlyItsWindowMatchesTransformers() throws Exception {
         Reference ref = reference("phi3");
-        KvCacheOptions kv = new KvCacheOptions(512, 128, 4, 0, false).withWindowedLayerPages(2);
+        KvCacheOptions kv = KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128).pageSize(4).prefixCache(false)
+                .windowedLayerPages(2).build();
         for (int p = 0; p < ref.prompts().size(); p++) {
             run("phi3", ref, List.of(p), new EngineOptions(16, 256, kv));
         }
@@ -95,8 +99,8 @@ class TransformersFidelityTest {
             engine.observeLogits((rid, index, logits) -> seen.computeIfAbsent(rid, k -> new HashMap<>()).put(index, logits.clone()));
             for (int p : prompts) {
                 int steps = ref.tokens().get(p).length;
-                engine.submit(new GenerationRequest("p" + p, ref.prompts().get(p), null, SamplingReqConfig.greedy(),
-                        steps, 0, List.of(), true, 0));
+                engine.submit(GenerationRequest.builder("p" + p).promptTokenIds(ref.prompts().get(p))
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(steps).ignoreEos(true).build());
             }
             EngineDriver driver = new EngineDriver();
             float worst = 0;

@@ -81,8 +81,9 @@ class WindowedLayerCacheTest {
                     for (int i = 0; i < prompt.length; i++) {
                         prompt[i] = 3 + (i * 37 + r * 11) % 300;
                     }
-                    engine.submit(new GenerationRequest("long" + r, prompt, null, SamplingReqConfig.greedy(),
-                            atToken + 1 + 10 * r, 0, List.of(), true, 0));
+                    engine.submit(GenerationRequest.builder("long" + r).promptTokenIds(prompt)
+                            .sampling(SamplingReqConfig.greedy()).maxTokens(atToken + 1 + 10 * r).ignoreEos(true)
+                            .build());
                 }
                 EngineDriver driver = new EngineDriver();
                 driver.drain(engine, 1_000);
@@ -95,7 +96,8 @@ class WindowedLayerCacheTest {
     @Test
     void windowedLayersHoldTheirWindowInsteadOfTheWholeSequence() throws Exception {
         int[] len = new int[1];
-        KvCacheOptions one = new KvCacheOptions(512, 128, PAGE, 0, false);
+        KvCacheOptions one = KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128).pageSize(PAGE)
+                .prefixCache(false).build();
         long everything = heldBytes("gemma3_text", one, 1, 110, len);
         long bounded = heldBytes("gemma3_text", one.withWindowedLayerPages(32), 1, 110, len);
 
@@ -114,7 +116,8 @@ class WindowedLayerCacheTest {
     @Test
     void aModelWhoseEveryLayerIsWindowedHoldsOnlyItsWindow() throws Exception {
         int[] len = new int[1];
-        KvCacheOptions one = new KvCacheOptions(512, 128, PAGE, 0, false);
+        KvCacheOptions one = KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128).pageSize(PAGE)
+                .prefixCache(false).build();
         // Phi-3 fixture: 3 layers, all windowed (24 tokens), 2 KV heads of 16
         long perPage = 2L * 2 * 16 * Float.BYTES * PAGE * 3;
         long everything = heldBytes("phi3", one, 1, 110, len);
@@ -149,7 +152,8 @@ class WindowedLayerCacheTest {
             DenseLlamaReference reference = new DenseLlamaReference(model.weights());
             // 4 rows, 16 tokens a step, pages of 4, 8 usable pages: requests of up to 8 pages each share them
             EngineOptions options = new EngineOptions(4, 16,
-                    new KvCacheOptions(256, 9, 4, hostPages, false).withWindowedLayerPages(2), graphs);
+                    KvCacheOptions.builder().maxSeqLen(256).maxNumPages(9).pageSize(4).cpuOffloadPages(hostPages)
+                            .prefixCache(false).windowedLayerPages(2).build(), graphs);
             Map<String, List<float[]>> logits = new HashMap<>();
             Map<String, int[]> prompts = new HashMap<>();
             EngineDriver driver = new EngineDriver();
@@ -158,21 +162,21 @@ class WindowedLayerCacheTest {
                 Random rnd = new Random(11);
                 for (int i = 0; i < 6; i++) {
                     prompts.put("r" + i, RandomModels.prompt(rnd, 4 + 3 * i));
-                    engine.submit(new GenerationRequest("r" + i, prompts.get("r" + i), null, SamplingReqConfig.greedy(),
-                            12, 0, List.of(), true, 0));
+                    engine.submit(GenerationRequest.builder("r" + i).promptTokenIds(prompts.get("r" + i))
+                            .sampling(SamplingReqConfig.greedy()).maxTokens(12).ignoreEos(true).build());
                 }
                 // 40 + 30 tokens need 18 pages kept whole, more than the pool has; its window needs at most 7
                 prompts.put("long", RandomModels.prompt(rnd, 40));
-                engine.submit(new GenerationRequest("long", prompts.get("long"), null, SamplingReqConfig.greedy(), 30,
-                        0, List.of(), true, 0));
+                engine.submit(GenerationRequest.builder("long").promptTokenIds(prompts.get("long"))
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(30).ignoreEos(true).build());
                 for (int i = 0; i < 6; i++) {
                     driver.collect(engine.step());
                 }
                 // a request that outranks the running ones while the pool is full: some give way (offloaded when
                 // there are host pages, else freed and recomputed)
                 prompts.put("urgent", RandomModels.prompt(rnd, 24));
-                engine.submit(new GenerationRequest("urgent", prompts.get("urgent"), null, SamplingReqConfig.greedy(),
-                        8, 0, List.of(), true, 5));
+                engine.submit(GenerationRequest.builder("urgent").promptTokenIds(prompts.get("urgent"))
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(8).ignoreEos(true).priority(5).build());
                 boolean offloaded = false;
                 for (int steps = 0; engine.hasWork(); steps++) {
                     assertThat(steps).as("steps").isLessThan(1_000);
@@ -187,9 +191,11 @@ class WindowedLayerCacheTest {
                 assertThat(driver.tokens.get("long")).hasSize(30);
             }
             try (LlamaEngine keepsAll = RandomModels.engine(model, new EngineOptions(4, 16,
-                    new KvCacheOptions(256, 9, 4, 0, false), graphs))) {
-                assertThatThrownBy(() -> keepsAll.submit(new GenerationRequest("long", prompts.get("long"), null,
-                        SamplingReqConfig.greedy(), 30, 0, List.of(), true, 0))).hasMessageContaining("18 KV pages");
+                    KvCacheOptions.builder().maxSeqLen(256).maxNumPages(9).pageSize(4).prefixCache(false).build(),
+                    graphs))) {
+                assertThatThrownBy(() -> keepsAll.submit(GenerationRequest.builder("long")
+                        .promptTokenIds(prompts.get("long")).sampling(SamplingReqConfig.greedy()).maxTokens(30)
+                        .ignoreEos(true).build())).hasMessageContaining("18 KV pages");
             }
             for (var e : prompts.entrySet()) {
                 List<Integer> generated = driver.tokens.get(e.getKey());
@@ -207,15 +213,19 @@ class WindowedLayerCacheTest {
 
     @Test
     void combinationsThatCannotWorkAreRefused() throws Exception {
-        assertThatThrownBy(() -> new KvCacheOptions(512, 128, PAGE, 0, true, 32))
+        assertThatThrownBy(() -> KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128).pageSize(PAGE)
+                .prefixCache(true).windowedLayerPages(32).build())
                 .hasMessageContaining("prefix cache off");
-        assertThatThrownBy(() -> new EngineOptions(4, 64, new KvCacheOptions(512, 128, PAGE, 0, false, 32))
+        assertThatThrownBy(() -> new EngineOptions(4, 64, KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128)
+                .pageSize(PAGE).prefixCache(false).windowedLayerPages(32).build())
                 .withRole(EngineRole.PREFILL)).hasMessageContaining("colocated");
-        assertThatThrownBy(() -> new EngineOptions(4, 64, new KvCacheOptions(512, 128, PAGE, 0, false, 2))
+        assertThatThrownBy(() -> new EngineOptions(4, 64, KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128)
+                .pageSize(PAGE).prefixCache(false).windowedLayerPages(2).build())
                 .withRole(EngineRole.DECODE)).hasMessageContaining("colocated");
         try (LlamaWeights weights = LlamaEngineLoader.loadWeights(TransformersFidelityTest.folder("qwen3"), cpu)) {
             LlamaModel model = new LlamaModel(weights, DType.F32, "qwen3 fixture");
-            assertThatThrownBy(() -> model.declareResources(new KvCacheOptions(512, 128, PAGE, 0, false, 32), List.of()))
+            assertThatThrownBy(() -> model.declareResources(KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128)
+                    .pageSize(PAGE).prefixCache(false).windowedLayerPages(32).build(), List.of()))
                     .hasMessageContaining("needs windowed layers");
         }
     }

@@ -45,8 +45,8 @@ class SharedModelsTest {
     }
 
     private static List<Integer> generate(GenerationEngine engine) {
-        engine.submit(new GenerationRequest("r", new int[] {5, 6, 7, 8}, null, SamplingReqConfig.greedy(), 5, 0,
-                List.of(), true, 0));
+        engine.submit(GenerationRequest.builder("r").promptTokenIds(new int[] {5, 6, 7, 8})
+                .sampling(SamplingReqConfig.greedy()).maxTokens(5).ignoreEos(true).build());
         List<Integer> tokens = new ArrayList<>();
         while (engine.hasWork()) {
             for (TokenOutput t : engine.step().tokens()) {

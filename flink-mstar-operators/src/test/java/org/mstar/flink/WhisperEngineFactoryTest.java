@@ -49,10 +49,10 @@ class WhisperEngineFactoryTest {
             ib.get(expected);
         }
         try (GenerationEngine engine = factory.create("cpu", 0)) {
-            assertThatThrownBy(() -> engine.submit(new GenerationRequest("text", null, "hello", null, 5, 0, List.of(),
-                    false, 0))).isInstanceOf(RequestValidationException.class).hasMessageStartingWith("audio:");
-            engine.submit(new GenerationRequest("speech", null, null, null, expected.length, 0, List.of(), false, 0,
-                    null, null, new AudioInput(tone, "en", "transcribe", false)));
+            assertThatThrownBy(() -> engine.submit(GenerationRequest.builder("text").promptText("hello").maxTokens(5)
+                    .build())).isInstanceOf(RequestValidationException.class).hasMessageStartingWith("audio:");
+            engine.submit(GenerationRequest.builder("speech").audio(new AudioInput(tone, "en", "transcribe", false))
+                    .maxTokens(expected.length).build());
             List<Integer> tokens = new ArrayList<>();
             while (engine.hasWork()) {
                 StepResult r = engine.step();
@@ -107,8 +107,9 @@ class WhisperEngineFactoryTest {
 
     private static GenerationRequest speech(String language, int maxTokens) throws Exception {
         try (SafetensorsFile ref = SafetensorsFile.open(FIXTURE.resolve("reference.safetensors"))) {
-            return new GenerationRequest("speech", null, null, null, maxTokens, 0, List.of(), false, 0, null, null,
-                    new AudioInput(ref.floats("audio.tone"), language, null, false));
+            return GenerationRequest.builder("speech")
+                    .audio(new AudioInput(ref.floats("audio.tone"), language, null, false)).maxTokens(maxTokens)
+                    .build();
         }
     }
 

@@ -52,14 +52,13 @@ final class RowConverter implements Serializable {
             prompt = null;
         }
         long seed = seedOf(settings.seed, prompt != null ? prompt : render(messages));
-        return new GenerationRequest(requestId, null, prompt, settings.sampling(seed), settings.maxTokens, 0,
-                List.of(), settings.ignoreEos, 0, settings.constraint(), messages);
+        return GenerationRequest.builder(requestId).promptText(prompt).messages(messages)
+                .sampling(settings.sampling(seed)).maxTokens(settings.maxTokens).ignoreEos(settings.ignoreEos)
+                .constraint(settings.constraint()).build();
     }
 
+    /** The turns of a messages column; an empty conversation is refused as the request is built. */
     private static List<ChatMessage> messages(ArrayData turns) {
-        if (turns.size() == 0) {
-            throw new RequestValidationException(ModelColumns.MESSAGES, "must not be empty");
-        }
         List<ChatMessage> out = new ArrayList<>();
         for (int i = 0; i < turns.size(); i++) {
             RowData turn = turns.isNullAt(i) ? null : turns.getRow(i, 2);

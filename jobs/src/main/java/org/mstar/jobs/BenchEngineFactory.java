@@ -112,7 +112,8 @@ final class BenchEngineFactory implements EngineFactory {
         DeviceTurn turn = shared.turn();
         long before = turn.call(() -> BenchModels.memoryInUse(turn));
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget,
-                new KvCacheOptions(maxSeqLen, pages, pageSize, 0, true)).withDecodeGraphs(turn.device().isCuda())
+                KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize).build())
+                .withDecodeGraphs(turn.device().isCuda())
                 .withRole(role);
         GenerationEngine engine;
         if (sized) {

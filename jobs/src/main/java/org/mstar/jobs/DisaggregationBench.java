@@ -203,7 +203,8 @@ final class DisaggregationBench {
     }
 
     private static EngineOptions options(int rows, int budget, int maxSeqLen, int pages, EngineRole role) {
-        return new EngineOptions(rows, budget, new KvCacheOptions(maxSeqLen, pages, PAGE_SIZE, 0, true))
+        return new EngineOptions(rows, budget, KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages)
+                .pageSize(PAGE_SIZE).build())
                 .withRole(role);
     }
 

@@ -42,8 +42,9 @@ final class EngineLoadRunner {
                 String id = "r" + next;
                 index.put(id, next);
                 trace.arrived(next, now);
-                engine.submit(new GenerationRequest(id, ServingLoad.prompt(next, r.promptLen(), vocabSize), null,
-                        SamplingReqConfig.greedy(), r.outputLen(), 0, List.of(), true, 0));
+                engine.submit(GenerationRequest.builder(id)
+                        .promptTokenIds(ServingLoad.prompt(next, r.promptLen(), vocabSize))
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(r.outputLen()).ignoreEos(true).build());
                 next++;
             }
             if (!engine.hasWork()) {

@@ -89,7 +89,9 @@ final class GenerateCommand implements Callable<Integer> {
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
-        EngineOptions options = new EngineOptions(1, 512, new KvCacheOptions(maxSeqLen, pages, pageSize, 0, false, windowedLayerPages),
+        EngineOptions options = new EngineOptions(1, 512, KvCacheOptions.builder().maxSeqLen(maxSeqLen)
+                .maxNumPages(pages).pageSize(pageSize).prefixCache(false).windowedLayerPages(windowedLayerPages)
+                .build(),
                 !device.trim().equalsIgnoreCase("cpu"));
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
@@ -115,8 +117,8 @@ final class GenerateCommand implements Callable<Integer> {
     /** The prompt as text, or with --chat as a conversation the engine renders with the model's chat template. */
     private void submit(LlamaEngine engine, SamplingReqConfig sampling) {
         if (!chat) {
-            engine.submit(new GenerationRequest("cli", null, prompt, sampling, maxTokens, 0, List.of(), false, 0,
-                    constraint.constraint(), null));
+            engine.submit(GenerationRequest.builder("cli").promptText(prompt).sampling(sampling).maxTokens(maxTokens)
+                    .constraint(constraint.constraint()).build());
             return;
         }
         List<ChatMessage> messages = new ArrayList<>();
@@ -124,8 +126,8 @@ final class GenerateCommand implements Callable<Integer> {
             messages.add(new ChatMessage("system", system));
         }
         messages.add(ChatMessage.user(prompt));
-        engine.submit(new GenerationRequest("cli", null, null, sampling, maxTokens, 0, List.of(), false, 0,
-                constraint.constraint(), messages));
+        engine.submit(GenerationRequest.builder("cli").messages(messages).sampling(sampling).maxTokens(maxTokens)
+                .constraint(constraint.constraint()).build());
     }
 
     /** The result line; it says when the context (prompt + output up to --max-seq-len) ended the output early. */

@@ -88,8 +88,10 @@ final class PipelineBench {
                 return DisaggregationBench.run(flags, modelDir, seed, config, work, out, err);
             }
             EngineOptions options = new EngineOptions(flags.sizing.maxBatchRows, flags.sizing.tokenBudget,
-                    new KvCacheOptions(Math.min(config.maxPositionEmbeddings(), 2 * flags.promptLen + 2 * flags.maxTokens
-                            + PAGE_SIZE), flags.sizing.pages, PAGE_SIZE, 0, true));
+                    KvCacheOptions.builder()
+                            .maxSeqLen(Math.min(config.maxPositionEmbeddings(),
+                                    2 * flags.promptLen + 2 * flags.maxTokens + PAGE_SIZE))
+                            .maxNumPages(flags.sizing.pages).pageSize(PAGE_SIZE).build());
 
             Random rnd = new Random(PROMPT_SEED);
             Load warmUp = batch("warm-up", 2, Math.min(64, flags.promptLen), 8, config, rnd);
@@ -238,8 +240,9 @@ final class PipelineBench {
     private static Measured runEngine(GenerationEngine engine, Load load) {
         long t0 = System.nanoTime();
         for (GenerateRequest r : load.requests()) {
-            engine.submit(new GenerationRequest(r.getRequestId(), r.getPromptTokenIds().stream().mapToInt(i -> i)
-                    .toArray(), null, SamplingReqConfig.greedy(), r.getMaxTokens(), 0, List.of(), true, 0));
+            engine.submit(GenerationRequest.builder(r.getRequestId())
+                    .promptTokenIds(r.getPromptTokenIds().stream().mapToInt(i -> i).toArray())
+                    .sampling(SamplingReqConfig.greedy()).maxTokens(r.getMaxTokens()).ignoreEos(true).build());
         }
         long tokens = 0;
         List<Double> ttft = new ArrayList<>();

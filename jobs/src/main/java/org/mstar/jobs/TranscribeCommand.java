@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.Callable;
 import org.mstar.device.Device;
 import org.mstar.device.Devices;
@@ -76,8 +75,8 @@ final class TranscribeCommand implements Callable<Integer> {
                 + (config.maxTargetPositions() + PAGE_SIZE - 1) / PAGE_SIZE + 1;
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, 0, 1.0, false, 1.0, 0.0, 0, 0, false, 1,
                 true, 0L);
-        GenerationRequest request = new GenerationRequest("cli", null, null, sampling,
-                maxTokens == null ? Integer.MAX_VALUE : maxTokens, 0, List.of(), false, 0, null, null, audio);
+        GenerationRequest request = GenerationRequest.builder("cli").audio(audio).sampling(sampling)
+                .maxTokens(maxTokens == null ? Integer.MAX_VALUE : maxTokens).build();
         PrintStream out = System.out;
         try (Device dev = Devices.open(device);
              WhisperEngine engine = WhisperEngineLoader.load(model, dev, new WhisperEngineOptions(1, pages, PAGE_SIZE))) {

@@ -88,8 +88,8 @@ class TranscribeCommandTest {
         StringBuilder text = new StringBuilder();
         try (CpuDevice cpu = new CpuDevice(1);
              WhisperEngine engine = WhisperEngineLoader.load(model, cpu, new WhisperEngineOptions(1, 200, 16))) {
-            engine.submit(new GenerationRequest("e", null, null, null, maxTokens, 0, List.of(), false, 0, null, null,
-                    new AudioInput(samples, "en", "transcribe", false)));
+            engine.submit(GenerationRequest.builder("e").audio(new AudioInput(samples, "en", "transcribe", false))
+                    .maxTokens(maxTokens).build());
             while (engine.hasWork()) {
                 StepResult r = engine.step();
                 r.tokens().forEach(t -> text.append(t.textDelta()));

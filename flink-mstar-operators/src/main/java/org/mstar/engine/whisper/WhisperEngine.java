@@ -143,9 +143,6 @@ public final class WhisperEngine implements GenerationEngine {
         if (request.constraint() != null) {
             throw new RequestValidationException("constraint", "structured output is not supported for transcription");
         }
-        if (request.maxTokens() < 1) {
-            throw new RequestValidationException("max_tokens", "must be >= 1, got " + request.maxTokens());
-        }
         int language = prompts.languageToken(request.audio().language());
         int task = prompts.taskToken(request.audio().task());
         sampling(request).validate(samplerSpec);

@@ -1,7 +1,8 @@
 package org.mstar.model.llama;
 
 /**
- * How much KV cache a deployment gives the model and how it is cut up.
+ * How much KV cache a deployment gives the model and how it is cut up; build one with {@link #builder()}. The
+ * compact constructor is the one place these are checked, so every engine and model sees options that passed it.
  *
  * @param maxSeqLen longest sequence (prompt + generated) a request may reach; at most the model's context
  * @param maxNumPages device pages, page 0 being the sink
@@ -29,13 +30,71 @@ public record KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int c
         }
     }
 
-    /** One cache for every layer. */
-    public KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int cpuOffloadPages, boolean prefixCache) {
-        this(maxSeqLen, maxNumPages, pageSize, cpuOffloadPages, prefixCache, 0);
+    /**
+     * Options that set {@code maxSeqLen} and {@code maxNumPages}; the rest default to the deployment's defaults
+     * ({@code mstar.kv.*}): pages of 16 tokens, no host pages, the prefix cache on, one cache for every layer.
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder holding these options, to build options that differ in some. */
+    public Builder toBuilder() {
+        return builder().maxSeqLen(maxSeqLen).maxNumPages(maxNumPages).pageSize(pageSize)
+                .cpuOffloadPages(cpuOffloadPages).prefixCache(prefixCache).windowedLayerPages(windowedLayerPages);
     }
 
     /** These options with a separate cache of {@code pages} pages for the windowed layers (prefix cache off). */
     public KvCacheOptions withWindowedLayerPages(int pages) {
-        return new KvCacheOptions(maxSeqLen, maxNumPages, pageSize, cpuOffloadPages, false, pages);
+        return toBuilder().prefixCache(false).windowedLayerPages(pages).build();
+    }
+
+    /** Names each option at its call site; {@link #build()} refuses options that leave a size unset. */
+    public static final class Builder {
+        private int maxSeqLen;
+        private int maxNumPages;
+        private int pageSize = 16;
+        private int cpuOffloadPages;
+        private boolean prefixCache = true;
+        private int windowedLayerPages;
+
+        private Builder() {
+        }
+
+        public Builder maxSeqLen(int tokens) {
+            this.maxSeqLen = tokens;
+            return this;
+        }
+
+        public Builder maxNumPages(int pages) {
+            this.maxNumPages = pages;
+            return this;
+        }
+
+        public Builder pageSize(int tokens) {
+            this.pageSize = tokens;
+            return this;
+        }
+
+        public Builder cpuOffloadPages(int pages) {
+            this.cpuOffloadPages = pages;
+            return this;
+        }
+
+        public Builder prefixCache(boolean on) {
+            this.prefixCache = on;
+            return this;
+        }
+
+        public Builder windowedLayerPages(int pages) {
+            this.windowedLayerPages = pages;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException for sizes out of range or a combination that cannot work */
+        public KvCacheOptions build() {
+            return new KvCacheOptions(maxSeqLen, maxNumPages, pageSize, cpuOffloadPages, prefixCache,
+                    windowedLayerPages);
+        }
     }
 }

@@ -63,8 +63,9 @@ class WhisperFidelityTest {
     }
 
     private static GenerationRequest request(String id, WhisperFixture.Case c, int maxTokens) {
-        return new GenerationRequest(id, null, null, null, maxTokens, 0, List.of(), false, 0, null, null,
-                new AudioInput(fixture.audio(c), c.language(), c.task(), c.timestamps()));
+        return GenerationRequest.builder(id)
+                .audio(new AudioInput(fixture.audio(c), c.language(), c.task(), c.timestamps())).maxTokens(maxTokens)
+                .build();
     }
 
     @Test
@@ -175,20 +176,20 @@ class WhisperFidelityTest {
     void requestsThatCannotBeTranscribedAreRefusedNamingTheField() {
         WhisperFixture.Case c = fixture.find("transcribe_en");
         try (WhisperEngine engine = engine(toneFeatures(), 0)) {
-            assertThatThrownBy(() -> engine.submit(new GenerationRequest("t", null, "hello", null, 5, 0, List.of(),
-                    false, 0))).isInstanceOf(RequestValidationException.class).hasMessageStartingWith("audio:");
-            assertThatThrownBy(() -> engine.submit(new GenerationRequest("t", new int[] {1}, null, null, 5, 0,
-                    List.of(), false, 0, null, null, new AudioInput(fixture.audio(c), "en", "transcribe", false))))
+            assertThatThrownBy(() -> engine.submit(GenerationRequest.builder("t").promptText("hello").maxTokens(5)
+                    .build())).isInstanceOf(RequestValidationException.class).hasMessageStartingWith("audio:");
+            assertThatThrownBy(() -> engine.submit(GenerationRequest.builder("t").promptTokenIds(new int[] {1})
+                    .audio(new AudioInput(fixture.audio(c), "en", "transcribe", false)).maxTokens(5).build()))
                     .isInstanceOf(RequestValidationException.class).hasMessageStartingWith("prompt:");
-            assertThatThrownBy(() -> engine.submit(new GenerationRequest("t", null, null, null, 5, 0, List.of(),
-                    false, 0, null, null, new AudioInput(fixture.audio(c), "xx", "transcribe", false))))
+            assertThatThrownBy(() -> engine.submit(GenerationRequest.builder("t")
+                    .audio(new AudioInput(fixture.audio(c), "xx", "transcribe", false)).maxTokens(5).build()))
                     .isInstanceOf(RequestValidationException.class).hasMessageStartingWith("audio.language:")
                     .hasMessageContaining("en");
-            assertThatThrownBy(() -> engine.submit(new GenerationRequest("t", null, null, null, 5, 0, List.of(),
-                    false, 0, null, null, new AudioInput(fixture.audio(c), "en", "summarise", false))))
+            assertThatThrownBy(() -> engine.submit(GenerationRequest.builder("t")
+                    .audio(new AudioInput(fixture.audio(c), "en", "summarise", false)).maxTokens(5).build()))
                     .isInstanceOf(RequestValidationException.class).hasMessageStartingWith("audio.task:");
-            assertThatThrownBy(() -> engine.submit(new GenerationRequest("t", null, null, null, 5, 0, List.of(),
-                    false, 0, null, null, new AudioInput(new float[0], "en", "transcribe", false))))
+            assertThatThrownBy(() -> engine.submit(GenerationRequest.builder("t")
+                    .audio(new AudioInput(new float[0], "en", "transcribe", false)).maxTokens(5).build()))
                     .isInstanceOf(RequestValidationException.class).hasMessageStartingWith("audio.samples:");
             assertThat(engine.hasWork()).isFalse();
         }

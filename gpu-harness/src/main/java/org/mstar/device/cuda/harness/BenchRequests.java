@@ -1,6 +1,5 @@
 package org.mstar.device.cuda.harness;
 
-import java.util.List;
 import java.util.Random;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
@@ -23,7 +22,8 @@ final class BenchRequests {
 
     /** A greedy request of {@code prompt} that may draw {@code maxTokens} tokens. */
     static GenerationRequest greedy(String id, int[] prompt, int maxTokens) {
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), maxTokens, 0, List.of(), true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
+                .maxTokens(maxTokens).ignoreEos(true).build();
     }
 
     /**

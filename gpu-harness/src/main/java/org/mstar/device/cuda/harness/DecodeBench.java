@@ -117,7 +117,8 @@ final class DecodeBench {
         int pages = cases.stream().mapToInt(c -> c.batch * ((c.context + c.maxTokens() + PAGE - 1) / PAGE)).max()
                 .orElseThrow() + PAGE;
         EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
-                new KvCacheOptions(maxSeqLen, pages, PAGE, 0, false));
+                KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(PAGE).prefixCache(false)
+                        .build());
         List<Row> rows = new ArrayList<>();
         LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
         long streamed = weights.byteSize() - (weights.tiedEmbeddings() ? 0 : weights.embedding().byteSize());

@@ -104,7 +104,8 @@ final class EngineBench {
             long streamed = weights.byteSize() - weights.embedding().byteSize();
             int pages = maxBatch * ((PROMPT + MAX_TOKENS + PAGE - 1) / PAGE) + PAGE;
             EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
-                    new KvCacheOptions(PROMPT + MAX_TOKENS, pages, PAGE, 0, false));
+                    KvCacheOptions.builder().maxSeqLen(PROMPT + MAX_TOKENS).maxNumPages(pages).pageSize(PAGE)
+                            .prefixCache(false).build());
             try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
                 for (boolean graphs : new boolean[] {false, true}) {
                     try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config),

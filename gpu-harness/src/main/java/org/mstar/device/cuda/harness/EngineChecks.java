@@ -202,8 +202,8 @@ final class EngineChecks {
             for (int j = 0; j < prompt.length; j++) {
                 prompt[j] = 2 + rnd.nextInt(config.vocabSize() - 2); // not BOS or EOS
             }
-            requests.add(new GenerationRequest("r" + i, prompt, null, SamplingReqConfig.greedy(), GENERATED, 0,
-                    List.of(), true, 0));
+            requests.add(GenerationRequest.builder("r" + i).promptTokenIds(prompt)
+                    .sampling(SamplingReqConfig.greedy()).maxTokens(GENERATED).ignoreEos(true).build());
         }
         return requests;
     }
@@ -217,8 +217,9 @@ final class EngineChecks {
     /** As above, with decode steps pre-planned and launched ahead or not (only with {@code graphs}). */
     private EngineTranscript transcript(Path dir, Device device, DType dtype, List<GenerationRequest> requests,
                                         boolean graphs, boolean preplan, boolean launchAhead) throws IOException {
-        KvCacheOptions kv = windowedLayerPages > 0 ? new KvCacheOptions(1024, 256, 16, 0, false, windowedLayerPages)
-                : new KvCacheOptions(1024, 256, 16, 0, true);
+        KvCacheOptions kv = windowedLayerPages > 0 ? KvCacheOptions.builder().maxSeqLen(1024).maxNumPages(256)
+                .prefixCache(false).windowedLayerPages(windowedLayerPages).build()
+                : KvCacheOptions.builder().maxSeqLen(1024).maxNumPages(256).build();
         EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, kv, graphs).withPreplan(preplan)
                 .withLaunchAhead(launchAhead);
         try (LlamaModel model = new LlamaModel(LlamaWeights.load(dir, device, dtype), dtype, "checkpoint:" + dir);

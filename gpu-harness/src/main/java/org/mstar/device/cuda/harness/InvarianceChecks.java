@@ -172,7 +172,8 @@ final class InvarianceChecks {
     }
 
     private static EngineOptions options(int tokenBudget, boolean graphs) {
-        return new EngineOptions(64, tokenBudget, new KvCacheOptions(1024, 2048, 16, 0, false), graphs);
+        return new EngineOptions(64, tokenBudget, KvCacheOptions.builder().maxSeqLen(1024).maxNumPages(2048)
+                .prefixCache(false).build(), graphs);
     }
 
     /** The target's tokens (all of them, resumed ones included) and the logits of each token it drew here. */
@@ -224,6 +225,7 @@ final class InvarianceChecks {
         for (int j = 0; j < prompt.length; j++) {
             prompt[j] = 2 + r.nextInt(config.vocabSize() - 2);
         }
-        return new GenerationRequest(id, prompt, null, SamplingReqConfig.greedy(), generated, 0, List.of(), true, 0);
+        return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
+                .maxTokens(generated).ignoreEos(true).build();
     }
 }

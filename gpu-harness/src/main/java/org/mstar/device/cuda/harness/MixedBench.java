@@ -79,7 +79,8 @@ final class MixedBench {
                 int pages = c.decoders * ((c.context + c.decoderTokens() + PAGE - 1) / PAGE)
                         + 2 * ((c.prompt + 2 + PAGE - 1) / PAGE) + PAGE;
                 EngineOptions options = new EngineOptions(c.decoders + 1, c.chunk + c.decoders,
-                        new KvCacheOptions(maxSeqLen, pages, PAGE, 0, false), true);
+                        KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(PAGE)
+                                .prefixCache(false).build(), true);
                 try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options,
                         DType.BF16)) {
                     Row row = measure(engine, name, config, c);

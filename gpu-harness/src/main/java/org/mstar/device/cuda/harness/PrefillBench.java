@@ -66,7 +66,8 @@ final class PrefillBench {
         List<Row> rows = new ArrayList<>();
         LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
         EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
-                new KvCacheOptions(maxPrompt + 2, maxPages + PAGE, PAGE, 0, false));
+                KvCacheOptions.builder().maxSeqLen(maxPrompt + 2).maxNumPages(maxPages + PAGE).pageSize(PAGE)
+                        .prefixCache(false).build());
         try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
              LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
             for (int[] c : cases) {

@@ -113,8 +113,9 @@ final class PreplanBench {
         int maxBatch = java.util.Arrays.stream(batches).max().orElseThrow();
         int maxSeqLen = CONTEXT + maxTokens(maxBatch);
         int pages = maxBatch * ((maxSeqLen + PAGE - 1) / PAGE) + PAGE;
-        EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET, new KvCacheOptions(maxSeqLen, pages, PAGE, 0,
-                false)).withDecodeGraphs(true);
+        EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET, KvCacheOptions.builder()
+                .maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(PAGE).prefixCache(false).build())
+                .withDecodeGraphs(true);
         List<Row> rows = new ArrayList<>();
         LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
         try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {

@@ -67,8 +67,8 @@ final class WhisperBench {
                 for (int i = 0; i < audio.length; i++) {
                     audio[i] = (float) (0.2 * (random.nextDouble() - 0.5));
                 }
-                engine.submit(new GenerationRequest("w" + r, null, null, null, 400, 0, List.of(), false, 0, null,
-                        null, new AudioInput(audio, "en", "transcribe", false)));
+                engine.submit(GenerationRequest.builder("w" + r)
+                        .audio(new AudioInput(audio, "en", "transcribe", false)).maxTokens(400).build());
             }
             long start = System.nanoTime();
             engine.step();

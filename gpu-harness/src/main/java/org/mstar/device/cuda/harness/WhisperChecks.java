@@ -86,10 +86,11 @@ final class WhisperChecks {
                 }
                 wantLogits.put(name, logits);
                 wantTokens.put(name, tokens);
-                engine.submit(new GenerationRequest(name, null, null, null, tokens.size(), 0, List.of(), false, 0,
-                        null, null, new AudioInput(audio(c.get("audio"), clips), c.get("language").isNull() ? null
+                engine.submit(GenerationRequest.builder(name)
+                        .audio(new AudioInput(audio(c.get("audio"), clips), c.get("language").isNull() ? null
                                 : c.get("language").textValue(), c.get("task").textValue(),
-                                c.get("timestamps").booleanValue())));
+                                c.get("timestamps").booleanValue()))
+                        .maxTokens(tokens.size()).build());
             }
             Map<String, List<Integer>> got = new HashMap<>();
             List<String> failures = new ArrayList<>();
