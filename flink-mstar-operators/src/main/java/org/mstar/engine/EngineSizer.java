@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceMemory;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.resources.SamplingReqConfig;
@@ -66,7 +67,7 @@ public final class EngineSizer {
         memory = device.memory().orElseThrow();
         ModelConfig c = weights.config();
         int pageSize = defaults.kvCache().pageSize();
-        long pageBytes = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * pageSize * weights.dtype().bytes();
+        long pageBytes = ModelCost.kvPageBytes(c, pageSize, weights.dtype());
         String key = device.name();
         int toBuild = Math.max(1, enginesOnDevice - OPEN.getOrDefault(key, 0));
         EngineSizing sizing = EngineSizing.size(request, new EngineSizing.Device(memory.totalBytes(),

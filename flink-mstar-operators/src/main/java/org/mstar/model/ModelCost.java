@@ -15,6 +15,11 @@ public final class ModelCost {
                 * DType.BF16.bytes();
     }
 
+    /** K and V bytes of one KV page of {@code pageSize} tokens over all layers, in {@code dtype}. */
+    public static long kvPageBytes(ModelConfig c, int pageSize, DType dtype) {
+        return 2L * c.numLayers() * pageSize * c.numKvHeads() * c.headDim() * dtype.bytes();
+    }
+
     /** K and V bytes of one token over all layers. */
     public static double kvBytesPerToken(ModelConfig c) {
         return 2.0 * c.numLayers() * c.numKvHeads() * c.headDim() * DType.BF16.bytes();

@@ -9,7 +9,7 @@ import picocli.CommandLine;
  * as Flink writes them ({@code 250ms}, {@code 1.5 s}, {@code 1min}); Flink refuses intervals under 10 ms.
  */
 final class CheckpointIntervalConverter implements CommandLine.ITypeConverter<Duration> {
-    static final Duration MIN = Duration.ofMillis(10);
+    private static final Duration MIN = Duration.ofMillis(10);
 
     @Override
     public Duration convert(String value) {

@@ -7,7 +7,7 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.engine.ModelRunner;
-import org.mstar.model.ModelConfig;
+import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.NodeResourceSpec;
@@ -50,8 +50,7 @@ public final class LlamaRunner implements ModelRunner {
 
     @Override
     public long kvPageBytes(int pageSize, DType kvDType) {
-        ModelConfig c = model.config();
-        return 2L * c.numLayers() * pageSize * c.numKvHeads() * c.headDim() * kvDType.bytes();
+        return ModelCost.kvPageBytes(model.config(), pageSize, kvDType);
     }
 
     @Override
