@@ -115,6 +115,10 @@ final class EngineChecks {
         EngineTranscript bf16GraphsInline = transcript(dir, candidate, DType.BF16, requests, true, false, false);
         EngineTranscript bf16GraphsStaged = transcript(dir, candidate, DType.BF16, requests, true, true, false);
 
+        notes.append(String.format(Locale.ROOT, "transcript digests (tokens and logit bits): cpu %s; fp32 %s; bf16 %s; "
+                + "fp32 graphs %s; bf16 graphs %s; bf16 graphs, pre-plan off %s; bf16 graphs, not launched ahead %s.%n",
+                ref.digest(), f32.digest(), bf16.digest(), f32Graphs.digest(), bf16Graphs.digest(),
+                bf16GraphsInline.digest(), bf16GraphsStaged.digest()));
         String shape = String.format(Locale.ROOT, "%s%s h%d L%d v%d, %d requests x %d tokens",
                 config.architecture().modelType(), windowedLayerPages > 0 ? " windowed cache" : "", config.hiddenSize(),
                 config.numLayers(), config.vocabSize(), requests.size(), GENERATED);

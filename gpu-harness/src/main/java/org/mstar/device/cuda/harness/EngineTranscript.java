@@ -1,9 +1,15 @@
 package org.mstar.device.cuda.harness;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.TreeSet;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
@@ -51,5 +57,38 @@ final class EngineTranscript {
         t.launchedAhead = engine.launchedAhead();
         engine.observeLogits(null);
         return t;
+    }
+
+    /**
+     * SHA-256 over every request's tokens and the bits of its logits, by request id: equal digests from two builds
+     * on one machine mean bit-identical output.
+     */
+    String digest() {
+        MessageDigest sha;
+        try {
+            sha = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+        TreeSet<String> ids = new TreeSet<>(tokens.keySet());
+        ids.addAll(logits.keySet());
+        for (String id : ids) {
+            sha.update(id.getBytes(StandardCharsets.UTF_8));
+            for (int token : tokens.getOrDefault(id, new int[0])) {
+                sha.update(ByteBuffer.allocate(4).putInt(token).array());
+            }
+            for (float[] row : logits.getOrDefault(id, List.of())) {
+                ByteBuffer b = ByteBuffer.allocate(4 * row.length);
+                for (float v : row) {
+                    b.putInt(Float.floatToRawIntBits(v));
+                }
+                sha.update(b.array());
+            }
+        }
+        StringBuilder hex = new StringBuilder();
+        for (byte x : sha.digest()) {
+            hex.append(String.format(Locale.ROOT, "%02x", x));
+        }
+        return hex.toString();
     }
 }
