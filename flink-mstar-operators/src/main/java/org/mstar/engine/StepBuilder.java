@@ -43,20 +43,40 @@ final class StepBuilder {
     }
 
     private PlannedStep build(List<BatchRow> rows, SubmoduleStep declared, int[] tokens) {
-        int sampling = 0;
-        for (BatchRow row : rows) {
-            sampling += row.samples() ? 1 : 0;
-        }
-        int[] sampleRows = new int[sampling];
-        List<String> sampleRids = new ArrayList<>(sampling);
-        for (int i = 0, s = 0; i < rows.size(); i++) {
-            if (rows.get(i).samples()) {
-                sampleRows[s++] = i;
-                sampleRids.add(rows.get(i).request().id());
+        List<Integer> sampleRows = new ArrayList<>();
+        List<Integer> logitsRows = new ArrayList<>();
+        List<String> sampleRids = new ArrayList<>();
+        for (int i = 0; i < rows.size(); i++) {
+            BatchRow row = rows.get(i);
+            ModelRequest.Yield yield = row.samples() ? row.request().yieldAtEnd() : ModelRequest.Yield.NOTHING;
+            if (yield == ModelRequest.Yield.TOKEN) {
+                sampleRows.add(i);
+                sampleRids.add(row.request().id());
+            } else if (yield == ModelRequest.Yield.LOGITS) {
+                logitsRows.add(i);
             }
         }
-        return new PlannedStep(rows, declared != null ? declared : declare(rows), tokens, sampleRows,
-                Collections.unmodifiableList(sampleRids));
+        return new PlannedStep(rows, declared != null ? declared : declare(rows), tokens, toArray(sampleRows),
+                Collections.unmodifiableList(sampleRids), toArray(logitsRows), starting(rows));
+    }
+
+    private static int[] toArray(List<Integer> values) {
+        return values.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** The programs of the rows that start a sequence: their step writes the model state too. */
+    private static List<ModelRequest> starting(List<BatchRow> rows) {
+        List<ModelRequest> starting = new ArrayList<>();
+        for (BatchRow row : rows) {
+            if (startsSequence(row)) {
+                starting.add(row.request().program);
+            }
+        }
+        return starting;
+    }
+
+    private static boolean startsSequence(BatchRow row) {
+        return row.request().program != null && row.start() == 0;
     }
 
     /** The step the resources see for {@code rows}; needs no token values, so a step can be declared ahead. */
@@ -65,13 +85,17 @@ final class StepBuilder {
         Map<String, int[]> prompts = new HashMap<>();
         Set<String> sampled = new HashSet<>();
         List<String> rids = new ArrayList<>(rows.size());
+        List<String> starting = new ArrayList<>();
         for (BatchRow row : rows) {
+            if (startsSequence(row)) {
+                starting.add(row.request().id());
+            }
             segments.add(new Segment(row.request().id(), Segment.MAIN, row.span()));
             rids.add(row.request().id());
             if (!row.request().promptTracked) {
                 prompts.put(row.request().id(), row.request().prompt);
             }
-            if (row.samples()) {
+            if (row.samples() && row.request().yieldAtEnd() == ModelRequest.Yield.TOKEN) {
                 sampled.add(row.request().id());
             }
         }
@@ -82,7 +106,7 @@ final class StepBuilder {
             segments.add(new Segment(pad, Segment.MAIN, 1));
             padded.add(pad);
         }
-        SubmoduleStep step = model.declareStep(segments, prompts, sampled);
+        SubmoduleStep step = model.declareStep(segments, starting, prompts, sampled);
         StepContext ctx = new StepContext(rids, model.keys().walk(), 0, false);
         if (bucket > 0) {
             ctx.setPaddedRequestIds(padded);
@@ -107,9 +131,13 @@ final class StepBuilder {
         return tokens;
     }
 
-    /** The graph bucket of a batch of single-token sampling rows; 0 when the step runs eagerly. */
+    /**
+     * The graph bucket of a batch of single-token rows that draw a token and write no model state; 0 when the
+     * step runs eagerly.
+     */
     private int decodeBucket(List<BatchRow> rows) {
-        if (graphs == null || rows.stream().anyMatch(r -> r.span() != 1 || !r.samples())) {
+        if (graphs == null || rows.stream().anyMatch(r -> r.span() != 1 || !r.samples() || startsSequence(r)
+                || r.request().yieldAtEnd() != ModelRequest.Yield.TOKEN)) {
             return 0;
         }
         return graphs.bucketFor(rows.size());

@@ -1,7 +1,9 @@
 package org.mstar.model.whisper;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.stream.IntStream;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
@@ -46,7 +48,7 @@ final class WhisperForwardPass {
         this.act = model.activations();
     }
 
-    Tensor run(List<float[]> melWindows, Tensor tokens, Tensor positions, int[] outputRows) {
+    Tensor run(List<float[]> melWindows, Tensor tokens, int[] outputRows) {
         Tensor logits = device.allocate(DType.F32, outputRows.length, cfg.vocabSize());
         try {
             if (!melWindows.isEmpty()) {
@@ -54,13 +56,23 @@ final class WhisperForwardPass {
                         model.encoderAttention().run(q, k, v, WhisperModel.AUDIO, out));
                 writeContext(encoded);
             }
-            decoder(tokens, positions, outputRows, logits);
+            int[] last = model.attention().lastRows(WhisperModel.MAIN);
+            decoder(tokens, Arrays.stream(outputRows).map(r -> last[r]).toArray(), logits);
             return logits;
         } catch (RuntimeException e) {
             logits.close();
             throw e;
         } finally {
             temporaries.forEach(Tensor::close);
+        }
+    }
+
+    /** The decoder over a decode step's rows (one token each), every row's logits into {@code logits}. */
+    void runAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        try {
+            decoder(tokens, IntStream.range(0, (int) tokens.dim(0)).toArray(), logits);
+        } finally {
+            held.addAll(temporaries);
         }
     }
 
@@ -152,7 +164,8 @@ final class WhisperForwardPass {
         }
     }
 
-    private void decoder(Tensor tokens, Tensor positions, int[] outputRows, Tensor logits) {
+    /** The decoder over the step's tokens; {@code outputRows} index the tokens whose logits are wanted. */
+    private void decoder(Tensor tokens, int[] outputRows, Tensor logits) {
         int n = (int) tokens.dim(0);
         int d = cfg.dModel();
         int heads = cfg.decoderHeads();
@@ -163,7 +176,7 @@ final class WhisperForwardPass {
         if (cfg.scaleEmbedding()) {
             ops.scale(residual, (float) Math.sqrt(d), residual);
         }
-        ops.embedding(w.decoderPositions(), positions, pos);
+        ops.embedding(w.decoderPositions(), model.positions().firstIds(WhisperModel.MAIN, n), pos);
         ops.add(residual, pos, residual);
         Tensor normed = temp(act, n, d);
         Tensor qkv = temp(act, n, 3L * d);

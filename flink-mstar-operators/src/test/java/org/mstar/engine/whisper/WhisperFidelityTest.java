@@ -19,6 +19,8 @@ import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
+import org.mstar.engine.WhisperEngine;
+import org.mstar.engine.WhisperEngineLoader;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
@@ -166,7 +168,7 @@ class WhisperFidelityTest {
             engine.submit(request("tone", tone, tone.output().length));
             engine.submit(request("noise", noise, noise.output().length));
             Drained out = drain(engine);
-            assertThat(out.failures).singleElement().asString().startsWith("noise: transcribing this request failed")
+            assertThat(out.failures).singleElement().asString().startsWith("noise: serving this request failed")
                     .contains("no features for this audio");
             assertThat(out.tokens.get("tone")).containsExactlyElementsOf(Arrays.stream(tone.output()).boxed().toList());
         }
