@@ -30,8 +30,8 @@ import org.mstar.resources.RequestValidationException;
 /**
  * The Whisper engine on the CPU (fp32) against transformers' {@code WhisperForConditionalGeneration} on a tiny random
  * checkpoint ({@link WhisperFixture}): the encoder's output, the raw logits of every generated position within
- * 1e-4 of transformers', and the greedy tokens identical, with the requests alone and batched together, and after
- * a resume in the middle of a transcription.
+ * 1e-4 of transformers', and the greedy tokens identical, with the requests alone and batched together, after
+ * a resume in the middle of a transcription, and with decode steps replayed as graphs.
  */
 class WhisperFidelityTest {
     private static final float TOLERANCE = 1e-4f;
@@ -60,8 +60,13 @@ class WhisperFidelityTest {
     }
 
     private static WhisperEngine engine(Function<float[], float[]> features, int maxWindowTokens) {
+        return engine(features, maxWindowTokens, false);
+    }
+
+    private static WhisperEngine engine(Function<float[], float[]> features, int maxWindowTokens,
+                                        boolean decodeGraphs) {
         return WhisperEngineLoader.load(fixture.folder, cpu, features,
-                new WhisperEngineOptions(4, 4 * 130 + 1, 16, maxWindowTokens));
+                new WhisperEngineOptions(4, 4 * 130 + 1, 16, maxWindowTokens, decodeGraphs));
     }
 
     private static GenerationRequest request(String id, WhisperFixture.Case c, int maxTokens) {
@@ -101,6 +106,17 @@ class WhisperFidelityTest {
             transcribeAndCheck(List.of(c), null, fixture.maxNewTokens);
         }
         transcribeAndCheck(fixture.cases, null, fixture.maxNewTokens);
+    }
+
+    /**
+     * Decode steps replayed as recorded graphs read their positions, KV addresses and attention plans from the
+     * buffers the resources plan into (on the CPU a replay re-runs the recorded forward): every case batched,
+     * transformers' logits and tokens all the same.
+     */
+    @Test
+    void withDecodeGraphsEveryCaseStillMatchesTransformers() {
+        long replays = transcribeAndCheck(fixture.cases, null, fixture.maxNewTokens, true);
+        assertThat(replays).as("decode steps replayed as graphs").isPositive();
     }
 
     /** A resume inside the second window of the long audio and one right after language detection. */
@@ -200,8 +216,14 @@ class WhisperFidelityTest {
     /** Runs the cases together and checks each one's logits and tokens against transformers'. */
     static void transcribeAndCheck(List<WhisperFixture.Case> cases, Function<float[], float[]> features,
                                    int maxWindowTokens) {
+        transcribeAndCheck(cases, features, maxWindowTokens, false);
+    }
+
+    /** {@link #transcribeAndCheck(List, Function, int)}; returns the decode steps replayed as graphs. */
+    static long transcribeAndCheck(List<WhisperFixture.Case> cases, Function<float[], float[]> features,
+                                   int maxWindowTokens, boolean decodeGraphs) {
         Map<String, Map<Integer, float[]>> seen = new HashMap<>();
-        try (WhisperEngine engine = engine(features, maxWindowTokens)) {
+        try (WhisperEngine engine = engine(features, maxWindowTokens, decodeGraphs)) {
             engine.observeLogits((rid, index, logits) ->
                     seen.computeIfAbsent(rid, k -> new HashMap<>()).put(index, logits.clone()));
             for (WhisperFixture.Case c : cases) {
@@ -226,6 +248,7 @@ class WhisperFidelityTest {
                 System.out.printf("whisper %s (batch of %d): largest |logit - transformers'| %.3g%n", c.name(),
                         cases.size(), worst);
             }
+            return engine.decodeGraphReplays();
         }
     }
 
