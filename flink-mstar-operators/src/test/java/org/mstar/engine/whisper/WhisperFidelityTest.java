@@ -9,11 +9,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
-import org.mstar.device.cpu.CpuDevice;
 import org.mstar.engine.AudioInput;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
@@ -33,21 +30,8 @@ import org.mstar.resources.RequestValidationException;
  * 1e-4 of transformers', and the greedy tokens identical, with the requests alone and batched together, after
  * a resume in the middle of a transcription, and with decode steps replayed as graphs.
  */
-class WhisperFidelityTest {
+class WhisperFidelityTest extends CpuWhisperTest {
     private static final float TOLERANCE = 1e-4f;
-    private static CpuDevice cpu;
-    private static WhisperFixture fixture;
-
-    @BeforeAll
-    static void start() throws Exception {
-        cpu = new CpuDevice(2);
-        fixture = new WhisperFixture();
-    }
-
-    @AfterAll
-    static void stop() {
-        cpu.close();
-    }
 
     /** Stands in for the feature extractor on the tone: transformers' own features of it. */
     private static Function<float[], float[]> toneFeatures() {

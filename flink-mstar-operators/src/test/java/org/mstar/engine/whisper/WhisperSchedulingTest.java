@@ -5,10 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.mstar.device.cpu.CpuDevice;
 import org.mstar.engine.AudioInput;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.TokenOutput;
@@ -20,22 +17,9 @@ import org.mstar.engine.WhisperEngineLoader;
  * request takes the only row first, and under KV pressure a request is preempted and recomputed later — each
  * transcript still transformers' tokens.
  */
-class WhisperSchedulingTest {
+class WhisperSchedulingTest extends CpuWhisperTest {
     /** KV pages of 16 tokens one window's 1500-frame context takes. */
     private static final int CONTEXT_PAGES = 94;
-    private static CpuDevice cpu;
-    private static WhisperFixture fixture;
-
-    @BeforeAll
-    static void start() throws Exception {
-        cpu = new CpuDevice(2);
-        fixture = new WhisperFixture();
-    }
-
-    @AfterAll
-    static void stop() {
-        cpu.close();
-    }
 
     private static WhisperEngine engine(int maxBatchRows, int pages) {
         return WhisperEngineLoader.load(fixture.folder, cpu, null,
