@@ -3,7 +3,6 @@ package org.mstar.model.whisper;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.stream.IntStream;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
@@ -70,7 +69,7 @@ final class WhisperForwardPass {
     /** The decoder over a decode step's rows (one token each), every row's logits into {@code logits}. */
     void runAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
         try {
-            decoder(tokens, IntStream.range(0, (int) tokens.dim(0)).toArray(), logits);
+            decoder(tokens, null, logits);
         } finally {
             held.addAll(temporaries);
         }
@@ -164,7 +163,10 @@ final class WhisperForwardPass {
         }
     }
 
-    /** The decoder over the step's tokens; {@code outputRows} index the tokens whose logits are wanted. */
+    /**
+     * The decoder over the step's tokens; {@code outputRows} index the tokens whose logits are wanted, null for
+     * every token in order (no gather: a recorded graph uploads nothing from the host).
+     */
     private void decoder(Tensor tokens, int[] outputRows, Tensor logits) {
         int n = (int) tokens.dim(0);
         int d = cfg.dModel();
@@ -205,20 +207,22 @@ final class WhisperForwardPass {
             mlp(normed, lw, hidden, proj);
             toAdd = proj;
         }
-        int m = outputRows.length;
-        Tensor rowIdx = track(device.fromInts(outputRows, m));
-        Tensor lastResidual = temp(DType.F32, m, d);
-        Tensor lastProj = temp(act, m, d);
-        ops.gatherRows(residual, rowIdx, lastResidual);
-        ops.gatherRows(toAdd == null ? residual : toAdd, rowIdx, lastProj);
-        Tensor finalHidden = temp(act, m, d);
-        if (toAdd == null) {
-            ops.layerNorm(lastResidual, null, w.decoderNorm(), w.decoderNormBias(), WhisperConfig.LAYER_NORM_EPS,
-                    finalHidden);
-        } else {
-            ops.layerNorm(lastProj, lastResidual, w.decoderNorm(), w.decoderNormBias(), WhisperConfig.LAYER_NORM_EPS,
-                    finalHidden);
+        Tensor lastResidual = residual;
+        Tensor lastProj = toAdd;
+        int m = n;
+        if (outputRows != null) {
+            m = outputRows.length;
+            Tensor rowIdx = track(device.fromInts(outputRows, m));
+            lastResidual = temp(DType.F32, m, d);
+            ops.gatherRows(residual, rowIdx, lastResidual);
+            if (toAdd != null) {
+                lastProj = temp(act, m, d);
+                ops.gatherRows(toAdd, rowIdx, lastProj);
+            }
         }
+        Tensor finalHidden = temp(act, m, d);
+        ops.layerNorm(toAdd == null ? lastResidual : lastProj, toAdd == null ? null : lastResidual, w.decoderNorm(),
+                w.decoderNormBias(), WhisperConfig.LAYER_NORM_EPS, finalHidden);
         ops.matmul(finalHidden, w.embedding(), null, logits);
     }
 
