@@ -6,7 +6,9 @@ import org.mstar.model.tokenizer.TextTokenizer;
 
 /**
  * Accepts a step's drawn tokens into its requests: their progress, the prefix chain, the stop rules and
- * structured output, and the events each token becomes (a token, a finished request, a prefill hand-off).
+ * structured output, and the events each token becomes (a token, a finished request, a prefill hand-off). A
+ * {@link ModelRequest} decides its own ends instead of the stop rules, may take a row's logits instead of a token,
+ * and moves to its next sequence when one ends.
  */
 final class TokenAcceptor {
     private final Map<String, LiveRequest> live;

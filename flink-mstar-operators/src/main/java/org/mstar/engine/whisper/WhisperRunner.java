@@ -152,7 +152,10 @@ public final class WhisperRunner implements ModelRunner {
         return model.declareStep(segments, starting, sampledRids);
     }
 
-    /** The windows that start are featurised side by side (independent host work), then encoded in the step. */
+    /**
+     * The windows that start are featurised side by side (independent host work), then encoded in the step;
+     * {@code starting} are this runner's own requests ({@link #openRequest}).
+     */
     @Override
     public Tensor forward(Tensor tokens, int[] outputRows, List<ModelRequest> starting) {
         List<float[]> mels = starting.stream().parallel()
