@@ -21,8 +21,12 @@ import org.mstar.resources.sampler.SamplerResource;
  * owns everything else — scheduling, admission, preemption, fault isolation, pre-planning, launch-ahead, sampling
  * and turning tokens into events — so what one model gains there every model has.
  *
+ * <p>A model whose request is more than a prompt followed by generated tokens (Whisper: audio, decoded window by
+ * window) also opens each request as a {@link ModelRequest}, says how many KV pages a request's model state takes
+ * ({@link #statePages}), and reads the model inputs of a sequence's first step in its forward.
+ *
  * <p>Implementations live beside their model, outside the core's package, and see the core only through this
- * interface (an ArchUnit rule keeps it so).
+ * interface and {@link ModelRequest} (an ArchUnit rule keeps it so).
  */
 public interface ModelRunner {
 
