@@ -1,6 +1,7 @@
 package org.mstar.engine;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -43,25 +44,26 @@ final class StepBuilder {
     }
 
     private PlannedStep build(List<BatchRow> rows, SubmoduleStep declared, int[] tokens) {
-        List<Integer> sampleRows = new ArrayList<>();
-        List<Integer> logitsRows = new ArrayList<>();
-        List<String> sampleRids = new ArrayList<>();
-        for (int i = 0; i < rows.size(); i++) {
+        ModelRequest.Yield[] yields = new ModelRequest.Yield[rows.size()];
+        int sampling = 0;
+        for (int i = 0; i < yields.length; i++) {
             BatchRow row = rows.get(i);
-            ModelRequest.Yield yield = row.samples() ? row.request().yieldAtEnd() : ModelRequest.Yield.NOTHING;
-            if (yield == ModelRequest.Yield.TOKEN) {
-                sampleRows.add(i);
-                sampleRids.add(row.request().id());
-            } else if (yield == ModelRequest.Yield.LOGITS) {
-                logitsRows.add(i);
+            yields[i] = row.samples() ? row.request().yieldAtEnd() : ModelRequest.Yield.NOTHING;
+            sampling += yields[i] == ModelRequest.Yield.TOKEN ? 1 : 0;
+        }
+        int[] sampleRows = new int[sampling];
+        List<String> sampleRids = new ArrayList<>(sampling);
+        int[] logitsRows = new int[(int) Arrays.stream(yields).filter(y -> y == ModelRequest.Yield.LOGITS).count()];
+        for (int i = 0, s = 0, l = 0; i < yields.length; i++) {
+            if (yields[i] == ModelRequest.Yield.TOKEN) {
+                sampleRows[s++] = i;
+                sampleRids.add(rows.get(i).request().id());
+            } else if (yields[i] == ModelRequest.Yield.LOGITS) {
+                logitsRows[l++] = i;
             }
         }
-        return new PlannedStep(rows, declared != null ? declared : declare(rows), tokens, toArray(sampleRows),
-                Collections.unmodifiableList(sampleRids), toArray(logitsRows), starting(rows));
-    }
-
-    private static int[] toArray(List<Integer> values) {
-        return values.stream().mapToInt(Integer::intValue).toArray();
+        return new PlannedStep(rows, declared != null ? declared : declare(rows), tokens, sampleRows,
+                Collections.unmodifiableList(sampleRids), logitsRows, starting(rows));
     }
 
     /** The programs of the rows that start a sequence: their step writes the model state too. */
