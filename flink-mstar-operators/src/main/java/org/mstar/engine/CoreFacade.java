@@ -1,11 +1,16 @@
 package org.mstar.engine;
 
+import java.util.ArrayList;
+import java.util.List;
+
 /**
  * A public engine over the {@link EngineCore}, to which every call goes, with what checks and harnesses ask of
  * any model's engine; {@link LlamaEngine} and {@link WhisperEngine} add only what their model's callers need.
  */
 abstract class CoreFacade extends ForwardingEngine {
     final EngineCore core;
+    /** What a loader made for this engine (the model, the tokenizer), closed after the core. */
+    private final List<AutoCloseable> owned = new ArrayList<>();
 
     CoreFacade(EngineCore core) {
         super(core);
@@ -33,6 +38,31 @@ abstract class CoreFacade extends ForwardingEngine {
 
     /** Close {@code resource} with this engine (the model and tokenizer a loader made for it). */
     void own(AutoCloseable resource) {
-        core.own(resource);
+        owned.add(resource);
+    }
+
+    /** Closes the core, then what the engine owns; a failure of the core is thrown once they are closed too. */
+    @Override
+    public void close() {
+        RuntimeException failure = null;
+        try {
+            core.close();
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        for (AutoCloseable c : owned) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                IllegalStateException closing = new IllegalStateException("closing " + c, e);
+                if (failure != null) {
+                    closing.addSuppressed(failure);
+                }
+                throw closing;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
     }
 }

@@ -84,7 +84,6 @@ final class EngineCore implements GenerationEngine {
     /** Whether the KV cache keeps a prefix index to probe: off where the model's KV is not a function of tokens. */
     private final boolean prefixCached;
     private long stepNo;
-    private final List<AutoCloseable> owned = new ArrayList<>();
 
     /**
      * @param tokenizer null when requests always carry token ids (text deltas are then empty)
@@ -381,24 +380,8 @@ final class EngineCore implements GenerationEngine {
             graphs.close();
         }
         runner.resources().values().forEach(org.mstar.resources.Resource::cleanup);
-        for (AutoCloseable c : owned) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                IllegalStateException closing = new IllegalStateException("closing " + c, e);
-                if (failure != null) {
-                    closing.addSuppressed(failure);
-                }
-                throw closing;
-            }
-        }
         if (failure != null) {
             throw failure;
         }
-    }
-
-    /** Close {@code resource} with this engine (the model and tokenizer a loader made for it). */
-    void own(AutoCloseable resource) {
-        owned.add(resource);
     }
 }
