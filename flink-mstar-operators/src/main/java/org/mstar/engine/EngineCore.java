@@ -47,6 +47,9 @@ import org.mstar.resources.sampler.SamplerResource;
  * device: a {@code step()} then returns this step's tokens with the next one in flight. {@link #stepTimings()}
  * splits each step's host time into phases.
  *
+ * <p>A runner may run a request as a series of sequences ({@link ModelRequest}: Whisper's windows), each started
+ * from no KV as a recompute is; the request says what the row feeding a sequence's end yields and when it ends.
+ *
  * <p>Disaggregated ({@link EngineOptions#role()}): a prefill engine hands each request off once it sampled its
  * first token ({@link StepResult#handoffs()}); a decode engine takes such hand-offs ({@link #receive}), importing
  * them at the start of a step, in arrival order, when their pages fit.
@@ -77,8 +80,10 @@ final class EngineCore implements GenerationEngine {
     private final Map<String, LiveRequest> live = new LinkedHashMap<>();
     private final HandoffInbox inbox;
     private final FaultIsolation isolation;
+    private final ModelRunner model;
+    /** Whether the KV cache keeps a prefix index to probe: off where the model's KV is not a function of tokens. */
+    private final boolean prefixCached;
     private long stepNo;
-    private final List<AutoCloseable> owned = new ArrayList<>();
 
     /**
      * @param tokenizer null when requests always carry token ids (text deltas are then empty)
@@ -87,6 +92,7 @@ final class EngineCore implements GenerationEngine {
     EngineCore(ModelRunner model, TextTokenizer tokenizer, GenerationConfig generation, EngineOptions options,
                DType kvDType) {
         ModelRunner.ResourceKeys keys = model.keys();
+        this.model = model;
         this.tokenizer = tokenizer;
         int pageSize = options.kvCache().pageSize();
         this.usablePages = options.kvCache().maxNumPages() - 1;
@@ -114,10 +120,11 @@ final class EngineCore implements GenerationEngine {
         SamplerResource sampler = model.sampler();
         NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(keys.sampler()))
                 .findFirst().orElseThrow();
-        this.resources = new RequestResources(runner, keys, kv, sampler, samplerSpec, stopRule,
-                new Constraints(tokenizer, model.vocabSize(), generation.eosTokenIds()), pageSize);
-        this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize, options.scheduling());
-        kv.enablePrefixCache(PrefixRoot.of(built.values(), model.identity()), Set.of(keys.walk()));
+        this.resources = new RequestResources(runner, keys, kv, sampler, samplerSpec, model.defaultSampling(),
+                stopRule, new Constraints(tokenizer, model.vocabSize(), generation.eosTokenIds()), pageSize);
+        this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize,
+                model.statePages(pageSize), options.scheduling());
+        this.prefixCached = kv.enablePrefixCache(PrefixRoot.of(built.values(), model.identity()), Set.of(keys.walk()));
         this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
         this.steps = new StepBuilder(model, graphs);
         // a prefill engine hands every request off after its first token: it has no decode steps to plan ahead
@@ -126,7 +133,8 @@ final class EngineCore implements GenerationEngine {
         this.inbox = new HandoffInbox(checks, resources, exchange);
         this.isolation = new FaultIsolation(resources);
         this.forwards = new StepForward(model, graphs);
-        TokenAcceptor acceptor = new TokenAcceptor(live, counters, resources, stopRule, role, exchange, tokenizer);
+        TokenAcceptor acceptor = new TokenAcceptor(live, counters, resources, stopRule, role, exchange, tokenizer,
+                preplan);
         this.pipeline = new StepPipeline(runner, sampler, keys.sampler(), forwards, acceptor, steps, scheduler,
                 isolation, inbox, preplan, timings, live, this::remove, options.launchAhead());
     }
@@ -147,15 +155,22 @@ final class EngineCore implements GenerationEngine {
         if (isLive(request.requestId())) {
             return;
         }
+        ModelRequest program = model.openRequest(request, generated);
+        LiveRequest r = program != null ? new LiveRequest(request, program, System.nanoTime())
+                : new LiveRequest(request, checkedPrompt(request, generated), generated, System.nanoTime());
+        resources.open(r);
+        enter(r);
+    }
+
+    /** The prompt of a request that is a prompt followed by generated tokens, checked against the model. */
+    private int[] checkedPrompt(GenerationRequest request, int[] generated) {
         int[] prompt = checks.prompt(request);
         checks.check(request, prompt, generated);
         if (prompt.length > maxHandoffPrompt) {
             throw new RequestValidationException("prompt", "has " + prompt.length + " tokens; a prefill engine of this"
                     + " model hands off at most " + maxHandoffPrompt + " (a hand-off's KV must stay under 2 GiB)");
         }
-        LiveRequest r = new LiveRequest(request, prompt, generated, System.nanoTime());
-        resources.open(r);
-        enter(r);
+        return prompt;
     }
 
     /**
@@ -223,7 +238,7 @@ final class EngineCore implements GenerationEngine {
             }
         }
         for (LiveRequest r : live.values()) {
-            if (r.status == RequestStatus.WAITING && r.computed == 0 && !r.probed) {
+            if (prefixCached && r.status == RequestStatus.WAITING && r.computed == 0 && !r.probed) {
                 counters.prefixHitTokens += resources.probePrefix(r);
             }
         }
@@ -365,24 +380,8 @@ final class EngineCore implements GenerationEngine {
             graphs.close();
         }
         runner.resources().values().forEach(org.mstar.resources.Resource::cleanup);
-        for (AutoCloseable c : owned) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                IllegalStateException closing = new IllegalStateException("closing " + c, e);
-                if (failure != null) {
-                    closing.addSuppressed(failure);
-                }
-                throw closing;
-            }
-        }
         if (failure != null) {
             throw failure;
         }
-    }
-
-    /** Close {@code resource} with this engine (the model and tokenizer a loader made for it). */
-    void own(AutoCloseable resource) {
-        owned.add(resource);
     }
 }

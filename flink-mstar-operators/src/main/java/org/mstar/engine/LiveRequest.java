@@ -14,6 +14,12 @@ final class LiveRequest {
     final int[] prompt;
     final IntArrayList generated;
     final long arrivalNanos;
+    /**
+     * The runner's part of a request that runs as a series of sequences, each its own prompt and tokens (then
+     * {@link #prompt} is empty and the sequence is the program's); null for one prompt followed by the generated
+     * tokens.
+     */
+    final ModelRequest program;
     RequestStatus status = RequestStatus.WAITING;
     int computed;
     int cachedPromptTokens;
@@ -32,22 +38,42 @@ final class LiveRequest {
     IncrementalDetokenizer detokenizer;
 
     LiveRequest(GenerationRequest request, int[] prompt, int[] generated, long arrivalNanos) {
+        this(request, prompt, generated, arrivalNanos, null);
+    }
+
+    /** A request of {@code program}'s sequences, which starts at its first one. */
+    LiveRequest(GenerationRequest request, ModelRequest program, long arrivalNanos) {
+        this(request, new int[0], program.nextSequence(), arrivalNanos, program);
+    }
+
+    private LiveRequest(GenerationRequest request, int[] prompt, int[] generated, long arrivalNanos,
+                        ModelRequest program) {
         this.request = request;
         this.prompt = prompt;
         this.generated = new IntArrayList(generated);
         this.arrivalNanos = arrivalNanos;
+        this.program = program;
     }
 
     String id() {
         return request.requestId();
     }
 
+    /** Tokens of the sequence being fed. */
     int totalTokens() {
-        return prompt.length + generated.size();
+        return program != null ? program.length() : prompt.length + generated.size();
     }
 
     int tokenAt(int i) {
+        if (program != null) {
+            return program.tokenAt(i);
+        }
         return i < prompt.length ? prompt[i] : generated.get(i - prompt.length);
+    }
+
+    /** What the row that feeds the sequence's last token yields. */
+    ModelRequest.Yield yieldAtEnd() {
+        return program == null ? ModelRequest.Yield.TOKEN : program.yieldAtEnd();
     }
 
     /** Tokens still to feed before the next sample. */
@@ -55,13 +81,14 @@ final class LiveRequest {
         return totalTokens() - computed;
     }
 
-    int[] allTokens() {
-        int[] all = new int[totalTokens()];
-        System.arraycopy(prompt, 0, all, 0, prompt.length);
-        for (int i = 0; i < generated.size(); i++) {
-            all[prompt.length + i] = generated.get(i);
+    /** Output tokens the program knows without drawing them (replayed from an earlier run): no events. */
+    void addKnown(int[] tokens) {
+        for (int token : tokens) {
+            generated.add(token);
+            if (detokenizer != null) {
+                detokenizer.push(token);
+            }
         }
-        return all;
     }
 
     /** Follow the generated ids as text with {@code tokenizer} (null: no text, deltas stay empty). */
@@ -87,7 +114,8 @@ final class LiveRequest {
     FinishedRequest finished(FinishReason finish, TextTokenizer tokenizer) {
         int[] ids = generated.toArray();
         String text = tokenizer == null ? "" : tokenizer.decode(ids);
-        return new FinishedRequest(id(), ids, text, finish, prompt.length, cachedPromptTokens, timings());
+        int promptTokens = program == null ? prompt.length : program.promptLength();
+        return new FinishedRequest(id(), ids, text, finish, promptTokens, cachedPromptTokens, timings());
     }
 
     /** Time the token generated at {@code now}: the first one, or one more inter-token gap. */

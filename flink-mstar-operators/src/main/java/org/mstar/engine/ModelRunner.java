@@ -9,6 +9,7 @@ import org.mstar.device.Tensor;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.Resource;
+import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.Segment;
 import org.mstar.resources.SubmoduleStep;
 import org.mstar.resources.kv.KVManager;
@@ -20,8 +21,12 @@ import org.mstar.resources.sampler.SamplerResource;
  * owns everything else — scheduling, admission, preemption, fault isolation, pre-planning, launch-ahead, sampling
  * and turning tokens into events — so what one model gains there every model has.
  *
+ * <p>A model whose request is more than a prompt followed by generated tokens (Whisper: audio, decoded window by
+ * window) also opens each request as a {@link ModelRequest}, says how many KV pages a request's model state takes
+ * ({@link #statePages}), and reads the model inputs of a sequence's first step in its forward.
+ *
  * <p>Implementations live beside their model, outside the core's package, and see the core only through this
- * interface (an ArchUnit rule keeps it so).
+ * interface and {@link ModelRequest} (an ArchUnit rule keeps it so).
  */
 public interface ModelRunner {
 
@@ -63,19 +68,42 @@ public interface ModelRunner {
 
     /**
      * The step for one batch: one segment per row, {@code promptTokens} entering the sampler's seen set for rows
-     * starting their prompt, only {@code sampledRids} keeping a sampled token.
+     * starting their prompt, only {@code sampledRids} keeping a sampled token. {@code starting} (row order) are
+     * the rows of {@link ModelRequest}s whose step starts a sequence: their model state is written in it.
      */
-    SubmoduleStep declareStep(List<Segment> segments, Map<String, int[]> promptTokens, Set<String> sampledRids);
+    SubmoduleStep declareStep(List<Segment> segments, List<String> starting, Map<String, int[]> promptTokens,
+                              Set<String> sampledRids);
 
     /**
-     * Runs the planned step of {@code tokens} (I32, segment order): F32 logits of the rows {@code sampleRows},
-     * {@code [sampleRows.length, vocab]}, the caller's to close.
+     * Runs the planned step of {@code tokens} (I32, segment order): F32 logits of the rows {@code outputRows},
+     * {@code [outputRows.length, vocab]}, the caller's to close. {@code starting} are the {@link ModelRequest}s
+     * whose step starts a sequence, in row order, whose model inputs beyond tokens the forward reads.
      */
-    Tensor forward(Tensor tokens, int[] sampleRows);
+    Tensor forward(Tensor tokens, int[] outputRows, List<ModelRequest> starting);
 
     /**
      * Runs the planned step with every row sampling into {@code logits}, adding its temporaries to {@code held}
      * instead of freeing them, so a recorded graph can keep addressing them.
      */
     void forwardAllRows(Tensor tokens, Tensor logits, List<Tensor> held);
+
+    /**
+     * The model's own part of {@code request} (which already generated {@code generated}), checked against the
+     * model; null when the request is a prompt followed by generated tokens, which the core checks and runs.
+     *
+     * @throws org.mstar.resources.RequestValidationException a client's mistake, naming the field
+     */
+    default ModelRequest openRequest(GenerationRequest request, int[] generated) {
+        return null;
+    }
+
+    /** KV pages a request's model state takes beside its tokens' (written by a sequence's first step). */
+    default int statePages(int pageSize) {
+        return 0;
+    }
+
+    /** How a request that names no sampling config draws. */
+    default SamplingReqConfig defaultSampling() {
+        return SamplingReqConfig.DEFAULTS;
+    }
 }

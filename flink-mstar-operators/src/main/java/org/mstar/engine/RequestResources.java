@@ -30,17 +30,21 @@ final class RequestResources {
     private final KVManager kv;
     private final SamplerResource sampler;
     private final NodeResourceSpec samplerSpec;
+    /** How a request that names no sampling config draws (the model's default). */
+    private final SamplingReqConfig defaultSampling;
     private final StopRule stopRule;
     private final Constraints constraints;
     private final int pageSize;
 
     RequestResources(StepRunner runner, ModelRunner.ResourceKeys keys, KVManager kv, SamplerResource sampler,
-                     NodeResourceSpec samplerSpec, StopRule stopRule, Constraints constraints, int pageSize) {
+                     NodeResourceSpec samplerSpec, SamplingReqConfig defaultSampling, StopRule stopRule,
+                     Constraints constraints, int pageSize) {
         this.runner = runner;
         this.resourceKeys = keys;
         this.kv = kv;
         this.sampler = sampler;
         this.samplerSpec = samplerSpec;
+        this.defaultSampling = defaultSampling;
         this.stopRule = stopRule;
         this.constraints = constraints;
         this.pageSize = pageSize;
@@ -68,6 +72,12 @@ final class RequestResources {
                 Map.of(Segment.MAIN, OUT), true, null, null);
         Map<String, ResourceReqConfig> overrides = Map.of(resourceKeys.kv(), kvCfg, resourceKeys.sampler(), sampling);
         runner.ingestRequest(r.id(), overrides);
+        if (r.program != null) {
+            // the program's sequences end by its rules, not by stop ids
+            sampler.suppress(r.id(), r.program.suppressed());
+            restoreSampler(r);
+            return;
+        }
         sampler.setStopIds(r.id(), stopRule.stopIds(r.request));
         if (constraint != null) {
             sampler.constrain(r.id(), constraint);
@@ -78,13 +88,18 @@ final class RequestResources {
         }
     }
 
+    /** The sampler's state of {@code r}'s sequence as it stands: its tokens accepted, the next draw after them. */
+    void restoreSampler(LiveRequest r) {
+        sampler.restore(r.id(), new int[0], r.program.sequenceGenerated());
+    }
+
     /**
      * The request's sampling config, checked against this engine's sampler.
      *
      * @throws org.mstar.resources.RequestValidationException naming the field
      */
     SamplingReqConfig sampling(GenerationRequest request) {
-        SamplingReqConfig sampling = request.sampling() == null ? SamplingReqConfig.DEFAULTS : request.sampling();
+        SamplingReqConfig sampling = request.sampling() == null ? defaultSampling : request.sampling();
         sampling.validate(samplerSpec);
         return sampling;
     }

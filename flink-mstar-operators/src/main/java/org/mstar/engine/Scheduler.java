@@ -23,6 +23,8 @@ final class Scheduler {
     private final int maxRows;
     private final int tokenBudget;
     private final int pageSize;
+    /** KV pages a request's model state takes beside its tokens' ({@link ModelRunner#statePages}). */
+    private final int statePages;
     private final SchedulerOptions options;
     private final StepCostModel cost = new StepCostModel();
 
@@ -30,12 +32,21 @@ final class Scheduler {
      * @param pageSize tokens per KV page, for the page estimates that gate admission
      */
     Scheduler(int maxRows, int tokenBudget, int pageSize, SchedulerOptions options) {
-        if (maxRows < 1 || tokenBudget < 1 || pageSize < 1) {
-            throw new IllegalArgumentException("maxRows, tokenBudget and pageSize must be >= 1");
+        this(maxRows, tokenBudget, pageSize, 0, options);
+    }
+
+    /**
+     * @param pageSize tokens per KV page, for the page estimates that gate admission
+     * @param statePages KV pages each request's model state takes beside its tokens', from its first step
+     */
+    Scheduler(int maxRows, int tokenBudget, int pageSize, int statePages, SchedulerOptions options) {
+        if (maxRows < 1 || tokenBudget < 1 || pageSize < 1 || statePages < 0) {
+            throw new IllegalArgumentException("maxRows, tokenBudget and pageSize must be >= 1, statePages >= 0");
         }
         this.maxRows = maxRows;
         this.tokenBudget = tokenBudget;
         this.pageSize = pageSize;
+        this.statePages = statePages;
         this.options = options;
     }
 
@@ -132,7 +143,7 @@ final class Scheduler {
         if (head == null) {
             return List.of();
         }
-        int need = pagesFor(head.computed + Math.min(head.pending(), tokenBudget)) - pagesFor(head.computed);
+        int need = pagesFor(head.computed + Math.min(head.pending(), tokenBudget)) - pagesHeld(head.computed);
         List<LiveRequest> running = new ArrayList<>(live.stream().filter(r -> r.status == RequestStatus.RUNNING).toList());
         running.sort(rank.reversed());
         List<LiveRequest> victims = new ArrayList<>();
@@ -142,7 +153,7 @@ final class Scheduler {
                 break;
             }
             victims.add(r);
-            available += pagesFor(r.computed);
+            available += pagesHeld(r.computed);
         }
         return available >= need ? victims : List.of();
     }
@@ -253,8 +264,14 @@ final class Scheduler {
         return Math.max(options.minPrefillChunk(), cost.tokensWithin(stall) - decodes);
     }
 
+    /** KV pages a request of {@code tokens} takes, its model state's included. */
     private int pagesFor(int tokens) {
-        return (tokens + pageSize - 1) / pageSize;
+        return statePages + (tokens + pageSize - 1) / pageSize;
+    }
+
+    /** KV pages a request holds with {@code computed} tokens: none before its first step. */
+    private int pagesHeld(int computed) {
+        return computed == 0 ? 0 : pagesFor(computed);
     }
 
     /** The rows of one step as they are filled, with the budget and the page estimate left. */
@@ -295,7 +312,7 @@ final class Scheduler {
                 return 0;
             }
             int span = Math.min(r.pending(), Math.min(budget, limit));
-            int need = pagesFor(r.computed + span) - pagesFor(r.computed);
+            int need = pagesFor(r.computed + span) - pagesHeld(r.computed);
             boolean fresh = r.status == RequestStatus.WAITING;
             if (fresh && (admissionClosed || (!rows.isEmpty() && need > pagesLeft()))) {
                 admissionClosed = true;

@@ -1,6 +1,7 @@
 package org.mstar.engine;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -43,20 +44,41 @@ final class StepBuilder {
     }
 
     private PlannedStep build(List<BatchRow> rows, SubmoduleStep declared, int[] tokens) {
+        ModelRequest.Yield[] yields = new ModelRequest.Yield[rows.size()];
         int sampling = 0;
-        for (BatchRow row : rows) {
-            sampling += row.samples() ? 1 : 0;
+        for (int i = 0; i < yields.length; i++) {
+            BatchRow row = rows.get(i);
+            yields[i] = row.samples() ? row.request().yieldAtEnd() : ModelRequest.Yield.NOTHING;
+            sampling += yields[i] == ModelRequest.Yield.TOKEN ? 1 : 0;
         }
         int[] sampleRows = new int[sampling];
         List<String> sampleRids = new ArrayList<>(sampling);
-        for (int i = 0, s = 0; i < rows.size(); i++) {
-            if (rows.get(i).samples()) {
+        int[] logitsRows = new int[(int) Arrays.stream(yields).filter(y -> y == ModelRequest.Yield.LOGITS).count()];
+        for (int i = 0, s = 0, l = 0; i < yields.length; i++) {
+            if (yields[i] == ModelRequest.Yield.TOKEN) {
                 sampleRows[s++] = i;
                 sampleRids.add(rows.get(i).request().id());
+            } else if (yields[i] == ModelRequest.Yield.LOGITS) {
+                logitsRows[l++] = i;
             }
         }
         return new PlannedStep(rows, declared != null ? declared : declare(rows), tokens, sampleRows,
-                Collections.unmodifiableList(sampleRids));
+                Collections.unmodifiableList(sampleRids), logitsRows, starting(rows));
+    }
+
+    /** The programs of the rows that start a sequence: their step writes the model state too. */
+    private static List<ModelRequest> starting(List<BatchRow> rows) {
+        List<ModelRequest> starting = new ArrayList<>();
+        for (BatchRow row : rows) {
+            if (startsSequence(row)) {
+                starting.add(row.request().program);
+            }
+        }
+        return starting;
+    }
+
+    private static boolean startsSequence(BatchRow row) {
+        return row.request().program != null && row.start() == 0;
     }
 
     /** The step the resources see for {@code rows}; needs no token values, so a step can be declared ahead. */
@@ -65,13 +87,17 @@ final class StepBuilder {
         Map<String, int[]> prompts = new HashMap<>();
         Set<String> sampled = new HashSet<>();
         List<String> rids = new ArrayList<>(rows.size());
+        List<String> starting = new ArrayList<>();
         for (BatchRow row : rows) {
+            if (startsSequence(row)) {
+                starting.add(row.request().id());
+            }
             segments.add(new Segment(row.request().id(), Segment.MAIN, row.span()));
             rids.add(row.request().id());
             if (!row.request().promptTracked) {
                 prompts.put(row.request().id(), row.request().prompt);
             }
-            if (row.samples()) {
+            if (row.samples() && row.request().yieldAtEnd() == ModelRequest.Yield.TOKEN) {
                 sampled.add(row.request().id());
             }
         }
@@ -82,7 +108,7 @@ final class StepBuilder {
             segments.add(new Segment(pad, Segment.MAIN, 1));
             padded.add(pad);
         }
-        SubmoduleStep step = model.declareStep(segments, prompts, sampled);
+        SubmoduleStep step = model.declareStep(segments, starting, prompts, sampled);
         StepContext ctx = new StepContext(rids, model.keys().walk(), 0, false);
         if (bucket > 0) {
             ctx.setPaddedRequestIds(padded);
@@ -107,9 +133,13 @@ final class StepBuilder {
         return tokens;
     }
 
-    /** The graph bucket of a batch of single-token sampling rows; 0 when the step runs eagerly. */
+    /**
+     * The graph bucket of a batch of single-token rows that draw a token and write no model state; 0 when the
+     * step runs eagerly.
+     */
     private int decodeBucket(List<BatchRow> rows) {
-        if (graphs == null || rows.stream().anyMatch(r -> r.span() != 1 || !r.samples())) {
+        if (graphs == null || rows.stream().anyMatch(r -> r.span() != 1 || !r.samples() || startsSequence(r)
+                || r.request().yieldAtEnd() != ModelRequest.Yield.TOKEN)) {
             return 0;
         }
         return graphs.bucketFor(rows.size());

@@ -24,14 +24,14 @@ final class StepForward {
 
     /**
      * Enqueues {@code p}'s forward (planned): its tokens from the host, or, for a step launched ahead, copied on the
-     * device from {@code feed}'s draw. Returns the logits of its sampled rows; an eager step's are the caller's to
-     * close.
+     * device from {@code feed}'s draw. Returns the logits of its sampled rows, then of its rows read on the host;
+     * an eager step's are the caller's to close.
      */
     Tensor forward(PlannedStep p, InFlightStep feed) {
         SlotLease lease = p.step().ctx().slotLease();
         if (lease == null) {
             try (Tensor ids = model.device().fromInts(p.tokens(), p.tokenCount())) {
-                return model.forward(ids, p.sampleRows());
+                return model.forward(ids, p.outputRows(), p.starting());
             }
         }
         int bs = lease.bucket().bs();
@@ -57,6 +57,10 @@ final class StepForward {
             from[i] = j++;
         }
         return from;
+    }
+
+    ModelRunner model() {
+        return model;
     }
 
     /** {@code observer} (null: none) sees the logits of every sampled row before it is drawn. */

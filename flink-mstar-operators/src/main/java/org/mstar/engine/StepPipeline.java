@@ -25,6 +25,7 @@ final class StepPipeline {
     /** The sampler's resource key: it commits once the tokens are on the host, after the rest of a step. */
     private final String samplerKey;
     private final StepForward forwards;
+    private final HostLogitRules rules;
     private final TokenAcceptor acceptor;
     private final StepBuilder steps;
     private final Scheduler scheduler;
@@ -49,6 +50,7 @@ final class StepPipeline {
         this.sampler = sampler;
         this.samplerKey = samplerKey;
         this.forwards = forwards;
+        this.rules = new HostLogitRules(sampler, forwards.model());
         this.acceptor = acceptor;
         this.steps = steps;
         this.scheduler = scheduler;
@@ -87,9 +89,12 @@ final class StepPipeline {
      */
     private InFlightStep drawAndCommit(PlannedStep p, Tensor logits, long start, Predicate<LiveRequest> staying) {
         PendingDraw draw;
+        float[][] hostLogits;
         try {
             forwards.observe(p.sampleRids(), logits, live);
-            draw = sampler.launchSample(p.sampleRids(), logits);
+            hostLogits = rules.apply(p, logits);
+            int sampled = p.sampleRids().size();
+            draw = sampler.launchSample(p.sampleRids(), p.logitsRows().length == 0 ? logits : logits.rows(0, sampled));
         } finally {
             if (p.step().ctx().slotLease() == null) {
                 logits.close(); // the device frees in stream order, after the draw has read them
@@ -102,7 +107,7 @@ final class StepPipeline {
             preplan.stage(p.rows(), r -> live.get(r.id()) == r && staying.test(r));
         }
         timings.end(StepTimings.Phase.PREPLAN);
-        return new InFlightStep(p, draw, start);
+        return new InFlightStep(p, draw, hostLogits, start);
     }
 
     /**
@@ -133,7 +138,7 @@ final class StepPipeline {
             f.draw().close();
             timings.end(StepTimings.Phase.WAIT);
             runner.commit(f.step().step(), samplerKey::equals);
-            acceptor.acceptRows(f.step(), drawn, stepNo, out, done);
+            acceptor.acceptRows(f.step(), drawn, f.hostLogits(), stepNo, out, done);
         } catch (DeviceFault e) {
             throw e;
         } catch (RuntimeException e) {
@@ -168,7 +173,7 @@ final class StepPipeline {
      * outside f's rows (waiting, offloaded) cannot take a row — else null.
      */
     private PlannedStep launchableAhead(InFlightStep f) {
-        if (!launchAhead || preplan == null || !inbox.isEmpty() || isolation.active()) {
+        if (!launchAhead || preplan == null || !inbox.isEmpty() || isolation.active() || runsPrograms(f)) {
             return null;
         }
         // a staged request that was removed or preempted since dropped the stage (DecodePreplan.forget)
@@ -177,6 +182,14 @@ final class StepPipeline {
             return null;
         }
         return steps.buildFedOnDevice(rows, preplan.declared(rows));
+    }
+
+    /**
+     * Whether {@code f} has a row of a {@link ModelRequest}: its token may end a sequence, whose KV is then freed
+     * while a step launched ahead would still write it.
+     */
+    private static boolean runsPrograms(InFlightStep f) {
+        return f.step().rows().stream().anyMatch(row -> row.request().program != null);
     }
 
     /** Admit and plan {@code p} (the staged step: promoted) and enqueue its forward fed from {@code f}'s draw. */

@@ -5,7 +5,7 @@ import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.mstar.engine.GenerationEngine;
-import org.mstar.engine.whisper.WhisperEngineLoader;
+import org.mstar.engine.WhisperEngineLoader;
 import org.mstar.engine.whisper.WhisperEngineOptions;
 
 /**

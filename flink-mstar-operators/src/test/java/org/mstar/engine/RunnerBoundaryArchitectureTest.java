@@ -16,14 +16,15 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 /**
- * A model runner sees the engine core only through {@link ModelRunner}: it lives outside the core's package, so
- * Java keeps it from the core's package-private machinery, and it depends on none of that machinery nor on the
- * engines built over it. What one model learns in the core then serves every model, and no runner grows its own.
+ * A model runner sees the engine core only through {@link ModelRunner} (and its requests through
+ * {@link ModelRequest}): it lives outside the core's package, so Java keeps it from the core's package-private
+ * machinery, and it depends on none of that machinery nor on the engines built over it. What one model learns in
+ * the core then serves every model, and no runner grows its own. The resources below never see the engine.
  */
 @AnalyzeClasses(packages = "org.mstar", importOptions = ImportOption.DoNotIncludeTests.class)
 class RunnerBoundaryArchitectureTest {
     /** The packages of the model runners. */
-    static final String[] RUNNER_PACKAGES = {"org.mstar.engine.llama.."};
+    static final String[] RUNNER_PACKAGES = {"org.mstar.engine.llama..", "org.mstar.engine.whisper.."};
 
     static final DescribedPredicate<JavaClass> CORE_INTERNALS = resideInAPackage("org.mstar.engine")
             .and(not(modifier(JavaModifier.PUBLIC)))
@@ -32,6 +33,7 @@ class RunnerBoundaryArchitectureTest {
 
     @ArchTest
     static final ArchRule runnersLiveOutsideTheCore = classes().that().implement(ModelRunner.class)
+            .or().implement(ModelRequest.class)
             .should().resideOutsideOfPackage("org.mstar.engine")
             .because("in the core's package a runner could reach its package-private internals");
 
@@ -40,4 +42,9 @@ class RunnerBoundaryArchitectureTest {
             .that().implement(ModelRunner.class).or().resideInAnyPackage(RUNNER_PACKAGES)
             .should().dependOnClassesThat(CORE_INTERNALS)
             .because("a runner contributes its model through ModelRunner; the loop is the core's alone");
+
+    @ArchTest
+    static final ArchRule resourcesNeverReachTheEngine = noClasses().that().resideInAPackage("org.mstar.resources..")
+            .should().dependOnClassesThat().resideInAPackage("org.mstar.engine..")
+            .because("a resource serves any engine through its own interfaces; what a request is, is the engine's");
 }

@@ -6,6 +6,7 @@ import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.engine.ModelRequest;
 import org.mstar.engine.ModelRunner;
 import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
@@ -84,13 +85,14 @@ public final class LlamaRunner implements ModelRunner {
     }
 
     @Override
-    public SubmoduleStep declareStep(List<Segment> segments, Map<String, int[]> promptTokens, Set<String> sampledRids) {
+    public SubmoduleStep declareStep(List<Segment> segments, List<String> starting, Map<String, int[]> promptTokens,
+                                     Set<String> sampledRids) {
         return model.declareStep(segments, promptTokens, sampledRids);
     }
 
     @Override
-    public Tensor forward(Tensor tokens, int[] sampleRows) {
-        return model.forward(tokens, sampleRows);
+    public Tensor forward(Tensor tokens, int[] outputRows, List<ModelRequest> starting) {
+        return model.forward(tokens, outputRows);
     }
 
     @Override

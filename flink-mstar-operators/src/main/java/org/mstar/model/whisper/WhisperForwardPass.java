@@ -1,6 +1,7 @@
 package org.mstar.model.whisper;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
@@ -46,7 +47,7 @@ final class WhisperForwardPass {
         this.act = model.activations();
     }
 
-    Tensor run(List<float[]> melWindows, Tensor tokens, Tensor positions, int[] outputRows) {
+    Tensor run(List<float[]> melWindows, Tensor tokens, int[] outputRows) {
         Tensor logits = device.allocate(DType.F32, outputRows.length, cfg.vocabSize());
         try {
             if (!melWindows.isEmpty()) {
@@ -54,13 +55,23 @@ final class WhisperForwardPass {
                         model.encoderAttention().run(q, k, v, WhisperModel.AUDIO, out));
                 writeContext(encoded);
             }
-            decoder(tokens, positions, outputRows, logits);
+            int[] last = model.attention().lastRows(WhisperModel.MAIN);
+            decoder(tokens, Arrays.stream(outputRows).map(r -> last[r]).toArray(), logits);
             return logits;
         } catch (RuntimeException e) {
             logits.close();
             throw e;
         } finally {
             temporaries.forEach(Tensor::close);
+        }
+    }
+
+    /** The decoder over a decode step's rows (one token each), every row's logits into {@code logits}. */
+    void runAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        try {
+            decoder(tokens, null, logits);
+        } finally {
+            held.addAll(temporaries);
         }
     }
 
@@ -152,7 +163,11 @@ final class WhisperForwardPass {
         }
     }
 
-    private void decoder(Tensor tokens, Tensor positions, int[] outputRows, Tensor logits) {
+    /**
+     * The decoder over the step's tokens; {@code outputRows} index the tokens whose logits are wanted, null for
+     * every token in order (no gather: a recorded graph uploads nothing from the host).
+     */
+    private void decoder(Tensor tokens, int[] outputRows, Tensor logits) {
         int n = (int) tokens.dim(0);
         int d = cfg.dModel();
         int heads = cfg.decoderHeads();
@@ -163,7 +178,7 @@ final class WhisperForwardPass {
         if (cfg.scaleEmbedding()) {
             ops.scale(residual, (float) Math.sqrt(d), residual);
         }
-        ops.embedding(w.decoderPositions(), positions, pos);
+        ops.embedding(w.decoderPositions(), model.positions().firstIds(WhisperModel.MAIN, n), pos);
         ops.add(residual, pos, residual);
         Tensor normed = temp(act, n, d);
         Tensor qkv = temp(act, n, 3L * d);
@@ -192,20 +207,22 @@ final class WhisperForwardPass {
             mlp(normed, lw, hidden, proj);
             toAdd = proj;
         }
-        int m = outputRows.length;
-        Tensor rowIdx = track(device.fromInts(outputRows, m));
-        Tensor lastResidual = temp(DType.F32, m, d);
-        Tensor lastProj = temp(act, m, d);
-        ops.gatherRows(residual, rowIdx, lastResidual);
-        ops.gatherRows(toAdd == null ? residual : toAdd, rowIdx, lastProj);
-        Tensor finalHidden = temp(act, m, d);
-        if (toAdd == null) {
-            ops.layerNorm(lastResidual, null, w.decoderNorm(), w.decoderNormBias(), WhisperConfig.LAYER_NORM_EPS,
-                    finalHidden);
-        } else {
-            ops.layerNorm(lastProj, lastResidual, w.decoderNorm(), w.decoderNormBias(), WhisperConfig.LAYER_NORM_EPS,
-                    finalHidden);
+        Tensor lastResidual = residual;
+        Tensor lastProj = toAdd;
+        int m = n;
+        if (outputRows != null) {
+            m = outputRows.length;
+            Tensor rowIdx = track(device.fromInts(outputRows, m));
+            lastResidual = temp(DType.F32, m, d);
+            ops.gatherRows(residual, rowIdx, lastResidual);
+            if (toAdd != null) {
+                lastProj = temp(act, m, d);
+                ops.gatherRows(toAdd, rowIdx, lastProj);
+            }
         }
+        Tensor finalHidden = temp(act, m, d);
+        ops.layerNorm(toAdd == null ? lastResidual : lastProj, toAdd == null ? null : lastResidual, w.decoderNorm(),
+                w.decoderNormBias(), WhisperConfig.LAYER_NORM_EPS, finalHidden);
         ops.matmul(finalHidden, w.embedding(), null, logits);
     }
 

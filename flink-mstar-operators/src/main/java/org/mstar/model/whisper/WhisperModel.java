@@ -18,6 +18,9 @@ import org.mstar.resources.KVStep;
 import org.mstar.resources.KVSpec;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.PagedKVConfig;
+import org.mstar.resources.PositionConfig;
+import org.mstar.resources.PositionSpec;
+import org.mstar.resources.PositionStep;
 import org.mstar.resources.RaggedAttentionConfig;
 import org.mstar.resources.RaggedAttentionSpec;
 import org.mstar.resources.RaggedAttnBackend;
@@ -31,6 +34,7 @@ import org.mstar.resources.attn.AttentionManager;
 import org.mstar.resources.attn.CrossAttentionManager;
 import org.mstar.resources.attn.RaggedAttentionManager;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.position.RopeManager;
 import org.mstar.resources.sampler.SamplerResource;
 
 /**
@@ -50,6 +54,8 @@ public final class WhisperModel {
     public static final String ATTN = "attn";
     public static final String CROSS = "cross";
     public static final String ENCODER_ATTN = "encoder_attn";
+    /** The decoder's positions: the ids of its learned position embedding, one per token of the main stream. */
+    public static final String POSITION = "position";
     public static final String SAMPLER = "sampler";
     /** The decoder's own tokens in the KV cache. */
     public static final String MAIN = Segment.MAIN;
@@ -65,6 +71,7 @@ public final class WhisperModel {
     private AttentionManager attention;
     private CrossAttentionManager cross;
     private RaggedAttentionManager encoderAttention;
+    private RopeManager positions;
     private SamplerResource sampler;
 
     /** @param activations dtype of hidden states between ops (F32 on the CPU reference; BF16 on a GPU) */
@@ -84,7 +91,8 @@ public final class WhisperModel {
     /**
      * The resources to build: the KV cache (decoder geometry; a stream is at most a window's encoder frames or the
      * decoder's positions), paged causal self-attention, cross-attention over the context, ragged encoder
-     * attention and the sampler.
+     * attention, the decoder's position ids (planned, so a recorded decode graph reads them from a fixed buffer;
+     * only the ids are used, the rotation never) and the sampler.
      *
      * @param pages KV pages in the pool
      * @param pageSize tokens per page
@@ -102,6 +110,7 @@ public final class WhisperModel {
         specs.add(new RaggedAttentionSpec(ENCODER_ATTN, nodes, new RaggedAttentionConfig(config.encoderHeads(),
                 config.encoderHeads(), config.encoderHeadDim(), null, 1, config.encoderFrames(),
                 RaggedAttnBackend.AUTO)));
+        specs.add(new PositionSpec(POSITION, nodes, new PositionConfig(KV)));
         specs.add(new SamplerSpec(SAMPLER, nodes, config.vocabSize(), true, true, 0, stopIds, true));
         return specs;
     }
@@ -112,24 +121,27 @@ public final class WhisperModel {
         attention = (AttentionManager) built.get(ATTN);
         cross = (CrossAttentionManager) built.get(CROSS);
         encoderAttention = (RaggedAttentionManager) built.get(ENCODER_ATTN);
+        positions = (RopeManager) built.get(POSITION);
         sampler = (SamplerResource) built.get(SAMPLER);
     }
 
     AttentionManager attention() { return attention; }
     CrossAttentionManager cross() { return cross; }
     RaggedAttentionManager encoderAttention() { return encoderAttention; }
+    RopeManager positions() { return positions; }
 
     /**
-     * The step for one batch. {@code decode} maps each request with decoder tokens this step to how many (in step
-     * order); {@code encode} lists the requests whose window is encoded in this step (they must be in
-     * {@code decode} too: their prompt follows in the same step). Only {@code sampledRids} keep a sampled token.
+     * The step for one batch: one "main" segment per row (the decoder's tokens; padding rows of a recorded decode
+     * step included), each with its context. {@code encode} (step order) are the requests whose window is encoded
+     * in this step, whose prompt follows in the same step. Only {@code sampledRids} keep a sampled token.
      */
-    public SubmoduleStep declareStep(Map<String, Integer> decode, List<String> encode, Set<String> sampledRids) {
+    public SubmoduleStep declareStep(List<Segment> rows, List<String> encode, Set<String> sampledRids) {
         List<Segment> kvSegments = new ArrayList<>();
-        decode.forEach((rid, span) -> {
-            kvSegments.add(new Segment(rid, MAIN, span));
-            kvSegments.add(new Segment(rid, CONTEXT, encode.contains(rid) ? config.encoderFrames() : 0));
-        });
+        for (Segment row : rows) {
+            kvSegments.add(new Segment(row.requestId(), MAIN, row.span()));
+            kvSegments.add(new Segment(row.requestId(), CONTEXT, encode.contains(row.requestId())
+                    ? config.encoderFrames() : 0));
+        }
         Map<String, ResourceStep> steps = new LinkedHashMap<>();
         steps.put(KV, KVStep.builder().segments(kvSegments).build());
         steps.put(ATTN, new AttentionStep(kvSegments, true, false));
@@ -138,6 +150,7 @@ public final class WhisperModel {
             List<Segment> audio = encode.stream().map(rid -> new Segment(rid, AUDIO, config.encoderFrames())).toList();
             steps.put(ENCODER_ATTN, new AttentionStep(audio, false, false));
         }
+        steps.put(POSITION, new PositionStep(kvSegments, null, null));
         steps.put(SAMPLER, new SamplerStep(List.of(), false, true, Map.of(), sampledRids));
         return new SubmoduleStep(steps, null);
     }
@@ -145,13 +158,22 @@ public final class WhisperModel {
     /**
      * Run the planned step: the encoder over {@code melWindows} (each {@code [melFrames, mels]}, frames-major, one per
      * request of the step's {@code encode} list, in order), writing their cross-attention K/V; then the decoder over
-     * {@code tokens} (I32 {@code [n]}, the step's decoder tokens in request order) at decoder positions
-     * {@code positions} (I32 {@code [n]}); then logits of the rows {@code outputRows} (indexes into the tokens).
+     * {@code tokens} (I32 {@code [n]}, the step's decoder tokens in row order) at their planned positions; then
+     * logits of the last token of the rows {@code outputRows} (indexes into the step's rows).
      *
      * @return F32 logits {@code [outputRows.length, vocab]}; the caller closes them
      */
-    public Tensor forward(List<float[]> melWindows, Tensor tokens, Tensor positions, int[] outputRows) {
-        return new WhisperForwardPass(this).run(melWindows, tokens, positions, outputRows);
+    public Tensor forward(List<float[]> melWindows, Tensor tokens, int[] outputRows) {
+        return new WhisperForwardPass(this).run(melWindows, tokens, outputRows);
+    }
+
+    /**
+     * Run the planned decode step (one token a row, no window encoded) with the logits of every row into
+     * {@code logits} F32 {@code [rows, vocab]}, adding the pass's temporaries to {@code held} rather than freeing
+     * them, so that recorded graph work can keep addressing them.
+     */
+    public void forwardAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        new WhisperForwardPass(this).runAllRows(tokens, logits, held);
     }
 
     /** The encoder alone over one window (no resources): {@code [encoderFrames, d]} F32, for checks. */

@@ -9,16 +9,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
-import org.mstar.device.cpu.CpuDevice;
 import org.mstar.engine.AudioInput;
 import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
+import org.mstar.engine.WhisperEngine;
+import org.mstar.engine.WhisperEngineLoader;
 import org.mstar.model.tokenizer.TextTokenizer;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
@@ -28,24 +27,11 @@ import org.mstar.resources.RequestValidationException;
 /**
  * The Whisper engine on the CPU (fp32) against transformers' {@code WhisperForConditionalGeneration} on a tiny random
  * checkpoint ({@link WhisperFixture}): the encoder's output, the raw logits of every generated position within
- * 1e-4 of transformers', and the greedy tokens identical, with the requests alone and batched together, and after
- * a resume in the middle of a transcription.
+ * 1e-4 of transformers', and the greedy tokens identical, with the requests alone and batched together, after
+ * a resume in the middle of a transcription, and with decode steps replayed as graphs.
  */
-class WhisperFidelityTest {
+class WhisperFidelityTest extends CpuWhisperTest {
     private static final float TOLERANCE = 1e-4f;
-    private static CpuDevice cpu;
-    private static WhisperFixture fixture;
-
-    @BeforeAll
-    static void start() throws Exception {
-        cpu = new CpuDevice(2);
-        fixture = new WhisperFixture();
-    }
-
-    @AfterAll
-    static void stop() {
-        cpu.close();
-    }
 
     /** Stands in for the feature extractor on the tone: transformers' own features of it. */
     private static Function<float[], float[]> toneFeatures() {
@@ -58,8 +44,13 @@ class WhisperFidelityTest {
     }
 
     private static WhisperEngine engine(Function<float[], float[]> features, int maxWindowTokens) {
+        return engine(features, maxWindowTokens, false);
+    }
+
+    private static WhisperEngine engine(Function<float[], float[]> features, int maxWindowTokens,
+                                        boolean decodeGraphs) {
         return WhisperEngineLoader.load(fixture.folder, cpu, features,
-                new WhisperEngineOptions(4, 4 * 130 + 1, 16, maxWindowTokens));
+                new WhisperEngineOptions(4, 4 * 130 + 1, 16, maxWindowTokens, decodeGraphs));
     }
 
     private static GenerationRequest request(String id, WhisperFixture.Case c, int maxTokens) {
@@ -99,6 +90,17 @@ class WhisperFidelityTest {
             transcribeAndCheck(List.of(c), null, fixture.maxNewTokens);
         }
         transcribeAndCheck(fixture.cases, null, fixture.maxNewTokens);
+    }
+
+    /**
+     * Decode steps replayed as recorded graphs read their positions, KV addresses and attention plans from the
+     * buffers the resources plan into (on the CPU a replay re-runs the recorded forward): every case batched,
+     * transformers' logits and tokens all the same.
+     */
+    @Test
+    void withDecodeGraphsEveryCaseStillMatchesTransformers() {
+        long replays = transcribeAndCheck(fixture.cases, null, fixture.maxNewTokens, true);
+        assertThat(replays).as("decode steps replayed as graphs").isPositive();
     }
 
     /** A resume inside the second window of the long audio and one right after language detection. */
@@ -166,7 +168,7 @@ class WhisperFidelityTest {
             engine.submit(request("tone", tone, tone.output().length));
             engine.submit(request("noise", noise, noise.output().length));
             Drained out = drain(engine);
-            assertThat(out.failures).singleElement().asString().startsWith("noise: transcribing this request failed")
+            assertThat(out.failures).singleElement().asString().startsWith("noise: serving this request failed")
                     .contains("no features for this audio");
             assertThat(out.tokens.get("tone")).containsExactlyElementsOf(Arrays.stream(tone.output()).boxed().toList());
         }
@@ -198,8 +200,14 @@ class WhisperFidelityTest {
     /** Runs the cases together and checks each one's logits and tokens against transformers'. */
     static void transcribeAndCheck(List<WhisperFixture.Case> cases, Function<float[], float[]> features,
                                    int maxWindowTokens) {
+        transcribeAndCheck(cases, features, maxWindowTokens, false);
+    }
+
+    /** {@link #transcribeAndCheck(List, Function, int)}; returns the decode steps replayed as graphs. */
+    static long transcribeAndCheck(List<WhisperFixture.Case> cases, Function<float[], float[]> features,
+                                   int maxWindowTokens, boolean decodeGraphs) {
         Map<String, Map<Integer, float[]>> seen = new HashMap<>();
-        try (WhisperEngine engine = engine(features, maxWindowTokens)) {
+        try (WhisperEngine engine = engine(features, maxWindowTokens, decodeGraphs)) {
             engine.observeLogits((rid, index, logits) ->
                     seen.computeIfAbsent(rid, k -> new HashMap<>()).put(index, logits.clone()));
             for (WhisperFixture.Case c : cases) {
@@ -224,6 +232,7 @@ class WhisperFidelityTest {
                 System.out.printf("whisper %s (batch of %d): largest |logit - transformers'| %.3g%n", c.name(),
                         cases.size(), worst);
             }
+            return engine.decodeGraphReplays();
         }
     }
 

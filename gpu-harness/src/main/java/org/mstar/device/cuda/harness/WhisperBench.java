@@ -9,8 +9,8 @@ import org.mstar.device.Device;
 import org.mstar.engine.AudioInput;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
-import org.mstar.engine.whisper.WhisperEngine;
-import org.mstar.engine.whisper.WhisperEngineLoader;
+import org.mstar.engine.WhisperEngine;
+import org.mstar.engine.WhisperEngineLoader;
 import org.mstar.engine.whisper.WhisperEngineOptions;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
@@ -21,7 +21,8 @@ import org.mstar.model.whisper.WhisperWeights;
  * requests (uniform noise, language given) submitted together; the first step encodes every window (host log-mel
  * features included) and feeds the prompts; then {@value #DECODE_STEPS} steps in which every request decodes one
  * token, after {@value #WARMUP_STEPS} untimed ones. Times are wall clock around {@code step()}, which returns once
- * the sampled tokens are on the host. The decode bound is the bytes one decode step must read (the decoder's
+ * the sampled tokens are on the host. With decode graphs each decode step is one graph replay of its batch bucket
+ * (recorded at the first step of the bucket, a warm-up one), planned while the step before runs. The decode bound is the bytes one decode step must read (the decoder's
  * weights, the embedding gathered and used as the output projection, and the self- and cross-attention K/V) at the
  * copy bandwidth given.
  */
@@ -30,8 +31,8 @@ final class WhisperBench {
     private static final int WARMUP_STEPS = 2;
     private static final int PAGE = 16;
 
-    record Row(String model, int batch, int active, double encodeStepMillis, double decodeMillisPerStep,
-               long boundBytes) {
+    record Row(String model, int batch, boolean graphs, int active, double encodeStepMillis,
+               double decodeMillisPerStep, long boundBytes) {
         double decodeTokensPerSecond() {
             return active / (decodeMillisPerStep / 1e3);
         }
@@ -45,21 +46,25 @@ final class WhisperBench {
         this.seed = seed;
     }
 
-    List<Row> run(String name, WhisperConfig config, int[] batches) {
+    /** Eager decode steps at every batch size of {@code batches}, then with decode graphs at those of {@code graphed}. */
+    List<Row> run(String name, WhisperConfig config, int[] batches, int[] graphed) {
         List<Row> rows = new ArrayList<>();
         try (WhisperWeights weights = WhisperWeights.random(config, device, DType.BF16, seed)) {
             for (int batch : batches) {
-                rows.add(run(name, config, weights, batch));
+                rows.add(run(name, config, weights, batch, false));
+            }
+            for (int batch : graphed) {
+                rows.add(run(name, config, weights, batch, true));
             }
         }
         return rows;
     }
 
-    private Row run(String name, WhisperConfig config, WhisperWeights weights, int batch) {
+    private Row run(String name, WhisperConfig config, WhisperWeights weights, int batch, boolean graphs) {
         int pagesPerRequest = (config.encoderFrames() + PAGE - 1) / PAGE + (config.maxTargetPositions() + PAGE - 1) / PAGE;
         WhisperEngine engine = new WhisperEngine(new WhisperModel(weights, DType.BF16), null,
                 WhisperEngineLoader.logMel(config.numMelBins()),
-                new WhisperEngineOptions(batch, batch * pagesPerRequest + 1, PAGE), DType.BF16);
+                new WhisperEngineOptions(batch, batch * pagesPerRequest + 1, PAGE, 0, graphs), DType.BF16);
         try {
             SplittableRandom random = new SplittableRandom(seed + batch);
             for (int r = 0; r < batch; r++) {
@@ -90,19 +95,24 @@ final class WhisperBench {
             int context = 4 + WARMUP_STEPS + DECODE_STEPS / 2;
             long kvBytes = (long) batch * config.decoderLayers() * 2 * d * (config.encoderFrames() + context) * 2;
             long bound = config.decoderLayers() * layerWeights * 2 + config.vocabSize() * d * 2 + kvBytes;
-            return new Row(name, batch, Math.max(active, meanActive), encodeMillis, perStep, bound);
+            if (graphs && engine.decodeGraphReplays() < DECODE_STEPS) {
+                throw new IllegalStateException("only " + engine.decodeGraphReplays() + " decode steps were graph"
+                        + " replays");
+            }
+            return new Row(name, batch, graphs, Math.max(active, meanActive), encodeMillis, perStep, bound);
         } finally {
             engine.close();
         }
     }
 
     static String table(List<Row> rows, double peakTbPerS) {
-        StringBuilder sb = new StringBuilder("| model | batch | requests decoding | first step (encode " + "+ prompt) ms "
-                + "| decode ms/step | decode tokens/s | bytes-read bound ms/step |\n|---|---|---|---|---|---|---|\n");
+        StringBuilder sb = new StringBuilder("| model | batch | decode graphs | requests decoding | first step (encode "
+                + "+ prompt) ms | decode ms/step | decode tokens/s | bytes-read bound ms/step |\n"
+                + "|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
-            sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %.1f | %.2f | %.0f | %.3f |%n", r.model(), r.batch(),
-                    r.active(), r.encodeStepMillis(), r.decodeMillisPerStep(), r.decodeTokensPerSecond(),
-                    r.boundBytes() / (peakTbPerS * 1e12) * 1e3));
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %s | %d | %.1f | %.2f | %.0f | %.3f |%n", r.model(),
+                    r.batch(), r.graphs() ? "on" : "off", r.active(), r.encodeStepMillis(), r.decodeMillisPerStep(),
+                    r.decodeTokensPerSecond(), r.boundBytes() / (peakTbPerS * 1e12) * 1e3));
         }
         return sb.toString();
     }

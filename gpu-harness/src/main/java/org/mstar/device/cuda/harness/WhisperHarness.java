@@ -11,11 +11,13 @@ import org.mstar.model.whisper.WhisperConfig;
 
 /**
  * Plain {@code java -cp} entry for Whisper on the GPU machine: fidelity of the CUDA engine in fp32 and bf16 against
- * transformers' fp32 outputs on the tiny checkpoint ({@link WhisperChecks}), then, unless {@code --no-perf}, decode
- * throughput on random weights of whisper-small and whisper-large-v3 geometry ({@link WhisperBench}). Prints the
- * tables and writes them to {@code OUT/whisper.md} (the checks) and {@code OUT/whisper-perf.md}, each section as soon
- * as it is done. {@code --perf-only} skips the checks. Exits 1 when the fp32 run is off (relative error of any
- * quantity above 1e-4, or tokens that differ).
+ * transformers' fp32 outputs on the tiny checkpoint ({@link WhisperChecks}), and, in each dtype, the engine with
+ * decode graphs against itself eager; then, unless {@code --no-perf}, decode throughput on random weights of
+ * whisper-small and whisper-large-v3 geometry ({@link WhisperBench}), eager and, at batch 1 and 16, with decode
+ * graphs. Prints the tables and writes them to {@code OUT/whisper.md} (the checks) and {@code OUT/whisper-perf.md},
+ * each section as soon as it is done. {@code --perf-only} skips the checks. Exits 1 when the fp32 run is off
+ * (relative error of any quantity above 1e-4, or tokens that differ) or decode graphs are (a logit row off eager's
+ * by more than {@link EngineChecks#GRAPHS_TOLERANCE}, or tokens that differ).
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.WhisperHarness --fixture DIR --out DIR [--no-perf | --perf-only]</pre>
  */
@@ -58,6 +60,7 @@ public final class WhisperHarness {
         }
         Files.createDirectories(out);
         boolean[] fp32Passed = {!checks};
+        boolean[] graphsPassed = {true};
         StringBuilder report = new StringBuilder("date " + LocalDate.now() + "\n");
         try (CudaDevice gpu = new CudaDevice(0)) {
             report.append("device ").append(gpu.name()).append('\n');
@@ -76,21 +79,36 @@ public final class WhisperHarness {
                                 throw new java.io.UncheckedIOException(e);
                             }
                         }));
+                report.append(section("Whisper decode graphs vs eager, " + dtype + " weights and activations", () -> {
+                    try {
+                        List<WhisperChecks.Row> rows = fidelity.graphsAgainstEager(gpu, dtype);
+                        graphsPassed[0] &= rows.stream().allMatch(r -> r.relError() <= EngineChecks.GRAPHS_TOLERANCE
+                                && r.tokens().startsWith("identical"));
+                        return WhisperChecks.table("quantity", rows);
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    } catch (RuntimeException e) {
+                        graphsPassed[0] = false;
+                        throw e;
+                    }
+                }));
                 Files.writeString(out.resolve("whisper.md"), report);
             }
             if (perf) {
                 WhisperBench bench = new WhisperBench(gpu, 2026);
                 StringBuilder tables = new StringBuilder(report);
+                int[] graphed = {1, 16};
                 for (Object[] geometry : new Object[][] {{"whisper-small", WhisperConfig.small(), new int[] {1, 16, 64}},
                         {"whisper-large-v3", WhisperConfig.largeV3(), new int[] {1, 16}}}) {
                     tables.append(section(geometry[0] + " decode throughput (bf16, random weights, 30 s requests)", () ->
                             WhisperBench.table(bench.run((String) geometry[0], (WhisperConfig) geometry[1],
-                                    (int[]) geometry[2]), PEAK_TB_PER_S)));
+                                    (int[]) geometry[2], graphed), PEAK_TB_PER_S)));
                     Files.writeString(out.resolve("whisper-perf.md"), tables);
                 }
             }
         }
         System.out.println(fp32Passed[0] ? "whisper fp32 checks passed" : "whisper fp32 checks FAILED");
-        System.exit(fp32Passed[0] ? 0 : 1);
+        System.out.println(graphsPassed[0] ? "whisper decode graph checks passed" : "whisper decode graph checks FAILED");
+        System.exit(fp32Passed[0] && graphsPassed[0] ? 0 : 1);
     }
 }

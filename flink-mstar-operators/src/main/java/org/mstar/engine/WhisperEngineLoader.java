@@ -1,4 +1,4 @@
-package org.mstar.engine.whisper;
+package org.mstar.engine;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.function.Function;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.engine.whisper.WhisperEngineOptions;
 import org.mstar.model.ModelFormatException;
 import org.mstar.model.llama.LoadProgress;
 import org.mstar.model.tokenizer.TextTokenizer;
