@@ -22,13 +22,13 @@ mkdir -p "$BUNDLE/lib"
 # One reactor build, so the sibling modules resolve without being installed. The engine path needs Jackson
 # (config.json: the harness writes and loads a checkpoint) and the SLF4J API (resources log through it; with no
 # binding on the class path it logs nowhere).
-mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package dependency:copy-dependencies \
+mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,tools -am package dependency:copy-dependencies \
     -DskipTests -Dkernels.require=true -DincludeScope=runtime \
     -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api,JTransforms,JLargeArrays,commons-math3 -DoutputDirectory="$PWD/$BUNDLE/lib"
 jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
     --no-man-pages --output "$BUNDLE/jre"
 cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
-    gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
+    tools/target/mstar-tools-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
 cp scripts/gpu/run-harness.sh scripts/gpu/ab-harness.sh scripts/gpu/cublas-path.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/perf_table.py \
     scripts/gpu/whisper_reference.py scripts/gpu/run-whisper.sh scripts/fixtures/write_whisper_fixtures.py "$BUNDLE/"
@@ -45,11 +45,14 @@ rm -rf "$tmp"
 if [ -n "$BASELINE" ]; then
     tree=$(mktemp -d)
     git worktree add -q --detach "$tree" "$BASELINE"
-    (cd "$tree" && mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package -DskipTests \
+    # revisions before the tools module kept the harness in a module of its own
+    harness=tools
+    [ -d "$tree/tools" ] || harness=gpu-harness
+    (cd "$tree" && mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,$harness -am package -DskipTests \
         -Dkernels.require=true)
     mkdir -p "$BUNDLE/baseline"
     cp "$tree"/flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar "$tree"/kernels/target/mstar-kernels-*.jar \
-        "$tree"/gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/baseline/"
+        "$tree/$harness/target/mstar-$harness-0.1.0-SNAPSHOT.jar" "$BUNDLE/baseline/"
     echo "$BASELINE" > "$BUNDLE/baseline/REVISION"
     git worktree remove --force "$tree"
 fi

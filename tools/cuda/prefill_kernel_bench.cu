@@ -3,7 +3,7 @@
 // 16-token pages in random order), causal prompts of 512 x 16, 2048 x 4 and 16384 x 1 tokens; median of
 // 10 event-timed launches. Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I kernels/src/main/cuda \
-//        -o prefill_kernel_bench scripts/gpu/prefill_kernel_bench.cu && ./prefill_kernel_bench
+//        -o prefill_kernel_bench tools/cuda/prefill_kernel_bench.cu && ./prefill_kernel_bench
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -9,7 +9,7 @@
 // rotated so that the K/V bytes come from memory, not L2, with TB/s of the K/V and Q bytes read. Build and
 // run on the GPU machine (under a minute):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -I kernels/src/main/cuda \
-//        -o /tmp/dkb scripts/gpu/decode_kernel_bench.cu && /tmp/dkb
+//        -o /tmp/dkb tools/cuda/decode_kernel_bench.cu && /tmp/dkb
 // Add -Xptxas -v for the kernels' registers and spills. The other tile shapes and pipelines tried before the
 // tensor-core kernel was chosen (docs/results/2026-12-02/perf-table.md) were variants in this bench at commit 59f54c9.
 #include <algorithm>

@@ -1,4 +1,4 @@
-package org.mstar.flink;
+package org.mstar.bench.flink;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,6 +20,10 @@ import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.StepResult;
 import org.mstar.engine.TokenOutput;
+import org.mstar.flink.EngineFactory;
+import org.mstar.flink.GenerateOperator;
+import org.mstar.flink.GenerateOperatorFactory;
+import org.mstar.flink.GenerateOptions;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.Response;
 
@@ -31,7 +35,7 @@ import org.mstar.schemas.Response;
  * checkpoint, the tokens per request so far, the bytes the checkpoint added (its incremental size), the time the
  * operator took to write its mirrors before the barrier, and that plus the snapshot.
  *
- * <pre>java -cp benchmarks/target/benchmarks.jar org.mstar.flink.MirrorCheckpointBench [requests] [tokens] [every]</pre>
+ * <pre>java -cp tools/target/benchmarks.jar org.mstar.bench.flink.MirrorCheckpointBench [requests] [tokens] [every]</pre>
  */
 public final class MirrorCheckpointBench {
     private MirrorCheckpointBench() {}
@@ -84,7 +88,7 @@ public final class MirrorCheckpointBench {
             int maxWaiting) throws Exception {
         Configuration conf = new Configuration();
         conf.set(GenerateOptions.MAX_WAITING, maxWaiting);
-        var factory = new GenerateOperatorFactory(new TokenPerStepEngine.Factory(), GenerateSettings.from(conf));
+        var factory = GenerateOperatorFactory.of(new TokenPerStepEngine.Factory(), conf);
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(factory, GenerateRequest::getRequestId,
                 Types.STRING, 128, 1, 0);
         harness.setStateBackend(new EmbeddedRocksDBStateBackend(true));

@@ -8,7 +8,7 @@
 // weight copies in turn (so the weight comes from memory, not L2), after a warm-up. Also prints the rate of an
 // 8192^3 product on random and on zero operands (best single launch and 20 back to back), as the serving bench
 // measures its ceiling's matmul rate. Build and run on the GPU machine (about a minute):
-//   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o /tmp/gcb scripts/gpu/gemm_candidates_bench.cu \
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o /tmp/gcb tools/cuda/gemm_candidates_bench.cu \
 //        -lcublasLt -lcublas && /tmp/gcb
 #include <cublasLt.h>
 #include <cublas_v2.h>

@@ -28,7 +28,7 @@ import org.mstar.resources.SamplingReqConfig;
  * 1536) arrives, and the gaps between the decoders' tokens while it prefills are recorded. Prints, per setting,
  * the largest gap, the 99th percentile and the steps the prompt took to its first token.
  *
- * <pre>java -cp benchmarks/target/benchmarks.jar org.mstar.bench.PrefillStallBench [promptTokens] [boundMillis]</pre>
+ * <pre>java -cp tools/target/benchmarks.jar org.mstar.bench.PrefillStallBench [promptTokens] [boundMillis]</pre>
  */
 public final class PrefillStallBench {
     private PrefillStallBench() {}

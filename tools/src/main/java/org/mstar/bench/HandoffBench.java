@@ -25,7 +25,7 @@ import org.mstar.schemas.KvHandoff;
  * encoding of the records (what Flink's Avro serializer writes to the network), decoding them, and reassembling
  * the payload. Device copies and the network are not in it. Prints GB/s per stage (KV bytes / time).
  *
- * <pre>java -cp benchmarks/target/benchmarks.jar org.mstar.bench.HandoffBench [promptTokens] [recordKiB]</pre>
+ * <pre>java -cp tools/target/benchmarks.jar org.mstar.bench.HandoffBench [promptTokens] [recordKiB]</pre>
  */
 public final class HandoffBench {
     private static final int LAYERS = 32;
