@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, JCuda and its driver-API native library) and
+# jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, picocli, JCuda and its driver-API native library) and
 # the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
 # `bash gpu-bundle/run-harness.sh` there (docs/guides/gpu-harness.md). Needs nothing installed in ~/.m2 beforehand.
 #
@@ -21,10 +21,10 @@ rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/lib"
 # One reactor build, so the sibling modules resolve without being installed. The engine path needs Jackson
 # (config.json: the harness writes and loads a checkpoint) and the SLF4J API (resources log through it; with no
-# binding on the class path it logs nowhere).
+# binding on the class path it logs nowhere); the harness reads its command line with picocli.
 mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,tools -am package dependency:copy-dependencies \
     -DskipTests -Dkernels.require=true -DincludeScope=runtime \
-    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api,JTransforms,JLargeArrays,commons-math3 -DoutputDirectory="$PWD/$BUNDLE/lib"
+    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api,JTransforms,JLargeArrays,commons-math3,picocli -DoutputDirectory="$PWD/$BUNDLE/lib"
 jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
     --no-man-pages --output "$BUNDLE/jre"
 cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \

@@ -6,7 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.function.Supplier;
@@ -45,7 +44,7 @@ import org.mstar.model.frame.FrameModelConfig;
  * runs a few decode steps of each case for a kernel profiler ({@code scripts/gpu/kernel_profile.py}).
  * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
  * the KV append in the skinny matmul's epilogue ({@link CudaDevice#setQkvRopeInMatmul}). {@code --no-checks} skips
- * the checks.
+ * the checks. {@link GpuHarnessOptions} reads the switches; {@code --help} lists them.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
@@ -105,60 +104,9 @@ public final class GpuHarness {
     }
 
     public static void main(String[] args) throws IOException {
-        Path out = Path.of(".");
-        long seed = System.nanoTime();
-        boolean perf = true;
-        boolean kernelPerf = true;
-        boolean prefillPerf = false;
-        boolean decodePerf = false;
-        boolean invariancePerf = false;
-        boolean skinnyPerf = false;
-        boolean attentionOnly = false;
-        boolean framePerf = false;
-        boolean preplanPerf = false;
-        boolean perfTable = false;
-        boolean launchPerf = false;
-        boolean qkvRopeInMatmul = true;
-        List<String> profiled = List.of();
-        boolean runChecks = true;
-        int[] engineLayers = {8, 32};
-        List<String> decodeModels = List.of("8B", "1B");
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--out" -> out = Path.of(args[++i]);
-                case "--seed" -> seed = Long.parseLong(args[++i]);
-                case "--no-perf" -> perf = false;
-                case "--no-kernel-perf" -> kernelPerf = false;
-                case "--prefill-perf" -> prefillPerf = true;
-                case "--decode-perf" -> decodePerf = true;
-                case "--invariance-perf" -> invariancePerf = true;
-                case "--skinny-perf" -> skinnyPerf = true;
-                case "--attention-only" -> {
-                    attentionOnly = true;
-                    perf = false;
-                }
-                case "--decode-models" -> decodeModels = List.of(args[++i].split(","));
-                case "--frame-perf" -> framePerf = true;
-                case "--preplan-perf" -> preplanPerf = true;
-                case "--perf-table" -> perfTable = true;
-                case "--launch-perf" -> launchPerf = true;
-                case "--no-qkv-rope-in-matmul" -> qkvRopeInMatmul = false;
-                case "--profile-decode" -> profiled = List.of(args[++i].split(","));
-                case "--no-checks" -> runChecks = false;
-                case "--engine-layers" -> engineLayers = Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt)
-                        .toArray();
-                default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (accepted: --out DIR, --seed N, --no-perf, --no-kernel-perf, --engine-layers L1,L2, "
-                        + "--prefill-perf, --decode-perf, --decode-models 8B,1B, --invariance-perf, --skinny-perf, "
-                        + "--attention-only, --frame-perf, --preplan-perf, --perf-table, --launch-perf, "
-                        + "--profile-decode 8B:1:512,..., --no-qkv-rope-in-matmul, --no-checks)");
-            }
-        }
-        if (!perf && (prefillPerf || decodePerf || invariancePerf || skinnyPerf)) {
-            // these replace the performance tables, so --no-perf would leave them out without a word
-            throw new IllegalArgumentException("--prefill-perf, --decode-perf, --invariance-perf and --skinny-perf "
-                    + "are performance tables: drop --no-perf (and --attention-only) to run them");
-        }
+        GpuHarnessOptions options = HarnessCommandLine.parseOrExit(new GpuHarnessOptions(), args);
+        Path out = options.out;
+        long seed = options.seed;
         Files.createDirectories(out);
         boolean allPassed;
         try (CudaDevice gpu = new CudaDevice(0); CpuDevice cpu = new CpuDevice()) {
@@ -177,14 +125,14 @@ public final class GpuHarness {
 
             List<CheckResult> checks = new ArrayList<>();
             String engineNotes = "";
-            if (runChecks && !attentionOnly) {
+            if (!options.noChecks && !options.attentionOnly) {
                 checks.addAll(new OpChecks(twin).run());
             }
-            if (runChecks) {
+            if (!options.noChecks) {
                 checks.addAll(new AttentionChecks(twin).run());
                 checks.addAll(new RaggedAttentionChecks(twin).run());
             }
-            if (runChecks && !attentionOnly) {
+            if (!options.noChecks && !options.attentionOnly) {
                 checks.addAll(new SamplingChecks(twin).run());
                 checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
@@ -201,18 +149,18 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             // the checks compare the fused qkv epilogue with the pair themselves; this switch is for the tables
-            gpu.setQkvRopeInMatmul(qkvRopeInMatmul);
+            gpu.setQkvRopeInMatmul(!options.noQkvRopeInMatmul);
             StringBuilder tables = new StringBuilder(header);
-            if (!qkvRopeInMatmul) {
+            if (options.noQkvRopeInMatmul) {
                 tables.append("qkv_rope_append after the qkv projection (RoPE and KV append not in its epilogue)\n");
             }
-            if (perfTable) {
+            if (options.perfTable) {
                 tables.append(decodeParts(twin));
                 String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());
                 Files.writeString(out.resolve("perf-table.tsv"), rows);
                 System.out.print(rows);
                 Files.writeString(out.resolve("perf.md"), tables);
-            } else if (perf && invariancePerf) {
+            } else if (options.perf() && options.invariancePerf) {
                 long benchSeed = seed;
                 GemmBench gemm = new GemmBench(twin);
                 AttentionBench attention = new AttentionBench(twin);
@@ -231,7 +179,7 @@ public final class GpuHarness {
                 }
                 gpu.setBatchInvariant(false);
                 Files.writeString(out.resolve("perf.md"), tables);
-            } else if (perf && prefillPerf) {
+            } else if (options.perf() && options.prefillPerf) {
                 AttentionBench attention = new AttentionBench(twin);
                 long benchSeed = seed;
                 tables.append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
@@ -245,13 +193,13 @@ public final class GpuHarness {
                         + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
                                 new PrefillBench(gpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
                 Files.writeString(out.resolve("perf.md"), tables);
-            } else if (perf && skinnyPerf) {
+            } else if (options.perf() && options.skinnyPerf) {
                 tables.append(skinnyTables(twin, gpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
-            } else if (perf && decodePerf) {
-                tables.append(decodeTables(twin, gpu, seed, decodeModels));
+            } else if (options.perf() && options.decodePerf) {
+                tables.append(decodeTables(twin, gpu, seed, options.decodeModels));
                 Files.writeString(out.resolve("perf.md"), tables);
-            } else if (perf && kernelPerf) {
+            } else if (options.perf() && !options.noKernelPerf) {
                 GemmBench gemm = new GemmBench(twin);
                 AttentionBench attention = new AttentionBench(twin);
                 tables.append("\n")
@@ -270,8 +218,8 @@ public final class GpuHarness {
                                 GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
                                     256, 1024, 4096}))));
             }
-            if (perf && !perfTable && !prefillPerf && !decodePerf && !invariancePerf && !skinnyPerf) {
-                int[] layers = engineLayers;
+            if (options.perf() && !options.replacesTables()) {
+                int[] layers = options.engineLayers;
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
                         + EngineBench.PROMPT + "-token prompts)", () -> {
@@ -284,7 +232,7 @@ public final class GpuHarness {
                         }));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
-            if (framePerf) {
+            if (options.framePerf) {
                 long benchSeed = seed;
                 FrameModelConfig frames = FrameBench.geometry();
                 tables.append(section("Frame throughput (bf16 random frame model: " + frames.numLayers() + " layers, hidden "
@@ -293,15 +241,15 @@ public final class GpuHarness {
                                 new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
-            if (preplanPerf) {
+            if (options.preplanPerf) {
                 long benchSeed = seed;
                 tables.append(section(PreplanBench.TITLE, () -> PreplanBench.tables(gpu, benchSeed)));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
-            for (String spec : profiled) {
-                profileDecode(gpu, seed, spec);
+            for (GpuHarnessOptions.ProfiledDecode profiled : options.profiled) {
+                profileDecode(gpu, seed, profiled);
             }
-            if (launchPerf) {
+            if (options.launchPerf) {
                 tables.append(launchTables(twin, gpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
@@ -360,20 +308,16 @@ public final class GpuHarness {
     }
 
     /**
-     * Decode steps of one case ({@code MODEL:BATCH:CONTEXT}, model 8B or 1B) for a kernel profiler to record: the
-     * prefill, the warm-up steps and {@value #PROFILED_DECODE_STEPS} steps (a step's kernels start with the
-     * embedding gather, so the profile's last step is what follows its last gather).
+     * Decode steps of one case for a kernel profiler to record: the prefill, the warm-up steps and
+     * {@value #PROFILED_DECODE_STEPS} steps (a step's kernels start with the embedding gather, so the profile's last
+     * step is what follows its last gather).
      */
-    private static void profileDecode(CudaDevice gpu, long seed, String spec) {
-        String[] p = spec.split(":");
-        if (p.length != 3 || !(p[0].equals("8B") || p[0].equals("1B"))) {
-            throw new IllegalArgumentException("--profile-decode takes MODEL:BATCH:CONTEXT with MODEL 8B or 1B, got "
-                    + spec);
-        }
-        ModelConfig config = p[0].equals("8B") ? EngineBench.llama3_8b() : DecodeBench.llama32_1b();
-        DecodeBench.Case c = new DecodeBench.Case(Integer.parseInt(p[1]), Integer.parseInt(p[2]), true);
-        DecodeBench.Row row = new DecodeBench(gpu, seed, PROFILED_DECODE_STEPS).run(p[0], config, List.of(c)).get(0);
-        System.out.printf(java.util.Locale.ROOT, "profiled decode %s: %.2f ms/step%n", spec, row.millisPerStep());
+    private static void profileDecode(CudaDevice gpu, long seed, GpuHarnessOptions.ProfiledDecode profiled) {
+        ModelConfig config = profiled.model().equals("8B") ? EngineBench.llama3_8b() : DecodeBench.llama32_1b();
+        DecodeBench.Case c = new DecodeBench.Case(profiled.batch(), profiled.context(), true);
+        DecodeBench.Row row = new DecodeBench(gpu, seed, PROFILED_DECODE_STEPS).run(profiled.model(), config, List.of(c))
+                .get(0);
+        System.out.printf(java.util.Locale.ROOT, "profiled decode %s: %.2f ms/step%n", profiled, row.millisPerStep());
     }
 
     /** Engine decode steps with the graphs' kernels launched in plain stream order against programmatically. */

@@ -39,23 +39,11 @@ public final class WhisperHarness {
     }
 
     public static void main(String[] args) throws Exception {
-        Path fixture = null;
-        Path out = Path.of(".");
-        boolean perf = true;
-        boolean checks = true;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--fixture" -> fixture = Path.of(args[++i]);
-                case "--out" -> out = Path.of(args[++i]);
-                case "--no-perf" -> perf = false;
-                case "--perf-only" -> checks = false;
-                default -> throw new IllegalArgumentException("unknown argument " + args[i]
-                        + " (accepted: --fixture DIR, --out DIR, --no-perf, --perf-only)");
-            }
-        }
-        if (fixture == null && checks) {
-            throw new IllegalArgumentException("--fixture DIR (the tiny Whisper checkpoint with its references) is required");
-        }
+        WhisperHarnessOptions options = HarnessCommandLine.parseOrExit(new WhisperHarnessOptions(), args);
+        Path fixture = options.fixture;
+        Path out = options.out;
+        boolean perf = !options.noPerf;
+        boolean checks = !options.perfOnly;
         Files.createDirectories(out);
         boolean[] fp32Passed = {!checks};
         StringBuilder report = new StringBuilder("date " + LocalDate.now() + "\n");
