@@ -21,9 +21,11 @@ rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/lib"
 # One reactor build, so the sibling modules resolve without being installed. The engine path needs Jackson
 # (config.json: the harness writes and loads a checkpoint) and the SLF4J API (resources log through it; with no
-# binding on the class path it logs nowhere); the harness reads its command line with picocli.
+# binding on the class path it logs nowhere); the harness reads its command line with picocli. The modules resolve
+# different versions of some of these (slf4j-api: 1.7.32 through jinjava in the library, 1.7.36 through Flink in
+# tools), so each is copied under its name alone: one version of it lands.
 mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,tools -am package dependency:copy-dependencies \
-    -DskipTests -Dkernels.require=true -DincludeScope=runtime \
+    -DskipTests -Dkernels.require=true -DincludeScope=runtime -Dmdep.stripVersion=true \
     -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api,JTransforms,JLargeArrays,commons-math3,picocli -DoutputDirectory="$PWD/$BUNDLE/lib"
 jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
     --no-man-pages --output "$BUNDLE/jre"
