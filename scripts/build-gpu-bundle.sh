@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, JCuda and its driver-API native library) and
+# jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, picocli, JCuda and its driver-API native library) and
 # the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
 # `bash gpu-bundle/run-harness.sh` there (docs/guides/gpu-harness.md). Needs nothing installed in ~/.m2 beforehand.
 #
@@ -21,14 +21,16 @@ rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/lib"
 # One reactor build, so the sibling modules resolve without being installed. The engine path needs Jackson
 # (config.json: the harness writes and loads a checkpoint) and the SLF4J API (resources log through it; with no
-# binding on the class path it logs nowhere).
-mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package dependency:copy-dependencies \
-    -DskipTests -Dkernels.require=true -DincludeScope=runtime \
-    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api,JTransforms,JLargeArrays,commons-math3 -DoutputDirectory="$PWD/$BUNDLE/lib"
+# binding on the class path it logs nowhere); the harness reads its command line with picocli. The modules resolve
+# different versions of some of these (slf4j-api: 1.7.32 through jinjava in the library, 1.7.36 through Flink in
+# tools), so each is copied under its name alone: one version of it lands.
+mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,tools -am package dependency:copy-dependencies \
+    -DskipTests -Dkernels.require=true -DincludeScope=runtime -Dmdep.stripVersion=true \
+    -DincludeArtifactIds=jackson-databind,jackson-core,jackson-annotations,slf4j-api,JTransforms,JLargeArrays,commons-math3,picocli -DoutputDirectory="$PWD/$BUNDLE/lib"
 jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --strip-debug --no-header-files --compress=2 \
     --no-man-pages --output "$BUNDLE/jre"
 cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
-    gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
+    tools/target/mstar-tools-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
 cp scripts/gpu/run-harness.sh scripts/gpu/ab-harness.sh scripts/gpu/cublas-path.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_gemm.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/perf_table.py \
     scripts/gpu/whisper_reference.py scripts/gpu/run-whisper.sh scripts/fixtures/write_whisper_fixtures.py "$BUNDLE/"
@@ -45,11 +47,14 @@ rm -rf "$tmp"
 if [ -n "$BASELINE" ]; then
     tree=$(mktemp -d)
     git worktree add -q --detach "$tree" "$BASELINE"
-    (cd "$tree" && mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,gpu-harness -am package -DskipTests \
+    # revisions before the tools module kept the harness in a module of its own
+    harness=tools
+    [ -d "$tree/tools" ] || harness=gpu-harness
+    (cd "$tree" && mvn -B -q ${MVN_OFFLINE:+-o} -pl kernels,flink-mstar-operators,$harness -am package -DskipTests \
         -Dkernels.require=true)
     mkdir -p "$BUNDLE/baseline"
     cp "$tree"/flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar "$tree"/kernels/target/mstar-kernels-*.jar \
-        "$tree"/gpu-harness/target/mstar-gpu-harness-0.1.0-SNAPSHOT.jar "$BUNDLE/baseline/"
+        "$tree/$harness/target/mstar-$harness-0.1.0-SNAPSHOT.jar" "$BUNDLE/baseline/"
     echo "$BASELINE" > "$BUNDLE/baseline/REVISION"
     git worktree remove --force "$tree"
 fi

@@ -1,6 +1,7 @@
 package org.mstar.flink;
 
 import org.apache.flink.annotation.Internal;
+import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.streaming.api.operators.StreamOperator;
 import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
 import org.mstar.schemas.GenerateRequest;
@@ -18,6 +19,11 @@ public final class GenerateOperatorFactory extends EngineOperatorFactory<Generat
         super(GenerateOperator.class);
         this.engineFactory = engineFactory;
         this.settings = settings;
+    }
+
+    /** The factory for {@code engineFactory}'s engines configured by {@code config} ({@link GenerateOptions}), for tools. */
+    public static GenerateOperatorFactory of(EngineFactory engineFactory, ReadableConfig config) {
+        return new GenerateOperatorFactory(engineFactory, GenerateSettings.from(config));
     }
 
     @Override

@@ -1,0 +1,414 @@
+package org.mstar.device.cuda.harness;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+import org.mstar.device.cpu.CpuDevice;
+import org.mstar.device.cuda.CudaDevice;
+import org.mstar.model.Architecture;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.frame.FrameModelConfig;
+
+/**
+ * Plain {@code java -cp} entry for the GPU machine (which has no build tools): runs every CUDA op against
+ * the CPU reference on fresh random inputs with poisoned outputs, then the whole engine on a random
+ * checkpoint against the CPU engine ({@link EngineChecks}) and batch-invariant numerics against themselves
+ * ({@link InvarianceChecks}), and prints a table; then, unless
+ * {@code --no-perf}, the performance tables: the kernels' (paged decode attention, the GEMMs of a
+ * Llama-3-8B layer, GEMM batch invariance; skipped by {@code --no-kernel-perf}) and the engine's
+ * throughput on Llama-3-8B geometry at the layer counts of {@code --engine-layers}. Tables are also written
+ * as markdown under {@code --out}. {@code --prefill-perf} replaces those performance tables by the prefill
+ * ones: the paged prefill attention kernel and the engine's prefill throughput (32 layers of Llama-3-8B
+ * geometry) at 512, 2048 and 16384-token prompts, each on the tensor-core kernel and on the CUDA-core one.
+ * {@code --decode-perf} replaces them by the decode ones: copy bandwidth, the paged decode attention kernel
+ * and the projections at the batches and contexts of the engine rows, and the engine's decode steps
+ * ({@link DecodeBench}) on Llama-3-8B and Llama-3.2-1B geometry against the weights+KV bound at the
+ * bandwidth measured in the same call ({@code --decode-models 1B} keeps only the named geometries' engine rows).
+ * {@code --invariance-perf} replaces them by the GEMMs, decode attention and engine throughput (32 layers) with
+ * batch-invariant numerics off and on. {@code --skinny-perf} replaces them by copy bandwidth, the decode
+ * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
+ * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
+ * (paged, ragged, cross) and no performance table. {@code --frame-perf} adds the frame-stream throughput
+ * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
+ * pre-planning off and on ({@link PreplanBench}). {@code --perf-table} replaces every performance table
+ * by the rows of the one-call table ({@link PerfTable}: prefill, decode and mixed steps on both Llama geometries),
+ * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --launch-perf} adds decode steps with the
+ * graphs' kernels in plain stream order and launched programmatically. {@code --profile-decode 8B:1:512,...}
+ * runs a few decode steps of each case for a kernel profiler ({@code scripts/gpu/kernel_profile.py}).
+ * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
+ * the KV append in the skinny matmul's epilogue ({@link CudaDevice#setQkvRopeInMatmul}). {@code --no-checks} skips
+ * the checks. {@link GpuHarnessOptions} reads the switches; {@code --help} lists them.
+ *
+ * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
+ *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
+ *     --invariance-perf | --skinny-perf] [--attention-only] [--frame-perf] [--preplan-perf]
+ *     [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
+ */
+public final class GpuHarness {
+    /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
+    private static final double PEAK_TB_PER_S = 4.3;
+    /** {prompt tokens, prompts} of the prefill tables: 8192 tokens per step below 16k. */
+    private static final int[][] PREFILL_CASES = {{512, 16}, {2048, 4}, {16384, 1}};
+    /** Decode steps a {@code --profile-decode} case runs after its warm-up. */
+    private static final int PROFILED_DECODE_STEPS = 2;
+    /** {batch, context} of the launch table's rows, on both geometries. */
+    private static final int[][] LAUNCH_ROWS = {{1, 512}, {16, 512}, {64, 512}, {256, 512}};
+    /** Decode rows on Llama-3-8B geometry (graphed, then batch 256 eagerly: no graph bucket before 2026-12-02). */
+    private static final List<DecodeBench.Case> DECODE_8B = List.of(
+            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(16, 512, true), new DecodeBench.Case(64, 512, true),
+            new DecodeBench.Case(256, 512, true), new DecodeBench.Case(1, 4096, true), new DecodeBench.Case(16, 4096, true),
+            new DecodeBench.Case(64, 4096, true), new DecodeBench.Case(1, 16384, true),
+            new DecodeBench.Case(16, 16384, true), new DecodeBench.Case(256, 512, false));
+    private static final List<DecodeBench.Case> DECODE_1B = List.of(
+            new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true), new DecodeBench.Case(256, 512, true),
+            new DecodeBench.Case(256, 512, false));
+
+    /** {context, batch} of the decode attention kernel table: the 8B engine rows' shapes. */
+    private static final int[][] DECODE_ATTENTION_CASES = {{512, 1}, {512, 16}, {512, 64}, {512, 256}, {4096, 1},
+        {4096, 16}, {4096, 64}, {16384, 1}, {16384, 16}};
+
+    /** Row counts of the skinny-matmul comparison: decode batches up to the kernel's largest. */
+    private static final int[] SKINNY_ROW_COUNTS = {1, 2, 4, 8, 16, 32};
+
+    private GpuHarness() {}
+
+    /** Decode cases of few requests, each with every matmul on cuBLAS and then with the skinny kernel's default. */
+    private static List<DecodeBench.Case> skinnyCases(int[][] batchAndContext) {
+        List<DecodeBench.Case> cases = new ArrayList<>();
+        for (int rows : new int[] {0, CudaDevice.DEFAULT_SKINNY_MATMUL_ROWS}) {
+            for (int[] bc : batchAndContext) {
+                cases.add(new DecodeBench.Case(bc[0], bc[1], true, rows));
+            }
+        }
+        return cases;
+    }
+
+    /** One titled markdown table, printed as soon as it is measured; a failure is reported in its place. */
+    private static String section(String title, Supplier<String> table) {
+        String body;
+        try {
+            body = table.get();
+        } catch (RuntimeException | LinkageError e) {
+            body = "failed: " + e + "\n";
+        }
+        String s = "\n## " + title + "\n\n" + body;
+        System.out.println(s);
+        return s;
+    }
+
+    public static void main(String[] args) throws IOException {
+        GpuHarnessOptions options = HarnessCommandLine.parseOrExit(new GpuHarnessOptions(), args);
+        Path out = options.out;
+        long seed = options.seed;
+        Files.createDirectories(out);
+        boolean allPassed;
+        try (CudaDevice gpu = new CudaDevice(0); CpuDevice cpu = new CpuDevice()) {
+            StringBuilder header = new StringBuilder();
+            header.append("date ").append(LocalDate.now()).append(", seed ").append(seed).append('\n');
+            header.append("device ").append(gpu.name()).append(", ").append(gpu.context().multiprocessors())
+                    .append(" SMs, sm_").append(gpu.context().computeCapability()).append(", ")
+                    .append(gpu.context().totalMemory() >> 20).append(" MiB\n");
+            try {
+                header.append("cuBLAS ").append(gpu.ops().cublasDescription()).append('\n');
+            } catch (RuntimeException e) {
+                header.append("cuBLAS unavailable: ").append(e.getMessage()).append('\n');
+            }
+            System.out.print(header);
+            Twin twin = new Twin(gpu, cpu, seed);
+
+            List<CheckResult> checks = new ArrayList<>();
+            String engineNotes = "";
+            if (!options.noChecks && !options.attentionOnly) {
+                checks.addAll(new OpChecks(twin).run());
+            }
+            if (!options.noChecks) {
+                checks.addAll(new AttentionChecks(twin).run());
+                checks.addAll(new RaggedAttentionChecks(twin).run());
+            }
+            if (!options.noChecks && !options.attentionOnly) {
+                checks.addAll(new SamplingChecks(twin).run());
+                checks.addAll(new FrameChecks(twin).run());
+                engineNotes = engineChecks(gpu, cpu, seed, checks);
+                InvarianceChecks invariance = new InvarianceChecks(twin, seed);
+                CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
+                engineNotes += invariance.notes();
+            }
+            String table = CheckResult.table(checks);
+            long failed = checks.stream().filter(c -> !c.passed()).count();
+            String summary = checks.size() - failed + " of " + checks.size() + " checks passed\n";
+            System.out.println(table);
+            System.out.print(engineNotes + "\n" + summary);
+            Files.writeString(out.resolve("harness.md"), header + "\n" + table + "\n" + engineNotes + "\n" + summary);
+            allPassed = failed == 0;
+
+            // the checks compare the fused qkv epilogue with the pair themselves; this switch is for the tables
+            gpu.setQkvRopeInMatmul(!options.noQkvRopeInMatmul);
+            StringBuilder tables = new StringBuilder(header);
+            if (options.noQkvRopeInMatmul) {
+                tables.append("qkv_rope_append after the qkv projection (RoPE and KV append not in its epilogue)\n");
+            }
+            if (options.perfTable) {
+                tables.append(decodeParts(twin));
+                String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());
+                Files.writeString(out.resolve("perf-table.tsv"), rows);
+                System.out.print(rows);
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.invariancePerf) {
+                long benchSeed = seed;
+                GemmBench gemm = new GemmBench(twin);
+                AttentionBench attention = new AttentionBench(twin);
+                for (boolean invariant : new boolean[] {false, true}) {
+                    String mode = "batch-invariant numerics " + (invariant ? "on" : "off");
+                    gpu.setBatchInvariant(invariant);
+                    tables.append(section("Llama-3-8B layer GEMMs, " + mode, () ->
+                                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 128, 1024}))))
+                            .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16), " + mode, () ->
+                                    AttentionBench.table(attention.run(new int[][] {
+                                        {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}}), PEAK_TB_PER_S)))
+                            .append(section("Engine throughput, " + mode + " (bf16, Llama-3-8B geometry, 32 layers, "
+                                    + "random weights, " + EngineBench.PROMPT + "-token prompts)", () ->
+                                    EngineBench.table(new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(),
+                                            new int[] {32}, new int[] {1, 64}), PEAK_TB_PER_S)));
+                }
+                gpu.setBatchInvariant(false);
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.prefillPerf) {
+                AttentionBench attention = new AttentionBench(twin);
+                long benchSeed = seed;
+                tables.append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
+                    List<AttentionBench.PrefillRow> rows = new ArrayList<>();
+                    for (int[] c : PREFILL_CASES) {
+                        rows.add(attention.prefill(c[0], c[1], true));
+                        rows.add(attention.prefill(c[0], c[1], false));
+                    }
+                    return AttentionBench.prefillTable(rows);
+                })).append(section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
+                        + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
+                                new PrefillBench(gpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.skinnyPerf) {
+                tables.append(skinnyTables(twin, gpu, seed));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.decodePerf) {
+                tables.append(decodeTables(twin, gpu, seed, options.decodeModels));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && !options.noKernelPerf) {
+                GemmBench gemm = new GemmBench(twin);
+                AttentionBench attention = new AttentionBench(twin);
+                tables.append("\n")
+                        .append(section("Copy bandwidth (1 GiB device to device, read + write)", () ->
+                                String.format(java.util.Locale.ROOT, "%.2f TB/s%n", attention.copyTerabytesPerSecond())))
+                        .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () ->
+                                AttentionBench.table(attention.run(new int[][] {
+                                    {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {32768, 1}, {32768, 2}}),
+                                        PEAK_TB_PER_S)))
+                        .append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () ->
+                                AttentionBench.prefillTable(List.of(attention.prefill(1024, 1, true),
+                                        attention.prefill(4096, 1, true)))))
+                        .append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                                GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096}))))
+                        .append(section("GEMM batch invariance (row r at batch M vs alone)", () ->
+                                GemmBench.invarianceTable(gemm.batchInvariance(new int[] {1, 2, 4, 8, 16, 32, 64, 128,
+                                    256, 1024, 4096}))));
+            }
+            if (options.perf() && !options.replacesTables()) {
+                int[] layers = options.engineLayers;
+                long benchSeed = seed;
+                tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
+                        + EngineBench.PROMPT + "-token prompts)", () -> {
+                            List<EngineBench.Row> rows = new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(), layers,
+                                    new int[] {1, 16, 64});
+                            return EngineBench.table(rows, PEAK_TB_PER_S) + "\nFit over layer counts (eager engine), carried to 32 layers:\n\n"
+                                    + EngineBench.extrapolation(rows, 32, PEAK_TB_PER_S)
+                                    + "\nDecode step calls (per step, mean over the timed steps):\n\n"
+                                    + EngineBench.callTable(rows) + EngineBench.hostProfiles(rows);
+                        }));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
+            if (options.framePerf) {
+                long benchSeed = seed;
+                FrameModelConfig frames = FrameBench.geometry();
+                tables.append(section("Frame throughput (bf16 random frame model: " + frames.numLayers() + " layers, hidden "
+                        + frames.hiddenSize() + ", " + frames.tokensPerFrame() + "-token frames, rings full; "
+                        + FrameBench.TIMED_STEPS + " timed steps)", () -> FrameBench.table(
+                                new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
+            if (options.preplanPerf) {
+                long benchSeed = seed;
+                tables.append(section(PreplanBench.TITLE, () -> PreplanBench.tables(gpu, benchSeed)));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
+            for (GpuHarnessOptions.ProfiledDecode profiled : options.profiled) {
+                profileDecode(gpu, seed, profiled);
+            }
+            if (options.launchPerf) {
+                tables.append(launchTables(twin, gpu, seed));
+                Files.writeString(out.resolve("perf.md"), tables);
+            }
+        }
+        System.exit(allPassed ? 0 : 1);
+    }
+
+    /** The copy bandwidth section; sets {@code rate[0]} to the measured rate, the decode bound's. */
+    private static String copyBandwidth(AttentionBench attention, double[] rate) {
+        return section("Copy bandwidth (1 GiB device to device, read + write)", () -> {
+            rate[0] = attention.copyTerabytesPerSecond();
+            return String.format(java.util.Locale.ROOT, "%.2f TB/s%n", rate[0]);
+        });
+    }
+
+    /**
+     * Where a decode step's time goes, measured beside the one-call table: copy bandwidth (first: perf_table.py
+     * reads it), the decode attention kernel at the table's 8B decode rows, the projections of both geometries at
+     * few rows (cuBLAS and the skinny kernel) and the 8B layer GEMMs at 64 and 256 rows.
+     */
+    private static String decodeParts(Twin twin) {
+        AttentionBench attention = new AttentionBench(twin);
+        GemmBench gemm = new GemmBench(twin);
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(attention, rate));
+        sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
+                attention.run(DECODE_ATTENTION_CASES), rate[0])));
+        sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
+                + "rotated past L2)", () -> GemmBench.skinnyTable(gemm.skinny(SKINNY_ROW_COUNTS), rate[0])));
+        sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                GemmBench.table(gemm.run(new int[] {64, 256}))));
+        return sb.toString();
+    }
+
+    /**
+     * Copy bandwidth, the decode projections through cuBLAS and through the skinny-matmul kernel, and the engine's
+     * decode steps at few requests with the one and the other.
+     */
+    private static String skinnyTables(Twin twin, CudaDevice gpu, long seed) {
+        AttentionBench attention = new AttentionBench(twin);
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(attention, rate));
+        sb.append(section("Decode projections: cuBLAS against the skinny-matmul kernel (bf16, graphed, weights "
+                + "rotated past L2)", () -> GemmBench.skinnyTable(new GemmBench(twin).skinny(SKINNY_ROW_COUNTS), rate[0])));
+        DecodeBench bench = new DecodeBench(gpu, seed);
+        sb.append(section("Engine decode, matmuls on cuBLAS against the skinny kernel (bf16, random weights, "
+                + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
+                    List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(),
+                            skinnyCases(new int[][] {{1, 512}, {16, 512}, {1, 16384}})));
+                    rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), skinnyCases(new int[][] {{1, 512}, {16, 512}})));
+                    return DecodeBench.table(rows, rate[0]);
+                }));
+        return sb.toString();
+    }
+
+    /**
+     * Decode steps of one case for a kernel profiler to record: the prefill, the warm-up steps and
+     * {@value #PROFILED_DECODE_STEPS} steps (a step's kernels start with the embedding gather, so the profile's last
+     * step is what follows its last gather).
+     */
+    private static void profileDecode(CudaDevice gpu, long seed, GpuHarnessOptions.ProfiledDecode profiled) {
+        ModelConfig config = profiled.model().equals("8B") ? EngineBench.llama3_8b() : DecodeBench.llama32_1b();
+        DecodeBench.Case c = new DecodeBench.Case(profiled.batch(), profiled.context(), true);
+        DecodeBench.Row row = new DecodeBench(gpu, seed, PROFILED_DECODE_STEPS).run(profiled.model(), config, List.of(c))
+                .get(0);
+        System.out.printf(java.util.Locale.ROOT, "profiled decode %s: %.2f ms/step%n", profiled, row.millisPerStep());
+    }
+
+    /** Engine decode steps with the graphs' kernels launched in plain stream order against programmatically. */
+    private static String launchTables(Twin twin, CudaDevice gpu, long seed) {
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        DecodeBench bench = new DecodeBench(gpu, seed);
+        sb.append(section("Engine decode, decode graphs in plain stream order against programmatic launch (bf16, "
+                + "random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
+                    List<DecodeBench.Row> rows = new ArrayList<>(bench.run("8B", EngineBench.llama3_8b(),
+                            launchCases(LAUNCH_ROWS)));
+                    rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), launchCases(LAUNCH_ROWS)));
+                    return DecodeBench.table(rows, rate[0]);
+                }));
+        return sb.toString();
+    }
+
+    private static List<DecodeBench.Case> launchCases(int[][] batchAndContext) {
+        List<DecodeBench.Case> cases = new ArrayList<>();
+        for (boolean programmatic : new boolean[] {false, true}) {
+            for (int[] bc : batchAndContext) {
+                cases.add(new DecodeBench.Case(bc[0], bc[1], true, -1, programmatic));
+            }
+        }
+        return cases;
+    }
+
+    /**
+     * The decode tables: copy bandwidth (the bound's rate), the decode attention kernel and the projections
+     * at the 8B engine rows' shapes (where a step's time goes; with 8B among {@code models}), then the engine rows.
+     */
+    private static String decodeTables(Twin twin, CudaDevice gpu, long seed, List<String> models) {
+        AttentionBench attention = new AttentionBench(twin);
+        GemmBench gemm = new GemmBench(twin);
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(attention, rate));
+        if (models.contains("8B")) {
+            sb.append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16)", () -> AttentionBench.table(
+                    attention.run(DECODE_ATTENTION_CASES), rate[0])));
+            sb.append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
+                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 256}))));
+        }
+        DecodeBench bench = new DecodeBench(gpu, seed);
+        sb.append(section("Engine decode (bf16, random weights, " + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
+            List<DecodeBench.Row> rows = new ArrayList<>();
+            if (models.contains("8B")) {
+                rows.addAll(bench.run("8B", EngineBench.llama3_8b(), DECODE_8B));
+            }
+            if (models.contains("1B")) {
+                rows.addAll(bench.run("1B", DecodeBench.llama32_1b(), DECODE_1B));
+            }
+            return DecodeBench.table(rows, rate[0]);
+        }));
+        return sb.toString();
+    }
+
+    /**
+     * Adds the whole-model rows ({@link EngineChecks}, checkpoint in a temporary folder removed afterwards) to
+     * {@code checks}; returns their notes.
+     */
+    private static String engineChecks(CudaDevice gpu, CpuDevice cpu, long seed, List<CheckResult> checks) {
+        StringBuilder notes = new StringBuilder();
+        for (ModelConfig geometry : EngineChecks.geometries()) {
+            notes.append(engineChecks(gpu, cpu, geometry, seed, 0, checks));
+            if (geometry.architecture() == Architecture.GEMMA3) {
+                // its windowed layers again on a cache of their own, each request keeping its window
+                notes.append(engineChecks(gpu, cpu, geometry, seed, 160, checks));
+            }
+        }
+        return notes.toString();
+    }
+
+    private static String engineChecks(CudaDevice gpu, CpuDevice cpu, ModelConfig geometry, long seed,
+                                       int windowedLayerPages, List<CheckResult> checks) {
+        EngineChecks engine = new EngineChecks(cpu, gpu, geometry, seed, windowedLayerPages);
+        CheckResult.attempt(checks, "engine " + geometry.architecture().modelType(), () -> {
+            try {
+                Path dir = Files.createTempDirectory("mstar-engine-checks");
+                try {
+                    checks.addAll(engine.run(dir));
+                } finally {
+                    try (Stream<Path> files = Files.walk(dir)) {
+                        files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        return engine.notes();
+    }
+}

@@ -1,0 +1,127 @@
+package org.mstar.device.cuda.harness;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.TypeConversionException;
+
+/** {@link GpuHarness}'s command line. */
+@Command(name = "GpuHarness", sortOptions = false, abbreviateSynopsis = true,
+        description = "Every CUDA op and the whole engine against the CPU reference, then the performance tables.")
+final class GpuHarnessOptions implements HarnessCommandLine.Options {
+    @Option(names = "--out", paramLabel = "DIR",
+            description = "folder of harness.md, perf.md and perf-table.tsv (default: the working directory)")
+    Path out = Path.of(".");
+
+    @Option(names = "--seed", paramLabel = "N", description = "seed of the random inputs and weights (default: the clock)")
+    long seed = System.nanoTime();
+
+    @Option(names = "--no-perf", description = "the checks only, no performance table")
+    boolean noPerf;
+
+    @Option(names = "--no-kernel-perf",
+            description = "no kernel tables (attention, GEMMs, GEMM batch invariance); the engine throughput stays")
+    boolean noKernelPerf;
+
+    @Option(names = "--engine-layers", paramLabel = "LAYERS", split = ",", defaultValue = "8,32",
+            description = "layer counts of the engine throughput (default: ${DEFAULT-VALUE})")
+    int[] engineLayers;
+
+    @Option(names = "--prefill-perf",
+            description = "instead of the tables: prefill attention and engine prefill at 512, 2048 and 16384-token prompts")
+    boolean prefillPerf;
+
+    @Option(names = "--decode-perf", description = "instead of the tables: decode attention, projections and engine "
+            + "decode steps against the weights+KV bound")
+    boolean decodePerf;
+
+    @Option(names = "--decode-models", paramLabel = "MODEL", split = ",", defaultValue = "8B,1B",
+            description = "the geometries whose engine rows --decode-perf runs (default: ${DEFAULT-VALUE})")
+    List<String> decodeModels;
+
+    @Option(names = "--invariance-perf",
+            description = "instead of the tables: GEMMs, decode attention and engine throughput, batch invariance off and on")
+    boolean invariancePerf;
+
+    @Option(names = "--skinny-perf", description = "instead of the tables: decode projections and few-request decode "
+            + "steps, on cuBLAS and on the skinny-matmul kernel")
+    boolean skinnyPerf;
+
+    @Option(names = "--attention-only", description = "the attention checks (paged, ragged, cross) alone, no performance table")
+    boolean attentionOnly;
+
+    @Option(names = "--frame-perf", description = "adds the frame-stream throughput")
+    boolean framePerf;
+
+    @Option(names = "--preplan-perf", description = "adds decode steps with pre-planning off and on")
+    boolean preplanPerf;
+
+    @Option(names = "--perf-table",
+            description = "instead of every table: the one-call table's rows, also written as perf-table.tsv")
+    boolean perfTable;
+
+    @Option(names = "--launch-perf",
+            description = "adds decode steps with the graphs' kernels in plain stream order and launched programmatically")
+    boolean launchPerf;
+
+    @Option(names = "--profile-decode", paramLabel = "CASE", split = ",", converter = ProfiledDecode.Converter.class,
+            description = "a few decode steps of each CASE, MODEL:BATCH:CONTEXT with MODEL 8B or 1B, for a kernel profiler")
+    List<ProfiledDecode> profiled = List.of();
+
+    @Option(names = "--no-qkv-rope-in-matmul",
+            description = "tables with qkv_rope_append after the qkv projection, not in the skinny matmul's epilogue")
+    boolean noQkvRopeInMatmul;
+
+    @Option(names = "--no-checks", description = "skips the checks")
+    boolean noChecks;
+
+    @Option(names = "--help", usageHelp = true, description = "print these options and exit")
+    boolean help;
+
+    /** Whether performance tables run: neither --no-perf nor --attention-only. */
+    boolean perf() {
+        return !noPerf && !attentionOnly;
+    }
+
+    /** Whether a switch that replaces the default performance tables is on. */
+    boolean replacesTables() {
+        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf;
+    }
+
+    @Override
+    public void check(CommandLine line) {
+        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf)) {
+            // these replace the performance tables, so --no-perf would leave them out without a word
+            throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf and --skinny-perf "
+                    + "are performance tables: drop --no-perf (and --attention-only) to run them");
+        }
+    }
+
+    /** One {@code --profile-decode} case: decode steps of {@code batch} requests at {@code context} keys. */
+    record ProfiledDecode(String model, int batch, int context) {
+        @Override
+        public String toString() {
+            return model + ":" + batch + ":" + context;
+        }
+
+        /** Reads {@code MODEL:BATCH:CONTEXT}. */
+        static final class Converter implements ITypeConverter<ProfiledDecode> {
+            private static final Pattern SPEC = Pattern.compile("(8B|1B):(\\d+):(\\d+)");
+
+            @Override
+            public ProfiledDecode convert(String spec) {
+                Matcher m = SPEC.matcher(spec);
+                if (!m.matches()) {
+                    throw new TypeConversionException("MODEL:BATCH:CONTEXT with MODEL 8B or 1B, got " + spec);
+                }
+                return new ProfiledDecode(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)));
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+package org.mstar.device.cuda.harness;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.ParameterException;
+
+/** The harnesses' command lines, parsed only: no GPU is touched. */
+class HarnessCommandLineTest {
+    @Test
+    void gpuHarnessDefaultsRunChecksAndTheDefaultTables() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options);
+        assertThat(options.out).isEqualTo(Path.of("."));
+        assertThat(options.perf()).isTrue();
+        assertThat(options.replacesTables()).isFalse();
+        assertThat(options.noChecks).isFalse();
+        assertThat(options.noKernelPerf).isFalse();
+        assertThat(options.noQkvRopeInMatmul).isFalse();
+        assertThat(options.engineLayers).containsExactly(8, 32);
+        assertThat(options.decodeModels).containsExactly("8B", "1B");
+        assertThat(options.profiled).isEmpty();
+    }
+
+    @Test
+    void gpuHarnessReadsEverySwitch() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options, "--out", "/tmp/o", "--seed", "42", "--no-kernel-perf", "--engine-layers", "4,16",
+                "--decode-perf", "--decode-models", "1B", "--frame-perf", "--preplan-perf", "--launch-perf",
+                "--profile-decode", "8B:1:512,1B:64:4096", "--no-qkv-rope-in-matmul", "--no-checks");
+        assertThat(options.out).isEqualTo(Path.of("/tmp/o"));
+        assertThat(options.seed).isEqualTo(42);
+        assertThat(options.noKernelPerf).isTrue();
+        assertThat(options.engineLayers).containsExactly(4, 16);
+        assertThat(options.decodePerf).isTrue();
+        assertThat(options.replacesTables()).isTrue();
+        assertThat(options.decodeModels).containsExactly("1B");
+        assertThat(options.framePerf).isTrue();
+        assertThat(options.preplanPerf).isTrue();
+        assertThat(options.launchPerf).isTrue();
+        assertThat(options.profiled).containsExactly(new GpuHarnessOptions.ProfiledDecode("8B", 1, 512),
+                new GpuHarnessOptions.ProfiledDecode("1B", 64, 4096));
+        assertThat(options.profiled.get(0)).hasToString("8B:1:512");
+        assertThat(options.noQkvRopeInMatmul).isTrue();
+        assertThat(options.noChecks).isTrue();
+    }
+
+    @Test
+    void attentionOnlyLeavesThePerformanceTablesOut() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options, "--attention-only");
+        assertThat(options.attentionOnly).isTrue();
+        assertThat(options.perf()).isFalse();
+    }
+
+    @Test
+    void gpuHarnessRefusesWhatItCannotRun() {
+        assertRefused(new GpuHarnessOptions(), "Unknown option: '--bogus'", "--bogus");
+        assertRefused(new GpuHarnessOptions(), "Missing required parameter for option '--out'", "--out");
+        assertRefused(new GpuHarnessOptions(), "'x'", "--seed", "x");
+        assertRefused(new GpuHarnessOptions(), "MODEL:BATCH:CONTEXT with MODEL 8B or 1B, got 70B:1:512",
+                "--profile-decode", "70B:1:512");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--prefill-perf");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--attention-only", "--skinny-perf");
+    }
+
+    @Test
+    void gpuHarnessHelpNamesEveryOptionWithOneLine() {
+        CommandLine line = HarnessCommandLine.parse(new GpuHarnessOptions(), "--help");
+        assertThat(line.isUsageHelpRequested()).isTrue();
+        assertThat(line.getCommandSpec().options()).extracting(OptionSpec::longestName).containsExactly(
+                "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
+                "--decode-models", "--invariance-perf", "--skinny-perf", "--attention-only", "--frame-perf",
+                "--preplan-perf", "--perf-table", "--launch-perf", "--profile-decode", "--no-qkv-rope-in-matmul",
+                "--no-checks", "--help");
+        assertEveryOptionOnOneUsageLine(line);
+    }
+
+    @Test
+    void whisperHarnessNeedsItsFixtureUnlessPerfOnly() {
+        WhisperHarnessOptions options = new WhisperHarnessOptions();
+        HarnessCommandLine.parse(options, "--fixture", "fx", "--out", "o", "--no-perf");
+        assertThat(options.fixture).isEqualTo(Path.of("fx"));
+        assertThat(options.out).isEqualTo(Path.of("o"));
+        assertThat(options.noPerf).isTrue();
+        assertThat(options.perfOnly).isFalse();
+
+        WhisperHarnessOptions perfOnly = new WhisperHarnessOptions();
+        HarnessCommandLine.parse(perfOnly, "--perf-only");
+        assertThat(perfOnly.perfOnly).isTrue();
+        assertThat(perfOnly.out).isEqualTo(Path.of("."));
+
+        assertRefused(new WhisperHarnessOptions(), "--fixture DIR", "--no-perf");
+        assertRefused(new WhisperHarnessOptions(), "Unknown option: '--bogus'", "--perf-only", "--bogus");
+        assertEveryOptionOnOneUsageLine(HarnessCommandLine.parse(new WhisperHarnessOptions(), "--help"));
+    }
+
+    private static void assertRefused(HarnessCommandLine.Options options, String message, String... args) {
+        assertThatThrownBy(() -> HarnessCommandLine.parse(options, args)).isInstanceOf(ParameterException.class)
+                .hasMessageContaining(message);
+    }
+
+    /** The usage lists each option once, its description on the same line and on no other. */
+    private static void assertEveryOptionOnOneUsageLine(CommandLine line) {
+        List<String> usage = line.getUsageMessage(CommandLine.Help.Ansi.OFF).lines().toList();
+        for (OptionSpec option : line.getCommandSpec().options()) {
+            assertThat(option.description()).as(option.longestName()).hasSize(1);
+            String description = option.description()[0].replace("${DEFAULT-VALUE}", option.defaultValue() + "");
+            assertThat(usage).as(option.longestName())
+                    .anySatisfy(l -> assertThat(l).contains(option.longestName()).endsWith(description));
+        }
+    }
+}
