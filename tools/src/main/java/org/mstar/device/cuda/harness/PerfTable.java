@@ -19,7 +19,8 @@ final class PerfTable {
     /** {prompt tokens, prompts}: 8192 tokens in each step below 16k. */
     static final int[][] PREFILL = {{512, 16}, {2048, 4}, {16384, 1}};
     static final List<DecodeBench.Case> DECODE_8B = decodeCases(new int[][] {
-        {1, 512}, {16, 512}, {64, 512}, {256, 512}, {1, 4096}, {16, 4096}, {64, 4096}, {1, 16384}, {16, 16384}});
+        {1, 512}, {16, 512}, {64, 512}, {128, 512}, {256, 512}, {512, 512}, {1024, 256}, {1, 4096}, {16, 4096},
+        {64, 4096}, {1, 16384}, {16, 16384}});
     static final List<DecodeBench.Case> DECODE_1B = decodeCases(new int[][] {
         {1, 512}, {16, 512}, {64, 512}, {256, 512}, {1, 4096}, {16, 4096}, {64, 4096}, {256, 4096}, {1, 16384},
         {16, 16384}, {64, 16384}});
