@@ -1,5 +1,6 @@
 package org.mstar.engine.llama;
 
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -9,8 +10,10 @@ import org.mstar.device.Tensor;
 import org.mstar.engine.ModelRunner;
 import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LlamaResources;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.Segment;
 import org.mstar.resources.SubmoduleStep;
@@ -81,6 +84,19 @@ public final class LlamaRunner implements ModelRunner {
     @Override
     public SamplerResource sampler() {
         return model.resources().sampler();
+    }
+
+    /** Each KV cache's own codec (a windowed cache of its own hands off its own pages) and the positions'. */
+    @Override
+    public Map<String, PublishedInfoCodec<?>> handoffCodecs() {
+        LlamaResources r = model.resources();
+        Map<String, PublishedInfoCodec<?>> codecs = new LinkedHashMap<>();
+        codecs.put(LlamaModel.KV, r.kv().codec());
+        if (r.kvWindowed() != null) {
+            codecs.put(LlamaModel.KV_WINDOWED, r.kvWindowed().codec());
+        }
+        codecs.put(LlamaModel.ROPE, r.rope().codec());
+        return codecs;
     }
 
     @Override

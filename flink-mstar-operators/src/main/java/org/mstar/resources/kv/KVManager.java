@@ -1,5 +1,6 @@
 package org.mstar.resources.kv;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -62,6 +63,7 @@ public final class KVManager implements Resource {
     /** Null when {@code cpu_offload_pages} is 0. */
     private final HostOffload offload;
     private final KvRetriever retriever;
+    private final PublishedKVCodec codec;
     /** What each admitted step took (by identity), until it commits or is rolled back. */
     private final Map<KVStep, AdmitLedger> admitted = new IdentityHashMap<>();
     private StagedPlan staged;
@@ -99,6 +101,7 @@ public final class KVManager implements Resource {
         this.leases = new PrefixLeases(st);
         this.offload = config.cpuOffloadPages() > 0 ? new HostOffload(st, new HostPagePool(pool, config.cpuOffloadPages())) : null;
         this.retriever = new KvRetriever(st, transport, worldSize, rank);
+        this.codec = new PublishedKVCodec(pool, this::gatherPages, worldSize, rank);
         this.leasedWrites = new LeasedWriteAddresses(device);
         if (transport != null) {
             transport.bind(this::exportPages);
@@ -657,6 +660,30 @@ public final class KVManager implements Resource {
 
     private synchronized KvPagePayload exportPages(int[] pages, int startToken, int endToken) {
         return retriever.export(pages, startToken, endToken);
+    }
+
+    private synchronized void gatherPages(int[] pages, ByteBuffer dst) {
+        st.pool.gather(pages, dst);
+    }
+
+    /** This cache's publications as bytes with their pages' contents, and back into ones this cache retrieves. */
+    public PublishedKVCodec codec() {
+        return codec;
+    }
+
+    /** Page bytes retrievals brought into this cache so far. */
+    public synchronized long retrievedBytes() {
+        return retriever.retrievedBytes();
+    }
+
+    /**
+     * Leading tokens of {@code rid}'s retrieved streams that this cache's prefix index served instead of a read:
+     * the least over its streams; 0 when none was retrieved.
+     */
+    public synchronized int retrievedFromPrefixCache(String rid) {
+        RequestState r = st.request(rid);
+        return r == null ? 0 : r.streams.values().stream().filter(s -> s.remoteResetGeneration >= 0)
+                .mapToInt(s -> s.retrievedLocally).min().orElse(0);
     }
 
     // ---------------------------------------------------------------- checks

@@ -57,6 +57,8 @@ public final class RopeManager implements Resource {
     private final RopeParams ropeParams;
     private final Device device;
 
+    private static final PublishedPositionCodec CODEC = new PublishedPositionCodec();
+
     private final PositionCounters counters = new PositionCounters();
 
     /** The ids the forward rotates at: the last real plan. */
@@ -272,6 +274,11 @@ public final class RopeManager implements Resource {
     @Override
     public boolean retrieves() {
         return true;
+    }
+
+    /** What {@link #publish} exports, as bytes and back. */
+    public PublishedPositionCodec codec() {
+        return CODEC;
     }
 
     /**
