@@ -17,6 +17,7 @@ import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.RequestValidationException;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.kv.KVManager;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
@@ -100,8 +101,8 @@ final class EngineCore implements GenerationEngine {
         this.role = options.role();
         this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(model.kvPageBytes(pageSize, kvDType),
                 pageSize) : Integer.MAX_VALUE;
-        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType),
-                Set.of());
+        var built = new ResourceFactory(StandardBuilders.all()).buildAll(specs,
+                EngineResourceInfo.singleRank(model.device(), kvDType), Set.of());
         model.bind(built);
         this.runner = new StepRunner(built, Map.of(keys.node(), built.keySet()));
         this.kv = model.kv();

@@ -31,6 +31,7 @@ import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.SubmoduleStep;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.kv.KVManager;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
@@ -106,8 +107,8 @@ public final class WhisperEngine implements GenerationEngine {
         List<NodeResourceSpec> specs = model.declareResources(pages, pageSize, List.of(config.eosTokenId()));
         this.samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(WhisperModel.SAMPLER)).findFirst()
                 .orElseThrow();
-        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType),
-                Set.of(), Map.of());
+        var built = new ResourceFactory(StandardBuilders.all()).buildAll(specs,
+                EngineResourceInfo.singleRank(model.device(), kvDType), Set.of());
         model.bind(built);
         this.runner = new StepRunner(built, Map.of(WhisperModel.NODE, built.keySet()));
         this.kv = model.kv();

@@ -6,10 +6,12 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.resources.Admission;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.CachedPrefix;
@@ -17,14 +19,18 @@ import org.mstar.resources.Fork;
 import org.mstar.resources.KVLayout;
 import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.KVStep;
+import org.mstar.resources.Offload;
 import org.mstar.resources.PagedKVConfig;
-import org.mstar.resources.PublishedInfo;
+import org.mstar.resources.Planning;
+import org.mstar.resources.PrefixCaching;
+import org.mstar.resources.Preplanning;
+import org.mstar.resources.Publication;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
 import org.mstar.resources.RetentionPolicy;
-import org.mstar.resources.SlotLease;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.StreamLabel;
 import org.mstar.resources.StreamLayout;
@@ -34,7 +40,7 @@ import org.mstar.resources.StreamLayout;
  * grow, shared between requests through a prefix cache, moved to host memory under pressure and
  * between caches for prefill/decode disaggregation.
  *
- * <p>Per step ({@link Resource} has the call order):
+ * <p>Per step ({@link Resource} has the call order of the capabilities):
  * <ol>
  *   <li>{@link #admit}: reserve pages for the step's new tokens (converting prefix-cache leases,
  *       reserving fork targets). All or nothing: a refusal changes nothing, and {@link #rollbackAdmit}
@@ -50,7 +56,8 @@ import org.mstar.resources.StreamLayout;
  *
  * <p>Thread-safety: every public method holds this manager's lock.
  */
-public final class KVManager implements Resource {
+public final class KVManager implements Resource, Admission, Planning<KVPlanOutputs>, Preplanning,
+        Publication<PublishedKVInfo>, PrefixCaching, Offload {
     // ---------------------------------------------------------------- configuration
     private final PagedKVConfig config;
     private final DType kvDType;
@@ -195,11 +202,6 @@ public final class KVManager implements Resource {
     }
 
     // ---------------------------------------------------------------- step cycle
-
-    @Override
-    public boolean supportsPreplan() {
-        return true;
-    }
 
     /**
      * Reserve pages for the step. A staged pre-plan of the same (segments, slot) is promoted: its pages
@@ -463,11 +465,6 @@ public final class KVManager implements Resource {
 
     // ---------------------------------------------------------------- prefix cache
 
-    @Override
-    public boolean prefixSkipSafe() {
-        return true;
-    }
-
     /** Layout, page size, dtype, salt and world size: anything that changes what a stored page means. */
     @Override
     public byte[] fingerprint() {
@@ -551,9 +548,10 @@ public final class KVManager implements Resource {
 
     // ---------------------------------------------------------------- eviction
 
+    /** Offload only with a host pool ({@code cpu_offload_pages} > 0). */
     @Override
-    public boolean supportsEviction() {
-        return offload != null;
+    public <C> Optional<C> capability(Class<C> type) {
+        return type == Offload.class && offload == null ? Optional.empty() : Resource.super.capability(type);
     }
 
     /** True from the moment offload claims the request until reload brings it back. */
@@ -596,8 +594,8 @@ public final class KVManager implements Resource {
     // ---------------------------------------------------------------- publish / retrieve
 
     @Override
-    public boolean retrieves() {
-        return true;
+    public Class<PublishedKVInfo> publishedType() {
+        return PublishedKVInfo.class;
     }
 
     /**
@@ -608,12 +606,9 @@ public final class KVManager implements Resource {
      */
     @Override
     public synchronized AdmitOutcome admitRetrieve(String rid, String nodeName, String graphWalk,
-                                                   PublishedInfo published) {
-        if (published == null) {
+                                                   PublishedKVInfo pub) {
+        if (pub == null) {
             return AdmitOutcome.OK;
-        }
-        if (!(published instanceof PublishedKVInfo pub)) {
-            throw new IllegalArgumentException("KV retrieve takes PublishedKVInfo, got " + published.getClass().getSimpleName());
         }
         RequestState r = st.request(rid);
         if (r == null) {
@@ -634,22 +629,22 @@ public final class KVManager implements Resource {
 
     /** Every stream of the request. */
     @Override
-    public synchronized PublishedInfo publish(String rid) {
+    public synchronized PublishedKVInfo publish(String rid) {
         RequestState r = st.request(rid);
         return r == null ? null : retriever.publish(r, new ArrayList<>(r.streams.keySet()));
     }
 
     @Override
-    public synchronized PublishedInfo publishForStep(String rid, String nodeName, String graphWalk) {
+    public synchronized PublishedKVInfo publishForStep(String rid, String nodeName, String graphWalk) {
         return publishSelected(rid, nodeName, graphWalk, false);
     }
 
     @Override
-    public synchronized PublishedInfo publishAfterStop(String rid, String nodeName, String graphWalk) {
+    public synchronized PublishedKVInfo publishAfterStop(String rid, String nodeName, String graphWalk) {
         return publishSelected(rid, nodeName, graphWalk, true);
     }
 
-    private PublishedInfo publishSelected(String rid, String node, String walk, boolean afterStop) {
+    private PublishedKVInfo publishSelected(String rid, String node, String walk, boolean afterStop) {
         RequestState r = st.request(rid);
         if (r == null) {
             return null;
@@ -695,7 +690,6 @@ public final class KVManager implements Resource {
     }
 
     /** After capture: pages conserved, nothing in flight or staged (capture rows were reset with free). */
-    @Override
     public synchronized void postWarmupValidate() {
         assertPagesConserved();
         if (staged != null || st.requests.values().stream().anyMatch(RequestState::anyInFlight)) {

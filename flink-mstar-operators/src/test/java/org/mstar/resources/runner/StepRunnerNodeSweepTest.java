@@ -41,13 +41,13 @@ class StepRunnerNodeSweepTest {
                 "encoder", Set.of("enc_kv"),
                 "sampler", Set.of()));
         for (RecordingResource r : List.of(kv, attn, encKv)) {
-            r.retrieves = true;
+            r.publication = true;
         }
     }
 
     @Test
     void admitRetrieveAsksOnlyTheNodesOwnRetrievingResourcesWithTheirOwnPublication() {
-        attn.retrieves = false;
+        attn.publication = false;
         Info kvInfo = new Info("kv pages");
 
         FullAdmitOutcome outcome = runner.admitRetrieve("r1", "decoder", "decode",
