@@ -1,6 +1,5 @@
 package org.mstar.engine.llama;
 
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -10,7 +9,6 @@ import org.mstar.device.Tensor;
 import org.mstar.engine.ModelRunner;
 import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
-import org.mstar.model.llama.LlamaResources;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.PublishedInfoCodec;
@@ -86,17 +84,13 @@ public final class LlamaRunner implements ModelRunner {
         return model.resources().sampler();
     }
 
-    /** Each KV cache's own codec (a windowed cache of its own hands off its own pages) and the positions'. */
+    /**
+     * The main KV cache's and the positions' codecs: a disaggregated engine has no separate windowed-layer cache
+     * ({@code EngineOptions} refuses one).
+     */
     @Override
     public Map<String, PublishedInfoCodec<?>> handoffCodecs() {
-        LlamaResources r = model.resources();
-        Map<String, PublishedInfoCodec<?>> codecs = new LinkedHashMap<>();
-        codecs.put(LlamaModel.KV, r.kv().codec());
-        if (r.kvWindowed() != null) {
-            codecs.put(LlamaModel.KV_WINDOWED, r.kvWindowed().codec());
-        }
-        codecs.put(LlamaModel.ROPE, r.rope().codec());
-        return codecs;
+        return Map.of(LlamaModel.KV, model.resources().kv().codec(), LlamaModel.ROPE, model.resources().rope().codec());
     }
 
     @Override
