@@ -17,10 +17,9 @@ import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.RequestValidationException;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.kv.KVManager;
-import org.mstar.resources.kv.KVManagerBuilder;
 import org.mstar.resources.runner.EngineResourceInfo;
-import org.mstar.resources.runner.ResourceBuilder;
 import org.mstar.resources.runner.ResourceFactory;
 import org.mstar.resources.runner.StepRunner;
 import org.mstar.resources.sampler.SamplerResource;
@@ -108,15 +107,13 @@ final class EngineCore implements GenerationEngine {
         this.role = options.role();
         this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(model.kvPageBytes(pageSize, kvDType),
                 pageSize) : Integer.MAX_VALUE;
-        HandoffKvTransport transport = role == EngineRole.COLOCATED ? null : new HandoffKvTransport();
-        Map<String, ResourceBuilder> builders = transport == null ? Map.of()
-                : Map.of(keys.kv(), new KVManagerBuilder(transport));
-        var built = new ResourceFactory().buildAll(specs, EngineResourceInfo.singleRank(model.device(), kvDType),
-                Set.of(), builders);
+        var built = new ResourceFactory(StandardBuilders.all()).buildAll(specs,
+                EngineResourceInfo.singleRank(model.device(), kvDType), Set.of());
         model.bind(built);
         this.runner = new StepRunner(built, Map.of(keys.node(), built.keySet()));
-        this.exchange = transport == null ? null : new HandoffExchange(runner, keys, transport);
         this.kv = model.kv();
+        this.exchange = role == EngineRole.COLOCATED ? null
+                : new HandoffExchange(runner, keys, model.handoffCodecs(), kv);
         SamplerResource sampler = model.sampler();
         NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(keys.sampler()))
                 .findFirst().orElseThrow();

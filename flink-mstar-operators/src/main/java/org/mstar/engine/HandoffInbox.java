@@ -5,14 +5,16 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.mstar.resources.AllocationFailed;
+import org.mstar.resources.PublishedInfo;
 
 /**
  * A decode engine's prefill hand-offs: checked when they arrive, then imported in arrival order once their
  * pages fit (a hand-off that does not fit yet waits, with those behind it).
  */
 final class HandoffInbox {
-    /** A received hand-off waiting to be imported. */
-    private record Incoming(GenerationRequest request, PrefillHandoff handoff, long arrivalNanos) {}
+    /** A received hand-off waiting to be imported, with its resources' publications decoded. */
+    private record Incoming(GenerationRequest request, PrefillHandoff handoff, Map<String, PublishedInfo> published,
+                            long arrivalNanos) {}
 
     private final Map<String, Incoming> incoming = new LinkedHashMap<>();
     private final RequestChecks checks;
@@ -37,17 +39,19 @@ final class HandoffInbox {
                 .maxTokens(request.maxTokens()).build());
         checks.check(request, prompt, handoff.generated());
         resources.sampling(request);
-        if (handoff.generated().length == 0 || handoff.kv().isEmpty()) {
+        Map<String, PublishedInfo> published = exchange.decode(handoff);
+        int[] stored = published.values().stream().flatMapToInt(PublishedInfo::storedLengths).toArray();
+        if (handoff.generated().length == 0 || stored.length == 0) {
             throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' carries "
-                    + handoff.generated().length + " generated tokens and " + handoff.kv().size() + " KV streams");
+                    + handoff.generated().length + " generated tokens and " + stored.length + " KV streams");
         }
-        for (PrefillHandoff.KvStream s : handoff.kv().values()) {
-            if (s.seqLen() != prompt.length) {
-                throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' stores " + s.seqLen()
+        for (int seqLen : stored) {
+            if (seqLen != prompt.length) {
+                throw new IllegalArgumentException("hand-off of '" + request.requestId() + "' stores " + seqLen
                         + " tokens of a " + prompt.length + "-token prompt");
             }
         }
-        incoming.put(request.requestId(), new Incoming(request, handoff, System.nanoTime()));
+        incoming.put(request.requestId(), new Incoming(request, handoff, published, System.nanoTime()));
     }
 
     /** Imports what fits, in order: the requests now running with their prompt's KV in place. */
@@ -58,7 +62,7 @@ final class HandoffInbox {
             PrefillHandoff h = in.handoff();
             LiveRequest r = new LiveRequest(in.request(), h.prompt(), h.generated(), in.arrivalNanos());
             resources.open(r);
-            HandoffExchange.Retrieval got = exchange.retrieve(h);
+            HandoffExchange.Retrieval got = exchange.retrieve(r.id(), in.published());
             if (got.outcome().ok() && got.outcome().ready()) {
                 it.remove();
                 r.computed = h.prompt().length;

@@ -8,6 +8,7 @@ import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.Segment;
@@ -65,6 +66,12 @@ public interface ModelRunner {
 
     /** The sampler, once bound. */
     SamplerResource sampler();
+
+    /**
+     * Per resource key, the codec of what that resource publishes, once bound: a disaggregated hand-off carries
+     * each resource's publication as the bytes of its codec, which only that resource reads.
+     */
+    Map<String, PublishedInfoCodec<?>> handoffCodecs();
 
     /**
      * The step for one batch: one segment per row, {@code promptTokens} entering the sampler's seen set for rows

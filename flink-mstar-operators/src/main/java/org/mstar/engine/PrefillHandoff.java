@@ -1,7 +1,9 @@
 package org.mstar.engine;
 
+import java.nio.ByteBuffer;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
-import org.mstar.resources.kv.KvPagePayload;
 
 /**
  * A finished prefill, as a {@link EngineRole#PREFILL} engine publishes it and a {@link EngineRole#DECODE} engine
@@ -14,36 +16,21 @@ import org.mstar.resources.kv.KvPagePayload;
  * @param requestId the request
  * @param prompt the prompt's token ids, as the prefill side tokenised it
  * @param generated tokens sampled on the prefill side (the first one)
- * @param kv per KV stream label: what the prefill side stored
- * @param positions per position label: the next position to assign
+ * @param states per resource key: what that resource published (its KV pages, its positions), as the bytes of the
+ *               resource's codec ({@link ModelRunner#handoffCodecs()}); only the same resource on the decode side
+ *               reads them. Each is a read-only view of the bytes it was given, from their position to their limit.
  */
-public record PrefillHandoff(String requestId, int[] prompt, int[] generated, Map<String, KvStream> kv,
-                             Map<String, Integer> positions) {
+public record PrefillHandoff(String requestId, int[] prompt, int[] generated, Map<String, ByteBuffer> states) {
     public PrefillHandoff {
         prompt = prompt.clone();
         generated = generated.clone();
-        kv = Map.copyOf(kv);
-        positions = Map.copyOf(positions);
+        Map<String, ByteBuffer> views = new LinkedHashMap<>();
+        states.forEach((key, bytes) -> views.put(key, bytes.slice().asReadOnlyBuffer()));
+        states = Collections.unmodifiableMap(views);
     }
 
-    /**
-     * One KV stream.
-     *
-     * @param seqLen tokens stored
-     * @param resetGeneration the producer stream's content epoch
-     * @param pages the contents of the {@code ceil(seqLen / pageSize)} pages holding them, in sequence order
-     */
-    public record KvStream(int seqLen, long resetGeneration, KvPagePayload pages) {
-        public KvStream {
-            if (pages.startToken() != 0 || pages.endToken() != seqLen) {
-                throw new IllegalArgumentException("hand-off pages carry tokens [" + pages.startToken() + ", "
-                        + pages.endToken() + "), not [0, " + seqLen + ")");
-            }
-        }
-    }
-
-    /** Bytes of KV page contents carried. */
-    public long kvBytes() {
-        return kv.values().stream().mapToLong(s -> s.pages().data().length).sum();
+    /** Bytes of resource state carried. */
+    public long stateBytes() {
+        return states.values().stream().mapToLong(ByteBuffer::remaining).sum();
     }
 }

@@ -3,6 +3,7 @@ package org.mstar.engine;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import org.mstar.resources.PrefixCaching;
 import org.mstar.resources.Resource;
 import org.mstar.resources.kv.PrefixKeys;
 
@@ -17,10 +18,7 @@ final class PrefixRoot {
     static byte[] of(Collection<Resource> resources, List<Object> identity) {
         List<Object> fields = new ArrayList<>(identity);
         for (Resource r : resources) {
-            byte[] f = r.fingerprint();
-            if (f != null) {
-                fields.add(f);
-            }
+            r.capability(PrefixCaching.class).map(PrefixCaching::fingerprint).ifPresent(fields::add);
         }
         return PrefixKeys.fingerprint(fields.toArray());
     }

@@ -7,13 +7,14 @@ import java.util.Map;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.Offload;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.Segment;
+import org.mstar.resources.constraint.TokenAutomaton;
 import org.mstar.resources.kv.KVManager;
 import org.mstar.resources.kv.PrefixKeys;
 import org.mstar.resources.runner.StepRunner;
-import org.mstar.resources.constraint.TokenAutomaton;
 import org.mstar.resources.sampler.SamplerResource;
 
 /**
@@ -121,7 +122,7 @@ final class RequestResources {
      * so it is recomputed later from prompt + generated tokens with the same random stream.
      */
     void preempt(LiveRequest victim) {
-        if (kv.supportsEviction() && kv.offload(victim.id()) > 0) {
+        if (kv.capability(Offload.class).map(o -> o.offload(victim.id())).orElse(0) > 0) {
             victim.status = RequestStatus.OFFLOADED;
             return;
         }

@@ -13,12 +13,6 @@ public record AttentionSpec(String resourceKey, Set<String> nodes, AttentionConf
         return Set.of(config.kvCache());
     }
 
-    /** The builder, not necessarily the class built: it picks a backend. */
-    @Override
-    public String builderClassName() {
-        return "org.mstar.resources.attn.AttentionManagerBuilder";
-    }
-
     @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {
         config.applyYamlOverrides("AttentionSpec '" + resourceKey + "'", overrides);

@@ -21,11 +21,6 @@ public record CrossAttentionSpec(String resourceKey, Set<String> nodes, CrossAtt
     }
 
     @Override
-    public String builderClassName() {
-        return "org.mstar.resources.attn.CrossAttentionManagerBuilder";
-    }
-
-    @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {
         YamlValues.refuseUnknown("CrossAttentionSpec '" + resourceKey + "'", overrides, Set.of());
     }

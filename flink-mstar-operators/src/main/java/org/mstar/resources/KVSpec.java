@@ -9,13 +9,6 @@ public record KVSpec(String resourceKey, Set<String> nodes, KVConfig config) imp
         nodes = Set.copyOf(nodes);
     }
 
-    @Override
-    public String builderClassName() {
-        return config instanceof RingKVConfig
-                ? "org.mstar.resources.kv.ring.RingKVManagerBuilder"
-                : "org.mstar.resources.kv.KVManagerBuilder";
-    }
-
     /** Forwarded to the config: which keys are legal is a property of the storage strategy. */
     @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {

@@ -6,9 +6,9 @@ import java.util.Set;
 /**
  * A model's declaration of one resource: its key, the graph nodes it serves, and what it depends on.
  *
- * <p>{@link #builderClassName()} names the class that builds the resource, as a string, so declaring a
- * resource never loads the manager or its kernels; {@code org.mstar.resources.runner.ResourceFactory}
- * resolves it.
+ * <p>A declaration names no builder, so declaring a resource never loads the manager or its kernels: the spec's
+ * type picks it ({@code org.mstar.resources.runner.ResourceBuilders}, the standard ones in
+ * {@code org.mstar.resources.builders.StandardBuilders}).
  */
 public interface NodeResourceSpec {
     String resourceKey();
@@ -19,12 +19,6 @@ public interface NodeResourceSpec {
     default Set<String> dependsOn() {
         return Set.of();
     }
-
-    /**
-     * Fully qualified name of a {@code org.mstar.resources.runner.ResourceBuilder} with a public no-arg
-     * constructor.
-     */
-    String builderClassName();
 
     /**
      * Patch this deployment's tunables from the spec's own YAML block. An unknown key is a typo and

@@ -14,11 +14,6 @@ public record PositionSpec(String resourceKey, Set<String> nodes, PositionConfig
     }
 
     @Override
-    public String builderClassName() {
-        return "org.mstar.resources.position.RopeManagerBuilder";
-    }
-
-    @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {
         YamlValues.refuseUnknown("PositionSpec '" + resourceKey + "'", overrides, Set.of());
     }

@@ -1,5 +1,7 @@
 package org.mstar.resources;
 
+import java.util.stream.IntStream;
+
 /**
  * Durable per-request state one resource exports for another node or worker (for example the KV of a
  * finished prefill, or position counters), merged with {@link #update} and copied with {@link #copy}.
@@ -10,4 +12,12 @@ public interface PublishedInfo {
 
     /** An independent deep copy, for deferred sending. */
     PublishedInfo copy();
+
+    /**
+     * Tokens stored per sequence this info carries, for a receiver to check them against the request they belong
+     * to; empty for an info that stores no sequence.
+     */
+    default IntStream storedLengths() {
+        return IntStream.empty();
+    }
 }

@@ -10,11 +10,6 @@ public record RaggedAttentionSpec(String resourceKey, Set<String> nodes, RaggedA
     }
 
     @Override
-    public String builderClassName() {
-        return "org.mstar.resources.attn.RaggedAttentionManagerBuilder";
-    }
-
-    @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {
         YamlValues.refuseUnknown("RaggedAttentionSpec '" + resourceKey + "'", overrides, Set.of());
     }

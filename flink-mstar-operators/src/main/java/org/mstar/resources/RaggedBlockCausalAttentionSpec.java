@@ -15,11 +15,6 @@ public record RaggedBlockCausalAttentionSpec(String resourceKey, Set<String> nod
     }
 
     @Override
-    public String builderClassName() {
-        return "org.mstar.resources.attn.RaggedAttentionManagerBuilder";
-    }
-
-    @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {
         YamlValues.refuseUnknown("RaggedBlockCausalAttentionSpec '" + resourceKey + "'", overrides, Set.of());
     }

@@ -10,11 +10,6 @@ public record RaggedCrossAttentionSpec(String resourceKey, Set<String> nodes, Ra
     }
 
     @Override
-    public String builderClassName() {
-        return "org.mstar.resources.attn.RaggedAttentionManagerBuilder";
-    }
-
-    @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {
         YamlValues.refuseUnknown("RaggedCrossAttentionSpec '" + resourceKey + "'", overrides, Set.of());
     }

@@ -23,11 +23,6 @@ public record SamplerSpec(String resourceKey, Set<String> nodes, Integer vocabSi
     }
 
     @Override
-    public String builderClassName() {
-        return "org.mstar.resources.sampler.SamplerResourceBuilder";
-    }
-
-    @Override
     public void applyYamlOverrides(Map<String, Object> overrides) {
         YamlValues.refuseUnknown("SamplerSpec '" + resourceKey + "'", overrides, Set.of());
     }

@@ -3,6 +3,7 @@ package org.mstar.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -17,7 +18,8 @@ import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.SamplingReqConfig;
-import org.mstar.resources.kv.KvPagePayload;
+import org.mstar.resources.kv.PublishedKVInfo;
+import org.mstar.resources.position.PublishedPositionCodec;
 
 /**
  * A prefill engine and a decode engine, handing each request over after its first token, generate token for token
@@ -150,12 +152,15 @@ class DisaggregatedEngineTest {
         return c;
     }
 
-    /** The hand-off as the receiving side rebuilds it from a record's bytes. */
+    /** The hand-off as the receiving side rebuilds it from a record's bytes: each state copied into an array. */
     private static PrefillHandoff throughBytes(PrefillHandoff h) {
-        Map<String, PrefillHandoff.KvStream> kv = new HashMap<>();
-        h.kv().forEach((label, s) -> kv.put(label, new PrefillHandoff.KvStream(s.seqLen(), s.resetGeneration(),
-                KvPagePayload.fromBytes(s.pages().toBytes()))));
-        return new PrefillHandoff(h.requestId(), h.prompt(), h.generated(), kv, h.positions());
+        Map<String, ByteBuffer> states = new HashMap<>();
+        h.states().forEach((key, bytes) -> {
+            byte[] copy = new byte[bytes.remaining()];
+            bytes.duplicate().get(copy);
+            states.put(key, ByteBuffer.wrap(copy));
+        });
+        return new PrefillHandoff(h.requestId(), h.prompt(), h.generated(), states);
     }
 
     @Test
@@ -223,11 +228,14 @@ class DisaggregatedEngineTest {
             PrefillHandoff h = step.handoffs().get(0);
             assertThat(h.generated()).containsExactly(step.tokens().get(0).tokenId());
             assertThat(h.prompt()).containsExactly(r.promptTokenIds());
-            assertThat(h.positions()).containsValue(10);
-            assertThat(h.kv()).allSatisfy((label, s) -> {
+            assertThat(h.states()).containsOnlyKeys(LlamaModel.KV, LlamaModel.ROPE);
+            PublishedKVInfo kv = model.resources().kv().codec().decode(h.states().get(LlamaModel.KV));
+            assertThat(kv.forRank(0)).allSatisfy((label, s) -> {
                 assertThat(s.seqLen()).isEqualTo(10);
-                assertThat(s.pages().numPages()).isEqualTo(3);
+                assertThat(s.carried().numPages()).isEqualTo(3);
             });
+            assertThat(new PublishedPositionCodec().decode(h.states().get(LlamaModel.ROPE)).counters())
+                    .containsValue(10);
             assertThat(prefill.hasWork()).isFalse();
             assertThat(prefill.stats().running()).isZero();
         }
@@ -289,17 +297,16 @@ class DisaggregatedEngineTest {
             assertThat(c.tokens.get("r")).containsOnlyKeys(1, 2, 3, 4, 5, 6, 7, 8); // each once (Collected checks)
             assertThatThrownBy(() -> prefill.receive(r, h)).isInstanceOf(UnsupportedOperationException.class);
             GenerationRequest other = greedy("other", RandomModels.prompt(new Random(6), 9));
-            PrefillHandoff noToken = new PrefillHandoff("other", other.promptTokenIds(), new int[0], h.kv(),
-                    h.positions());
+            PrefillHandoff noToken = new PrefillHandoff("other", other.promptTokenIds(), new int[0], h.states());
             assertThatThrownBy(() -> decode.receive(other, noToken)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("0 generated tokens");
             PrefillHandoff shorter = new PrefillHandoff("other", java.util.Arrays.copyOf(other.promptTokenIds(), 8),
-                    new int[] {5}, h.kv(), h.positions());
+                    new int[] {5}, h.states());
             assertThatThrownBy(() -> decode.receive(other, shorter)).hasMessageContaining("stores 9 tokens of a 8-token");
             assertThat(decode.hasWork()).isFalse();
         }
         try (LlamaEngine colocated = RandomModels.engine(model, options(64, EngineRole.COLOCATED))) {
-            PrefillHandoff none = new PrefillHandoff("r", r.promptTokenIds(), new int[] {5}, Map.of(), Map.of());
+            PrefillHandoff none = new PrefillHandoff("r", r.promptTokenIds(), new int[] {5}, Map.of());
             assertThatThrownBy(() -> colocated.receive(r, none)).isInstanceOf(UnsupportedOperationException.class);
         }
     }

@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
@@ -196,8 +195,8 @@ class PrefillOperatorTest {
                 assertThat(again.get(i).getData()).isEqualTo(lostRecords.get(i).getData());
                 assertThat(again.get(i).getPart()).isEqualTo(i);
             }
-            assertThat(Map.copyOf(again.get(0).getHeader().getPositionCounters()))
-                    .isEqualTo(Map.copyOf(lostRecords.get(0).getHeader().getPositionCounters()));
+            assertThat(again.get(0).getHeader().getResourceStates())
+                    .isEqualTo(lostRecords.get(0).getHeader().getResourceStates());
         }
     }
 

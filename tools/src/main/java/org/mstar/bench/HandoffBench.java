@@ -1,6 +1,7 @@
 package org.mstar.bench;
 
 import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -15,15 +16,13 @@ import org.apache.avro.specific.SpecificDatumWriter;
 import org.mstar.device.DType;
 import org.mstar.engine.PrefillHandoff;
 import org.mstar.flink.HandoffRecords;
-import org.mstar.resources.kv.KvPagePayload;
 import org.mstar.schemas.GenerateRequest;
 import org.mstar.schemas.KvHandoff;
 
 /**
  * The host side of a prefill hand-off, stage by stage, for the KV of a Llama-3-8B-shaped model (32 layers, 8 KV
- * heads of 128, bf16, pages of 16 tokens): encoding the page payload and cutting it into records, Avro binary
- * encoding of the records (what Flink's Avro serializer writes to the network), decoding them, and reassembling
- * the payload. Device copies and the network are not in it. Prints GB/s per stage (KV bytes / time).
+ * heads of 128, bf16, pages of 16 tokens): cutting its page bytes into records, Avro binary encoding of the records
+ * (what Flink's Avro serializer writes to the network), decoding them, and reassembling the state. Device copies and the network are not in it. Prints GB/s per stage (KV bytes / time).
  *
  * <pre>java -cp tools/target/benchmarks.jar org.mstar.bench.HandoffBench [promptTokens] [recordKiB]</pre>
  */
@@ -41,10 +40,7 @@ public final class HandoffBench {
         int pages = (tokens + PAGE - 1) / PAGE;
         byte[] kv = new byte[LAYERS * pages * 2 * PAGE * KV_HEADS * HEAD_DIM * DType.BF16.bytes()];
         new Random(1).nextBytes(kv);
-        PrefillHandoff h = new PrefillHandoff("r", new int[tokens], new int[] {7},
-                Map.of("main", new PrefillHandoff.KvStream(tokens, 0,
-                        new KvPagePayload(LAYERS, pages, PAGE, KV_HEADS, HEAD_DIM, DType.BF16, 0, tokens, kv))),
-                Map.of("main", tokens));
+        PrefillHandoff h = new PrefillHandoff("r", new int[tokens], new int[] {7}, Map.of("kv", ByteBuffer.wrap(kv)));
         GenerateRequest request = GenerateRequest.newBuilder().setRequestId("r").setPrompt("p").build();
         SpecificDatumWriter<KvHandoff> writer = new SpecificDatumWriter<>(KvHandoff.class);
         SpecificDatumReader<KvHandoff> reader = new SpecificDatumReader<>(KvHandoff.class);
@@ -77,8 +73,8 @@ public final class HandoffBench {
             long t3 = System.nanoTime();
             PrefillHandoff back = HandoffRecords.assemble(received);
             long t4 = System.nanoTime();
-            if (back.kvBytes() != kv.length) {
-                throw new IllegalStateException("reassembled " + back.kvBytes() + " bytes of " + kv.length);
+            if (back.stateBytes() != kv.length) {
+                throw new IllegalStateException("reassembled " + back.stateBytes() + " bytes of " + kv.length);
             }
             System.out.printf("%-6d %8d %16.2f %14.2f %14.2f %14.2f%n", round, records.size(), gbps(kv.length, t1 - t0),
                     gbps(kv.length, t2 - t1), gbps(kv.length, t3 - t2), gbps(kv.length, t4 - t3));

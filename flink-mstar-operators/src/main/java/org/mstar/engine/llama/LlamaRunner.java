@@ -12,6 +12,7 @@ import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.Segment;
 import org.mstar.resources.SubmoduleStep;
@@ -82,6 +83,15 @@ public final class LlamaRunner implements ModelRunner {
     @Override
     public SamplerResource sampler() {
         return model.resources().sampler();
+    }
+
+    /**
+     * The main KV cache's and the positions' codecs: a disaggregated engine has no separate windowed-layer cache
+     * ({@code EngineOptions} refuses one).
+     */
+    @Override
+    public Map<String, PublishedInfoCodec<?>> handoffCodecs() {
+        return Map.of(LlamaModel.KV, model.resources().kv().codec(), LlamaModel.ROPE, model.resources().rope().codec());
     }
 
     @Override

@@ -11,6 +11,9 @@ import org.mstar.device.Tensor;
 import org.mstar.resources.AttentionConfig;
 import org.mstar.resources.AttentionStep;
 import org.mstar.resources.CGSlotSpec;
+import org.mstar.resources.GraphBuffers;
+import org.mstar.resources.Planning;
+import org.mstar.resources.Preplanning;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceStep;
 import org.mstar.resources.Segment;
@@ -31,7 +34,7 @@ import org.mstar.resources.kv.KVPlanOutputs;
  *
  * <p>Not thread-safe: one step loop drives it.
  */
-public final class AttentionManager implements Resource {
+public final class AttentionManager implements Resource, Planning<AttentionPlan>, Preplanning, GraphBuffers {
     private final String kvKey;
     private final Device device;
     private final int windowLeft;
@@ -80,18 +83,6 @@ public final class AttentionManager implements Resource {
 
     // ---------------------------------------------------------------- step cycle
 
-    /** Planning has no side effects to undo, so a staged plan is only promoted or dropped. */
-    @Override
-    public boolean supportsPreplan() {
-        return true;
-    }
-
-    /** A leased plan overwrites the page tables a captured graph reads, so step N+1 must plan into another slot's. */
-    @Override
-    public boolean forceDoubleBuffer() {
-        return true;
-    }
-
     /** Leased page tables created from now on address at least {@code maxSeqLen} tokens per sequence. */
     @Override
     public void buildAcceleratorGraphBuffers(List<CGSlotSpec> slots, int maxBs, int maxSeqLen) {
@@ -126,6 +117,7 @@ public final class AttentionManager implements Resource {
         return plan;
     }
 
+    /** Planning has no side effect but the staged plan, so dropping it undoes a pre-plan. */
     @Override
     public void clearPreplan() {
         if (staged != null) {

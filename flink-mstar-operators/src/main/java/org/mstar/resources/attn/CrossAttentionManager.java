@@ -11,10 +11,13 @@ import java.util.Set;
 import org.mstar.device.Device;
 import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
+import org.mstar.resources.Admission;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.CGSlotSpec;
 import org.mstar.resources.CrossAttentionConfig;
+import org.mstar.resources.GraphBuffers;
+import org.mstar.resources.Planning;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceStep;
 import org.mstar.resources.Segment;
@@ -42,7 +45,7 @@ import org.mstar.resources.kv.SequenceView;
  * <p>Runs the paged attention kernel ({@code ComputeOps.pagedAttention}) with a full mask: no kernel of its
  * own. Not thread-safe: one step loop drives it.
  */
-public final class CrossAttentionManager implements Resource {
+public final class CrossAttentionManager implements Resource, Admission, Planning<CrossAttentionPlan>, GraphBuffers {
     private final String kvKey;
     private final String queryKvKey;
     private final String contextLabel;
@@ -99,12 +102,6 @@ public final class CrossAttentionManager implements Resource {
     @Override
     public void removeRequest(String rid) {
         written.remove(rid);
-    }
-
-    /** A leased plan overwrites the page tables a captured graph reads, so step N+1 plans into another slot's. */
-    @Override
-    public boolean forceDoubleBuffer() {
-        return true;
     }
 
     @Override

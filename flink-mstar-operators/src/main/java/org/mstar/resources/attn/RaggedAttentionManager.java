@@ -12,6 +12,7 @@ import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
 import org.mstar.resources.AttentionStep;
 import org.mstar.resources.BucketKey;
+import org.mstar.resources.Planning;
 import org.mstar.resources.RaggedAttentionConfig;
 import org.mstar.resources.RaggedCrossAttentionStep;
 import org.mstar.resources.Resource;
@@ -40,7 +41,7 @@ import org.mstar.resources.StepContext;
  * bucket the indptrs go to static buffers of (bucket, slot, label) and the grid bounds cover the bucket.
  * Not thread-safe: one step loop drives it.
  */
-public final class RaggedAttentionManager implements Resource {
+public final class RaggedAttentionManager implements Resource, Planning<RaggedAttentionPlans> {
     /** Which attention a manager runs: one resource is one kind (spec §5.5). */
     public enum Kind { SELF, CROSS, BLOCK_CAUSAL }
 
@@ -121,18 +122,6 @@ public final class RaggedAttentionManager implements Resource {
     /** The scale applied to q·k before the softmax: the configured one or {@code 1/sqrt(headDim)}. */
     public float smScale() {
         return smScale;
-    }
-
-    /** Nothing is kept per request, so a skipped prefix cannot leave stale state. */
-    @Override
-    public boolean prefixSkipSafe() {
-        return true;
-    }
-
-    /** A leased plan overwrites indptrs a captured graph reads, so step N+1 plans into another slot's. */
-    @Override
-    public boolean forceDoubleBuffer() {
-        return true;
     }
 
     @Override

@@ -34,6 +34,8 @@ final class CacheStream {
     String readError;
     /** The producer's reset generation last seen; -1 before the first retrieve. */
     long remoteResetGeneration = -1;
+    /** Leading tokens a retrieval took from this cache's prefix index instead of reading them. */
+    int retrievedLocally;
 
     /** Prefix-cache keys of this stream, or null when it is not keyed. */
     PrefixChain chain;

@@ -1,5 +1,6 @@
 package org.mstar.resources.kv;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -68,7 +69,7 @@ final class HostPagePool {
                 System.arraycopy(pages[hostPages[i]], l * layerBytes, data, (l * n + i) * layerBytes, layerBytes);
             }
         }
-        pool.scatter(devicePages, data);
+        pool.scatter(devicePages, ByteBuffer.wrap(data));
     }
 
     void free(int[] hostPages) {

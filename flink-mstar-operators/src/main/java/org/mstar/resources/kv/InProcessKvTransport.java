@@ -6,8 +6,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A {@link KvTransport} between KV managers of one process, through a shared {@link Hub}. Every read
- * goes through {@link KvPagePayload#toBytes()} and back, so it takes the same path a payload carried
- * by a Flink record would. Reads complete before {@link #read} returns.
+ * goes through {@link KvPagePayload#toBytes()} and back, so it takes the path a payload crossing a
+ * process would. Reads complete before {@link #read} returns.
  */
 public final class InProcessKvTransport implements KvTransport {
     private final Hub hub;

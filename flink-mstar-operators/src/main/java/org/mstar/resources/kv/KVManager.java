@@ -1,14 +1,17 @@
 package org.mstar.resources.kv;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.resources.Admission;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.CachedPrefix;
@@ -16,14 +19,18 @@ import org.mstar.resources.Fork;
 import org.mstar.resources.KVLayout;
 import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.KVStep;
+import org.mstar.resources.Offload;
 import org.mstar.resources.PagedKVConfig;
-import org.mstar.resources.PublishedInfo;
+import org.mstar.resources.Planning;
+import org.mstar.resources.PrefixCaching;
+import org.mstar.resources.Preplanning;
+import org.mstar.resources.Publication;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
 import org.mstar.resources.RetentionPolicy;
-import org.mstar.resources.SlotLease;
 import org.mstar.resources.Segment;
+import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
 import org.mstar.resources.StreamLabel;
 import org.mstar.resources.StreamLayout;
@@ -33,7 +40,7 @@ import org.mstar.resources.StreamLayout;
  * grow, shared between requests through a prefix cache, moved to host memory under pressure and
  * between caches for prefill/decode disaggregation.
  *
- * <p>Per step ({@link Resource} has the call order):
+ * <p>Per step ({@link Resource} has the call order of the capabilities):
  * <ol>
  *   <li>{@link #admit}: reserve pages for the step's new tokens (converting prefix-cache leases,
  *       reserving fork targets). All or nothing: a refusal changes nothing, and {@link #rollbackAdmit}
@@ -49,7 +56,8 @@ import org.mstar.resources.StreamLayout;
  *
  * <p>Thread-safety: every public method holds this manager's lock.
  */
-public final class KVManager implements Resource {
+public final class KVManager implements Resource, Admission, Planning<KVPlanOutputs>, Preplanning,
+        Publication<PublishedKVInfo>, PrefixCaching, Offload {
     // ---------------------------------------------------------------- configuration
     private final PagedKVConfig config;
     private final DType kvDType;
@@ -62,6 +70,7 @@ public final class KVManager implements Resource {
     /** Null when {@code cpu_offload_pages} is 0. */
     private final HostOffload offload;
     private final KvRetriever retriever;
+    private final PublishedKVCodec codec;
     /** What each admitted step took (by identity), until it commits or is rolled back. */
     private final Map<KVStep, AdmitLedger> admitted = new IdentityHashMap<>();
     private StagedPlan staged;
@@ -99,6 +108,7 @@ public final class KVManager implements Resource {
         this.leases = new PrefixLeases(st);
         this.offload = config.cpuOffloadPages() > 0 ? new HostOffload(st, new HostPagePool(pool, config.cpuOffloadPages())) : null;
         this.retriever = new KvRetriever(st, transport, worldSize, rank);
+        this.codec = new PublishedKVCodec(pool, this::gatherPages, worldSize, rank);
         this.leasedWrites = new LeasedWriteAddresses(device);
         if (transport != null) {
             transport.bind(this::exportPages);
@@ -192,11 +202,6 @@ public final class KVManager implements Resource {
     }
 
     // ---------------------------------------------------------------- step cycle
-
-    @Override
-    public boolean supportsPreplan() {
-        return true;
-    }
 
     /**
      * Reserve pages for the step. A staged pre-plan of the same (segments, slot) is promoted: its pages
@@ -460,11 +465,6 @@ public final class KVManager implements Resource {
 
     // ---------------------------------------------------------------- prefix cache
 
-    @Override
-    public boolean prefixSkipSafe() {
-        return true;
-    }
-
     /** Layout, page size, dtype, salt and world size: anything that changes what a stored page means. */
     @Override
     public byte[] fingerprint() {
@@ -548,9 +548,10 @@ public final class KVManager implements Resource {
 
     // ---------------------------------------------------------------- eviction
 
+    /** Offload only with a host pool ({@code cpu_offload_pages} > 0). */
     @Override
-    public boolean supportsEviction() {
-        return offload != null;
+    public <C> Optional<C> capability(Class<C> type) {
+        return type == Offload.class && offload == null ? Optional.empty() : Resource.super.capability(type);
     }
 
     /** True from the moment offload claims the request until reload brings it back. */
@@ -593,8 +594,8 @@ public final class KVManager implements Resource {
     // ---------------------------------------------------------------- publish / retrieve
 
     @Override
-    public boolean retrieves() {
-        return true;
+    public Class<PublishedKVInfo> publishedType() {
+        return PublishedKVInfo.class;
     }
 
     /**
@@ -605,12 +606,9 @@ public final class KVManager implements Resource {
      */
     @Override
     public synchronized AdmitOutcome admitRetrieve(String rid, String nodeName, String graphWalk,
-                                                   PublishedInfo published) {
-        if (published == null) {
+                                                   PublishedKVInfo pub) {
+        if (pub == null) {
             return AdmitOutcome.OK;
-        }
-        if (!(published instanceof PublishedKVInfo pub)) {
-            throw new IllegalArgumentException("KV retrieve takes PublishedKVInfo, got " + published.getClass().getSimpleName());
         }
         RequestState r = st.request(rid);
         if (r == null) {
@@ -631,22 +629,22 @@ public final class KVManager implements Resource {
 
     /** Every stream of the request. */
     @Override
-    public synchronized PublishedInfo publish(String rid) {
+    public synchronized PublishedKVInfo publish(String rid) {
         RequestState r = st.request(rid);
         return r == null ? null : retriever.publish(r, new ArrayList<>(r.streams.keySet()));
     }
 
     @Override
-    public synchronized PublishedInfo publishForStep(String rid, String nodeName, String graphWalk) {
+    public synchronized PublishedKVInfo publishForStep(String rid, String nodeName, String graphWalk) {
         return publishSelected(rid, nodeName, graphWalk, false);
     }
 
     @Override
-    public synchronized PublishedInfo publishAfterStop(String rid, String nodeName, String graphWalk) {
+    public synchronized PublishedKVInfo publishAfterStop(String rid, String nodeName, String graphWalk) {
         return publishSelected(rid, nodeName, graphWalk, true);
     }
 
-    private PublishedInfo publishSelected(String rid, String node, String walk, boolean afterStop) {
+    private PublishedKVInfo publishSelected(String rid, String node, String walk, boolean afterStop) {
         RequestState r = st.request(rid);
         if (r == null) {
             return null;
@@ -659,6 +657,30 @@ public final class KVManager implements Resource {
         return retriever.export(pages, startToken, endToken);
     }
 
+    private synchronized void gatherPages(int[] pages, ByteBuffer dst) {
+        st.pool.gather(pages, dst);
+    }
+
+    /** This cache's publications as bytes with their pages' contents, and back into ones this cache retrieves. */
+    public PublishedKVCodec codec() {
+        return codec;
+    }
+
+    /** Page bytes retrievals brought into this cache so far. */
+    public synchronized long retrievedBytes() {
+        return retriever.retrievedBytes();
+    }
+
+    /**
+     * Leading tokens of {@code rid}'s retrieved streams that this cache's prefix index served instead of a read:
+     * the least over its streams; 0 when none was retrieved.
+     */
+    public synchronized int retrievedFromPrefixCache(String rid) {
+        RequestState r = st.request(rid);
+        return r == null ? 0 : r.streams.values().stream().filter(s -> s.remoteResetGeneration >= 0)
+                .mapToInt(s -> s.retrievedLocally).min().orElse(0);
+    }
+
     // ---------------------------------------------------------------- checks
 
     /** (pages handed out, hash of their order), for a TP follower to compare with rank 0's. */
@@ -668,7 +690,6 @@ public final class KVManager implements Resource {
     }
 
     /** After capture: pages conserved, nothing in flight or staged (capture rows were reset with free). */
-    @Override
     public synchronized void postWarmupValidate() {
         assertPagesConserved();
         if (staged != null || st.requests.values().stream().anyMatch(RequestState::anyInFlight)) {

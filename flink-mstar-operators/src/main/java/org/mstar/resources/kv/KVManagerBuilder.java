@@ -11,10 +11,11 @@ import org.mstar.resources.runner.ResourceBuilder;
  * Builds the {@link KVManager} of a {@link KVSpec} with a {@link PagedKVConfig}: a pool on the worker's
  * device in its KV dtype, sharded to this rank's heads.
  *
- * <p>{@link EngineResourceInfo} carries no transfer engine, so retrieval between workers is wired by the
- * deployment that places them: it builds with {@link #KVManagerBuilder(KvTransport)} (see
- * {@link InProcessKvTransport}). Built by name, a manager has no transport: it publishes its streams but
- * refuses (terminally) to pull another cache's.
+ * <p>{@link EngineResourceInfo} carries no transfer engine, so retrieval between workers through a transport is
+ * wired by the deployment that places them: it builds with {@link #KVManagerBuilder(KvTransport)} (see
+ * {@link InProcessKvTransport}). Built without one, a manager publishes its streams and retrieves those a
+ * publication carries the pages of (a decoded hand-off, {@link PublishedKVCodec}), but refuses (terminally) to
+ * pull another cache's.
  */
 public final class KVManagerBuilder implements ResourceBuilder {
     private final KvTransport transport;

@@ -7,10 +7,11 @@ import java.nio.charset.StandardCharsets;
 import org.mstar.device.DType;
 
 /**
- * Page contents moving between two KV caches (PD disaggregation): whole pages in the order of the
+ * Page contents a {@link KvTransport} read moves between two KV caches: whole pages in the order of the
  * read, laid out {@code [layers, numPages, 2, pageSize, kvHeads, headDim]} in {@code dtype}, plus the
- * token range {@code [startToken, endToken)} of the stream they carry. Plain data, so a Flink record can
- * carry it: Java-serialisable, or {@link #toBytes()} / {@link #fromBytes(byte[])} for a byte field.
+ * token range {@code [startToken, endToken)} of the stream they carry. Plain data: Java-serialisable, or
+ * {@link #toBytes()} / {@link #fromBytes(byte[])} for a byte field. (A disaggregated hand-off carries its
+ * pages in the bytes of {@link PublishedKVCodec} instead.)
  *
  * <p>Pages move whole. The first page may repeat tokens the reader already holds (the same bytes, since
  * the producer did not rewind) and the last may carry bytes past {@code endToken}, which land past the

@@ -40,7 +40,7 @@ final class KvPool {
 
     /** Bytes of one page across all layers, K and V. */
     int pageBytes() {
-        return layers * 2 * pageSize * kvHeads * headDim * dtype.bytes();
+        return layers * layerPageBytes();
     }
 
     /** Full copies {@code src[i] → dst[i]} in every layer. */
@@ -53,31 +53,42 @@ final class KvPool {
         }
     }
 
+    /** Bytes of one page in one layer, K and V. */
+    int layerPageBytes() {
+        return 2 * pageSize * kvHeads * headDim * dtype.bytes();
+    }
+
     /** The bytes of {@code pages}, laid out {@code [layers, n, 2, pageSize, kvHeads, headDim]}. */
     byte[] gather(int[] pages) {
         byte[] out = new byte[pages.length * pageBytes()];
+        gather(pages, ByteBuffer.wrap(out));
+        return out;
+    }
+
+    /** {@link #gather(int[])} into {@code dst}, from its position; the position does not move. */
+    void gather(int[] pages, ByteBuffer dst) {
         if (pages.length == 0) {
-            return out;
+            return;
         }
         try (Tensor ids = device.fromInts(pages, pages.length);
              Tensor buf = device.allocate(dtype, layers, pages.length, 2, pageSize, kvHeads, headDim)) {
             device.ops().gatherPages(pool, ids, buf);
-            device.copyToHost(buf, ByteBuffer.wrap(out));
+            device.copyToHost(buf, dst.duplicate());
         }
-        return out;
     }
 
-    /** Inverse of {@link #gather}: write {@code data} into {@code pages}. */
-    void scatter(int[] pages, byte[] data) {
-        if (data.length != pages.length * pageBytes()) {
-            throw new IllegalArgumentException(data.length + " bytes for " + pages.length + " pages of " + pageBytes());
+    /** Inverse of {@link #gather}: write {@code data} (from its position to its limit) into {@code pages}. */
+    void scatter(int[] pages, ByteBuffer data) {
+        if (data.remaining() != pages.length * pageBytes()) {
+            throw new IllegalArgumentException(data.remaining() + " bytes for " + pages.length + " pages of "
+                    + pageBytes());
         }
         if (pages.length == 0) {
             return;
         }
         try (Tensor ids = device.fromInts(pages, pages.length);
              Tensor buf = device.allocate(dtype, layers, pages.length, 2, pageSize, kvHeads, headDim)) {
-            device.copyFromHost(ByteBuffer.wrap(data), buf);
+            device.copyFromHost(data, buf);
             device.ops().scatterPages(pool, ids, buf);
         }
     }

@@ -1,5 +1,6 @@
 package org.mstar.resources.kv;
 
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -11,7 +12,9 @@ import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.RequestOffloading;
 
 /**
- * Publication of streams and their retrieval by another cache (PD disaggregation).
+ * Publication of streams and their retrieval by another cache (PD disaggregation). A published stream's pages are
+ * read through the transport its descriptor names or, when the publication carries them (a decoded hand-off),
+ * taken from those bytes.
  *
  * <p>Retrieval is monotonic: a stream never gets shorter because of a publication, so a stale or echoed
  * one is a no-op. Only a change of the producer's reset generation, which says the producer rewound or
@@ -23,6 +26,8 @@ final class KvRetriever {
     private final KvTransport transport;
     private final int worldSize;
     private final int rank;
+    /** Page bytes brought into this cache by retrievals. */
+    private long retrievedBytes;
 
     KvRetriever(KVState st, KvTransport transport, int worldSize, int rank) {
         this.st = st;
@@ -79,7 +84,7 @@ final class KvRetriever {
             if (ready == Readiness.PENDING) {
                 return AdmitOutcome.NOT_READY;
             }
-            boolean own = transport != null && transport.owns(seq.descriptor());
+            boolean own = seq.carried() == null && transport != null && transport.owns(seq.descriptor());
             if (!own) {
                 if (s.remoteResetGeneration >= 0 && s.remoteResetGeneration != seq.resetGeneration()) {
                     rewind(s);
@@ -121,10 +126,12 @@ final class KvRetriever {
         int first = start / st.pageSize;
         int last = (end - 1) / st.pageSize;
         int[] remote = seq.pageIndices();
-        if (remote.length <= last) {
-            return terminal(rid, "published " + s.label + " claims " + end + " tokens on " + remote.length + " pages");
+        CarriedPages carried = seq.carried();
+        int held = carried == null ? remote.length : carried.numPages();
+        if (held <= last) {
+            return terminal(rid, "published " + s.label + " claims " + end + " tokens on " + held + " pages");
         }
-        if (transport == null) {
+        if (carried == null && transport == null) {
             return terminal(rid, "no KV transport to read " + s.label + " of '" + rid + "' from " + seq.descriptor());
         }
         int need = st.pagesFor(end) - s.pages.size();
@@ -135,10 +142,20 @@ final class KvRetriever {
         }
         st.topUp(s, end);
         s.readPages = s.pageIds(first, last + 1);
-        s.readFuture = transport.read(seq.descriptor(), Arrays.copyOfRange(remote, first, last + 1), start, end);
         s.storedLen = end;
         s.generation++;
+        if (carried != null) {
+            land(s, carried.pages(first, last + 1));
+            s.readPages = null;
+        } else {
+            s.readFuture = transport.read(seq.descriptor(), Arrays.copyOfRange(remote, first, last + 1), start, end);
+        }
         return null;
+    }
+
+    /** Page bytes brought into this cache by retrievals so far. */
+    long retrievedBytes() {
+        return retrievedBytes;
     }
 
     private enum Readiness { READY, PENDING, FAILED }
@@ -174,7 +191,13 @@ final class KvRetriever {
             throw new IllegalArgumentException("payload layout [" + p.layers() + " layers, " + p.numPages() + " pages of "
                     + p.pageSize() + ", " + p.kvHeads() + "x" + p.headDim() + " " + p.dtype() + "] does not match this cache");
         }
-        pool.scatter(s.readPages, p.data());
+        land(s, ByteBuffer.wrap(p.data()));
+    }
+
+    /** Write a read's pages ({@code [layers, readPages, ...]}) onto the stream's read pages. */
+    private void land(CacheStream s, ByteBuffer pages) {
+        st.pool.scatter(s.readPages, pages);
+        retrievedBytes += pages.remaining();
         s.generation++;
     }
 
@@ -190,6 +213,7 @@ final class KvRetriever {
         s.protectedPrefix = null;
         s.retention = null;
         s.chain = null;
+        s.retrievedLocally = 0;
         s.generation++;
         s.resetGeneration++;
     }
@@ -209,6 +233,7 @@ final class KvRetriever {
         st.dropLease(s);
         s.lease = matched;
         st.adoptLease(s);
+        s.retrievedLocally = s.storedLen;
     }
 
     private static AdmitOutcome terminal(String rid, String message) {

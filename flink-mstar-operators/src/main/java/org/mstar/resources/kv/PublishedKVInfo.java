@@ -4,7 +4,9 @@ import java.io.Serializable;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.stream.IntStream;
 import org.mstar.resources.PublishedInfo;
 
 /**
@@ -36,6 +38,17 @@ public final class PublishedKVInfo implements PublishedInfo, Serializable {
         return Collections.unmodifiableMap(byRank.getOrDefault(rank, Map.of()));
     }
 
+    /** The ranks that published streams. */
+    public Set<Integer> ranks() {
+        return Collections.unmodifiableSet(byRank.keySet());
+    }
+
+    /** Every published stream's length, over all ranks. */
+    @Override
+    public IntStream storedLengths() {
+        return byRank.values().stream().flatMap(labels -> labels.values().stream()).mapToInt(KVSequenceInfo::seqLen);
+    }
+
     /** Merge a newer publication: per rank and label, its entry replaces ours. */
     @Override
     public void update(PublishedInfo other) {
@@ -52,8 +65,7 @@ public final class PublishedKVInfo implements PublishedInfo, Serializable {
     @Override
     public PublishedKVInfo copy() {
         PublishedKVInfo c = new PublishedKVInfo(worldSize);
-        byRank.forEach((rank, labels) -> labels.forEach((label, seq) -> c.put(rank, label,
-                new KVSequenceInfo(seq.seqLen(), seq.descriptor(), seq.pageIndices(), seq.resetGeneration()))));
+        byRank.forEach((rank, labels) -> labels.forEach((label, seq) -> c.put(rank, label, seq))); // immutable
         return c;
     }
 

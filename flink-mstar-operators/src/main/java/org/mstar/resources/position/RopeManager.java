@@ -21,10 +21,13 @@ import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.BucketKey;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Fork;
+import org.mstar.resources.Planning;
 import org.mstar.resources.PosScheme;
 import org.mstar.resources.PositionConfig;
 import org.mstar.resources.PositionStep;
-import org.mstar.resources.PublishedInfo;
+import org.mstar.resources.PrefixCaching;
+import org.mstar.resources.Preplanning;
+import org.mstar.resources.Publication;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
@@ -52,10 +55,13 @@ import org.mstar.resources.position.PositionCounters.ForkUndo;
  *
  * <p>Not thread-safe: one step loop drives it.
  */
-public final class RopeManager implements Resource {
+public final class RopeManager implements Resource, Planning<Map<String, Tensor>>, Preplanning,
+        Publication<PublishedPositionInfo>, PrefixCaching {
     private final PositionConfig config;
     private final RopeParams ropeParams;
     private final Device device;
+
+    private static final PublishedPositionCodec CODEC = new PublishedPositionCodec();
 
     private final PositionCounters counters = new PositionCounters();
 
@@ -117,22 +123,6 @@ public final class RopeManager implements Resource {
     }
 
     // ---------------------------------------------------------------- step cycle
-
-    @Override
-    public boolean supportsPreplan() {
-        return true;
-    }
-
-    @Override
-    public boolean prefixSkipSafe() {
-        return true;
-    }
-
-    /** A leased plan overwrites the ids a captured graph reads, so step N+1 must plan into another slot's. */
-    @Override
-    public boolean forceDoubleBuffer() {
-        return true;
-    }
 
     /**
      * Position ids per KV plan label, uploaded as I32 device tensors of one entry per planned token.
@@ -270,8 +260,13 @@ public final class RopeManager implements Resource {
     }
 
     @Override
-    public boolean retrieves() {
-        return true;
+    public Class<PublishedPositionInfo> publishedType() {
+        return PublishedPositionInfo.class;
+    }
+
+    /** What {@link #publish} exports, as bytes and back. */
+    public PublishedPositionCodec codec() {
+        return CODEC;
     }
 
     /**
@@ -279,12 +274,9 @@ public final class RopeManager implements Resource {
      * own publication never rewinds a stream. Always OK: positions never wait.
      */
     @Override
-    public AdmitOutcome admitRetrieve(String rid, String nodeName, String graphWalk, PublishedInfo published) {
-        if (published == null) {
+    public AdmitOutcome admitRetrieve(String rid, String nodeName, String graphWalk, PublishedPositionInfo p) {
+        if (p == null) {
             return AdmitOutcome.OK;
-        }
-        if (!(published instanceof PublishedPositionInfo p)) {
-            throw new IllegalArgumentException("positions cannot retrieve " + published.getClass().getName());
         }
         p.counters().forEach((label, next) -> counters.raise(rid, label, next));
         return AdmitOutcome.OK;

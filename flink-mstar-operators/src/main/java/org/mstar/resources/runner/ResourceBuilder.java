@@ -3,11 +3,7 @@ package org.mstar.resources.runner;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.Resource;
 
-/**
- * Builds the resource a spec declares, once at model load. Named by
- * {@link NodeResourceSpec#builderClassName()} and instantiated by {@link ResourceFactory} through a public
- * no-arg constructor, so declaring a resource never loads its manager.
- */
+/** Builds the resource a spec declares, once at model load; {@link ResourceBuilders} says for which spec types. */
 @FunctionalInterface
 public interface ResourceBuilder {
     /**

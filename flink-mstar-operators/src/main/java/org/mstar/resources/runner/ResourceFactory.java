@@ -4,7 +4,6 @@ import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceDeclarations;
 
-import java.lang.reflect.InvocationTargetException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -12,35 +11,26 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-/**
- * Builds resources from their specs by resolving each {@link NodeResourceSpec#builderClassName()}
- * reflectively, so the declaration surface never links against managers or kernels.
- */
+/** Builds resources from their specs, each by the builder its spec's type has in a {@link ResourceBuilders}. */
 public final class ResourceFactory {
-    private final ClassLoader loader;
+    private final ResourceBuilders builders;
 
-    /** Resolves builders through {@code loader}: in a Flink task, the user-code class loader. */
-    public ResourceFactory(ClassLoader loader) {
-        this.loader = loader;
-    }
-
-    public ResourceFactory() {
-        this(ResourceFactory.class.getClassLoader());
+    /** @param builders the builder of each spec type to build (the library's: {@code StandardBuilders.all()}) */
+    public ResourceFactory(ResourceBuilders builders) {
+        this.builders = builders;
     }
 
     /**
      * Build one resource.
      *
-     * @throws IllegalStateException naming the spec's key and builder class when the class is missing, is
-     *                               not a {@link ResourceBuilder}, cannot be instantiated, or builds nothing
+     * @throws IllegalStateException naming the spec's key when no builder builds its type, or its builder builds
+     *                               nothing
      */
     public Resource build(NodeResourceSpec spec, EngineResourceInfo info) {
-        return checked(spec, builderFor(spec).build(spec, info));
-    }
-
-    private static Resource checked(NodeResourceSpec spec, Resource built) {
+        Resource built = builders.forSpec(spec).build(spec, info);
         if (built == null) {
-            throw new IllegalStateException(where(spec) + " built no resource");
+            throw new IllegalStateException("resource '" + spec.resourceKey() + "': its "
+                    + spec.getClass().getSimpleName() + " built no resource");
         }
         return built;
     }
@@ -55,16 +45,6 @@ public final class ResourceFactory {
      */
     public Map<String, Resource> buildAll(List<? extends NodeResourceSpec> specs, EngineResourceInfo worker,
                                           Set<String> remoteKeys) {
-        return buildAll(specs, worker, remoteKeys, Map.of());
-    }
-
-    /**
-     * {@link #buildAll(List, EngineResourceInfo, Set)}, with the resources of the keys in {@code builders} built
-     * by the given builder instead of the spec's named one (a builder carrying what a deployment wires in, such as
-     * a KV transport).
-     */
-    public Map<String, Resource> buildAll(List<? extends NodeResourceSpec> specs, EngineResourceInfo worker,
-                                          Set<String> remoteKeys, Map<String, ResourceBuilder> builders) {
         Map<String, NodeResourceSpec> byKey = ResourceDeclarations.resolveSpecDependencies(specs);
         Map<String, Resource> built = new LinkedHashMap<>();
         try {
@@ -72,9 +52,7 @@ public final class ResourceFactory {
                 NodeResourceSpec spec = byKey.get(key);
                 Map<String, NodeResourceSpec> deps = new LinkedHashMap<>();
                 spec.dependsOn().forEach(dep -> deps.put(dep, byKey.get(dep)));
-                EngineResourceInfo info = worker.forSpec(deps, remoteKeys.contains(key));
-                ResourceBuilder given = builders.get(key);
-                built.put(key, given == null ? build(spec, info) : checked(spec, given.build(spec, info)));
+                built.put(key, build(spec, worker.forSpec(deps, remoteKeys.contains(key))));
             }
         } catch (RuntimeException e) {
             List<Resource> undo = new ArrayList<>(built.values());
@@ -89,31 +67,5 @@ public final class ResourceFactory {
             throw e;
         }
         return Collections.unmodifiableMap(built);
-    }
-
-    private ResourceBuilder builderFor(NodeResourceSpec spec) {
-        String name = spec.builderClassName();
-        Class<?> type;
-        try {
-            type = Class.forName(name, true, loader);
-        } catch (ClassNotFoundException e) {
-            throw new IllegalStateException(where(spec) + " is not on the classpath", e);
-        }
-        if (!ResourceBuilder.class.isAssignableFrom(type)) {
-            throw new IllegalStateException(where(spec) + " does not implement " + ResourceBuilder.class.getName());
-        }
-        try {
-            return (ResourceBuilder) type.getConstructor().newInstance();
-        } catch (NoSuchMethodException e) {
-            throw new IllegalStateException(where(spec) + " has no public no-arg constructor", e);
-        } catch (InvocationTargetException e) {
-            throw new IllegalStateException(where(spec) + " failed in its constructor", e.getCause());
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(where(spec) + " cannot be instantiated", e);
-        }
-    }
-
-    private static String where(NodeResourceSpec spec) {
-        return "resource '" + spec.resourceKey() + "': builder " + spec.builderClassName();
     }
 }

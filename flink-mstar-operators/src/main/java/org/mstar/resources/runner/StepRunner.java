@@ -1,9 +1,15 @@
 package org.mstar.resources.runner;
 
+import org.mstar.resources.Admission;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.CGSlotSpec;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.FullAdmitOutcome;
+import org.mstar.resources.GraphBuffers;
+import org.mstar.resources.Planning;
+import org.mstar.resources.PrefixCaching;
+import org.mstar.resources.Preplanning;
+import org.mstar.resources.Publication;
 import org.mstar.resources.PublishedInfo;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceDeclarations;
@@ -30,10 +36,12 @@ import java.util.function.Predicate;
  * request-, node- and prefix-cache sweeps around it.
  *
  * <p>Every sweep runs in the deterministic topological order of {@link Resource#dependsOn()} (Kahn
- * layering, alphabetical within a level); unwinding runs in reverse. A step sweep touches only the
- * resources the step declares. A node-scoped sweep touches only the node's own resources, because a
- * resource asked about a node it does not serve would answer with defaults (KV's "main" label) and gate,
- * or allocate for, another node's cache.
+ * layering, alphabetical within a level); unwinding runs in reverse. A sweep asks each resource for the
+ * capability it drives ({@link Resource#capability}: {@link Admission}, {@link Planning}, {@link Publication},
+ * {@link PrefixCaching}, ...) and passes over those without it, as if they answered with the documented
+ * no-op. A step sweep touches only the resources the step declares. A node-scoped sweep touches only the
+ * node's own resources, because a resource asked about a node it does not serve would answer with defaults
+ * (KV's "main" label) and gate, or allocate for, another node's cache.
  *
  * <p>Not thread-safe: the engine makes every call from its step loop, or hands over to the plan thread
  * with a happens-before edge ({@link #preAdmit}/{@link #prePlan} run only between one step's commit and the
@@ -63,10 +71,10 @@ public final class StepRunner {
     /** A step's declared keys in topological order, and the pre-planning ones among them. */
     private record StepOrder(List<String> all, List<String> preplanning) {}
 
-    /** One resource's answer for one request, under that request's walk; null means nothing to report. */
+    /** One publisher's answer for one request, under that request's walk; null means nothing to report. */
     @FunctionalInterface
     private interface PerRequest<V> {
-        V answer(String key, String rid, String walk);
+        V answer(String key, Publication<?> publisher, String rid, String walk);
     }
 
     /**
@@ -180,7 +188,8 @@ public final class StepRunner {
     /**
      * Plan the pre-planning resources of {@code step} a step ahead, with {@code ctx.isPreplan()} set so each
      * plans into its pending slot, and record the staged key. Earlier plan results are kept, and these are
-     * added for the dependents in the same subset. A failure drops the partial stage on every resource.
+     * added for the dependents in the same subset. A failure drops the partial stage on every pre-planning
+     * resource.
      *
      * @return key → pending plan result of the pre-planning resources
      */
@@ -208,7 +217,7 @@ public final class StepRunner {
         return staged != null;
     }
 
-    /** Drop the staged pre-plan on every resource, in reverse order, and the record of it. */
+    /** Drop the staged pre-plan on every pre-planning resource, in reverse order, and the record of it. */
     public void clearPreplan() {
         clearPreplan(null);
     }
@@ -269,11 +278,11 @@ public final class StepRunner {
     public FullAdmitOutcome admitRetrieve(String rid, String node, String walk, Map<String, PublishedInfo> published) {
         boolean ready = true;
         for (String key : keysOf(node)) {
-            Resource r = resources.get(key);
-            if (!r.retrieves()) {
+            Publication<?> p = as(key, Publication.class);
+            if (p == null) {
                 continue;
             }
-            AdmitOutcome o = r.admitRetrieve(rid, node, walk, published == null ? null : published.get(key));
+            AdmitOutcome o = retrieve(p, key, rid, node, walk, published == null ? null : published.get(key));
             if (!o.ok()) {
                 return new FullAdmitOutcome(o, key);
             }
@@ -291,14 +300,14 @@ public final class StepRunner {
     public Map<String, Map<String, PublishedInfo>> publish(List<String> rids, String node, String walk,
                                                            Map<String, String> requestWalks) {
         return perRequest(rids, node, walk, requestWalks,
-                (key, rid, w) -> resources.get(key).publishForStep(rid, node, w));
+                (key, p, rid, w) -> p.publishForStep(rid, node, w));
     }
 
     /** {@link #publish} of what is useful once a dynamic loop has stopped. */
     public Map<String, Map<String, PublishedInfo>> publishAfterStop(List<String> rids, String node, String walk,
                                                                     Map<String, String> requestWalks) {
         return perRequest(rids, node, walk, requestWalks,
-                (key, rid, w) -> resources.get(key).publishAfterStop(rid, node, w));
+                (key, p, rid, w) -> p.publishAfterStop(rid, node, w));
     }
 
     /**
@@ -310,23 +319,26 @@ public final class StepRunner {
     public Map<String, Map<String, Object>> publishSnapshot(List<String> rids, String node, String walk,
                                                             Map<String, String> requestWalks) {
         return perRequest(rids, node, walk, requestWalks,
-                (key, rid, w) -> resources.get(key).publishSnapshotForStep(rid, node, w));
+                (key, p, rid, w) -> p.publishSnapshotForStep(rid, node, w));
     }
 
     /** The published info of {@code rids} from their {@link #publishSnapshot} records, each under its own walk. */
     public Map<String, Map<String, PublishedInfo>> publishFromSnapshots(Map<String, Map<String, Object>> snapshots,
                                                                         List<String> rids, String node, String walk,
                                                                         Map<String, String> requestWalks) {
-        return perRequest(rids, node, walk, requestWalks, (key, rid, w) -> {
+        return perRequest(rids, node, walk, requestWalks, (key, p, rid, w) -> {
             Object snapshot = snapshots.getOrDefault(rid, Map.of()).get(key);
-            return snapshot == null ? null : resources.get(key).publishFromSnapshot(rid, snapshot, node, w);
+            return snapshot == null ? null : p.publishFromSnapshot(rid, snapshot, node, w);
         });
     }
 
     /** Let {@code node}'s resources size the static buffers its captured graphs will read. */
     public void buildAcceleratorGraphBuffers(List<CGSlotSpec> slots, int maxBs, int maxSeqLen, String node) {
         for (String key : keysOf(node)) {
-            resources.get(key).buildAcceleratorGraphBuffers(slots, maxBs, maxSeqLen);
+            GraphBuffers g = as(key, GraphBuffers.class);
+            if (g != null) {
+                g.buildAcceleratorGraphBuffers(slots, maxBs, maxSeqLen);
+            }
         }
     }
 
@@ -334,7 +346,8 @@ public final class StepRunner {
     public Map<String, long[]> pageTrails(String node) {
         Map<String, long[]> trails = new LinkedHashMap<>();
         for (String key : keysOf(node)) {
-            long[] trail = resources.get(key).pageTrail();
+            PrefixCaching c = as(key, PrefixCaching.class);
+            long[] trail = c == null ? null : c.pageTrail();
             if (trail != null) {
                 trails.put(key, trail);
             }
@@ -353,7 +366,8 @@ public final class StepRunner {
     public CachedPrefix resolveCachedPrefix(String rid, String node, String walk, Map<String, int[]> inputs) {
         CachedPrefix agreed = null;
         for (String key : keysOf(node)) {
-            CachedPrefix p = resources.get(key).resolveCachedPrefix(rid, node, walk, inputs);
+            PrefixCaching c = as(key, PrefixCaching.class);
+            CachedPrefix p = c == null ? null : c.resolveCachedPrefix(rid, node, walk, inputs);
             if (p != null && (agreed == null || p.tokens() < agreed.tokens())) {
                 agreed = p;
             }
@@ -364,16 +378,12 @@ public final class StepRunner {
     /** Give every resource on {@code node} the agreed prefix (null if none), with the untrimmed inputs. */
     public void applyCachedPrefix(String rid, String node, String walk, Map<String, int[]> inputs,
                                   CachedPrefix prefix) {
-        for (String key : keysOf(node)) {
-            resources.get(key).applyCachedPrefix(rid, node, walk, inputs, prefix);
-        }
+        forPrefixCaching(node, c -> c.applyCachedPrefix(rid, node, walk, inputs, prefix));
     }
 
     /** Tell {@code node}'s resources that the cache served this walk whole; it will never admit or commit. */
     public void completeCachedWalk(String rid, String node, String walk) {
-        for (String key : keysOf(node)) {
-            resources.get(key).completeCachedWalk(rid, node, walk);
-        }
+        forPrefixCaching(node, c -> c.completeCachedWalk(rid, node, walk));
     }
 
     /**
@@ -385,7 +395,8 @@ public final class StepRunner {
     public Map<String, List<Integer>> leaseCachedPrefix(String rid, String node, String walk) {
         Map<String, List<Integer>> leases = new LinkedHashMap<>();
         for (String key : keysOf(node)) {
-            List<Integer> pages = resources.get(key).leaseCachedPrefix(rid, node, walk);
+            PrefixCaching c = as(key, PrefixCaching.class);
+            List<Integer> pages = c == null ? null : c.leaseCachedPrefix(rid, node, walk);
             if (pages != null) {
                 leases.put(key, pages);
             }
@@ -404,8 +415,9 @@ public final class StepRunner {
         boolean held = true;
         for (String key : keysOf(node)) {
             List<Integer> pages = leases.get(key);
-            if (pages != null) {
-                held &= resources.get(key).adoptCachedPrefix(rid, node, walk, pages, caughtUp);
+            PrefixCaching c = as(key, PrefixCaching.class);
+            if (pages != null && c != null) {
+                held &= c.adoptCachedPrefix(rid, node, walk, pages, caughtUp);
             }
         }
         return held;
@@ -413,16 +425,15 @@ public final class StepRunner {
 
     /** Give back a lease or adoption for a step that will not run. */
     public void releaseCachedPrefix(String rid, String node, String walk) {
-        for (String key : keysOf(node)) {
-            resources.get(key).releaseCachedPrefix(rid, node, walk);
-        }
+        forPrefixCaching(node, c -> c.releaseCachedPrefix(rid, node, walk));
     }
 
     /** The keys of {@code node}'s resources with a prefix cache open now; usually empty, so callers skip the sweep. */
     public List<String> prefixChainKeys(String node) {
         List<String> keys = new ArrayList<>();
         for (String key : keysOf(node)) {
-            if (resources.get(key).keysPrefixChains()) {
+            PrefixCaching c = as(key, PrefixCaching.class);
+            if (c != null && c.keysPrefixChains()) {
                 keys.add(key);
             }
         }
@@ -432,7 +443,7 @@ public final class StepRunner {
     /** Offer one request's sampled tokens (host copy) to {@code node}'s resources with a cache open. */
     public void extendPrefixChains(String rid, String node, String walk, Map<String, int[]> outputs) {
         for (String key : prefixChainKeys(node)) {
-            resources.get(key).extendPrefixChain(rid, node, walk, outputs);
+            as(key, PrefixCaching.class).extendPrefixChain(rid, node, walk, outputs);
         }
     }
 
@@ -452,7 +463,7 @@ public final class StepRunner {
                 continue;
             }
             for (String key : keys) {
-                resources.get(key).extendPrefixChain(rid, node, walkOf.apply(rid), own);
+                as(key, PrefixCaching.class).extendPrefixChain(rid, node, walkOf.apply(rid), own);
             }
         }
     }
@@ -464,9 +475,10 @@ public final class StepRunner {
         boolean ready = true;
         for (int i = 0; i < keys.size(); i++) {
             String key = keys.get(i);
+            Admission a = as(key, Admission.class);
             AdmitOutcome outcome;
             try {
-                outcome = resources.get(key).admit(step.get(key), ctx);
+                outcome = a == null ? AdmitOutcome.OK : a.admit(step.get(key), ctx);
             } catch (RuntimeException e) {
                 rollback(keys.subList(0, i + 1), step, e);
                 throw e;
@@ -483,14 +495,20 @@ public final class StepRunner {
     /** rollbackAdmit over {@code reached}, last first; failures are added to {@code cause} when there is one. */
     private void rollback(List<String> reached, SubmoduleStep step, RuntimeException cause) {
         StepContext ctx = step.ctx();
-        runAll(reversed(reached), key -> resources.get(key).rollbackAdmit(step.get(key), ctx), cause);
+        runAll(reversed(reached), key -> {
+            Admission a = as(key, Admission.class);
+            if (a != null) {
+                a.rollbackAdmit(step.get(key), ctx);
+            }
+        }, cause);
     }
 
     private Map<String, Object> planOver(List<String> keys, SubmoduleStep step) {
         StepContext ctx = step.ctx();
         Map<String, Object> results = new LinkedHashMap<>();
         for (String key : keys) {
-            Object result = resources.get(key).plan(step.get(key), ctx);
+            Planning<?> p = as(key, Planning.class);
+            Object result = p == null ? null : p.plan(step.get(key), ctx);
             // Published before the next resource plans: this is how dependents read it.
             ctx.planResults().put(key, result);
             results.put(key, result);
@@ -498,10 +516,15 @@ public final class StepRunner {
         return Collections.unmodifiableMap(results);
     }
 
-    /** clearPreplan on every resource, last first; failures are added to {@code cause} when there is one. */
+    /** clearPreplan on every pre-planning resource, last first; failures are added to {@code cause}, if any. */
     private void clearPreplan(RuntimeException cause) {
         try {
-            runAll(reversed(order), key -> resources.get(key).clearPreplan(), cause);
+            runAll(reversed(order), key -> {
+                Preplanning p = as(key, Preplanning.class);
+                if (p != null) {
+                    p.clearPreplan();
+                }
+            }, cause);
         } finally {
             staged = null;
             stagedFrom = null;
@@ -547,7 +570,8 @@ public final class StepRunner {
             String own = requestWalks == null ? walk : requestWalks.getOrDefault(rid, walk);
             Map<String, V> byKey = new LinkedHashMap<>();
             for (String key : keys) {
-                V answer = answers.answer(key, rid, own);
+                Publication<?> publisher = as(key, Publication.class);
+                V answer = publisher == null ? null : answers.answer(key, publisher, rid, own);
                 if (answer != null) {
                     byKey.put(key, answer);
                 }
@@ -577,12 +601,11 @@ public final class StepRunner {
     private Set<String> preplanningKeys() {
         Set<String> keys = new HashSet<>();
         for (String key : order) {
-            Resource r = resources.get(key);
-            if (!r.supportsPreplan()) {
+            if (as(key, Preplanning.class) == null) {
                 continue;
             }
-            for (String dep : new TreeSet<>(r.dependsOn())) {
-                if (!resources.get(dep).supportsPreplan()) {
+            for (String dep : new TreeSet<>(resources.get(key).dependsOn())) {
+                if (as(dep, Preplanning.class) == null) {
                     throw new IllegalArgumentException("resource '" + key + "' pre-plans but its dependency '"
                             + dep + "' does not: a pre-planned step would read the plan of the step in flight");
                 }
@@ -590,6 +613,34 @@ public final class StepRunner {
             keys.add(key);
         }
         return Set.copyOf(keys);
+    }
+
+    /** The resource of {@code key} as capability {@code type}; null when it has none. */
+    private <C> C as(String key, Class<C> type) {
+        return resources.get(key).capability(type).orElse(null);
+    }
+
+    private void forPrefixCaching(String node, Consumer<PrefixCaching> action) {
+        for (String key : keysOf(node)) {
+            PrefixCaching c = as(key, PrefixCaching.class);
+            if (c != null) {
+                action.accept(c);
+            }
+        }
+    }
+
+    /**
+     * Hand {@code published} to {@code p} as the type it publishes.
+     *
+     * @throws IllegalArgumentException when it is a publication of another type
+     */
+    private static <P extends PublishedInfo> AdmitOutcome retrieve(Publication<P> p, String key, String rid,
+                                                                  String node, String walk, PublishedInfo published) {
+        if (published != null && !p.publishedType().isInstance(published)) {
+            throw new IllegalArgumentException("resource '" + key + "' retrieves " + p.publishedType().getSimpleName()
+                    + ", not " + published.getClass().getSimpleName());
+        }
+        return p.admitRetrieve(rid, node, walk, p.publishedType().cast(published));
     }
 
     /**

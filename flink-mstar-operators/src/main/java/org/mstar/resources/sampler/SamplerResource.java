@@ -17,6 +17,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.resources.Planning;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
@@ -49,7 +50,7 @@ import org.mstar.resources.constraint.TokenAutomaton;
  *
  * <p>Not thread-safe: one step loop drives it.
  */
-public final class SamplerResource implements Resource {
+public final class SamplerResource implements Resource, Planning<Object> {
     private final SamplerSpec spec;
     private final Device device;
     private final Map<String, SamplingState> requests = new HashMap<>();

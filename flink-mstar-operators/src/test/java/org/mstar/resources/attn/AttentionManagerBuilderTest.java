@@ -29,12 +29,13 @@ import org.mstar.resources.RaggedCrossAttentionSpec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.RingKVConfig;
 import org.mstar.resources.RingKVLayerConfig;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 
 class AttentionManagerBuilderTest {
     private final CpuDevice device = new CpuDevice(1);
-    private final ResourceFactory factory = new ResourceFactory();
+    private final ResourceFactory factory = new ResourceFactory(StandardBuilders.all());
 
     @AfterEach
     void closeDevice() {

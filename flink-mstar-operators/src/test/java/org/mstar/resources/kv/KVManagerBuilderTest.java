@@ -14,6 +14,7 @@ import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.Resource;
 import org.mstar.resources.RingKVConfig;
 import org.mstar.resources.RingKVLayerConfig;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 
@@ -24,7 +25,8 @@ class KVManagerBuilderTest {
     void theFactoryBuildsAPagedManagerFromItsSpec() {
         KVSpec spec = new KVSpec("kv", Set.of("llm"),
                 PagedKVConfig.builder(3, 8, 16, 512).maxNumPages(10).pageSize(8).build());
-        Resource r = new ResourceFactory().build(spec, new EngineResourceInfo(device, 2, 1, DType.BF16, false, Map.of()));
+        Resource r = new ResourceFactory(StandardBuilders.all()).build(spec,
+                new EngineResourceInfo(device, 2, 1, DType.BF16, false, Map.of()));
         assertThat(r).isInstanceOf(KVManager.class);
         KVManager kv = (KVManager) r;
         assertThat(kv.pool().shape()).containsExactly(3, 10, 2, 8, 4, 16);

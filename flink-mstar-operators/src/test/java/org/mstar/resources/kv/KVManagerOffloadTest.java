@@ -14,6 +14,7 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.KVStep;
+import org.mstar.resources.Offload;
 import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.RetentionPolicy;
 import org.mstar.resources.Segment;
@@ -42,7 +43,7 @@ class KVManagerOffloadTest {
         int released = s.released;
         assertThat(released).isPositive();
         int free = h.free();
-        assertThat(h.kv.supportsEviction()).isTrue();
+        assertThat(h.kv.capability(Offload.class)).isPresent();
         int reclaimable = h.kv.reclaimable("a");
         assertThat(reclaimable).isEqualTo(s.pages.size() + 2);
 
@@ -158,7 +159,7 @@ class KVManagerOffloadTest {
         KvHarness h = new KvHarness(16, 4);
         h.kv.ingestRequest("a", null);
         h.extend("main", 1, Map.of("a", 6));
-        assertThat(h.kv.supportsEviction()).isFalse();
+        assertThat(h.kv.capability(Offload.class)).isEmpty();
         assertThat(h.kv.reclaimable("a")).isZero();
         assertThat(h.kv.offload("a")).isZero();
         assertThat(h.kv.reload("a")).isTrue();

@@ -140,11 +140,9 @@ class KVManagerRetrieveTest {
     @Test
     void wholePagesTheLocalIndexHoldsDoNotMove() {
         int[] prompt = range(1, 14);
-        producer.kv.ingestRequest("a", keyed(prompt, 4));
-        producer.prefill("a", prompt);
+        producer.ingestAndPrefill("a", prompt);
         consumer.kv.enablePrefixCache(new byte[] {7}, Set.of(PREFILL, DECODE));
-        consumer.kv.ingestRequest("x", keyed(prompt, 4));
-        consumer.prefill("x", prompt);
+        consumer.ingestAndPrefill("x", prompt);
 
         consumer.kv.ingestRequest("a", keyed(prompt, 4));
         assertThat(retrieve((PublishedKVInfo) producer.kv.publish("a"))).isEqualTo(AdmitOutcome.OK);

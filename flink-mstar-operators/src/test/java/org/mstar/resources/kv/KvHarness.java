@@ -211,6 +211,12 @@ final class KvHarness {
         return skip;
     }
 
+    /** Open {@code rid} keyed by {@code prompt} and {@link #prefill} it; returns the cached prefix length. */
+    int ingestAndPrefill(String rid, int[] prompt) {
+        kv.ingestRequest(rid, keyed(prompt, pageSize));
+        return prefill(rid, prompt);
+    }
+
     /** The stream's K/V read back through its page table equals what the oracle says it holds. */
     void verify(String rid, String label) {
         verify(kv, rid, label, oracle.getOrDefault(new StreamLabel(rid, label), List.of()));

@@ -14,10 +14,13 @@ import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.PositionConfig;
 import org.mstar.resources.PositionSpec;
 import org.mstar.resources.Resource;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 
 class RopeManagerBuilderTest {
+    private static final ResourceFactory FACTORY = new ResourceFactory(StandardBuilders.all());
+
     private final CpuDevice device = new CpuDevice(1);
 
     @AfterEach
@@ -30,7 +33,7 @@ class RopeManagerBuilderTest {
         KVSpec kv = new KVSpec("kv", Set.of("llm"), PagedKVConfig.builder(2, 4, 64, 256).build());
         PositionSpec spec = new PositionSpec("pos", Set.of("llm"), new PositionConfig("kv").withTheta(500000.0));
 
-        Resource built = new ResourceFactory().build(spec,
+        Resource built = FACTORY.build(spec,
                 new EngineResourceInfo(device, 1, 0, DType.BF16, false, Map.of("kv", kv)));
 
         assertThat(built).isInstanceOf(RopeManager.class);
@@ -44,7 +47,7 @@ class RopeManagerBuilderTest {
     void theKvSpecMustBeAmongTheDependencies() {
         PositionSpec spec = new PositionSpec("pos", Set.of("llm"), new PositionConfig("kv"));
 
-        assertThatThrownBy(() -> new ResourceFactory().build(spec, EngineResourceInfo.singleRank(device, DType.BF16)))
+        assertThatThrownBy(() -> FACTORY.build(spec, EngineResourceInfo.singleRank(device, DType.BF16)))
                 .hasMessageContaining("need KV spec 'kv'");
     }
 }

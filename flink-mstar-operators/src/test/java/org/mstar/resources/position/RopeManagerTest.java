@@ -18,6 +18,7 @@ import org.mstar.resources.PosBackend;
 import org.mstar.resources.PosScheme;
 import org.mstar.resources.PositionConfig;
 import org.mstar.resources.PositionStep;
+import org.mstar.resources.Publication;
 import org.mstar.resources.Segment;
 import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
@@ -279,7 +280,7 @@ class RopeManagerTest {
         RopeManager pos = sequential();
         pos.ingestRequest("a", null);
 
-        assertThat(pos.retrieves()).isTrue();
+        assertThat(pos.capability(Publication.class)).isPresent();
         assertThat(pos.admitRetrieve("a", "llm", "decode", new PublishedPositionInfo(Map.of("main", 10))))
                 .isEqualTo(AdmitOutcome.OK);
         pos.admitRetrieve("a", "llm", "decode", new PublishedPositionInfo(Map.of("main", 4, "cfg", 3)));

@@ -1,8 +1,14 @@
 package org.mstar.resources.runner;
 
+import org.mstar.resources.Admission;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.CGSlotSpec;
 import org.mstar.resources.CachedPrefix;
+import org.mstar.resources.GraphBuffers;
+import org.mstar.resources.Planning;
+import org.mstar.resources.PrefixCaching;
+import org.mstar.resources.Preplanning;
+import org.mstar.resources.Publication;
 import org.mstar.resources.PublishedInfo;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
@@ -14,13 +20,15 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
  * A resource that writes every call into a journal shared by all resources of a test ("key.method", or
  * "key.method:arg"), and answers as the test arms it.
  */
-final class RecordingResource implements Resource {
+final class RecordingResource implements Resource, Admission, Planning<Object>, Preplanning, GraphBuffers,
+        Publication<PublishedInfo>, PrefixCaching {
     private final String key;
     private final Set<String> deps;
     private final List<String> journal;
@@ -36,8 +44,9 @@ final class RecordingResource implements Resource {
     RuntimeException admitFailure;
     RuntimeException ingestFailure;
     RuntimeException removeFailure;
+    /** Whether it offers {@link Preplanning} and {@link Publication}: armed per test, like the answers. */
     boolean preplans;
-    boolean retrieves;
+    boolean publication;
     AdmitOutcome retrieveAnswer = AdmitOutcome.OK;
     PublishedInfo publishes;
     CachedPrefix cachedPrefix;
@@ -57,6 +66,14 @@ final class RecordingResource implements Resource {
     }
 
     @Override public Set<String> dependsOn() { return deps; }
+
+    @Override
+    public <C> Optional<C> capability(Class<C> type) {
+        if (type == Preplanning.class && !preplans || type == Publication.class && !publication) {
+            return Optional.empty();
+        }
+        return Resource.super.capability(type);
+    }
 
     @Override
     public void ingestRequest(String rid, ResourceReqConfig cfg) {
@@ -105,7 +122,6 @@ final class RecordingResource implements Resource {
     }
 
     @Override public void commit(ResourceStep step, StepContext ctx) { log("commit"); }
-    @Override public boolean supportsPreplan() { return preplans; }
     @Override public void clearPreplan() { log("clearPreplan"); }
 
     @Override
@@ -120,7 +136,9 @@ final class RecordingResource implements Resource {
         return retrieveAnswer;
     }
 
-    @Override public boolean retrieves() { return retrieves; }
+    @Override public Class<PublishedInfo> publishedType() { return PublishedInfo.class; }
+
+    @Override public PublishedInfo publish(String rid) { return publishes; }
 
     @Override
     public PublishedInfo publishForStep(String rid, String nodeName, String graphWalk) {

@@ -15,14 +15,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class ResourceFactoryTest {
-    /** Builders are instantiated reflectively, so what they build is observed through this. */
+    /** What the built resources' cleanup saw. */
     private static final List<String> CLEANED = new ArrayList<>();
 
-    record TestSpec(String resourceKey, Set<String> dependsOn, String builderClassName) implements NodeResourceSpec {
-        TestSpec(String key, String builder, String... deps) {
-            this(key, Set.of(deps), builder);
+    record TestSpec(String resourceKey, Set<String> dependsOn) implements NodeResourceSpec {
+        TestSpec(String key, String... deps) {
+            this(key, Set.of(deps));
         }
 
+        @Override public Set<String> nodes() { return Set.of("decoder"); }
+        @Override public void applyYamlOverrides(Map<String, Object> overrides) {}
+    }
+
+    /** A spec whose builder fails. */
+    record FailingSpec(String resourceKey, Set<String> dependsOn) implements NodeResourceSpec {
         @Override public Set<String> nodes() { return Set.of("decoder"); }
         @Override public void applyYamlOverrides(Map<String, Object> overrides) {}
     }
@@ -32,26 +38,13 @@ class ResourceFactoryTest {
         @Override public void cleanup() { CLEANED.add(spec.resourceKey()); }
     }
 
-    public static final class BuiltBuilder implements ResourceBuilder {
-        @Override
-        public Resource build(NodeResourceSpec spec, EngineResourceInfo info) {
-            return new Built(spec, info);
-        }
-    }
-
-    public static final class FailingBuilder implements ResourceBuilder {
-        @Override
-        public Resource build(NodeResourceSpec spec, EngineResourceInfo info) {
-            throw new IllegalStateException("no device memory for " + spec.resourceKey());
-        }
-    }
-
-    public static final class NotABuilder {}
-
-    private static final String BUILT = BuiltBuilder.class.getName();
     private static final EngineResourceInfo WORKER = EngineResourceInfo.singleRank(null, DType.BF16);
 
-    private final ResourceFactory factory = new ResourceFactory();
+    private final ResourceFactory factory = new ResourceFactory(ResourceBuilders.none()
+            .with(TestSpec.class, Built::new)
+            .with(FailingSpec.class, (spec, info) -> {
+                throw new IllegalStateException("no device memory for " + spec.resourceKey());
+            }));
 
     @BeforeEach
     void reset() {
@@ -60,9 +53,9 @@ class ResourceFactoryTest {
 
     @Test
     void buildsEverySpecInTopologicalOrderWithItsDependenciesAndTransferNeed() {
-        TestSpec attn = new TestSpec("attn", BUILT, "kv");
-        TestSpec kv = new TestSpec("kv", BUILT);
-        TestSpec sampler = new TestSpec("sampler", BUILT);
+        TestSpec attn = new TestSpec("attn", "kv");
+        TestSpec kv = new TestSpec("kv");
+        TestSpec sampler = new TestSpec("sampler");
 
         Map<String, Resource> built = factory.buildAll(List.of(attn, sampler, kv), WORKER, Set.of("kv"));
 
@@ -76,29 +69,30 @@ class ResourceFactoryTest {
     }
 
     @Test
-    void aMissingBuilderClassIsNamedWithItsResourceKey() {
-        TestSpec spec = new TestSpec("kv", "org.mstar.resources.kv.NoSuchBuilder");
+    void aSpecTypeWithoutABuilderIsNamedWithItsResourceKey() {
+        ResourceFactory none = new ResourceFactory(ResourceBuilders.none());
 
-        assertThatThrownBy(() -> factory.build(spec, WORKER))
+        assertThatThrownBy(() -> none.build(new TestSpec("kv"), WORKER))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("'kv'")
-                .hasMessageContaining("org.mstar.resources.kv.NoSuchBuilder");
+                .hasMessageContaining("TestSpec");
     }
 
     @Test
-    void aClassThatIsNotABuilderIsRefused() {
-        TestSpec spec = new TestSpec("kv", NotABuilder.class.getName());
+    void aBuilderThatBuildsNothingIsRefused() {
+        ResourceFactory nothing = new ResourceFactory(ResourceBuilders.none()
+                .with(TestSpec.class, (spec, info) -> null));
 
-        assertThatThrownBy(() -> factory.build(spec, WORKER))
+        assertThatThrownBy(() -> nothing.build(new TestSpec("kv"), WORKER))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("'kv'")
-                .hasMessageContaining(ResourceBuilder.class.getName());
+                .hasMessageContaining("built no resource");
     }
 
     @Test
     void aFailedBuildCleansUpWhatWasAlreadyBuiltInReverse() {
-        List<TestSpec> specs = List.of(
-                new TestSpec("a", BUILT), new TestSpec("b", BUILT, "a"), new TestSpec("c", FailingBuilder.class.getName(), "b"));
+        List<NodeResourceSpec> specs = List.of(
+                new TestSpec("a"), new TestSpec("b", "a"), new FailingSpec("c", Set.of("b")));
 
         assertThatThrownBy(() -> factory.buildAll(specs, WORKER, Set.of())).hasMessage("no device memory for c");
         assertThat(CLEANED).containsExactly("b", "a");
@@ -107,9 +101,9 @@ class ResourceFactoryTest {
     @Test
     void specsWithDuplicateKeysOrUndeclaredDependenciesAreRefusedBeforeAnyBuild() {
         assertThatThrownBy(() -> factory.buildAll(
-                List.of(new TestSpec("kv", BUILT), new TestSpec("kv", BUILT)), WORKER, Set.of()))
+                List.of(new TestSpec("kv"), new TestSpec("kv")), WORKER, Set.of()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'kv'");
-        assertThatThrownBy(() -> factory.buildAll(List.of(new TestSpec("attn", BUILT, "kv")), WORKER, Set.of()))
+        assertThatThrownBy(() -> factory.buildAll(List.of(new TestSpec("attn", "kv")), WORKER, Set.of()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'attn'").hasMessageContaining("'kv'");
     }
 

@@ -6,6 +6,7 @@ import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.FullAdmitOutcome;
+import org.mstar.resources.Publication;
 import org.mstar.resources.PublishedInfo;
 import org.mstar.resources.Resource;
 
@@ -16,6 +17,7 @@ import java.util.Map;
 import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** Node-scoped sweeps (spec §2.4) and prefix-cache resolution (§2.5, §2.6; invariants 7 and 11). */
 class StepRunnerNodeSweepTest {
@@ -41,13 +43,13 @@ class StepRunnerNodeSweepTest {
                 "encoder", Set.of("enc_kv"),
                 "sampler", Set.of()));
         for (RecordingResource r : List.of(kv, attn, encKv)) {
-            r.retrieves = true;
+            r.publication = true;
         }
     }
 
     @Test
     void admitRetrieveAsksOnlyTheNodesOwnRetrievingResourcesWithTheirOwnPublication() {
-        attn.retrieves = false;
+        attn.publication = false;
         Info kvInfo = new Info("kv pages");
 
         FullAdmitOutcome outcome = runner.admitRetrieve("r1", "decoder", "decode",
@@ -85,6 +87,46 @@ class StepRunnerNodeSweepTest {
 
         runner.admitRetrieve("r1", "vocoder", "decode", null);
         assertThat(journal).containsExactly("enc_kv.admitRetrieve", "kv.admitRetrieve", "attn.admitRetrieve");
+    }
+
+    /** A resource with only the capability of publishing {@link Info}s: no admission, plan or prefix cache. */
+    private record InfoPublisher(List<String> journal) implements Resource, Publication<Info> {
+        @Override public Class<Info> publishedType() { return Info.class; }
+        @Override public Info publish(String rid) { return new Info("of " + rid); }
+
+        @Override
+        public AdmitOutcome admitRetrieve(String rid, String nodeName, String graphWalk, Info published) {
+            journal.add("publisher.admitRetrieve:" + published.name());
+            return AdmitOutcome.OK;
+        }
+    }
+
+    /** A publication of another type than a resource's own is refused by name, and one of its own passes typed. */
+    @Test
+    void admitRetrieveHandsEachResourceAPublicationOfItsOwnType() {
+        StepRunner typed = new StepRunner(Map.of("pub", new InfoPublisher(journal)), null);
+        record Foreign() implements PublishedInfo {
+            @Override public void update(PublishedInfo other) {}
+            @Override public PublishedInfo copy() { return this; }
+        }
+
+        assertThat(typed.admitRetrieve("r1", null, "decode", Map.of("pub", new Info("pages")))).isEqualTo(
+                FullAdmitOutcome.OK);
+        assertThatThrownBy(() -> typed.admitRetrieve("r1", null, "decode", Map.of("pub", new Foreign())))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'pub'")
+                .hasMessageContaining("retrieves Info, not Foreign");
+        assertThat(journal).containsExactly("publisher.admitRetrieve:pages");
+    }
+
+    /** The sweeps pass over a resource without the capability they drive, as over one answering the no-op. */
+    @Test
+    void aResourceWithoutACapabilityIsPassedOver() {
+        StepRunner typed = new StepRunner(Map.of("pub", new InfoPublisher(journal)), null);
+
+        assertThat(typed.resolveCachedPrefix("r1", null, "decode", Map.of())).isNull();
+        assertThat(typed.pageTrails(null)).isEmpty();
+        assertThat(typed.publish(List.of("r1"), null, "decode", null))
+                .isEqualTo(Map.of("r1", Map.of("pub", new Info("of r1"))));
     }
 
     @Test

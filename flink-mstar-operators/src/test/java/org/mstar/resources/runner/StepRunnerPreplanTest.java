@@ -99,14 +99,14 @@ class StepRunnerPreplanTest {
     }
 
     @Test
-    void aDifferentStepClearsTheStagedPlanOnEveryResourceBeforeAdmitting() {
+    void aDifferentStepClearsTheStagedPlanOnEveryPreplanningResourceBeforeAdmitting() {
         stage(leasedDecode("r1", "r2"));
 
         // A new prefill reached the GPU thread first: other rows, other segments.
         runner.admit(leasedDecode("r3"));
 
         assertThat(journal).containsExactly(
-                "attn.clearPreplan", "sampler.clearPreplan", "kv.clearPreplan",
+                "attn.clearPreplan", "kv.clearPreplan",
                 "kv.admit", "sampler.admit", "attn.admit");
         assertThat(runner.staged()).isFalse();
     }
@@ -119,7 +119,7 @@ class StepRunnerPreplanTest {
 
         runner.plan(otherSlot);
 
-        assertThat(journal).startsWith("attn.clearPreplan", "sampler.clearPreplan", "kv.clearPreplan");
+        assertThat(journal).startsWith("attn.clearPreplan", "kv.clearPreplan");
     }
 
     @Test
@@ -139,7 +139,7 @@ class StepRunnerPreplanTest {
 
         runner.clearPreplan();
 
-        assertThat(journal).containsExactly("attn.clearPreplan", "sampler.clearPreplan", "kv.clearPreplan");
+        assertThat(journal).containsExactly("attn.clearPreplan", "kv.clearPreplan");
         assertThat(runner.staged()).isFalse();
     }
 }

@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.SamplerSpec;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 
@@ -23,7 +24,7 @@ class SamplerResourceBuilderTest {
     void buildsTheSamplerFromItsSpec() {
         SamplerSpec spec = new SamplerSpec("sampler", Set.of("llm"), 32);
 
-        assertThat(new ResourceFactory().build(spec, EngineResourceInfo.singleRank(device, DType.BF16)))
-                .isInstanceOf(SamplerResource.class);
+        assertThat(new ResourceFactory(StandardBuilders.all())
+                .build(spec, EngineResourceInfo.singleRank(device, DType.BF16))).isInstanceOf(SamplerResource.class);
     }
 }

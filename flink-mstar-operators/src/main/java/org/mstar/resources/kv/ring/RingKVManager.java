@@ -12,8 +12,10 @@ import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.resources.Admission;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
+import org.mstar.resources.Planning;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
@@ -35,7 +37,7 @@ import org.mstar.resources.StepContext;
  * Frames must arrive in order ({@code lastFrame + 1}, starting at 0): a gap, a repeat or a full house
  * is a terminal refusal, as nothing a retry could change would make the step valid.
  */
-public final class RingKVManager implements Resource {
+public final class RingKVManager implements Resource, Admission, Planning<Object> {
     /** Frame clock and session of one ingested request; {@code session} is -1 until claimed. */
     private static final class Clock {
         int session = -1;
@@ -265,7 +267,6 @@ public final class RingKVManager implements Resource {
     }
 
     /** After capture every dummy must have been reset: no session held, no frame committed. */
-    @Override
     public void postWarmupValidate() {
         int held = config.numSessions() - freeSessions();
         if (held > 0) throw new IllegalStateException(held + " ring sessions still held after warmup");

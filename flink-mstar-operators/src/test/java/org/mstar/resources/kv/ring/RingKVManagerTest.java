@@ -16,15 +16,18 @@ import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.KVSpec;
 import org.mstar.resources.KVStep;
+import org.mstar.resources.Resource;
 import org.mstar.resources.RingKVConfig;
 import org.mstar.resources.RingKVLayerConfig;
 import org.mstar.resources.RingKVStep;
 import org.mstar.resources.StepContext;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 
 class RingKVManagerTest {
     private static final int TPF = RingKVConfig.BLOCK;
+    private static final ResourceFactory FACTORY = new ResourceFactory(StandardBuilders.all());
     private final CpuDevice device = new CpuDevice(1);
 
     /** Layer 0 keeps every frame in 3 slots; layer 1 every second frame in 2 of its 4. */
@@ -32,7 +35,7 @@ class RingKVManagerTest {
         RingKVConfig config = new RingKVConfig(2, 2, 4, null, TPF,
                 List.of(new RingKVLayerConfig(3, 3, 1), new RingKVLayerConfig(4, 2, 2)), sessions);
         KVSpec spec = new KVSpec("ring", Set.of("frames"), config);
-        return (RingKVManager) new ResourceFactory().build(spec, EngineResourceInfo.singleRank(device, DType.F32));
+        return (RingKVManager) FACTORY.build(spec, EngineResourceInfo.singleRank(device, DType.F32));
     }
 
     private static RingKVStep frame(String rid, int fp) {
@@ -70,17 +73,19 @@ class RingKVManagerTest {
     @Test
     void theBuilderShardsKvHeadsToTheRank() {
         RingKVConfig config = new RingKVConfig(1, 4, 8, 8, TPF, List.of(new RingKVLayerConfig(1, 1, 1)), 1);
-        RingKVManager ring = (RingKVManager) new ResourceFactory().build(new KVSpec("ring", Set.of("frames"), config),
+        RingKVManager ring = (RingKVManager) FACTORY.build(new KVSpec("ring", Set.of("frames"), config),
                 new EngineResourceInfo(device, 2, 1, DType.BF16, false, Map.of()));
         assertThat(ring.buffer(0).shape()).containsExactly(2L * 2 * TPF, 2, 2, 8);
         assertThat(ring.buffer(0).dtype()).isEqualTo(DType.BF16);
     }
 
     @Test
-    void aRingSpecNamesTheRingBuilder() {
+    void theStandardBuildersBuildARingSpecIntoARingManager() {
         RingKVConfig config = new RingKVConfig(1, 1, 8, null, TPF, List.of(new RingKVLayerConfig(1, 1, 1)), 1);
-        assertThat(new KVSpec("ring", Set.of("frames"), config).builderClassName())
-                .isEqualTo(RingKVManagerBuilder.class.getName());
+        Resource built = FACTORY.build(new KVSpec("ring", Set.of("frames"), config),
+                EngineResourceInfo.singleRank(device, DType.F32));
+        assertThat(built).isInstanceOf(RingKVManager.class);
+        built.cleanup();
     }
 
     @Test
@@ -323,7 +328,7 @@ class RingKVManagerTest {
         source.ingestRequest("a", null);
         step(source, "a", 0);
         RingSessionState state = source.getState("a");
-        RingKVManager other = (RingKVManager) new ResourceFactory().build(new KVSpec("ring", Set.of("frames"),
+        RingKVManager other = (RingKVManager) FACTORY.build(new KVSpec("ring", Set.of("frames"),
                 new RingKVConfig(2, 2, 4, null, TPF, List.of(new RingKVLayerConfig(2, 2, 1), new RingKVLayerConfig(4, 2, 2)), 1)),
                 EngineResourceInfo.singleRank(device, DType.F32));
         other.ingestRequest("a", null);

@@ -16,6 +16,7 @@ import org.mstar.resources.RingKVConfig;
 import org.mstar.resources.RingKVLayerConfig;
 import org.mstar.resources.RingKVStep;
 import org.mstar.resources.StepContext;
+import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 
@@ -53,8 +54,8 @@ class RingKVPropertiesTest {
                                                          @ForAll @IntRange(min = 1, max = 14) int steps) {
         int b = Math.min(buckets, frames);
         RingKVConfig config = new RingKVConfig(1, 1, 2, null, TPF, List.of(new RingKVLayerConfig(frames, b, dilation)), 2);
-        RingKVManager ring = (RingKVManager) new ResourceFactory().build(new KVSpec("ring", Set.of("n"), config),
-                EngineResourceInfo.singleRank(new CpuDevice(1), DType.F32));
+        RingKVManager ring = (RingKVManager) new ResourceFactory(StandardBuilders.all()).build(
+                new KVSpec("ring", Set.of("n"), config), EngineResourceInfo.singleRank(new CpuDevice(1), DType.F32));
         RingGeometry g = ring.geometry(0);
         ring.ingestRequest("other", null);
         advance(ring, "other", 0);

@@ -1,0 +1,129 @@
+package org.mstar.resources.kv;
+
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.TreeMap;
+import org.mstar.resources.PublishedInfoCodec;
+import org.mstar.resources.WireFormat;
+
+/**
+ * {@link PublishedKVInfo} as bytes, with the contents of the pages it names, so the bytes alone carry a finished
+ * prefill's KV to another cache. One codec per {@link KVManager}: it encodes that cache's rank's streams, reading
+ * their pages from its pool, and decodes into streams whose pages that cache's retrieval takes straight from the
+ * received bytes ({@link KVSequenceInfo#carried()}).
+ *
+ * <p>Wire format, little-endian:
+ * <pre>
+ *   int    magic "KVH1" (0x3148564b)
+ *   int    worldSize; int rank                         the publishing shard
+ *   int    layers; int pageSize; int kvHeads; int headDim
+ *   string dtype name                                  int byte count, UTF-8
+ *   int    n, the streams
+ *   n x { string label; int seqLen; long resetGeneration; int numPages }   in label order
+ *   n x   numPages pages, [layers, numPages, 2, pageSize, kvHeads, headDim] in dtype   in header order
+ * </pre>
+ * A reader refuses a layout other than its own pool's when it decodes.
+ */
+public final class PublishedKVCodec implements PublishedInfoCodec<PublishedKVInfo> {
+    private static final int MAGIC = 0x3148564b;
+
+    /** Gathers pages of the codec's pool into a buffer, under its manager's lock. */
+    @FunctionalInterface
+    interface PageGather {
+        void gather(int[] pages, ByteBuffer dst);
+    }
+
+    private final KvPool pool;
+    private final PageGather gather;
+    private final int worldSize;
+    private final int rank;
+
+    PublishedKVCodec(KvPool pool, PageGather gather, int worldSize, int rank) {
+        this.pool = pool;
+        this.gather = gather;
+        this.worldSize = worldSize;
+        this.rank = rank;
+    }
+
+    @Override
+    public Class<PublishedKVInfo> type() {
+        return PublishedKVInfo.class;
+    }
+
+    /** @throws IllegalArgumentException for another world size, or streams of another rank (its pages are not here) */
+    @Override
+    public ByteBuffer encode(PublishedKVInfo info) {
+        if (info.worldSize() != worldSize || !info.ranks().stream().allMatch(r -> r == rank)) {
+            throw new IllegalArgumentException("rank " + rank + " of " + worldSize + " cannot encode " + info
+                    + ": only its own streams' pages are here");
+        }
+        Map<String, KVSequenceInfo> streams = new TreeMap<>(info.forRank(rank));
+        String dtype = pool.dtype().name();
+        long size = 4L * 8 + WireFormat.stringSize(dtype);
+        for (var e : streams.entrySet()) {
+            size += WireFormat.stringSize(e.getKey()) + 16 + (long) e.getValue().pageIndices().length * pool.pageBytes();
+        }
+        if (size > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("a hand-off of " + size + " bytes does not fit one buffer");
+        }
+        ByteBuffer b = WireFormat.allocate((int) size, MAGIC).putInt(worldSize).putInt(rank)
+                .putInt(pool.layers()).putInt(pool.pageSize()).putInt(pool.kvHeads()).putInt(pool.headDim());
+        WireFormat.putString(b, dtype);
+        b.putInt(streams.size());
+        streams.forEach((label, seq) -> {
+            WireFormat.putString(b, label);
+            b.putInt(seq.seqLen()).putLong(seq.resetGeneration()).putInt(seq.pageIndices().length);
+        });
+        for (KVSequenceInfo seq : streams.values()) {
+            int[] pages = seq.pageIndices();
+            gather.gather(pages, b);
+            b.position(b.position() + pages.length * pool.pageBytes());
+        }
+        return b.flip();
+    }
+
+    @Override
+    public PublishedKVInfo decode(ByteBuffer bytes) {
+        return WireFormat.decode(bytes, MAGIC, "PublishedKVInfo", b -> {
+            PublishedKVInfo info = new PublishedKVInfo(b.getInt());
+            int from = b.getInt();
+            checkLayout(b.getInt(), b.getInt(), b.getInt(), b.getInt(), WireFormat.getString(b));
+            int n = b.getInt();
+            String[] labels = new String[n];
+            int[] seqLens = new int[n];
+            long[] resets = new long[n];
+            int[] pages = new int[n];
+            for (int i = 0; i < n; i++) {
+                labels[i] = WireFormat.getString(b);
+                seqLens[i] = b.getInt();
+                resets[i] = b.getLong();
+                pages[i] = b.getInt();
+            }
+            for (int i = 0; i < n; i++) {
+                long length = (long) pages[i] * pool.pageBytes();
+                if (pages[i] < 0 || length > b.remaining()) {
+                    throw new BufferUnderflowException();
+                }
+                ByteBuffer view = b.slice().limit((int) length);
+                b.position(b.position() + (int) length);
+                info.put(from, labels[i], new KVSequenceInfo(seqLens[i], "", new int[0], resets[i],
+                        new CarriedPages(view, pool.layers(), pages[i], pool.layerPageBytes())));
+            }
+            if (b.hasRemaining()) {
+                throw new IllegalArgumentException(b.remaining() + " bytes past the last stream's pages");
+            }
+            return info;
+        });
+    }
+
+    private void checkLayout(int layers, int pageSize, int kvHeads, int headDim, String dtype) {
+        if (layers != pool.layers() || pageSize != pool.pageSize() || kvHeads != pool.kvHeads()
+                || headDim != pool.headDim() || !dtype.equals(pool.dtype().name())) {
+            throw new IllegalArgumentException("KV pages of [" + layers + " layers, pages of " + pageSize + ", "
+                    + kvHeads + "x" + headDim + " " + dtype + "] do not match this cache's [" + pool.layers()
+                    + " layers, pages of " + pool.pageSize() + ", " + pool.kvHeads() + "x" + pool.headDim() + " "
+                    + pool.dtype() + "]");
+        }
+    }
+}
