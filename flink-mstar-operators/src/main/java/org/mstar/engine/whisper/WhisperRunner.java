@@ -14,6 +14,7 @@ import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.whisper.WhisperConfig;
 import org.mstar.model.whisper.WhisperModel;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.Resource;
 import org.mstar.resources.SamplingReqConfig;
@@ -53,6 +54,15 @@ public final class WhisperRunner implements ModelRunner {
     @Override
     public ResourceKeys keys() {
         return KEYS;
+    }
+
+    /**
+     * None: Whisper is served colocated only ({@code WhisperEngine} builds no prefill or decode role), since a
+     * transcription's encoder context is model state of the request, which no resource publishes.
+     */
+    @Override
+    public Map<String, PublishedInfoCodec<?>> handoffCodecs() {
+        return Map.of();
     }
 
     @Override
