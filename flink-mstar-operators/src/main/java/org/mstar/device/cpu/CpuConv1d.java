@@ -1,6 +1,7 @@
 package org.mstar.device.cpu;
 
 import org.mstar.device.ComputeOps;
+import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
 
 /**
@@ -22,7 +23,7 @@ final class CpuConv1d {
         int channels = (int) x.dim(1);
         int kernel = (int) weight.dim(2);
         int outChannels = (int) weight.dim(0);
-        int outFrames = ComputeOps.conv1dOutFrames(frames, kernel, stride, padding);
+        int outFrames = ProjectionOps.conv1dOutFrames(frames, kernel, stride, padding);
         if (out.rank() != 2 || out.dim(0) != outFrames || out.dim(1) != outChannels) {
             throw new IllegalArgumentException("conv1d output " + out + " should be [" + outFrames + ", "
                     + outChannels + "]");

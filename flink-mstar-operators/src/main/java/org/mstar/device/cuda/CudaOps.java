@@ -3,6 +3,7 @@ package org.mstar.device.cuda;
 import static org.mstar.device.cuda.Elementwise.code;
 
 import org.mstar.device.ComputeOps;
+import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.RaggedAttentionPlan;
@@ -256,7 +257,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         int channels = Math.toIntExact(xs.dim(1));
         int kernel = Math.toIntExact(w.dim(2));
         long outChannels = w.dim(0);
-        int outFrames = ComputeOps.conv1dOutFrames(frames, kernel, stride, padding);
+        int outFrames = ProjectionOps.conv1dOutFrames(frames, kernel, stride, padding);
         if (o.rank() != 2 || o.dim(0) != outFrames || o.dim(1) != outChannels) {
             throw new IllegalArgumentException("conv1d: out " + o + " must be [" + outFrames + ", " + outChannels + "]");
         }

@@ -10,6 +10,7 @@ import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.ComputeOps;
+import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
 import org.mstar.device.HalfFloats;
 
@@ -225,7 +226,7 @@ class CpuEncoderOpsTest {
             w = CpuDevice.roundedToBf16(w);
             bias = bias == null ? null : CpuDevice.roundedToBf16(bias);
         }
-        int outFrames = ComputeOps.conv1dOutFrames(frames, kernel, stride, padding);
+        int outFrames = ProjectionOps.conv1dOutFrames(frames, kernel, stride, padding);
         CpuTensor out = DEVICE.allocate(dtype, outFrames, outChannels);
         DEVICE.ops().conv1d(DEVICE.fromFloats(x, dtype, frames, channels),
                 DEVICE.fromFloats(w, dtype, outChannels, channels, kernel),
@@ -248,11 +249,11 @@ class CpuEncoderOpsTest {
 
     @Test
     void conv1dOutputFramesFollowTheConvolutionArithmetic() {
-        assertThat(ComputeOps.conv1dOutFrames(3000, 3, 1, 1)).isEqualTo(3000);
-        assertThat(ComputeOps.conv1dOutFrames(3000, 3, 2, 1)).isEqualTo(1500);
-        assertThat(ComputeOps.conv1dOutFrames(3001, 3, 2, 1)).isEqualTo(1501);
-        assertThatThrownBy(() -> ComputeOps.conv1dOutFrames(1, 5, 1, 1)).hasMessageContaining("shorter than the kernel");
-        assertThatThrownBy(() -> ComputeOps.conv1dOutFrames(10, 3, 0, 1)).hasMessageContaining("stride >= 1");
+        assertThat(ProjectionOps.conv1dOutFrames(3000, 3, 1, 1)).isEqualTo(3000);
+        assertThat(ProjectionOps.conv1dOutFrames(3000, 3, 2, 1)).isEqualTo(1500);
+        assertThat(ProjectionOps.conv1dOutFrames(3001, 3, 2, 1)).isEqualTo(1501);
+        assertThatThrownBy(() -> ProjectionOps.conv1dOutFrames(1, 5, 1, 1)).hasMessageContaining("shorter than the kernel");
+        assertThatThrownBy(() -> ProjectionOps.conv1dOutFrames(10, 3, 0, 1)).hasMessageContaining("stride >= 1");
     }
 
     @Test

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.mstar.device.ComputeOps;
+import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
@@ -215,7 +216,7 @@ final class OpChecks {
     /** Whisper's stem (kernel 3, padding 1), frames-major: [frames, in] → [frames / stride, out]. */
     private void conv1d(DType xt, DType wt, int frames, int in, int outChannels, int stride) {
         int kernel = 3;
-        int outFrames = ComputeOps.conv1dOutFrames(frames, kernel, stride, 1);
+        int outFrames = ProjectionOps.conv1dOutFrames(frames, kernel, stride, 1);
         Pair x = tw.floats(tw.randomFloats(frames * in, 1f, xt), xt, frames, in);
         Pair w = tw.floats(tw.randomFloats(outChannels * in * kernel, 0.1f, wt), wt, outChannels, in, kernel);
         Pair b = tw.floats(tw.randomFloats(outChannels, 1f, wt), wt, outChannels);

@@ -1,0 +1,57 @@
+package org.mstar.device;
+
+/**
+ * Dense projections and row moves: embedding lookups, matmuls (plain and 1-D convolution), splitting a fused
+ * projection, gathering rows. One family of {@link ComputeOps}.
+ */
+public interface ProjectionOps {
+
+    /** {@code out[i, :] = table[ids[i], :]}; table {@code [vocab, hidden]}, ids I32 {@code [n]}. */
+    void embedding(Tensor table, Tensor ids, Tensor out);
+
+    /**
+     * {@code out[n, N] = x[n, K] · wᵀ + bias}, with {@code w} {@code [N, K]} (one row per output, as in a
+     * Hugging Face Linear) and {@code bias} {@code [N]} or null.
+     */
+    void matmul(Tensor x, Tensor w, Tensor bias, Tensor out);
+
+    /**
+     * Split the columns of a fused projection {@code qkv [n, Q + K + V]} into contiguous
+     * {@code q [n, Q] = qkv[:, :Q]}, {@code k [n, K] = qkv[:, Q:Q+K]} and {@code v [n, V] = qkv[:, Q+K:]};
+     * the widths come from the outputs (any shape of n rows). Equal dtypes copy exactly; otherwise values
+     * round once to each output's dtype.
+     */
+    void splitQkv(Tensor qkv, Tensor q, Tensor k, Tensor v);
+
+    /** {@code out[j, :] = x[rows[j], :]}, rows I32 {@code [m]}. */
+    void gatherRows(Tensor x, Tensor rows, Tensor out);
+
+    /**
+     * 1-D convolution over frames, frames-major so that its output feeds row-wise ops and matmuls directly:
+     * {@code out[t, o] = bias[o] + Σ_c Σ_k weight[o, c, k] · x[t·stride + k − padding, c]}, zero outside the
+     * input. x {@code [frames, inChannels]} (the transpose of PyTorch's {@code [channels, frames]}); weight
+     * {@code [outChannels, inChannels, kernel]} as PyTorch's {@code nn.Conv1d} stores it; bias
+     * {@code [outChannels]} or null; out {@code [(frames + 2·padding − kernel) / stride + 1, outChannels]}.
+     * Sums accumulate in fp32 and round once on store, as {@link #matmul} does.
+     */
+    void conv1d(Tensor x, Tensor weight, Tensor bias, int stride, int padding, Tensor out);
+
+    /**
+     * The frames {@link #conv1d} writes: {@code (frames + 2·padding − kernel) / stride + 1} (Whisper's stem: 3000
+     * mel frames → 3000 after conv1, 1500 after conv2).
+     *
+     * @throws IllegalArgumentException for a stride below 1, a negative padding or an input shorter than the kernel
+     */
+    static int conv1dOutFrames(long frames, long kernel, int stride, int padding) {
+        if (stride < 1 || padding < 0 || kernel < 1) {
+            throw new IllegalArgumentException("conv1d needs stride >= 1, padding >= 0 and a kernel >= 1, got stride "
+                    + stride + ", padding " + padding + ", kernel " + kernel);
+        }
+        long span = frames + 2L * padding - kernel;
+        if (span < 0) {
+            throw new IllegalArgumentException("conv1d: " + frames + " frames padded by " + padding
+                    + " are shorter than the kernel " + kernel);
+        }
+        return Math.toIntExact(span / stride + 1);
+    }
+}
