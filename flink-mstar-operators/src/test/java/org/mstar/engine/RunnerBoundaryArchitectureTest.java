@@ -19,7 +19,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
  * A model runner sees the engine core only through {@link ModelRunner} (and its requests through
  * {@link ModelRequest}): it lives outside the core's package, so Java keeps it from the core's package-private
  * machinery, and it depends on none of that machinery nor on the engines built over it. What one model learns in
- * the core then serves every model, and no runner grows its own. The resources below never see the engine.
+ * the core then serves every model, and no runner grows its own. The frame engine, which is not a runner
+ * (docs/architecture/design.md says why), uses nothing of the core. The resources below never see the engine.
  */
 @AnalyzeClasses(packages = "org.mstar", importOptions = ImportOption.DoNotIncludeTests.class)
 class RunnerBoundaryArchitectureTest {
@@ -42,6 +43,13 @@ class RunnerBoundaryArchitectureTest {
             .that().implement(ModelRunner.class).or().resideInAnyPackage(RUNNER_PACKAGES)
             .should().dependOnClassesThat(CORE_INTERNALS)
             .because("a runner contributes its model through ModelRunner; the loop is the core's alone");
+
+    @ArchTest
+    static final ArchRule frameEngineStaysBesideTheCore = noClasses().that().resideInAPackage("org.mstar.engine.frame..")
+            .should().dependOnClassesThat().resideInAPackage("org.mstar.engine")
+            .because("the frame engine steps its model over the ring itself; a piece of the core borrowed there"
+                    + " would make half a runner, where a frame feature that needs the loop is a reason to revisit"
+                    + " the runner");
 
     @ArchTest
     static final ArchRule resourcesNeverReachTheEngine = noClasses().that().resideInAPackage("org.mstar.resources..")

@@ -32,6 +32,13 @@ class RunnerBoundaryRulesTest {
     }
 
     @Test
+    void aFrameEngineClassThatReachesTheCoreIsRefused() {
+        assertThatThrownBy(() -> RunnerBoundaryArchitectureTest.frameEngineStaysBesideTheCore.check(WITH_FIXTURES))
+                .isInstanceOf(AssertionError.class)
+                .hasMessageContaining("org.mstar.engine.frame.ReachesTheCore");
+    }
+
+    @Test
     void aResourceThatReachesTheEngineIsRefused() {
         assertThatThrownBy(() -> RunnerBoundaryArchitectureTest.resourcesNeverReachTheEngine.check(WITH_FIXTURES))
                 .isInstanceOf(AssertionError.class)
