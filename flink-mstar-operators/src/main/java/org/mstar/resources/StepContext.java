@@ -54,6 +54,22 @@ public final class StepContext {
     /** Plan results by resource key; mutable so the runner can publish each plan before the next runs. */
     public Map<String, Object> planResults() { return planResults; }
 
+    /**
+     * The plan resource {@code key} made in this step, as its {@code type}: how a resource reads the plan of one it
+     * depends on ({@link Planning} types each resource's own plan; this types the dependent's read).
+     *
+     * @param reader what needs the plan, for the message
+     * @throws IllegalStateException naming the key and what was found, when it holds no plan of that type
+     */
+    public <P> P planOf(String key, Class<P> type, String reader) {
+        Object plan = planResults.get(key);
+        if (type.isInstance(plan)) {
+            return type.cast(plan);
+        }
+        throw new IllegalStateException(reader + " needs the plan of resource '" + key + "' ("
+                + type.getSimpleName() + ") in this step, found " + (plan == null ? "none" : plan.getClass().getName()));
+    }
+
     public SlotLease slotLease() { return slotLease; }
     public void setSlotLease(SlotLease lease) { this.slotLease = lease; }
     public Map<String, SlotLease> piecewiseLeases() { return piecewiseLeases; }

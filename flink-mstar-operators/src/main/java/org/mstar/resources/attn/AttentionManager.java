@@ -193,12 +193,7 @@ public final class AttentionManager implements Resource, Planning<AttentionPlan>
     }
 
     private KVPlanOutputs kvPlan(StepContext ctx) {
-        Object plan = ctx.planResults().get(kvKey);
-        if (plan instanceof KVPlanOutputs kv) {
-            return kv;
-        }
-        throw new IllegalStateException("attention needs the plan of KV resource '" + kvKey
-                + "' in ctx.planResults(), found " + (plan == null ? "none" : plan.getClass().getName()));
+        return ctx.planOf(kvKey, KVPlanOutputs.class, "attention");
     }
 
     private void install(int slot, AttentionPlan plan) {

@@ -233,12 +233,7 @@ public final class CrossAttentionManager implements Resource, Admission, Plannin
     }
 
     private static KVPlanOutputs kvPlan(StepContext ctx, String key) {
-        Object plan = ctx.planResults().get(key);
-        if (plan instanceof KVPlanOutputs kv) {
-            return kv;
-        }
-        throw new IllegalStateException("cross-attention needs the plan of KV resource '" + key
-                + "' in ctx.planResults(), found " + (plan == null ? "none" : plan.getClass().getName()));
+        return ctx.planOf(key, KVPlanOutputs.class, "cross-attention");
     }
 
     private void install(int slot, CrossAttentionPlan plan) {

@@ -325,12 +325,7 @@ public final class RopeManager implements Resource, Planning<Map<String, Tensor>
     }
 
     private KVPlanOutputs kvPlan(StepContext ctx) {
-        Object plan = ctx.planResults().get(config.kvCache());
-        if (plan instanceof KVPlanOutputs kv) {
-            return kv;
-        }
-        throw new IllegalStateException("positions need the plan of KV resource '" + config.kvCache()
-                + "' in ctx.planResults(), found " + (plan == null ? "none" : plan.getClass().getName()));
+        return ctx.planOf(config.kvCache(), KVPlanOutputs.class, "positions");
     }
 
     /** The rows KV applied the forks to; all padded rows when KV names none. */

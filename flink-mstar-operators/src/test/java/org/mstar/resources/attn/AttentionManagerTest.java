@@ -167,7 +167,7 @@ class AttentionManagerTest {
 
         assertThatThrownBy(() -> attn.lastRows("main")).hasMessageContaining("has not planned");
         assertThatThrownBy(() -> attn.plan(new AttentionStep(), new StepContext(List.of("a"), "w", 0, false)))
-                .hasMessageContaining("KV resource 'kv'");
+                .hasMessageContaining("resource 'kv' (KVPlanOutputs)");
         assertThat(attn.dependsOn()).containsExactly("kv");
     }
 

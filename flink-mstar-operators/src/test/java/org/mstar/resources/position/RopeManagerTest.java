@@ -484,7 +484,7 @@ class RopeManagerTest {
         RopeManager pos = sequential();
 
         assertThatThrownBy(() -> pos.plan(step(new Segment("a", "main", 1)), new StepContext(List.of("a"), "w", 0, false)))
-                .hasMessageContaining("KV resource 'kv'");
+                .hasMessageContaining("resource 'kv' (KVPlanOutputs)");
         assertThat(pos.dependsOn()).containsExactly("kv");
     }
 
