@@ -31,31 +31,54 @@ public final class HandoffRecords {
             throw new IllegalArgumentException("a hand-off record must carry at least one byte, got " + maxDataBytes);
         }
         List<ResourceStateHeader> states = new ArrayList<>();
-        List<ByteBuffer> remaining = new ArrayList<>();
+        List<ByteBuffer> sources = new ArrayList<>();
         h.states().forEach((key, bytes) -> {
             states.add(new ResourceStateHeader(key, (long) bytes.remaining()));
-            remaining.add(bytes.duplicate());
+            sources.add(bytes);
         });
         long total = h.stateBytes();
         int parts = (int) Math.max(1, (total + maxDataBytes - 1) / maxDataBytes);
         KvHandoffHeader header = new KvHandoffHeader(request, ints(h.prompt()), ints(h.generated()), states,
                 nowMillis);
         List<KvHandoff> records = new ArrayList<>(parts);
-        int state = 0;
         for (int part = 0; part < parts; part++) {
-            ByteBuffer data = ByteBuffer.allocate((int) Math.min(maxDataBytes, total - (long) part * maxDataBytes));
-            while (data.hasRemaining()) {
-                ByteBuffer src = remaining.get(state);
-                int n = Math.min(data.remaining(), src.remaining());
-                data.put(src.duplicate().limit(src.position() + n));
-                src.position(src.position() + n);
-                if (!src.hasRemaining()) {
-                    state++;
-                }
-            }
-            records.add(new KvHandoff(h.requestId(), part, parts, part == 0 ? header : null, data.flip()));
+            long from = (long) part * maxDataBytes;
+            ByteBuffer data = range(sources, from, Math.min(total, from + maxDataBytes));
+            records.add(new KvHandoff(h.requestId(), part, parts, part == 0 ? header : null, data));
         }
         return records;
+    }
+
+    /**
+     * Bytes {@code [from, to)} of the states laid end to end: a view of the one state holding them all (the KV
+     * cache's part of a large hand-off is not copied here), else a copy joining the states the range crosses.
+     */
+    private static ByteBuffer range(List<ByteBuffer> states, long from, long to) {
+        if (from == to) {
+            return ByteBuffer.allocate(0);
+        }
+        long start = 0;
+        int i = 0;
+        while (start + states.get(i).remaining() <= from && i < states.size() - 1) {
+            start += states.get(i).remaining();
+            i++;
+        }
+        ByteBuffer first = states.get(i);
+        if (to <= start + first.remaining()) {
+            int at = first.position() + (int) (from - start);
+            return first.duplicate().limit(at + (int) (to - from)).position(at).slice();
+        }
+        ByteBuffer data = ByteBuffer.allocate((int) (to - from));
+        long at = from;
+        for (; data.hasRemaining(); i++) {
+            ByteBuffer src = states.get(i);
+            int offset = (int) (at - start);
+            int n = Math.min(data.remaining(), src.remaining() - offset);
+            data.put(src.duplicate().position(src.position() + offset).limit(src.position() + offset + n));
+            at += n;
+            start += src.remaining();
+        }
+        return data.flip();
     }
 
     /** Bytes of resource state a record carries. */

@@ -35,6 +35,21 @@ class HandoffRecordsTest {
     }
 
     @Test
+    void aPartInsideOneStateIsAViewOfItAndOneAcrossStatesACopy() {
+        byte[] kv = new byte[384];
+        byte[] windowed = new byte[384];
+        Map<String, ByteBuffer> states = new LinkedHashMap<>();
+        states.put("kv", ByteBuffer.wrap(kv));
+        states.put("kv_windowed", ByteBuffer.wrap(windowed));
+        PrefillHandoff h = new PrefillHandoff("r", new int[] {5, 6}, new int[] {42}, states);
+        List<KvHandoff> records = HandoffRecords.split(h, TestRequests.request("r", 1), 100, 0);
+        kv[150] = 7; // byte 50 of part 1, inside kv
+        assertThat(records.get(1).getData().get(50)).isEqualTo((byte) 7);
+        windowed[6] = 9; // byte 90 of part 3 (bytes 300-399: kv's end and kv_windowed's start)
+        assertThat(records.get(3).getData().get(90)).isEqualTo((byte) 0);
+    }
+
+    @Test
     void aHandoffSplitIntoBoundedRecordsComesBackWhole() {
         PrefillHandoff h = handoff();
         List<KvHandoff> records = HandoffRecords.split(h, TestRequests.request("r", 1), 100, 1234);
