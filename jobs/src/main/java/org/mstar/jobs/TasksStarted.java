@@ -37,19 +37,23 @@ final class TasksStarted {
     static void await(String restUrl, String jobId, int engineOperators, CompletableFuture<?> ended)
             throws Exception {
         TasksStarted started = new TasksStarted(restUrl, jobId);
+        boolean answered = false;
         while (true) {
             if (ended.isDone()) {
                 ended.get();
                 return;
             }
-            boolean serves;
             try {
-                serves = started.serves(engineOperators);
+                if (started.serves(engineOperators)) {
+                    return;
+                }
+                answered = true;
             } catch (IOException unreachable) {
-                return; // no REST endpoint to ask (a range given with -D): the job's RUNNING has to do
-            }
-            if (serves) {
-                return;
+                if (!answered) {
+                    return; // no REST endpoint to ask (a range given with -D): the job's RUNNING has to do
+                }
+                // it answered before: the local cluster is going away with a failed job (its result follows), or
+                // was slow once; ask again rather than say the job serves
             }
             Thread.sleep(100); // polling: Flink's client API tells neither task states nor metrics
         }
