@@ -4,7 +4,7 @@
 # (baseline, current, baseline, current), so that two builds are compared on one machine: machines of one kind
 # differ by a few per cent, as much as a change may move a row. Needs gpu-bundle/baseline/ from
 # `scripts/build-gpu-bundle.sh --baseline REV`. Each run's files land in $OUT/ab-ROUND-BUILD/ (default OUT
-# /tmp/mstar-gpu); stdout gets each run's table rows, labelled.
+# /tmp/mstar-gpu); stdout gets each run's table rows, labelled. Without a --seed the runs share seed 1.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
 BUNDLE=$(cd "$(dirname "$0")" && pwd)
@@ -13,6 +13,8 @@ if [ ! -d "$BUNDLE/baseline" ]; then
     exit 2
 fi
 [ $# -gt 0 ] || set -- --no-checks --no-perf --preplan-perf
+# one seed for every run, so both builds draw the same weights and requests and their transcript digests compare
+case " $* " in *" --seed "*) ;; *) set -- "$@" --seed 1 ;; esac
 source "$BUNDLE/cublas-path.sh"
 echo "baseline $(cat "$BUNDLE/baseline/REVISION" 2>/dev/null || echo unknown), harness arguments: $*"
 status=0
