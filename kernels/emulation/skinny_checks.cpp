@@ -20,7 +20,7 @@ using std::min;
 using namespace mstar;
 using bf16 = __nv_bfloat16;
 
-using SkinnyKernel = void (*)(const bf16*, const bf16*, void*, int, int, int, int, int);
+using SkinnyKernel = void (*)(const bf16*, const bf16*, void*, int, const void*, int, int, int, int, int);
 using QkvRopeKernel = void (*)(const bf16*, const bf16*, int, int, const int*, const float*, bf16*, bf16*, const int*,
                                const int*, int, int, int, int, int, int, int, int);
 
@@ -36,13 +36,14 @@ static std::vector<bf16> random_bf16(size_t n, float scale) {
 static float stored(int dt, float v) { return dt == DT_BF16 ? __bfloat162float(__float2bfloat16_rn(v)) : v; }
 
 static std::vector<float> run(SkinnyKernel kernel, const std::vector<bf16>& x, const std::vector<bf16>& w, int m,
-                              int n, int k, int outDt, int act) {
+                              int n, int k, int outDt, int act, const std::vector<float>* bias = nullptr) {
     const int cols = act == ACT_NONE ? n : n / 2;
     std::vector<float> f32((size_t)m * cols, -7.f);
     std::vector<bf16> b16((size_t)m * cols, __float2bfloat16_rn(-7.f));
     void* out = outDt == DT_BF16 ? (void*)b16.data() : (void*)f32.data();
     const unsigned blocks = act == ACT_NONE ? (n + 15) / 16 : (n / 2 + 7) / 8;
-    launch(blocks, 32 * kSkinnyWarps, [&] { kernel(x.data(), w.data(), out, outDt, m, n, k, act); });
+    const void* b = bias == nullptr ? nullptr : bias->data();
+    launch(blocks, 32 * kSkinnyWarps, [&] { kernel(x.data(), w.data(), out, outDt, b, DT_F32, m, n, k, act); });
     if (outDt == DT_BF16) {
         for (size_t i = 0; i < f32.size(); i++) f32[i] = __bfloat162float(b16[i]);
     }
@@ -66,6 +67,24 @@ static void check(const char* name, SkinnyKernel kernel, int m, int inter, int k
     if (worst > 1e-4) {
         std::printf("FAIL %s plain product, %d rows: max |diff| %.3g against the double loop\n", name, m, worst);
         fails++;
+    }
+    // a bias joins the fp32 sum before its one rounding: the plain fp32 product plus the bias, rounded
+    std::vector<float> bias(n);
+    for (float& b : bias) b = std::normal_distribution<float>(0.f, 1.f)(rng);
+    for (int outDt : {DT_BF16, DT_F32}) {
+        const std::vector<float> biased = run(kernel, x, w, m, n, k, outDt, ACT_NONE, &bias);
+        int differ = 0;
+        for (int r = 0; r < m; r++) {
+            for (int c = 0; c < n; c++) {
+                const float want = stored(outDt, plain[(size_t)r * n + c] + bias[c]);
+                if (std::memcmp(&want, &biased[(size_t)r * n + c], 4) != 0) differ++;
+            }
+        }
+        if (differ) {
+            std::printf("FAIL %s plain product + bias (%s out), %d rows: %d of %d outputs differ\n", name,
+                        outDt == DT_BF16 ? "bf16" : "fp32", m, differ, m * n);
+            fails++;
+        }
     }
     for (int outDt : {DT_BF16, DT_F32}) {
         const std::vector<float> sums = run(kernel, x, w, m, n, k, outDt, ACT_NONE);
@@ -117,7 +136,7 @@ static void check_qkv_rope(const char* name, SkinnyKernel plain, QkvRopeKernel f
         fused(x.data(), w.data(), m, k, pos.data(), invFreq.data(), qFused.data(), poolFused.data(), pageIdx.data(),
               offsets.data(), layer, pages, pageSize, qHeads, kvHeads, headDim, interleave, 0);
     });
-    launch(n / 16, 32 * kSkinnyWarps, [&] { plain(x.data(), w.data(), qkv.data(), DT_BF16, m, n, k, ACT_NONE); });
+    launch(n / 16, 32 * kSkinnyWarps, [&] { plain(x.data(), w.data(), qkv.data(), DT_BF16, nullptr, 0, m, n, k, ACT_NONE); });
     const unsigned ropeThreads = (unsigned)std::max(32L, std::min(1024L, ((long)n / 8 + 31) / 32 * 32));
     launch(m, ropeThreads, [&] {
         qkv_rope_append(qkv.data(), DT_BF16, pos.data(), invFreq.data(), qPair.data(), DT_BF16, poolPair.data(),

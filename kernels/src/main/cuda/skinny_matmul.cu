@@ -211,7 +211,8 @@ __device__ __forceinline__ float warp_order_sum(const float (&partial)[kSkinnyWa
 
 template <int MT, int U, bool PIPE>
 __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
-                                            void* out, int outDt, int M, int N, int K, int act) {
+                                            void* out, int outDt, const void* bias, int biasDt, int M, int N, int K,
+                                            int act) {
     __shared__ float partial[kSkinnyWarps][MT * 4][32];
     const int g = (threadIdx.x & 31) >> 2;
     const int n0 = blockIdx.x * 16;
@@ -240,7 +241,11 @@ __device__ __forceinline__ void skinny_body(const __nv_bfloat16* __restrict__ x,
         const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
         const int n = n0 + (l >> 2) + 8 * (i >> 1);
         const int m = mt * 8 + 2 * (l & 3) + (i & 1);
-        if (m < M && n < N) store_f(out, outDt, (long long)m * N + n, warp_order_sum<MT>(partial, j, l));
+        if (m < M && n < N) {
+            // the bias joins the fp32 sum before its one rounding, as cuBLAS's accumulator and bias_add_cast do
+            const float b = bias != nullptr ? load_f(bias, biasDt, n) : 0.f;
+            store_f(out, outDt, (long long)m * N + n, warp_order_sum<MT>(partial, j, l) + b);
+        }
     }
 }
 
@@ -306,11 +311,13 @@ __device__ __forceinline__ void skinny_qkv_rope_body(const __nv_bfloat16* __rest
 }  // namespace
 
 // Grid: ceil(N / 16) blocks of 32·kSkinnyWarps threads, or ceil(N / 2 / 8) gated. K must be a multiple of 64 and
-// x, w 16-byte aligned (CudaMatmul checks both); outDt is the output's DTypeCode (fp32 or bf16); act a SkinnyAct.
+// x, w 16-byte aligned (CudaMatmul checks both); outDt is the output's DTypeCode (fp32 or bf16); bias [N] of dtype
+// biasDt or null (plain products only: a gated one takes none); act a SkinnyAct.
 #define MSTAR_SKINNY_KERNEL(NAME, MT, U, PIPE)                                                                 \
     extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) NAME(                                      \
-        const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int outDt, int M, int N, int K, int act) {  \
-        skinny_body<MT, U, PIPE>(x, w, out, outDt, M, N, K, act);                                              \
+        const __nv_bfloat16* x, const __nv_bfloat16* w, void* out, int outDt, const void* bias, int biasDt,     \
+        int M, int N, int K, int act) {                                                                        \
+        skinny_body<MT, U, PIPE>(x, w, out, outDt, bias, biasDt, M, N, K, act);                                \
     }
 MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m1, 1, 4, false)
 MSTAR_SKINNY_KERNEL(skinny_matmul_bf16_m2, 2, 2, false)

@@ -71,7 +71,7 @@ final class CudaMatmul implements AutoCloseable {
         }
         if (skinnyTakes(x, w, bias, out, rows, k)) {
             device.stream().counters().gemm();
-            skinny.matmul(x, w, out, Math.toIntExact(rows), Math.toIntExact(n), Math.toIntExact(k));
+            skinny.matmul(x, w, bias, out, Math.toIntExact(rows), Math.toIntExact(n), Math.toIntExact(k));
             return;
         }
         CudaTensor a = x;

@@ -23,13 +23,13 @@ final class SkinnyMatmul {
     }
 
     /**
-     * Whether the kernel computes this product: bf16 operands, no bias, a bf16 or fp32 output, at most
+     * Whether the kernel computes this product: bf16 operands, a float bias or none, a bf16 or fp32 output, at most
      * {@code maxRows} rows, K a multiple of 64 (so every row is 16-byte aligned when the first is) and 16-byte aligned
      * operands.
      */
     static boolean accepts(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out, long rows, long k,
                            int maxRows) {
-        return rows <= Math.min(maxRows, MAX_ROWS) && bias == null && x.dtype() == DType.BF16
+        return rows <= Math.min(maxRows, MAX_ROWS) && (bias == null || bias.dtype().isFloat()) && x.dtype() == DType.BF16
                 && w.dtype() == DType.BF16 && (out.dtype() == DType.BF16 || out.dtype() == DType.F32)
                 && k % K_MULTIPLE == 0 && x.alignedTo(16) && w.alignedTo(16);
     }
@@ -47,9 +47,12 @@ final class SkinnyMatmul {
         return tiles <= 2 * sms || k >= 8192 || (tiles > 4 * sms && k >= 4096);
     }
 
-    /** {@code out[rows, n] = x · wᵀ}. */
-    void matmul(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k) {
-        launch(x, w, out, rows, n, k, Activation.NONE, (n + 15) / 16);
+    /**
+     * {@code out[rows, n] = x · wᵀ + bias} (bias {@code [n]} or null), the bias added to the fp32 sum before its one
+     * rounding to out's dtype, as cuBLAS into an fp32 accumulator followed by bias_add_cast rounds.
+     */
+    void matmul(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out, int rows, int n, int k) {
+        launch(x, w, bias, out, rows, n, k, Activation.NONE, (n + 15) / 16);
     }
 
     /**
@@ -59,14 +62,15 @@ final class SkinnyMatmul {
      * kernel is chosen from the weight's shape as for {@link #matmul}, so each sum visits K in the same order.
      */
     void gated(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k, Activation act) {
-        launch(x, w, out, rows, n, k, act, (n / 2 + 7) / 8);
+        launch(x, w, null, out, rows, n, k, act, (n / 2 + 7) / 8);
     }
 
-    private void launch(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int n, int k, Activation act,
-                        int blocks) {
+    private void launch(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out, int rows, int n, int k,
+                        Activation act, int blocks) {
         device.kernel(instantiation("skinny_matmul_bf16", rows, n, k)).launch(device.stream(), blocks, 1, 1, THREADS,
-                0, new KernelArgs().tensor(x).tensor(w).tensor(out).i32(Elementwise.code(out)).i32(rows).i32(n).i32(k)
-                        .i32(act.ordinal()), "matmul");
+                0, new KernelArgs().tensor(x).tensor(w).tensor(out).i32(Elementwise.code(out)).tensor(bias)
+                        .i32(bias == null ? 0 : Elementwise.code(bias)).i32(rows).i32(n).i32(k).i32(act.ordinal()),
+                "matmul");
     }
 
     /**

@@ -94,12 +94,15 @@ final class OpChecks {
         // The skinny kernel's three instantiations (1-8, 9-16, 17-32 rows) with partial row tiles, an N that is
         // not a multiple of 16, a K whose last group of chunks is partial, bf16 and fp32 outputs.
         for (int rows : new int[] {1, 7, 13, 16, 25, 32}) {
-            attempt("matmul skinny", () -> skinnyMatmul(rows, 1000, 576, rows % 2 == 0 ? DType.F32 : DType.BF16));
+            attempt("matmul skinny", () -> skinnyMatmul(rows, 1000, 576, rows % 2 == 0 ? DType.F32 : DType.BF16, null));
         }
-        attempt("matmul skinny", () -> skinnyMatmul(3, 4096, 4160, DType.BF16));
+        attempt("matmul skinny", () -> skinnyMatmul(3, 4096, 4160, DType.BF16, null));
         // the shapes above take the pipelined body at up to 16 rows (few tiles); 384 tiles of K 4096 take the plain one
-        attempt("matmul skinny", () -> skinnyMatmul(1, 6144, 4096, DType.BF16));
-        attempt("matmul skinny", () -> skinnyMatmul(16, 6144, 4096, DType.F32));
+        attempt("matmul skinny", () -> skinnyMatmul(1, 6144, 4096, DType.BF16, null));
+        attempt("matmul skinny", () -> skinnyMatmul(16, 6144, 4096, DType.F32, null));
+        // a bias in the epilogue (Whisper's projections), bf16 and fp32
+        attempt("matmul skinny", () -> skinnyMatmul(1, 3840, 1280, DType.BF16, DType.BF16));
+        attempt("matmul skinny", () -> skinnyMatmul(16, 1000, 576, DType.F32, DType.F32));
         for (int rows : new int[] {1, 9, 256}) {
             attempt("argmax", () -> argmax(rows));
         }
@@ -388,16 +391,17 @@ final class OpChecks {
     }
 
     /** bf16 x·wᵀ through the skinny-matmul kernel (enabled up to its largest row count for the check). */
-    private void skinnyMatmul(int rows, int cols, int k, DType outType) {
+    private void skinnyMatmul(int rows, int cols, int k, DType outType, DType biasType) {
         Pair x = tw.floats(tw.randomFloats(rows * k, 1f, DType.BF16), DType.BF16, rows, k);
         Pair w = tw.floats(tw.randomFloats(cols * k, 0.1f, DType.BF16), DType.BF16, cols, k);
+        Pair b = biasType == null ? null : tw.floats(tw.randomFloats(cols, 1f, biasType), biasType, cols);
         Pair out = tw.poisoned(outType, rows, cols);
-        tw.cpu.ops().matmul(x.cpu(), w.cpu(), null, out.cpu());
+        tw.cpu.ops().matmul(x.cpu(), w.cpu(), b == null ? null : b.cpu(), out.cpu());
         int before = tw.gpu.skinnyMatmulRows();
         tw.gpu.setSkinnyMatmulRows(CudaDevice.MAX_SKINNY_MATMUL_ROWS);
         try {
-            check("matmul skinny", shape(rows, k) + "·" + shape(cols, k) + "ᵀ→" + outType, out,
-                    () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), null, out.gpu()));
+            check("matmul skinny" + (b == null ? "" : "+bias"), shape(rows, k) + "·" + shape(cols, k) + "ᵀ→" + outType,
+                    out, () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
         } finally {
             tw.gpu.setSkinnyMatmulRows(before);
         }
