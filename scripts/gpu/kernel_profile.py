@@ -5,8 +5,9 @@ gather on), each kernel's count, total and share, then the sum. Set beside the s
 the profiler, the difference is what the step spends outside kernel bodies: launch gaps, less what programmatic
 launch overlaps.
 
-Usage: python3 kernel_profile.py OUT.csv [STEP_MS]   (profile-decode.sh runs Nsight Compute with the flags this
-needs and then this script; STEP_MS, a step's time measured without the profiler, adds the time outside kernels)"""
+Usage: python3 kernel_profile.py OUT.csv [STEP_MS [GATHERS]]   (profile-decode.sh runs Nsight Compute with the flags
+this needs and then this script; STEP_MS, a step's time measured without the profiler, adds the time outside kernels;
+GATHERS, default 1, is how many embedding gathers a step begins with: 2 for Whisper, token and position)"""
 import csv
 import re
 import sys
@@ -40,11 +41,12 @@ def short(name):
 
 def main():
     rows = kernels(sys.argv[1])
-    step_ms = float(sys.argv[2]) if len(sys.argv) > 2 else None
+    step_ms = float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] != "-" else None
+    gathers = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     starts = [i for i, (n, _) in enumerate(rows) if n.startswith(STEP_START)]
-    if not starts:
-        sys.exit("no " + STEP_START + " kernel in the profile")
-    step = rows[starts[-1]:]
+    if len(starts) < gathers:
+        sys.exit("fewer than " + str(gathers) + " " + STEP_START + " kernels in the profile")
+    step = rows[starts[-gathers]:]
     by_name = OrderedDict()
     for name, ns in step:
         count, total = by_name.get(short(name), (0, 0.0))

@@ -19,11 +19,15 @@ import org.mstar.model.whisper.WhisperConfig;
  * (relative error of any quantity above 1e-4, or tokens that differ) or decode graphs are (a logit row off eager's
  * by more than {@link EngineChecks#GRAPHS_TOLERANCE}, or tokens that differ).
  *
+ * {@code --profile-decode MODEL:BATCH} runs only a few graphed decode steps of one geometry, for Nsight Compute.
+ *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.WhisperHarness --fixture DIR --out DIR [--no-perf | --perf-only]</pre>
  */
 public final class WhisperHarness {
     private static final double PEAK_TB_PER_S = 4.3;
     private static final double FP32_TOLERANCE = 1e-4;
+    /** Decode steps timed under a kernel profiler (each kernel of each step is profiled on its own). */
+    private static final int PROFILED_STEPS = 3;
 
     private WhisperHarness() {}
 
@@ -51,6 +55,13 @@ public final class WhisperHarness {
         boolean[] graphsPassed = {true};
         StringBuilder report = new StringBuilder("date " + LocalDate.now() + "\n");
         try (CudaDevice gpu = new CudaDevice(0)) {
+            if (options.profiled != null) {
+                String[] spec = options.profiled.split(":");
+                WhisperConfig config = spec[0].equals("small") ? WhisperConfig.small() : WhisperConfig.largeV3();
+                System.out.println(WhisperBench.table(new WhisperBench(gpu, 2026, PROFILED_STEPS).run(
+                        "whisper-" + spec[0], config, new int[0], new int[] {Integer.parseInt(spec[1])}), PEAK_TB_PER_S));
+                return;
+            }
             report.append("device ").append(gpu.name()).append('\n');
             WhisperChecks fidelity = new WhisperChecks(fixture);
             for (DType dtype : checks ? new DType[] {DType.F32, DType.BF16} : new DType[0]) {
@@ -83,7 +94,7 @@ public final class WhisperHarness {
                 Files.writeString(out.resolve("whisper.md"), report);
             }
             if (perf) {
-                WhisperBench bench = new WhisperBench(gpu, 2026);
+                WhisperBench bench = new WhisperBench(gpu, 2026, WhisperBench.DECODE_STEPS);
                 StringBuilder tables = new StringBuilder(report);
                 int[] graphed = {1, 16};
                 for (Object[] geometry : new Object[][] {{"whisper-small", WhisperConfig.small(), new int[] {1, 16, 64}},

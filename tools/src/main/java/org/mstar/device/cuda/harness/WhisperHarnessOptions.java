@@ -24,11 +24,22 @@ final class WhisperHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--perf-only", description = "the throughput tables only, no checks")
     boolean perfOnly;
 
+    @Option(names = "--profile-decode", paramLabel = "MODEL:BATCH",
+            description = "only a few graphed decode steps (MODEL small or large-v3), for a profiler")
+    String profiled;
+
     @Option(names = "--help", usageHelp = true, description = "print these options and exit")
     boolean help;
 
     @Override
     public void check(CommandLine line) {
+        if (profiled != null) {
+            if (!profiled.matches("(small|large-v3):\\d+")) {
+                throw new ParameterException(line, "--profile-decode takes MODEL:BATCH with MODEL small or large-v3, "
+                        + "got " + profiled);
+            }
+            return;
+        }
         if (fixture == null && !perfOnly) {
             throw new ParameterException(line, "--fixture DIR (the tiny Whisper checkpoint with its references) is "
                     + "required unless --perf-only");

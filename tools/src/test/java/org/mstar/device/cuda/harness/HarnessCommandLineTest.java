@@ -98,6 +98,11 @@ class HarnessCommandLineTest {
         assertRefused(new WhisperHarnessOptions(), "--fixture DIR", "--no-perf");
         assertRefused(new WhisperHarnessOptions(), "Unknown option: '--bogus'", "--perf-only", "--bogus");
         assertEveryOptionOnOneUsageLine(HarnessCommandLine.parse(new WhisperHarnessOptions(), "--help"));
+
+        WhisperHarnessOptions profiled = new WhisperHarnessOptions();
+        HarnessCommandLine.parse(profiled, "--profile-decode", "large-v3:16");
+        assertThat(profiled.profiled).isEqualTo("large-v3:16");
+        assertRefused(new WhisperHarnessOptions(), "MODEL:BATCH", "--profile-decode", "medium:16");
     }
 
     private static void assertRefused(HarnessCommandLine.Options options, String message, String... args) {

@@ -45,12 +45,14 @@ class WhisperHarnessTest {
     void benchMeasuresEveryBatch() throws Exception {
         WhisperConfig tiny = WhisperConfig.load(FIXTURE);
         try (CpuDevice cpu = new CpuDevice(2)) {
-            List<WhisperBench.Row> rows = new WhisperBench(cpu, 1).run("tiny", tiny, new int[] {1, 2}, new int[] {2});
+            List<WhisperBench.Row> rows = new WhisperBench(cpu, 1, 4).run("tiny", tiny, new int[] {1, 2}, new int[] {2});
             assertThat(rows).extracting(WhisperBench.Row::batch).containsExactly(1, 2, 2);
             assertThat(rows).extracting(WhisperBench.Row::graphs).containsExactly(false, false, true);
             assertThat(rows).allSatisfy(r -> {
                 assertThat(r.encodeStepMillis()).isPositive();
                 assertThat(r.decodeMillisPerStep()).isPositive();
+                assertThat(r.hostMillisPerStep() + r.waitMillisPerStep()).isPositive()
+                        .isLessThanOrEqualTo(r.decodeMillisPerStep() * 1.01);
                 assertThat(r.boundBytes()).isPositive();
             });
             assertThat(WhisperBench.table(rows, 4.3).lines()).hasSize(5);
