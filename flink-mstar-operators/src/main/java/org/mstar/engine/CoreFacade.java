@@ -41,7 +41,10 @@ abstract class CoreFacade extends ForwardingEngine {
         owned.add(resource);
     }
 
-    /** Closes the core, then what the engine owns; a failure of the core is thrown once they are closed too. */
+    /**
+     * Closes the core, then everything the engine owns, each whatever the others did; the first failure is thrown
+     * once all are closed, the later ones suppressed in it.
+     */
     @Override
     public void close() {
         RuntimeException failure = null;
@@ -55,10 +58,11 @@ abstract class CoreFacade extends ForwardingEngine {
                 c.close();
             } catch (Exception e) {
                 IllegalStateException closing = new IllegalStateException("closing " + c, e);
-                if (failure != null) {
-                    closing.addSuppressed(failure);
+                if (failure == null) {
+                    failure = closing;
+                } else {
+                    failure.addSuppressed(closing);
                 }
-                throw closing;
             }
         }
         if (failure != null) {
