@@ -104,4 +104,23 @@ __device__ __forceinline__ void release_dependents() {
 #endif
 }
 
+// A norm kernel's residual add over the row elements a thread holds, h = threadIdx.x + j·blockDim.x: a[j] becomes
+// residual + a[j] rounded to the residual's dtype, and is stored back. Every residual load is issued before the
+// first store (the norm kernels' loads must not wait behind stores, see rms_norm).
+template <int N>
+__device__ __forceinline__ void add_residual_row(float (&a)[N], void* residual, int resDt, long long base, int hidden) {
+    float r[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        const int h = threadIdx.x + j * blockDim.x;
+        r[j] = h < hidden ? load_f(residual, resDt, base + h) : 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        const int h = threadIdx.x + j * blockDim.x;
+        a[j] = round_to(resDt, r[j] + a[j]);
+        if (h < hidden) store_f(residual, resDt, base + h, a[j]);
+    }
+}
+
 }  // namespace mstar

@@ -23,20 +23,7 @@ __device__ __forceinline__ void rms_norm_any(const void* x, int xDt, void* resid
         a[j] = h < hidden ? load_f(x, xDt, base + h) : 0.f;
         w[j] = h < hidden ? load_f(weight, wDt, h) : 0.f;
     }
-    if (residual != nullptr) {
-        float r[kNormPerThread];
-#pragma unroll
-        for (int j = 0; j < kNormPerThread; ++j) {
-            const int h = threadIdx.x + j * blockDim.x;
-            r[j] = h < hidden ? load_f(residual, resDt, base + h) : 0.f;
-        }
-#pragma unroll
-        for (int j = 0; j < kNormPerThread; ++j) {
-            const int h = threadIdx.x + j * blockDim.x;
-            a[j] = round_to(resDt, r[j] + a[j]);
-            if (h < hidden) store_f(residual, resDt, base + h, a[j]);
-        }
-    }
+    if (residual != nullptr) add_residual_row(a, residual, resDt, base, hidden);
     float ss = 0.f;
 #pragma unroll
     for (int j = 0; j < kNormPerThread; ++j) ss += a[j] * a[j];  // past the row: zeros, added last

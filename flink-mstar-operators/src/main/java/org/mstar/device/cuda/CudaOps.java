@@ -65,7 +65,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     private static final int ARGMAX_THREADS = 256;
     private static final int ARGMAX_CHUNK = ARGMAX_THREADS * 16;
 
-    /** Longest row rms_norm takes: 8 elements in each of 1024 threads' registers (Llama-3-70B's hidden size). */
+    /**
+     * Longest row rms_norm and layer_norm take: 8 elements in each of 1024 threads' registers (Llama-3-70B's hidden
+     * size).
+     */
     private static final long MAX_NORM_HIDDEN = 8 * 1024;
 
     /** A block of up to 1024 threads, one warp at least, about {@code perThread} elements per thread. */
@@ -222,6 +225,10 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
                 || (r != null && r.numel() != xs.numel())) {
             throw new IllegalArgumentException("layerNorm: x " + xs + ", residual " + r + ", weight " + w + ", bias " + b
                     + ", out " + o + " disagree on [rows, " + hidden + "]");
+        }
+        if (hidden > MAX_NORM_HIDDEN) {
+            throw new IllegalArgumentException("layerNorm: rows of " + hidden + " elements; the kernel holds at most "
+                    + MAX_NORM_HIDDEN + " (kLayerNormPerThread in encoder.cu)");
         }
         if (rows == 0) {
             return;
