@@ -81,16 +81,25 @@ public interface Device extends AutoCloseable {
     default void bindToCurrentThread() {
     }
 
+    /** The kernel variants this device computes with, fixed when it was built. */
+    KernelOptions options();
+
+    /**
+     * A view of this device computing with {@code options}: the same memory and stream (on a GPU the same context),
+     * so tensors made through either serve the ops of either, and only the variants its ops choose differ. Engines
+     * sharing a device each take a view with their own options instead of changing the device under the others.
+     * Always a new view, never this device. A view owns nothing: closing it frees nothing, and it is not used after
+     * the device it came from is closed.
+     */
+    Device withOptions(KernelOptions options);
+
     /**
      * Whether every op gives a row the same bits whatever other rows share its call, so that a request's tokens do
-     * not depend on what it was batched or chunked with. The CPU reference always does.
+     * not depend on what it was batched or chunked with: {@link KernelOptions#batchInvariant()} on a GPU; the CPU
+     * reference always does.
      */
     default boolean batchInvariant() {
         return true;
-    }
-
-    /** Asks for batch-invariant numerics ({@link #batchInvariant()}) or lets the device trade them for speed. */
-    default void setBatchInvariant(boolean on) {
     }
 
     /** The device's memory, where it has its own (a GPU); empty on the CPU, which shares the host's. */

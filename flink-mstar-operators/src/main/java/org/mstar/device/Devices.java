@@ -14,13 +14,18 @@ public final class Devices {
     private Devices() {}
 
     public static Device open(String name) {
+        return open(name, KernelOptions.defaults());
+    }
+
+    /** The device {@code name} computing with {@code options} for its whole life. */
+    public static Device open(String name, KernelOptions options) {
         String n = name.trim().toLowerCase(Locale.ROOT);
         if (n.equals("cpu")) {
-            return new CpuDevice();
+            return new CpuDevice(options);
         }
         if (n.equals("cuda") || n.startsWith("cuda:")) {
             int index = n.equals("cuda") ? 0 : parseIndex(name, n.substring(5));
-            return openCuda(index);
+            return openCuda(index, options);
         }
         throw new IllegalArgumentException("unknown device '" + name + "': expected cpu or cuda:N");
     }
@@ -37,9 +42,10 @@ public final class Devices {
         throw new IllegalArgumentException("unknown device '" + name + "': expected cpu or cuda:N with N >= 0");
     }
 
-    private static Device openCuda(int index) {
+    private static Device openCuda(int index, KernelOptions options) {
         try {
-            return (Device) Class.forName(CUDA_DEVICE).getConstructor(int.class).newInstance(index);
+            return (Device) Class.forName(CUDA_DEVICE).getConstructor(int.class, KernelOptions.class)
+                    .newInstance(index, options);
         } catch (ClassNotFoundException e) {
             throw new DeviceUnavailableException("this build has no CUDA device (" + CUDA_DEVICE + " is missing)", e);
         } catch (InvocationTargetException e) {

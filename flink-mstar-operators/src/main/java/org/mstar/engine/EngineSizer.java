@@ -40,22 +40,22 @@ public final class EngineSizer {
      *                 replaced by the sizing
      */
     public static Sized build(Path modelDir, LlamaWeights weights, EngineOptions defaults, EngineSizing.Request request) {
-        return build(modelDir, weights, defaults, request, 1);
+        return build(modelDir, weights, weights.device(), defaults, request, 1);
     }
 
     /**
+     * @param device          the weights' device, or a view of it with the kernel options this engine computes with
      * @param enginesOnDevice engines of the job that share this GPU: each sizes its pool to its part of the room the
      *                        ones already open left (call inside the device's turn, so they size one after the other)
      */
-    public static Sized build(Path modelDir, LlamaWeights weights, EngineOptions defaults, EngineSizing.Request request,
-            int enginesOnDevice) {
-        Device device = weights.device();
+    public static Sized build(Path modelDir, LlamaWeights weights, Device device, EngineOptions defaults,
+            EngineSizing.Request request, int enginesOnDevice) {
         if (device.memory().isEmpty()) {
             EngineSizing sizing = new EngineSizing(request.maxBatchRows().orElse(defaults.maxBatchRows()),
                     request.tokenBudget().orElse(defaults.tokenBudget()),
                     request.pages().orElse(defaults.kvCache().maxNumPages()),
                     "defaults of a device without memory of its own");
-            return new Sized(LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing)), sizing);
+            return new Sized(LlamaEngineLoader.load(modelDir, weights, device, resized(defaults, sizing)), sizing);
         }
         DeviceMemory memory = device.memory().orElseThrow();
         int rows = EngineSizing.rows(request, memory.totalBytes());
@@ -63,7 +63,7 @@ public final class EngineSizer {
         // a task restarted over the same weights builds its engine again: the reserve is measured once
         long reserve = RESERVES.computeIfAbsent(weights, w -> new ConcurrentHashMap<>()).computeIfAbsent(
                 List.of(rows, budget, defaults.kvCache().maxSeqLen(), defaults.kvCache().pageSize()),
-                k -> measureReserve(modelDir, weights, defaults, rows, budget));
+                k -> measureReserve(modelDir, weights, device, defaults, rows, budget));
         memory = device.memory().orElseThrow();
         ModelConfig c = weights.config();
         int pageSize = defaults.kvCache().pageSize();
@@ -72,7 +72,7 @@ public final class EngineSizer {
         int toBuild = Math.max(1, enginesOnDevice - OPEN.getOrDefault(key, 0));
         EngineSizing sizing = EngineSizing.size(request, new EngineSizing.Device(memory.totalBytes(),
                 memory.usedBytes(), weights.byteSize(), reserve, pageBytes, pageSize, 1.0 / toBuild));
-        LlamaEngine engine = LlamaEngineLoader.load(modelDir, weights, resized(defaults, sizing));
+        LlamaEngine engine = LlamaEngineLoader.load(modelDir, weights, device, resized(defaults, sizing));
         OPEN.merge(key, 1, Integer::sum);
         engine.own(() -> OPEN.merge(key, -1, Integer::sum));
         return new Sized(engine, sizing);
@@ -85,8 +85,8 @@ public final class EngineSizer {
     }
 
     /** Device memory a decode step at {@code rows} and a prefill at {@code budget} tokens take beyond the KV pool. */
-    private static long measureReserve(Path modelDir, LlamaWeights weights, EngineOptions o, int rows, int budget) {
-        Device device = weights.device();
+    private static long measureReserve(Path modelDir, LlamaWeights weights, Device device, EngineOptions o, int rows,
+            int budget) {
         int pageSize = o.kvCache().pageSize();
         int maxSeqLen = Math.min(o.kvCache().maxSeqLen(), weights.config().maxPositionEmbeddings());
         int promptLen = Math.max(1, Math.min(budget, maxSeqLen - 1));
@@ -94,7 +94,7 @@ public final class EngineSizer {
         int pages = prompts * (promptLen / pageSize + 2) + 2 * rows + 2;
         EngineOptions probeOptions = resized(o, new EngineSizing(rows, budget, pages, "probe"));
         device.releaseCachedMemory();
-        LlamaEngine probe = LlamaEngineLoader.load(modelDir, weights, probeOptions);
+        LlamaEngine probe = LlamaEngineLoader.load(modelDir, weights, device, probeOptions);
         try {
             long built = used(device);
             int vocab = weights.config().vocabSize();

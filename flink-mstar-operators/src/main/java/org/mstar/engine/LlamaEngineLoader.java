@@ -58,10 +58,15 @@ public final class LlamaEngineLoader {
      * not the weights, which outlive it.
      */
     public static LlamaEngine load(Path modelDir, LlamaWeights weights, EngineOptions options) {
+        return load(modelDir, weights, weights.device(), options);
+    }
+
+    /** As {@link #load(Path, LlamaWeights, EngineOptions)}, computing through {@code device}, a view of the weights'. */
+    public static LlamaEngine load(Path modelDir, LlamaWeights weights, Device device, EngineOptions options) {
         try {
-            Device device = weights.device();
             DType storage = storageType(device);
-            LlamaModel model = new LlamaModel(weights, storage, modelDir.toAbsolutePath().normalize().toString());
+            LlamaModel model = new LlamaModel(weights, device, storage,
+                    modelDir.toAbsolutePath().normalize().toString());
             Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
             TextTokenizer tokenizer = Files.exists(tokenizerFile) ? TextTokenizer.load(modelDir) : null;
             GenerationConfig generation = GenerationConfig.load(modelDir, weights.config());

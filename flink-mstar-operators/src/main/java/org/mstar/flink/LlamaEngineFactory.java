@@ -5,6 +5,7 @@ import java.time.Duration;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.runtime.execution.SuppressRestartsException;
+import org.mstar.device.Device;
 import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
@@ -101,11 +102,12 @@ public final class LlamaEngineFactory implements EngineFactory {
         try {
             SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
             DeviceTurn turn = shared.turn();
-            turn.device().setBatchInvariant(batchInvariant);
+            // a view with this job's numerics: the device is shared with the other engines of this TaskManager
+            Device view = turn.device().withOptions(turn.device().options().withBatchInvariant(batchInvariant));
             // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops
-            EngineOptions options = options().withDecodeGraphs(decodeGraphs && turn.device().isCuda());
-            EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), options,
-                    sizingRequest(), enginesPerDevice));
+            EngineOptions options = options().withDecodeGraphs(decodeGraphs && view.isCuda());
+            EngineSizer.Sized sized = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), view,
+                    options, sizingRequest(), enginesPerDevice));
             EngineSizing s = sized.sizing();
             LOG.info("Engine of subtask {} on {}: {} rows, {} tokens a step, {} KV pages of {} tokens, {}; {}",
                     subtaskIndex, device, s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, options.decodeGraphs()

@@ -11,6 +11,7 @@ import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.mstar.device.Device;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
 import org.mstar.engine.EngineSizer;
@@ -54,18 +55,21 @@ final class BenchEngineFactory implements EngineFactory {
     private final Integer setPages;
     private final double memoryFraction;
     private final boolean sized;
+    private final boolean batchInvariant;
 
-    BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps) {
-        this(modelDir, randomSeed, options, failAtSteps, null, false);
+    /** @param batchInvariant batch-invariant numerics for these engines (a view of the shared device with them) */
+    BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
+            boolean batchInvariant) {
+        this(modelDir, randomSeed, options, failAtSteps, null, false, batchInvariant);
     }
 
     /** Engines sized for their device as {@code serve} sizes them ({@link EngineSizer}), over {@code defaults}. */
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions defaults, EngineSizing.Request sizing) {
-        this(modelDir, randomSeed, defaults, Set.of(), sizing, true);
+        this(modelDir, randomSeed, defaults, Set.of(), sizing, true, false);
     }
 
     private BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
-            EngineSizing.Request sizing, boolean sized) {
+            EngineSizing.Request sizing, boolean sized, boolean batchInvariant) {
         this.modelDir = modelDir.toString();
         this.randomSeed = randomSeed;
         this.maxBatchRows = options.maxBatchRows();
@@ -80,6 +84,7 @@ final class BenchEngineFactory implements EngineFactory {
         this.setPages = sized ? boxed(sizing.pages()) : null;
         this.memoryFraction = sized ? sizing.memoryFraction() : EngineSizing.DEFAULT_MEMORY_FRACTION;
         this.sized = sized;
+        this.batchInvariant = batchInvariant;
     }
 
     private static Integer boxed(OptionalInt value) {
@@ -110,19 +115,20 @@ final class BenchEngineFactory implements EngineFactory {
         long start = System.nanoTime();
         BenchModels.Loaded shared = BenchModels.get(Path.of(modelDir), randomSeed, device);
         DeviceTurn turn = shared.turn();
+        Device view = turn.device().withOptions(turn.device().options().withBatchInvariant(batchInvariant));
         long before = turn.call(() -> BenchModels.memoryInUse(turn));
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget,
                 KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize).build())
-                .withDecodeGraphs(turn.device().isCuda())
+                .withDecodeGraphs(view.isCuda())
                 .withRole(role);
         GenerationEngine engine;
         if (sized) {
-            EngineSizer.Sized built = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), options,
-                    sizingRequest()));
+            EngineSizer.Sized built = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), view,
+                    options, sizingRequest(), 1));
             lastSizing = built.sizing();
             engine = built.engine();
         } else {
-            engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), options));
+            engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), view, options));
         }
         long after = turn.call(() -> BenchModels.memoryInUse(turn));
         EVENTS.add(String.format(Locale.ROOT,

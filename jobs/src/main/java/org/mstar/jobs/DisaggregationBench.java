@@ -145,7 +145,6 @@ final class DisaggregationBench {
         for (String device : new LinkedHashSet<>(devices)) {
             long start = System.nanoTime();
             BenchModels.Loaded shared = BenchModels.get(modelDir, seed, device);
-            shared.turn().device().setBatchInvariant(flags.batchInvariant);
             err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
                     shared.turn().device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - start) / 1e9);
         }
@@ -306,13 +305,13 @@ final class DisaggregationBench {
                         .set(DisaggregationOptions.DECODE_DEVICE, layout.decodeDevice())
                         .set(DisaggregationOptions.HANDOFF_RECORD_SIZE, MemorySize.parse(flags.handoffRecordSize))
                         .prefillEngineFactory(new BenchEngineFactory(modelDir, seed, prefill,
-                                failAt.getOrDefault(EngineRole.PREFILL, Set.of())))
+                                failAt.getOrDefault(EngineRole.PREFILL, Set.of()), flags.batchInvariant))
                         .decodeEngineFactory(new BenchEngineFactory(modelDir, seed, decode,
-                                failAt.getOrDefault(EngineRole.DECODE, Set.of())));
+                                failAt.getOrDefault(EngineRole.DECODE, Set.of()), flags.batchInvariant));
             } else {
                 conf.set(GenerateOptions.DEVICE, layout.device());
                 pipeline.engineFactory(new BenchEngineFactory(modelDir, seed, colocated,
-                        failAt.getOrDefault(EngineRole.COLOCATED, Set.of())));
+                        failAt.getOrDefault(EngineRole.COLOCATED, Set.of()), flags.batchInvariant));
             }
             StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(layout.parallelism(),
                     conf);

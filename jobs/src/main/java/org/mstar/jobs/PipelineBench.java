@@ -27,6 +27,7 @@ import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.FileUtils;
+import org.mstar.device.Device;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
 import org.mstar.engine.FinishedRequest;
@@ -106,15 +107,15 @@ final class PipelineBench {
 
             long start = System.nanoTime();
             BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.modelFlags.device);
-            shared.turn().device().setBatchInvariant(flags.batchInvariant);
             err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
                     shared.turn().device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - start) / 1e9);
             err.flush();
 
             Map<String, Measured> engine = new LinkedHashMap<>();
             DeviceTurn turn = shared.turn();
-            GenerationEngine bare = turn.guard(turn.call(() -> LlamaEngineLoader.load(modelDir, shared.weights(),
-                    options.withDecodeGraphs(turn.device().isCuda()))));
+            Device view = turn.device().withOptions(turn.device().options().withBatchInvariant(flags.batchInvariant));
+            GenerationEngine bare = turn.guard(turn.call(() -> LlamaEngineLoader.load(modelDir, shared.weights(), view,
+                    options.withDecodeGraphs(view.isCuda()))));
             try {
                 runEngine(bare, warmUp);
                 for (Load load : loads) {
@@ -128,7 +129,8 @@ final class PipelineBench {
 
             Map<String, Measured> pipeline = new LinkedHashMap<>();
             try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start()) {
-                BenchEngineFactory factory = new BenchEngineFactory(modelDir, seed, options, Set.of());
+                BenchEngineFactory factory = new BenchEngineFactory(modelDir, seed, options, Set.of(),
+                        flags.batchInvariant);
                 JobRun job = JobRun.start(broker, "bench", factory, flags, DeliveryGuarantee.AT_LEAST_ONCE, 0, work);
                 try {
                     job.serve(warmUp, flags.timeoutSeconds);
@@ -165,10 +167,10 @@ final class PipelineBench {
             BenchPipelineCommand flags, Load load, Path work, PrintWriter out) throws Exception {
         BenchEngineFactory.resetSteps();
         JobRun.Served reference = serveOnce(broker, "reference", new BenchEngineFactory(modelDir, seed, options,
-                Set.of()), flags, 0, load, work);
+                Set.of(), flags.batchInvariant), flags, 0, load, work);
         long steps = BenchEngineFactory.resetSteps().getOrDefault(EngineRole.COLOCATED, 0L);
         JobRun.Served control = serveOnce(broker, "control", new BenchEngineFactory(modelDir, seed, options,
-                Set.of()), flags, 0, load, work);
+                Set.of(), flags.batchInvariant), flags, 0, load, work);
         Set<Long> failAt = new TreeSet<>();
         for (int i = 1; i <= flags.failures; i++) {
             failAt.add(Math.max(1, steps * i / (flags.failures + 1)));
@@ -176,8 +178,8 @@ final class PipelineBench {
         BenchEngineFactory.resetSteps();
         int eventsBefore = BenchEngineFactory.events().size();
         long start = System.nanoTime();
-        JobRun.Served failed = serveOnce(broker, "failover", new BenchEngineFactory(modelDir, seed, options, failAt),
-                flags, flags.failures, load, work);
+        JobRun.Served failed = serveOnce(broker, "failover", new BenchEngineFactory(modelDir, seed, options, failAt,
+                flags.batchInvariant), flags, flags.failures, load, work);
         double seconds = (System.nanoTime() - start) / 1e9;
 
         List<String> incomplete = new ArrayList<>();

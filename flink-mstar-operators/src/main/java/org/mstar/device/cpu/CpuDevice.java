@@ -3,11 +3,13 @@ package org.mstar.device.cpu;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.Objects;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceStream;
 import org.mstar.device.HalfFloats;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.Tensor;
 
 /**
@@ -19,14 +21,32 @@ public final class CpuDevice implements Device {
     private static final DeviceStream EAGER = () -> { };
 
     private final CpuOps ops;
+    private final KernelOptions options;
+    /** False for a view ({@link #withOptions}): the device that made the ops' threads shuts them down. */
+    private final boolean ownsOps;
 
     public CpuDevice() {
-        this(Runtime.getRuntime().availableProcessors());
+        this(KernelOptions.defaults());
+    }
+
+    /** One worker thread per processor; {@code options} are reported, the CPU computes the same either way. */
+    public CpuDevice(KernelOptions options) {
+        this(Runtime.getRuntime().availableProcessors(), options);
     }
 
     /** @param threads worker threads for ops that parallelise (1 = single-threaded) */
     public CpuDevice(int threads) {
-        this.ops = new CpuOps(threads);
+        this(threads, KernelOptions.defaults());
+    }
+
+    private CpuDevice(int threads, KernelOptions options) {
+        this(new CpuOps(threads), options, true);
+    }
+
+    private CpuDevice(CpuOps ops, KernelOptions options, boolean ownsOps) {
+        this.ops = ops;
+        this.options = Objects.requireNonNull(options, "options");
+        this.ownsOps = ownsOps;
     }
 
     @Override
@@ -37,6 +57,17 @@ public final class CpuDevice implements Device {
     @Override
     public boolean isCuda() {
         return false;
+    }
+
+    @Override
+    public KernelOptions options() {
+        return options;
+    }
+
+    /** A view sharing this device's ops (and so their threads); tensors are heap arrays, usable through any device. */
+    @Override
+    public CpuDevice withOptions(KernelOptions options) {
+        return new CpuDevice(ops, options, false);
     }
 
     @Override
@@ -148,7 +179,9 @@ public final class CpuDevice implements Device {
 
     @Override
     public void close() {
-        ops.close();
+        if (ownsOps) {
+            ops.close();
+        }
     }
 
     /** fp32 → bf16 → fp32 for every element: what bf16 storage keeps (test helper). */

@@ -122,7 +122,7 @@ final class CudaAttention {
                 .tensor(lastPageLen).i32(layer).i32(numPages).i32(pageSize).i32(qoHeads).i32(kvHeads)
                 .flag(plan.causal()).i32(plan.windowLeft()).flag(plan.contextOnly()).f32(plan.smScale());
         boolean mma = pool.dtype() == DType.BF16 && MMA_HEAD_DIMS.contains(headDim)
-                && (!simtDim || device.tensorCorePrefill());
+                && (!simtDim || device.options().tensorCorePrefill());
         if (plan.isDecode() && simtDim && !(mma && device.batchInvariant())) {
             decode(type, headDim, qoHeads, kvHeads, plan, common, out);
         } else if (mma && plan.isDecode()) {

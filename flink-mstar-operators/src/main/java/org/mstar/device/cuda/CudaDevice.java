@@ -11,66 +11,63 @@ import static org.mstar.device.cuda.CudaCheck.check;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
-import java.util.Collections;
-import java.util.IdentityHashMap;
+import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 import jcuda.Pointer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceMemory;
 import org.mstar.device.HalfFloats;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.PendingInts;
 import org.mstar.device.Tensor;
 
 /**
  * One GPU through the JCuda driver API: its primary context, one non-blocking stream on which every
- * transfer and op is enqueued in order, a reusing allocator, the kernels module and the ops. Host reads
- * synchronise the stream. Not thread-safe (one step loop drives a device), but the driving thread may
- * change: the context is bound to whichever thread calls in.
+ * transfer and op is enqueued in order, a reusing allocator, the kernels module and the ops, which choose their
+ * kernel variants by the device's {@link KernelOptions}. The options are fixed when the device is built; a view
+ * ({@link #withOptions}) runs other variants on the same GPU state. Host reads synchronise the stream. Not
+ * thread-safe (one step loop drives a device and its views), but the driving thread may change: the context is
+ * bound to whichever thread calls in.
  */
 public final class CudaDevice implements Device {
     /** Host transfers are staged through pinned memory in chunks of at most this size. */
     private static final int STAGING_BYTES = 64 << 20;
-    /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/results/perf.md). */
-    public static final int DEFAULT_SKINNY_MATMUL_ROWS = 16;
-    /** Most rows the skinny-matmul kernel serves. */
-    public static final int MAX_SKINNY_MATMUL_ROWS = SkinnyMatmul.MAX_ROWS;
 
-    private final CudaContext context;
-    private final CudaStream stream;
-    private final DeviceAllocator allocator;
-    private final Workspace workspace;
-    private final KernelModule module;
+    private final GpuResources gpu;
+    private final SharedOpState shared;
+    private final KernelOptions options;
     private final CudaOps ops;
-    private final UploadRing uploads;
-    private final Readbacks readbacks = new Readbacks();
-    /** Workspace blocks {@link #zeroedScratch} has zeroed (they are never freed before the device closes). */
-    private final Set<DeviceAllocator.Block> zeroedBlocks = Collections.newSetFromMap(new IdentityHashMap<>());
-    private PinnedBuffer staging;
-    private Thread boundThread;
-    private boolean tensorCorePrefill = true;
-    private int skinnyMatmulRows = DEFAULT_SKINNY_MATMUL_ROWS;
-    private boolean batchInvariant;
-    private boolean programmaticLaunch = true;
-    private boolean qkvRopeInMatmul = true;
+    /** False for a view: the device that opened the GPU frees it. */
+    private final boolean ownsGpu;
+
+    /** The GPU with every kernel variant at its default ({@link KernelOptions#defaults()}). */
+    public CudaDevice(int gpuIndex) {
+        this(gpuIndex, KernelOptions.defaults());
+    }
 
     /** @throws IllegalStateException saying so, before any CUDA call, when this build has no kernels */
-    public CudaDevice(int gpuIndex) {
+    public CudaDevice(int gpuIndex, KernelOptions options) {
+        Objects.requireNonNull(options, "options");
         KernelModule.requireBuilt();
-        this.context = new CudaContext(gpuIndex);
-        this.boundThread = Thread.currentThread();
-        this.stream = new CudaStream();
-        this.allocator = new DeviceAllocator(stream.counters());
-        this.workspace = new Workspace(allocator);
-        this.uploads = new UploadRing();
-        this.module = new KernelModule();
-        this.ops = new CudaOps(this);
+        this.gpu = new GpuResources(gpuIndex);
+        this.options = options;
+        this.ownsGpu = true;
+        this.shared = new SharedOpState(this);
+        this.ops = new CudaOps(this, shared);
+    }
+
+    private CudaDevice(CudaDevice parent, KernelOptions options) {
+        this.gpu = parent.gpu;
+        this.shared = parent.shared;
+        this.options = Objects.requireNonNull(options, "options");
+        this.ownsGpu = false;
+        this.ops = new CudaOps(this, shared);
     }
 
     @Override
     public String name() {
-        return "cuda:" + context.index() + " (" + context.deviceName() + ")";
+        return "cuda:" + context().index() + " (" + context().deviceName() + ")";
     }
 
     @Override
@@ -79,18 +76,34 @@ public final class CudaDevice implements Device {
     }
 
     public CudaContext context() {
-        return context;
+        return gpu.context();
     }
 
     @Override
     public CudaStream stream() {
-        return stream;
+        return gpu.stream();
     }
 
     @Override
+    public KernelOptions options() {
+        return options;
+    }
+
+    /**
+     * A view of this GPU computing with {@code options}: its own ops, reading {@code options}, over this device's
+     * context, stream, memory, kernels, cuBLAS handles and RoPE tables. Closing a view does nothing; the device that
+     * opened the GPU frees all of it, after which its views are not used.
+     */
+    @Override
+    public CudaDevice withOptions(KernelOptions options) {
+        return new CudaDevice(this, options);
+    }
+
+    /** Records {@code work}; the graph launches its kernels programmatically when this device's options say so. */
+    @Override
     public CudaGraph capture(Runnable work) {
         enter();
-        return CudaGraph.capture(stream, work, programmaticLaunch ? module.handle() : null);
+        return CudaGraph.capture(stream(), work, options.programmaticLaunch() ? gpu.module().handle() : null);
     }
 
     /**
@@ -114,7 +127,7 @@ public final class CudaDevice implements Device {
     public void releaseCachedMemory() {
         enter();
         synchronize();
-        allocator.releaseCached();
+        gpu.allocator().releaseCached();
     }
 
     @Override
@@ -125,99 +138,31 @@ public final class CudaDevice implements Device {
     /** Makes the context current on the calling thread, unconditionally (another device may have replaced it). */
     @Override
     public void bindToCurrentThread() {
-        context.makeCurrent();
-        boundThread = Thread.currentThread();
-    }
-
-    /**
-     * Whether bf16 prefill attention runs on the tensor cores (the default) or on the CUDA-core kernel that
-     * fp32 uses; the GPU harness switches it off to measure the one against the other on the same model.
-     */
-    public void setTensorCorePrefill(boolean on) {
-        this.tensorCorePrefill = on;
-    }
-
-    boolean tensorCorePrefill() {
-        return tensorCorePrefill;
-    }
-
-    /**
-     * Whether graphs captured from now on launch the project's kernels programmatically (the default; see
-     * {@link CudaGraph}); the GPU harness switches it off to measure the one against the other. Graphs already
-     * captured keep the setting they were captured with.
-     */
-    public void setProgrammaticLaunch(boolean on) {
-        this.programmaticLaunch = on;
-    }
-
-    /**
-     * Whether the qkv projection of a few rows rotates q and k and appends k and v to the pool in the skinny matmul's
-     * epilogue ({@link SkinnyMatmul#qkvRope}; the default) instead of a qkv_rope_append launch after it: the same
-     * bits, one launch a layer fewer (docs/architecture/decode-fusions.md). The GPU harness switches it off to compare the two.
-     */
-    public void setQkvRopeInMatmul(boolean on) {
-        this.qkvRopeInMatmul = on;
-    }
-
-    public boolean qkvRopeInMatmul() {
-        return qkvRopeInMatmul;
-    }
-
-    /**
-     * bf16 matmuls of at most this many rows (decode steps; 0 for none) run on the skinny-matmul kernel instead
-     * of cuBLAS; the GPU harness changes it to measure the one against the other on the same model.
-     */
-    public void setSkinnyMatmulRows(int rows) {
-        if (rows < 0 || rows > MAX_SKINNY_MATMUL_ROWS) {
-            throw new IllegalArgumentException("skinny matmul rows must be 0.." + MAX_SKINNY_MATMUL_ROWS + ", got "
-                    + rows);
-        }
-        this.skinnyMatmulRows = rows;
-    }
-
-    public int skinnyMatmulRows() {
-        return skinnyMatmulRows;
-    }
-
-    /**
-     * On, a row's results are independent of the other rows of its step: matmuls through split-free cuBLASLt
-     * algorithms and bf16 attention at the tensor-core head dims through one kernel for prefill and decode rows
-     * alike. A request's tokens then do not depend on what it was batched or chunked with, so a request
-     * recomputed after a restore continues exactly as the lost run would have. Off (the default), decode rows use
-     * the split-KV decode kernel and cuBLAS picks its algorithms freely: faster decode, with tokens that can
-     * change when the batching does. fp32 and head dim 32 have no invariant attention path.
-     */
-    @Override
-    public void setBatchInvariant(boolean on) {
-        this.batchInvariant = on;
+        gpu.bindToCurrentThread();
     }
 
     @Override
     public boolean batchInvariant() {
-        return batchInvariant;
+        return options.batchInvariant();
     }
 
     /** Binds the context when a different thread than the last one calls in. */
     void enter() {
-        Thread t = Thread.currentThread();
-        if (t != boundThread) {
-            context.makeCurrent();
-            boundThread = t;
-        }
+        gpu.enter();
     }
 
     @Override
     public CudaTensor allocate(DType dtype, long... shape) {
         enter();
         long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
-        DeviceAllocator.Block b = allocator.allocate(bytes, dtype + Arrays.toString(shape));
+        DeviceAllocator.Block b = gpu.allocator().allocate(bytes, dtype + Arrays.toString(shape));
         return new CudaTensor(this, dtype, shape, b.pointer(), b);
     }
 
     @Override
     public CudaTensor zeros(DType dtype, long... shape) {
         CudaTensor t = allocate(dtype, shape);
-        check(cuMemsetD8Async(t.pointer(), (byte) 0, t.byteSize(), stream.handle()), "cuMemsetD8Async for zeros");
+        check(cuMemsetD8Async(t.pointer(), (byte) 0, t.byteSize(), stream().handle()), "cuMemsetD8Async for zeros");
         return t;
     }
 
@@ -302,7 +247,7 @@ public final class CudaDevice implements Device {
         if (c.dtype() != DType.I32) {
             throw new IllegalArgumentException("readIntsLater needs an I32 tensor, got " + c.dtype());
         }
-        return c.byteSize() > Readbacks.SLOT_BYTES ? Device.super.readIntsLater(c) : readbacks.read(c, stream);
+        return c.byteSize() > Readbacks.SLOT_BYTES ? Device.super.readIntsLater(c) : gpu.readbacks().read(c, stream());
     }
 
     private ByteBuffer download(CudaTensor c) {
@@ -324,16 +269,18 @@ public final class CudaDevice implements Device {
         if (src.remaining() < total) {
             throw new IllegalArgumentException("copyFromHost: " + src.remaining() + " bytes for " + d + " of " + total);
         }
+        CudaStream stream = stream();
         stream.counters().upload(total);
         if (total <= UploadRing.CHUNK_BYTES) {
-            uploads.upload(src, (int) total, d.pointer(), stream);
+            gpu.uploads().upload(src, (int) total, d.pointer(), stream);
             return;
         }
         ByteBuffer in = src.duplicate();
         int limit = in.limit();
         for (long done = 0; done < total; ) {
             int n = (int) Math.min(STAGING_BYTES, total - done);
-            ByteBuffer s = staging(n);
+            PinnedBuffer staging = gpu.staging(n);
+            ByteBuffer s = staging.buffer();
             in.limit(in.position() + n);
             s.put(in);
             in.limit(limit);
@@ -354,9 +301,11 @@ public final class CudaDevice implements Device {
             throw new IllegalArgumentException("copyToHost: room for " + dst.remaining() + " bytes, " + s + " has " + total);
         }
         ByteBuffer out = dst.duplicate();
+        CudaStream stream = stream();
         for (long done = 0; done < total; ) {
             int n = (int) Math.min(STAGING_BYTES, total - done);
-            ByteBuffer st = staging(n);
+            PinnedBuffer staging = gpu.staging(n);
+            ByteBuffer st = staging.buffer();
             check(cuMemcpyDtoHAsync(staging.pointer(), s.pointer().withByteOffset(done), n, stream.handle()),
                     "cuMemcpyDtoHAsync(" + n + " bytes) from " + s);
             stream.synchronize();
@@ -364,17 +313,6 @@ public final class CudaDevice implements Device {
             out.put(st);
             done += n;
         }
-    }
-
-    /** The staging buffer, grown to at least {@code bytes}, positioned at 0. */
-    private ByteBuffer staging(int bytes) {
-        if (staging == null || staging.bytes() < bytes) {
-            if (staging != null) {
-                staging.close();
-            }
-            staging = new PinnedBuffer(Math.max(bytes, 1 << 20));
-        }
-        return staging.buffer();
     }
 
     @Override
@@ -385,7 +323,7 @@ public final class CudaDevice implements Device {
         if (s.byteSize() != d.byteSize()) {
             throw new IllegalArgumentException("copy between " + s + " and " + d + " of different byte sizes");
         }
-        check(cuMemcpyDtoDAsync(d.pointer(), s.pointer(), s.byteSize(), stream.handle()), "cuMemcpyDtoDAsync");
+        check(cuMemcpyDtoDAsync(d.pointer(), s.pointer(), s.byteSize(), stream().handle()), "cuMemcpyDtoDAsync");
     }
 
     /**
@@ -394,7 +332,7 @@ public final class CudaDevice implements Device {
      */
     CudaTensor uploadConstant(float[] values) {
         enter();
-        DeviceAllocator.Block b = allocator.allocate(values.length * 4L, "constant table");
+        DeviceAllocator.Block b = gpu.allocator().allocate(values.length * 4L, "constant table");
         check(cuMemcpyHtoD(b.pointer(), Pointer.to(values), values.length * 4L), "cuMemcpyHtoD constant table");
         return new CudaTensor(this, DType.F32, new long[] {values.length}, b.pointer(), b);
     }
@@ -402,7 +340,7 @@ public final class CudaDevice implements Device {
     /** A view of the named workspace buffer as a tensor of {@code shape}; valid until the next call for that name. */
     CudaTensor scratch(String name, DType dtype, long... shape) {
         long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
-        return new CudaTensor(this, dtype, shape, workspace.get(name, bytes).pointer(), null);
+        return new CudaTensor(this, dtype, shape, gpu.workspace().get(name, bytes).pointer(), null);
     }
 
     /**
@@ -411,35 +349,30 @@ public final class CudaDevice implements Device {
      */
     CudaTensor zeroedScratch(String name, DType dtype, long... shape) {
         long bytes = Arrays.stream(shape).reduce(1, Math::multiplyExact) * dtype.bytes();
-        DeviceAllocator.Block b = workspace.get(name, bytes);
-        if (zeroedBlocks.add(b)) {
-            check(cuMemsetD8Async(b.pointer(), (byte) 0, b.bytes(), stream.handle()), "cuMemsetD8Async for " + name);
+        DeviceAllocator.Block b = gpu.workspace().get(name, bytes);
+        if (gpu.firstZeroing(b)) {
+            check(cuMemsetD8Async(b.pointer(), (byte) 0, b.bytes(), stream().handle()), "cuMemsetD8Async for " + name);
         }
         return new CudaTensor(this, dtype, shape, b.pointer(), null);
     }
 
     Kernel kernel(String name) {
-        return module.kernel(name);
+        return gpu.module().kernel(name);
     }
 
     void release(DeviceAllocator.Block block) {
-        allocator.release(block);
+        gpu.allocator().release(block);
     }
 
+    /** Frees the GPU when this device opened it; on a view, nothing (its tensors stay valid until the GPU closes). */
     @Override
     public void close() {
-        enter();
-        stream.synchronize();
-        ops.close();
-        workspace.close();
-        module.close();
-        allocator.close();
-        if (staging != null) {
-            staging.close();
+        if (!ownsGpu) {
+            return;
         }
-        uploads.close();
-        readbacks.close();
-        stream.close();
-        context.close();
+        enter();
+        stream().synchronize();
+        shared.close();
+        gpu.close();
     }
 }

@@ -7,46 +7,27 @@ import org.mstar.device.DType;
  * mixed operand dtypes are widened to fp32 first (exact, but a slow path meant for checks). A bias, or an
  * output dtype cuBLAS cannot write for the operand type, goes through an fp32 accumulator and one
  * rounding kernel, so the result is rounded once, as the contract asks. bf16 products of few rows (decode
- * steps, up to {@link CudaDevice#skinnyMatmulRows()}) go to {@link SkinnyMatmul}: decode steps of 1-16
+ * steps, up to the device's {@link org.mstar.device.KernelOptions#skinnyMatmulRows()}) go to {@link SkinnyMatmul}: decode steps of 1-16
  * requests ran 3-10 % faster with it than on cuBLAS (docs/results/2026-12-02/perf-decode.md). With the device's batch-invariant numerics on, every GEMM goes through
  * {@link CublasLt}, whose algorithms never split K: a row's result must not depend on whether its step had few
  * rows or many.
  */
-final class CudaMatmul implements AutoCloseable {
+final class CudaMatmul {
     private final CudaDevice device;
     private final Elementwise elementwise;
     private final SkinnyMatmul skinny;
-    private Cublas cublas;
-    private CublasLt cublasLt;
+    private final SharedOpState shared;
 
-    CudaMatmul(CudaDevice device, Elementwise elementwise) {
+    CudaMatmul(CudaDevice device, Elementwise elementwise, SharedOpState shared) {
         this.device = device;
         this.elementwise = elementwise;
         this.skinny = new SkinnyMatmul(device);
-    }
-
-    private Cublas cublas() {
-        if (cublas == null) {
-            cublas = new Cublas(device.stream(), workspace());
-        }
-        return cublas;
-    }
-
-    private CublasLt cublasLt() {
-        if (cublasLt == null) {
-            cublasLt = new CublasLt(device, workspace());
-        }
-        return cublasLt;
-    }
-
-    /** One workspace for both libraries: they run in order on the device's one stream. */
-    private CudaTensor workspace() {
-        return device.scratch("cublas", DType.U8, Cublas.WORKSPACE_BYTES);
+        this.shared = shared;
     }
 
     /** The cuBLAS library and version in use (loads it). */
     String describe() {
-        return Cublas.load() + " version " + cublas().version()
+        return Cublas.load() + " version " + shared.cublas().version()
                 + (device.batchInvariant() ? ", " + CublasLt.load() + " for batch-invariant matmuls" : "");
     }
 
@@ -85,9 +66,9 @@ final class CudaMatmul implements AutoCloseable {
         CudaTensor c = direct ? out : device.scratch("matmul.acc", DType.F32, rows, n);
         device.stream().counters().gemm();
         if (device.batchInvariant()) {
-            cublasLt().gemmRowsByWeightT(a, b, c, Math.toIntExact(rows), Math.toIntExact(n), Math.toIntExact(k));
+            shared.cublasLt().gemmRowsByWeightT(a, b, c, Math.toIntExact(rows), Math.toIntExact(n), Math.toIntExact(k));
         } else {
-            cublas().gemmRowsByWeightT(a, opType, b, opType, c, cudaType(c.dtype()), Math.toIntExact(rows),
+            shared.cublas().gemmRowsByWeightT(a, opType, b, opType, c, cudaType(c.dtype()), Math.toIntExact(rows),
                     Math.toIntExact(n), Math.toIntExact(k));
         }
         if (!direct) {
@@ -138,7 +119,8 @@ final class CudaMatmul implements AutoCloseable {
      * the device wants batch-invariant numerics (the kernel's instantiation depends on the row count).
      */
     private boolean skinnyTakes(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out, long rows, long k) {
-        return !device.batchInvariant() && SkinnyMatmul.accepts(x, w, bias, out, rows, k, device.skinnyMatmulRows());
+        return !device.batchInvariant()
+                && SkinnyMatmul.accepts(x, w, bias, out, rows, k, device.options().skinnyMatmulRows());
     }
 
     private CudaTensor widened(String name, CudaTensor t) {
@@ -157,15 +139,5 @@ final class CudaMatmul implements AutoCloseable {
             case F16 -> CublasNative.R_16F;
             default -> throw new IllegalArgumentException("matmul operands must be F32, BF16 or F16, got " + d);
         };
-    }
-
-    @Override
-    public void close() {
-        if (cublas != null) {
-            cublas.close();
-        }
-        if (cublasLt != null) {
-            cublasLt.close();
-        }
     }
 }

@@ -18,7 +18,7 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * mstar-kernels fatbin (or cuBLAS for matmul) on the device's stream and returns without waiting. No op
  * reads device memory back, so any sequence of ops can be captured into a {@link CudaGraph}.
  */
-public final class CudaOps implements ComputeOps, AutoCloseable {
+public final class CudaOps implements ComputeOps {
     private final CudaDevice device;
     private final Elementwise elementwise;
     private final CudaMatmul matmul;
@@ -26,13 +26,14 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     private final CudaRaggedAttention raggedAttention;
     private final RopeTables ropeTables;
 
-    CudaOps(CudaDevice device) {
+    /** Ops choosing their kernels by {@code device}'s options, with the libraries and tables all its views share. */
+    CudaOps(CudaDevice device, SharedOpState shared) {
         this.device = device;
         this.elementwise = new Elementwise(device);
-        this.matmul = new CudaMatmul(device, elementwise);
+        this.matmul = new CudaMatmul(device, elementwise, shared);
         this.attention = new CudaAttention(device);
         this.raggedAttention = new CudaRaggedAttention(device);
-        this.ropeTables = new RopeTables(device);
+        this.ropeTables = shared.ropeTables();
     }
 
     private static CudaTensor t(Tensor x, String what) {
@@ -362,7 +363,7 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
         }
         device.enter();
         // the pair rounds the projection to qkv's dtype: the fused epilogue rounds to bf16
-        if (device.qkvRopeInMatmul() && qkvT.dtype() == DType.BF16
+        if (device.options().qkvRopeInMatmul() && qkvT.dtype() == DType.BF16
                 && matmul.qkvRopeSkinny(xs, w, b, pos, ropeTables.table(params), params.rotaryDim(),
                         params.interleave(), qs, p, pages, offs, layer, qHeads, kvHeads, headDim,
                         n <= RELEASE_ATTENTION_ROWS)) {
@@ -634,12 +635,6 @@ public final class CudaOps implements ComputeOps, AutoCloseable {
     @Override
     public void requireRaggedAttentionHeadDim(int headDim, DType dtype) {
         CudaRaggedAttention.requireHeadDim(headDim, dtype);
-    }
-
-    @Override
-    public void close() {
-        matmul.close();
-        ropeTables.close();
     }
 
     // ---------------------------------------------------------------- frame streams (ring KV)

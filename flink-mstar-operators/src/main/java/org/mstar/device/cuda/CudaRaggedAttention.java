@@ -9,7 +9,7 @@ import org.mstar.device.UnsupportedOnDeviceException;
 /**
  * Ragged (cacheless) attention launchers (attention_ragged.cu). bf16 at the tensor-core head dims runs the
  * tensor-core body of the paged prefill kernel over contiguous spans (block = (tile of packed (query, grouped
- * head) rows, KV head, span); off when {@code CudaDevice.setTensorCorePrefill(false)}). fp32, the other bf16
+ * head) rows, KV head, span); off on a device whose options have {@code tensorCorePrefill} off). fp32, the other bf16
  * head dims and the switched-off case run the CUDA-core kernel: block (query tile, query head, span) walks the
  * keys its tile's queries may see in tiles staged through shared memory, with an online softmax per query row
  * in fp32. The grid's x extent comes from the plan's {@code maxQLen}, which must bound every span's query count.
@@ -66,7 +66,7 @@ final class CudaRaggedAttention {
         KernelArgs args = new KernelArgs().tensor(q).tensor(k).tensor(v).tensor(qIndptr).tensor(kvIndptr).i32(qoHeads)
                 .i32(kvHeads).i32(plan.causalBlock()).f32(plan.smScale()).tensor(out);
         boolean mma = q.dtype() == DType.BF16 && MMA_HEAD_DIMS.contains(headDim)
-                && (device.tensorCorePrefill() || !HEAD_DIMS.contains(headDim));
+                && (device.options().tensorCorePrefill() || !HEAD_DIMS.contains(headDim));
         if (mma) {
             int rows = CudaAttention.mmaRows(headDim);
             int tiles = (plan.maxQLen() * (qoHeads / kvHeads) + rows - 1) / rows;

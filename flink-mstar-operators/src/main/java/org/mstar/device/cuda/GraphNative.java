@@ -20,7 +20,7 @@ final class GraphNative {
                 open(DRIVER);
             } catch (UnsatisfiedLinkError e) {
                 throw new IllegalStateException("programmatic launch needs the graph calls of a CUDA 12.3+ driver: "
-                        + e.getMessage() + ". Switch it off with CudaDevice.setProgrammaticLaunch(false).", e);
+                        + e.getMessage() + ". Switch it off with KernelOptions.withProgrammaticLaunch(false) on the device.", e);
             }
             opened = true;
         }

@@ -1,6 +1,7 @@
 package org.mstar.device.cuda;
 
 import org.mstar.device.DType;
+import org.mstar.device.KernelOptions;
 
 /**
  * Launcher of skinny_matmul.cu: bf16 products of a few rows (decode steps) on the tensor cores with the
@@ -10,8 +11,6 @@ import org.mstar.device.DType;
  * row count.
  */
 final class SkinnyMatmul {
-    /** Most rows any instantiation serves: four 8-row tiles of x. */
-    static final int MAX_ROWS = 32;
     private static final int THREADS = 256;
     /** K elements one warp consumes per group of mma steps; the kernel has no partial chunk. */
     private static final int K_MULTIPLE = 64;
@@ -24,12 +23,13 @@ final class SkinnyMatmul {
 
     /**
      * Whether the kernel computes this product: bf16 operands, a float bias or none, a bf16 or fp32 output, at most
-     * {@code maxRows} rows, K a multiple of 64 (so every row is 16-byte aligned when the first is) and 16-byte aligned
-     * operands.
+     * {@code maxRows} rows (a device's option, which stays within {@link KernelOptions#MAX_SKINNY_MATMUL_ROWS}, the
+     * most any instantiation serves), K a multiple of 64 (so every row is 16-byte aligned when the first is) and
+     * 16-byte aligned operands.
      */
     static boolean accepts(CudaTensor x, CudaTensor w, CudaTensor bias, CudaTensor out, long rows, long k,
                            int maxRows) {
-        return rows <= Math.min(maxRows, MAX_ROWS) && (bias == null || bias.dtype().isFloat()) && x.dtype() == DType.BF16
+        return rows <= maxRows && (bias == null || bias.dtype().isFloat()) && x.dtype() == DType.BF16
                 && w.dtype() == DType.BF16 && (out.dtype() == DType.BF16 || out.dtype() == DType.F32)
                 && k % K_MULTIPLE == 0 && x.alignedTo(16) && w.alignedTo(16);
     }

@@ -6,6 +6,7 @@ import org.apache.flink.configuration.ReadableConfig;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Devices;
+import org.mstar.device.KernelOptions;
 import org.mstar.engine.frame.FrameEngine;
 import org.mstar.engine.frame.FrameSessions;
 import org.mstar.flink.LlamaEngineOptions;
@@ -49,9 +50,8 @@ public final class FrameModelEngineFactory implements FrameEngineFactory {
 
     @Override
     public FrameSessions create(String device, int subtaskIndex) throws Exception {
-        Device d = Devices.open(device);
+        Device d = Devices.open(device, KernelOptions.defaults().withBatchInvariant(batchInvariant));
         try {
-            d.setBatchInvariant(batchInvariant);
             return FrameEngine.owning(FrameModel.load(Path.of(modelDir), d, dtype), residentSessions);
         } catch (Exception | Error e) {
             d.close();

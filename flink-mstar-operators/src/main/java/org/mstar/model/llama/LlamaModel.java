@@ -62,9 +62,21 @@ public final class LlamaModel implements AutoCloseable {
      * @param weightsId names these exact weights (a checkpoint path, "random:seed"); it keys the prefix cache
      */
     public LlamaModel(LlamaWeights weights, DType activations, String weightsId) {
+        this(weights, weights.device(), activations, weightsId);
+    }
+
+    /**
+     * A model computing through {@code device}: the weights' device or a view of it with other kernel options
+     * ({@link Device#withOptions}), so that models over one copy of the weights can run different kernel variants.
+     */
+    public LlamaModel(LlamaWeights weights, Device device, DType activations, String weightsId) {
+        if (!device.name().equals(weights.device().name())) {
+            throw new IllegalArgumentException("weights on " + weights.device().name() + " cannot be computed on "
+                    + device.name());
+        }
         this.config = weights.config();
         this.weights = weights;
-        this.device = weights.device();
+        this.device = device;
         this.activations = activations;
         this.weightsId = weightsId;
     }

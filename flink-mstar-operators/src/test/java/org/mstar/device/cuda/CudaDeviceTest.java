@@ -37,10 +37,14 @@ class CudaDeviceTest {
         }
     }
 
-    @Test
-    void matmulMatchesTheCpuReference() {
+    private static void requireGpu() {
         assumeTrue(gpu != null, () -> "no CUDA device here (" + unavailable
                 + "); GPU checks run in the GPU harness, see docs/guides/gpu-harness.md");
+    }
+
+    @Test
+    void matmulMatchesTheCpuReference() {
+        requireGpu();
         Random rnd = new Random(1);
         float[] x = new float[3 * 64];
         float[] w = new float[32 * 64];
@@ -56,6 +60,22 @@ class CudaDeviceTest {
             for (int i = 0; i < expected.length; i++) {
                 assertThat(actual[i]).isCloseTo(expected[i], org.assertj.core.data.Offset.offset(1e-3f));
             }
+        }
+    }
+
+    @Test
+    void aViewComputesOnItsParentsTensorsAndFreesNothingWhenClosed() {
+        requireGpu();
+        Device view = gpu.withOptions(gpu.options().withBatchInvariant(true).withSkinnyMatmulRows(0));
+        assertThat(view.batchInvariant()).isTrue();
+        assertThat(gpu.batchInvariant()).isFalse();
+        try (Tensor a = gpu.fromFloats(new float[] {1, 2, 3}, DType.F32, 3); Tensor out = view.allocate(DType.F32, 3)) {
+            view.ops().add(a, a, out);
+            assertThat(gpu.toFloats(out)).containsExactly(2, 4, 6);
+        }
+        view.close();
+        try (Tensor t = gpu.fromFloats(new float[] {5}, DType.F32, 1)) {
+            assertThat(gpu.toFloats(t)).containsExactly(5);
         }
     }
 

@@ -100,7 +100,7 @@ final class AttentionBench {
      * CUDA-core one; FLOPs count the visible score and value products only (causal tiles skipped by both).
      */
     PrefillRow prefill(int tokens, int batch, boolean tensorCores) {
-        CudaDevice gpu = tw.gpu;
+        CudaDevice gpu = tw.gpu.withOptions(tw.gpu.options().withTensorCorePrefill(tensorCores));
         int perSeq = (tokens + PAGE - 1) / PAGE;
         int pages = perSeq * batch;
         int[] indices = permutation(pages);
@@ -112,7 +112,6 @@ final class AttentionBench {
             kvIndptr[r + 1] = (r + 1) * perSeq;
             last[r] = tokens - (perSeq - 1) * PAGE;
         }
-        gpu.setTensorCorePrefill(tensorCores);
         try (Tensor pool = randomBf16(tw, 1, pages, 2, PAGE, KV_HEADS, HEAD_DIM);
              Tensor q = randomBf16(tw, (long) batch * tokens, QO_HEADS, HEAD_DIM);
              Tensor out = gpu.allocate(DType.BF16, (long) batch * tokens, QO_HEADS, HEAD_DIM);
@@ -125,8 +124,6 @@ final class AttentionBench {
             double ms = Timing.medianMillis(gpu, () -> gpu.ops().pagedAttention(q, pool, 0, plan, out), 1, 5);
             double flops = batch * 4.0 * QO_HEADS * HEAD_DIM * ((double) tokens * (tokens + 1) / 2);
             return new PrefillRow(tokens, batch, tensorCores, ms, flops / (ms * 1e-3) / 1e12);
-        } finally {
-            gpu.setTensorCorePrefill(true);
         }
     }
 

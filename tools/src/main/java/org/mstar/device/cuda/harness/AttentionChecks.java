@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.Tensor;
 
@@ -18,10 +19,20 @@ import org.mstar.device.Tensor;
  */
 final class AttentionChecks {
     private final Twin tw;
-    private final List<CheckResult> results = new ArrayList<>();
+    private final List<CheckResult> results;
 
     AttentionChecks(Twin twin) {
+        this(twin, new ArrayList<>());
+    }
+
+    private AttentionChecks(Twin twin, List<CheckResult> results) {
         this.tw = twin;
+        this.results = results;
+    }
+
+    /** These checks on a view of the GPU with other kernel options, adding to the same results. */
+    private AttentionChecks on(KernelOptions options) {
+        return new AttentionChecks(tw.on(tw.gpu.withOptions(options)), results);
     }
 
     /** Query and key lengths of one batch: sequence r has qLens[r] queries at the end of kvLens[r] keys. */
@@ -98,23 +109,15 @@ final class AttentionChecks {
         Batch decode = new Batch(new int[] {1, 1, 1, 1}, new int[] {1, 70, 700, 3000});
         check("tc decode d80", DType.BF16, new Geometry(32, 8, 80, 16), decode, true, -1, false);
         check("tc decode d96 window=100", DType.BF16, new Geometry(32, 32, 96, 16), decode, true, 100, false);
-        tw.gpu.setBatchInvariant(true);
-        try {
-            for (int d : new int[] {64, 128, 256}) {
-                check("tc decode, batch-invariant d" + d, DType.BF16, new Geometry(32, 8, d, 16), decode, true, -1,
-                        false);
-            }
-            check("tc decode, batch-invariant group1 window=100", DType.BF16, new Geometry(8, 8, 128, 16), decode,
-                    true, 100, false);
-        } finally {
-            tw.gpu.setBatchInvariant(false);
+        AttentionChecks invariant = on(tw.gpu.options().withBatchInvariant(true));
+        for (int d : new int[] {64, 128, 256}) {
+            invariant.check("tc decode, batch-invariant d" + d, DType.BF16, new Geometry(32, 8, d, 16), decode, true,
+                    -1, false);
         }
-        tw.gpu.setTensorCorePrefill(false);
-        try {
-            check("cuda-core prefill (bf16, switched)", DType.BF16, llama, ragged, true, -1, false);
-        } finally {
-            tw.gpu.setTensorCorePrefill(true);
-        }
+        invariant.check("tc decode, batch-invariant group1 window=100", DType.BF16, new Geometry(8, 8, 128, 16),
+                decode, true, 100, false);
+        on(tw.gpu.options().withTensorCorePrefill(false)).check("cuda-core prefill (bf16, switched)", DType.BF16,
+                llama, ragged, true, -1, false);
     }
 
     /** Host arrays of one batch laid out in a pool with its pages in random order. */

@@ -8,6 +8,7 @@ import java.util.Random;
 import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.LlamaEngine;
@@ -120,17 +121,16 @@ final class DecodeBench {
                 KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(PAGE).prefixCache(false)
                         .build());
         List<Row> rows = new ArrayList<>();
-        LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
-        long streamed = weights.byteSize() - (weights.tiedEmbeddings() ? 0 : weights.embedding().byteSize());
-        try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
+        try (LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed)) {
+            long streamed = weights.byteSize() - (weights.tiedEmbeddings() ? 0 : weights.embedding().byteSize());
             // one engine per setting (a decode graph keeps the kernels it was recorded with)
             List<Case> settings = cases.stream().map(c -> new Case(0, 0, c.graphs, c.skinnyRows, c.programmatic))
                     .distinct().toList();
             for (Case setting : settings) {
                 List<Case> withSetting = cases.stream().filter(c -> c.graphs == setting.graphs
                         && c.skinnyRows == setting.skinnyRows && c.programmatic == setting.programmatic).toList();
-                int restore = applySkinnyRows(setting.skinnyRows);
-                applyProgrammatic(setting.programmatic);
+                // a model per setting over the same weights (not closed: that would close the weights)
+                LlamaModel model = new LlamaModel(weights, deviceFor(setting), DType.BF16, "random:" + seed);
                 try (LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config),
                         options.withDecodeGraphs(setting.graphs), DType.BF16)) {
                     for (Case c : withSetting) {
@@ -139,9 +139,6 @@ final class DecodeBench {
                                 name, c.batch, c.context, c.settings(), row.millisPerStep);
                         rows.add(row);
                     }
-                } finally {
-                    applySkinnyRows(restore);
-                    applyProgrammatic(true);
                 }
             }
         }
@@ -189,23 +186,13 @@ final class DecodeBench {
         return new Row(name, c, millis, streamed, kvBytes, graphBytes, growth);
     }
 
-    /** Sets the CUDA device's skinny-matmul rows when {@code rows} ≥ 0; returns the setting to restore. */
-    private int applySkinnyRows(int rows) {
-        if (!(device instanceof CudaDevice cuda)) {
-            return -1;
-        }
-        int before = cuda.skinnyMatmulRows();
-        if (rows >= 0) {
-            cuda.setSkinnyMatmulRows(rows);
-        }
-        return before;
-    }
-
-    /** Sets whether the CUDA device's graphs launch programmatically (captured graphs keep what they had). */
-    private void applyProgrammatic(boolean on) {
-        if (device instanceof CudaDevice cuda) {
-            cuda.setProgrammaticLaunch(on);
-        }
+    /**
+     * The device with a setting's variants: its skinny-matmul rows when they are ≥ 0 (else the device's) and whether
+     * graphs launch programmatically.
+     */
+    private Device deviceFor(Case setting) {
+        KernelOptions options = device.options().withProgrammaticLaunch(setting.programmatic);
+        return device.withOptions(setting.skinnyRows < 0 ? options : options.withSkinnyMatmulRows(setting.skinnyRows));
     }
 
     private long memoryInUse() {

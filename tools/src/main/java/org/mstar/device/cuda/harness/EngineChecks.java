@@ -152,14 +152,9 @@ final class EngineChecks {
                 ahead.rowsExact));
         // nor may the qkv projection rotating and appending in its epilogue (the default) instead of qkv_rope_append
         if (candidate instanceof CudaDevice cuda) {
-            boolean fusedByDefault = cuda.qkvRopeInMatmul();
-            cuda.setQkvRopeInMatmul(!fusedByDefault);
-            EngineTranscript other;
-            try {
-                other = transcript(dir, candidate, DType.BF16, requests, true);
-            } finally {
-                cuda.setQkvRopeInMatmul(fusedByDefault);
-            }
+            boolean fusedByDefault = cuda.options().qkvRopeInMatmul();
+            CudaDevice switched = cuda.withOptions(cuda.options().withQkvRopeInMatmul(!fusedByDefault));
+            EngineTranscript other = transcript(dir, switched, DType.BF16, requests, true);
             sameEngine(results, "engine with RoPE and KV append in the qkv matmul", shape, "BF16", requests,
                     fusedByDefault ? other : bf16Graphs, fusedByDefault ? bf16Graphs : other,
                     "same engine, qkv_rope_append");

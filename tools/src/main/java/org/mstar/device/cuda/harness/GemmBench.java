@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import org.mstar.device.DType;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.Tensor;
 import org.mstar.device.cuda.CudaDevice;
 
@@ -78,43 +79,38 @@ final class GemmBench {
 
     List<SkinnyRow> skinny(int[] rowCounts) {
         CudaDevice gpu = tw.gpu;
-        int before = gpu.skinnyMatmulRows();
+        CudaDevice cublasOnly = gpu.withOptions(gpu.options().withSkinnyMatmulRows(0));
+        CudaDevice skinny = gpu.withOptions(gpu.options().withSkinnyMatmulRows(KernelOptions.MAX_SKINNY_MATMUL_ROWS));
         int maxM = rowCounts[rowCounts.length - 1];
         List<SkinnyRow> rows = new ArrayList<>();
-        try {
-            for (Object[] s : DECODE_SHAPES) {
-                String name = (String) s[0];
-                int n = (int) s[1];
-                int k = (int) s[2];
-                DType outType = name.endsWith("lm_head") ? DType.F32 : DType.BF16;
-                long weightBytes = 2L * n * k;
-                int copies = (int) Math.max(1, Math.min(8, (ROTATION_BYTES + weightBytes - 1) / weightBytes));
-                List<Tensor> weights = new ArrayList<>();
-                for (int i = 0; i < copies; i++) {
-                    weights.add(AttentionBench.randomBf16(tw, n, k));
-                }
-                try (Tensor x = AttentionBench.randomBf16(tw, maxM, k);
-                     Tensor viaCublas = gpu.allocate(outType, maxM, n);
-                     Tensor viaSkinny = gpu.allocate(outType, maxM, n)) {
-                    for (int m : rowCounts) {
-                        Tensor xm = x.rows(0, m);
-                        Tensor a = viaCublas.rows(0, m);
-                        Tensor b = viaSkinny.rows(0, m);
-                        gpu.setSkinnyMatmulRows(0);
-                        double cublasMs = Timing.graphedMillisPerCall(gpu,
-                                i -> gpu.ops().matmul(xm, weights.get(i % copies), null, a));
-                        gpu.setSkinnyMatmulRows(CudaDevice.MAX_SKINNY_MATMUL_ROWS);
-                        double skinnyMs = Timing.graphedMillisPerCall(gpu,
-                                i -> gpu.ops().matmul(xm, weights.get(i % copies), null, b));
-                        rows.add(new SkinnyRow(name, m, n, k, cublasMs * 1e3, skinnyMs * 1e3,
-                                Twin.relErr(gpu.toFloats(a), gpu.toFloats(b))));
-                    }
-                } finally {
-                    weights.forEach(Tensor::close);
-                }
+        for (Object[] s : DECODE_SHAPES) {
+            String name = (String) s[0];
+            int n = (int) s[1];
+            int k = (int) s[2];
+            DType outType = name.endsWith("lm_head") ? DType.F32 : DType.BF16;
+            long weightBytes = 2L * n * k;
+            int copies = (int) Math.max(1, Math.min(8, (ROTATION_BYTES + weightBytes - 1) / weightBytes));
+            List<Tensor> weights = new ArrayList<>();
+            for (int i = 0; i < copies; i++) {
+                weights.add(AttentionBench.randomBf16(tw, n, k));
             }
-        } finally {
-            gpu.setSkinnyMatmulRows(before);
+            try (Tensor x = AttentionBench.randomBf16(tw, maxM, k);
+                 Tensor viaCublas = gpu.allocate(outType, maxM, n);
+                 Tensor viaSkinny = gpu.allocate(outType, maxM, n)) {
+                for (int m : rowCounts) {
+                    Tensor xm = x.rows(0, m);
+                    Tensor a = viaCublas.rows(0, m);
+                    Tensor b = viaSkinny.rows(0, m);
+                    double cublasMs = Timing.graphedMillisPerCall(cublasOnly,
+                            i -> cublasOnly.ops().matmul(xm, weights.get(i % copies), null, a));
+                    double skinnyMs = Timing.graphedMillisPerCall(skinny,
+                            i -> skinny.ops().matmul(xm, weights.get(i % copies), null, b));
+                    rows.add(new SkinnyRow(name, m, n, k, cublasMs * 1e3, skinnyMs * 1e3,
+                            Twin.relErr(gpu.toFloats(a), gpu.toFloats(b))));
+                }
+            } finally {
+                weights.forEach(Tensor::close);
+            }
         }
         return rows;
     }

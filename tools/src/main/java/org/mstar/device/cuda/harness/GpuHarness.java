@@ -10,6 +10,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.model.Architecture;
@@ -43,7 +44,7 @@ import org.mstar.model.frame.FrameModelConfig;
  * graphs' kernels in plain stream order and launched programmatically. {@code --profile-decode 8B:1:512,...}
  * runs a few decode steps of each case for a kernel profiler ({@code scripts/gpu/kernel_profile.py}).
  * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
- * the KV append in the skinny matmul's epilogue ({@link CudaDevice#setQkvRopeInMatmul}). {@code --no-checks} skips
+ * the KV append in the skinny matmul's epilogue ({@link KernelOptions#qkvRopeInMatmul}). {@code --no-checks} skips
  * the checks. {@link GpuHarnessOptions} reads the switches; {@code --help} lists them.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
@@ -82,7 +83,7 @@ public final class GpuHarness {
     /** Decode cases of few requests, each with every matmul on cuBLAS and then with the skinny kernel's default. */
     private static List<DecodeBench.Case> skinnyCases(int[][] batchAndContext) {
         List<DecodeBench.Case> cases = new ArrayList<>();
-        for (int rows : new int[] {0, CudaDevice.DEFAULT_SKINNY_MATMUL_ROWS}) {
+        for (int rows : new int[] {0, KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS}) {
             for (int[] bc : batchAndContext) {
                 cases.add(new DecodeBench.Case(bc[0], bc[1], true, rows));
             }
@@ -148,25 +149,27 @@ public final class GpuHarness {
             Files.writeString(out.resolve("harness.md"), header + "\n" + table + "\n" + engineNotes + "\n" + summary);
             allPassed = failed == 0;
 
-            // the checks compare the fused qkv epilogue with the pair themselves; this switch is for the tables
-            gpu.setQkvRopeInMatmul(!options.noQkvRopeInMatmul);
+            // the checks compare the fused qkv epilogue with the pair themselves; this choice is for the tables
+            CudaDevice tablesGpu = gpu.withOptions(gpu.options().withQkvRopeInMatmul(!options.noQkvRopeInMatmul));
+            Twin tablesTwin = twin.on(tablesGpu);
             StringBuilder tables = new StringBuilder(header);
             if (options.noQkvRopeInMatmul) {
                 tables.append("qkv_rope_append after the qkv projection (RoPE and KV append not in its epilogue)\n");
             }
             if (options.perfTable) {
-                tables.append(decodeParts(twin));
-                String rows = PerfTable.measure(gpu, seed, PerfTable.geometries());
+                tables.append(decodeParts(tablesTwin));
+                String rows = PerfTable.measure(tablesGpu, seed, PerfTable.geometries());
                 Files.writeString(out.resolve("perf-table.tsv"), rows);
                 System.out.print(rows);
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.invariancePerf) {
                 long benchSeed = seed;
-                GemmBench gemm = new GemmBench(twin);
-                AttentionBench attention = new AttentionBench(twin);
                 for (boolean invariant : new boolean[] {false, true}) {
                     String mode = "batch-invariant numerics " + (invariant ? "on" : "off");
-                    gpu.setBatchInvariant(invariant);
+                    CudaDevice modeGpu = tablesGpu.withOptions(tablesGpu.options().withBatchInvariant(invariant));
+                    Twin modeTwin = tablesTwin.on(modeGpu);
+                    GemmBench gemm = new GemmBench(modeTwin);
+                    AttentionBench attention = new AttentionBench(modeTwin);
                     tables.append(section("Llama-3-8B layer GEMMs, " + mode, () ->
                                     GemmBench.table(gemm.run(new int[] {1, 16, 64, 128, 1024}))))
                             .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16), " + mode, () ->
@@ -174,13 +177,12 @@ public final class GpuHarness {
                                         {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}}), PEAK_TB_PER_S)))
                             .append(section("Engine throughput, " + mode + " (bf16, Llama-3-8B geometry, 32 layers, "
                                     + "random weights, " + EngineBench.PROMPT + "-token prompts)", () ->
-                                    EngineBench.table(new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(),
+                                    EngineBench.table(new EngineBench(modeGpu, benchSeed).run(EngineBench.llama3_8b(),
                                             new int[] {32}, new int[] {1, 64}), PEAK_TB_PER_S)));
                 }
-                gpu.setBatchInvariant(false);
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.prefillPerf) {
-                AttentionBench attention = new AttentionBench(twin);
+                AttentionBench attention = new AttentionBench(tablesTwin);
                 long benchSeed = seed;
                 tables.append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
                     List<AttentionBench.PrefillRow> rows = new ArrayList<>();
@@ -191,17 +193,17 @@ public final class GpuHarness {
                     return AttentionBench.prefillTable(rows);
                 })).append(section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
                         + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
-                                new PrefillBench(gpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
+                                new PrefillBench(tablesGpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.skinnyPerf) {
-                tables.append(skinnyTables(twin, gpu, seed));
+                tables.append(skinnyTables(tablesTwin, tablesGpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.decodePerf) {
-                tables.append(decodeTables(twin, gpu, seed, options.decodeModels));
+                tables.append(decodeTables(tablesTwin, tablesGpu, seed, options.decodeModels));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && !options.noKernelPerf) {
-                GemmBench gemm = new GemmBench(twin);
-                AttentionBench attention = new AttentionBench(twin);
+                GemmBench gemm = new GemmBench(tablesTwin);
+                AttentionBench attention = new AttentionBench(tablesTwin);
                 tables.append("\n")
                         .append(section("Copy bandwidth (1 GiB device to device, read + write)", () ->
                                 String.format(java.util.Locale.ROOT, "%.2f TB/s%n", attention.copyTerabytesPerSecond())))
@@ -223,7 +225,7 @@ public final class GpuHarness {
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
                         + EngineBench.PROMPT + "-token prompts)", () -> {
-                            List<EngineBench.Row> rows = new EngineBench(gpu, benchSeed).run(EngineBench.llama3_8b(), layers,
+                            List<EngineBench.Row> rows = new EngineBench(tablesGpu, benchSeed).run(EngineBench.llama3_8b(), layers,
                                     new int[] {1, 16, 64});
                             return EngineBench.table(rows, PEAK_TB_PER_S) + "\nFit over layer counts (eager engine), carried to 32 layers:\n\n"
                                     + EngineBench.extrapolation(rows, 32, PEAK_TB_PER_S)
@@ -238,19 +240,19 @@ public final class GpuHarness {
                 tables.append(section("Frame throughput (bf16 random frame model: " + frames.numLayers() + " layers, hidden "
                         + frames.hiddenSize() + ", " + frames.tokensPerFrame() + "-token frames, rings full; "
                         + FrameBench.TIMED_STEPS + " timed steps)", () -> FrameBench.table(
-                                new FrameBench(gpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
+                                new FrameBench(tablesGpu, benchSeed).run(frames, new int[] {1, 4, 16, 64}))));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
             if (options.preplanPerf) {
                 long benchSeed = seed;
-                tables.append(section(PreplanBench.TITLE, () -> PreplanBench.tables(gpu, benchSeed)));
+                tables.append(section(PreplanBench.TITLE, () -> PreplanBench.tables(tablesGpu, benchSeed)));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
             for (GpuHarnessOptions.ProfiledDecode profiled : options.profiled) {
-                profileDecode(gpu, seed, profiled);
+                profileDecode(tablesGpu, seed, profiled);
             }
             if (options.launchPerf) {
-                tables.append(launchTables(twin, gpu, seed));
+                tables.append(launchTables(tablesTwin, tablesGpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
             }
         }

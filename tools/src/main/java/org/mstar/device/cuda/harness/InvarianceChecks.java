@@ -63,19 +63,14 @@ final class InvarianceChecks {
 
     List<CheckResult> run() {
         List<CheckResult> results = new ArrayList<>();
-        boolean before = gpu.batchInvariant();
-        try {
-            ModelConfig config = geometry();
-            LlamaWeights weights = RandomWeights.create(config, gpu, DType.BF16, seed);
-            try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed)) {
-                for (boolean invariant : new boolean[] {true, false}) {
-                    gpu.setBatchInvariant(invariant);
-                    matmuls(config, invariant, results);
-                    engine(model, config, invariant, results);
-                }
+        ModelConfig config = geometry();
+        try (LlamaWeights weights = RandomWeights.create(config, gpu, DType.BF16, seed)) {
+            for (boolean invariant : new boolean[] {true, false}) {
+                CudaDevice mode = gpu.withOptions(gpu.options().withBatchInvariant(invariant));
+                matmuls(mode, config, invariant, results);
+                // a model per mode over the same weights (not closed: that would close the weights)
+                engine(new LlamaModel(weights, mode, DType.BF16, "random:" + seed), config, invariant, results);
             }
-        } finally {
-            gpu.setBatchInvariant(before);
         }
         return results;
     }
@@ -85,7 +80,7 @@ final class InvarianceChecks {
     }
 
     /** The first and last row of every projection at each row count against the same row alone, bit for bit. */
-    private void matmuls(ModelConfig c, boolean invariant, List<CheckResult> results) {
+    private void matmuls(CudaDevice mode, ModelConfig c, boolean invariant, List<CheckResult> results) {
         int h = c.hiddenSize();
         int kvDim = c.numKvHeads() * c.headDim();
         int[][] shapes = {{h + 2 * kvDim, h}, {h, c.numHeads() * c.headDim()}, {2 * c.intermediateSize(), h},
@@ -97,18 +92,18 @@ final class InvarianceChecks {
             int k = shapes[s][1];
             try (Tensor w = AttentionBench.randomBf16(tw, n, k);
                  Tensor x = AttentionBench.randomBf16(tw, maxRows, k);
-                 Tensor one = gpu.allocate(DType.BF16, 1, n)) {
+                 Tensor one = mode.allocate(DType.BF16, 1, n)) {
                 Map<Integer, float[]> alone = new HashMap<>();
                 List<Integer> differing = new ArrayList<>();
                 for (int m : MATMUL_ROWS) {
-                    try (Tensor out = gpu.allocate(DType.BF16, m, n)) {
-                        gpu.ops().matmul(x.rows(0, m), w, null, out);
+                    try (Tensor out = mode.allocate(DType.BF16, m, n)) {
+                        mode.ops().matmul(x.rows(0, m), w, null, out);
                         boolean same = true;
                         for (int r : new int[] {0, m - 1}) {
-                            float[] got = gpu.toFloats(out.rows(r, 1));
+                            float[] got = mode.toFloats(out.rows(r, 1));
                             float[] ref = alone.computeIfAbsent(r, row -> {
-                                gpu.ops().matmul(x.rows(row, 1), w, null, one);
-                                return gpu.toFloats(one);
+                                mode.ops().matmul(x.rows(row, 1), w, null, one);
+                                return mode.toFloats(one);
                             });
                             same &= Arrays.equals(ref, got);
                         }

@@ -10,6 +10,7 @@ import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.device.cuda.CudaDevice;
@@ -278,24 +279,23 @@ final class OpChecks {
         tw.cpu.ops().qkvProjectionRopeAppend(x.cpu(), w.cpu(), b == null ? null : b.cpu(), qkv.cpu(), p.cpu(), rope,
                 pool.cpu(), 1, pi.cpu(), of.cpu(), q.cpu());
         String s = shape(n, k) + "·" + shape(width, k) + "ᵀ" + (withBias ? "+bias" : "") + " rope" + rope.rotaryDim();
-        Runnable op = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
-                qkv.gpu(), p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
         // the pair (matmul, then qkv_rope_append) against the CPU; then RoPE and the append in the skinny matmul's
         // epilogue (where it applies), bit for bit the pair
+        CudaDevice pair = tw.gpu.withOptions(tw.gpu.options().withQkvRopeInMatmul(false));
+        CudaDevice inMatmul = tw.gpu.withOptions(tw.gpu.options().withQkvRopeInMatmul(true));
+        Runnable op = () -> pair.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
+                qkv.gpu(), p.gpu(), rope, pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
         Tensor fusedPool = tw.gpu.fromFloats(poolData, act, poolShape);
         Tensor fusedQ = Twin.poison(tw.gpu, tw.gpu.allocate(act, n, qHeads, headDim));
-        Runnable fused = () -> tw.gpu.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
+        Runnable fused = () -> inMatmul.ops().qkvProjectionRopeAppend(x.gpu(), w.gpu(), b == null ? null : b.gpu(),
                 qkv.gpu(), p.gpu(), rope, fusedPool, 1, pi.gpu(), of.gpu(), fusedQ);
-        boolean fusedByDefault = tw.gpu.qkvRopeInMatmul();
         try {
-            tw.gpu.setQkvRopeInMatmul(false);
             op.run();
             double ms = tw.median(op);
             results.add(new CheckResult("qkvProjectionRopeAppend q", s, act.toString(), err(q), tolerance(act), ms,
                     "cpu"));
             results.add(new CheckResult("qkvProjectionRopeAppend pool", s, act.toString(), err(pool), tolerance(act),
                     ms, "cpu"));
-            tw.gpu.setQkvRopeInMatmul(true);
             fused.run();
             double fusedMs = tw.median(fused);
             results.add(new CheckResult("qkvProjectionRopeAppend q, RoPE in the matmul", s, act.toString(),
@@ -305,7 +305,6 @@ final class OpChecks {
                     Twin.bitMismatches(tw.gpu.toFloats(pool.gpu()), tw.gpu.toFloats(fusedPool)), 0, fusedMs,
                     "gpu, matmul + qkvRopeAppend"));
         } finally {
-            tw.gpu.setQkvRopeInMatmul(fusedByDefault);
             fusedPool.close();
             fusedQ.close();
         }
@@ -397,14 +396,10 @@ final class OpChecks {
         Pair b = biasType == null ? null : tw.floats(tw.randomFloats(cols, 1f, biasType), biasType, cols);
         Pair out = tw.poisoned(outType, rows, cols);
         tw.cpu.ops().matmul(x.cpu(), w.cpu(), b == null ? null : b.cpu(), out.cpu());
-        int before = tw.gpu.skinnyMatmulRows();
-        tw.gpu.setSkinnyMatmulRows(CudaDevice.MAX_SKINNY_MATMUL_ROWS);
-        try {
-            check("matmul skinny" + (b == null ? "" : "+bias"), shape(rows, k) + "·" + shape(cols, k) + "ᵀ→" + outType,
-                    out, () -> tw.gpu.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
-        } finally {
-            tw.gpu.setSkinnyMatmulRows(before);
-        }
+        CudaDevice skinny = tw.gpu.withOptions(
+                tw.gpu.options().withSkinnyMatmulRows(KernelOptions.MAX_SKINNY_MATMUL_ROWS));
+        check("matmul skinny" + (b == null ? "" : "+bias"), shape(rows, k) + "·" + shape(cols, k) + "ᵀ→" + outType,
+                out, () -> skinny.ops().matmul(x.gpu(), w.gpu(), b == null ? null : b.gpu(), out.gpu()));
     }
 
     private void rope(DType dt, RopeParams params, String variant) {

@@ -8,7 +8,6 @@ import java.util.Random;
 import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
-import org.mstar.device.cuda.CudaDevice;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.StepResult;
@@ -64,34 +63,34 @@ final class PrefillBench {
             maxPages = Math.max(maxPages, c[1] * ((c[0] + 2 + PAGE - 1) / PAGE));
         }
         List<Row> rows = new ArrayList<>();
-        LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed);
         EngineOptions options = new EngineOptions(maxBatch, TOKEN_BUDGET,
                 KvCacheOptions.builder().maxSeqLen(maxPrompt + 2).maxNumPages(maxPages + PAGE).pageSize(PAGE)
                         .prefixCache(false).build());
-        try (LlamaModel model = new LlamaModel(weights, DType.BF16, "random:" + seed);
-             LlamaEngine engine = new LlamaEngine(model, null, GenerationConfig.of(config), options, DType.BF16)) {
-            for (int[] c : cases) {
-                for (boolean tensorCores : bothKernels ? new boolean[] {true, false} : new boolean[] {true}) {
-                    tensorCorePrefill(tensorCores);
-                    try {
-                        measure(engine, config, c[0], c[1], layers, tensorCores);
-                        Row row = measure(engine, config, c[0], c[1], layers, tensorCores);
+        boolean[] kernels = bothKernels ? new boolean[] {true, false} : new boolean[] {true};
+        try (LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed)) {
+            // an engine per prefill kernel over the same weights, each through a view of the device choosing it
+            // (the models are not closed: that would close the weights)
+            List<LlamaEngine> engines = new ArrayList<>();
+            try {
+                for (boolean tensorCores : kernels) {
+                    Device view = device.withOptions(device.options().withTensorCorePrefill(tensorCores));
+                    engines.add(new LlamaEngine(new LlamaModel(weights, view, DType.BF16, "random:" + seed), null,
+                            GenerationConfig.of(config), options, DType.BF16));
+                }
+                for (int[] c : cases) {
+                    for (int k = 0; k < kernels.length; k++) {
+                        measure(engines.get(k), config, c[0], c[1], layers, kernels[k]);
+                        Row row = measure(engines.get(k), config, c[0], c[1], layers, kernels[k]);
                         System.out.printf(Locale.ROOT, "prefill bench: %d layers, %d x %d tokens, %s: %.0f tok/s%n",
-                                layers, c[1], c[0], tensorCores ? "tensor cores" : "CUDA cores", row.tokensPerSecond());
+                                layers, c[1], c[0], kernels[k] ? "tensor cores" : "CUDA cores", row.tokensPerSecond());
                         rows.add(row);
-                    } finally {
-                        tensorCorePrefill(true);
                     }
                 }
+            } finally {
+                engines.forEach(LlamaEngine::close);
             }
         }
         return rows;
-    }
-
-    private void tensorCorePrefill(boolean on) {
-        if (device instanceof CudaDevice cuda) {
-            cuda.setTensorCorePrefill(on);
-        }
     }
 
     private Row measure(LlamaEngine engine, ModelConfig config, int prompt, int batch, int layers, boolean tensorCores) {

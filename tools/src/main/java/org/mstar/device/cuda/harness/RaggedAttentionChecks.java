@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.RaggedAttentionPlan;
 import org.mstar.device.Tensor;
@@ -22,10 +23,20 @@ import org.mstar.device.Tensor;
  */
 final class RaggedAttentionChecks {
     private final Twin tw;
-    private final List<CheckResult> results = new ArrayList<>();
+    private final List<CheckResult> results;
 
     RaggedAttentionChecks(Twin twin) {
+        this(twin, new ArrayList<>());
+    }
+
+    private RaggedAttentionChecks(Twin twin, List<CheckResult> results) {
         this.tw = twin;
+        this.results = results;
+    }
+
+    /** These checks on a view of the GPU with other kernel options, adding to the same results. */
+    private RaggedAttentionChecks on(KernelOptions options) {
+        return new RaggedAttentionChecks(tw.on(tw.gpu.withOptions(options)), results);
     }
 
     private record Geometry(int qoHeads, int kvHeads, int headDim) {
@@ -53,15 +64,11 @@ final class RaggedAttentionChecks {
                 RaggedAttentionPlan.FULL, 0);
         ragged("tc causal d80", DType.BF16, new Geometry(32, 8, 80), odd, odd, RaggedAttentionPlan.CAUSAL, 0);
         ragged("tc block-causal B=5 d96 group6", DType.BF16, new Geometry(24, 4, 96), odd, odd, 5, 0);
-        tw.gpu.setTensorCorePrefill(false);
-        try {
-            ragged("cuda-core (bf16, switched) encoder full", DType.BF16, new Geometry(12, 12, 64), whisper, whisper,
-                    RaggedAttentionPlan.FULL, 0);
-            ragged("cuda-core (bf16, switched) block-causal B=16", DType.BF16, new Geometry(16, 4, 128), odd, odd, 16,
-                    24);
-        } finally {
-            tw.gpu.setTensorCorePrefill(true);
-        }
+        RaggedAttentionChecks cudaCores = on(tw.gpu.options().withTensorCorePrefill(false));
+        cudaCores.ragged("cuda-core (bf16, switched) encoder full", DType.BF16, new Geometry(12, 12, 64), whisper,
+                whisper, RaggedAttentionPlan.FULL, 0);
+        cudaCores.ragged("cuda-core (bf16, switched) block-causal B=16", DType.BF16, new Geometry(16, 4, 128), odd, odd,
+                16, 24);
         for (DType dt : List.of(DType.F32, DType.BF16)) {
             crossPaged("cross (paged) decode rows", dt, new Geometry(12, 12, 64), new int[] {1, 1, 1, 1},
                     new int[] {1500, 7, 1500, 0});

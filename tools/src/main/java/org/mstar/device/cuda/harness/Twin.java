@@ -23,9 +23,18 @@ final class Twin {
     record Pair(Tensor cpu, Tensor gpu) {}
 
     Twin(CudaDevice gpu, CpuDevice cpu, long seed) {
+        this(gpu, cpu, new Random(seed));
+    }
+
+    private Twin(CudaDevice gpu, CpuDevice cpu, Random rnd) {
         this.gpu = gpu;
         this.cpu = cpu;
-        this.rnd = new Random(seed);
+        this.rnd = rnd;
+    }
+
+    /** The same comparison on {@code gpu}, a view of this twin's GPU with other kernel options, drawing on one random stream. */
+    Twin on(CudaDevice gpu) {
+        return new Twin(gpu, cpu, rnd);
     }
 
     /** Uniform values in [-scale, scale), already rounded to {@code dt} so host references see what the devices hold. */
