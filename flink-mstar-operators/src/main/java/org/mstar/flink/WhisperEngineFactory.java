@@ -21,6 +21,7 @@ public final class WhisperEngineFactory implements EngineFactory {
 
     private final String modelDir;
     private final WhisperEngineOptions options;
+    private final boolean decodeGraphs;
 
     /** @throws IllegalArgumentException when {@link GenerateOptions#MODEL_DIR} is not set or the sizes are invalid */
     public WhisperEngineFactory(ReadableConfig config) {
@@ -29,6 +30,7 @@ public final class WhisperEngineFactory implements EngineFactory {
                         + " generation_config.json, safetensors, tokenizer.json)."));
         this.options = new WhisperEngineOptions(config.get(LlamaEngineOptions.MAX_BATCH_ROWS),
                 config.get(LlamaEngineOptions.PAGES), config.get(LlamaEngineOptions.PAGE_SIZE));
+        this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
     }
 
     /**
@@ -40,7 +42,8 @@ public final class WhisperEngineFactory implements EngineFactory {
         try {
             DeviceTurn turn = SharedModels.turn(device);
             return turn.guard(turn.call(() -> WeightLoading.logged(Path.of(modelDir), device,
-                    progress -> WhisperEngineLoader.load(Path.of(modelDir), turn.device(), null, options, progress))));
+                    progress -> WhisperEngineLoader.load(Path.of(modelDir), turn.device(), null,
+                            options.withDecodeGraphs(decodeGraphs && turn.device().isCuda()), progress))));
         } catch (IllegalArgumentException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
                     "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));

@@ -79,7 +79,8 @@ final class TranscribeCommand implements Callable<Integer> {
                 .maxTokens(maxTokens == null ? Integer.MAX_VALUE : maxTokens).build();
         PrintStream out = System.out;
         try (Device dev = Devices.open(device);
-             WhisperEngine engine = WhisperEngineLoader.load(model, dev, new WhisperEngineOptions(1, pages, PAGE_SIZE))) {
+             WhisperEngine engine = WhisperEngineLoader.load(model, dev,
+                     new WhisperEngineOptions(1, pages, PAGE_SIZE).withDecodeGraphs(dev.isCuda()))) {
             try {
                 engine.submit(request);
             } catch (RequestValidationException e) {
