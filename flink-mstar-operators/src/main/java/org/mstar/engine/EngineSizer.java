@@ -81,7 +81,7 @@ public final class EngineSizer {
     private static EngineOptions resized(EngineOptions o, EngineSizing s) {
         KvCacheOptions kv = o.kvCache().toBuilder().maxNumPages(s.pages()).build();
         return new EngineOptions(s.maxBatchRows(), s.tokenBudget(), kv, o.decodeGraphs(), o.scheduling(),
-                o.role(), o.preplan(), o.launchAhead());
+                o.role(), o.preplan(), o.launchAhead(), o.adapters());
     }
 
     /** Device memory a decode step at {@code rows} and a prefill at {@code budget} tokens take beyond the KV pool. */

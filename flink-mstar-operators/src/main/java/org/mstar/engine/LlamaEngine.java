@@ -22,7 +22,7 @@ public final class LlamaEngine extends CoreFacade {
      */
     public LlamaEngine(LlamaModel model, TextTokenizer tokenizer, GenerationConfig generation, EngineOptions options,
                        DType kvDType) {
-        super(new EngineCore(new LlamaRunner(model), tokenizer, generation, options, kvDType));
+        super(new EngineCore(new LlamaRunner(model, options.adapters()), tokenizer, generation, options, kvDType));
     }
 
     /** Render the messages of requests that send a conversation with {@code template} (the model folder's). */
