@@ -387,6 +387,14 @@ final class EngineCore implements GenerationEngine {
         return runner;
     }
 
+    long adapterPoolBytes() {
+        return adapters == null ? 0 : adapters.byteSize();
+    }
+
+    String anyAdapter() {
+        return adapters == null ? null : adapters.adapters().stream().findFirst().orElse(null);
+    }
+
     @Override
     public void close() {
         RuntimeException failure = pipeline.drain(); // thrown once the rest is freed all the same

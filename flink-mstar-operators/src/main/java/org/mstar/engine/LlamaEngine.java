@@ -50,6 +50,16 @@ public final class LlamaEngine extends CoreFacade {
         return core.handoffBytesCopied();
     }
 
+    /** For sizing: device bytes of the adapter slots, allocated with the engine; 0 without adapters. */
+    long adapterPoolBytes() {
+        return core.adapterPoolBytes();
+    }
+
+    /** For sizing: an adapter this engine serves, to record its decode graphs' adapter variant; null if none. */
+    String anyAdapter() {
+        return core.anyAdapter();
+    }
+
     /** For tests: steps that reused the pre-planned step's declaration (0 without pre-planning). */
     long reusedDeclarations() {
         return core.reusedDeclarations();

@@ -297,6 +297,23 @@ public final class AdapterManager implements Resource, Admission, Planning<Adapt
         return scales;
     }
 
+    /** The adapters' names, sorted. */
+    public List<String> adapters() {
+        return library.names();
+    }
+
+    /** Device bytes of every slot's weights and scale. */
+    public long byteSize() {
+        long bytes = scales.byteSize();
+        for (Tensor[] stack : aStacks.values()) {
+            bytes += Arrays.stream(stack).mapToLong(Tensor::byteSize).sum();
+        }
+        for (Tensor[] stack : bStacks.values()) {
+            bytes += Arrays.stream(stack).mapToLong(Tensor::byteSize).sum();
+        }
+        return bytes;
+    }
+
     /** Adapters loaded into a slot so far. */
     public long loads() {
         return slots.loads();
