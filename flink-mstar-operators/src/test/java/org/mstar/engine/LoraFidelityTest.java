@@ -144,6 +144,41 @@ class LoraFidelityTest {
         }
     }
 
+    /**
+     * A folder whose adapters target q, v and down only: steps with adapter rows run the qkv projection unfused and
+     * keep the fused gate/up activation (no adapter changes gate or up), decode graphs included.
+     */
+    @Test
+    void adaptersOfSomeModulesLeaveTheOthersFused(@TempDir Path dir) throws Exception {
+        ModelConfig config = RandomModels.llama();
+        Path adapters = dir.resolve("adapters");
+        RandomPeftAdapters.write(adapters, config, Y, 22);
+        Random rnd = new Random(9);
+        List<Ask> asks = List.of(new Ask("y0", RandomModels.prompt(rnd, 21), "y"),
+                new Ask("b0", RandomModels.prompt(rnd, 9), null), new Ask("y1", RandomModels.prompt(rnd, 4), "y"));
+        EngineOptions options = RandomModels.options(4, 16, 64, 4, 0).withDecodeGraphs(true);
+        try (CpuDevice cpu = new CpuDevice(2);
+             LlamaModel model = RandomModels.load(config, 7, dir.resolve("base"), cpu)) {
+            Served served;
+            try (LlamaEngine engine = RandomModels.engine(model,
+                    options.withAdapters(new AdapterOptions(adapters, 4)))) {
+                served = serve(engine, List.of(asks));
+            }
+            Map<String, List<float[]>> reference = new HashMap<>(reference(model, null, options, asks));
+            try (LlamaWeights merged = LlamaWeights.load(dir.resolve("base"), cpu, DType.F32)) {
+                RandomPeftAdapters.merge(merged, PeftAdapters.open(adapters, config).load("y"));
+                reference.putAll(reference(new LlamaModel(merged, DType.F32, "merged:y"), "y", options, asks));
+            }
+            for (Ask ask : asks) {
+                List<float[]> want = reference.get(ask.id());
+                assertThat(served.logits.get(ask.id())).hasSize(want.size());
+                for (int i = 0; i < want.size(); i++) {
+                    assertClose(served.logits.get(ask.id()).get(i), want.get(i), ask.id() + " token " + i);
+                }
+            }
+        }
+    }
+
     @Test
     void anUnknownAdapterIsTheClientsMistake(@TempDir Path dir) throws Exception {
         ModelConfig config = RandomModels.llama();

@@ -22,9 +22,9 @@ import org.mstar.resources.lora.AdapterManager;
  * RoPE per layer. Temporaries are released when the pass ends.
  *
  * <p>When some row of the step runs with an adapter, each projection an adapter targets gains every row's own
- * adapter update ({@code addLora}) right after its matmul; the projections whose fused ops compute the matmul inside
- * one kernel with what follows it (qkv with RoPE and the KV append, gate/up with the activation) then run unfused for
- * the whole step, correctness first. Steps without an adapter row run exactly as without adapters.
+ * adapter update ({@code addLora}) right after its matmul; a targeted projection whose fused op computes the matmul
+ * inside one kernel with what follows it (qkv with RoPE and the KV append, gate/up with the activation) then runs
+ * unfused for the whole step, correctness first. Steps without an adapter row run exactly as without adapters.
  */
 final class LlamaForwardPass {
     private static final String LABEL = Segment.MAIN;
@@ -127,7 +127,7 @@ final class LlamaForwardPass {
                 ops.rope(q3, k3, pos, rope);
                 cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
                         ops.kvAppend(pool, layer, k3, v3, pages, offsets));
-            } else if (adapters != null) {
+            } else if (updates(adapters, LoraModule.Fused.QKV)) {
                 // the adapters' updates join q, k and v before RoPE and the append
                 ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
                 addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
@@ -147,7 +147,7 @@ final class LlamaForwardPass {
                 attnResult = projNormed;
             }
             ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
-            if (adapters != null) {
+            if (updates(adapters, LoraModule.Fused.GATE_UP)) {
                 // the adapters' updates join gate and up before the activation
                 ops.matmul(normed, lw.gateUpWeight(), null, gateUp);
                 addLora(adapters, slots, LoraModule.Fused.GATE_UP, l, normed, gateUp);
@@ -187,6 +187,11 @@ final class LlamaForwardPass {
         Tensor finalHidden = temp(act, m, hidden);
         ops.rmsNorm(lastProj, lastResidual, w.finalNorm(), (float) cfg.rmsNormEps(), finalHidden);
         ops.matmul(finalHidden, w.lmHead(), null, logits);
+    }
+
+    /** Whether some adapter of the step's library targets a module that {@code fused} computes. */
+    private boolean updates(AdapterManager adapters, LoraModule.Fused fused) {
+        return adapters != null && LoraModule.of(fused, cfg).stream().anyMatch(m -> adapters.targets(m.peftName()));
     }
 
     /**
