@@ -81,25 +81,11 @@ class LoraFidelityTest {
                 assertThat(engine.stats().adapterLoads()).as("each adapter loaded once").isEqualTo(2);
                 assertThat(engine.stats().adapterEvictions()).isZero();
             }
-            Map<String, List<float[]>> reference = new HashMap<>();
-            reference.putAll(reference(model, null, options, first, second));
-            PeftAdapters library = PeftAdapters.open(adapters, config);
+            Map<String, List<float[]>> reference = new HashMap<>(reference(model, null, options, first, second));
             for (String adapter : List.of("x", "y")) {
-                try (LlamaWeights merged = LlamaWeights.load(dir.resolve("base"), cpu, DType.F32)) {
-                    RandomPeftAdapters.merge(merged, library.load(adapter));
-                    reference.putAll(reference(new LlamaModel(merged, DType.F32, "merged:" + adapter), adapter, options,
-                            first, second));
-                }
+                reference.putAll(mergedReference(dir, config, cpu, adapter, options, first, second));
             }
-
-            for (Ask ask : concat(first, second)) {
-                List<float[]> got = served.logits.get(ask.id());
-                List<float[]> want = reference.get(ask.id());
-                assertThat(got).as(ask.id() + " tokens").hasSize(want.size());
-                for (int i = 0; i < want.size(); i++) {
-                    assertClose(got.get(i), want.get(i), ask.id() + " token " + i);
-                }
-            }
+            assertSameLogits(served, reference, concat(first, second));
             // the adapters matter: the same prompt under x, y and the base model gives three different logits
             assertDiffer(served.logits.get("x0").get(0), served.logits.get("b0").get(0));
             assertDiffer(served.logits.get("y0").get(0), served.logits.get("b0").get(0));
@@ -132,15 +118,9 @@ class LoraFidelityTest {
             assertThat(served.firstTokenStep.get("b0")).isLessThan(served.lastTokenStep.get("x0"));
             assertThat(engine.stats().adapterLoads()).isEqualTo(2);
             assertThat(engine.stats().adapterEvictions()).isEqualTo(1);
-            PeftAdapters library = PeftAdapters.open(adapters, config);
-            try (LlamaWeights merged = LlamaWeights.load(dir.resolve("base"), cpu, DType.F32)) {
-                RandomPeftAdapters.merge(merged, library.load("y"));
-                List<float[]> want = reference(new LlamaModel(merged, DType.F32, "merged:y"), "y", options,
-                        asks).get("y0");
-                for (int i = 0; i < want.size(); i++) {
-                    assertClose(served.logits.get("y0").get(i), want.get(i), "y0 token " + i);
-                }
-            }
+            Map<String, List<float[]>> reference = new HashMap<>(mergedReference(dir, config, cpu, "x", options, asks));
+            reference.putAll(mergedReference(dir, config, cpu, "y", options, asks));
+            assertSameLogits(served, reference, asks.subList(0, 3));
         }
     }
 
@@ -165,17 +145,8 @@ class LoraFidelityTest {
                 served = serve(engine, List.of(asks));
             }
             Map<String, List<float[]>> reference = new HashMap<>(reference(model, null, options, asks));
-            try (LlamaWeights merged = LlamaWeights.load(dir.resolve("base"), cpu, DType.F32)) {
-                RandomPeftAdapters.merge(merged, PeftAdapters.open(adapters, config).load("y"));
-                reference.putAll(reference(new LlamaModel(merged, DType.F32, "merged:y"), "y", options, asks));
-            }
-            for (Ask ask : asks) {
-                List<float[]> want = reference.get(ask.id());
-                assertThat(served.logits.get(ask.id())).hasSize(want.size());
-                for (int i = 0; i < want.size(); i++) {
-                    assertClose(served.logits.get(ask.id()).get(i), want.get(i), ask.id() + " token " + i);
-                }
-            }
+            reference.putAll(mergedReference(dir, config, cpu, "y", options, asks));
+            assertSameLogits(served, reference, asks);
         }
     }
 
@@ -256,6 +227,32 @@ class LoraFidelityTest {
         }
         try (LlamaEngine engine = RandomModels.engine(model, options)) {
             return serve(engine, own).logits;
+        }
+    }
+
+    /**
+     * The logits of the asks naming {@code adapter}, served without adapters by the base model in {@code dir/base}
+     * with the adapter of {@code dir/adapters} merged into its weights.
+     */
+    @SafeVarargs
+    private static Map<String, List<float[]>> mergedReference(Path dir, ModelConfig config, CpuDevice cpu,
+                                                              String adapter, EngineOptions options,
+                                                              List<Ask>... waves) throws IOException {
+        try (LlamaWeights merged = LlamaWeights.load(dir.resolve("base"), cpu, DType.F32)) {
+            RandomPeftAdapters.merge(merged, PeftAdapters.open(dir.resolve("adapters"), config).load(adapter));
+            return reference(new LlamaModel(merged, DType.F32, "merged:" + adapter), adapter, options, waves);
+        }
+    }
+
+    /** Every ask's tokens' logits as served equal the reference's, as many tokens and each within the tolerance. */
+    private static void assertSameLogits(Served served, Map<String, List<float[]>> reference, List<Ask> asks) {
+        for (Ask ask : asks) {
+            List<float[]> got = served.logits.get(ask.id());
+            List<float[]> want = reference.get(ask.id());
+            assertThat(got).as(ask.id() + " tokens").hasSize(want.size());
+            for (int i = 0; i < want.size(); i++) {
+                assertClose(got.get(i), want.get(i), ask.id() + " token " + i);
+            }
         }
     }
 
