@@ -189,11 +189,6 @@ public final class PeftAdapters implements AdapterLibrary {
         }
     }
 
-    /** The folder the adapters were read from. */
-    public Path folder() {
-        return folder;
-    }
-
     /** {@code name}'s config, as read at open. */
     public PeftAdapterConfig config(String name) {
         return adapter(name).config();
