@@ -11,3 +11,4 @@
 #include "sampling.cu"
 #include "skinny_matmul.cu"
 #include "ring_attention.cu"
+#include "lora.cu"

@@ -27,6 +27,18 @@ public interface ProjectionOps {
     void gatherRows(Tensor x, Tensor rows, Tensor out);
 
     /**
+     * Batched LoRA: adds each row's own adapter's low-rank update to columns {@code [outCol, outCol + N)} of a
+     * projection's output, {@code out[i, outCol + j] += scales[s] · Σ_r (Σ_c x[i, c] · a[s, r, c]) · b[s, j, r]}
+     * with {@code s = slots[i]}; a row whose slot is negative is left as it is. The adapters are stacked by slot:
+     * {@code a [S, R, K]} and {@code b [S, N, R]} (an adapter of a lower rank padded with zeros), {@code scales}
+     * F32 {@code [S]}, {@code slots} I32 {@code [n]}, x {@code [n, K]}, out {@code [n, W]} with
+     * {@code outCol + N <= W}. The slots are a tensor, not launch arguments, so a recorded graph serves any mix of
+     * adapters. Both sums accumulate in fp32 (the rank-sized intermediate stays fp32), and each output is rounded
+     * to out's dtype once.
+     */
+    void addLora(Tensor x, Tensor a, Tensor b, Tensor scales, Tensor slots, Tensor out, int outCol);
+
+    /**
      * 1-D convolution over frames, frames-major so that its output feeds row-wise ops and matmuls directly:
      * {@code out[t, o] = bias[o] + Σ_c Σ_k weight[o, c, k] · x[t·stride + k − padding, c]}, zero outside the
      * input. x {@code [frames, inChannels]} (the transpose of PyTorch's {@code [channels, frames]}); weight

@@ -22,7 +22,9 @@ import org.mstar.resources.SlotLease;
  * step and replayed afterwards, so a step costs one launch instead of a few hundred. The resources plan a leased
  * step into static buffers of (bucket, slot 0, label) before the replay; one slot suffices because plan uploads
  * and replays are ordered on the device's one stream. For the same reason every bucket writes its fp32 logits
- * into the leading rows of one buffer: a step's draw reads them before the next replay can overwrite them.
+ * into the leading rows of one buffer: a step's draw reads them before the next replay can overwrite them. A bucket
+ * records one graph per variant of the forward its steps need ({@link ModelRunner#graphVariant}): the Llama
+ * runner's steps with adapter rows run other ops than those without.
  */
 final class DecodeGraphs implements AutoCloseable {
     private static final int SLOT = 0;
@@ -42,7 +44,7 @@ final class DecodeGraphs implements AutoCloseable {
 
     private final ModelRunner model;
     private final int maxBucket;
-    private final Map<Integer, Bucket> buckets = new HashMap<>();
+    private final Map<BucketVariant, Bucket> buckets = new HashMap<>();
     /** The largest bucket's logits, whose leading rows every bucket writes; null before the first bucket. */
     private Tensor logits;
     private long replays;
@@ -97,7 +99,7 @@ final class DecodeGraphs implements AutoCloseable {
      * until the next step of any bucket (work enqueued before it reads them in time).
      */
     Tensor forward(int bs, int[] tokens) {
-        Bucket b = buckets.computeIfAbsent(bs, this::newBucket);
+        Bucket b = bucket(bs);
         ByteBuffer bytes = ByteBuffer.allocate(bs * Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         bytes.asIntBuffer().put(tokens);
         model.device().copyFromHost(bytes, b.tokens);
@@ -110,7 +112,7 @@ final class DecodeGraphs implements AutoCloseable {
      * vocabulary; no real row reads a padding row).
      */
     Tensor forward(int bs, Tensor drawn, int[] from) {
-        Bucket b = buckets.computeIfAbsent(bs, this::newBucket);
+        Bucket b = bucket(bs);
         for (int i = 0; i < from.length; ) {
             int run = 1;
             while (i + run < from.length && from[i + run] == from[i] + run) {
@@ -120,6 +122,11 @@ final class DecodeGraphs implements AutoCloseable {
             i += run;
         }
         return replay(b);
+    }
+
+    /** The bucket of {@code bs} rows for the variant the planned step needs. */
+    private Bucket bucket(int bs) {
+        return buckets.computeIfAbsent(new BucketVariant(bs, model.graphVariant()), this::newBucket);
     }
 
     private Tensor replay(Bucket b) {
@@ -137,23 +144,26 @@ final class DecodeGraphs implements AutoCloseable {
     }
 
     /**
-     * Per recorded bucket, the device bytes its graph keeps allocated: tokens and the forward's temporaries (the
-     * shared logits not counted).
+     * Per recorded bucket, the device bytes its graphs keep allocated: tokens and the forward's temporaries, over its
+     * variants (the shared logits not counted).
      */
     Map<Integer, Long> heldBytes() {
         Map<Integer, Long> bytes = new TreeMap<>();
-        buckets.forEach((bs, b) -> bytes.put(bs, b.tokens.byteSize()
-                + b.held.stream().mapToLong(Tensor::byteSize).sum()));
+        buckets.forEach((key, b) -> bytes.merge(key.bs(), b.tokens.byteSize()
+                + b.held.stream().mapToLong(Tensor::byteSize).sum(), Long::sum));
         return bytes;
     }
 
-    private Bucket newBucket(int bs) {
+    private Bucket newBucket(BucketVariant key) {
         Device device = model.device();
         if (logits == null) {
             logits = device.allocate(DType.F32, maxBucket, model.vocabSize());
         }
-        return new Bucket(device.zeros(DType.I32, bs), logits.rows(0, bs));
+        return new Bucket(device.zeros(DType.I32, key.bs()), logits.rows(0, key.bs()));
     }
+
+    /** A bucket's rows and the forward variant its graph records. */
+    private record BucketVariant(int bs, int variant) {}
 
     @Override
     public void close() {

@@ -10,6 +10,7 @@ import org.mstar.device.DeviceFault;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.tokenizer.TextTokenizer;
+import org.mstar.resources.AdapterSlotsBusy;
 import org.mstar.resources.AdmitFailedReason;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AllocationFailed;
@@ -19,6 +20,7 @@ import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.lora.AdapterManager;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
 import org.mstar.resources.runner.StepRunner;
@@ -34,6 +36,9 @@ import org.mstar.resources.sampler.SamplerResource;
  * when the cache has a host pool, otherwise freed and later recomputed from its prompt and generated tokens, and
  * the step is planned again; with no victim the step drops its last row, and a request that cannot fit even
  * alone fails with a 400.
+ *
+ * <p>A request with an adapter whose slot is not to be had (every slot holds an adapter of a running request) is left
+ * out of the step and waits, as a request whose KV is on its way back from the host does.
  *
  * <p>A step that throws (other than a {@link DeviceFault}, which ends the task) fails only the request at fault:
  * the step's requests are reset and recomputed, then run one at a time until the one that throws alone is failed
@@ -58,6 +63,8 @@ final class EngineCore implements GenerationEngine {
     private final int usablePages;
     private final StepRunner runner;
     private final KVManager kv;
+    /** Null when the engine serves no adapters. */
+    private final AdapterManager adapters;
     private final RequestResources resources;
     private final RequestChecks checks;
     /** Longest prompt a prefill engine takes: its hand-off's KV must fit one Java array. */
@@ -117,8 +124,12 @@ final class EngineCore implements GenerationEngine {
         SamplerResource sampler = model.sampler();
         NodeResourceSpec samplerSpec = specs.stream().filter(s -> s.resourceKey().equals(keys.sampler()))
                 .findFirst().orElseThrow();
-        this.resources = new RequestResources(runner, keys, kv, sampler, samplerSpec, model.defaultSampling(),
-                stopRule, new Constraints(tokenizer, model.vocabSize(), generation.eosTokenIds()), pageSize);
+        NodeResourceSpec adapterSpec = specs.stream().filter(s -> s.resourceKey().equals(keys.adapters()))
+                .findFirst().orElse(null);
+        this.adapters = adapterSpec == null ? null : (AdapterManager) built.get(keys.adapters());
+        this.resources = new RequestResources(runner, keys, kv, sampler, samplerSpec, adapterSpec,
+                model.defaultSampling(), stopRule, new Constraints(tokenizer, model.vocabSize(),
+                generation.eosTokenIds()), pageSize);
         this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize,
                 model.statePages(pageSize), options.scheduling());
         this.prefixCached = kv.enablePrefixCache(PrefixRoot.of(built.values(), model.identity()), Set.of(keys.walk()));
@@ -278,7 +289,9 @@ final class EngineCore implements GenerationEngine {
                     : List.copyOf(err.requestIds());
             ids.forEach(rid -> pipeline.fail(live.get(rid), 500, err.message(), out));
         } else if (reason instanceof RequestOffloading ro) {
-            rows.stream().filter(b -> b.request().id().equals(ro.requestId())).forEach(b -> excluded.add(b.request()));
+            exclude(ro.requestId(), rows, excluded);
+        } else if (reason instanceof AdapterSlotsBusy busy) {
+            exclude(busy.requestId(), rows, excluded);
         } else if (reason instanceof AllocationFailed af) {
             LiveRequest victim = scheduler.victim(live.values(), rows, af.requestId());
             if (victim != null) {
@@ -292,6 +305,11 @@ final class EngineCore implements GenerationEngine {
         } else {
             rows.forEach(b -> excluded.add(b.request()));
         }
+    }
+
+    /** Leaves {@code requestId} out of this step's rows: it waits for what it lacks. */
+    private static void exclude(String requestId, List<BatchRow> rows, Set<LiveRequest> excluded) {
+        rows.stream().filter(b -> b.request().id().equals(requestId)).forEach(b -> excluded.add(b.request()));
     }
 
     private void preempt(LiveRequest victim) {
@@ -318,7 +336,8 @@ final class EngineCore implements GenerationEngine {
     public EngineStats stats() {
         int waiting = waiting();
         return new EngineStats(live.size() - waiting, waiting, usablePages - kv.freePages(), usablePages,
-                counters.prefixHitTokens, counters.promptTokens, counters.generatedTokens, counters.preemptions);
+                counters.prefixHitTokens, counters.promptTokens, counters.generatedTokens, counters.preemptions,
+                adapters == null ? 0 : adapters.loads(), adapters == null ? 0 : adapters.evictions());
     }
 
     @Override
@@ -366,6 +385,14 @@ final class EngineCore implements GenerationEngine {
 
     StepRunner runner() {
         return runner;
+    }
+
+    long adapterPoolBytes() {
+        return adapters == null ? 0 : adapters.byteSize();
+    }
+
+    String anyAdapter() {
+        return adapters == null ? null : adapters.adapters().stream().findFirst().orElse(null);
     }
 
     @Override

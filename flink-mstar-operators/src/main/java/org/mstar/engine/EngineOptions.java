@@ -3,7 +3,7 @@ package org.mstar.engine;
 import org.mstar.model.llama.KvCacheOptions;
 
 /**
- * Scheduling and cache knobs of one engine.
+ * Scheduling, cache and adapter knobs of one engine.
  *
  * @param maxBatchRows most requests in one step
  * @param tokenBudget most tokens in one step; longer prefills are chunked across steps
@@ -16,9 +16,11 @@ import org.mstar.model.llama.KvCacheOptions;
  *                {@code DecodePreplan}); default on
  * @param launchAhead with pre-planning, enqueue a pre-planned decode step before the host has accepted the step
  *                    before it, feeding that step's tokens on the device; default on
+ * @param adapters the per-request LoRA adapters served, or null for none (a request naming one then gets a 400)
  */
 public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
-                            SchedulerOptions scheduling, EngineRole role, boolean preplan, boolean launchAhead) {
+                            SchedulerOptions scheduling, EngineRole role, boolean preplan, boolean launchAhead,
+                            AdapterOptions adapters) {
     public EngineOptions {
         if (maxBatchRows < 1 || tokenBudget < 1) {
             throw new IllegalArgumentException("maxBatchRows and tokenBudget must be >= 1");
@@ -33,6 +35,12 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
             throw new IllegalArgumentException("a prefill-to-decode hand-off carries one KV cache; a separate "
                     + "windowed-layer cache is only for colocated engines");
         }
+    }
+
+    /** Without adapters. */
+    public EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kvCache, boolean decodeGraphs,
+                         SchedulerOptions scheduling, EngineRole role, boolean preplan, boolean launchAhead) {
+        this(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, preplan, launchAhead, null);
     }
 
     /** Launched ahead where pre-planned. */
@@ -64,23 +72,33 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
     }
 
     public EngineOptions withDecodeGraphs(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling, role, preplan, launchAhead);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, on, scheduling, role, preplan, launchAhead,
+                adapters);
     }
 
     public EngineOptions withScheduling(SchedulerOptions s) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s, role, preplan, launchAhead);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, s, role, preplan, launchAhead,
+                adapters);
     }
 
     public EngineOptions withRole(EngineRole r) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, r, preplan, launchAhead);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, r, preplan, launchAhead,
+                adapters);
     }
 
     public EngineOptions withPreplan(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, on, launchAhead);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, on, launchAhead,
+                adapters);
     }
 
     public EngineOptions withLaunchAhead(boolean on) {
-        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, preplan, on);
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, preplan, on,
+                adapters);
+    }
+
+    public EngineOptions withAdapters(AdapterOptions a) {
+        return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, preplan,
+                launchAhead, a);
     }
 
     /** Small defaults that suit the CPU path: 16 rows, 256 tokens a step, 512 pages of 16 tokens. */

@@ -19,15 +19,17 @@ import org.mstar.resources.SamplingReqConfig;
  * measured first, vLLM-style: a probe engine with a small KV pool runs a decode step at the largest graph bucket
  * (recording its graph) and a prefill at the token budget, and what the device's memory grew by beyond the probe's
  * own pool is the reserve. A bucket's graph holds temporaries in proportion to its rows (the logits are shared),
- * so the decode part less the logits counts again for the smaller buckets' rows over the largest's. It is measured once per weights and engine shape in a
- * process. Without device memory
- * of its own (the CPU) the defaults stand, overridden by what was set.
+ * so the decode part less the logits counts again for the smaller buckets' rows over the largest's. An engine with
+ * LoRA adapters decodes the probe once more with an adapter, which records the adapter variant of the largest
+ * bucket's graph too, and its adapter slots, allocated with the engine, join the reserve. It is measured once per
+ * weights and engine shape in a process. Without device memory of its own (the CPU) the defaults stand, overridden by
+ * what was set.
  */
 public final class EngineSizer {
     /** Sized engines open on each GPU of this process (by device name), so that engines sharing one split it. */
     private static final Map<String, Integer> OPEN = new ConcurrentHashMap<>();
-    /** Measured reserves by weights and (rows, budget, longest sequence, page size). */
-    private static final Map<LlamaWeights, Map<List<Integer>, Long>> RESERVES =
+    /** Measured reserves by weights and (rows, budget, longest sequence, page size, adapters). */
+    private static final Map<LlamaWeights, Map<List<Object>, Long>> RESERVES =
             Collections.synchronizedMap(new WeakHashMap<>());
 
     private EngineSizer() {}
@@ -62,7 +64,8 @@ public final class EngineSizer {
         int budget = EngineSizing.tokenBudget(request, memory.totalBytes());
         // a task restarted over the same weights builds its engine again: the reserve is measured once
         long reserve = RESERVES.computeIfAbsent(weights, w -> new ConcurrentHashMap<>()).computeIfAbsent(
-                List.of(rows, budget, defaults.kvCache().maxSeqLen(), defaults.kvCache().pageSize()),
+                List.of(rows, budget, defaults.kvCache().maxSeqLen(), defaults.kvCache().pageSize(),
+                        String.valueOf(defaults.adapters())),
                 k -> measureReserve(modelDir, weights, device, defaults, rows, budget));
         memory = device.memory().orElseThrow();
         ModelConfig c = weights.config();
@@ -81,7 +84,7 @@ public final class EngineSizer {
     private static EngineOptions resized(EngineOptions o, EngineSizing s) {
         KvCacheOptions kv = o.kvCache().toBuilder().maxNumPages(s.pages()).build();
         return new EngineOptions(s.maxBatchRows(), s.tokenBudget(), kv, o.decodeGraphs(), o.scheduling(),
-                o.role(), o.preplan(), o.launchAhead());
+                o.role(), o.preplan(), o.launchAhead(), o.adapters());
     }
 
     /** Device memory a decode step at {@code rows} and a prefill at {@code budget} tokens take beyond the KV pool. */
@@ -101,31 +104,39 @@ public final class EngineSizer {
             // the largest graph (a decode step of more rows than any graph runs eagerly, within the prefill's room)
             int graphRows = DecodeGraphs.largestBucket(rows);
             for (int i = 0; i < graphRows; i++) {
-                probe.submit(request("probe-decode-" + i, new int[] {3 + i % (vocab - 3)}, 2));
+                probe.submit(request("probe-decode-" + i, new int[] {3 + i % (vocab - 3)}, 2, null));
             }
             drain(probe);
+            String adapter = probe.anyAdapter();
+            if (adapter != null) {
+                for (int i = 0; i < graphRows; i++) {
+                    probe.submit(request("probe-adapter-" + i, new int[] {3 + i % (vocab - 3)}, 2, adapter));
+                }
+                drain(probe);
+            }
             long decode = used(device) - built;
             for (int p = 0; p < prompts; p++) {
                 int[] ids = new int[promptLen];
                 for (int i = 0; i < promptLen; i++) {
                     ids[i] = 3 + (p * 7919 + i) % (vocab - 3);
                 }
-                probe.submit(request("probe-prefill-" + p, ids, 1));
+                probe.submit(request("probe-prefill-" + p, ids, 1, null));
             }
             drain(probe);
             long all = used(device) - built;
             // the smaller buckets' graphs hold temporaries in proportion to their rows; the logits are shared
             long perGraph = Math.max(0, decode - DecodeGraphs.logitsBytes(graphRows, vocab));
-            return all + perGraph * DecodeGraphs.rowsOfSmallerBuckets(graphRows) / graphRows;
+            return all + perGraph * DecodeGraphs.rowsOfSmallerBuckets(graphRows) / graphRows
+                    + probe.adapterPoolBytes();
         } finally {
             probe.close();
             device.releaseCachedMemory();
         }
     }
 
-    private static GenerationRequest request(String id, int[] prompt, int maxTokens) {
+    private static GenerationRequest request(String id, int[] prompt, int maxTokens, String adapter) {
         return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
-                .maxTokens(maxTokens).ignoreEos(true).build();
+                .maxTokens(maxTokens).ignoreEos(true).adapter(adapter).build();
     }
 
     private static void drain(LlamaEngine engine) {

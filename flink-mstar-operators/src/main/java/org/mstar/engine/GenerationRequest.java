@@ -13,7 +13,8 @@ import org.mstar.resources.constraint.OutputConstraint;
  * {@code minTokens} holds back EOS and stop ids until reached. The sampler's seed is in {@code sampling} (null: the
  * engine's defaults). {@code constraint}, when not null, is what the output must match (structured output).
  * {@code audio}, when not null, is speech for a speech-to-text model to transcribe; the prompt fields are then unset
- * (the model builds its own decoder prompt from the audio options).
+ * (the model builds its own decoder prompt from the audio options). {@code adapter}, when not null, names the LoRA
+ * adapter the request runs with (null: the base model).
  *
  * <p>The compact constructor is the one place that checks what a request can get wrong whatever model serves it
  * (token limits, an empty conversation), so the wire converter and every engine see a request that passed it; what
@@ -22,7 +23,7 @@ import org.mstar.resources.constraint.OutputConstraint;
 public record GenerationRequest(String requestId, int[] promptTokenIds, String promptText, SamplingReqConfig sampling,
                                 int maxTokens, int minTokens, List<Integer> stopTokenIds, boolean ignoreEos,
                                 int priority, OutputConstraint constraint, List<ChatMessage> messages,
-                                AudioInput audio) {
+                                AudioInput audio, String adapter) {
     /** @throws RequestValidationException naming the offending field */
     public GenerationRequest {
         if (maxTokens < 1) {
@@ -38,6 +39,9 @@ public record GenerationRequest(String requestId, int[] promptTokenIds, String p
         if (messages != null && messages.isEmpty()) {
             throw new RequestValidationException("messages", "must not be empty");
         }
+        if (adapter != null && adapter.isBlank()) {
+            throw new RequestValidationException("adapter", "must name an adapter, or be unset for the base model");
+        }
         stopTokenIds = stopTokenIds == null ? List.of() : List.copyOf(stopTokenIds);
         messages = messages == null ? null : List.copyOf(messages);
     }
@@ -49,8 +53,8 @@ public record GenerationRequest(String requestId, int[] promptTokenIds, String p
 
     /**
      * Names each field of a request at its call site. Unset fields are absent (prompt, text, messages, audio,
-     * constraint, sampling: the engine's defaults), empty (stop ids) or zero (min tokens, priority); max tokens has
-     * no default, and {@link #build()} refuses a request that sets none.
+     * constraint, sampling: the engine's defaults; adapter: the base model), empty (stop ids) or zero (min tokens,
+     * priority); max tokens has no default, and {@link #build()} refuses a request that sets none.
      */
     public static final class Builder {
         private final String requestId;
@@ -65,6 +69,7 @@ public record GenerationRequest(String requestId, int[] promptTokenIds, String p
         private OutputConstraint constraint;
         private List<ChatMessage> messages;
         private AudioInput audio;
+        private String adapter;
 
         private Builder(String requestId) {
             this.requestId = requestId;
@@ -125,10 +130,16 @@ public record GenerationRequest(String requestId, int[] promptTokenIds, String p
             return this;
         }
 
+        /** The LoRA adapter to run with, by name; null (the default) for the base model. */
+        public Builder adapter(String name) {
+            this.adapter = name;
+            return this;
+        }
+
         /** @throws RequestValidationException naming the offending field */
         public GenerationRequest build() {
             return new GenerationRequest(requestId, promptTokenIds, promptText, sampling, maxTokens, minTokens,
-                    stopTokenIds, ignoreEos, priority, constraint, messages, audio);
+                    stopTokenIds, ignoreEos, priority, constraint, messages, audio, adapter);
         }
     }
 }

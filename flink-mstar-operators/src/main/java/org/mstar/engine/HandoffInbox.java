@@ -39,6 +39,7 @@ final class HandoffInbox {
                 .maxTokens(request.maxTokens()).build());
         checks.check(request, prompt, handoff.generated());
         resources.sampling(request);
+        resources.adapter(request);
         Map<String, PublishedInfo> published = exchange.decode(handoff);
         int[] stored = published.values().stream().flatMapToInt(PublishedInfo::storedLengths).toArray();
         if (handoff.generated().length == 0 || stored.length == 0) {

@@ -22,7 +22,7 @@ public final class LlamaEngine extends CoreFacade {
      */
     public LlamaEngine(LlamaModel model, TextTokenizer tokenizer, GenerationConfig generation, EngineOptions options,
                        DType kvDType) {
-        super(new EngineCore(new LlamaRunner(model), tokenizer, generation, options, kvDType));
+        super(new EngineCore(new LlamaRunner(model, options.adapters()), tokenizer, generation, options, kvDType));
     }
 
     /** Render the messages of requests that send a conversation with {@code template} (the model folder's). */
@@ -48,6 +48,16 @@ public final class LlamaEngine extends CoreFacade {
     /** Page bytes this (decode) engine copied from prefill hand-offs; 0 for a colocated one. */
     public long handoffBytesCopied() {
         return core.handoffBytesCopied();
+    }
+
+    /** For sizing: device bytes of the adapter slots, allocated with the engine; 0 without adapters. */
+    long adapterPoolBytes() {
+        return core.adapterPoolBytes();
+    }
+
+    /** For sizing: an adapter this engine serves, to record its decode graphs' adapter variant; null if none. */
+    String anyAdapter() {
+        return core.anyAdapter();
     }
 
     /** For tests: steps that reused the pre-planned step's declaration (0 without pre-planning). */

@@ -31,8 +31,11 @@ import org.mstar.resources.sampler.SamplerResource;
  */
 public interface ModelRunner {
 
-    /** The keys of the model's step graph and of the resources the core drives by name. */
-    record ResourceKeys(String node, String walk, String kv, String sampler, String position) {}
+    /**
+     * The keys of the model's step graph and of the resources the core drives by name; {@code adapters} is the key
+     * of the per-request adapters' resource when the model declares one ({@code AdapterSpec}), else null.
+     */
+    record ResourceKeys(String node, String walk, String kv, String sampler, String position, String adapters) {}
 
     ResourceKeys keys();
 
@@ -87,6 +90,14 @@ public interface ModelRunner {
      * whose step starts a sequence, in row order, whose model inputs beyond tokens the forward reads.
      */
     Tensor forward(Tensor tokens, int[] outputRows, List<ModelRequest> starting);
+
+    /**
+     * Which recorded forward the planned step needs: decode graphs are recorded per batch bucket and variant, since a
+     * model may take another path for some steps (the Llama runner's steps with adapter rows). 0 by default.
+     */
+    default int graphVariant() {
+        return 0;
+    }
 
     /**
      * Runs the planned step with every row sampling into {@code logits}, adding its temporaries to {@code held}

@@ -2,8 +2,11 @@ package org.mstar.engine;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.mstar.resources.AdapterReqConfig;
+import org.mstar.resources.AdapterSpec;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.NodeResourceSpec;
@@ -19,8 +22,9 @@ import org.mstar.resources.sampler.SamplerResource;
 
 /**
  * A request's presence on every resource of the engine: opened (prefix keys of its prompt pages, sampling
- * config, stop ids, and the random stream where it already generated), asked about cached prefixes, preempted
- * (offloaded, or freed for a recompute) and closed.
+ * config, stop ids, its adapter, and the random stream where it already generated), asked about cached prefixes,
+ * preempted (offloaded, or freed for a recompute) and closed. A request with an adapter keys its pages under a seed
+ * of the adapter's name and weights, so that no two adapters, nor an adapter and the base model, share KV.
  */
 final class RequestResources {
     /** The walk's output the prefix chain follows. */
@@ -31,6 +35,8 @@ final class RequestResources {
     private final KVManager kv;
     private final SamplerResource sampler;
     private final NodeResourceSpec samplerSpec;
+    /** The adapters' declaration; null when the engine serves none. */
+    private final NodeResourceSpec adapterSpec;
     /** How a request that names no sampling config draws (the model's default). */
     private final SamplingReqConfig defaultSampling;
     private final StopRule stopRule;
@@ -38,13 +44,14 @@ final class RequestResources {
     private final int pageSize;
 
     RequestResources(StepRunner runner, ModelRunner.ResourceKeys keys, KVManager kv, SamplerResource sampler,
-                     NodeResourceSpec samplerSpec, SamplingReqConfig defaultSampling, StopRule stopRule,
-                     Constraints constraints, int pageSize) {
+                     NodeResourceSpec samplerSpec, NodeResourceSpec adapterSpec, SamplingReqConfig defaultSampling,
+                     StopRule stopRule, Constraints constraints, int pageSize) {
         this.runner = runner;
         this.resourceKeys = keys;
         this.kv = kv;
         this.sampler = sampler;
         this.samplerSpec = samplerSpec;
+        this.adapterSpec = adapterSpec;
         this.defaultSampling = defaultSampling;
         this.stopRule = stopRule;
         this.constraints = constraints;
@@ -57,21 +64,27 @@ final class RequestResources {
      */
     void open(LiveRequest r) {
         SamplingReqConfig sampling = sampling(r.request);
+        AdapterReqConfig adapter = adapter(r.request);
         TokenAutomaton constraint = constraints.automaton(r.request);
+        byte[] seed = adapter == null ? PrefixKeys.NO_PREV : adapterSeed(adapter.adapter());
         int whole = r.prompt.length / pageSize * pageSize;
         int[] tail = Arrays.copyOfRange(r.prompt, whole, r.prompt.length);
-        List<byte[]> keys = new ArrayList<>(PrefixKeys.chain(r.prompt, pageSize));
+        List<byte[]> keys = new ArrayList<>(PrefixKeys.chain(r.prompt, pageSize, seed));
         if (tail.length > 0) {
             // the chain takes a prompt that ends inside a page with that partial page's key last (never indexed,
             // replaced once generated tokens fill the page); without it the last whole page would be taken for it
-            keys.add(PrefixKeys.pageKey(keys.isEmpty() ? PrefixKeys.NO_PREV : keys.get(keys.size() - 1), tail,
-                    List.of()));
+            keys.add(PrefixKeys.pageKey(keys.isEmpty() ? seed : keys.get(keys.size() - 1), tail, List.of()));
         }
         KVReqConfig kvCfg = new KVReqConfig(null, null, null, null, null,
                 Map.of(Segment.MAIN, keys),
                 Map.of(Segment.MAIN, tail),
-                Map.of(Segment.MAIN, OUT), true, null, null);
-        Map<String, ResourceReqConfig> overrides = Map.of(resourceKeys.kv(), kvCfg, resourceKeys.sampler(), sampling);
+                Map.of(Segment.MAIN, OUT), true, null, null,
+                Map.of(Segment.MAIN, seed));
+        Map<String, ResourceReqConfig> overrides = new HashMap<>(Map.of(resourceKeys.kv(), kvCfg,
+                resourceKeys.sampler(), sampling));
+        if (adapter != null) {
+            overrides.put(resourceKeys.adapters(), adapter);
+        }
         runner.ingestRequest(r.id(), overrides);
         if (r.program != null) {
             // the program's sequences end by its rules, not by stop ids
@@ -103,6 +116,25 @@ final class RequestResources {
         SamplingReqConfig sampling = request.sampling() == null ? defaultSampling : request.sampling();
         sampling.validate(samplerSpec);
         return sampling;
+    }
+
+    /**
+     * The request's adapter, checked against this engine's; null for the base model.
+     *
+     * @throws org.mstar.resources.RequestValidationException naming the field: an adapter this engine does not serve
+     */
+    AdapterReqConfig adapter(GenerationRequest request) {
+        if (request.adapter() == null) {
+            return null;
+        }
+        AdapterReqConfig adapter = new AdapterReqConfig(request.adapter());
+        adapter.validate(adapterSpec);
+        return adapter;
+    }
+
+    /** The key a request with {@code adapter} roots its pages at: the adapter's name and what its weights are. */
+    private byte[] adapterSeed(String adapter) {
+        return PrefixKeys.fingerprint("adapter", adapter, ((AdapterSpec) adapterSpec).library().identity(adapter));
     }
 
     /** Ask the prefix cache how much of {@code r}'s fresh prompt it holds; the walk then skips that many tokens. */

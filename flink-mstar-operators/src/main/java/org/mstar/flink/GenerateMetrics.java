@@ -36,6 +36,8 @@ final class GenerateMetrics {
         group.gauge("promptTokens", (Gauge<Long>) () -> stats.promptTokens());
         group.gauge("generationTokens", (Gauge<Long>) () -> stats.generatedTokens());
         group.gauge("preemptions", (Gauge<Long>) () -> stats.preemptions());
+        group.gauge("adapterLoads", (Gauge<Long>) () -> stats.adapterLoads());
+        group.gauge("adapterEvictions", (Gauge<Long>) () -> stats.adapterEvictions());
         tokensEmitted = group.counter("tokensEmitted");
         timeToFirstToken = group.histogram("timeToFirstTokenUs", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));
         interTokenLatency = group.histogram("interTokenLatencyUs", new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW));

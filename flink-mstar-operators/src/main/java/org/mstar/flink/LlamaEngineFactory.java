@@ -7,6 +7,7 @@ import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.mstar.device.Device;
 import org.mstar.device.UnsupportedOnDeviceException;
+import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
 import org.mstar.engine.EngineSizer;
@@ -53,6 +54,9 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final Duration priorityAging;
     private final Duration maxPrefillStall;
     private final EngineRole role;
+    /** Null when the job serves no adapters. */
+    private final String adaptersDir;
+    private final int adapterSlots;
     /** Set when the model folder is a Whisper checkpoint: that factory builds the engines. */
     private final WhisperEngineFactory whisper;
 
@@ -82,6 +86,8 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
         this.role = config.get(DisaggregationOptions.ENGINE_ROLE);
+        this.adaptersDir = config.getOptional(LlamaEngineOptions.ADAPTERS_DIR).orElse(null);
+        this.adapterSlots = config.get(LlamaEngineOptions.ADAPTER_SLOTS);
         this.whisper = WhisperConfig.isWhisper(Path.of(modelDir)) ? new WhisperEngineFactory(config) : null;
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
         sizingRequest();
@@ -130,6 +136,7 @@ public final class LlamaEngineFactory implements EngineFactory {
                         .cpuOffloadPages(cpuOffloadPages).prefixCache(prefixCache)
                         .windowedLayerPages(windowedLayerPages).build(), false,
                 new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
-                        SchedulerOptions.DEFAULTS.minPrefillChunk()), role, preplan, launchAhead);
+                        SchedulerOptions.DEFAULTS.minPrefillChunk()), role, preplan, launchAhead,
+                adaptersDir == null ? null : new AdapterOptions(Path.of(adaptersDir), adapterSlots));
     }
 }

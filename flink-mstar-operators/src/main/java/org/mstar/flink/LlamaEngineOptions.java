@@ -4,9 +4,10 @@ import java.time.Duration;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
+import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.SchedulingPolicy;
 
-/** Scheduling and KV-cache knobs of the engine {@link LlamaEngineFactory} builds on each subtask. */
+/** Scheduling, KV-cache and adapter knobs of the engine {@link LlamaEngineFactory} builds on each subtask. */
 @PublicEvolving
 public final class LlamaEngineOptions {
     private LlamaEngineOptions() {}
@@ -115,6 +116,22 @@ public final class LlamaEngineOptions {
             .withDescription("The longest a step carrying decodes may take because of the prefill chunks in it, from"
                     + " measured step times: bounds how long a long prompt holds back every running request's next"
                     + " token. 0 bounds prefill chunks by the token budget only.");
+
+    public static final ConfigOption<String> ADAPTERS_DIR = ConfigOptions.key("mstar.engine.adapters-dir")
+            .stringType()
+            .noDefaultValue()
+            .withDescription("Folder of PEFT LoRA adapters, one subfolder per adapter (adapter_config.json,"
+                    + " adapter_model.safetensors), at the same path on every TaskManager: a request naming an adapter"
+                    + " ('adapter') generates with it. Read when the engine starts; an adapter the engine cannot apply"
+                    + " fails the start, naming it. Unset: requests naming an adapter get a 400"
+                    + " (docs/guides/lora.md).");
+
+    public static final ConfigOption<Integer> ADAPTER_SLOTS = ConfigOptions.key("mstar.engine.adapter-slots")
+            .intType()
+            .defaultValue(AdapterOptions.DEFAULT_SLOTS)
+            .withDescription("Adapters kept on the device at once, each in a slot sized for the largest rank of the"
+                    + " folder; an adapter no running request uses gives its slot to another, least recently used"
+                    + " first, and a request whose adapter finds no slot waits.");
 
     public static final ConfigOption<Boolean> BATCH_INVARIANT = ConfigOptions.key("mstar.engine.batch-invariant")
             .booleanType()

@@ -63,7 +63,8 @@ final class RequestConverter implements Serializable {
         // the request's own limits (max and min tokens, an empty conversation) are checked as it is built
         return GenerationRequest.builder(id).promptTokenIds(promptIds).promptText(promptText).messages(messages(r))
                 .audio(speech).sampling(sampling).maxTokens(maxTokens).minTokens(minTokens).stopTokenIds(stopIds)
-                .ignoreEos(r.getIgnoreEos()).priority(orDefault(r.getPriority(), 0)).constraint(constraint(r)).build();
+                .ignoreEos(r.getIgnoreEos()).priority(orDefault(r.getPriority(), 0)).constraint(constraint(r))
+                .adapter(r.getAdapter()).build();
     }
 
     /** The request's structured-output constraint, or null; at most one of the three fields may be set. */

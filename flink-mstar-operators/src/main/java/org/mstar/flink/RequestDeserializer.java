@@ -24,7 +24,8 @@ import org.mstar.schemas.GenerateRequest;
 final class RequestDeserializer implements KafkaRecordDeserializationSchema<Either<ErrorEvent, GenerateRequest>> {
     private static final long serialVersionUID = 1L;
     /** Fields added to GenerateRequest after its first release, newest last; clients built before them still decode. */
-    private static final List<String> ADDED_FIELDS = List.of("json_schema", "regex", "choices", "messages", "audio");
+    private static final List<String> ADDED_FIELDS = List.of("json_schema", "regex", "choices", "messages", "audio",
+            "adapter");
     private static final BinaryMessageDecoder<GenerateRequest> DECODER = decoder();
 
     /**

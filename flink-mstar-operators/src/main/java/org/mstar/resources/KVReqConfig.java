@@ -10,6 +10,10 @@ import java.util.TreeSet;
  * Per-request KV parameters: which labels a (node, walk) opens and publishes, the prefix-cache keys of
  * each label's prompt pages, and the per-label layouts and loop caps only the KV ingest reads.
  *
+ * <p>{@code prefixSeeds} gives, per label, the key the label's first page follows (absent: {@code PrefixKeys.NO_PREV}):
+ * a request whose KV depends on more than its tokens (an adapter's weights) roots its chain there, so its pages
+ * never match another's, including pages its generated tokens fill later.
+ *
  * <p>Label selection: {@code neededLabelsPerNodeWalk[(node, walk)]}, else {@code neededLabelsPerNode[node]},
  * else {@code neededLabels}, else {@code ["main"]}. Publish selection: {@link #publishLabels}.
  */
@@ -23,11 +27,25 @@ public record KVReqConfig(List<String> neededLabels,
                           Map<String, String> prefixDecode,
                           boolean prefixCache,
                           Map<String, StreamLayout> kvLayout,
-                          Map<String, Integer> loopCaps) implements ResourceReqConfig {
+                          Map<String, Integer> loopCaps,
+                          Map<String, byte[]> prefixSeeds) implements ResourceReqConfig {
 
     public KVReqConfig {
         neededLabelsPerNode = neededLabelsPerNode == null ? Map.of() : Map.copyOf(neededLabelsPerNode);
         neededLabelsPerNodeWalk = neededLabelsPerNodeWalk == null ? Map.of() : Map.copyOf(neededLabelsPerNodeWalk);
+        prefixSeeds = prefixSeeds == null ? Map.of() : Map.copyOf(prefixSeeds);
+    }
+
+    /** Every chain rooted at {@code PrefixKeys.NO_PREV}. */
+    public KVReqConfig(List<String> neededLabels, Map<String, List<String>> neededLabelsPerNode,
+                       Map<NodeWalk, List<String>> neededLabelsPerNodeWalk,
+                       Map<NodeWalk, List<String>> publishLabelsPerNodeWalk,
+                       Map<NodeWalk, List<String>> finalPublishLabelsPerNodeWalk, Map<String, List<byte[]>> prefixKeys,
+                       Map<String, int[]> prefixTail, Map<String, String> prefixDecode, boolean prefixCache,
+                       Map<String, StreamLayout> kvLayout, Map<String, Integer> loopCaps) {
+        this(neededLabels, neededLabelsPerNode, neededLabelsPerNodeWalk, publishLabelsPerNodeWalk,
+                finalPublishLabelsPerNodeWalk, prefixKeys, prefixTail, prefixDecode, prefixCache, kvLayout, loopCaps,
+                null);
     }
 
     /** Everything default: label "main", prefix cache on, nothing keyed. */
@@ -149,6 +167,7 @@ public record KVReqConfig(List<String> neededLabels,
     /** This config without layouts and caps, which only the KV ingest reads. */
     public KVReqConfig withoutLayout() {
         return new KVReqConfig(neededLabels, neededLabelsPerNode, neededLabelsPerNodeWalk, publishLabelsPerNodeWalk,
-                finalPublishLabelsPerNodeWalk, prefixKeys, prefixTail, prefixDecode, prefixCache, null, null);
+                finalPublishLabelsPerNodeWalk, prefixKeys, prefixTail, prefixDecode, prefixCache, null, null,
+                prefixSeeds);
     }
 }

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.lora.RandomPeftAdapters;
 import org.mstar.resources.SamplingReqConfig;
 import org.mstar.resources.kv.PublishedKVInfo;
 import org.mstar.resources.position.PublishedPositionCodec;
@@ -207,6 +208,43 @@ class DisaggregatedEngineTest {
         try (LlamaModel full = RandomModels.load(RandomModels.mistral().toBuilder().slidingWindow(0, 0).build(), 5,
                 fullDir, cpu)) {
             assertThat(colocated(full, workload())).isNotEqualTo(expected);
+        }
+    }
+
+    /**
+     * Requests with LoRA adapters (two adapters and the base model, one slot each side) hand off with their adapter:
+     * the decode side continues each under the adapter its prefill ran with, as the colocated engine does.
+     */
+    @Test
+    void requestsWithAdaptersGenerateWhatTheColocatedEngineDoes(@TempDir Path adapters) throws Exception {
+        RandomPeftAdapters.write(adapters, RandomModels.llama(), new RandomPeftAdapters.Spec("x", 8, 16, false,
+                List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")), 21);
+        RandomPeftAdapters.write(adapters, RandomModels.llama(), new RandomPeftAdapters.Spec("y", 4, 8, true,
+                List.of("v_proj", "down_proj")), 22);
+        List<GenerationRequest> requests = new ArrayList<>();
+        List<GenerationRequest> base = workload();
+        for (int i = 0; i < base.size(); i++) {
+            GenerationRequest r = base.get(i);
+            requests.add(GenerationRequest.builder(r.requestId()).promptTokenIds(r.promptTokenIds())
+                    .sampling(r.sampling()).maxTokens(r.maxTokens()).ignoreEos(true)
+                    .adapter(i % 3 == 0 ? null : i % 3 == 1 ? "x" : "y").build());
+        }
+        AdapterOptions served = new AdapterOptions(adapters, 1);
+        Map<String, List<Integer>> expected;
+        try (LlamaEngine engine = RandomModels.engine(model, options(64, EngineRole.COLOCATED).withAdapters(served))) {
+            Collected c = new Collected();
+            requests.forEach(engine::submit);
+            for (int i = 0; engine.hasWork(); i++) {
+                assertThat(i).isLessThan(1_000);
+                c.add(engine.step());
+            }
+            expected = c.sequences();
+        }
+        assertThat(expected).as("the adapters change the outputs").isNotEqualTo(colocated(workload()));
+        try (LlamaEngine prefill = RandomModels.engine(model, options(8, EngineRole.PREFILL).withAdapters(served));
+             LlamaEngine decode = RandomModels.engine(decodeModel,
+                     options(64, EngineRole.DECODE).withAdapters(served))) {
+            assertThat(disaggregated(prefill, decode, requests).sequences()).isEqualTo(expected);
         }
     }
 

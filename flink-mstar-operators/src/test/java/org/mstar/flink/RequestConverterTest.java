@@ -29,6 +29,14 @@ class RequestConverterTest {
         assertThat(r.sampling().temperature()).isEqualTo(d.temperature());
         assertThat(r.sampling().topP()).isEqualTo(d.topP());
         assertThat(r.sampling().seed()).isEqualTo(RequestConverter.seedOf("r"));
+        assertThat(r.adapter()).as("the base model").isNull();
+    }
+
+    @Test
+    void anAdapterGoesToTheEngineByName() {
+        GenerationRequest r = converter.convert(GenerateRequest.newBuilder().setRequestId("r").setPrompt("hi")
+                .setAdapter("legal-v2").build());
+        assertThat(r.adapter()).isEqualTo("legal-v2");
     }
 
     @Test
@@ -85,6 +93,7 @@ class RequestConverterTest {
         assertRejected(b -> b.setSamplingOptions(Map.of("beam_width", "4")), "sampling_options: unknown option 'beam_width'");
         assertRejected(b -> b.setSamplingOptions(Map.of("top_p_first", "yes")), "sampling_options.top_p_first:");
         assertRejected(b -> b.setSamplingOptions(Map.of("repetition_window", "x")), "sampling_options.repetition_window:");
+        assertRejected(b -> b.setAdapter(" "), "adapter: must name an adapter");
     }
 
     private void assertRejected(Consumer<GenerateRequest.Builder> change, String messageStart) {

@@ -75,7 +75,7 @@ class RequestDeserializerTest {
     @Test
     void requestsOfTheSchemaBeforeMessagesStillDecode() throws Exception {
         GenerateRequest now = TestRequests.request("old-client", 3);
-        Either<ErrorEvent, GenerateRequest> out = decode("old-client", encodedWithout(now, "messages", "audio"));
+        Either<ErrorEvent, GenerateRequest> out = decode("old-client", encodedWithout(now, "messages", "audio", "adapter"));
         assertThat(out.isRight()).as("%s", out).isTrue();
         assertThat(out.right()).isEqualTo(now);
         assertThat(out.right().getMessages()).isNull();
@@ -84,10 +84,26 @@ class RequestDeserializerTest {
     @Test
     void requestsOfTheSchemaBeforeAudioStillDecode() throws Exception {
         GenerateRequest now = TestRequests.request("pre-audio-client", 3);
-        Either<ErrorEvent, GenerateRequest> out = decode("pre-audio-client", encodedWithout(now, "audio"));
+        Either<ErrorEvent, GenerateRequest> out = decode("pre-audio-client", encodedWithout(now, "audio", "adapter"));
         assertThat(out.isRight()).as("%s", out).isTrue();
         assertThat(out.right()).isEqualTo(now);
         assertThat(out.right().getAudio()).isNull();
+    }
+
+    @Test
+    void requestsOfTheSchemaBeforeAdaptersStillDecode() throws Exception {
+        GenerateRequest now = TestRequests.request("pre-adapter-client", 3);
+        Either<ErrorEvent, GenerateRequest> out = decode("pre-adapter-client", encodedWithout(now, "adapter"));
+        assertThat(out.isRight()).as("%s", out).isTrue();
+        assertThat(out.right()).isEqualTo(now);
+        assertThat(out.right().getAdapter()).isNull();
+    }
+
+    @Test
+    void anAdapterTravelsWithTheRequest() throws Exception {
+        GenerateRequest request = TestRequests.request("with-adapter", 3);
+        request.setAdapter("support-bot");
+        assertThat(decode("with-adapter", bytes(request)).right().getAdapter()).isEqualTo("support-bot");
     }
 
     /** {@code request} as a client whose schema lacks the {@code dropped} fields (the newest ones) writes it. */

@@ -16,7 +16,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 class DeclarationSurfaceArchitectureTest {
     /** The managers, and the one place that links spec types to their builders. */
     private static final String[] MANAGERS = {"org.mstar.resources.builders..", "org.mstar.resources.kv..",
-            "org.mstar.resources.attn..", "org.mstar.resources.position..", "org.mstar.resources.sampler.."};
+            "org.mstar.resources.attn..", "org.mstar.resources.position..", "org.mstar.resources.sampler..",
+            "org.mstar.resources.lora.."};
 
     @ArchTest
     static final ArchRule declarationsImportNoImplementation = noClasses()

@@ -42,6 +42,11 @@ final class SendCommand implements Callable<Integer> {
     @Mixin
     SamplingFlags sampling;
 
+    @Option(names = "--adapter", paramLabel = "NAME",
+            description = "Generate with this LoRA adapter of the job's adapters folder (serve --adapters); unset: the"
+                    + " base model. A name the job does not serve is answered with a 400.")
+    String adapter;
+
     @Option(names = "--timeout", paramLabel = "SECONDS", description = "Give up after this long. Default: ${DEFAULT-VALUE}.")
     long timeoutSeconds = 120;
 
@@ -69,6 +74,7 @@ final class SendCommand implements Callable<Integer> {
                         "Nothing to send: give prompts as arguments, one per line on stdin, or audio.");
             }
         }
+        requests.forEach(r -> r.setAdapter(adapter));
         for (String key : options.keySet()) {
             if (!KafkaClientProperties.isPropertyKey(key)) {
                 throw new ParameterException(spec.commandLine(),

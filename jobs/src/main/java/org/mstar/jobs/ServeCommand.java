@@ -73,6 +73,12 @@ final class ServeCommand implements Callable<Integer> {
                     + " without it, audio must come inline.")
     java.nio.file.Path audioDir;
 
+    @Option(names = "--adapters", paramLabel = "DIR",
+            description = "Folder of PEFT LoRA adapters (a subfolder per adapter) that requests may name (send"
+                    + " --adapter), at the same path on every TaskManager; -Dmstar.engine.adapter-slots=N sets how many"
+                    + " stay on the device at once (default 64).")
+    java.nio.file.Path adaptersDir;
+
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
     String delivery;
 

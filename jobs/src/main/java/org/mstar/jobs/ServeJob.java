@@ -277,6 +277,8 @@ final class ServeJob {
         setIfGiven(conf, GenerateOptions.DEVICE, flags.device);
         setIfGiven(conf, GenerateOptions.AUDIO_DIR,
                 flags.audioDir == null ? null : flags.audioDir.toAbsolutePath().normalize().toString());
+        setIfGiven(conf, LlamaEngineOptions.ADAPTERS_DIR,
+                flags.adaptersDir == null ? null : flags.adaptersDir.toAbsolutePath().normalize().toString());
         if (flags.disaggregated) {
             conf.set(DisaggregationOptions.ENABLED, true);
         }

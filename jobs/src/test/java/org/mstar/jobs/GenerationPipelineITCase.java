@@ -2,6 +2,8 @@ package org.mstar.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -10,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import org.apache.flink.api.common.JobStatus;
@@ -39,6 +42,7 @@ import org.mstar.flink.LlamaEngineOptions;
 import org.mstar.flink.ScenarioEngineFactory;
 import org.mstar.flink.ScenarioEngineFactory.Scenario;
 import org.mstar.flink.TestRequests;
+import org.mstar.model.lora.RandomPeftAdapters;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.GenerateRequest;
 
@@ -129,16 +133,7 @@ class GenerationPipelineITCase {
         scenario.pauseAfterTokens(150);
         KAFKA.kafka().produce(job.requests, requests);
 
-        Configuration conf = job.config();
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
-        JobClient client = job.start(conf, 2);
-        // Once every token before the pause is committed, a checkpoint holds the requests mid-generation.
-        long generated = scenario.awaitPausedByTokens(TIMEOUT);
-        KAFKA.kafka().readUntil(job.responses, c -> c.tokenCount() >= generated, TIMEOUT);
-        scenario.failNextStep();
-        scenario.unpause();
-        scenario.awaitFailures(1, TIMEOUT);
+        JobClient client = startAndFailMidGeneration(job, scenario, 2);
         TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
         cancel(client);
 
@@ -330,6 +325,74 @@ class GenerationPipelineITCase {
         });
     }
 
+    /**
+     * Requests naming two LoRA adapters (one device slot: they take turns), the base model, and an adapter the job does
+     * not serve: the unknown one gets a 400 naming it while the job runs on, and after a task failure injected
+     * mid-generation every other request's committed tokens equal an uninterrupted run's, so a request restored from
+     * its checkpoint continued with its adapter. The same prompt and seed under each adapter and the base model give
+     * three different outputs. {@code send --adapter} reaches the job.
+     */
+    @Test
+    void requestsKeepTheirAdapterThroughARestoreAndAnUnknownAdapterGetsA400() throws Exception {
+        Path adapters = tmp.resolve("lora-adapters");
+        RandomPeftAdapters.write(adapters, RandomModel.CONFIG, new RandomPeftAdapters.Spec("support", 8, 16, false,
+                List.of("q_proj", "v_proj", "o_proj", "down_proj")), 31);
+        RandomPeftAdapters.write(adapters, RandomModel.CONFIG, new RandomPeftAdapters.Spec("legal", 4, 8, true,
+                List.of("k_proj", "gate_proj", "up_proj")), 32);
+        LlamaEngineFactory llama = llama("random-lora", conf -> {
+            conf.set(LlamaEngineOptions.ADAPTERS_DIR, adapters.toString());
+            conf.set(LlamaEngineOptions.ADAPTER_SLOTS, 1);
+        });
+        List<GenerateRequest> good = new ArrayList<>();
+        for (int k = 0; k < 4; k++) {
+            for (String adapter : Arrays.asList("support", "legal", null)) {
+                GenerateRequest r = TestRequests.request((adapter == null ? "base" : adapter) + "-" + k, 10 + k);
+                r.setSeed(100L + k);
+                r.setIgnoreEos(true);
+                r.setAdapter(adapter);
+                good.add(r);
+            }
+        }
+        GenerateRequest unknown = TestRequests.request("unknown-0", 3);
+        unknown.setAdapter("medical");
+        List<GenerateRequest> all = new ArrayList<>(good);
+        all.add(2, unknown);
+        Map<String, List<Integer>> expected;
+        try (GenerationEngine reference = llama.create("cpu", 0)) {
+            expected = TestRequests.reference(good, reference);
+        }
+        Job job = new Job("lora", llama);
+        Scenario scenario = Scenario.start(job.name);
+        scenario.pauseAfterTokens(60);
+        KAFKA.kafka().produce(job.requests, all);
+
+        JobClient client = startAndFailMidGeneration(job, scenario, 1);
+        TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
+                c -> c.resultCount() >= good.size() && !c.errors.isEmpty(), TIMEOUT);
+        StringWriter sendErr = new StringWriter();
+        int sent = Mstar.commandLine().setOut(new PrintWriter(new StringWriter())).setErr(new PrintWriter(sendErr))
+                .execute("send", "--bootstrap-servers", KAFKA.broker().bootstrapServers(), "--requests-topic",
+                        job.requests, "--responses-topic", job.responses, "--timeout", "60", "--adapter", "medical",
+                        "hello");
+        JobStatus status = client.getJobStatus().get();
+        cancel(client);
+
+        out.assertComplete(good, expected);
+        assertThat(status).isEqualTo(JobStatus.RUNNING);
+        assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
+        assertThat(out.errors).singleElement().satisfies(e -> {
+            assertThat(e.getRequestId()).isEqualTo("unknown-0");
+            assertThat(e.getCode()).isEqualTo(400);
+            assertThat(e.getMessage()).isEqualTo("adapter: unknown adapter 'medical'; this engine serves legal, support");
+        });
+        for (int k = 0; k < 4; k++) {
+            assertThat(Set.of(expected.get("support-" + k), expected.get("legal-" + k), expected.get("base-" + k)))
+                    .as("prompt %d under each adapter and the base model", k).hasSize(3);
+        }
+        assertThat(sent).as("send's exit code; stderr:%n%s", sendErr).isEqualTo(1);
+        assertThat(sendErr.toString()).contains("error 400: adapter: unknown adapter 'medical'");
+    }
+
     @Test
     void aRequestIdReusedAfterItsRequestCompletedGetsA409AndNoSecondGeneration() throws Exception {
         Job job = new Job("reused", 2, Duration.ZERO);
@@ -353,6 +416,23 @@ class GenerationPipelineITCase {
         });
     }
 
+    /**
+     * Starts {@code job} (restarting on failure) and, once every token before the scenario's pause is committed (a
+     * checkpoint then holds the requests mid-generation), fails its next step and lets it go on from the checkpoint.
+     */
+    private static JobClient startAndFailMidGeneration(Job job, Scenario scenario, int parallelism) throws Exception {
+        Configuration conf = job.config();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(100));
+        JobClient client = job.start(conf, parallelism);
+        long generated = scenario.awaitPausedByTokens(TIMEOUT);
+        KAFKA.kafka().readUntil(job.responses, c -> c.tokenCount() >= generated, TIMEOUT);
+        scenario.failNextStep();
+        scenario.unpause();
+        scenario.awaitFailures(1, TIMEOUT);
+        return client;
+    }
+
     /** Cancels the job and waits until it has ended, so that nothing writes into the test's folder any more. */
     private static void cancel(JobClient client) throws Exception {
         client.cancel().get();
@@ -365,11 +445,17 @@ class GenerationPipelineITCase {
 
     /** The real engine on a small random Llama written under {@code folder}. */
     private LlamaEngineFactory llama(String folder) throws Exception {
+        return llama(folder, conf -> {});
+    }
+
+    /** {@link #llama(String)} with the engine options {@code options} sets. */
+    private LlamaEngineFactory llama(String folder, Consumer<Configuration> options) throws Exception {
         Path model = tmp.resolve(folder);
         RandomModel.write(model, 7);
         Configuration engineConf = new Configuration();
         engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
         engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
+        options.accept(engineConf);
         return new LlamaEngineFactory(engineConf);
     }
 

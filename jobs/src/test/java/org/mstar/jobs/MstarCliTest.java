@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.KafkaIoOptions;
+import org.mstar.flink.LlamaEngineOptions;
 import picocli.CommandLine;
 
 class MstarCliTest {
@@ -84,6 +85,16 @@ class MstarCliTest {
         Configuration conf = ServeJob.configuration((ServeCommand) parsed.subcommand().commandSpec().userObject());
         assertThat(conf.get(GenerateOptions.AUDIO_DIR))
                 .isEqualTo(java.nio.file.Path.of("audio").toAbsolutePath().toString());
+    }
+
+    @Test
+    void serveTakesTheAdaptersFolderAsAnAbsolutePath() {
+        CommandLine.ParseResult parsed = new CommandLine(new Mstar()).parseArgs("serve", "--random", "--adapters",
+                "fine-tunes/../adapters", "-Dmstar.engine.adapter-slots=128");
+        Configuration conf = ServeJob.configuration((ServeCommand) parsed.subcommand().commandSpec().userObject());
+        assertThat(conf.get(LlamaEngineOptions.ADAPTERS_DIR))
+                .isEqualTo(java.nio.file.Path.of("adapters").toAbsolutePath().toString());
+        assertThat(conf.get(LlamaEngineOptions.ADAPTER_SLOTS)).isEqualTo(128);
     }
 
     @Test

@@ -96,6 +96,12 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void addLora(Tensor x, Tensor a, Tensor b, Tensor scales, Tensor slots, Tensor out, int outCol) {
+        CpuLora.run(loop, CpuTensor.of(x), CpuTensor.of(a), CpuTensor.of(b), CpuTensor.of(scales), CpuTensor.of(slots),
+                CpuTensor.of(out), outCol);
+    }
+
+    @Override
     public void splitQkv(Tensor qkv, Tensor q, Tensor k, Tensor v) {
         CpuTensor x = CpuTensor.of(qkv);
         CpuTensor[] parts = {CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(v)};

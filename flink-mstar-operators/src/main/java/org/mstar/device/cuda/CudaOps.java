@@ -490,6 +490,47 @@ public final class CudaOps implements ComputeOps {
         chunkCopy(xs, 0, r, o, 0, null, rowBytes, r.numel(), 1, "gatherRows");
     }
 
+    /** Threads of a lora_shrink block (kLoraShrinkThreads in lora.cu): eight warps share a row's ranks. */
+    private static final int LORA_SHRINK_THREADS = 256;
+
+    @Override
+    public void addLora(Tensor x, Tensor a, Tensor b, Tensor scales, Tensor slots, Tensor out, int outCol) {
+        CudaTensor xs = t(x, "addLora x");
+        CudaTensor as = t(a, "addLora a");
+        CudaTensor bs = t(b, "addLora b");
+        CudaTensor sc = t(scales, "addLora scales");
+        CudaTensor sl = t(slots, "addLora slots");
+        CudaTensor o = t(out, "addLora out");
+        requireType(sl, DType.I32, "addLora slots");
+        requireType(sc, DType.F32, "addLora scales");
+        if (as.rank() != 3 || bs.rank() != 3 || as.dim(0) != bs.dim(0) || as.dim(1) != bs.dim(2)
+                || sc.numel() != as.dim(0)) {
+            throw new IllegalArgumentException("addLora takes a [S, R, K], b [S, N, R] and scales [S], got " + as + ", "
+                    + bs + " and " + sc);
+        }
+        long rows = sl.numel();
+        long k = as.dim(2);
+        long n = bs.dim(1);
+        long width = o.dim(-1);
+        if (xs.numel() != rows * k || o.numel() != rows * width || outCol < 0 || outCol + n > width) {
+            throw new IllegalArgumentException("addLora of x " + xs + " into columns [" + outCol + ", " + (outCol + n)
+                    + ") of " + o + " for " + rows + " rows of slots");
+        }
+        if (rows == 0) {
+            return;
+        }
+        int stack = (int) as.dim(0);
+        int rank = (int) as.dim(1);
+        device.enter();
+        CudaTensor shrunk = device.scratch("lora.shrink", DType.F32, rows, rank);
+        kernel("lora_shrink").launch(device.stream(), (int) rows, 1, 1, LORA_SHRINK_THREADS, 0, new KernelArgs()
+                .tensor(xs).i32(code(xs)).tensor(as).i32(code(as)).tensor(sl).tensor(shrunk).i32(stack).i32(rank)
+                .i32((int) k), "addLora shrink");
+        elementwise.launch("lora_expand", rows * n, new KernelArgs().tensor(shrunk).tensor(bs).i32(code(bs)).tensor(sc)
+                .tensor(sl).tensor(o).i32(code(o)).i64(rows).i32((int) n).i32(rank).i32((int) width).i32(outCol)
+                .i32(stack), "addLora expand");
+    }
+
     @Override
     public void argmax(Tensor logits, Tensor out) {
         CudaTensor l = t(logits, "argmax logits");

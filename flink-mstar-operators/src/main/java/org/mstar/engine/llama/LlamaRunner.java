@@ -1,16 +1,22 @@
 package org.mstar.engine.llama;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.ModelRequest;
 import org.mstar.engine.ModelRunner;
 import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
+import org.mstar.model.lora.PeftAdapters;
+import org.mstar.resources.AdapterSpec;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.Resource;
@@ -19,15 +25,38 @@ import org.mstar.resources.SubmoduleStep;
 import org.mstar.resources.kv.KVManager;
 import org.mstar.resources.sampler.SamplerResource;
 
-/** The Llama family ({@link LlamaModel}: Llama, Mistral, Qwen, Gemma, Phi) as the engine loop's model. */
+/**
+ * The Llama family ({@link LlamaModel}: Llama, Mistral, Qwen, Gemma, Phi) as the engine loop's model, with the
+ * per-request LoRA adapters of a PEFT folder when the engine serves some.
+ */
 public final class LlamaRunner implements ModelRunner {
     private static final ResourceKeys KEYS = new ResourceKeys(LlamaModel.NODE, LlamaModel.WALK, LlamaModel.KV,
-            LlamaModel.SAMPLER, LlamaModel.ROPE);
+            LlamaModel.SAMPLER, LlamaModel.ROPE, LlamaModel.ADAPTERS);
 
     private final LlamaModel model;
+    /** Null when the engine serves no adapters. */
+    private final AdapterSpec adapters;
 
     public LlamaRunner(LlamaModel model) {
+        this(model, null);
+    }
+
+    /**
+     * @param adapters the adapters served, null for none
+     * @throws org.mstar.model.ModelFormatException naming an adapter that does not fit the model or is not plain LoRA
+     */
+    public LlamaRunner(LlamaModel model, AdapterOptions adapters) {
         this.model = model;
+        this.adapters = adapters == null ? null : new AdapterSpec(LlamaModel.ADAPTERS, Set.of(LlamaModel.NODE),
+                library(adapters, model), adapters.slots());
+    }
+
+    private static PeftAdapters library(AdapterOptions adapters, LlamaModel model) {
+        try {
+            return PeftAdapters.open(adapters.folder(), model.config());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the adapters in " + adapters.folder(), e);
+        }
     }
 
     @Override
@@ -62,7 +91,11 @@ public final class LlamaRunner implements ModelRunner {
 
     @Override
     public List<NodeResourceSpec> declareResources(KvCacheOptions kv, List<Integer> stopIds) {
-        return model.declareResources(kv, stopIds);
+        List<NodeResourceSpec> specs = new ArrayList<>(model.declareResources(kv, stopIds));
+        if (adapters != null) {
+            specs.add(adapters);
+        }
+        return specs;
     }
 
     @Override
@@ -103,6 +136,12 @@ public final class LlamaRunner implements ModelRunner {
     @Override
     public Tensor forward(Tensor tokens, int[] outputRows, List<ModelRequest> starting) {
         return model.forward(tokens, outputRows);
+    }
+
+    /** Steps with adapter rows take the unfused projections and the adapter ops: a graph of their own. */
+    @Override
+    public int graphVariant() {
+        return model.adaptersActive() ? 1 : 0;
     }
 
     @Override

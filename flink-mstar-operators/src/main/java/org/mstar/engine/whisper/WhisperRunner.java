@@ -32,7 +32,7 @@ import org.mstar.resources.sampler.SamplerResource;
  */
 public final class WhisperRunner implements ModelRunner {
     private static final ResourceKeys KEYS = new ResourceKeys(WhisperModel.NODE, WhisperModel.WALK, WhisperModel.KV,
-            WhisperModel.SAMPLER, WhisperModel.POSITION);
+            WhisperModel.SAMPLER, WhisperModel.POSITION, null);
 
     private final WhisperModel model;
     private final WhisperConfig config;

@@ -8,8 +8,10 @@ import org.mstar.device.Device;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.lora.LoraModule;
 import org.mstar.resources.Segment;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.lora.AdapterManager;
 
 /**
  * One forward over a planned step. Hidden states flow through a residual stream kept in F32; each
@@ -18,6 +20,11 @@ import org.mstar.resources.kv.KVManager;
  * ({@link ModelConfig}): per-head q/k RMSNorm before RoPE (split, norm, RoPE and append as separate ops), Gemma's
  * scaled embeddings, norms of the attention and MLP outputs before they join the residual and GELU-tanh MLP, and a
  * RoPE per layer. Temporaries are released when the pass ends.
+ *
+ * <p>When some row of the step runs with an adapter, each projection an adapter targets gains every row's own
+ * adapter update ({@code addLora}) right after its matmul; a targeted projection whose fused op computes the matmul
+ * inside one kernel with what follows it (qkv with RoPE and the KV append, gate/up with the activation) then runs
+ * unfused for the whole step, correctness first. Steps without an adapter row run exactly as without adapters.
  */
 final class LlamaForwardPass {
     private static final String LABEL = Segment.MAIN;
@@ -90,6 +97,8 @@ final class LlamaForwardPass {
         Tensor vT = cfg.qkNorm() ? temp(act, n, kv) : null;
         Tensor tensorsToAdd = null;
         float eps = (float) cfg.rmsNormEps();
+        AdapterManager adapters = model.adaptersActive() ? res.adapters() : null;
+        Tensor slots = adapters == null ? null : adapters.current().firstSlots(n);
 
         for (int l = 0; l < cfg.numLayers(); l++) {
             LlamaLayerWeights lw = w.layer(l);
@@ -107,6 +116,7 @@ final class LlamaForwardPass {
                 // q/k norms sit between the projection and RoPE, so the fused split-RoPE-append cannot be used;
                 // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
                 ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
+                addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
                 Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
                 Tensor v3 = vT.reshape(n, cfg.numKvHeads(), d);
                 ops.splitQkv(qkvT, q3, k3, v3);
@@ -117,6 +127,12 @@ final class LlamaForwardPass {
                 ops.rope(q3, k3, pos, rope);
                 cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
                         ops.kvAppend(pool, layer, k3, v3, pages, offsets));
+            } else if (updates(adapters, LoraModule.Fused.QKV)) {
+                // the adapters' updates join q, k and v before RoPE and the append
+                ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
+                addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
+                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) -> ops.qkvRopeAppend(qkvT, pos, rope,
+                        pool, layer, pages, offsets, q3));
             } else {
                 // projection, split, RoPE and KV append in one op: K and V go straight from it into the pool
                 cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) -> ops.qkvProjectionRopeAppend(normed,
@@ -124,14 +140,27 @@ final class LlamaForwardPass {
             }
             res.forLayer(model, l).run(q3, LABEL, poolLayer, cache.pool(), attnOut.reshape(n, cfg.numHeads(), d));
             ops.matmul(attnOut, lw.oWeight(), null, proj);
+            addLora(adapters, slots, LoraModule.Fused.O, l, attnOut, proj);
             Tensor attnResult = proj;
             if (lw.attentionOutputNorm() != null) {
                 ops.rmsNorm(proj, null, lw.attentionOutputNorm(), eps, projNormed);
                 attnResult = projNormed;
             }
             ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
-            ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), gateUp, mlpAct);
+            if (updates(adapters, LoraModule.Fused.GATE_UP)) {
+                // the adapters' updates join gate and up before the activation
+                ops.matmul(normed, lw.gateUpWeight(), null, gateUp);
+                addLora(adapters, slots, LoraModule.Fused.GATE_UP, l, normed, gateUp);
+                if (cfg.geluTanhMlp()) {
+                    ops.geluTanhMul(gateUp, mlpAct);
+                } else {
+                    ops.siluMul(gateUp, mlpAct);
+                }
+            } else {
+                ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), gateUp, mlpAct);
+            }
             ops.matmul(mlpAct, lw.downWeight(), null, proj);
+            addLora(adapters, slots, LoraModule.Fused.DOWN, l, mlpAct, proj);
             tensorsToAdd = proj;
             if (lw.mlpOutputNorm() != null) {
                 ops.rmsNorm(proj, null, lw.mlpOutputNorm(), eps, projNormed);
@@ -158,6 +187,28 @@ final class LlamaForwardPass {
         Tensor finalHidden = temp(act, m, hidden);
         ops.rmsNorm(lastProj, lastResidual, w.finalNorm(), (float) cfg.rmsNormEps(), finalHidden);
         ops.matmul(finalHidden, w.lmHead(), null, logits);
+    }
+
+    /** Whether some adapter of the step's library targets a module that {@code fused} computes. */
+    private boolean updates(AdapterManager adapters, LoraModule.Fused fused) {
+        return adapters != null && LoraModule.of(fused, cfg).stream().anyMatch(m -> adapters.targets(m.peftName()));
+    }
+
+    /**
+     * Adds every row's adapter update of each module {@code fused} computes that some adapter targets to that module's
+     * columns of {@code out}, from the projection's input {@code x}; nothing without adapters in the step.
+     */
+    private void addLora(AdapterManager adapters, Tensor slots, LoraModule.Fused fused, int layer, Tensor x,
+                         Tensor out) {
+        if (adapters == null) {
+            return;
+        }
+        for (LoraModule m : LoraModule.of(fused, cfg)) {
+            if (adapters.targets(m.peftName())) {
+                ops.addLora(x, adapters.a(m.peftName(), layer), adapters.b(m.peftName(), layer), adapters.scales(),
+                        slots, out, m.fusedColumn(cfg));
+            }
+        }
     }
 
     private Tensor temp(DType dtype, long... shape) {

@@ -9,6 +9,7 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
+import org.mstar.resources.AdapterStep;
 import org.mstar.resources.AttentionConfig;
 import org.mstar.resources.AttentionSpec;
 import org.mstar.resources.AttentionStep;
@@ -47,6 +48,8 @@ public final class LlamaModel implements AutoCloseable {
     public static final String KV_WINDOWED = "kv_windowed";
     public static final String ROPE = "rope";
     public static final String SAMPLER = "sampler";
+    /** The per-request adapters, when the engine serves some (declared by the runner, not by this model). */
+    public static final String ADAPTERS = "adapters";
 
     private final ModelConfig config;
     private final LlamaWeights weights;
@@ -170,6 +173,9 @@ public final class LlamaModel implements AutoCloseable {
         }
         steps.put(ROPE, new PositionStep());
         steps.put(SAMPLER, new SamplerStep(null, true, true, promptTokens, sampledRids));
+        if (resources != null && resources.adapters() != null) {
+            steps.put(ADAPTERS, new AdapterStep());
+        }
         return new SubmoduleStep(steps, segments);
     }
 
@@ -180,6 +186,11 @@ public final class LlamaModel implements AutoCloseable {
             window.put(new StreamLabel(s.requestId(), s.label()), new RetentionPolicy(config.slidingWindow()));
         }
         return window;
+    }
+
+    /** Whether some row of the planned step runs with an adapter (its forward then applies the adapter ops). */
+    public boolean adaptersActive() {
+        return resources != null && resources.adapters() != null && resources.adapters().current().active();
     }
 
     /**

@@ -1,5 +1,6 @@
 package org.mstar.resources.builders;
 
+import org.mstar.resources.AdapterSpec;
 import org.mstar.resources.AttentionSpec;
 import org.mstar.resources.CrossAttentionSpec;
 import org.mstar.resources.KVSpec;
@@ -15,6 +16,7 @@ import org.mstar.resources.attn.AttentionManagerBuilder;
 import org.mstar.resources.attn.CrossAttentionManagerBuilder;
 import org.mstar.resources.attn.RaggedAttentionManagerBuilder;
 import org.mstar.resources.kv.KVManagerBuilder;
+import org.mstar.resources.lora.AdapterManagerBuilder;
 import org.mstar.resources.kv.ring.RingKVManagerBuilder;
 import org.mstar.resources.position.RopeManagerBuilder;
 import org.mstar.resources.runner.EngineResourceInfo;
@@ -41,7 +43,8 @@ public final class StandardBuilders {
                 .with(RaggedCrossAttentionSpec.class, RAGGED)
                 .with(RaggedBlockCausalAttentionSpec.class, RAGGED)
                 .with(PositionSpec.class, new RopeManagerBuilder())
-                .with(SamplerSpec.class, new SamplerResourceBuilder());
+                .with(SamplerSpec.class, new SamplerResourceBuilder())
+                .with(AdapterSpec.class, new AdapterManagerBuilder());
     }
 
     /** A KV cache is built by its storage strategy: a ring of frames, or pages. */

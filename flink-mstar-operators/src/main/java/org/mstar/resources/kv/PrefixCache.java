@@ -39,7 +39,7 @@ final class PrefixCache {
             return null;
         }
         int[] tail = cfg.prefixTail() == null ? null : cfg.prefixTail().get(label);
-        return new PrefixChain(pageSize, root, keys, tail);
+        return new PrefixChain(pageSize, root, cfg.prefixSeeds().getOrDefault(label, PrefixKeys.NO_PREV), keys, tail);
     }
 
     /** Pages the index holds for the chain's leading keys, at most {@code maxPages} (stamps them). */

@@ -13,11 +13,14 @@ import java.util.List;
  * the tokens past the last whole page are {@code unkeyed}, followed by sampled ids as they arrive. The
  * first time those fill the page, the partial key is replaced by the whole page's key.
  *
- * <p>Keys are kept both as given and re-rooted under the process root (what the index stores).
+ * <p>Keys are kept both as given and re-rooted under the process root (what the index stores). The first page's key
+ * follows the chain's seed ({@link PrefixKeys#NO_PREV} unless the request's KV depends on more than its tokens).
  */
 final class PrefixChain {
     private final int pageSize;
     private final byte[] root;
+    /** The key the stream's first page follows. */
+    private final byte[] seed;
     private final List<byte[]> keys = new ArrayList<>();
     private final List<byte[]> rootedKeys = new ArrayList<>();
     private boolean partial;
@@ -26,9 +29,10 @@ final class PrefixChain {
     /** How many of the stream's leading pages the index already holds (or refused as duplicates). */
     private int cursor;
 
-    PrefixChain(int pageSize, byte[] root, List<byte[]> promptKeys, int[] tail) {
+    PrefixChain(int pageSize, byte[] root, byte[] seed, List<byte[]> promptKeys, int[] tail) {
         this.pageSize = pageSize;
         this.root = root;
+        this.seed = seed;
         for (byte[] k : promptKeys) {
             add(k);
         }
@@ -85,7 +89,7 @@ final class PrefixChain {
         int at = 0;
         while (unkeyedLen - at >= pageSize) {
             int whole = keyedPages();
-            byte[] prev = whole == 0 ? PrefixKeys.NO_PREV : keys.get(whole - 1);
+            byte[] prev = whole == 0 ? seed : keys.get(whole - 1);
             byte[] key = PrefixKeys.pageKey(prev, Arrays.copyOfRange(unkeyed, at, at + pageSize), List.of());
             if (partial) {
                 keys.remove(keys.size() - 1);

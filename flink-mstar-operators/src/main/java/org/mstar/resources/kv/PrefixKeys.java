@@ -68,11 +68,16 @@ public final class PrefixKeys {
 
     /** Keys of a token sequence cut into whole pages of {@code pageSize} (a partial tail is not keyed). */
     public static List<byte[]> chain(int[] tokens, int pageSize) {
+        return chain(tokens, pageSize, NO_PREV);
+    }
+
+    /** {@link #chain(int[], int)} with the first page following {@code seed} instead of {@link #NO_PREV}. */
+    public static List<byte[]> chain(int[] tokens, int pageSize, byte[] seed) {
         List<int[]> pages = new ArrayList<>();
         for (int at = 0; at + pageSize <= tokens.length; at += pageSize) {
             pages.add(Arrays.copyOfRange(tokens, at, at + pageSize));
         }
-        return chain(pages, null, NO_PREV);
+        return chain(pages, null, seed);
     }
 
     /** A digest of several fields; byte arrays are taken as is, anything else as UTF-8 of its string form. */

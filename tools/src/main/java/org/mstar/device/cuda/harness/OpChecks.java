@@ -22,7 +22,8 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * Qwen3's and Gemma 3's q/k norms run), add, SiLU·mul, GELU-tanh·mul, scale in place, qkv split, matmul,
  * RoPE, KV append, fused qkv split + RoPE + KV append, row and page copies, the encoder ops (LayerNorm, exact GELU,
  * conv1d at Whisper's stem shapes), the gate/up projection + activation and qkv projection + RoPE + KV append
- * composites, argmax, and one CUDA-graph replay. Each op runs once on poisoned
+ * composites, batched LoRA (each row its adapter slot's low-rank update into part of a fused output), argmax, and one
+ * CUDA-graph replay. Each op runs once on poisoned
  * outputs and is compared; only then is it timed over further runs (which may change in-place outputs).
  */
 final class OpChecks {
@@ -62,6 +63,9 @@ final class OpChecks {
             attempt("gelu", () -> gelu(dt));
             attempt("conv1d whisper conv1", () -> conv1d(dt, dt, 3000, 80, 768, 1));
             attempt("conv1d whisper conv2", () -> conv1d(dt, dt, 3000, 768, 768, 2));
+            // decode rows of 8 adapters into Llama-3-8B's k columns of the fused qkv, and a prefill of runs of rows
+            attempt("addLora", () -> addLora(dt, 64, 4096, 1024, 16, 8, 6144, 4096, 1));
+            attempt("addLora", () -> addLora(dt, 300, 4096, 4096, 64, 4, 4096, 0, 75));
         }
         // a bf16 model's norms: bf16 rows added to an fp32 residual stream, and the fp32 embeddings normalised
         for (int rows : new int[] {3, 256}) {
@@ -513,6 +517,30 @@ final class OpChecks {
         tw.cpu.ops().gatherRows(x.cpu(), r.cpu(), out.cpu());
         check("gatherRows", shape(rows, width) + "→" + idx.length, out,
                 () -> tw.gpu.ops().gatherRows(x.gpu(), r.gpu(), out.gpu()));
+    }
+
+    /**
+     * {@code rows} rows into columns {@code [outCol, outCol + n)} of an output {@code width} wide, slots cycling over
+     * {@code stack} adapters and none (-1) in runs of {@code run} rows.
+     */
+    private void addLora(DType dt, int rows, int k, int n, int rank, int stack, int width, int outCol, int run) {
+        Pair x = tw.floats(tw.randomFloats(rows * k, 1f, dt), dt, rows, k);
+        Pair a = tw.floats(tw.randomFloats(stack * rank * k, 0.05f, dt), dt, stack, rank, k);
+        Pair b = tw.floats(tw.randomFloats(stack * n * rank, 0.05f, dt), dt, stack, n, rank);
+        float[] scaleValues = new float[stack];
+        for (int s = 0; s < stack; s++) {
+            scaleValues[s] = 0.5f + s;
+        }
+        Pair scales = tw.floats(scaleValues, DType.F32, stack);
+        int[] slotIds = new int[rows];
+        for (int r = 0; r < rows; r++) {
+            slotIds[r] = (r / run) % (stack + 1) - 1;
+        }
+        Pair slots = tw.ints(slotIds, rows);
+        Pair out = tw.floats(tw.randomFloats(rows * width, 1f, dt), dt, rows, width);
+        tw.cpu.ops().addLora(x.cpu(), a.cpu(), b.cpu(), scales.cpu(), slots.cpu(), out.cpu(), outCol);
+        check("addLora", shape(rows, k) + " r" + rank + "x" + stack + "→" + n + "@" + outCol, out,
+                () -> tw.gpu.ops().addLora(x.gpu(), a.gpu(), b.gpu(), scales.gpu(), slots.gpu(), out.gpu(), outCol));
     }
 
     private void pages(DType dt) {
