@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
+import java.util.Set;
 
 /**
  * Typed reads of one JSON object from a Hugging Face config file, with errors that name the file and key.
@@ -115,6 +116,24 @@ final class ConfigFields {
             ids.add(toInt(key, v));
         }
         return ids;
+    }
+
+    /** A nested object under {@code key}, named {@code <source> <key>} in errors; null when absent. */
+    ConfigFields optObject(String key) {
+        return has(key) ? new ConfigFields(node.get(key), source + " " + key) : null;
+    }
+
+    /**
+     * Refuses, by name, the first key (even one holding null) that is not in {@code known}: a key this library
+     * does not read would otherwise change nothing without a word.
+     */
+    void refuseUnknownKeys(Set<String> known) {
+        for (var it = node.fieldNames(); it.hasNext(); ) {
+            String key = it.next();
+            if (!known.contains(key)) {
+                throw error("key '" + key + "' is not supported; supported: " + String.join(", ", known.stream().sorted().toList()));
+            }
+        }
     }
 
     ModelFormatException error(String what) {

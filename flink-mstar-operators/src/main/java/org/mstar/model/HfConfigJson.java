@@ -71,7 +71,8 @@ final class HfConfigJson {
                 .tieWordEmbeddings(f.optBoolean("tie_word_embeddings", arch == Architecture.GEMMA3))
                 .bosTokenId(f.optTokenId("bos_token_id"))
                 .eosTokenIds(f.tokenIds("eos_token_id"))
-                .dtype(dtype(f));
+                .dtype(dtype(f))
+                .quantization(QuantizationConfigJson.parse(f));
         rope(f, arch, b);
         switch (arch) {
             case MISTRAL -> b.slidingWindow(window(f, MISTRAL_DEFAULT_WINDOW), 0);
@@ -323,6 +324,7 @@ final class HfConfigJson {
             var types = o.putArray("layer_types");
             c.windowedLayers().forEach(w -> types.add(w ? "sliding_attention" : "full_attention"));
         }
+        c.quantization().ifPresent(q -> o.set(QuantizationConfigJson.KEY, QuantizationConfigJson.write(q)));
         return o;
     }
 

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.mstar.device.DType;
 import org.mstar.device.RopeParams;
@@ -41,13 +42,16 @@ import org.mstar.device.RopeParams;
  *     rotate as the others do
  * @param queryPreAttnScalar Gemma 3 {@code query_pre_attn_scalar}: attention scores are scaled by its inverse square
  *     root instead of head_dim's; 0 = head_dim
+ * @param quantization {@code quantization_config}: how the checkpoint stores FP8 Linear weights, when it does;
+ *     they are dequantised at load, so the forward never sees it
  */
 public record ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numLayers,
                           int numHeads, int numKvHeads, int headDim, double rmsNormEps, double ropeTheta,
                           RopeScaling ropeScaling, double partialRotaryFactor, int maxPositionEmbeddings,
                           int vocabSize, boolean tieWordEmbeddings, int slidingWindow,
                           int firstSlidingWindowLayer, List<Boolean> windowedLayers, OptionalInt bosTokenId,
-                          List<Integer> eosTokenIds, DType dtype, double localRopeTheta, double queryPreAttnScalar) {
+                          List<Integer> eosTokenIds, DType dtype, double localRopeTheta, double queryPreAttnScalar,
+                          Optional<Fp8Quantization> quantization) {
 
     /** The file name inside a model folder. */
     public static final String FILE_NAME = "config.json";
@@ -57,6 +61,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         Objects.requireNonNull(ropeScaling, "ropeScaling");
         Objects.requireNonNull(bosTokenId, "bosTokenId");
         Objects.requireNonNull(dtype, "dtype");
+        Objects.requireNonNull(quantization, "quantization");
         positive("hidden_size", hiddenSize);
         positive("intermediate_size", intermediateSize);
         positive("num_hidden_layers", numLayers);
@@ -256,7 +261,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
     /**
      * A builder for configs made in code (random models, tests). Required: hidden, intermediate, layers, heads,
      * max positions, vocab. Defaults: kv heads = heads, head dim = hidden / heads, eps 1e-5, theta 10000, no rope
-     * scaling, untied, no sliding window, no bos/eos, BF16.
+     * scaling, untied, no sliding window, no bos/eos, BF16, no FP8 weights.
      */
     public static Builder builder(Architecture architecture) {
         return new Builder(architecture);
@@ -286,6 +291,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         private DType dtype = DType.BF16;
         private double localRopeTheta;
         private double queryPreAttnScalar;
+        private Fp8Quantization quantization;
 
         private Builder(Architecture architecture) {
             this.architecture = architecture;
@@ -314,6 +320,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             dtype = c.dtype;
             localRopeTheta = c.localRopeTheta;
             queryPreAttnScalar = c.queryPreAttnScalar;
+            quantization = c.quantization.orElse(null);
         }
 
         public Builder architecture(Architecture v) { architecture = v; return this; }
@@ -343,6 +350,8 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         public Builder eosTokenIds(List<Integer> v) { eosTokenIds = v; return this; }
         public Builder eosTokenId(int v) { return eosTokenIds(List.of(v)); }
         public Builder dtype(DType v) { dtype = v; return this; }
+        /** How the checkpoint stores FP8 weights; null = it stores none. */
+        public Builder quantization(Fp8Quantization v) { quantization = v; return this; }
 
         /** @throws ModelFormatException naming the first invalid value (by its config.json key) */
         public ModelConfig build() {
@@ -361,7 +370,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             return new ModelConfig(architecture, hiddenSize, intermediateSize, numLayers, numHeads, kv, hd, rmsNormEps,
                     ropeTheta, ropeScaling, partialRotaryFactor, maxPositionEmbeddings, vocabSize, tieWordEmbeddings,
                     slidingWindow, firstSlidingWindowLayer, windowedLayers, bosTokenId, eosTokenIds, dtype, localRopeTheta,
-                    queryPreAttnScalar);
+                    queryPreAttnScalar, Optional.ofNullable(quantization));
         }
     }
 }

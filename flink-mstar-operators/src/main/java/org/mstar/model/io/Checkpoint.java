@@ -3,6 +3,7 @@ package org.mstar.model.io;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collections;
@@ -110,6 +111,11 @@ public final class Checkpoint implements AutoCloseable {
     /** @throws ModelFormatException naming the tensor and this folder when absent */
     public TensorInfo info(String name) {
         return file(name).info(name);
+    }
+
+    /** See {@link SafetensorsFile#bytes}. */
+    public ByteBuffer bytes(String name) throws IOException {
+        return file(name).bytes(name);
     }
 
     /** See {@link SafetensorsFile#copyTo}. */

@@ -117,8 +117,9 @@ public final class SafetensorsFile implements AutoCloseable {
         }
         TensorInfo info = new TensorInfo(name, path, dtype.textValue(), shape, dataStart + begin, end - begin);
         DType d = SafetensorsDtypes.toDType(info.safetensorsDtype());
-        if (d != null && info.numel() * d.bytes() != info.byteSize()) {
-            throw new ModelFormatException(path + ": " + info + " needs " + info.numel() * d.bytes()
+        int elementBytes = d != null ? d.bytes() : info.safetensorsDtype().equals(SafetensorsDtypes.F8_E4M3) ? 1 : 0;
+        if (elementBytes > 0 && info.numel() * elementBytes != info.byteSize()) {
+            throw new ModelFormatException(path + ": " + info + " needs " + info.numel() * elementBytes
                     + " bytes but data_offsets span " + info.byteSize());
         }
         return info;

@@ -14,10 +14,11 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.mstar.device.DType;
 import org.mstar.device.Tensor;
 
 /**
- * Writes device tensors (BF16, F16 or F32) as safetensors: one file, or a Hugging Face checkpoint that
+ * Writes device tensors (BF16, F16 or F32, and FP8 codes held in U8 tensors) as safetensors: one file, or a Hugging Face checkpoint that
  * {@link Checkpoint} reads back (one {@value Checkpoint#SINGLE_FILE}, or shards plus
  * {@value Checkpoint#INDEX_FILE}). Tensors are downloaded in row chunks while writing, so the host never holds
  * a whole tensor. The header carries {@code "format": "pt"}, which transformers requires to load a file.
@@ -27,6 +28,7 @@ public final class SafetensorsWriter {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Map<String, Tensor> tensors = new LinkedHashMap<>();
+    private final Map<String, String> dtypeNames = new LinkedHashMap<>();
     private final long chunkBytes;
 
     public SafetensorsWriter() {
@@ -40,10 +42,22 @@ public final class SafetensorsWriter {
 
     /** Adds {@code tensor} under {@code name}; it is read when a write method runs. */
     public SafetensorsWriter add(String name, Tensor tensor) {
-        SafetensorsDtypes.name(tensor.dtype()); // fails now, not halfway through a write
+        return add(name, tensor, SafetensorsDtypes.name(tensor.dtype())); // fails now, not halfway through a write
+    }
+
+    /** Adds the U8 tensor {@code codes} under {@code name} as F8_E4M3 (OCP E4M3FN codes, one byte each). */
+    public SafetensorsWriter addFp8(String name, Tensor codes) {
+        if (codes.dtype() != DType.U8) {
+            throw new IllegalArgumentException("FP8 codes must be a U8 tensor, got " + codes.dtype());
+        }
+        return add(name, codes, SafetensorsDtypes.F8_E4M3);
+    }
+
+    private SafetensorsWriter add(String name, Tensor tensor, String dtypeName) {
         if (tensors.putIfAbsent(name, tensor) != null) {
             throw new IllegalArgumentException("tensor " + name + " added twice");
         }
+        dtypeNames.put(name, dtypeName);
         return this;
     }
 
@@ -92,7 +106,7 @@ public final class SafetensorsWriter {
         for (String name : names) {
             Tensor t = tensors.get(name);
             ObjectNode entry = header.putObject(name);
-            entry.put("dtype", SafetensorsDtypes.name(t.dtype()));
+            entry.put("dtype", dtypeNames.get(name));
             var shape = entry.putArray("shape");
             for (long d : t.shape()) {
                 shape.add(d);

@@ -40,13 +40,14 @@ public final class TensorInfo {
     /**
      * The device dtype of the stored elements.
      *
-     * @throws ModelFormatException for dtypes other than BF16, F16 and F32, naming the tensor and file
+     * @throws ModelFormatException for dtypes other than BF16, F16 and F32 (F8_E4M3 included: see
+     *     {@link Fp8WeightReader}), naming the tensor and file
      */
     public DType dtype() {
         DType d = SafetensorsDtypes.toDType(safetensorsDtype);
         if (d == null) {
             throw new ModelFormatException("tensor " + name + " in " + file + " has dtype " + safetensorsDtype
-                    + "; supported: " + SafetensorsDtypes.SUPPORTED);
+                    + SafetensorsDtypes.refusal(safetensorsDtype));
         }
         return d;
     }

@@ -13,6 +13,7 @@ import org.mstar.device.Tensor;
 import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.io.Checkpoint;
+import org.mstar.model.io.Fp8WeightReader;
 
 /**
  * All weights of a Llama-family model on one device, in one dtype, fused for the forward (see
@@ -49,7 +50,8 @@ public final class LlamaWeights implements AutoCloseable {
 
     /**
      * Loads {@code folder}'s config.json and safetensors onto {@code device} as {@code dtype} (bf16 stays
-     * bit-exact when the checkpoint is bf16).
+     * bit-exact when the checkpoint is bf16). FP8 weights that config.json's quantization_config declares are
+     * dequantised into {@code dtype} ({@link Fp8WeightReader}).
      *
      * @throws org.mstar.model.ModelFormatException naming a missing tensor or one of the wrong shape
      */
@@ -61,7 +63,7 @@ public final class LlamaWeights implements AutoCloseable {
     public static LlamaWeights load(Path folder, Device device, DType dtype, LoadProgress progress) throws IOException {
         ModelConfig config = ModelConfig.load(folder);
         try (Checkpoint checkpoint = Checkpoint.open(folder)) {
-            return fill(config, device, dtype, checkpoint::copyTo, progress);
+            return fill(config, device, dtype, source(checkpoint, config), progress);
         }
     }
 
@@ -73,7 +75,13 @@ public final class LlamaWeights implements AutoCloseable {
      */
     public static LlamaWeights load(Checkpoint checkpoint, ModelConfig config, Device device, DType dtype)
             throws IOException {
-        return fill(config, device, dtype, checkpoint::copyTo);
+        return fill(config, device, dtype, source(checkpoint, config));
+    }
+
+    /** The checkpoint's tensors as real values: FP8 weights dequantised when the config declares them. */
+    private static TensorSource source(Checkpoint checkpoint, ModelConfig config) {
+        return config.quantization().<TensorSource>map(q -> new Fp8WeightReader(checkpoint, q)::copyTo)
+                .orElse(checkpoint::copyTo);
     }
 
     /** Allocates every tensor, then fills each Hugging Face view from {@code source}; frees all on failure. */

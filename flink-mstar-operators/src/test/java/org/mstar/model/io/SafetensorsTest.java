@@ -184,6 +184,23 @@ class SafetensorsTest {
     }
 
     @Test
+    void fp8TensorsAreOneByteAnElementAndLoadOnlyAsQuantisedWeights() throws IOException {
+        Path wrongSize = handWritten("{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[3],\"data_offsets\":[0,8]}}", 24);
+        assertThatThrownBy(() -> SafetensorsFile.open(wrongSize)).hasMessageContaining("needs 3 bytes but data_offsets span 8");
+
+        Path file = handWritten("{\"e4m3\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,4],\"data_offsets\":[0,8]},"
+                + "\"e5m2\":{\"dtype\":\"F8_E5M2\",\"shape\":[8],\"data_offsets\":[8,16]}}", 24);
+        try (SafetensorsFile f = SafetensorsFile.open(file)) {
+            assertThat(f.bytes("e4m3").remaining()).isEqualTo(8);
+            assertThatThrownBy(() -> f.load("e4m3", cpu, DType.F32)).isInstanceOf(ModelFormatException.class)
+                    .hasMessageContaining("tensor e4m3")
+                    .hasMessageContaining("has dtype F8_E4M3; FP8 weights load only through a quantization_config");
+            assertThatThrownBy(() -> f.load("e5m2", cpu, DType.F32))
+                    .hasMessageContaining("has dtype F8_E5M2; FP8 E5M2 weights are not supported");
+        }
+    }
+
+    @Test
     void floatAndIntTensorsReadAsArraysOfTheirDtypeOnly() throws IOException {
         // the hand-written ids bytes (int64 -1 and 42) read as four little-endian int32s
         Path file = handWritten("{\"ids\":{\"dtype\":\"I32\",\"shape\":[4],\"data_offsets\":[0,16]},"
