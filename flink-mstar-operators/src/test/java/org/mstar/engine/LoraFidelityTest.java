@@ -24,6 +24,7 @@ import org.mstar.model.ModelConfig;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.lora.PeftAdapters;
+import org.mstar.model.lora.PeftMerge;
 import org.mstar.model.lora.RandomPeftAdapters;
 import org.mstar.model.lora.RandomPeftAdapters.Spec;
 import org.mstar.resources.RequestValidationException;
@@ -239,7 +240,7 @@ class LoraFidelityTest {
                                                               String adapter, EngineOptions options,
                                                               List<Ask>... waves) throws IOException {
         try (LlamaWeights merged = LlamaWeights.load(dir.resolve("base"), cpu, DType.F32)) {
-            RandomPeftAdapters.merge(merged, PeftAdapters.open(dir.resolve("adapters"), config).load(adapter));
+            PeftMerge.merge(merged, PeftAdapters.open(dir.resolve("adapters"), config).load(adapter));
             return reference(new LlamaModel(merged, DType.F32, "merged:" + adapter), adapter, options, waves);
         }
     }

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Comparator;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -20,6 +21,7 @@ import org.mstar.device.DType;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.ModelFormatException;
 import org.mstar.model.llama.CheckpointWriter;
+import org.mstar.model.lora.RandomPeftAdapters;
 import org.mstar.resources.kv.PrefixKeys;
 
 /**
@@ -84,6 +86,39 @@ public final class ModelSource {
             return dir;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write a random checkpoint to " + dir, e);
+        }
+    }
+
+    /**
+     * A folder of {@code count} random LoRA adapters ({@code random-1} ...) for the random checkpoint in {@code
+     * modelDir}, written once beside it like the checkpoint: rank 8 on every projection, so that a new user can try
+     * {@code send --adapter} without a trained adapter. Their text is noise, each its own.
+     */
+    public static Path randomAdapters(Path modelDir, int count) {
+        if (count < 1) {
+            throw new IllegalArgumentException("--random-adapters " + count + ": give 1 or more");
+        }
+        Path dir = modelDir.resolveSibling(modelDir.getFileName() + "-adapters-" + count);
+        if (Files.isRegularFile(dir.resolve(".complete"))) {
+            return dir;
+        }
+        try {
+            ModelConfig config = ModelConfig.load(modelDir);
+            Path scratch = Files.createTempDirectory(dir.getParent(), dir.getFileName() + ".partial-");
+            try {
+                for (int i = 1; i <= count; i++) {
+                    RandomPeftAdapters.write(scratch, config, new RandomPeftAdapters.Spec("random-" + i, 8, 16, false,
+                            List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")),
+                            RANDOM_SEED + i);
+                }
+                Files.createFile(scratch.resolve(".complete"));
+                Files.move(scratch, dir, StandardCopyOption.ATOMIC_MOVE);
+            } finally {
+                deleteQuietly(scratch);
+            }
+            return dir;
+        } catch (IOException | ModelFormatException e) {
+            throw new IllegalArgumentException("cannot write random adapters to " + dir + ": " + e.getMessage(), e);
         }
     }
 

@@ -79,6 +79,11 @@ final class ServeCommand implements Callable<Integer> {
                     + " stay on the device at once (default 64).")
     java.nio.file.Path adaptersDir;
 
+    @Option(names = "--random-adapters", paramLabel = "N",
+            description = "With --random: N random LoRA adapters (random-1 ...) for it, written once beside it, served"
+                    + " as --adapters would; to try send --adapter without a trained adapter.")
+    Integer randomAdapters;
+
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
     String delivery;
 
@@ -123,6 +128,10 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if (model != null && random != null) {
             throw new ParameterException(spec.commandLine(), "Give --model or --random, not both.");
+        }
+        if (randomAdapters != null && (random == null || adaptersDir != null)) {
+            throw new ParameterException(spec.commandLine(), "--random-adapters goes with --random, and instead of"
+                    + " --adapters.");
         }
         if (model == null && random == null && engineFactory == null && !options.containsKey(GenerateOptions.MODEL_DIR.key())) {
             throw new ParameterException(spec.commandLine(), "serve needs a model: --model DIR (a Hugging Face"

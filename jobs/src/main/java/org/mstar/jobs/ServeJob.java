@@ -124,7 +124,15 @@ final class ServeJob {
             if (flags.random != null) {
                 java.nio.file.Path dir = ModelSource.resolve(null, flags.random, err);
                 conf.set(GenerateOptions.MODEL_DIR, dir.toString());
-                return "random weights of " + (flags.random.isEmpty() ? "a tiny Llama" : flags.random) + " (" + dir + ")";
+                String shown = "random weights of " + (flags.random.isEmpty() ? "a tiny Llama" : flags.random) + " ("
+                        + dir + ")";
+                if (flags.randomAdapters == null) {
+                    return shown;
+                }
+                java.nio.file.Path adapters = ModelSource.randomAdapters(dir, flags.randomAdapters);
+                conf.set(LlamaEngineOptions.ADAPTERS_DIR, adapters.toString());
+                return shown + " with " + flags.randomAdapters + " random adapters (random-1 ... random-"
+                        + flags.randomAdapters + ", " + adapters + ")";
             }
             if (flags.model != null && local) {
                 ModelSource.resolve(java.nio.file.Path.of(flags.model), null, err);

@@ -98,6 +98,13 @@ class MstarCliTest {
     }
 
     @Test
+    void randomAdaptersGoWithRandomWeightsOnly() {
+        assertThat(run("serve", "--model", "m", "--random-adapters", "2")).isEqualTo(2);
+        assertThat(err.toString()).contains("--random-adapters goes with --random, and instead of --adapters.");
+        assertThat(run("serve", "--random", "--adapters", "a", "--random-adapters", "2")).isEqualTo(2);
+    }
+
+    @Test
     void theBenchmarksShareTheirSizingFlagsWithTheirOwnDefaults() {
         BenchPipelineCommand pipeline = (BenchPipelineCommand) new CommandLine(new Mstar())
                 .parseArgs("bench-pipeline", "--pages", "100").subcommand().commandSpec().userObject();

@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
@@ -15,15 +14,12 @@ import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.io.SafetensorsWriter;
-import org.mstar.model.llama.LlamaWeights;
-import org.mstar.resources.AdapterWeights;
 
 /**
  * Small random PEFT LoRA adapters written as PEFT saves them ({@code adapter_config.json} and
- * {@code adapter_model.safetensors} under {@code base_model.model.model.layers.{i}...} names), and PEFT's merge of an
- * adapter into a model's weights ({@code W += scaling · B · A}), the reference an engine serving the adapter must
- * equal. Random B (PEFT initialises it to zero, a trained adapter's is not), so every targeted module changes the
- * output.
+ * {@code adapter_model.safetensors} under {@code base_model.model.model.layers.{i}...} names): for tests, and for
+ * {@code serve --random-adapters}, which lets a new user try adapters on a random model. Random B (PEFT initialises
+ * it to zero, a trained adapter's is not), so every targeted module changes the output.
  */
 public final class RandomPeftAdapters {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -83,38 +79,5 @@ public final class RandomPeftAdapters {
             v[i] = (float) (rnd.nextGaussian() * scale);
         }
         return device.fromFloats(v, DType.F32, rows, cols);
-    }
-
-    /**
-     * PEFT's merge of {@code adapter} into {@code weights}: every targeted module's weight {@code W [out, in]} becomes
-     * {@code W + scale · B · A}, the product summed in double and the sum rounded once to the weights' dtype.
-     */
-    public static void merge(LlamaWeights weights, AdapterWeights adapter) {
-        Device device = weights.device();
-        Map<String, Tensor> hf = weights.hfTensors();
-        for (String module : adapter.a().keySet()) {
-            LoraModule m = LoraModule.of(module, weights.config()).orElseThrow();
-            int r = adapter.rank();
-            for (int l = 0; l < weights.config().numLayers(); l++) {
-                Tensor w = hf.get("model.layers." + l + "." + m.path() + ".weight");
-                int out = (int) w.dim(0);
-                int in = (int) w.dim(1);
-                float[] a = adapter.a().get(module).get(l);
-                float[] b = adapter.b().get(module).get(l);
-                float[] merged = device.toFloats(w);
-                for (int j = 0; j < out; j++) {
-                    for (int c = 0; c < in; c++) {
-                        double delta = 0;
-                        for (int k = 0; k < r; k++) {
-                            delta += (double) b[j * r + k] * a[k * in + c];
-                        }
-                        merged[j * in + c] = (float) (merged[j * in + c] + adapter.scale() * delta);
-                    }
-                }
-                try (Tensor updated = device.fromFloats(merged, w.dtype(), w.shape())) {
-                    device.copy(updated, w);
-                }
-            }
-        }
     }
 }
