@@ -394,5 +394,10 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         return pool.byteSize();
     }
 
+    /** The storage itself, for this package's tests to read and write states as a forward would. */
+    StatePool pool() {
+        return pool;
+    }
+
     private record LeasedKey(BucketKey bucket, int slot) {}
 }
