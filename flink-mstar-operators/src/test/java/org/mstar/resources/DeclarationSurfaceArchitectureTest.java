@@ -17,7 +17,7 @@ class DeclarationSurfaceArchitectureTest {
     /** The managers, and the one place that links spec types to their builders. */
     private static final String[] MANAGERS = {"org.mstar.resources.builders..", "org.mstar.resources.kv..",
             "org.mstar.resources.attn..", "org.mstar.resources.position..", "org.mstar.resources.sampler..",
-            "org.mstar.resources.lora.."};
+            "org.mstar.resources.lora..", "org.mstar.resources.recurrent.."};
 
     @ArchTest
     static final ArchRule declarationsImportNoImplementation = noClasses()

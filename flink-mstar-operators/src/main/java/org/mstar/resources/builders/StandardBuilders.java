@@ -9,6 +9,7 @@ import org.mstar.resources.PositionSpec;
 import org.mstar.resources.RaggedAttentionSpec;
 import org.mstar.resources.RaggedBlockCausalAttentionSpec;
 import org.mstar.resources.RaggedCrossAttentionSpec;
+import org.mstar.resources.RecurrentStateSpec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.RingKVConfig;
 import org.mstar.resources.SamplerSpec;
@@ -19,6 +20,7 @@ import org.mstar.resources.kv.KVManagerBuilder;
 import org.mstar.resources.lora.AdapterManagerBuilder;
 import org.mstar.resources.kv.ring.RingKVManagerBuilder;
 import org.mstar.resources.position.RopeManagerBuilder;
+import org.mstar.resources.recurrent.RecurrentStateManagerBuilder;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceBuilders;
 import org.mstar.resources.sampler.SamplerResourceBuilder;
@@ -44,7 +46,8 @@ public final class StandardBuilders {
                 .with(RaggedBlockCausalAttentionSpec.class, RAGGED)
                 .with(PositionSpec.class, new RopeManagerBuilder())
                 .with(SamplerSpec.class, new SamplerResourceBuilder())
-                .with(AdapterSpec.class, new AdapterManagerBuilder());
+                .with(AdapterSpec.class, new AdapterManagerBuilder())
+                .with(RecurrentStateSpec.class, new RecurrentStateManagerBuilder());
     }
 
     /** A KV cache is built by its storage strategy: a ring of frames, or pages. */
