@@ -1,7 +1,7 @@
 package org.mstar.resources.recurrent;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static assertThatThrownBy;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.Arrays;
