@@ -81,7 +81,6 @@ public final class ModelSource {
             return dir;
         }
         try {
-            Files.createDirectories(dir.getParent());
             write(config, dir, progress);
             return dir;
         } catch (IOException e) {
@@ -104,29 +103,21 @@ public final class ModelSource {
         }
         try {
             ModelConfig config = ModelConfig.load(modelDir);
-            Path scratch = Files.createTempDirectory(dir.getParent(), dir.getFileName() + ".partial-");
-            try {
+            writeOnce(dir, scratch -> {
                 for (int i = 1; i <= count; i++) {
                     RandomPeftAdapters.write(scratch, config, new RandomPeftAdapters.Spec("random-" + i, 8, 16, false,
                             List.of("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")),
                             RANDOM_SEED + i);
                 }
-                Files.createFile(scratch.resolve(".complete"));
-                Files.move(scratch, dir, StandardCopyOption.ATOMIC_MOVE);
-            } finally {
-                deleteQuietly(scratch);
-            }
+            });
             return dir;
         } catch (IOException | ModelFormatException e) {
             throw new IllegalArgumentException("cannot write random adapters to " + dir + ": " + e.getMessage(), e);
         }
     }
 
-    /** Writes the checkpoint into a scratch folder, then moves it to {@code dir}. */
+    /** Writes the checkpoint into {@code dir} ({@link #writeOnce}), reporting the progress of a large one. */
     private static void write(ModelConfig config, Path dir, PrintWriter progress) throws IOException {
-        Path scratch = Files.createTempDirectory(dir.getParent(), dir.getFileName() + ".partial-");
-        Thread cleanup = new Thread(() -> deleteQuietly(scratch), "mstar-random-cleanup");
-        Runtime.getRuntime().addShutdownHook(cleanup);
         long expected = weightBytes(config);
         ScheduledExecutorService reporter = null;
         if (expected >= PROGRESS_BYTES) {
@@ -137,19 +128,45 @@ public final class ModelSource {
                 t.setDaemon(true);
                 return t;
             });
-            reporter.scheduleAtFixedRate(() -> {
-                progress.printf(Locale.ROOT, "  %.1f of %.1f GiB written%n", gib(size(scratch)), gib(expected));
-                progress.flush();
-            }, 2, 2, TimeUnit.SECONDS);
         }
         try {
-            CheckpointWriter.writeRandom(config, DType.F32, RANDOM_SEED, scratch);
-            Files.createFile(scratch.resolve(".complete"));
-            Files.move(scratch, dir, StandardCopyOption.ATOMIC_MOVE);
+            ScheduledExecutorService scheduled = reporter;
+            writeOnce(dir, scratch -> {
+                if (scheduled != null) {
+                    scheduled.scheduleAtFixedRate(() -> {
+                        progress.printf(Locale.ROOT, "  %.1f of %.1f GiB written%n", gib(size(scratch)), gib(expected));
+                        progress.flush();
+                    }, 2, 2, TimeUnit.SECONDS);
+                }
+                CheckpointWriter.writeRandom(config, DType.F32, RANDOM_SEED, scratch);
+            });
         } finally {
             if (reporter != null) {
                 reporter.shutdownNow();
             }
+        }
+    }
+
+    /** What fills a scratch folder. */
+    @FunctionalInterface
+    private interface ScratchWriter {
+        void write(Path scratch) throws IOException;
+    }
+
+    /**
+     * Fills a scratch folder beside {@code dir}, marks it complete and moves it into place, so that {@code dir} is
+     * whole or absent; the scratch folder is deleted when writing fails or the command is stopped.
+     */
+    private static void writeOnce(Path dir, ScratchWriter writer) throws IOException {
+        Files.createDirectories(dir.getParent());
+        Path scratch = Files.createTempDirectory(dir.getParent(), dir.getFileName() + ".partial-");
+        Thread cleanup = new Thread(() -> deleteQuietly(scratch), "mstar-random-cleanup");
+        Runtime.getRuntime().addShutdownHook(cleanup);
+        try {
+            writer.write(scratch);
+            Files.createFile(scratch.resolve(".complete"));
+            Files.move(scratch, dir, StandardCopyOption.ATOMIC_MOVE);
+        } finally {
             deleteQuietly(scratch);
             Runtime.getRuntime().removeShutdownHook(cleanup);
         }
