@@ -131,8 +131,9 @@ final class ServeJob {
                 }
                 java.nio.file.Path adapters = ModelSource.randomAdapters(dir, flags.randomAdapters);
                 conf.set(LlamaEngineOptions.ADAPTERS_DIR, adapters.toString());
-                return shown + " with " + flags.randomAdapters + " random adapters (random-1 ... random-"
-                        + flags.randomAdapters + ", " + adapters + ")";
+                int n = flags.randomAdapters;
+                return shown + (n == 1 ? " with 1 random adapter (random-1, " : " with " + n + " random adapters"
+                        + " (random-1 ... random-" + n + ", ") + adapters + ")";
             }
             if (flags.model != null && local) {
                 ModelSource.resolve(java.nio.file.Path.of(flags.model), null, err);
