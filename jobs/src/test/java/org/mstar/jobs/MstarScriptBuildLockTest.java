@@ -28,13 +28,20 @@ class MstarScriptBuildLockTest {
         Path builds = dir.resolve("builds.log");
         Path release = dir.resolve("release");
         Process first = start(dir, root, "first");
-        awaitFile(builds, s -> s.lines().count() == 1);
-        Process second = start(dir, root, "second");
-        awaitFile(dir.resolve("second.err"), s -> s.contains("waiting for another mstar's build"));
-        Files.createFile(release);
+        Process second = null;
+        try {
+            awaitFile(builds, s -> s.lines().count() == 1);
+            second = start(dir, root, "second");
+            awaitFile(dir.resolve("second.err"), s -> s.contains("waiting for another mstar's build"));
+            Files.createFile(release);
 
-        assertThat(first.waitFor(30, TimeUnit.SECONDS) && second.waitFor(30, TimeUnit.SECONDS)).isTrue();
-        assertThat(List.of(first.exitValue(), second.exitValue())).containsExactly(0, 0);
+            assertThat(first.waitFor(30, TimeUnit.SECONDS) && second.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(List.of(first.exitValue(), second.exitValue())).containsExactly(0, 0);
+        } finally {
+            // a failing run must not leave a stand-in build waiting forever
+            stop(first);
+            stop(second);
+        }
         assertThat(Files.readAllLines(builds)).hasSize(1);
         assertThat(Files.readString(dir.resolve("first.out"))).contains("ran org.mstar.jobs.Mstar first");
         assertThat(Files.readString(dir.resolve("second.out"))).contains("ran org.mstar.jobs.Mstar second");
@@ -51,8 +58,12 @@ class MstarScriptBuildLockTest {
         Files.createFile(dir.resolve("release"));
 
         Process command = start(dir, root, "after");
-        assertThat(command.waitFor(30, TimeUnit.SECONDS)).isTrue();
-        assertThat(command.exitValue()).isZero();
+        try {
+            assertThat(command.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(command.exitValue()).isZero();
+        } finally {
+            stop(command);
+        }
         assertThat(Files.readAllLines(dir.resolve("builds.log"))).hasSize(1);
         assertThat(lock).doesNotExist();
     }
@@ -82,6 +93,14 @@ class MstarScriptBuildLockTest {
         pb.environment().put("PATH", dir.resolve("bin") + ":" + System.getenv("PATH"));
         pb.environment().remove("MSTAR_REBUILD");
         return pb.start();
+    }
+
+    /** Ends {@code process} (null: none) and every process it started. */
+    private static void stop(Process process) {
+        if (process != null) {
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly();
+        }
     }
 
     /** Polls {@code file} until its text satisfies {@code condition}: the processes under test say so in files. */
