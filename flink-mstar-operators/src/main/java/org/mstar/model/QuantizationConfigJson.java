@@ -23,7 +23,7 @@ final class QuantizationConfigJson {
     private static final String FLOAT_QUANTIZED = "float-quantized";
 
     private static final Set<String> FP8_KEYS = Set.of("quant_method", "fmt", "activation_scheme", "weight_block_size",
-            "modules_to_not_convert", "ignored_layers");
+            "modules_to_not_convert", "ignored_layers", "scale_fmt");
     private static final Set<String> COMPRESSED_KEYS = Set.of("quant_method", "format", "config_groups", "ignore",
             "kv_cache_scheme", "sparsity_config", "transform_config", "quantization_status", "global_compression_ratio",
             "version");
@@ -58,6 +58,9 @@ final class QuantizationConfigJson {
     private static Fp8Quantization fineGrainedFp8(ConfigFields q) {
         q.refuseUnknownKeys(FP8_KEYS);
         require(q, "fmt", "e4m3", "e4m3");
+        // DeepSeek-V3.1 and later: the dynamic activation scales are rounded to powers of two. Activations are not
+        // quantised here and the weight scales are read as stored, so it changes nothing; other formats are unknown.
+        require(q, "scale_fmt", "ue8m0", "ue8m0");
         String activations = q.optString("activation_scheme", "dynamic");
         if (!activations.equals("dynamic")) {
             throw q.error("activation_scheme '" + activations + "' (activation scales stored in the checkpoint) is not "

@@ -70,6 +70,14 @@ class Fp8QuantizationConfigTest {
         assertThat(q.scaleIndex(257, 128, 129)).isEqualTo(5);
     }
 
+    /** DeepSeek-V3.1's block layout adds the power-of-two activation scale format, which changes nothing here. */
+    @Test
+    void powerOfTwoActivationScalesReadAsTheSameBlocks() throws IOException {
+        ObjectNode json = config(BLOCK);
+        quantization(json).put("scale_fmt", "ue8m0");
+        assertThat(parse(json).quantization()).isEqualTo(parse(config(BLOCK)).quantization());
+    }
+
     @Test
     void compressedTensorsChannelFp8IsReadWithItsIgnoreList() throws IOException {
         Fp8Quantization q = parse(config(CHANNEL)).quantization().orElseThrow();
@@ -132,6 +140,8 @@ class Fp8QuantizationConfigTest {
                 refusal("unknown key", BLOCK, j -> quantization(j).put("dequantize", false),
                         "key 'dequantize' is not supported"),
                 refusal("e5m2", BLOCK, j -> quantization(j).put("fmt", "e5m2"), "'fmt' 'e5m2' is not supported"),
+                refusal("other scale format", BLOCK, j -> quantization(j).put("scale_fmt", "ue4m3"),
+                        "'scale_fmt' 'ue4m3' is not supported; supported: ue8m0"),
                 refusal("static activations", BLOCK, j -> quantization(j).put("activation_scheme", "static"),
                         "activation_scheme 'static'"),
                 refusal("1-D blocks", BLOCK, j -> quantization(j).putArray("weight_block_size").add(128),
