@@ -83,8 +83,9 @@ class LoraFidelityTest {
                 assertThat(engine.stats().adapterEvictions()).isZero();
             }
             Map<String, List<float[]>> reference = new HashMap<>(reference(model, null, options, first, second));
+            PeftAdapters registered = PeftAdapters.open(adapters, config);
             for (String adapter : List.of("x", "y")) {
-                reference.putAll(mergedReference(dir, config, cpu, adapter, options, first, second));
+                reference.putAll(mergedReference(dir, registered, cpu, adapter, options, first, second));
             }
             assertSameLogits(served, reference, concat(first, second));
             // the adapters matter: the same prompt under x, y and the base model gives three different logits
@@ -119,9 +120,49 @@ class LoraFidelityTest {
             assertThat(served.firstTokenStep.get("b0")).isLessThan(served.lastTokenStep.get("x0"));
             assertThat(engine.stats().adapterLoads()).isEqualTo(2);
             assertThat(engine.stats().adapterEvictions()).isEqualTo(1);
-            Map<String, List<float[]>> reference = new HashMap<>(mergedReference(dir, config, cpu, "x", options, asks));
-            reference.putAll(mergedReference(dir, config, cpu, "y", options, asks));
+            PeftAdapters registered = PeftAdapters.open(adapters, config);
+            Map<String, List<float[]>> reference =
+                    new HashMap<>(mergedReference(dir, registered, cpu, "x", options, asks));
+            reference.putAll(mergedReference(dir, registered, cpu, "y", options, asks));
             assertSameLogits(served, reference, asks.subList(0, 3));
+        }
+    }
+
+    /**
+     * A thousand adapters registered and 128 slots: requests spread over all of them each get their own adapter's
+     * merged logits, every adapter is loaded once (its requests run while it is resident) and the slots are reused.
+     */
+    @Test
+    void aThousandAdaptersServeThroughAHundredAndTwentyEightSlots(@TempDir Path dir) throws Exception {
+        ModelConfig config = RandomModels.llama();
+        Path adapters = dir.resolve("adapters");
+        int count = 1000;
+        int slots = 128;
+        List<Ask> asks = new ArrayList<>();
+        Random rnd = new Random(11);
+        for (int i = 0; i < count; i++) {
+            String name = "a" + i;
+            RandomPeftAdapters.write(adapters, config, new Spec(name, 2, 4, false, List.of("q_proj", "down_proj")),
+                    1000 + i);
+            asks.add(new Ask("r" + i, RandomModels.prompt(rnd, 2 + rnd.nextInt(5)), name));
+        }
+        EngineOptions options = RandomModels.options(32, 64, 256, 4, 0);
+        try (CpuDevice cpu = new CpuDevice(2);
+             LlamaModel model = RandomModels.load(config, 7, dir.resolve("base"), cpu)) {
+            Served served;
+            try (LlamaEngine engine = RandomModels.engine(model,
+                    options.withAdapters(new AdapterOptions(adapters, slots)))) {
+                served = serve(engine, List.of(asks));
+                assertThat(engine.stats().adapterLoads()).isEqualTo(count);
+                assertThat(engine.stats().adapterEvictions()).isEqualTo(count - slots);
+            }
+            assertThat(served.finished).hasSize(count);
+            PeftAdapters registered = PeftAdapters.open(adapters, config);
+            Map<String, List<float[]>> reference = new HashMap<>();
+            for (Ask ask : asks) {
+                reference.putAll(mergedReference(dir, registered, cpu, ask.adapter(), options, List.of(ask)));
+            }
+            assertSameLogits(served, reference, asks);
         }
     }
 
@@ -146,7 +187,7 @@ class LoraFidelityTest {
                 served = serve(engine, List.of(asks));
             }
             Map<String, List<float[]>> reference = new HashMap<>(reference(model, null, options, asks));
-            reference.putAll(mergedReference(dir, config, cpu, "y", options, asks));
+            reference.putAll(mergedReference(dir, PeftAdapters.open(adapters, config), cpu, "y", options, asks));
             assertSameLogits(served, reference, asks);
         }
     }
@@ -201,7 +242,7 @@ class LoraFidelityTest {
         for (List<Ask> wave : waves) {
             wave.forEach(a -> engine.submit(request(a.id(), a.prompt(), a.adapter())));
             while (engine.hasWork()) {
-                assertThat(++step).as("steps").isLessThan(1000);
+                assertThat(++step).as("steps").isLessThan(2000);
                 StepResult r = engine.step();
                 assertThat(r.failures()).isEmpty();
                 for (TokenOutput t : r.tokens()) {
@@ -233,14 +274,14 @@ class LoraFidelityTest {
 
     /**
      * The logits of the asks naming {@code adapter}, served without adapters by the base model in {@code dir/base}
-     * with the adapter of {@code dir/adapters} merged into its weights.
+     * with that adapter of {@code adapters} merged into its weights.
      */
     @SafeVarargs
-    private static Map<String, List<float[]>> mergedReference(Path dir, ModelConfig config, CpuDevice cpu,
+    private static Map<String, List<float[]>> mergedReference(Path dir, PeftAdapters adapters, CpuDevice cpu,
                                                               String adapter, EngineOptions options,
                                                               List<Ask>... waves) throws IOException {
         try (LlamaWeights merged = LlamaWeights.load(dir.resolve("base"), cpu, DType.F32)) {
-            PeftMerge.merge(merged, PeftAdapters.open(dir.resolve("adapters"), config).load(adapter));
+            PeftMerge.merge(merged, adapters.load(adapter));
             return reference(new LlamaModel(merged, DType.F32, "merged:" + adapter), adapter, options, waves);
         }
     }
