@@ -12,3 +12,4 @@
 #include "skinny_matmul.cu"
 #include "ring_attention.cu"
 #include "lora.cu"
+#include "moe.cu"

@@ -2,6 +2,7 @@ package org.mstar.device.cpu;
 
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
+import org.mstar.device.MoeRouting;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.Philox;
 import org.mstar.device.ProbabilitySampler;
@@ -311,6 +312,17 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     }
 
     // ---- end of decode fusions ----
+
+    @Override
+    public void moeRoute(Tensor logits, MoeRouting routing, Tensor ids, Tensor weights) {
+        CpuMoeRouter.run(loop, CpuTensor.of(logits), routing, CpuTensor.of(ids), CpuTensor.of(weights));
+    }
+
+    @Override
+    public void moeExperts(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out) {
+        CpuMoeExperts.run(loop, CpuTensor.of(x), CpuTensor.of(gateUp), CpuTensor.of(down), CpuTensor.of(ids),
+                CpuTensor.of(weights), CpuTensor.of(out));
+    }
 
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {

@@ -5,6 +5,7 @@ import static org.mstar.device.cuda.Elementwise.code;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
+import org.mstar.device.MoeRouting;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.RaggedAttentionPlan;
 import org.mstar.device.RingAttentionPlan;
@@ -25,6 +26,7 @@ public final class CudaOps implements ComputeOps {
     private final CudaAttention attention;
     private final CudaRaggedAttention raggedAttention;
     private final RopeTables ropeTables;
+    private final CudaMoe moe;
 
     /** Ops choosing their kernels by {@code device}'s options, with the libraries and tables all its views share. */
     CudaOps(CudaDevice device, SharedOpState shared) {
@@ -34,6 +36,7 @@ public final class CudaOps implements ComputeOps {
         this.attention = new CudaAttention(device);
         this.raggedAttention = new CudaRaggedAttention(device);
         this.ropeTables = shared.ropeTables();
+        this.moe = new CudaMoe(device, elementwise);
     }
 
     private static CudaTensor t(Tensor x, String what) {
@@ -529,6 +532,17 @@ public final class CudaOps implements ComputeOps {
         elementwise.launch("lora_expand", rows * n, new KernelArgs().tensor(shrunk).tensor(bs).i32(code(bs)).tensor(sc)
                 .tensor(sl).tensor(o).i32(code(o)).i64(rows).i32((int) n).i32(rank).i32((int) width).i32(outCol)
                 .i32(stack), "addLora expand");
+    }
+
+    @Override
+    public void moeRoute(Tensor logits, MoeRouting routing, Tensor ids, Tensor weights) {
+        moe.route(t(logits, "moeRoute logits"), routing, t(ids, "moeRoute ids"), t(weights, "moeRoute weights"));
+    }
+
+    @Override
+    public void moeExperts(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out) {
+        moe.experts(t(x, "moeExperts x"), t(gateUp, "moeExperts gateUp"), t(down, "moeExperts down"),
+                t(ids, "moeExperts ids"), t(weights, "moeExperts weights"), t(out, "moeExperts out"));
     }
 
     @Override

@@ -1,0 +1,108 @@
+package org.mstar.device.cuda;
+
+import static org.mstar.device.cuda.Elementwise.code;
+
+import org.mstar.device.DType;
+import org.mstar.device.MoeRouting;
+
+/**
+ * Launchers of the mixture-of-experts kernels (moe.cu): {@code moe_route}, then for the experts {@code moe_sort}
+ * (assignments grouped by expert, the tile list), the grouped {@code moe_gate_up} GEMM with SiLU·mul in its epilogue,
+ * the grouped {@code moe_down} GEMM with the routing weights in its epilogue, and {@code moe_combine}. Launch sizes
+ * depend on the row count only, never on the routing, so the ops can be captured into a graph.
+ */
+final class CudaMoe {
+    /** kMoeMaxExperts, kMoeTileRows, kMoeGateUpCols, kMoeDownCols, kMoeThreads and kMoeSortThreads in moe.cu. */
+    private static final int MAX_EXPERTS = 512;
+    private static final int TILE_ROWS = 16;
+    private static final int GATE_UP_COLS = 32;
+    private static final int DOWN_COLS = 64;
+    private static final int THREADS = 256;
+    private static final int SORT_THREADS = 1024;
+    /** A warp per row. */
+    private static final int ROUTE_THREADS = 32;
+
+    private final CudaDevice device;
+    private final Elementwise elementwise;
+
+    CudaMoe(CudaDevice device, Elementwise elementwise) {
+        this.device = device;
+        this.elementwise = elementwise;
+    }
+
+    void route(CudaTensor logits, MoeRouting routing, CudaTensor ids, CudaTensor weights) {
+        int experts = (int) logits.dim(-1);
+        int k = routing.topK();
+        long rows = logits.numel() / experts;
+        routing.requireFits(experts);
+        if (logits.dtype() != DType.F32 || ids.dtype() != DType.I32 || weights.dtype() != DType.F32
+                || ids.numel() != rows * k || weights.numel() != rows * k) {
+            throw new IllegalArgumentException("moeRoute takes F32 logits [n, E] into I32 ids and F32 weights [n, " + k
+                    + "], got " + logits + ", " + ids + ", " + weights);
+        }
+        requireExperts(experts, "moeRoute");
+        if (rows == 0) {
+            return;
+        }
+        device.enter();
+        device.kernel("moe_route").launch(device.stream(), Math.toIntExact(rows), 1, 1, ROUTE_THREADS, 0,
+                new KernelArgs().tensor(logits).i32(experts).flag(routing.scoring() == MoeRouting.Scoring.SIGMOID).i32(k)
+                        .flag(routing.normTopkProb()).i32(routing.numGroups()).i32(routing.topkGroups())
+                        .f32(routing.routedScalingFactor()).tensor(ids).tensor(weights), "moeRoute");
+    }
+
+    void experts(CudaTensor x, CudaTensor gateUp, CudaTensor down, CudaTensor ids, CudaTensor weights,
+                 CudaTensor out) {
+        if (gateUp.rank() != 3 || down.rank() != 3 || gateUp.dim(0) != down.dim(0) || gateUp.dim(1) != 2 * down.dim(2)
+                || gateUp.dim(2) != down.dim(1)) {
+            throw new IllegalArgumentException("moeExperts takes gateUp [E, 2I, H] and down [E, H, I], got " + gateUp
+                    + " and " + down);
+        }
+        int experts = (int) gateUp.dim(0);
+        int inter = (int) down.dim(2);
+        int hidden = (int) down.dim(1);
+        int k = (int) ids.dim(-1);
+        long rows = ids.numel() / k;
+        if (ids.dtype() != DType.I32 || weights.dtype() != DType.F32 || weights.numel() != ids.numel()
+                || x.numel() != rows * hidden || out.numel() != rows * hidden) {
+            throw new IllegalArgumentException("moeExperts of x " + x + " into " + out + " needs I32 ids and F32 weights "
+                    + "[n, k] of its rows, got " + ids + " and " + weights);
+        }
+        requireExperts(experts, "moeExperts");
+        if (rows == 0) {
+            return;
+        }
+        int assignments = Math.toIntExact(rows * k);
+        // every tile holds at least one assignment, and only an expert's last tile is partial
+        int maxTiles = Math.min(assignments, (assignments + TILE_ROWS - 1) / TILE_ROWS + Math.min(experts, assignments));
+        device.enter();
+        CudaTensor sorted = device.scratch("moe.sorted", DType.I32, assignments);
+        CudaTensor tileStart = device.scratch("moe.tileStart", DType.I32, maxTiles);
+        CudaTensor tileExpert = device.scratch("moe.tileExpert", DType.I32, maxTiles);
+        CudaTensor tiles = device.scratch("moe.tiles", DType.I32, 2);
+        CudaTensor h = device.scratch("moe.h", out.dtype(), assignments, inter);
+        CudaTensor y = device.scratch("moe.y", DType.F32, assignments, hidden);
+        device.kernel("moe_sort").launch(device.stream(), 1, 1, 1, SORT_THREADS, 0, new KernelArgs().tensor(ids)
+                .i32(assignments).i32(experts).tensor(sorted).tensor(tileStart).tensor(tileExpert).tensor(tiles),
+                "moeExperts sort");
+        int gateUpTiles = (inter + GATE_UP_COLS - 1) / GATE_UP_COLS;
+        device.kernel("moe_gate_up").launch(device.stream(), maxTiles * gateUpTiles, 1, 1, THREADS, 0,
+                new KernelArgs().tensor(x).i32(code(x)).tensor(gateUp).i32(code(gateUp)).tensor(sorted).tensor(tileStart)
+                        .tensor(tileExpert).tensor(tiles).tensor(h).i32(code(h)).i32(k).i32(hidden).i32(inter),
+                "moeExperts gate/up");
+        int downTiles = (hidden + DOWN_COLS - 1) / DOWN_COLS;
+        device.kernel("moe_down").launch(device.stream(), maxTiles * downTiles, 1, 1, THREADS, 0,
+                new KernelArgs().tensor(h).i32(code(h)).tensor(down).i32(code(down)).tensor(sorted).tensor(tileStart)
+                        .tensor(tileExpert).tensor(tiles).tensor(weights).tensor(y).i32(hidden).i32(inter),
+                "moeExperts down");
+        elementwise.launch("moe_combine", rows * hidden, new KernelArgs().tensor(y).tensor(ids).i32(experts).tensor(out)
+                .i32(code(out)).i64(rows).i32(hidden).i32(k), "moeExperts combine");
+    }
+
+    private static void requireExperts(int experts, String op) {
+        if (experts > MAX_EXPERTS) {
+            throw new IllegalArgumentException(op + ": " + experts + " experts; the kernels hold at most " + MAX_EXPERTS
+                    + " (kMoeMaxExperts in moe.cu)");
+        }
+    }
+}

@@ -1,0 +1,219 @@
+// Host emulation checks of the mixture-of-experts kernels (moe.cu), launched as CudaOps.moeRoute and moeExperts launch
+// them, on the CPU under cuda_host_shim.h. The router must choose what a plain loop over the same logits chooses
+// (softmax and sigmoid scores, top k of 2 to 8, normalised or not, DeepSeek-V2's group limit, a routed scaling
+// factor), with weights within fp32 rounding. The experts (sort by expert, grouped gate/up with SiLU·mul, grouped down
+// with the routing weights, combine) must match a double loop over the same stored inputs within fp32 summation error
+// plus, for bf16, the roundings of gate, up, the activation and the output; a row with an expert id outside the stack
+// must come out NaN. Shapes: one row (decode), rows whose experts fill several tiles, widths that are not multiples
+// of the tiles. It checks indexing and arithmetic where no GPU is at hand; it says nothing about speed.
+// Run: ./run.sh moe_checks
+#include "cuda_host_shim.h"
+#include <atomic>
+// the sort's counters are shared by the block's threads, which run concurrently here
+inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
+#include <algorithm>
+using std::min;  // the device min of ints
+#include "common.cuh"
+#include "moe.cu"
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using namespace mstar;
+
+static std::mt19937 rng(7);
+static int fails = 0;
+
+static float rnd(float scale) { return scale * std::normal_distribution<float>(0.f, 1.f)(rng); }
+
+// n elements of dtype dt (DT_F32 or DT_BF16) as raw bytes, filled with random values of the given scale.
+struct Buffer {
+    int dt;
+    std::vector<unsigned char> bytes;
+    Buffer(int dt, size_t n, float scale) : dt(dt), bytes(n * (dt == DT_BF16 ? 2 : 4)) {
+        for (size_t i = 0; i < n; i++) store_f(bytes.data(), dt, (long long)i, rnd(scale));
+    }
+    void* data() { return bytes.data(); }
+    float at(size_t i) const { return load_f(bytes.data(), dt, (long long)i); }
+};
+
+struct Routing {
+    bool sigmoid;
+    int topK;
+    bool normalize;
+    int groups, topkGroups;
+    float scaling;
+};
+
+// The router as MoeRouting states it, one row at a time, in fp32 as CpuMoeRouter computes it.
+static void route_reference(const std::vector<float>& logits, int rows, int experts, const Routing& r,
+                            std::vector<int>& ids, std::vector<float>& weights) {
+    for (int row = 0; row < rows; row++) {
+        std::vector<float> s(logits.begin() + (size_t)row * experts, logits.begin() + (size_t)(row + 1) * experts);
+        if (r.sigmoid) {
+            for (float& v : s) v = 1.f / (1.f + std::exp(-v));
+        } else {
+            const float mx = *std::max_element(s.begin(), s.end());
+            float sum = 0;
+            for (float& v : s) sum += (v = std::exp(v - mx));
+            for (float& v : s) v /= sum;
+        }
+        std::vector<bool> open(experts, true);
+        if (r.groups > 1) {
+            const int size = experts / r.groups;
+            std::vector<float> best(r.groups, -INFINITY);
+            for (int e = 0; e < experts; e++) best[e / size] = std::max(best[e / size], s[e]);
+            std::vector<bool> chosen(r.groups, false);
+            for (int p = 0; p < r.topkGroups; p++) {
+                int at = -1;
+                for (int g = 0; g < r.groups; g++)
+                    if (!chosen[g] && (at < 0 || best[g] > best[at])) at = g;
+                chosen[at] = true;
+            }
+            for (int e = 0; e < experts; e++) open[e] = chosen[e / size];
+        }
+        float total = 0;
+        std::vector<float> w(r.topK);
+        for (int j = 0; j < r.topK; j++) {
+            int at = -1;
+            for (int e = 0; e < experts; e++)
+                if (open[e] && (at < 0 || s[e] > s[at])) at = e;
+            open[at] = false;
+            ids[(size_t)row * r.topK + j] = at;
+            total += (w[j] = s[at]);
+        }
+        for (int j = 0; j < r.topK; j++)
+            weights[(size_t)row * r.topK + j] = (r.normalize ? w[j] / total : w[j]) * r.scaling;
+    }
+}
+
+static void check_route(const char* name, int rows, int experts, Routing r) {
+    std::vector<float> logits((size_t)rows * experts);
+    for (float& v : logits) v = rnd(2.f);
+    std::vector<int> ids((size_t)rows * r.topK, -7), wantIds(ids.size());
+    std::vector<float> weights(ids.size(), -1.f), wantWeights(ids.size());
+    launch(rows, 32, [&] {
+        moe_route(logits.data(), experts, r.sigmoid, r.topK, r.normalize, r.groups, r.topkGroups, r.scaling,
+                  ids.data(), weights.data());
+    });
+    route_reference(logits, rows, experts, r, wantIds, wantWeights);
+    int wrong = 0;
+    for (size_t i = 0; i < ids.size(); i++) {
+        if (ids[i] != wantIds[i] || !(std::fabs(weights[i] - wantWeights[i]) <= 1e-5f * std::fabs(wantWeights[i])))
+            wrong++;
+    }
+    if (wrong) {
+        std::printf("FAIL route %s: %d of %zu choices wrong\n", name, wrong, ids.size());
+        fails++;
+    }
+}
+
+// As CudaOps.moeExperts: the sort in one block of 1024, the two grouped GEMMs over the largest possible number of
+// tiles (the empty ones exit), the combine over a few blocks of 256 (grid-stride).
+static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vector<int>& ids,
+                        const std::vector<float>& weights, Buffer& out, int rows, int topK, int experts, int hidden,
+                        int inter) {
+    const int assignments = rows * topK;
+    const int maxTiles = std::min(assignments, (assignments + kMoeTileRows - 1) / kMoeTileRows
+                                               + std::min(experts, assignments));
+    std::vector<int> sorted(assignments, -1), tileStart(maxTiles, -1), tileExpert(maxTiles, -1), tiles(2, -1);
+    Buffer h(out.dt, (size_t)assignments * inter, 0.f);
+    std::vector<float> y((size_t)assignments * hidden, 12345.f);
+    launch(1, kMoeSortThreads, [&] {
+        moe_sort(ids.data(), assignments, experts, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data());
+    });
+    const int gateUpTiles = (inter + kMoeGateUpCols - 1) / kMoeGateUpCols;
+    launch(maxTiles * gateUpTiles, kMoeThreads, [&] {
+        moe_gate_up(x.data(), x.dt, gateUp.data(), gateUp.dt, sorted.data(), tileStart.data(), tileExpert.data(),
+                    tiles.data(), h.data(), h.dt, topK, hidden, inter);
+    });
+    const int downTiles = (hidden + kMoeDownCols - 1) / kMoeDownCols;
+    launch(maxTiles * downTiles, kMoeThreads, [&] {
+        moe_down(h.data(), h.dt, down.data(), down.dt, sorted.data(), tileStart.data(), tileExpert.data(),
+                 tiles.data(), weights.data(), y.data(), hidden, inter);
+    });
+    launch(3, 256, [&] {
+        moe_combine(y.data(), ids.data(), experts, out.data(), out.dt, rows, hidden, topK);
+    });
+}
+
+static double round_dt(int dt, double v) { return dt == DT_BF16 ? (double)__bfloat162float(__float2bfloat16_rn((float)v)) : (float)v; }
+
+static void check_experts(const char* name, int dt, int rows, int topK, int experts, int hidden, int inter,
+                          int badRow = -1) {
+    Buffer x(dt, (size_t)rows * hidden, 1.f), gateUp(dt, (size_t)experts * 2 * inter * hidden, 0.15f),
+        down(dt, (size_t)experts * hidden * inter, 0.15f), out(dt, (size_t)rows * hidden, 0.f);
+    std::vector<int> ids((size_t)rows * topK);
+    std::vector<float> weights(ids.size());
+    for (int r = 0; r < rows; r++) {
+        std::vector<int> perm(experts);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int j = 0; j < topK; j++) {
+            ids[(size_t)r * topK + j] = perm[j];
+            weights[(size_t)r * topK + j] = std::uniform_real_distribution<float>(0.05f, 1.f)(rng);
+        }
+    }
+    if (badRow >= 0) ids[(size_t)badRow * topK + topK - 1] = experts;
+    moe_experts(x, gateUp, down, ids, weights, out, rows, topK, experts, hidden, inter);
+    int wrong = 0;
+    double worst = 0;
+    for (int r = 0; r < rows; r++) {
+        std::vector<double> want(hidden, 0.0), magnitude(hidden, 0.0);
+        for (int j = 0; j < topK && r != badRow; j++) {
+            const int e = ids[(size_t)r * topK + j];
+            const double w = weights[(size_t)r * topK + j];
+            std::vector<double> hv(inter);
+            for (int c = 0; c < inter; c++) {
+                double g = 0, u = 0;
+                for (int i = 0; i < hidden; i++) {
+                    g += (double)x.at((size_t)r * hidden + i) * gateUp.at(((size_t)e * 2 * inter + c) * hidden + i);
+                    u += (double)x.at((size_t)r * hidden + i) * gateUp.at(((size_t)e * 2 * inter + inter + c) * hidden + i);
+                }
+                g = round_dt(dt, g);
+                u = round_dt(dt, u);
+                hv[c] = round_dt(dt, g / (1 + std::exp(-g)) * u);
+            }
+            for (int o = 0; o < hidden; o++) {
+                for (int c = 0; c < inter; c++) {
+                    const double p = hv[c] * down.at(((size_t)e * hidden + o) * inter + c);
+                    want[o] += w * p;
+                    magnitude[o] += w * std::fabs(p);
+                }
+            }
+        }
+        for (int o = 0; o < hidden; o++) {
+            const float got = out.at((size_t)r * hidden + o);
+            if (r == badRow) {
+                if (!std::isnan(got)) wrong++;
+                continue;
+            }
+            // fp32 sums; for bf16 a gate, up or activation rounding may land one ulp apart, plus the output's rounding
+            const double tol = 1e-5 * magnitude[o] + (dt == DT_BF16 ? magnitude[o] / 64 + std::fabs(want[o]) / 128 : 0);
+            const double diff = std::fabs(got - want[o]);
+            worst = std::max(worst, diff);
+            if (!(diff <= tol)) wrong++;
+        }
+    }
+    if (wrong) {
+        std::printf("FAIL experts %s: %d outputs wrong (worst |diff| %.3g)\n", name, wrong, worst);
+        fails++;
+    }
+}
+
+int main() {
+    check_route("softmax top-2 of 8 (OLMoE-like)", 5, 8, {false, 2, false, 1, 1, 1.f});
+    check_route("softmax top-8 of 128, normalised (Qwen3-MoE)", 7, 128, {false, 8, true, 1, 1, 1.f});
+    check_route("group-limited top-6 of 160 in 8 groups, 3 kept, scaled (DeepSeek-V2)", 6, 160,
+                {false, 6, false, 8, 3, 16.f});
+    check_route("sigmoid top-4 of 64 in 4 groups, 2 kept, normalised and scaled", 4, 64, {true, 4, true, 4, 2, 2.5f});
+    check_route("top-40 of 64: more picks than a warp's lanes", 2, 64, {false, 40, true, 1, 1, 1.f});
+    check_experts("fp32 decode row, 8 of 16 experts", DT_F32, 1, 8, 16, 96, 80);
+    check_experts("fp32 rows filling several tiles of 4 experts", DT_F32, 40, 2, 4, 72, 40);
+    check_experts("bf16 rows of 32 experts", DT_BF16, 9, 4, 32, 128, 64);
+    check_experts("bf16 odd widths", DT_BF16, 20, 3, 6, 65, 33);
+    check_experts("an expert id outside the stack", DT_F32, 4, 2, 5, 64, 32, 2);
+    std::printf(fails ? "moe_checks: %d emulated checks failed\n" : "moe_checks: all passed\n", fails);
+    return fails != 0;
+}
