@@ -56,6 +56,9 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--attention-only", description = "the attention checks (paged, ragged, cross) alone, no performance table")
     boolean attentionOnly;
 
+    @Option(names = "--moe-only", description = "the mixture-of-experts checks (router, experts) alone, no performance table")
+    boolean moeOnly;
+
     @Option(names = "--frame-perf", description = "adds the frame-stream throughput")
     boolean framePerf;
 
@@ -86,7 +89,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     /** Whether performance tables run: neither --no-perf nor --attention-only. */
     boolean perf() {
-        return !noPerf && !attentionOnly;
+        return !noPerf && !attentionOnly && !moeOnly;
     }
 
     /** Whether a switch that replaces the default performance tables is on. */
