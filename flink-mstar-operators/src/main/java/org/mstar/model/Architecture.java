@@ -8,7 +8,8 @@ import java.util.stream.Collectors;
  * RoPE, gated MLP) with differences that {@link ModelConfig} records or derives from the architecture: q/k/v bias
  * (Qwen2), per-head q/k RMSNorm (Qwen3, Gemma 3), sliding-window layers (Mistral, Qwen2, Phi-3, Gemma 3), fused
  * q/k/v and gate/up tensors in the checkpoint (Phi-3, Phi-4), and Gemma 3's scaled embeddings, extra norms
- * around attention and MLP, GELU-tanh MLP and separate RoPE base for its local layers.
+ * around attention and MLP, GELU-tanh MLP and separate RoPE base for its local layers; and the mixture-of-experts
+ * MLPs of OLMoE and Qwen3-MoE ({@link MoeConfig}).
  */
 public enum Architecture {
     LLAMA("LlamaForCausalLM", "llama"),
@@ -18,7 +19,11 @@ public enum Architecture {
     /** Gemma 3's text-only checkpoints (1B, 270M); the multimodal ones are Gemma3ForConditionalGeneration. */
     GEMMA3("Gemma3ForCausalLM", "gemma3_text"),
     /** Phi-3 and Phi-4 (Phi-3.5-mini and Phi-4-mini use longrope scaling, which is refused by name). */
-    PHI3("Phi3ForCausalLM", "phi3");
+    PHI3("Phi3ForCausalLM", "phi3"),
+    /** OLMoE: every MLP is routed experts; q and k are RMS-normalised over the whole projection, not per head. */
+    OLMOE("OlmoeForCausalLM", "olmoe"),
+    /** Qwen3-MoE: Qwen3's attention; routed experts except in the layers its config keeps dense. */
+    QWEN3_MOE("Qwen3MoeForCausalLM", "qwen3_moe");
 
     private final String hfName;
     private final String modelType;

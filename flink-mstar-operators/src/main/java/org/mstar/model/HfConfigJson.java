@@ -72,7 +72,8 @@ final class HfConfigJson {
                 .bosTokenId(f.optTokenId("bos_token_id"))
                 .eosTokenIds(f.tokenIds("eos_token_id"))
                 .dtype(dtype(f))
-                .quantization(QuantizationConfigJson.parse(f));
+                .quantization(QuantizationConfigJson.parse(f))
+                .moe(MoeConfigJson.parse(f, arch));
         rope(f, arch, b);
         switch (arch) {
             case MISTRAL -> b.slidingWindow(window(f, MISTRAL_DEFAULT_WINDOW), 0);
@@ -80,7 +81,7 @@ final class HfConfigJson {
                     f.optInt("max_window_layers", QWEN2_DEFAULT_MAX_WINDOW_LAYERS));
             case PHI3 -> b.slidingWindow(f.optInt("sliding_window", 0), 0);
             case GEMMA3 -> gemma3(f, b);
-            case LLAMA -> { }
+            case LLAMA, OLMOE, QWEN3_MOE -> { }
         }
         if (f.has("layer_types")) {
             b.windowedLayers(layerTypes(f));
@@ -305,7 +306,7 @@ final class HfConfigJson {
         putTokenIds(o, c.bosTokenId(), c.eosTokenIds());
         o.put("torch_dtype", torchDtype(c.dtype()));
         switch (c.architecture()) {
-            case LLAMA -> o.put("attention_bias", false).put("mlp_bias", false);
+            case LLAMA, OLMOE, QWEN3_MOE -> o.put("attention_bias", false).put("mlp_bias", false);
             case MISTRAL, PHI3 -> putWindow(o, c.slidingWindow());
             case QWEN2, QWEN3 -> {
                 o.put("use_sliding_window", c.slidingWindow() > 0);
@@ -325,6 +326,7 @@ final class HfConfigJson {
             c.windowedLayers().forEach(w -> types.add(w ? "sliding_attention" : "full_attention"));
         }
         c.quantization().ifPresent(q -> o.set(QuantizationConfigJson.KEY, QuantizationConfigJson.write(q)));
+        c.moe().ifPresent(m -> MoeConfigJson.write(o, c.architecture(), m));
         return o;
     }
 

@@ -44,6 +44,7 @@ import org.mstar.device.RopeParams;
  *     root instead of head_dim's; 0 = head_dim
  * @param quantization {@code quantization_config}: how the checkpoint stores FP8 Linear weights, when it does;
  *     they are dequantised at load, so the forward never sees it
+ * @param moe the routed experts of a mixture-of-experts architecture (OLMoE, Qwen3-MoE); empty for the others
  */
 public record ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numLayers,
                           int numHeads, int numKvHeads, int headDim, double rmsNormEps, double ropeTheta,
@@ -51,7 +52,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
                           int vocabSize, boolean tieWordEmbeddings, int slidingWindow,
                           int firstSlidingWindowLayer, List<Boolean> windowedLayers, OptionalInt bosTokenId,
                           List<Integer> eosTokenIds, DType dtype, double localRopeTheta, double queryPreAttnScalar,
-                          Optional<Fp8Quantization> quantization) {
+                          Optional<Fp8Quantization> quantization, Optional<MoeConfig> moe) {
 
     /** The file name inside a model folder. */
     public static final String FILE_NAME = "config.json";
@@ -62,6 +63,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         Objects.requireNonNull(bosTokenId, "bosTokenId");
         Objects.requireNonNull(dtype, "dtype");
         Objects.requireNonNull(quantization, "quantization");
+        Objects.requireNonNull(moe, "moe");
         positive("hidden_size", hiddenSize);
         positive("intermediate_size", intermediateSize);
         positive("num_hidden_layers", numLayers);
@@ -123,6 +125,15 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         if (!dtype.isFloat()) {
             throw new ModelFormatException("torch_dtype must be a float type, got " + dtype);
         }
+        boolean moeArchitecture = architecture == Architecture.OLMOE || architecture == Architecture.QWEN3_MOE;
+        if (moeArchitecture != moe.isPresent()) {
+            throw new ModelFormatException(architecture.hfName() + (moeArchitecture ? " needs" : " has no")
+                    + " routed experts");
+        }
+        if (moe.isPresent() && moe.get().sparseLayers().size() != numLayers) {
+            throw new ModelFormatException("the experts name " + moe.get().sparseLayers().size()
+                    + " layers, num_hidden_layers is " + numLayers);
+        }
     }
 
     private static void positive(String key, int value) {
@@ -170,7 +181,21 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
 
     /** Whether each head of q and k goes through its own RMSNorm ({@code q_norm}, {@code k_norm}) before RoPE. */
     public boolean qkNorm() {
-        return architecture == Architecture.QWEN3 || architecture == Architecture.GEMMA3;
+        return architecture == Architecture.QWEN3 || architecture == Architecture.GEMMA3
+                || architecture == Architecture.QWEN3_MOE || architecture == Architecture.OLMOE;
+    }
+
+    /**
+     * Elements each q norm weight spans: one head (Qwen3, Gemma 3, Qwen3-MoE) or the whole q projection (OLMoE, whose
+     * {@code q_norm} is {@code [Hq·D]} and normalises each row's queries together).
+     */
+    public int qNormSize() {
+        return architecture == Architecture.OLMOE ? qSize() : headDim;
+    }
+
+    /** Elements each k norm weight spans: one head, or the whole k projection (OLMoE). */
+    public int kNormSize() {
+        return architecture == Architecture.OLMOE ? kvSize() : headDim;
     }
 
     /**
@@ -261,7 +286,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
     /**
      * A builder for configs made in code (random models, tests). Required: hidden, intermediate, layers, heads,
      * max positions, vocab. Defaults: kv heads = heads, head dim = hidden / heads, eps 1e-5, theta 10000, no rope
-     * scaling, untied, no sliding window, no bos/eos, BF16, no FP8 weights.
+     * scaling, untied, no sliding window, no bos/eos, BF16, no FP8 weights, no experts.
      */
     public static Builder builder(Architecture architecture) {
         return new Builder(architecture);
@@ -292,6 +317,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         private double localRopeTheta;
         private double queryPreAttnScalar;
         private Fp8Quantization quantization;
+        private MoeConfig moe;
 
         private Builder(Architecture architecture) {
             this.architecture = architecture;
@@ -321,6 +347,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             localRopeTheta = c.localRopeTheta;
             queryPreAttnScalar = c.queryPreAttnScalar;
             quantization = c.quantization.orElse(null);
+            moe = c.moe.orElse(null);
         }
 
         public Builder architecture(Architecture v) { architecture = v; return this; }
@@ -352,6 +379,8 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         public Builder dtype(DType v) { dtype = v; return this; }
         /** How the checkpoint stores FP8 weights; null = it stores none. */
         public Builder quantization(Fp8Quantization v) { quantization = v; return this; }
+        /** The routed experts of a mixture-of-experts architecture; null = none. */
+        public Builder moe(MoeConfig v) { moe = v; return this; }
 
         /** @throws ModelFormatException naming the first invalid value (by its config.json key) */
         public ModelConfig build() {
@@ -370,7 +399,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             return new ModelConfig(architecture, hiddenSize, intermediateSize, numLayers, numHeads, kv, hd, rmsNormEps,
                     ropeTheta, ropeScaling, partialRotaryFactor, maxPositionEmbeddings, vocabSize, tieWordEmbeddings,
                     slidingWindow, firstSlidingWindowLayer, windowedLayers, bosTokenId, eosTokenIds, dtype, localRopeTheta,
-                    queryPreAttnScalar, Optional.ofNullable(quantization));
+                    queryPreAttnScalar, Optional.ofNullable(quantization), Optional.ofNullable(moe));
         }
     }
 }

@@ -9,6 +9,7 @@ import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.lora.LoraModule;
+import org.mstar.model.moe.MoeMlp;
 import org.mstar.resources.Segment;
 import org.mstar.resources.kv.KVManager;
 import org.mstar.resources.lora.AdapterManager;
@@ -19,7 +20,8 @@ import org.mstar.resources.lora.AdapterManager;
  * RMSNorm (fused residual add) → gate/up projection with SiLU·mul (one op) → down projection. Architecture variants
  * ({@link ModelConfig}): per-head q/k RMSNorm before RoPE (split, norm, RoPE and append as separate ops), Gemma's
  * scaled embeddings, norms of the attention and MLP outputs before they join the residual and GELU-tanh MLP, and a
- * RoPE per layer. Temporaries are released when the pass ends.
+ * RoPE per layer; and in the sparse layers of a mixture of experts, the routed experts ({@link MoeMlp}) in place of the
+ * gated MLP. Temporaries are released when the pass ends.
  *
  * <p>When some row of the step runs with an adapter, each projection an adapter targets gains every row's own
  * adapter update ({@code addLora}) right after its matmul; a targeted projection whose fused op computes the matmul
@@ -92,6 +94,7 @@ final class LlamaForwardPass {
         Tensor proj = temp(act, n, hidden);
         Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
         Tensor mlpAct = temp(act, n, cfg.intermediateSize());
+        MoeMlp moe = cfg.moe().map(m -> new MoeMlp(device, m, n, act, temporaries)).orElse(null);
         Tensor projNormed = cfg.sandwichNorms() ? temp(act, n, hidden) : null;
         Tensor kT = cfg.qkNorm() ? temp(act, n, kv) : null;
         Tensor vT = cfg.qkNorm() ? temp(act, n, kv) : null;
@@ -120,10 +123,11 @@ final class LlamaForwardPass {
                 Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
                 Tensor v3 = vT.reshape(n, cfg.numKvHeads(), d);
                 ops.splitQkv(qkvT, q3, k3, v3);
-                ops.rmsNorm(qT.reshape((long) n * cfg.numHeads(), d), null, lw.qNorm(), eps,
-                        qT.reshape((long) n * cfg.numHeads(), d));
-                ops.rmsNorm(kT.reshape((long) n * cfg.numKvHeads(), d), null, lw.kNorm(), eps,
-                        kT.reshape((long) n * cfg.numKvHeads(), d));
+                // per head, or (OLMoE) over each row's whole q and k
+                long qRows = (long) n * q / cfg.qNormSize();
+                long kRows = (long) n * kv / cfg.kNormSize();
+                ops.rmsNorm(qT.reshape(qRows, cfg.qNormSize()), null, lw.qNorm(), eps, qT.reshape(qRows, cfg.qNormSize()));
+                ops.rmsNorm(kT.reshape(kRows, cfg.kNormSize()), null, lw.kNorm(), eps, kT.reshape(kRows, cfg.kNormSize()));
                 ops.rope(q3, k3, pos, rope);
                 cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
                         ops.kvAppend(pool, layer, k3, v3, pages, offsets));
@@ -147,7 +151,10 @@ final class LlamaForwardPass {
                 attnResult = projNormed;
             }
             ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
-            if (updates(adapters, LoraModule.Fused.GATE_UP)) {
+            if (lw.moe() != null) {
+                // routed experts (no adapter targets them: LoraModule refuses MLP modules of a mixture of experts)
+                moe.run(normed, lw.moe(), proj);
+            } else if (updates(adapters, LoraModule.Fused.GATE_UP)) {
                 // the adapters' updates join gate and up before the activation
                 ops.matmul(normed, lw.gateUpWeight(), null, gateUp);
                 addLora(adapters, slots, LoraModule.Fused.GATE_UP, l, normed, gateUp);
@@ -159,8 +166,10 @@ final class LlamaForwardPass {
             } else {
                 ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), gateUp, mlpAct);
             }
-            ops.matmul(mlpAct, lw.downWeight(), null, proj);
-            addLora(adapters, slots, LoraModule.Fused.DOWN, l, mlpAct, proj);
+            if (lw.moe() == null) {
+                ops.matmul(mlpAct, lw.downWeight(), null, proj);
+                addLora(adapters, slots, LoraModule.Fused.DOWN, l, mlpAct, proj);
+            }
             tensorsToAdd = proj;
             if (lw.mlpOutputNorm() != null) {
                 ops.rmsNorm(proj, null, lw.mlpOutputNorm(), eps, projNormed);

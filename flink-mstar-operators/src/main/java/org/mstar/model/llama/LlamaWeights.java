@@ -12,8 +12,10 @@ import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.MoeConfig;
 import org.mstar.model.io.Checkpoint;
 import org.mstar.model.io.Fp8WeightReader;
+import org.mstar.model.moe.MoeLayerWeights;
 
 /**
  * All weights of a Llama-family model on one device, in one dtype, fused for the forward (see
@@ -63,7 +65,7 @@ public final class LlamaWeights implements AutoCloseable {
     public static LlamaWeights load(Path folder, Device device, DType dtype, LoadProgress progress) throws IOException {
         ModelConfig config = ModelConfig.load(folder);
         try (Checkpoint checkpoint = Checkpoint.open(folder)) {
-            return fill(config, device, dtype, source(checkpoint, config), progress);
+            return fill(config, device, dtype, source(checkpoint, config), progress, fusedExperts(checkpoint));
         }
     }
 
@@ -75,7 +77,12 @@ public final class LlamaWeights implements AutoCloseable {
      */
     public static LlamaWeights load(Checkpoint checkpoint, ModelConfig config, Device device, DType dtype)
             throws IOException {
-        return fill(config, device, dtype, source(checkpoint, config));
+        return fill(config, device, dtype, source(checkpoint, config), LoadProgress.NONE, fusedExperts(checkpoint));
+    }
+
+    /** Whether the checkpoint holds its routed experts stacked, as transformers 5 does in memory, not one by one. */
+    private static boolean fusedExperts(Checkpoint checkpoint) {
+        return checkpoint.names().stream().anyMatch(n -> n.endsWith(".mlp.experts.gate_up_proj"));
     }
 
     /** The checkpoint's tensors as real values: FP8 weights dequantised when the config declares them. */
@@ -86,14 +93,14 @@ public final class LlamaWeights implements AutoCloseable {
 
     /** Allocates every tensor, then fills each Hugging Face view from {@code source}; frees all on failure. */
     static LlamaWeights fill(ModelConfig config, Device device, DType dtype, TensorSource source) throws IOException {
-        return fill(config, device, dtype, source, LoadProgress.NONE);
+        return fill(config, device, dtype, source, LoadProgress.NONE, false);
     }
 
     private static LlamaWeights fill(ModelConfig config, Device device, DType dtype, TensorSource source,
-                                     LoadProgress progress) throws IOException {
+                                     LoadProgress progress, boolean fusedExperts) throws IOException {
         LlamaWeights weights = allocate(config, device, dtype);
         try {
-            Map<String, Tensor> tensors = weights.hfTensors();
+            Map<String, Tensor> tensors = weights.hfTensors(fusedExperts);
             long total = tensors.values().stream().mapToLong(Tensor::byteSize).sum();
             long loaded = 0;
             for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
@@ -157,18 +164,20 @@ public final class LlamaWeights implements AutoCloseable {
             DType norms = c.normWeightOffset() != 0 ? DType.F32 : dtype;
             List<LlamaLayerWeights> layers = new ArrayList<>();
             for (int i = 0; i < c.numLayers(); i++) {
+                boolean sparse = c.moe().isPresent() && c.moe().get().sparse(i);
                 layers.add(new LlamaLayerWeights(
                         allocate(owned, device, norms, h),
                         allocate(owned, device, dtype, c.qkvRows(), h),
                         c.qkvBias() ? allocate(owned, device, dtype, c.qkvRows()) : null,
                         allocate(owned, device, dtype, h, c.qSize()),
                         allocate(owned, device, norms, h),
-                        allocate(owned, device, dtype, 2 * inter, h),
-                        allocate(owned, device, dtype, h, inter),
-                        c.qkNorm() ? allocate(owned, device, norms, c.headDim()) : null,
-                        c.qkNorm() ? allocate(owned, device, norms, c.headDim()) : null,
+                        sparse ? null : allocate(owned, device, dtype, 2 * inter, h),
+                        sparse ? null : allocate(owned, device, dtype, h, inter),
+                        c.qkNorm() ? allocate(owned, device, norms, c.qNormSize()) : null,
+                        c.qkNorm() ? allocate(owned, device, norms, c.kNormSize()) : null,
                         c.sandwichNorms() ? allocate(owned, device, norms, h) : null,
-                        c.sandwichNorms() ? allocate(owned, device, norms, h) : null));
+                        c.sandwichNorms() ? allocate(owned, device, norms, h) : null,
+                        sparse ? experts(owned, device, dtype, c) : null));
             }
             Tensor finalNorm = allocate(owned, device, norms, h);
             Tensor lmHead = c.tieWordEmbeddings() ? embedding : allocate(owned, device, dtype, c.vocabSize(), h);
@@ -192,6 +201,16 @@ public final class LlamaWeights implements AutoCloseable {
         }
     }
 
+    private static MoeLayerWeights experts(List<Tensor> owned, Device device, DType dtype, ModelConfig c) {
+        MoeConfig moe = c.moe().orElseThrow();
+        long experts = moe.numExperts();
+        long width = moe.expertIntermediateSize();
+        long h = c.hiddenSize();
+        return new MoeLayerWeights(allocate(owned, device, dtype, experts, h),
+                allocate(owned, device, dtype, experts, 2 * width, h),
+                allocate(owned, device, dtype, experts, h, width), null);
+    }
+
     private static Tensor allocate(List<Tensor> owned, Device device, DType dtype, long... shape) {
         Tensor t = device.allocate(dtype, shape);
         owned.add(t);
@@ -204,6 +223,14 @@ public final class LlamaWeights implements AutoCloseable {
      * frees the storage.
      */
     public Map<String, Tensor> hfTensors() {
+        return hfTensors(false);
+    }
+
+    /**
+     * As {@link #hfTensors()}, with the routed experts of each sparse layer under transformers 5's fused names when
+     * {@code fusedExperts} ({@link MoeLayerWeights#hfTensors}).
+     */
+    Map<String, Tensor> hfTensors(boolean fusedExperts) {
         int q = config.qSize();
         int kv = config.kvSize();
         long inter = config.intermediateSize();
@@ -237,13 +264,16 @@ public final class LlamaWeights implements AutoCloseable {
             } else {
                 m.put(p + "post_attention_layernorm.weight", l.postAttentionNorm());
             }
-            if (config.fusedCheckpointProjections()) {
+            if (l.moe() != null) {
+                m.putAll(l.moe().hfTensors(p + "mlp.", fusedExperts));
+            } else if (config.fusedCheckpointProjections()) {
                 m.put(p + "mlp.gate_up_proj.weight", l.gateUpWeight());
+                m.put(p + "mlp.down_proj.weight", l.downWeight());
             } else {
                 m.put(p + "mlp.gate_proj.weight", l.gateUpWeight().rows(0, inter));
                 m.put(p + "mlp.up_proj.weight", l.gateUpWeight().rows(inter, inter));
+                m.put(p + "mlp.down_proj.weight", l.downWeight());
             }
-            m.put(p + "mlp.down_proj.weight", l.downWeight());
         }
         m.put("model.norm.weight", finalNorm);
         if (!tiedEmbeddings()) {

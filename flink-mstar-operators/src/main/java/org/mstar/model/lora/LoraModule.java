@@ -61,8 +61,14 @@ public enum LoraModule {
         return Arrays.stream(values()).filter(m -> m.fused == fused && m.existsIn(config)).toList();
     }
 
-    /** Whether {@code config}'s checkpoint has this module: fused or separate q/k/v and gate/up, not both. */
+    /**
+     * Whether {@code config}'s checkpoint has this module: fused or separate q/k/v and gate/up, not both; a mixture of
+     * experts has no MLP module adapters apply to (its experts are stacked, and its dense layers are few).
+     */
     boolean existsIn(ModelConfig config) {
+        if (block.equals("mlp") && config.moe().isPresent()) {
+            return false;
+        }
         boolean fusedOnly = this == QKV_PROJ || this == GATE_UP_PROJ;
         boolean separateOnly = this == Q_PROJ || this == K_PROJ || this == V_PROJ || this == GATE_PROJ
                 || this == UP_PROJ;
