@@ -29,7 +29,8 @@ import org.mstar.resources.SamplingReqConfig;
  * the same tokens and its logits must agree within 1e-4, with each request alone and with all of them batched
  * under a small token budget (prompts prefilled in chunks, beside each other's decodes). Gemma 3's and Phi-3's
  * windows (16 and 24 tokens) are far shorter than the sequences, so the windowed layers are exercised throughout,
- * also with their KV released as it leaves the window.
+ * also with their KV released as it leaves the window. OLMoE's and Qwen3-MoE's routed experts (top 2 of 8, a dense
+ * layer in Qwen3-MoE) run also through the decode-graph path.
  */
 class TransformersFidelityTest {
     private static final float TOLERANCE = 1e-4f;
@@ -64,6 +65,14 @@ class TransformersFidelityTest {
         // 7 tokens a step: every prompt is prefilled in chunks, and the later ones beside the earlier ones' decodes
         run(arch, ref, List.of(0, 1, 2), new EngineOptions(16, 7, KvCacheOptions.builder().maxSeqLen(512)
                 .maxNumPages(128).pageSize(4).prefixCache(false).build()));
+    }
+
+    /** The mixtures of experts' decode steps through the graph path (on the CPU a replay re-runs the ops). */
+    @ParameterizedTest
+    @ValueSource(strings = {"olmoe", "qwen3_moe"})
+    void mixtureOfExpertsThroughDecodeGraphsMatchesTransformers(String arch) throws Exception {
+        run(arch, reference(arch), List.of(0, 1, 2), new EngineOptions(16, 7, KvCacheOptions.builder().maxSeqLen(512)
+                .maxNumPages(128).pageSize(4).prefixCache(false).build(), true));
     }
 
     /** Gemma 3's windowed layers on a cache of their own, where each request keeps only its last 16 tokens. */
