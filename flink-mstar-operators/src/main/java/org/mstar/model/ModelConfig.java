@@ -130,6 +130,10 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             throw new ModelFormatException(architecture.hfName() + (moeArchitecture ? " needs" : " has no")
                     + " routed experts");
         }
+        if (architecture == Architecture.OLMOE && moe.get().expertIntermediateSize() != intermediateSize) {
+            throw new ModelFormatException("OLMoE's experts are intermediate_size " + intermediateSize + " wide, got "
+                    + moe.get().expertIntermediateSize());
+        }
         if (moe.isPresent() && moe.get().sparseLayers().size() != numLayers) {
             throw new ModelFormatException("the experts name " + moe.get().sparseLayers().size()
                     + " layers, num_hidden_layers is " + numLayers);

@@ -125,5 +125,9 @@ class MoeArchitectureConfigTest {
         assertThatThrownBy(() -> ModelConfig.builder(Architecture.OLMOE).hiddenSize(16).intermediateSize(8).numLayers(1)
                 .numHeads(2).maxPositionEmbeddings(8).vocabSize(8).build())
                 .hasMessageContaining("OlmoeForCausalLM needs routed experts");
+        assertThatThrownBy(() -> ModelConfig.builder(Architecture.OLMOE).hiddenSize(16).intermediateSize(8).numLayers(1)
+                .numHeads(2).maxPositionEmbeddings(8).vocabSize(8).moe(new MoeConfig(4, 6, MoeRouting.softmaxTopK(2,
+                        false), List.of(true))).build())
+                .hasMessageContaining("OLMoE's experts are intermediate_size 8 wide, got 6");
     }
 }

@@ -9,6 +9,7 @@ import java.util.Locale;
 import java.util.Random;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.MoeRouting;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.GenerationRequest;
@@ -16,6 +17,7 @@ import org.mstar.engine.LlamaEngine;
 import org.mstar.model.Architecture;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.MoeConfig;
 import org.mstar.model.RopeScaling;
 import org.mstar.model.llama.CheckpointWriter;
 import org.mstar.model.llama.KvCacheOptions;
@@ -82,8 +84,9 @@ final class EngineChecks {
      * The geometries whose forwards differ: {@link #geometry()} and one random model of each further architecture,
      * small enough for the CPU reference, with windows shorter than the longest prompts: Qwen3 (q/k norms, head dim
      * 128), Gemma 3 (q/k norms, sandwich norms, GELU-tanh, scaled embeddings, five windowed layers with their own
-     * RoPE base to one global with linear scaling, query_pre_attn_scalar, head dim 256) and Phi-3 (fused checkpoint
-     * tensors, partial rotary 0.75, a window on every layer).
+     * RoPE base to one global with linear scaling, query_pre_attn_scalar, head dim 256), Phi-3 (fused checkpoint
+     * tensors, partial rotary 0.75, a window on every layer), Qwen3-MoE (32 routed experts of width 256, top 4
+     * normalised, its second layer dense) and OLMoE (16 experts of width 512, top 4, q/k norms over the projection).
      */
     static List<ModelConfig> geometries() {
         ModelConfig qwen3 = ModelConfig.builder(Architecture.QWEN3)
@@ -100,7 +103,14 @@ final class EngineChecks {
                 .hiddenSize(1024).intermediateSize(2816).numLayers(4).numHeads(16).numKvHeads(16).headDim(64)
                 .partialRotaryFactor(0.75).slidingWindow(200, 0).maxPositionEmbeddings(2048).vocabSize(32_000)
                 .bosTokenId(0).eosTokenId(1).dtype(DType.F32).build();
-        return List.of(geometry(), qwen3, gemma3, phi3);
+        ModelConfig qwen3Moe = qwen3.toBuilder().architecture(Architecture.QWEN3_MOE).numHeads(32).numKvHeads(4)
+                .moe(new MoeConfig(32, 256, MoeRouting.softmaxTopK(4, true), List.of(true, false, true, true))).build();
+        ModelConfig olmoe = ModelConfig.builder(Architecture.OLMOE)
+                .hiddenSize(1024).intermediateSize(512).numLayers(4).numHeads(16).numKvHeads(16).headDim(64)
+                .rmsNormEps(1e-5).maxPositionEmbeddings(2048).vocabSize(32_000).bosTokenId(0).eosTokenId(1)
+                .dtype(DType.F32).moe(new MoeConfig(16, 512, MoeRouting.softmaxTopK(4, false), List.of(true, true, true,
+                        true))).build();
+        return List.of(geometry(), qwen3, gemma3, phi3, qwen3Moe, olmoe);
     }
 
     /** Writes the checkpoint into {@code dir}, runs the three engines and compares them. */

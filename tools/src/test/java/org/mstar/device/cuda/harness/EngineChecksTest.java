@@ -12,6 +12,7 @@ import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.MoeConfig;
 
 /**
  * The harness's whole-model section runs without a GPU when the candidate is a second CPU device: fp32 must
@@ -47,7 +48,7 @@ class EngineChecksTest {
 
     /** The same with the architectures whose forwards differ from Llama's, scaled down from {@code geometries()}. */
     @ParameterizedTest
-    @EnumSource(value = Architecture.class, names = {"QWEN3", "GEMMA3", "PHI3"})
+    @EnumSource(value = Architecture.class, names = {"QWEN3", "GEMMA3", "PHI3", "QWEN3_MOE", "OLMOE"})
     void otherArchitecturesPassOnACpuCandidate(Architecture arch, @TempDir Path dir) throws Exception {
         try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
             EngineChecks checks = new EngineChecks(reference, candidate, scaledDown(arch), 5);
@@ -71,8 +72,13 @@ class EngineChecksTest {
 
     private static ModelConfig scaledDown(Architecture arch) {
         ModelConfig big = EngineChecks.geometries().stream().filter(c -> c.architecture() == arch).findFirst().orElseThrow();
-        return big.toBuilder().hiddenSize(64).intermediateSize(128).numLayers(big.windowedLayers().isEmpty() ? 2
-                        : big.windowedLayers().size()).numHeads(4).numKvHeads(2).headDim(16).vocabSize(320)
+        int layers = big.windowedLayers().isEmpty() ? 2 : big.windowedLayers().size();
+        // OLMoE's experts are intermediate_size wide
+        int width = arch == Architecture.OLMOE ? 128 : 32;
+        MoeConfig moe = big.moe().map(m -> new MoeConfig(8, width, m.routing(), m.sparseLayers().subList(0, layers)))
+                .orElse(null);
+        return big.toBuilder().moe(moe).hiddenSize(64).intermediateSize(128).numLayers(layers).numHeads(4).numKvHeads(2)
+                .headDim(16).vocabSize(320)
                 .slidingWindow(big.slidingWindow() == 0 ? 0 : 40, 0).maxPositionEmbeddings(1024)
                 .queryPreAttnScalar(arch == Architecture.GEMMA3 ? 24 : 0).build();
     }
