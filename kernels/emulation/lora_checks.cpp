@@ -8,6 +8,7 @@
 #include "cuda_host_shim.h"
 #include "common.cuh"
 #include "lora.cu"
+#include "random_buffer.h"
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -15,21 +16,7 @@
 
 using namespace mstar;
 
-static std::mt19937 rng(42);
 static int fails = 0;
-
-static float rnd(float scale) { return scale * std::normal_distribution<float>(0.f, 1.f)(rng); }
-
-// n elements of dtype dt (DT_F32 or DT_BF16) as raw bytes, filled with random values of the given scale.
-struct Buffer {
-    int dt;
-    std::vector<unsigned char> bytes;
-    Buffer(int dt, size_t n, float scale) : dt(dt), bytes(n * (dt == DT_BF16 ? 2 : 4)) {
-        for (size_t i = 0; i < n; i++) store_f(bytes.data(), dt, (long long)i, rnd(scale));
-    }
-    void* data() { return bytes.data(); }
-    float at(size_t i) const { return load_f(bytes.data(), dt, (long long)i); }
-};
 
 // As CudaOps.addLora: one shrink block of 256 threads per row, the expand over a few blocks of 256 (grid-stride).
 static void add_lora(Buffer& x, Buffer& a, Buffer& b, const std::vector<float>& scales, const std::vector<int>& slots,
@@ -96,6 +83,7 @@ static void check(const char* name, int dt, int outDt, int rank, int k, int n, i
 }
 
 int main() {
+    rng.seed(42);
     // decode-like: one row per request, slots mixed and repeated, a row of none between them
     check("fp32 rank 8, q columns of a fused qkv", DT_F32, DT_F32, 8, 96, 64, 128, 0, {0, 2, -1, 2, 1});
     check("fp32 rank 16, v columns of a fused qkv", DT_F32, DT_F32, 16, 64, 32, 128, 96, {1, -1, 0});

@@ -15,6 +15,7 @@ inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(
 using std::min;  // the device min of ints
 #include "common.cuh"
 #include "moe.cu"
+#include "random_buffer.h"
 #include <cstdio>
 #include <numeric>
 #include <random>
@@ -22,21 +23,7 @@ using std::min;  // the device min of ints
 
 using namespace mstar;
 
-static std::mt19937 rng(7);
 static int fails = 0;
-
-static float rnd(float scale) { return scale * std::normal_distribution<float>(0.f, 1.f)(rng); }
-
-// n elements of dtype dt (DT_F32 or DT_BF16) as raw bytes, filled with random values of the given scale.
-struct Buffer {
-    int dt;
-    std::vector<unsigned char> bytes;
-    Buffer(int dt, size_t n, float scale) : dt(dt), bytes(n * (dt == DT_BF16 ? 2 : 4)) {
-        for (size_t i = 0; i < n; i++) store_f(bytes.data(), dt, (long long)i, rnd(scale));
-    }
-    void* data() { return bytes.data(); }
-    float at(size_t i) const { return load_f(bytes.data(), dt, (long long)i); }
-};
 
 struct Routing {
     bool sigmoid;
@@ -203,6 +190,7 @@ static void check_experts(const char* name, int dt, int rows, int topK, int expe
 }
 
 int main() {
+    rng.seed(7);
     check_route("softmax top-2 of 8 (OLMoE-like)", 5, 8, {false, 2, false, 1, 1, 1.f});
     check_route("softmax top-8 of 128, normalised (Qwen3-MoE)", 7, 128, {false, 8, true, 1, 1, 1.f});
     check_route("group-limited top-6 of 160 in 8 groups, 3 kept, scaled (DeepSeek-V2)", 6, 160,

@@ -46,6 +46,24 @@ public record MoeRouting(Scoring scoring, int topK, boolean normTopkProb, int nu
     }
 
     /**
+     * The rows of one {@link MoeOps#moeRoute} call: F32 {@code logits [n, E]} into I32 {@code ids} and F32
+     * {@code weights} {@code [n, topK]}.
+     *
+     * @throws IllegalArgumentException naming the tensors when they disagree, or as {@link #requireFits}
+     */
+    public int routedRows(Tensor logits, Tensor ids, Tensor weights) {
+        int experts = (int) logits.dim(-1);
+        long rows = logits.numel() / experts;
+        requireFits(experts);
+        if (logits.dtype() != DType.F32 || ids.dtype() != DType.I32 || weights.dtype() != DType.F32
+                || ids.numel() != rows * topK || weights.numel() != rows * topK) {
+            throw new IllegalArgumentException("moeRoute takes F32 logits [n, E] into I32 ids and F32 weights [n, "
+                    + topK + "], got " + logits + ", " + ids + ", " + weights);
+        }
+        return Math.toIntExact(rows);
+    }
+
+    /**
      * @throws IllegalArgumentException when {@code experts} cannot be routed this way: not split evenly into the
      *     groups, or fewer candidates than {@code topK}
      */

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.mstar.device.DType;
 import org.mstar.device.HalfFloats;
+import org.mstar.device.MoeExpertsShape;
 
 /**
  * {@link org.mstar.device.MoeOps#moeExperts} on the host, grouped by expert as the GPU runs it: each expert's rows
@@ -17,21 +18,12 @@ final class CpuMoeExperts {
 
     static void run(ParallelLoop loop, CpuTensor x, CpuTensor gateUp, CpuTensor down, CpuTensor ids,
                     CpuTensor weights, CpuTensor out) {
-        if (gateUp.rank() != 3 || down.rank() != 3 || gateUp.dim(0) != down.dim(0) || gateUp.dim(1) != 2 * down.dim(2)
-                || gateUp.dim(2) != down.dim(1)) {
-            throw new IllegalArgumentException("moeExperts takes gateUp [E, 2I, H] and down [E, H, I], got " + gateUp
-                    + " and " + down);
-        }
-        int experts = (int) gateUp.dim(0);
-        int inter = (int) down.dim(2);
-        int hidden = (int) down.dim(1);
-        int k = (int) ids.dim(-1);
-        int rows = ids.size() / k;
-        if (ids.dtype() != DType.I32 || weights.dtype() != DType.F32 || weights.size() != ids.size()
-                || x.size() != rows * hidden || out.size() != rows * hidden) {
-            throw new IllegalArgumentException("moeExperts of x " + x + " into " + out + " needs I32 ids and F32 weights "
-                    + "[n, k] of its rows, got " + ids + " and " + weights);
-        }
+        MoeExpertsShape shape = MoeExpertsShape.of(x, gateUp, down, ids, weights, out);
+        int experts = shape.experts();
+        int inter = shape.inter();
+        int hidden = shape.hidden();
+        int k = shape.topK();
+        int rows = shape.rows();
         List<List<Integer>> byExpert = new ArrayList<>();
         for (int e = 0; e < experts; e++) {
             byExpert.add(new ArrayList<>());

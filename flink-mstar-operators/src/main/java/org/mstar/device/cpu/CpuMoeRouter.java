@@ -1,7 +1,6 @@
 package org.mstar.device.cpu;
 
 import java.util.Arrays;
-import org.mstar.device.DType;
 import org.mstar.device.MoeRouting;
 
 /**
@@ -12,15 +11,9 @@ final class CpuMoeRouter {
     private CpuMoeRouter() {}
 
     static void run(ParallelLoop loop, CpuTensor logits, MoeRouting routing, CpuTensor ids, CpuTensor weights) {
+        int rows = routing.routedRows(logits, ids, weights);
         int experts = (int) logits.dim(-1);
-        int rows = logits.size() / experts;
         int k = routing.topK();
-        routing.requireFits(experts);
-        if (logits.dtype() != DType.F32 || ids.dtype() != DType.I32 || weights.dtype() != DType.F32
-                || ids.size() != rows * k || weights.size() != rows * k) {
-            throw new IllegalArgumentException("moeRoute takes F32 logits [n, E] into I32 ids and F32 weights [n, " + k
-                    + "], got " + logits + ", " + ids + ", " + weights);
-        }
         loop.forChunks(rows, (long) experts * 8, (from, to) -> {
             float[] scores = new float[experts];
             int[] chosen = new int[k];

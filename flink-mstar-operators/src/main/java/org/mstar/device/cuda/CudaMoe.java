@@ -3,6 +3,7 @@ package org.mstar.device.cuda;
 import static org.mstar.device.cuda.Elementwise.code;
 
 import org.mstar.device.DType;
+import org.mstar.device.MoeExpertsShape;
 import org.mstar.device.MoeRouting;
 
 /**
@@ -31,21 +32,15 @@ final class CudaMoe {
     }
 
     void route(CudaTensor logits, MoeRouting routing, CudaTensor ids, CudaTensor weights) {
+        int rows = routing.routedRows(logits, ids, weights);
         int experts = (int) logits.dim(-1);
         int k = routing.topK();
-        long rows = logits.numel() / experts;
-        routing.requireFits(experts);
-        if (logits.dtype() != DType.F32 || ids.dtype() != DType.I32 || weights.dtype() != DType.F32
-                || ids.numel() != rows * k || weights.numel() != rows * k) {
-            throw new IllegalArgumentException("moeRoute takes F32 logits [n, E] into I32 ids and F32 weights [n, " + k
-                    + "], got " + logits + ", " + ids + ", " + weights);
-        }
         requireExperts(experts, "moeRoute");
         if (rows == 0) {
             return;
         }
         device.enter();
-        device.kernel("moe_route").launch(device.stream(), Math.toIntExact(rows), 1, 1, ROUTE_THREADS, 0,
+        device.kernel("moe_route").launch(device.stream(), rows, 1, 1, ROUTE_THREADS, 0,
                 new KernelArgs().tensor(logits).i32(experts).flag(routing.scoring() == MoeRouting.Scoring.SIGMOID).i32(k)
                         .flag(routing.normTopkProb()).i32(routing.numGroups()).i32(routing.topkGroups())
                         .f32(routing.routedScalingFactor()).tensor(ids).tensor(weights), "moeRoute");
@@ -53,21 +48,12 @@ final class CudaMoe {
 
     void experts(CudaTensor x, CudaTensor gateUp, CudaTensor down, CudaTensor ids, CudaTensor weights,
                  CudaTensor out) {
-        if (gateUp.rank() != 3 || down.rank() != 3 || gateUp.dim(0) != down.dim(0) || gateUp.dim(1) != 2 * down.dim(2)
-                || gateUp.dim(2) != down.dim(1)) {
-            throw new IllegalArgumentException("moeExperts takes gateUp [E, 2I, H] and down [E, H, I], got " + gateUp
-                    + " and " + down);
-        }
-        int experts = (int) gateUp.dim(0);
-        int inter = (int) down.dim(2);
-        int hidden = (int) down.dim(1);
-        int k = (int) ids.dim(-1);
-        long rows = ids.numel() / k;
-        if (ids.dtype() != DType.I32 || weights.dtype() != DType.F32 || weights.numel() != ids.numel()
-                || x.numel() != rows * hidden || out.numel() != rows * hidden) {
-            throw new IllegalArgumentException("moeExperts of x " + x + " into " + out + " needs I32 ids and F32 weights "
-                    + "[n, k] of its rows, got " + ids + " and " + weights);
-        }
+        MoeExpertsShape shape = MoeExpertsShape.of(x, gateUp, down, ids, weights, out);
+        int experts = shape.experts();
+        int inter = shape.inter();
+        int hidden = shape.hidden();
+        int k = shape.topK();
+        long rows = shape.rows();
         requireExperts(experts, "moeExperts");
         if (rows == 0) {
             return;

@@ -87,17 +87,21 @@ class CpuMoeExpertsTest {
         return ids;
     }
 
+    /** A random layer and {@code rows} rows routed to it. */
+    private record Call(Layer layer, float[] x, int[] ids, float[] weights) {
+        static Call random(long seed, int rows) {
+            Random rnd = new Random(seed);
+            return new Call(Layer.random(rnd), randomFloats(rnd, rows * HIDDEN, 1), randomIds(rnd, rows),
+                    randomFloats(rnd, rows * TOP_K, 0.5));
+        }
+    }
+
     @Test
     void matchesTheDenseOpsOfEachChosenExpert() {
-        Random rnd = new Random(11);
-        Layer layer = Layer.random(rnd);
-        int rows = 9;
-        float[] x = randomFloats(rnd, rows * HIDDEN, 1);
-        int[] ids = randomIds(rnd, rows);
-        float[] weights = randomFloats(rnd, rows * TOP_K, 0.5);
+        Call c = Call.random(11, 9);
         for (DType dtype : new DType[] {DType.F32, DType.BF16}) {
-            float[] got = layer.experts(dtype, x, ids, weights);
-            float[] want = layer.dense(dtype, x, ids, weights);
+            float[] got = c.layer().experts(dtype, c.x(), c.ids(), c.weights());
+            float[] want = c.layer().dense(dtype, c.x(), c.ids(), c.weights());
             float tolerance = dtype == DType.F32 ? 1e-5f : 2e-2f;
             for (int i = 0; i < got.length; i++) {
                 assertThat(got[i]).as("%s element %d", dtype, i).isCloseTo(want[i],
@@ -108,16 +112,12 @@ class CpuMoeExpertsTest {
 
     @Test
     void aRowsResultDoesNotDependOnTheOtherRows() {
-        Random rnd = new Random(12);
-        Layer layer = Layer.random(rnd);
-        int rows = 7;
-        float[] x = randomFloats(rnd, rows * HIDDEN, 1);
-        int[] ids = randomIds(rnd, rows);
-        float[] weights = randomFloats(rnd, rows * TOP_K, 0.5);
-        float[] batched = layer.experts(DType.BF16, x, ids, weights);
+        Call c = Call.random(12, 7);
+        float[] batched = c.layer().experts(DType.BF16, c.x(), c.ids(), c.weights());
         int r = 4;
-        float[] alone = layer.experts(DType.BF16, Arrays.copyOfRange(x, r * HIDDEN, (r + 1) * HIDDEN),
-                Arrays.copyOfRange(ids, r * TOP_K, (r + 1) * TOP_K), Arrays.copyOfRange(weights, r * TOP_K, (r + 1) * TOP_K));
+        float[] alone = c.layer().experts(DType.BF16, Arrays.copyOfRange(c.x(), r * HIDDEN, (r + 1) * HIDDEN),
+                Arrays.copyOfRange(c.ids(), r * TOP_K, (r + 1) * TOP_K),
+                Arrays.copyOfRange(c.weights(), r * TOP_K, (r + 1) * TOP_K));
         assertThat(Arrays.copyOfRange(batched, r * HIDDEN, (r + 1) * HIDDEN)).containsExactly(alone);
     }
 

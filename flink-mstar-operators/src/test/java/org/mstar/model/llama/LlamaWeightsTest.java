@@ -52,13 +52,13 @@ class LlamaWeightsTest {
         cpu.close();
     }
 
-    private static byte[] raw(Tensor t) {
+    static byte[] raw(Tensor t) {
         ByteBuffer b = ByteBuffer.allocate((int) t.byteSize()).order(ByteOrder.LITTLE_ENDIAN);
         t.device().copyToHost(t, b);
         return b.array();
     }
 
-    private static void assertSameWeights(LlamaWeights actual, LlamaWeights expected) {
+    static void assertSameWeights(LlamaWeights actual, LlamaWeights expected) {
         Map<String, Tensor> a = actual.hfTensors();
         Map<String, Tensor> e = expected.hfTensors();
         assertThat(a.keySet()).containsExactlyElementsOf(e.keySet());

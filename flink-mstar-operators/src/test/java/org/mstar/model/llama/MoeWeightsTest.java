@@ -4,17 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.device.DType;
 import org.mstar.device.MoeRouting;
-import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
@@ -48,19 +44,6 @@ class MoeWeightsTest {
         cpu.close();
     }
 
-    private static byte[] raw(Tensor t) {
-        ByteBuffer b = ByteBuffer.allocate((int) t.byteSize()).order(ByteOrder.LITTLE_ENDIAN);
-        t.device().copyToHost(t, b);
-        return b.array();
-    }
-
-    private static void assertSameWeights(LlamaWeights actual, LlamaWeights expected) {
-        Map<String, Tensor> a = actual.hfTensors();
-        Map<String, Tensor> e = expected.hfTensors();
-        assertThat(a.keySet()).containsExactlyElementsOf(e.keySet());
-        e.forEach((name, t) -> assertThat(raw(a.get(name))).as(name).isEqualTo(raw(t)));
-    }
-
     @Test
     void publishedPerExpertTensorsLoadBackBitExact() throws IOException {
         for (ModelConfig config : List.of(QWEN3_MOE, OLMOE)) {
@@ -70,7 +53,7 @@ class MoeWeightsTest {
                 try (LlamaWeights loaded = LlamaWeights.load(folder, cpu, DType.BF16);
                      Checkpoint checkpoint = Checkpoint.open(folder)) {
                     assertThat(loaded.config()).isEqualTo(config);
-                    assertSameWeights(loaded, random);
+                    LlamaWeightsTest.assertSameWeights(loaded, random);
                     assertThat(checkpoint.info("model.layers.0.mlp.experts.3.gate_proj.weight").shape())
                             .containsExactly(config.moe().orElseThrow().expertIntermediateSize(), 32);
                 }
@@ -99,7 +82,7 @@ class MoeWeightsTest {
                 assertThat(checkpoint.contains("model.layers.2.mlp.experts.0.gate_proj.weight")).isFalse();
             }
             try (LlamaWeights loaded = LlamaWeights.load(dir, cpu, DType.F32)) {
-                assertSameWeights(loaded, random);
+                LlamaWeightsTest.assertSameWeights(loaded, random);
             }
         }
     }
