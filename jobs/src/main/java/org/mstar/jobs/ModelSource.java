@@ -172,14 +172,25 @@ public final class ModelSource {
         }
     }
 
-    /** f32 bytes of the weights: embeddings, LM head unless tied, and per layer attention, MLP and norms. */
+    /**
+     * f32 bytes of the weights: embeddings, LM head unless tied, and per layer attention, MLP (or router and routed
+     * experts) and norms.
+     */
     private static long weightBytes(ModelConfig c) {
         long h = c.hiddenSize();
         long q = (long) c.numHeads() * c.headDim();
         long kv = (long) c.numKvHeads() * c.headDim();
-        long layer = h * q + 2 * h * kv + q * h + 3 * h * c.intermediateSize() + 2 * h;
+        long layers = 0;
+        for (int l = 0; l < c.numLayers(); l++) {
+            long mlp = 3 * h * c.intermediateSize();
+            if (c.moe().isPresent() && c.moe().get().sparse(l)) {
+                long experts = c.moe().get().numExperts();
+                mlp = experts * (3 * h * c.moe().get().expertIntermediateSize() + h);
+            }
+            layers += h * q + 2 * h * kv + q * h + mlp + 2 * h;
+        }
         long embeddings = (long) c.vocabSize() * h * (c.tieWordEmbeddings() ? 1 : 2);
-        return 4 * (embeddings + c.numLayers() * layer + h);
+        return 4 * (embeddings + layers + h);
     }
 
     private static double gib(long bytes) {
