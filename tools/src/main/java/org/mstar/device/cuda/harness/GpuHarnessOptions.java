@@ -87,7 +87,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--help", usageHelp = true, description = "print these options and exit")
     boolean help;
 
-    /** Whether performance tables run: neither --no-perf nor --attention-only. */
+    /** Whether performance tables run: none of --no-perf, --attention-only and --moe-only. */
     boolean perf() {
         return !noPerf && !attentionOnly && !moeOnly;
     }
@@ -99,10 +99,14 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     @Override
     public void check(CommandLine line) {
+        if (attentionOnly && moeOnly) {
+            throw new ParameterException(line, "--attention-only and --moe-only each run one family of checks alone: "
+                    + "give one of them");
+        }
         if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf)) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf and --skinny-perf "
-                    + "are performance tables: drop --no-perf (and --attention-only) to run them");
+                    + "are performance tables: drop --no-perf (and --attention-only, --moe-only) to run them");
         }
     }
 

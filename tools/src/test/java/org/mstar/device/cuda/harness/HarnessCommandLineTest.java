@@ -59,6 +59,14 @@ class HarnessCommandLineTest {
     }
 
     @Test
+    void moeOnlyLeavesThePerformanceTablesOut() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options, "--moe-only");
+        assertThat(options.moeOnly).isTrue();
+        assertThat(options.perf()).isFalse();
+    }
+
+    @Test
     void gpuHarnessRefusesWhatItCannotRun() {
         assertRefused(new GpuHarnessOptions(), "Unknown option: '--bogus'", "--bogus");
         assertRefused(new GpuHarnessOptions(), "Missing required parameter for option '--out'", "--out");
@@ -67,6 +75,8 @@ class HarnessCommandLineTest {
                 "--profile-decode", "70B:1:512");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--prefill-perf");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--attention-only", "--skinny-perf");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--moe-only", "--decode-perf");
+        assertRefused(new GpuHarnessOptions(), "give one of them", "--attention-only", "--moe-only");
     }
 
     @Test
@@ -75,7 +85,8 @@ class HarnessCommandLineTest {
         assertThat(line.isUsageHelpRequested()).isTrue();
         assertThat(line.getCommandSpec().options()).extracting(OptionSpec::longestName).containsExactly(
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
-                "--decode-models", "--invariance-perf", "--skinny-perf", "--attention-only", "--frame-perf",
+                "--decode-models", "--invariance-perf", "--skinny-perf", "--attention-only", "--moe-only",
+                "--frame-perf",
                 "--preplan-perf", "--perf-table", "--launch-perf", "--profile-decode", "--no-qkv-rope-in-matmul",
                 "--no-checks", "--help");
         assertEveryOptionOnOneUsageLine(line);
