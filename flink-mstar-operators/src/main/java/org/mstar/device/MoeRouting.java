@@ -6,7 +6,9 @@ package org.mstar.device;
  * {@code group_limited_greedy}: the experts are split into {@code numGroups} equal groups in index order, a group's
  * score is its best expert's score, and only the experts of the {@code topkGroups} best groups stay candidates;
  * then the {@code topK} best candidates (ties to the lower index), their scores as weights, divided by their sum when
- * {@code normTopkProb}, then multiplied by {@code routedScalingFactor}.
+ * {@code normTopkProb}, then multiplied by {@code routedScalingFactor}. (That is DeepSeek-V3's order; DeepSeek-V2's
+ * reference code scales only weights it does not normalise, which is the same for its checkpoints: they do not
+ * normalise.)
  *
  * @param scoring how logits become scores
  * @param topK experts a row is sent to ({@code num_experts_per_tok})
