@@ -38,14 +38,10 @@ final class MoeChecks {
                 "group-limited"));
         attempt("moeRoute", () -> route(64, 256, new MoeRouting(MoeRouting.Scoring.SIGMOID, 8, true, 8, 4, 2.5f),
                 "sigmoid"));
-        for (int rows : new int[] {1, 64, 512}) {
-            attempt("moeExperts", () -> experts(DType.BF16, rows, 128, 8, 2048, 768, qwen3));
-        }
-        for (int rows : new int[] {1, 64}) {
-            attempt("moeExperts", () -> experts(DType.BF16, rows, 64, 6, 2048, 1408,
-                    new MoeRouting(MoeRouting.Scoring.SOFTMAX, 6, false, 1, 1, 1f)));
-        }
-        attempt("moeExperts", () -> experts(DType.F32, 33, 16, 4, 520, 200, MoeRouting.softmaxTopK(4, false)));
+        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64, 512}, 128, 2048, 768, qwen3));
+        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64}, 64, 2048, 1408,
+                new MoeRouting(MoeRouting.Scoring.SOFTMAX, 6, false, 1, 1, 1f)));
+        attempt("moeExperts", () -> experts(DType.F32, new int[] {33}, 16, 520, 200, MoeRouting.softmaxTopK(4, false)));
         return results;
     }
 
@@ -69,12 +65,27 @@ final class MoeChecks {
         results.add(new CheckResult("moeRoute weights", s, "F32", weightErr, tolerance(DType.F32), ms, "cpu"));
     }
 
-    /** {@code rows} rows through {@code experts} experts, routed on the CPU from random logits. */
-    private void experts(DType dt, int rows, int experts, int k, int hidden, int inter, MoeRouting routing) {
-        Pair x = tw.floats(tw.randomFloats(rows * hidden, 1f, dt), dt, rows, hidden);
+    /** Each of {@code rowCounts} rows through the same {@code experts} experts, routed on the CPU from random logits. */
+    private void experts(DType dt, int[] rowCounts, int experts, int hidden, int inter, MoeRouting routing) {
         Pair gateUp = tw.floats(tw.randomFloats(experts * 2 * inter * hidden, 0.05f, dt), dt, experts, 2L * inter,
                 hidden);
         Pair down = tw.floats(tw.randomFloats(experts * hidden * inter, 0.05f, dt), dt, experts, hidden, inter);
+        try {
+            for (int rows : rowCounts) {
+                experts(dt, rows, gateUp, down, routing);
+            }
+        } finally {
+            // the expert stacks are the large ones: 1.2 GB on each device at Qwen3-30B-A3B's geometry
+            close(gateUp, down);
+        }
+    }
+
+    private void experts(DType dt, int rows, Pair gateUp, Pair down, MoeRouting routing) {
+        int experts = (int) gateUp.cpu().dim(0);
+        int hidden = (int) down.cpu().dim(1);
+        int inter = (int) down.cpu().dim(2);
+        int k = routing.topK();
+        Pair x = tw.floats(tw.randomFloats(rows * hidden, 1f, dt), dt, rows, hidden);
         try (Tensor logits = tw.cpu.fromFloats(tw.randomFloats(rows * experts, 4f, DType.F32), DType.F32, rows, experts);
              Tensor cpuIds = tw.cpu.allocate(DType.I32, rows, k);
              Tensor cpuWeights = tw.cpu.allocate(DType.F32, rows, k)) {
@@ -89,10 +100,7 @@ final class MoeChecks {
             double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
             results.add(new CheckResult("moeExperts", shape(rows, hidden) + " " + experts + "x" + inter + " top" + k,
                     dt.toString(), err, tolerance(dt), tw.median(gpuOp), "cpu"));
-            close(ids, weights, out);
-        } finally {
-            // the expert stacks are the large ones: 1.2 GB on each device at Qwen3-30B-A3B's geometry
-            close(x, gateUp, down);
+            close(x, ids, weights, out);
         }
     }
 
