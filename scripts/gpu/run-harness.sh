@@ -7,7 +7,7 @@
 # --decode-perf, --skinny-perf, --perf-table, --no-checks, --preplan-perf, --engine-layers 8,32, --seed N); with
 # --perf-table, perf_table.py joins the engine rows with the PyTorch peer into the one-call table;
 # --no-perf --no-checks --preplan-perf gives the pre-planned decode steps table alone;
-# --no-perf, --no-kernel-perf and --skinny-perf also skip the torch comparison.
+# --no-perf, --no-kernel-perf, --skinny-perf and --lora-perf also skip the torch comparison.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
 mkdir -p "$OUT"
@@ -27,7 +27,7 @@ status=${PIPESTATUS[0]}
 # prefill ones.
 case " $* " in
     *" --perf-table "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/perf_table.py" "$OUT" 2>&1 | tee "$OUT/torch.log" ;;
-    *" --no-perf "*|*" --no-kernel-perf "*|*" --skinny-perf "*) ;;
+    *" --no-perf "*|*" --no-kernel-perf "*|*" --skinny-perf "*|*" --lora-perf "*) ;;
     *" --prefill-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_prefill.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *" --decode-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_decode.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_gemm.py" 2>&1 | tee "$OUT/torch.log" ;;

@@ -22,8 +22,13 @@ final class BenchRequests {
 
     /** A greedy request of {@code prompt} that may draw {@code maxTokens} tokens. */
     static GenerationRequest greedy(String id, int[] prompt, int maxTokens) {
+        return greedy(id, prompt, maxTokens, null);
+    }
+
+    /** The same with the LoRA adapter {@code adapter} (null: the base model). */
+    static GenerationRequest greedy(String id, int[] prompt, int maxTokens, String adapter) {
         return GenerationRequest.builder(id).promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
-                .maxTokens(maxTokens).ignoreEos(true).build();
+                .maxTokens(maxTokens).ignoreEos(true).adapter(adapter).build();
     }
 
     /**

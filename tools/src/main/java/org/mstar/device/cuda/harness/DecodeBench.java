@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.Set;
+import java.util.function.IntFunction;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.KernelOptions;
@@ -146,13 +147,20 @@ final class DecodeBench {
     }
 
     private Row measure(LlamaEngine engine, String name, ModelConfig config, Case c, long streamed) {
+        return measure(engine, name, config, c, streamed, i -> null);
+    }
+
+    /** One case on {@code engine}, request {@code i} of the batch with adapter {@code adapterOf.apply(i)} (null: none). */
+    Row measure(LlamaEngine engine, String name, ModelConfig config, Case c, long streamed,
+                IntFunction<String> adapterOf) {
         Random rnd = new Random(seed + c.batch * 31L + c.context);
         runs++;
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < c.batch; i++) {
             String id = "decode" + runs + "-" + i;
             ids.add(id);
-            engine.submit(BenchRequests.greedy(id, BenchRequests.randomPrompt(rnd, config, c.context), c.maxTokens()));
+            engine.submit(BenchRequests.greedy(id, BenchRequests.randomPrompt(rnd, config, c.context), c.maxTokens(),
+                    adapterOf.apply(i)));
         }
         Set<String> started = new HashSet<>();
         long prefillTokens = 0;

@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
+import java.util.function.IntFunction;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.MoeRouting;
@@ -46,7 +47,7 @@ final class EngineChecks {
     /** Decode graphs replay the eager ops on batches padded to a bucket: only GEMM shapes (rows) differ. */
     static final double GRAPHS_TOLERANCE = 1e-5;
     /** Spread so that short prompts decode while long ones are still prefilled in 64-token chunks. */
-    private static final int[] PROMPT_LENGTHS = {3, 17, 64, 129, 250, 400};
+    static final int[] PROMPT_LENGTHS = {3, 17, 64, 129, 250, 400};
     private static final int TOKEN_BUDGET = 64;
 
     private final Device reference;
@@ -204,6 +205,14 @@ final class EngineChecks {
     }
 
     private List<GenerationRequest> requests() {
+        return requests(config, seed, i -> null);
+    }
+
+    /**
+     * The checks' batch: random prompts of {@link #PROMPT_LENGTHS} drawn from {@code seed}, greedy, {@value #GENERATED}
+     * tokens each, request {@code i} with adapter {@code adapterOf.apply(i)} (null: the base model).
+     */
+    static List<GenerationRequest> requests(ModelConfig config, long seed, IntFunction<String> adapterOf) {
         Random rnd = new Random(seed);
         List<GenerationRequest> requests = new ArrayList<>();
         for (int i = 0; i < PROMPT_LENGTHS.length; i++) {
@@ -212,7 +221,8 @@ final class EngineChecks {
                 prompt[j] = 2 + rnd.nextInt(config.vocabSize() - 2); // not BOS or EOS
             }
             requests.add(GenerationRequest.builder("r" + i).promptTokenIds(prompt)
-                    .sampling(SamplingReqConfig.greedy()).maxTokens(GENERATED).ignoreEos(true).build());
+                    .sampling(SamplingReqConfig.greedy()).maxTokens(GENERATED).ignoreEos(true)
+                    .adapter(adapterOf.apply(i)).build());
         }
         return requests;
     }
@@ -238,7 +248,7 @@ final class EngineChecks {
     }
 
     /** Token agreement and logit errors of a candidate against the reference. */
-    private record Agreement(int tokens, int tokensEqual, int[] equalPrefix, int rowsCompared, int rowsExact,
+    record Agreement(int tokens, int tokensEqual, int[] equalPrefix, int rowsCompared, int rowsExact,
                              double worstError, double medianError) {
         int tokensDiffering() {
             return tokens - tokensEqual;
@@ -246,7 +256,7 @@ final class EngineChecks {
     }
 
     /** Logits are compared where both engines drew from the same context: up to each request's first difference. */
-    private static Agreement compare(List<GenerationRequest> requests, EngineTranscript ref, EngineTranscript cand) {
+    static Agreement compare(List<GenerationRequest> requests, EngineTranscript ref, EngineTranscript cand) {
         int tokens = 0;
         int equal = 0;
         int[] prefix = new int[requests.size()];

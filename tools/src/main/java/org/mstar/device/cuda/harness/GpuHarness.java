@@ -6,9 +6,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.function.Supplier;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.mstar.device.KernelOptions;
 import org.mstar.device.cpu.CpuDevice;
@@ -44,6 +46,9 @@ import org.mstar.model.frame.FrameModelConfig;
  * written as {@code perf-table.tsv} for {@code perf_table.py}. {@code --launch-perf} adds decode steps with the
  * graphs' kernels in plain stream order and launched programmatically. {@code --profile-decode 8B:1:512,...}
  * runs a few decode steps of each case for a kernel profiler ({@code scripts/gpu/kernel_profile.py}).
+ * {@code --lora-perf} replaces the tables by engine decode at batch 64 on Llama-3-8B geometry without adapters and with
+ * 8 and 64 distinct rank-16 adapters ({@link LoraBench}; {@code --lora-adapters} sets the counts); the checks include the
+ * engine with adapters against the CPU ({@link LoraChecks}).
  * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
  * the KV append in the skinny matmul's epilogue ({@link KernelOptions#qkvRopeInMatmul}). {@code --no-checks} skips
  * the checks. {@link GpuHarnessOptions} reads the switches; {@code --help} lists them.
@@ -51,7 +56,8 @@ import org.mstar.model.frame.FrameModelConfig;
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
  *     --invariance-perf | --skinny-perf] [--attention-only | --moe-only] [--frame-perf] [--preplan-perf]
- *     [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
+ *     [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...] [--lora-perf [--lora-adapters 8,64]]
+ *     [--no-qkv-rope-in-matmul] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -60,6 +66,8 @@ public final class GpuHarness {
     private static final int[][] PREFILL_CASES = {{512, 16}, {2048, 4}, {16384, 1}};
     /** Decode steps a {@code --profile-decode} case runs after its warm-up. */
     private static final int PROFILED_DECODE_STEPS = 2;
+    /** Prompt tokens of the --lora-perf rows' requests. */
+    private static final int LORA_CONTEXT = 512;
     /** {batch, context} of the launch table's rows, on both geometries. */
     private static final int[][] LAUNCH_ROWS = {{1, 512}, {16, 512}, {64, 512}, {256, 512}};
     /** Decode rows on Llama-3-8B geometry (graphed, then batch 256 eagerly: no graph bucket before 2026-12-02). */
@@ -141,6 +149,7 @@ public final class GpuHarness {
                 checks.addAll(new SamplingChecks(twin).run());
                 checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
+                engineNotes += loraChecks(gpu, cpu, seed, checks);
                 InvarianceChecks invariance = new InvarianceChecks(twin, seed);
                 CheckResult.attempt(checks, "batch invariance", () -> checks.addAll(invariance.run()));
                 engineNotes += invariance.notes();
@@ -201,6 +210,9 @@ public final class GpuHarness {
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.skinnyPerf) {
                 tables.append(skinnyTables(tablesTwin, tablesGpu, seed));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.loraPerf) {
+                tables.append(loraTables(tablesGpu, seed, options.loraAdapters));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.decodePerf) {
                 tables.append(decodeTables(tablesTwin, tablesGpu, seed, options.decodeModels));
@@ -383,6 +395,48 @@ public final class GpuHarness {
     }
 
     /**
+     * Engine decode at batch {@value GpuHarnessOptions#LORA_BATCH} and {@value #LORA_CONTEXT} keys on Llama-3-8B
+     * geometry, without adapters and with each count of distinct adapters ({@link LoraBench}; adapters in a temporary
+     * folder removed afterwards), decode graphs on and off.
+     */
+    private static String loraTables(CudaDevice gpu, long seed, int[] adapterCounts) {
+        int[] counts = IntStream.concat(IntStream.of(0), Arrays.stream(adapterCounts)).distinct().toArray();
+        return section("Engine decode with LoRA adapters (bf16, Llama-3-8B geometry, random weights, rank "
+                + LoraBench.RANK + " on " + String.join("/", LoraBench.MODULES) + ", " + DecodeBench.DECODE_STEPS
+                + " timed steps)", () -> inTemporaryFolder("mstar-lora-bench", dir -> LoraBench.table(
+                        new LoraBench(gpu, seed).run(EngineBench.llama3_8b(), GpuHarnessOptions.LORA_BATCH, LORA_CONTEXT,
+                                counts, new boolean[] {true, false}, dir.resolve("adapters")))));
+    }
+
+    /** The LoRA engine rows ({@link LoraChecks}) added to {@code checks}; returns their notes. */
+    private static String loraChecks(CudaDevice gpu, CpuDevice cpu, long seed, List<CheckResult> checks) {
+        LoraChecks lora = new LoraChecks(cpu, gpu, EngineChecks.geometry(), seed);
+        CheckResult.attempt(checks, "engine with adapters", () -> checks.addAll(inTemporaryFolder("mstar-lora-checks",
+                lora::run)));
+        return lora.notes();
+    }
+
+    /** What {@code body} returns from a fresh temporary folder, removed afterwards. */
+    private static <T> T inTemporaryFolder(String prefix, IoFunction<T> body) {
+        try {
+            Path dir = Files.createTempDirectory(prefix);
+            try {
+                return body.apply(dir);
+            } finally {
+                try (Stream<Path> files = Files.walk(dir)) {
+                    files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private interface IoFunction<T> {
+        T apply(Path dir) throws IOException;
+    }
+
+    /**
      * Adds the whole-model rows ({@link EngineChecks}, checkpoint in a temporary folder removed afterwards) to
      * {@code checks}; returns their notes.
      */
@@ -401,20 +455,8 @@ public final class GpuHarness {
     private static String engineChecks(CudaDevice gpu, CpuDevice cpu, ModelConfig geometry, long seed,
                                        int windowedLayerPages, List<CheckResult> checks) {
         EngineChecks engine = new EngineChecks(cpu, gpu, geometry, seed, windowedLayerPages);
-        CheckResult.attempt(checks, "engine " + geometry.architecture().modelType(), () -> {
-            try {
-                Path dir = Files.createTempDirectory("mstar-engine-checks");
-                try {
-                    checks.addAll(engine.run(dir));
-                } finally {
-                    try (Stream<Path> files = Files.walk(dir)) {
-                        files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-                    }
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        });
+        CheckResult.attempt(checks, "engine " + geometry.architecture().modelType(),
+                () -> checks.addAll(inTemporaryFolder("mstar-engine-checks", engine::run)));
         return engine.notes();
     }
 }

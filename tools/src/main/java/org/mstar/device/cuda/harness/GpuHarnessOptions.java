@@ -15,6 +15,9 @@ import picocli.CommandLine.TypeConversionException;
 @Command(name = "GpuHarness", sortOptions = false, abbreviateSynopsis = true,
         description = "Every CUDA op and the whole engine against the CPU reference, then the performance tables.")
 final class GpuHarnessOptions implements HarnessCommandLine.Options {
+    /** Requests of the --lora-perf rows: the decode batch. */
+    static final int LORA_BATCH = 64;
+
     @Option(names = "--out", paramLabel = "DIR",
             description = "folder of harness.md, perf.md and perf-table.tsv (default: the working directory)")
     Path out = Path.of(".");
@@ -81,6 +84,14 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "tables with qkv_rope_append after the qkv projection, not in the skinny matmul's epilogue")
     boolean noQkvRopeInMatmul;
 
+    @Option(names = "--lora-perf", description = "instead of the tables: engine decode at batch 64 without and with "
+            + "rank-16 LoRA adapters")
+    boolean loraPerf;
+
+    @Option(names = "--lora-adapters", paramLabel = "N", split = ",", defaultValue = "8,64",
+            description = "distinct adapters in the batch of the --lora-perf rows (default: ${DEFAULT-VALUE})")
+    int[] loraAdapters;
+
     @Option(names = "--no-checks", description = "skips the checks")
     boolean noChecks;
 
@@ -94,7 +105,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
-        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf;
+        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf;
     }
 
     @Override
@@ -103,10 +114,17 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             throw new ParameterException(line, "--attention-only and --moe-only each run one family of checks alone: "
                     + "give one of them");
         }
-        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf)) {
+        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf)) {
             // these replace the performance tables, so --no-perf would leave them out without a word
-            throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf and --skinny-perf "
-                    + "are performance tables: drop --no-perf (and --attention-only, --moe-only) to run them");
+            throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf and "
+                    + "--lora-perf are performance tables: drop --no-perf (and --attention-only, --moe-only) to run "
+                    + "them");
+        }
+        for (int n : loraAdapters) {
+            if (n < 1 || n > LORA_BATCH) {
+                throw new ParameterException(line, "--lora-adapters counts must be 1.." + LORA_BATCH
+                        + " (the batch), got " + n);
+            }
         }
     }
 

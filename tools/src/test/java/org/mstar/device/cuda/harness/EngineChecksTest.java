@@ -21,12 +21,8 @@ import org.mstar.model.MoeConfig;
 class EngineChecksTest {
     @Test
     void cpuCandidatePassesEveryCheck(@TempDir Path dir) throws Exception {
-        ModelConfig small = ModelConfig.builder(Architecture.LLAMA)
-                .hiddenSize(64).intermediateSize(128).numLayers(2).numHeads(4).numKvHeads(2).headDim(16)
-                .ropeTheta(10_000).maxPositionEmbeddings(1024).vocabSize(320).bosTokenId(0).eosTokenId(1)
-                .dtype(DType.F32).build();
         try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
-            EngineChecks checks = new EngineChecks(reference, candidate, small, 3);
+            EngineChecks checks = new EngineChecks(reference, candidate, small(), 3);
             List<CheckResult> results = checks.run(dir);
 
             assertThat(results).hasSize(11).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
@@ -68,6 +64,14 @@ class EngineChecksTest {
             assertThat(results).hasSize(11).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
             assertThat(results.get(1).shape()).contains("windowed cache");
         }
+    }
+
+    /** A Llama small enough for the CPU to play both devices. */
+    static ModelConfig small() {
+        return ModelConfig.builder(Architecture.LLAMA)
+                .hiddenSize(64).intermediateSize(128).numLayers(2).numHeads(4).numKvHeads(2).headDim(16)
+                .ropeTheta(10_000).maxPositionEmbeddings(1024).vocabSize(320).bosTokenId(0).eosTokenId(1)
+                .dtype(DType.F32).build();
     }
 
     private static ModelConfig scaledDown(Architecture arch) {

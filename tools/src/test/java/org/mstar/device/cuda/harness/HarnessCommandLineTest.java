@@ -25,6 +25,20 @@ class HarnessCommandLineTest {
         assertThat(options.engineLayers).containsExactly(8, 32);
         assertThat(options.decodeModels).containsExactly("8B", "1B");
         assertThat(options.profiled).isEmpty();
+        assertThat(options.loraPerf).isFalse();
+        assertThat(options.loraAdapters).containsExactly(8, 64);
+    }
+
+    @Test
+    void loraPerfReplacesTheTablesWithItsAdapterCounts() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options, "--lora-perf", "--lora-adapters", "1,16");
+        assertThat(options.loraPerf).isTrue();
+        assertThat(options.replacesTables()).isTrue();
+        assertThat(options.loraAdapters).containsExactly(1, 16);
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--lora-perf");
+        assertRefused(new GpuHarnessOptions(), "--lora-adapters counts must be 1..64 (the batch), got 65",
+                "--lora-perf", "--lora-adapters", "8,65");
     }
 
     @Test
@@ -86,9 +100,8 @@ class HarnessCommandLineTest {
         assertThat(line.getCommandSpec().options()).extracting(OptionSpec::longestName).containsExactly(
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
                 "--decode-models", "--invariance-perf", "--skinny-perf", "--attention-only", "--moe-only",
-                "--frame-perf",
-                "--preplan-perf", "--perf-table", "--launch-perf", "--profile-decode", "--no-qkv-rope-in-matmul",
-                "--no-checks", "--help");
+                "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf", "--profile-decode",
+                "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks", "--help");
         assertEveryOptionOnOneUsageLine(line);
     }
 
