@@ -1,65 +1,224 @@
-// Batched LoRA (ProjectionOps.addLora): each row of a projection's output gains its own adapter's low-rank update,
-// out[i, outCol + j] += scales[s] · Σ_r t[i, r] · b[s, j, r] with t[i, r] = Σ_c x[i, c] · a[s, r, c] and
-// s = slots[i] (a negative slot: no update). Two kernels: lora_shrink writes t (fp32 [rows, rank]), lora_expand adds
-// it into out. The slot of each row is read from device memory, never from launch arguments, so a recorded decode
-// graph serves whatever adapters the rows of a later step use. Correctness first: one block per row in the shrink,
-// one thread per output element in the expand; the rank is the stack's (adapters of a lower rank are zero-padded)
-// and has no bound of the kernels' own.
+// Batched LoRA (ProjectionOps.addLora and addLoraGroup): each row of a projection's output gains its own adapter's
+// low-rank update, out[i, col_g + j] += scales[s] · Σ_r t[i, g, r] · b_g[s, j, r] with t[i, g, r] = Σ_c x[i, c] ·
+// a_g[s, r, c] and s = slots[i] (a negative slot: no update), for up to three modules g that read the same x (q, k and
+// v; gate and up) in one launch each. lora_shrink writes t (fp32 [rows, groups · rank]), lora_expand adds it into out.
+// The slot of each row is read from device memory, never from launch arguments, so a recorded decode graph serves
+// whatever adapters the rows of a later step use.
+//
+// Rows are grouped by slot within windows of kLoraWindow rows: the block of a window's first row of a slot serves
+// every row of that slot in the window, so an adapter's A and B are read once per window however many rows use it
+// (a decode batch of 64 rows over 8 adapters reads 8 adapters, not 64), and the blocks of later rows of that slot
+// return at once. Windows keep the scans short and the work spread over blocks when prefill chunks bring thousands of
+// rows. The rank is the stack's (adapters of a lower rank are zero-padded) and has no bound of the kernels' own.
 #include "common.cuh"
 
 using namespace mstar;
 
-constexpr int kLoraShrinkThreads = 256;
+constexpr int kLoraThreads = 256;
+constexpr int kLoraWindow = 64;
+// Rows whose dot products a shrink warp runs together, each A vector read once for all of them.
+constexpr int kLoraShrinkRows = 4;
+// Output columns per expand thread, kLoraThreads apart.
+constexpr int kLoraExpandColumns = 4;
+// Ranks an expand thread keeps in registers; larger ranks read B per row (from L1).
+constexpr int kLoraRegisterRank = 32;
 
-// t[i, r] for every rank r of row i's slot: blockIdx.x = i; warp w sums ranks w, w + warps, ... over the K inputs,
-// lanes striding the inputs, then a warp sum. Rows without an adapter leave t untouched (the expand skips them too).
-extern "C" __global__ void __launch_bounds__(kLoraShrinkThreads) lora_shrink(const void* x, int xDt, const void* a,
-                                                                           int aDt, const int* slots, float* t,
-                                                                           int stack, int rank, int k) {
+// The rows of the window of row i whose slot is slots[i], in order, into rows[] (shared); their count, or 0 when an
+// earlier row of the window has that slot (its block serves them) or the slot is negative. Every thread of the block
+// calls it and gets the same answer; needs blockDim.x >= kLoraWindow.
+__device__ __forceinline__ int lora_window_rows(const int* slots, long long rowCount, long long i, int* rows) {
+    const int s = slots[i];
+    if (s < 0) {
+        return 0;
+    }
+    const long long window = i / kLoraWindow * kLoraWindow;
+    const long long end = window + kLoraWindow < rowCount ? window + kLoraWindow : rowCount;
+    const long long earlier = window + threadIdx.x;
+    if (__syncthreads_or(earlier < i && slots[earlier] == s)) {
+        return 0;
+    }
+    __shared__ int count;
+    if (threadIdx.x < 32) {
+        int n = 0;
+        const unsigned lane = threadIdx.x;
+        for (long long base = i; base < end; base += 32) {
+            const long long j = base + lane;
+            const unsigned mask = __ballot_sync(0xffffffffu, j < end && slots[j] == s);
+            if (j < end && ((mask >> lane) & 1u)) {
+                rows[n + __popc(mask & ((1u << lane) - 1u))] = (int)j;
+            }
+            n += __popc(mask);
+        }
+        if (lane == 0) {
+            count = n;
+        }
+    }
+    __syncthreads();
+    return count;
+}
+
+// Eight bf16 of a and of b (16 bytes each) multiplied and summed in fp32; a bf16 is the top half of an fp32's bits.
+__device__ __forceinline__ float dot8_bf16(const uint4& a, const uint4& b) {
+    const unsigned aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+    float acc = 0.f;
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+        acc += __uint_as_float(aw[w] << 16) * __uint_as_float(bw[w] << 16);
+        acc += __uint_as_float(aw[w] & 0xffff0000u) * __uint_as_float(bw[w] & 0xffff0000u);
+    }
+    return acc;
+}
+
+// t[row, g · rank + r] = Σ_c x[row, c] · a_g[s, r, c] for every row of the window served by this block. One 1-D grid
+// over (row, group, chunk of eight ranks): warp w of the block takes rank chunk · 8 + w over the window's rows of the
+// slot, kLoraShrinkRows at a time, lanes striding the K inputs (16-byte loads when x and a are bf16 and aligned).
+extern "C" __global__ void __launch_bounds__(kLoraThreads) lora_shrink(const void* x, int xDt, const void* a0,
+                                                                     const void* a1, const void* a2, int aDt,
+                                                                     int groups, const int* slots, float* t,
+                                                                     long long rowCount, int stack, int rank, int k) {
     await_previous_kernel();
-    const int row = blockIdx.x;
-    const int s = slots[row];
-    if (s < 0 || s >= stack) {
+    const int warps = kLoraThreads / 32;
+    const int rankChunks = (rank + warps - 1) / warps;
+    const long long i = blockIdx.x / ((long long)groups * rankChunks);
+    const int g = (int)(blockIdx.x / rankChunks % groups);
+    const int r = (int)(blockIdx.x % rankChunks) * warps + (int)(threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    __shared__ int rows[kLoraWindow];
+    const int n = lora_window_rows(slots, rowCount, i, rows);
+    const int s = slots[i];
+    if (n == 0 || s >= stack || r >= rank) {
         return;
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const long long xBase = (long long)row * k;
-    for (int r = warp; r < rank; r += warps) {
-        const long long aBase = ((long long)s * rank + r) * k;
-        float acc = 0.f;
-        for (int c = lane; c < k; c += 32) {
-            acc += load_f(x, xDt, xBase + c) * load_f(a, aDt, aBase + c);
+    const void* a = g == 0 ? a0 : g == 1 ? a1 : a2;
+    const long long aBase = ((long long)s * rank + r) * k;
+    const bool vectors = xDt == DT_BF16 && aDt == DT_BF16 && (k & 7) == 0
+                         && (((uintptr_t)x | (uintptr_t)a) & 15) == 0;
+    for (int first = 0; first < n; first += kLoraShrinkRows) {
+        const int m = n - first < kLoraShrinkRows ? n - first : kLoraShrinkRows;
+        float acc[kLoraShrinkRows] = {};
+        if (vectors) {
+            const uint4* av = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(a) + aBase);
+            const uint4* xv[kLoraShrinkRows];
+            for (int q = 0; q < m; q++) {
+                xv[q] = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(x)
+                                                       + (long long)rows[first + q] * k);
+            }
+            for (int v = lane; v < k / 8; v += 32) {
+                const uint4 av8 = av[v];
+#pragma unroll
+                for (int q = 0; q < kLoraShrinkRows; q++) {
+                    if (q < m) {
+                        acc[q] += dot8_bf16(xv[q][v], av8);
+                    }
+                }
+            }
+        } else {
+            for (int c = lane; c < k; c += 32) {
+                const float av = load_f(a, aDt, aBase + c);
+#pragma unroll
+                for (int q = 0; q < kLoraShrinkRows; q++) {
+                    if (q < m) {
+                        acc[q] += load_f(x, xDt, (long long)rows[first + q] * k + c) * av;
+                    }
+                }
+            }
         }
-        acc = warp_sum(acc);
-        if (lane == 0) {
-            t[(long long)row * rank + r] = acc;
+#pragma unroll
+        for (int q = 0; q < kLoraShrinkRows; q++) {
+            const float sum = warp_sum(acc[q]);
+            if (lane == 0 && q < m) {
+                t[((long long)rows[first + q] * groups + g) * rank + r] = sum;
+            }
         }
     }
 }
 
-// out[i, outCol + j] += scales[s] · Σ_r t[i, r] · b[s, j, r], one thread per (i, j) of n outputs per row; a row
-// whose slot lies outside the stack gets NaN, so a bad slot shows downstream instead of reading another adapter.
-extern "C" __global__ void lora_expand(const float* t, const void* b, int bDt, const float* scales, const int* slots,
-                                       void* out, int outDt, long long rows, int n, int rank, int width, int outCol,
-                                       int stack) {
+// out[row, col_g + j] += scales[s] · Σ_r t[row, g, r] · b_g[s, j, r] for every row of the window served by this block.
+// One 1-D grid over (row, chunk of kLoraThreads · kLoraExpandColumns columns of the groups' n0 + n1 + n2): each thread
+// takes kLoraExpandColumns columns, holds a column's B row in registers (up to kLoraRegisterRank ranks) and runs it
+// over the window's rows of the slot. Rows whose slot lies outside the stack get NaN in every target column, so a bad
+// slot shows downstream instead of reading another adapter.
+extern "C" __global__ void __launch_bounds__(kLoraThreads) lora_expand(
+        const float* t, const void* b0, const void* b1, const void* b2, int bDt, int n0, int n1, int n2, int col0,
+        int col1, int col2, int groups, const float* scales, const int* slots, void* out, int outDt, long long rowCount,
+        int rank, int width, int stack) {
     await_previous_kernel();
-    MSTAR_GRID_LOOP(e, rows * n) {
-        const long long row = e / n;
-        const int j = (int)(e - row * n);
-        const int s = slots[row];
-        if (s < 0) {
-            continue;
+    const int total = n0 + (groups > 1 ? n1 : 0) + (groups > 2 ? n2 : 0);
+    const int perBlock = kLoraThreads * kLoraExpandColumns;
+    const int chunks = (total + perBlock - 1) / perBlock;
+    const long long i = blockIdx.x / chunks;
+    const int chunk = (int)(blockIdx.x % chunks);
+    __shared__ int rows[kLoraWindow];
+    const int n = lora_window_rows(slots, rowCount, i, rows);
+    if (n == 0) {
+        return;
+    }
+    const int s = slots[i];
+    const bool vectors = bDt == DT_BF16 && (rank & 7) == 0 && rank <= kLoraRegisterRank
+                         && (((uintptr_t)b0 | (uintptr_t)(groups > 1 ? b1 : b0) | (uintptr_t)(groups > 2 ? b2 : b0))
+                             & 15) == 0;
+    for (int q = 0; q < kLoraExpandColumns; q++) {
+        const int c = chunk * perBlock + q * kLoraThreads + (int)threadIdx.x;
+        if (c >= total) {
+            break;
         }
-        const long long o = row * width + outCol + j;
+        const int g = c < n0 ? 0 : c < n0 + n1 ? 1 : 2;
+        const int j = c - (g == 0 ? 0 : g == 1 ? n0 : n0 + n1);
+        const int n_g = g == 0 ? n0 : g == 1 ? n1 : n2;
+        const int col = (g == 0 ? col0 : g == 1 ? col1 : col2) + j;
         if (s >= stack) {
-            store_f(out, outDt, o, NAN);
+            for (int e = 0; e < n; e++) {
+                store_f(out, outDt, (long long)rows[e] * width + col, NAN);
+            }
             continue;
         }
-        const long long bBase = ((long long)s * n + j) * rank;
-        float acc = 0.f;
-        for (int r = 0; r < rank; r++) {
-            acc += t[row * rank + r] * load_f(b, bDt, bBase + r);
+        const void* b = g == 0 ? b0 : g == 1 ? b1 : b2;
+        const long long bBase = ((long long)s * n_g + j) * rank;
+        const float scale = scales[s];
+        if (rank <= kLoraRegisterRank) {
+            float br[kLoraRegisterRank];
+            if (vectors) {
+                const uint4* bv = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(b) + bBase);
+#pragma unroll
+                for (int v = 0; v < kLoraRegisterRank / 8; v++) {
+                    if (v * 8 < rank) {
+                        const uint4 w = bv[v];
+                        const unsigned ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                        for (int h = 0; h < 4; h++) {
+                            br[v * 8 + 2 * h] = __uint_as_float(ws[h] << 16);
+                            br[v * 8 + 2 * h + 1] = __uint_as_float(ws[h] & 0xffff0000u);
+                        }
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int r = 0; r < kLoraRegisterRank; r++) {
+                    br[r] = r < rank ? load_f(b, bDt, bBase + r) : 0.f;
+                }
+            }
+            for (int e = 0; e < n; e++) {
+                const float* tr = t + ((long long)rows[e] * groups + g) * rank;
+                float acc = 0.f;
+#pragma unroll
+                for (int r = 0; r < kLoraRegisterRank; r++) {
+                    if (r < rank) {
+                        acc += tr[r] * br[r];
+                    }
+                }
+                const long long o = (long long)rows[e] * width + col;
+                store_f(out, outDt, o, load_f(out, outDt, o) + scale * acc);
+            }
+        } else {
+            for (int e = 0; e < n; e++) {
+                const float* tr = t + ((long long)rows[e] * groups + g) * rank;
+                float acc = 0.f;
+                for (int r = 0; r < rank; r++) {
+                    acc += tr[r] * load_f(b, bDt, bBase + r);
+                }
+                const long long o = (long long)rows[e] * width + col;
+                store_f(out, outDt, o, load_f(out, outDt, o) + scale * acc);
+            }
         }
-        store_f(out, outDt, o, load_f(out, outDt, o) + scales[s] * acc);
     }
 }

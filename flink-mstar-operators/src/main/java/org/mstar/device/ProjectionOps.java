@@ -1,5 +1,7 @@
 package org.mstar.device;
 
+import java.util.List;
+
 /**
  * Dense projections and row moves: embedding lookups, matmuls (plain and 1-D convolution), splitting a fused
  * projection, gathering rows. One family of {@link ComputeOps}.
@@ -37,6 +39,31 @@ public interface ProjectionOps {
      * to out's dtype once.
      */
     void addLora(Tensor x, Tensor a, Tensor b, Tensor scales, Tensor slots, Tensor out, int outCol);
+
+    /**
+     * {@link #addLora} of several modules that read the same input {@code x} and write disjoint columns of
+     * {@code out} (q, k and v of a fused qkv output; gate and up): module {@code g}'s stacks {@code a.get(g)},
+     * {@code b.get(g)} into the columns from {@code outCols[g]}, as {@code addLora} of each in turn computes them. A
+     * device may serve them in fewer launches; at most {@value #LORA_GROUP} modules.
+     */
+    default void addLoraGroup(Tensor x, List<Tensor> a, List<Tensor> b, Tensor scales, Tensor slots, Tensor out,
+                              int[] outCols) {
+        checkLoraGroup(a, b, outCols);
+        for (int g = 0; g < a.size(); g++) {
+            addLora(x, a.get(g), b.get(g), scales, slots, out, outCols[g]);
+        }
+    }
+
+    /** Modules one {@link #addLoraGroup} call serves at most: q, k and v. */
+    int LORA_GROUP = 3;
+
+    /** Refuses an {@link #addLoraGroup} call whose lists and columns do not pair up one to one. */
+    static void checkLoraGroup(List<Tensor> a, List<Tensor> b, int[] outCols) {
+        if (a.isEmpty() || a.size() > LORA_GROUP || b.size() != a.size() || outCols.length != a.size()) {
+            throw new IllegalArgumentException("addLoraGroup takes 1 to " + LORA_GROUP + " modules, each with a, b and "
+                    + "an output column; got " + a.size() + " a, " + b.size() + " b and " + outCols.length + " columns");
+        }
+    }
 
     /**
      * 1-D convolution over frames, frames-major so that its output feeds row-wise ops and matmuls directly:

@@ -2,6 +2,8 @@ package org.mstar.device.cuda;
 
 import static org.mstar.device.cuda.Elementwise.code;
 
+import java.util.Arrays;
+import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
@@ -493,45 +495,73 @@ public final class CudaOps implements ComputeOps {
         chunkCopy(xs, 0, r, o, 0, null, rowBytes, r.numel(), 1, "gatherRows");
     }
 
-    /** Threads of a lora_shrink block (kLoraShrinkThreads in lora.cu): eight warps share a row's ranks. */
-    private static final int LORA_SHRINK_THREADS = 256;
+    /** Threads of a lora_shrink and lora_expand block (kLoraThreads in lora.cu): a shrink warp per rank. */
+    private static final int LORA_THREADS = 256;
+    /** Output columns of one lora_expand block (kLoraThreads · kLoraExpandColumns). */
+    private static final int LORA_EXPAND_COLUMNS = 1024;
 
     @Override
     public void addLora(Tensor x, Tensor a, Tensor b, Tensor scales, Tensor slots, Tensor out, int outCol) {
+        addLoraGroup(x, List.of(a), List.of(b), scales, slots, out, new int[] {outCol});
+    }
+
+    /** One lora_shrink and one lora_expand launch for every module of the group. */
+    @Override
+    public void addLoraGroup(Tensor x, List<Tensor> a, List<Tensor> b, Tensor scales, Tensor slots, Tensor out,
+                             int[] outCols) {
+        ProjectionOps.checkLoraGroup(a, b, outCols);
         CudaTensor xs = t(x, "addLora x");
-        CudaTensor as = t(a, "addLora a");
-        CudaTensor bs = t(b, "addLora b");
         CudaTensor sc = t(scales, "addLora scales");
         CudaTensor sl = t(slots, "addLora slots");
         CudaTensor o = t(out, "addLora out");
         requireType(sl, DType.I32, "addLora slots");
         requireType(sc, DType.F32, "addLora scales");
-        if (as.rank() != 3 || bs.rank() != 3 || as.dim(0) != bs.dim(0) || as.dim(1) != bs.dim(2)
-                || sc.numel() != as.dim(0)) {
-            throw new IllegalArgumentException("addLora takes a [S, R, K], b [S, N, R] and scales [S], got " + as + ", "
-                    + bs + " and " + sc);
-        }
+        int groups = a.size();
+        CudaTensor[] as = new CudaTensor[LORA_GROUP];
+        CudaTensor[] bs = new CudaTensor[LORA_GROUP];
+        int[] ns = new int[LORA_GROUP];
+        int[] cols = new int[LORA_GROUP];
         long rows = sl.numel();
-        long k = as.dim(2);
-        long n = bs.dim(1);
         long width = o.dim(-1);
-        if (xs.numel() != rows * k || o.numel() != rows * width || outCol < 0 || outCol + n > width) {
-            throw new IllegalArgumentException("addLora of x " + xs + " into columns [" + outCol + ", " + (outCol + n)
-                    + ") of " + o + " for " + rows + " rows of slots");
+        for (int g = 0; g < groups; g++) {
+            as[g] = t(a.get(g), "addLora a");
+            bs[g] = t(b.get(g), "addLora b");
+            if (as[g].rank() != 3 || bs[g].rank() != 3 || as[g].dim(0) != bs[g].dim(0) || as[g].dim(1) != bs[g].dim(2)
+                    || sc.numel() != as[g].dim(0) || !Arrays.equals(as[g].shape(), as[0].shape())
+                    || as[g].dtype() != as[0].dtype() || bs[g].dtype() != bs[0].dtype()) {
+                throw new IllegalArgumentException("addLora takes a [S, R, K], b [S, N, R] and scales [S] (one S, R, K "
+                        + "and dtype per group), got " + as[g] + ", " + bs[g] + " and " + sc);
+            }
+            ns[g] = (int) bs[g].dim(1);
+            cols[g] = outCols[g];
+            if (cols[g] < 0 || cols[g] + ns[g] > width) {
+                throw new IllegalArgumentException("addLora into columns [" + cols[g] + ", " + (cols[g] + ns[g])
+                        + ") of " + o);
+            }
+        }
+        long k = as[0].dim(2);
+        if (xs.numel() != rows * k || o.numel() != rows * width) {
+            throw new IllegalArgumentException("addLora of x " + xs + " into " + o + " for " + rows + " rows of slots");
         }
         if (rows == 0) {
             return;
         }
-        int stack = (int) as.dim(0);
-        int rank = (int) as.dim(1);
+        int stack = (int) as[0].dim(0);
+        int rank = (int) as[0].dim(1);
+        int rankChunks = (rank + LORA_THREADS / 32 - 1) / (LORA_THREADS / 32);
+        int total = Arrays.stream(ns).sum();
         device.enter();
-        CudaTensor shrunk = device.scratch("lora.shrink", DType.F32, rows, rank);
-        kernel("lora_shrink").launch(device.stream(), (int) rows, 1, 1, LORA_SHRINK_THREADS, 0, new KernelArgs()
-                .tensor(xs).i32(code(xs)).tensor(as).i32(code(as)).tensor(sl).tensor(shrunk).i32(stack).i32(rank)
-                .i32((int) k), "addLora shrink");
-        elementwise.launch("lora_expand", rows * n, new KernelArgs().tensor(shrunk).tensor(bs).i32(code(bs)).tensor(sc)
-                .tensor(sl).tensor(o).i32(code(o)).i64(rows).i32((int) n).i32(rank).i32((int) width).i32(outCol)
-                .i32(stack), "addLora expand");
+        CudaTensor shrunk = device.scratch("lora.shrink", DType.F32, rows, (long) groups * rank);
+        kernel("lora_shrink").launch(device.stream(), Math.toIntExact(rows * groups * rankChunks), 1, 1, LORA_THREADS,
+                0, new KernelArgs().tensor(xs).i32(code(xs)).tensor(as[0]).tensor(as[1]).tensor(as[2]).i32(code(as[0]))
+                        .i32(groups).tensor(sl).tensor(shrunk).i64(rows).i32(stack).i32(rank).i32((int) k),
+                "addLora shrink");
+        kernel("lora_expand").launch(device.stream(),
+                Math.toIntExact(rows * ((total + LORA_EXPAND_COLUMNS - 1) / LORA_EXPAND_COLUMNS)), 1, 1, LORA_THREADS,
+                0, new KernelArgs().tensor(shrunk).tensor(bs[0]).tensor(bs[1]).tensor(bs[2]).i32(code(bs[0]))
+                        .i32(ns[0]).i32(ns[1]).i32(ns[2]).i32(cols[0]).i32(cols[1]).i32(cols[2]).i32(groups).tensor(sc)
+                        .tensor(sl).tensor(o).i32(code(o)).i64(rows).i32(rank).i32((int) width).i32(stack),
+                "addLora expand");
     }
 
     @Override

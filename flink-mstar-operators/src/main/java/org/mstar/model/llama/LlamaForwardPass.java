@@ -205,19 +205,22 @@ final class LlamaForwardPass {
 
     /**
      * Adds every row's adapter update of each module {@code fused} computes that some adapter targets to that module's
-     * columns of {@code out}, from the projection's input {@code x}; nothing without adapters in the step.
+     * columns of {@code out}, from the projection's input {@code x}, in one op for all of them (they share x); nothing
+     * without adapters in the step.
      */
     private void addLora(AdapterManager adapters, Tensor slots, LoraModule.Fused fused, int layer, Tensor x,
                          Tensor out) {
         if (adapters == null) {
             return;
         }
-        for (LoraModule m : LoraModule.of(fused, cfg)) {
-            if (adapters.targets(m.peftName())) {
-                ops.addLora(x, adapters.a(m.peftName(), layer), adapters.b(m.peftName(), layer), adapters.scales(),
-                        slots, out, m.fusedColumn(cfg));
-            }
+        List<LoraModule> targeted = LoraModule.of(fused, cfg).stream().filter(m -> adapters.targets(m.peftName()))
+                .toList();
+        if (targeted.isEmpty()) {
+            return;
         }
+        ops.addLoraGroup(x, targeted.stream().map(m -> adapters.a(m.peftName(), layer)).toList(),
+                targeted.stream().map(m -> adapters.b(m.peftName(), layer)).toList(), adapters.scales(), slots, out,
+                targeted.stream().mapToInt(m -> m.fusedColumn(cfg)).toArray());
     }
 
     private Tensor temp(DType dtype, long... shape) {

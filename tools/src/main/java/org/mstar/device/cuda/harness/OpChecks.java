@@ -64,8 +64,15 @@ final class OpChecks {
             attempt("conv1d whisper conv1", () -> conv1d(dt, dt, 3000, 80, 768, 1));
             attempt("conv1d whisper conv2", () -> conv1d(dt, dt, 3000, 768, 768, 2));
             // decode rows of 8 adapters into Llama-3-8B's k columns of the fused qkv, and a prefill of runs of rows
-            attempt("addLora", () -> addLora(dt, 64, 4096, 1024, 16, 8, 6144, 4096, 1));
-            attempt("addLora", () -> addLora(dt, 300, 4096, 4096, 64, 4, 4096, 0, 75));
+            attempt("addLora", () -> addLora(dt, 64, 4096, new int[] {1024}, new int[] {4096}, 16, 8, 6144, 1));
+            attempt("addLora", () -> addLora(dt, 300, 4096, new int[] {4096}, new int[] {0}, 64, 4, 4096, 75));
+            // Llama-3-8B's q, k and v in one call over 64 adapters, gate and up over 8, and prefill runs of q, k and v
+            attempt("addLoraGroup", () -> addLora(dt, 64, 4096, new int[] {4096, 1024, 1024},
+                    new int[] {0, 4096, 5120}, 16, 64, 6144, 1));
+            attempt("addLoraGroup", () -> addLora(dt, 64, 4096, new int[] {14336, 14336}, new int[] {0, 14336}, 16, 8,
+                    28672, 1));
+            attempt("addLoraGroup", () -> addLora(dt, 300, 4096, new int[] {4096, 1024, 1024},
+                    new int[] {0, 4096, 5120}, 16, 4, 6144, 75));
         }
         // a bf16 model's norms: bf16 rows added to an fp32 residual stream, and the fp32 embeddings normalised
         for (int rows : new int[] {3, 256}) {
@@ -520,13 +527,18 @@ final class OpChecks {
     }
 
     /**
-     * {@code rows} rows into columns {@code [outCol, outCol + n)} of an output {@code width} wide, slots cycling over
-     * {@code stack} adapters and none (-1) in runs of {@code run} rows.
+     * {@code rows} rows into columns {@code [cols[g], cols[g] + ns[g])} of an output {@code width} wide for each module
+     * g (one: {@code addLora}; more: {@code addLoraGroup}, its CPU reference {@code addLora} of each), slots cycling
+     * over {@code stack} adapters and none (-1) in runs of {@code run} rows.
      */
-    private void addLora(DType dt, int rows, int k, int n, int rank, int stack, int width, int outCol, int run) {
+    private void addLora(DType dt, int rows, int k, int[] ns, int[] cols, int rank, int stack, int width, int run) {
         Pair x = tw.floats(tw.randomFloats(rows * k, 1f, dt), dt, rows, k);
-        Pair a = tw.floats(tw.randomFloats(stack * rank * k, 0.05f, dt), dt, stack, rank, k);
-        Pair b = tw.floats(tw.randomFloats(stack * n * rank, 0.05f, dt), dt, stack, n, rank);
+        List<Pair> a = new ArrayList<>();
+        List<Pair> b = new ArrayList<>();
+        for (int n : ns) {
+            a.add(tw.floats(tw.randomFloats(stack * rank * k, 0.05f, dt), dt, stack, rank, k));
+            b.add(tw.floats(tw.randomFloats(stack * n * rank, 0.05f, dt), dt, stack, n, rank));
+        }
         float[] scaleValues = new float[stack];
         for (int s = 0; s < stack; s++) {
             scaleValues[s] = 0.5f + s;
@@ -538,9 +550,20 @@ final class OpChecks {
         }
         Pair slots = tw.ints(slotIds, rows);
         Pair out = tw.floats(tw.randomFloats(rows * width, 1f, dt), dt, rows, width);
-        tw.cpu.ops().addLora(x.cpu(), a.cpu(), b.cpu(), scales.cpu(), slots.cpu(), out.cpu(), outCol);
-        check("addLora", shape(rows, k) + " r" + rank + "x" + stack + "→" + n + "@" + outCol, out,
-                () -> tw.gpu.ops().addLora(x.gpu(), a.gpu(), b.gpu(), scales.gpu(), slots.gpu(), out.gpu(), outCol));
+        for (int g = 0; g < ns.length; g++) {
+            tw.cpu.ops().addLora(x.cpu(), a.get(g).cpu(), b.get(g).cpu(), scales.cpu(), slots.cpu(), out.cpu(), cols[g]);
+        }
+        String op = ns.length == 1 ? "addLora" : "addLoraGroup";
+        check(op, shape(rows, k) + " r" + rank + "x" + stack + "→" + Arrays.toString(ns) + "@" + Arrays.toString(cols),
+                out, () -> {
+                    if (ns.length == 1) {
+                        tw.gpu.ops().addLora(x.gpu(), a.get(0).gpu(), b.get(0).gpu(), scales.gpu(), slots.gpu(),
+                                out.gpu(), cols[0]);
+                    } else {
+                        tw.gpu.ops().addLoraGroup(x.gpu(), a.stream().map(Pair::gpu).toList(),
+                                b.stream().map(Pair::gpu).toList(), scales.gpu(), slots.gpu(), out.gpu(), cols);
+                    }
+                });
     }
 
     private void pages(DType dt) {
