@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import org.mstar.device.Device;
 import org.mstar.device.Devices;
+import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineStats;
 import org.mstar.engine.FinishReason;
@@ -26,7 +27,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code mstar generate}: run the engine directly (no Flink, no Kafka) on one prompt and stream the
- * tokens to the terminal.
+ * tokens to the terminal, with the base model or one LoRA adapter ({@code --adapter}).
  */
 @Command(name = "generate", mixinStandardHelpOptions = true,
         description = "Generate from one prompt with the engine alone, streaming tokens to the terminal.")
@@ -78,14 +79,32 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--system", paramLabel = "TEXT", description = "With --chat: a system message before the prompt.")
     String system;
 
+    @Option(names = "--adapters", paramLabel = "DIR",
+            description = "Folder of PEFT LoRA adapters (a subfolder per adapter) that --adapter names.")
+    Path adaptersDir;
+
+    @Option(names = "--random-adapters", paramLabel = "N",
+            description = "With --random (or no --model): N random LoRA adapters (random-1 ...) for it, as serve"
+                    + " --random-adapters writes them, instead of --adapters.")
+    Integer randomAdapters;
+
+    @Option(names = "--adapter", paramLabel = "NAME",
+            description = "Generate with this LoRA adapter of --adapters or --random-adapters; unset: the base model.")
+    String adapter;
+
     @Override
     public Integer call() {
         PrintStream out = System.out;
+        if (randomAdapters != null && (model != null || adaptersDir != null)) {
+            throw new IllegalArgumentException("--random-adapters goes with --random (or no --model), and instead of"
+                    + " --adapters");
+        }
         if (model == null && random == null) {
             random = "";
             out.println("[no --model given: serving a bundled random-weight tiny Llama; its text is gibberish]");
         }
         Path dir = ModelSource.resolve(model, random, new PrintWriter(System.err, true));
+        Path adapters = randomAdapters != null ? ModelSource.randomAdapters(dir, randomAdapters) : adaptersDir;
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
@@ -93,6 +112,10 @@ final class GenerateCommand implements Callable<Integer> {
                 .maxNumPages(pages).pageSize(pageSize).prefixCache(false).windowedLayerPages(windowedLayerPages)
                 .build(),
                 !device.trim().equalsIgnoreCase("cpu"));
+        if (adapters != null) {
+            // one request: one slot holds its adapter
+            options = options.withAdapters(new AdapterOptions(adapters, 1));
+        }
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
         try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options,
@@ -118,7 +141,7 @@ final class GenerateCommand implements Callable<Integer> {
     private void submit(LlamaEngine engine, SamplingReqConfig sampling) {
         if (!chat) {
             engine.submit(GenerationRequest.builder("cli").promptText(prompt).sampling(sampling).maxTokens(maxTokens)
-                    .constraint(constraint.constraint()).build());
+                    .constraint(constraint.constraint()).adapter(adapter).build());
             return;
         }
         List<ChatMessage> messages = new ArrayList<>();
@@ -127,7 +150,7 @@ final class GenerateCommand implements Callable<Integer> {
         }
         messages.add(ChatMessage.user(prompt));
         engine.submit(GenerationRequest.builder("cli").messages(messages).sampling(sampling).maxTokens(maxTokens)
-                .constraint(constraint.constraint()).build());
+                .constraint(constraint.constraint()).adapter(adapter).build());
     }
 
     /** The result line; it says when the context (prompt + output up to --max-seq-len) ended the output early. */

@@ -1,0 +1,84 @@
+package org.mstar.jobs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mstar.model.lora.RandomPeftAdapters;
+import picocli.CommandLine;
+
+/** {@code mstar generate --adapter NAME}: one prompt through one LoRA adapter of a folder, or a 400 naming it. */
+class GenerateAdapterTest {
+    @TempDir
+    static Path dir;
+
+    @BeforeAll
+    static void writeModelAndAdapters() throws Exception {
+        RandomModel.write(dir.resolve("model"), 3);
+        RandomPeftAdapters.write(dir.resolve("adapters"), RandomModel.CONFIG, new RandomPeftAdapters.Spec("support",
+                8, 16, false, List.of("q_proj", "v_proj", "down_proj")), 5);
+    }
+
+    /** Exit status, stdout and the error stream of one {@code mstar} run. */
+    private record Run(int status, String out, String err) {}
+
+    private static Run generate(String... extra) {
+        PrintStream stdout = System.out;
+        PrintStream stderr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        StringWriter cliErr = new StringWriter();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            CommandLine cli = Mstar.commandLine();
+            cli.setErr(new PrintWriter(cliErr, true));
+            String[] args = java.util.stream.Stream.concat(java.util.stream.Stream.of("generate", "--model",
+                    dir.resolve("model").toString(), "--prompt", "hi", "--temperature", "0", "--max-tokens", "8"),
+                    java.util.Arrays.stream(extra)).toArray(String[]::new);
+            int status = cli.execute(args);
+            // the first engine of the JVM logs its start to stdout; the text is the rest
+            String text = out.toString(StandardCharsets.UTF_8).replaceAll("(?m)^\\d\\d:\\d\\d:\\d\\d,\\d+ [A-Z]+ .*\\R", "");
+            return new Run(status, text, err.toString(StandardCharsets.UTF_8) + cliErr);
+        } finally {
+            System.setOut(stdout);
+            System.setErr(stderr);
+        }
+    }
+
+    @Test
+    void theAdapterChangesWhatIsGeneratedAndAnUnknownOneIsA400() {
+        Run base = generate();
+        Run adapted = generate("--adapters", dir.resolve("adapters").toString(), "--adapter", "support");
+        Run baseWithFolder = generate("--adapters", dir.resolve("adapters").toString());
+
+        assertThat(base.status()).as(base.err()).isZero();
+        assertThat(adapted.status()).as(adapted.err()).isZero();
+        assertThat(adapted.out()).isNotEqualTo(base.out());
+        assertThat(baseWithFolder.out()).as("no --adapter: the base model").isEqualTo(base.out());
+
+        Run unknown = generate("--adapters", dir.resolve("adapters").toString(), "--adapter", "legal");
+        assertThat(unknown.status()).isEqualTo(1);
+        assertThat(unknown.err()).contains("error 400: adapter: unknown adapter 'legal'; this engine serves support");
+
+        Run none = generate("--adapter", "support");
+        assertThat(none.status()).isEqualTo(1);
+        assertThat(none.err()).contains("error 400: adapter: this model serves no adapters");
+    }
+
+    @Test
+    void randomAdaptersGoWithARandomModelOnly() {
+        Run both = generate("--random-adapters", "2");
+        assertThat(both.status()).isEqualTo(2);
+        assertThat(both.err()).contains("--random-adapters goes with --random (or no --model), and instead of"
+                + " --adapters").doesNotContain("Exception");
+    }
+}
