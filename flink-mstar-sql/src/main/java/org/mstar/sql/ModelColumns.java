@@ -18,14 +18,17 @@ import org.apache.flink.table.types.logical.RowType;
 
 /**
  * Which columns a model's {@code INPUT} and {@code OUTPUT} declare, by name: the input is a {@code prompt STRING}, a
- * conversation {@code messages ARRAY<ROW<role STRING, content STRING>>}, or both (each row sets one); the output any
- * of {@link Output}'s columns, in any order. Anything else is refused by name where the query is planned.
+ * conversation {@code messages ARRAY<ROW<role STRING, content STRING>>}, or both (each row sets one), and optionally
+ * the row's LoRA adapter {@code adapter STRING}; the output any of {@link Output}'s columns, in any order. Anything
+ * else is refused by name where the query is planned.
  *
  * @param promptIndex position of {@code prompt} among the input columns (= the {@code DESCRIPTOR}'s), or -1
  * @param messagesIndex position of {@code messages}, or -1
+ * @param adapterIndex position of {@code adapter}, or -1 (every row the base model)
  * @param outputs the output columns in declared order
  */
-record ModelColumns(int promptIndex, int messagesIndex, List<Output> outputs) implements Serializable {
+record ModelColumns(int promptIndex, int messagesIndex, int adapterIndex, List<Output> outputs)
+        implements Serializable {
 
     /** The output columns a model may declare. */
     enum Output {
@@ -49,11 +52,18 @@ record ModelColumns(int promptIndex, int messagesIndex, List<Output> outputs) im
 
     static final String PROMPT = "prompt";
     static final String MESSAGES = "messages";
+    static final String ADAPTER = "adapter";
+
+    /** A prompt or conversation column and the outputs, no adapter column. */
+    ModelColumns(int promptIndex, int messagesIndex, List<Output> outputs) {
+        this(promptIndex, messagesIndex, -1, outputs);
+    }
 
     /** @throws ValidationException naming the column at fault */
     static ModelColumns of(ResolvedCatalogModel model) {
         int prompt = -1;
         int messages = -1;
+        int adapter = -1;
         List<Column> inputs = model.getResolvedInputSchema().getColumns();
         for (int i = 0; i < inputs.size(); i++) {
             Column c = inputs.get(i);
@@ -67,16 +77,20 @@ record ModelColumns(int promptIndex, int messagesIndex, List<Output> outputs) im
                     requireType(isConversation(type), "input", c, "ARRAY<ROW<role STRING, content STRING>>");
                     messages = i;
                 }
+                case ADAPTER -> {
+                    requireType(isString(type), "input", c, "STRING");
+                    adapter = i;
+                }
                 default -> throw new ValidationException("Model input column '" + c.getName() + "' is not known to"
                         + " the mstar provider: declare 'prompt STRING' and/or 'messages ARRAY<ROW<role STRING,"
-                        + " content STRING>>'.");
+                        + " content STRING>>', and optionally 'adapter STRING'.");
             }
         }
         if (prompt < 0 && messages < 0) {
             throw new ValidationException("The mstar provider needs an input column 'prompt STRING' or 'messages"
                     + " ARRAY<ROW<role STRING, content STRING>>'.");
         }
-        return new ModelColumns(prompt, messages, outputs(model.getResolvedOutputSchema()));
+        return new ModelColumns(prompt, messages, adapter, outputs(model.getResolvedOutputSchema()));
     }
 
     private static List<Output> outputs(ResolvedSchema schema) {

@@ -133,6 +133,8 @@ final class ModelSettings implements Serializable {
         c.set(LlamaEngineOptions.PREFIX_CACHE, o.get(PREFIX_CACHE));
         c.set(LlamaEngineOptions.DECODE_GRAPHS, o.get(DECODE_GRAPHS));
         c.set(LlamaEngineOptions.BATCH_INVARIANT, o.get(BATCH_INVARIANT));
+        o.getOptional(ADAPTERS_DIR).ifPresent(dir -> c.set(LlamaEngineOptions.ADAPTERS_DIR, dir));
+        c.set(LlamaEngineOptions.ADAPTER_SLOTS, positive(o, ADAPTER_SLOTS));
         // the engine's own checks of how the knobs combine, with a placeholder folder that is never read as a model
         Configuration check = new Configuration(c);
         check.set(GenerateOptions.MODEL_DIR, "");

@@ -164,6 +164,17 @@ public final class MstarModelOptions {
             .withDescription("As mstar.engine.batch-invariant: on a GPU, a row re-run after a failure gets the same"
                     + " text whatever it is batched with. The CPU always has it.");
 
+    public static final ConfigOption<String> ADAPTERS_DIR = ConfigOptions.key("engine.adapters-dir")
+            .stringType()
+            .noDefaultValue()
+            .withDescription("As mstar.engine.adapters-dir: folder of PEFT LoRA adapters (a subfolder per adapter) at"
+                    + " the same path on every TaskManager, which the input column 'adapter' names. Unset: none.");
+
+    public static final ConfigOption<Integer> ADAPTER_SLOTS = ConfigOptions.key("engine.adapter-slots")
+            .intType()
+            .defaultValue(LlamaEngineOptions.ADAPTER_SLOTS.defaultValue())
+            .withDescription("As mstar.engine.adapter-slots: adapters kept on the device at once.");
+
     public static final ConfigOption<Integer> MAX_SEQ_LEN = ConfigOptions.key("kv.max-seq-len")
             .intType()
             .defaultValue(LlamaEngineOptions.MAX_SEQ_LEN.defaultValue())

@@ -35,7 +35,8 @@ public final class MstarModelProviderFactory implements ModelProviderFactory {
                 MstarModelOptions.ENGINE_FACTORY, MstarModelOptions.GPU_MEMORY_FRACTION,
                 MstarModelOptions.MAX_BATCH_ROWS, MstarModelOptions.TOKEN_BUDGET, MstarModelOptions.DECODE_GRAPHS,
                 MstarModelOptions.BATCH_INVARIANT, MstarModelOptions.MAX_SEQ_LEN, MstarModelOptions.PAGES,
-                MstarModelOptions.PAGE_SIZE, MstarModelOptions.PREFIX_CACHE, MstarModelOptions.CPU_OFFLOAD_PAGES);
+                MstarModelOptions.PAGE_SIZE, MstarModelOptions.PREFIX_CACHE, MstarModelOptions.CPU_OFFLOAD_PAGES,
+                MstarModelOptions.ADAPTERS_DIR, MstarModelOptions.ADAPTER_SLOTS);
     }
 
     @Override

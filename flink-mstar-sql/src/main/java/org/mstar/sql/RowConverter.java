@@ -52,9 +52,12 @@ final class RowConverter implements Serializable {
             prompt = null;
         }
         long seed = seedOf(settings.seed, prompt != null ? prompt : render(messages));
+        // null: the base model; a name the engine does not serve is a 400 of the row
+        String adapter = columns.adapterIndex() < 0 || input.isNullAt(columns.adapterIndex()) ? null
+                : input.getString(columns.adapterIndex()).toString();
         return GenerationRequest.builder(requestId).promptText(prompt).messages(messages)
                 .sampling(settings.sampling(seed)).maxTokens(settings.maxTokens).ignoreEos(settings.ignoreEos)
-                .constraint(settings.constraint()).build();
+                .constraint(settings.constraint()).adapter(adapter).build();
     }
 
     /** The turns of a messages column; an empty conversation is refused as the request is built. */

@@ -25,6 +25,8 @@ import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.lora.RandomPeftAdapters;
 
 /**
  * {@code CREATE MODEL ... WITH ('provider' = 'mstar')} and {@code ML_PREDICT} through Flink's SQL planner on a
@@ -148,6 +150,34 @@ class MlPredictITCase {
             assertThat(rows.get(id).getField(1)).isNull();
             assertThat(rows.get(id).getField(2)).isEqualTo("error");
         }
+    }
+
+    @Test
+    void theAdapterColumnRunsEachRowWithItsAdapter(@TempDir Path tmp) throws Exception {
+        Path adapters = tmp.resolve("adapters");
+        RandomPeftAdapters.write(adapters, ModelConfig.load(RandomModels.folder(RandomModels.TINY)),
+                new RandomPeftAdapters.Spec("support", 8, 16, false, List.of("q_proj", "v_proj", "down_proj")), 5);
+        TableEnvironment env = sql(new Configuration());
+        env.executeSql("CREATE TEMPORARY VIEW asks AS SELECT * FROM (VALUES (0, '" + PROMPTS.get(0) + "',"
+                + " CAST(NULL AS STRING)), (1, '" + PROMPTS.get(0) + "', 'support'), (2, '" + PROMPTS.get(0) + "',"
+                + " 'legal')) AS t(id, prompt, adapter)");
+        Map<String, String> options = TinyModel.options("temperature", "0");
+        env.executeSql("CREATE TEMPORARY MODEL m INPUT (prompt STRING, adapter STRING) OUTPUT (text STRING,"
+                + " error STRING) WITH (" + TinyModel.with(TinyModel.options("temperature", "0", "engine.adapters-dir",
+                        adapters.toString())) + ")");
+
+        Map<Integer, Row> rows = collect(env, "SELECT id, text, error FROM ML_PREDICT(TABLE asks, MODEL m,"
+                + " DESCRIPTOR(prompt, adapter))").stream().collect(Collectors.toMap(r -> (Integer) r.getField(0),
+                        r -> r));
+
+        assertThat(rows).hasSize(3);
+        assertThat(rows.get(0).getField(1)).as("no adapter: the base model")
+                .isEqualTo(TinyModel.reference(options, List.of(PROMPTS.get(0))).get(PROMPTS.get(0)));
+        assertThat(rows.get(1).getField(2)).isNull();
+        assertThat(rows.get(1).getField(1)).isNotEqualTo(rows.get(0).getField(1));
+        assertThat(rows.get(2).getField(1)).isNull();
+        assertThat(rows.get(2).getField(2)).asString()
+                .startsWith("400: adapter: unknown adapter 'legal'; this engine serves support");
     }
 
     @Test
