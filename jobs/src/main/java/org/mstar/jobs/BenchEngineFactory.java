@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.mstar.device.Device;
+import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
 import org.mstar.engine.EngineSizer;
@@ -56,6 +57,9 @@ final class BenchEngineFactory implements EngineFactory {
     private final double memoryFraction;
     private final boolean sized;
     private final boolean batchInvariant;
+    /** The options' adapters folder and slots (null: none). */
+    private final String adaptersDir;
+    private final int adapterSlots;
 
     /** @param batchInvariant batch-invariant numerics for these engines (a view of the shared device with them) */
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
@@ -85,6 +89,8 @@ final class BenchEngineFactory implements EngineFactory {
         this.memoryFraction = sized ? sizing.memoryFraction() : EngineSizing.DEFAULT_MEMORY_FRACTION;
         this.sized = sized;
         this.batchInvariant = batchInvariant;
+        this.adaptersDir = options.adapters() == null ? null : options.adapters().folder().toString();
+        this.adapterSlots = options.adapters() == null ? 0 : options.adapters().slots();
     }
 
     private static Integer boxed(OptionalInt value) {
@@ -120,7 +126,8 @@ final class BenchEngineFactory implements EngineFactory {
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget,
                 KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize).build())
                 .withDecodeGraphs(view.isCuda())
-                .withRole(role);
+                .withRole(role)
+                .withAdapters(adaptersDir == null ? null : new AdapterOptions(Path.of(adaptersDir), adapterSlots));
         GenerationEngine engine;
         if (sized) {
             EngineSizer.Sized built = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), view,

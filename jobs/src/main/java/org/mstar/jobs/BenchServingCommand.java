@@ -95,6 +95,12 @@ final class BenchServingCommand implements Callable<Integer> {
                     + " -Dstate.changelog.enabled=false.")
     Map<String, String> jobOptions = new LinkedHashMap<>();
 
+    @Option(names = "--adapters", paramLabel = "N",
+            description = "Spread every row's requests round-robin over N random LoRA adapters (rank 8 on every"
+                    + " projection, as serve --random-adapters writes them), all N held on the device; random weights"
+                    + " only. Default: none, the base model.")
+    Integer adapters;
+
     @Option(names = "--seed", paramLabel = "N", description = "Of the chat mix and the arrivals. Default: ${DEFAULT-VALUE}.")
     long seed = 7;
 

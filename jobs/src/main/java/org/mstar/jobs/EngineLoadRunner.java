@@ -22,8 +22,9 @@ final class EngineLoadRunner {
     /**
      * @param concurrency requests kept in flight; 0 submits each at its arrival time
      * @param vocabSize the model's, for the random prompts
+     * @param adapters the random LoRA adapters the requests are spread over ({@link ServingLoad#adapter}); 0: none
      */
-    static ServingTrace run(GenerationEngine engine, ServingLoad load, int concurrency, int vocabSize,
+    static ServingTrace run(GenerationEngine engine, ServingLoad load, int concurrency, int vocabSize, int adapters,
             long timeoutSeconds, ServingProgress progress) {
         List<ServingLoad.Request> requests = load.requests();
         Map<String, Integer> index = new HashMap<>();
@@ -44,7 +45,8 @@ final class EngineLoadRunner {
                 trace.arrived(next, now);
                 engine.submit(GenerationRequest.builder(id)
                         .promptTokenIds(ServingLoad.prompt(next, r.promptLen(), vocabSize))
-                        .sampling(SamplingReqConfig.greedy()).maxTokens(r.outputLen()).ignoreEos(true).build());
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(r.outputLen()).ignoreEos(true)
+                        .adapter(ServingLoad.adapter(next, adapters)).build());
                 next++;
             }
             if (!engine.hasWork()) {

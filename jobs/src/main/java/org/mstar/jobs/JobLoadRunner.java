@@ -30,6 +30,8 @@ final class JobLoadRunner implements AutoCloseable {
     private final JobClient job;
     private final GenerateClient client;
     private final JobRest rest;
+    /** The random adapters the requests are spread over; 0: none. */
+    private final int adapters;
     /** Found at the first profiled run, when the tasks run and their metrics exist. */
     private JobMetrics.Tasks tasks;
     private int runs;
@@ -40,15 +42,20 @@ final class JobLoadRunner implements AutoCloseable {
     /** A row served, and where the job's time went in it. */
     record ProfiledRun(ServingTrace trace, JobRowProfile profile, JobMetrics.Tasks tasks) {}
 
-    private JobLoadRunner(JobClient job, GenerateClient client, JobRest rest) {
+    private JobLoadRunner(JobClient job, GenerateClient client, JobRest rest, int adapters) {
         this.job = job;
         this.client = client;
         this.rest = rest;
+        this.adapters = adapters;
     }
 
-    /** @param options Flink and mstar options of the job, over those the bench sets */
+    /**
+     * @param options Flink and mstar options of the job, over those the bench sets
+     * @param adapters the random LoRA adapters the requests are spread over ({@link ServingLoad#adapter}); 0: none
+     */
     static JobLoadRunner start(EmbeddedKafkaBroker broker, EngineFactory factory, DeliveryGuarantee delivery,
-            long checkpointMillis, String device, Map<String, String> options, Path work) throws Exception {
+            long checkpointMillis, String device, Map<String, String> options, Path work, int adapters)
+            throws Exception {
         String requests = "serving-requests";
         String responses = "serving-responses";
         broker.createTopics(1, requests, responses);
@@ -58,7 +65,7 @@ final class JobLoadRunner implements AutoCloseable {
         JobClient job = PipelineBench.startJob(broker, requests, responses, factory, delivery, conf,
                 "mstar bench-serving");
         return new JobLoadRunner(job, new GenerateClient(broker.bootstrapServers(), requests, responses),
-                new JobRest(restUrl, job.getJobID().toString()));
+                new JobRest(restUrl, job.getJobID().toString()), adapters);
     }
 
     /**
@@ -95,7 +102,7 @@ final class JobLoadRunner implements AutoCloseable {
                 if (concurrency == 0 && requests.stream().allMatch(r -> r.arrivalSeconds() == 0)) {
                     List<GenerateRequest> all = new ArrayList<>();
                     for (int i = 0; i < requests.size(); i++) {
-                        all.add(request(tag, i, requests.get(i), vocabSize));
+                        all.add(request(tag, i, requests.get(i), vocabSize, adapters));
                     }
                     long now = System.nanoTime();
                     Arrays.fill(arrived, now);
@@ -109,7 +116,7 @@ final class JobLoadRunner implements AutoCloseable {
                         LockSupport.parkNanos(start + (long) (requests.get(i).arrivalSeconds() * 1e9) - System.nanoTime());
                     }
                     arrived[i] = System.nanoTime();
-                    client.send(request(tag, i, requests.get(i), vocabSize));
+                    client.send(request(tag, i, requests.get(i), vocabSize, adapters));
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -181,7 +188,7 @@ final class JobLoadRunner implements AutoCloseable {
         }
     }
 
-    private static GenerateRequest request(String tag, int i, ServingLoad.Request r, int vocabSize) {
+    private static GenerateRequest request(String tag, int i, ServingLoad.Request r, int vocabSize, int adapters) {
         List<Integer> prompt = new ArrayList<>(r.promptLen());
         for (int id : ServingLoad.prompt(i, r.promptLen(), vocabSize)) {
             prompt.add(id);
@@ -192,6 +199,7 @@ final class JobLoadRunner implements AutoCloseable {
                 .setMaxTokens(r.outputLen())
                 .setTemperature(0.0)
                 .setIgnoreEos(true)
+                .setAdapter(ServingLoad.adapter(i, adapters))
                 .build();
     }
 

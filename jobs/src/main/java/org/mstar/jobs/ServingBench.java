@@ -15,6 +15,7 @@ import java.util.Locale;
 import java.util.Map;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.util.FileUtils;
+import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineSizer;
 import org.mstar.engine.EngineSizing;
@@ -53,6 +54,7 @@ final class ServingBench {
                 new CommandLine.ParameterException(cli, "--sides sql needs flink-mstar-sql and Flink's table planner on"
                         + " the class path, as the pipeline bundle has them (docs/guides/gpu-pipeline.md)")) : null;
         DeliveryGuarantee delivery = delivery(flags, cli);
+        int adapters = adapters(flags, cli);
         Path work = Files.createTempDirectory("mstar-bench-serving-");
         try {
             BenchModelFlags.Resolved resolved = flags.modelFlags.resolve(work);
@@ -77,7 +79,11 @@ final class ServingBench {
             long t = System.nanoTime();
             BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.modelFlags.device);
             DeviceTurn turn = shared.turn();
-            EngineOptions defaults = EngineOptions.cpuDefaults(maxSeqLen).withDecodeGraphs(turn.device().isCuda());
+            EngineOptions defaults = EngineOptions.cpuDefaults(maxSeqLen).withDecodeGraphs(turn.device().isCuda())
+                    .withAdapters(adapters == 0 ? null : new AdapterOptions(ModelSource.randomAdapters(modelDir,
+                            adapters), adapters));
+            // the warm-up loads every adapter, so that no row times a load
+            ServingLoad warmUp = ServingLoad.fixed(Math.max(4, adapters), WARM_UP_TOKENS, 8);
             err.printf(Locale.ROOT, "%s on %s: weights %s in %.1f s%n", seed == null ? modelDir : "random weights",
                     turn.device().name(), seed == null ? "loaded" : "made", (System.nanoTime() - t) / 1e9);
             DeviceRates rates = turn.call(() -> DeviceRates.measure(turn.device()));
@@ -91,6 +97,7 @@ final class ServingBench {
             report.put("command", "mstar " + String.join(" ", cli.getParseResult().originalArgs()));
             report.put("device", turn.device().name());
             report.put("model", flags.modelFlags.describe());
+            report.put("adapters", adapters);
             report.put("copyBandwidthBytesPerSecond", rates.bytesPerSecond());
             report.put("matmulFlopsPerSecond", rates.flopsPerSecond());
             List<ServingResult> results = new ArrayList<>();
@@ -102,15 +109,15 @@ final class ServingBench {
                 err.println("engine: " + describe(sized.sizing()));
                 GenerationEngine engine = turn.guard(sized.engine());
                 try {
-                    EngineLoadRunner.run(engine, ServingLoad.fixed(4, WARM_UP_TOKENS, 8), 0, config.vocabSize(),
-                            flags.timeoutSeconds, new ServingProgress(err, "warm-up"));
+                    EngineLoadRunner.run(engine, warmUp, 0, config.vocabSize(), adapters, flags.timeoutSeconds,
+                            new ServingProgress(err, "warm-up"));
                     ServingCeiling ceiling = ceiling(config, sized.sizing(), rates);
                     List<Map<String, Object>> profiles = new ArrayList<>();
                     for (Row row : rows) {
                         ServingProgress progress = new ServingProgress(err, "engine " + label(row));
                         HostProfile before = HostProfile.start(sized.engine());
                         ServingTrace trace = EngineLoadRunner.run(engine, row.load(), row.concurrency(),
-                                config.vocabSize(), flags.timeoutSeconds, progress);
+                                config.vocabSize(), adapters, flags.timeoutSeconds, progress);
                         results.add(result(row, "engine", trace, slo, ceiling, out));
                         Map<String, Object> profile = before.end(sized.engine(), trace.seconds());
                         profiles.add(Map.of("row", label(row), "profile", profile));
@@ -126,9 +133,8 @@ final class ServingBench {
                 try (EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.start();
                      JobLoadRunner job = JobLoadRunner.start(broker, new BenchEngineFactory(modelDir, seed, defaults,
                              sizing), delivery, flags.checkpointMillis, flags.modelFlags.device, flags.jobOptions,
-                             work)) {
-                    job.run(ServingLoad.fixed(4, WARM_UP_TOKENS, 8), 0, config.vocabSize(), flags.timeoutSeconds,
-                            new ServingProgress(err, "warm-up"));
+                             work, adapters)) {
+                    job.run(warmUp, 0, config.vocabSize(), flags.timeoutSeconds, new ServingProgress(err, "warm-up"));
                     EngineSizing jobSizing = BenchEngineFactory.lastSizing();
                     report.put("jobSizing", jobSizing);
                     report.put("delivery", delivery.name());
@@ -187,6 +193,21 @@ final class ServingBench {
         } finally {
             FileUtils.deleteDirectory(work.toFile());
         }
+    }
+
+    /**
+     * The random adapters of {@code --adapters} (0 without it); refused with a model folder (random weights only) and
+     * with the sql side, whose table has no adapter column in this bench.
+     */
+    private static int adapters(BenchServingCommand flags, CommandLine cli) {
+        if (flags.adapters == null) {
+            return 0;
+        }
+        if (flags.adapters < 1 || flags.modelFlags.model != null || flags.sides.contains("sql")) {
+            throw new CommandLine.ParameterException(cli, "--adapters N takes N >= 1, with random weights (not"
+                    + " --model) and the engine and flink sides, got " + flags.adapters);
+        }
+        return flags.adapters;
     }
 
     /** Redraws the plots of a results.json beside it. */

@@ -116,6 +116,14 @@ record ServingLoad(String name, List<Request> requests) {
         return new ServingLoad(name, requests.subList(0, Math.min(n, requests.size())));
     }
 
+    /**
+     * The LoRA adapter of request {@code index} spread round-robin over {@code adapters} adapters named as
+     * {@link ModelSource#randomAdapters} names them ({@code random-1} ...); null (the base model) when there are none.
+     */
+    static String adapter(int index, int adapters) {
+        return adapters == 0 ? null : "random-" + (index % adapters + 1);
+    }
+
     /** Random ids above the special ones at the start of the vocabulary, the same for the same index. */
     static int[] prompt(int index, int length, int vocabSize) {
         Random rnd = new Random(1_000_003L * index + length);

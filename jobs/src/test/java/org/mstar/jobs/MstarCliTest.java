@@ -316,6 +316,29 @@ class MstarCliTest {
     }
 
     @Test
+    void benchServingSpreadsTheRequestsOverRandomAdapters(@org.junit.jupiter.api.io.TempDir java.nio.file.Path results)
+            throws Exception {
+        int code = run("bench-serving", "--offline", "24/6:5", "--mix", "none", "--adapters", "3", "--checkpoint-interval",
+                "200", "--results", results.toString(), "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        com.fasterxml.jackson.databind.JsonNode json = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(results.resolve("results.json").toFile());
+        assertThat(json.get("adapters").asInt()).isEqualTo(3);
+        // a request naming an adapter the engine does not serve fails, and fails the row: both sides served them all
+        assertThat(json.get("rows").findValues("outputTokens").stream().map(n -> n.asLong()).toList())
+                .containsExactly(30L, 30L);
+        assertThat(ServingLoad.adapter(0, 3)).isEqualTo("random-1");
+        assertThat(ServingLoad.adapter(4, 3)).isEqualTo("random-2");
+        assertThat(ServingLoad.adapter(4, 0)).isNull();
+
+        err.getBuffer().setLength(0);
+        assertThat(run("bench-serving", "--adapters", "2", "--model", results.toString())).isEqualTo(2);
+        assertThat(err.toString()).contains("--adapters N takes N >= 1, with random weights (not --model)")
+                .doesNotContain("Exception");
+    }
+
+    @Test
     void benchServingRefusesBadLengthsInOneLine() {
         assertThat(run("bench-serving", "--offline", "100-100")).isEqualTo(2);
         assertThat(err.toString()).contains("lengths are IN/OUT[:N]", "'100-100'").doesNotContain("Exception");
