@@ -2,12 +2,12 @@ package org.mstar.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.IntStream;
 import org.mstar.device.Mamba2Shape;
 
 /**
@@ -81,26 +81,12 @@ public record HybridConfig(Family family, int hiddenSize, int numLayers, int voc
 
     /** The Mamba2 layers, ascending. */
     public List<Integer> mambaLayers() {
-        return java.util.stream.IntStream.range(0, numLayers).filter(l -> !isAttention(l)).boxed().toList();
+        return IntStream.range(0, numLayers).filter(l -> !isAttention(l)).boxed().toList();
     }
 
     /** Channels of an attention head: {@code hiddenSize / attentionHeads}. */
     public int attentionHeadDim() {
         return attentionHeads == 0 ? 0 : hiddenSize / attentionHeads;
-    }
-
-    /** Whether {@code folder}'s config.json names an architecture of this record's families. */
-    public static boolean describes(Path folder) throws IOException {
-        JsonNode arch = HfConfigJson.readFile(folder.resolve("config.json")).get("architectures");
-        if (arch == null || !arch.isArray() || arch.size() != 1) {
-            return false;
-        }
-        for (Family f : Family.values()) {
-            if (f.hfName.equals(arch.get(0).asText())) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** @throws ModelFormatException naming the key that is missing, malformed or not supported */
