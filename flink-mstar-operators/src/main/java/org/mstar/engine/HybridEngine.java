@@ -8,9 +8,10 @@ import org.mstar.model.tokenizer.TextTokenizer;
 
 /**
  * Serves a {@link HybridModel} (Mamba2, Bamba) with continuous batching: the engine loop ({@link EngineCore}) over
- * the model's {@link HybridRunner}. Each step waits for the one before it: a recurrent state is updated in place, so
- * a step launched or recorded ahead of it would run from a state not yet final (decode graphs, pre-planning and
- * launch-ahead are off), and only a colocated engine serves these models.
+ * the model's {@link HybridRunner}. Decode steps may run as graph replays (each padding row on the state pool's
+ * scratch slot), but each step is planned and launched only after the one before it is accepted (pre-planning and
+ * launch-ahead are off): a recurrent state is updated in place, and a step ahead of a request's end would run its
+ * state on. Only a colocated engine serves these models.
  */
 public final class HybridEngine extends CoreFacade {
 
@@ -29,6 +30,6 @@ public final class HybridEngine extends CoreFacade {
             throw new IllegalArgumentException("a recurrent model is served colocated and without adapters (asked: "
                     + options.role() + (options.adapters() != null ? ", adapters" : "") + ")");
         }
-        return options.withDecodeGraphs(false).withPreplan(false).withLaunchAhead(false);
+        return options.withPreplan(false).withLaunchAhead(false);
     }
 }

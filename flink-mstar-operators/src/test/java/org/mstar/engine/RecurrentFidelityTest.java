@@ -15,9 +15,10 @@ import org.mstar.model.llama.KvCacheOptions;
  * Mamba2 and Bamba on the CPU (fp32) against transformers, as {@link TransformersFidelityTest} checks the Llama
  * family: the same greedy tokens over 120 steps and logits within 1e-4, each request alone (its prompt one scan),
  * all batched at 7 tokens a step (prompts scanned in chunks that continue from the stored state, beside the others'
- * decode rows), and batched on a KV cache too small for all three, so requests are preempted and recomputed from
- * their prompt and generated tokens into a fresh state. The fixtures chunk the scan by 16 tokens in 2 groups of a
- * 16-wide state, with a 4-wide convolution; Bamba's layer 1 is attention.
+ * decode rows; again with decode steps as graph replays), and batched on a KV cache too small for all three, so
+ * requests are preempted and recomputed from their prompt and generated tokens into a fresh state. The fixtures
+ * chunk the scan by 16 tokens in 2 groups of a 16-wide state, with a 4-wide convolution; Bamba's layer 1 is
+ * attention.
  */
 class RecurrentFidelityTest {
     private static CpuDevice cpu;
@@ -55,6 +56,17 @@ class RecurrentFidelityTest {
         try (HybridEngine engine = HybridEngineLoader.load(TransformersFidelityTest.folder(arch), cpu,
                 new EngineOptions(16, 7, kv().maxNumPages(128).build()))) {
             TransformersFidelityTest.run(arch, ref, List.of(0, 1, 2), engine);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"mamba2", "bamba"})
+    void decodeStepsAsGraphReplaysMatchTransformers(String arch) throws Exception {
+        Reference ref = TransformersFidelityTest.reference(arch);
+        try (HybridEngine engine = HybridEngineLoader.load(TransformersFidelityTest.folder(arch), cpu,
+                new EngineOptions(16, 7, kv().maxNumPages(128).build(), true))) {
+            TransformersFidelityTest.run(arch, ref, List.of(0, 1, 2), engine);
+            assertThat(engine.decodeGraphReplays()).as("graph replays").isPositive();
         }
     }
 
