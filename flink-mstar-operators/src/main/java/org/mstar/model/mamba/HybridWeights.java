@@ -12,6 +12,7 @@ import org.mstar.device.Mamba2Shape;
 import org.mstar.device.Tensor;
 import org.mstar.model.HybridConfig;
 import org.mstar.model.io.Checkpoint;
+import org.mstar.model.llama.RandomWeights;
 
 /**
  * The weights of a {@link HybridConfig} model on one device: projections and norms in the storage dtype, the
@@ -120,6 +121,31 @@ public final class HybridWeights implements AutoCloseable {
             }
             return w;
         } catch (IOException | RuntimeException e) {
+            w.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Seeded random weights of {@code config}'s geometry, for checks and benchmarks, drawn as a checkpoint's are
+     * trained into: projections and embeddings ~ N(0, 0.02²), norm weights ~ 1 + N(0, 0.05²), A = −exp(A_log)
+     * around −4, step sizes (softplus of dt_bias) around 0.03, D around 1, the convolution ~ N(0, 0.3²). Each value
+     * depends only on (seed, tensor name, element), as {@link RandomWeights#fill} draws it.
+     */
+    public static HybridWeights random(HybridConfig config, Device device, DType dtype, long seed) {
+        HybridWeights w = new HybridWeights(config, device, dtype);
+        try {
+            w.byName.forEach((name, t) -> {
+                double[] meanStd = name.endsWith("norm.weight") || name.endsWith("layernorm.weight")
+                        || name.endsWith("norm_f.weight") ? new double[] {1, 0.05}
+                        : name.endsWith("A_log") ? new double[] {Math.log(4), 0.5}
+                        : name.endsWith("dt_bias") ? new double[] {-3.5, 0.5}
+                        : name.endsWith(".D") ? new double[] {1, 0.1}
+                        : name.contains("conv1d") ? new double[] {0, 0.3} : new double[] {0, 0.02};
+                RandomWeights.fill(t, seed, name, meanStd[0], meanStd[1]);
+            });
+            return w;
+        } catch (RuntimeException e) {
             w.close();
             throw e;
         }

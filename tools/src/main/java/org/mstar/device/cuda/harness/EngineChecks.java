@@ -238,7 +238,7 @@ final class EngineChecks {
     }
 
     /** Token agreement and logit errors of a candidate against the reference. */
-    private record Agreement(int tokens, int tokensEqual, int[] equalPrefix, int rowsCompared, int rowsExact,
+    record Agreement(int tokens, int tokensEqual, int[] equalPrefix, int rowsCompared, int rowsExact,
                              double worstError, double medianError) {
         int tokensDiffering() {
             return tokens - tokensEqual;
@@ -246,7 +246,7 @@ final class EngineChecks {
     }
 
     /** Logits are compared where both engines drew from the same context: up to each request's first difference. */
-    private static Agreement compare(List<GenerationRequest> requests, EngineTranscript ref, EngineTranscript cand) {
+    static Agreement compare(List<GenerationRequest> requests, EngineTranscript ref, EngineTranscript cand) {
         int tokens = 0;
         int equal = 0;
         int[] prefix = new int[requests.size()];

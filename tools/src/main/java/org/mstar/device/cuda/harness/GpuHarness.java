@@ -37,8 +37,8 @@ import org.mstar.model.frame.FrameModelConfig;
  * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
  * (paged, ragged, cross) and no performance table; {@code --moe-only} likewise the mixture-of-experts checks
- * ({@link MoeChecks}) and {@code --state-space-only} the Mamba2 ops ({@link StateSpaceChecks}). {@code --frame-perf}
- * adds the frame-stream throughput
+ * ({@link MoeChecks}) and {@code --state-space-only} the Mamba2 ops and whole Mamba2 and Bamba engines
+ * ({@link StateSpaceChecks}, {@link HybridEngineChecks}). {@code --frame-perf} adds the frame-stream throughput
  * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
  * pre-planning off and on ({@link PreplanBench}). {@code --perf-table} replaces every performance table
  * by the rows of the one-call table ({@link PerfTable}: prefill, decode and mixed steps on both Llama geometries),
@@ -137,6 +137,7 @@ public final class GpuHarness {
             }
             if (options.runs(options.stateSpaceOnly)) {
                 checks.addAll(new StateSpaceChecks(twin).run());
+                checks.addAll(new HybridEngineChecks(cpu, gpu, seed).run());
             }
             if (options.runs(options.attentionOnly)) {
                 checks.addAll(new AttentionChecks(twin).run());

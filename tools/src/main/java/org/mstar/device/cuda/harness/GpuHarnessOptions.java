@@ -59,7 +59,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--moe-only", description = "the mixture-of-experts checks (router, experts) alone, no performance table")
     boolean moeOnly;
 
-    @Option(names = "--state-space-only", description = "the Mamba2 op checks alone, no performance table")
+    @Option(names = "--state-space-only", description = "the Mamba2 op and engine checks alone, no performance table")
     boolean stateSpaceOnly;
 
     @Option(names = "--frame-perf", description = "adds the frame-stream throughput")
