@@ -60,7 +60,9 @@ static void conv_check(const char* name, int dt, Shape s, std::vector<int> lengt
         for (int c = 0; c < conv; c++) {
             std::vector<double> in;
             for (int j = 0; j < k - 1; j++) in.push_back(before.at(((size_t)slots[i] * conv + c) * (k - 1) + j));
-            for (int t = starts[i]; t < starts[i + 1]; t++) in.push_back(proj.at((size_t)t * s.width() + s.inner() + c));
+            for (int t = starts[i]; t < starts[i + 1]; t++) {
+                in.push_back(proj.at((size_t)t * s.width() + s.inner() + c));
+            }
             for (int t = starts[i]; t < starts[i + 1]; t++) {
                 double acc = b.at(c), mag = std::fabs(b.at(c));
                 for (int j = 0; j < k; j++) {

@@ -187,7 +187,7 @@ public record HybridConfig(Family family, int hiddenSize, int numLayers, int voc
         }
     }
 
-    /** {@code time_step_limit}: two numbers, the upper one possibly infinite (written as {@code {"__float__": ...}}). */
+    /** {@code time_step_limit}: two numbers, the upper one possibly infinite ({@code {"__float__": "Infinity"}}). */
     private static float[] timeStepLimit(ConfigFields f) {
         JsonNode v = f.get("time_step_limit");
         if (v == null) {

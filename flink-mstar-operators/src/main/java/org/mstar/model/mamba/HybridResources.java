@@ -15,7 +15,8 @@ import org.mstar.resources.sampler.SamplerResource;
 public record HybridResources(KVManager kv, AttentionManager attention, RopeManager rope,
                               RecurrentStateManager states, SamplerResource sampler) {
     static HybridResources from(Map<String, Resource> built) {
-        return new HybridResources((KVManager) built.get(HybridModel.KV), (AttentionManager) built.get(HybridModel.ATTN),
+        return new HybridResources((KVManager) built.get(HybridModel.KV),
+                (AttentionManager) built.get(HybridModel.ATTN),
                 (RopeManager) built.get(HybridModel.ROPE), (RecurrentStateManager) built.get(HybridModel.STATES),
                 (SamplerResource) built.get(HybridModel.SAMPLER));
     }
