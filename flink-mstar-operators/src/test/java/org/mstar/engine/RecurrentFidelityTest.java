@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -54,25 +55,26 @@ class RecurrentFidelityTest {
         }
     }
 
-    @ParameterizedTest
-    @ValueSource(strings = {"mamba2", "bamba"})
-    void batchedChunkedRequestsMatchTransformers(String arch) throws Exception {
-        Reference ref = TransformersFidelityTest.reference(arch);
+    /** All three prompts at 7 tokens a step on {@code pages} pages of 4 tokens, then {@code after} on the engine. */
+    private static void batched(String arch, int pages, boolean decodeGraphs, Consumer<HybridEngine> after)
+            throws Exception {
         try (HybridEngine engine = HybridEngineLoader.load(TransformersFidelityTest.folder(arch), cpu,
-                new EngineOptions(16, 7, kv().maxNumPages(128).build()))) {
-            TransformersFidelityTest.run(arch, ref, List.of(0, 1, 2), engine);
+                new EngineOptions(16, 7, kv().maxNumPages(pages).build(), decodeGraphs))) {
+            TransformersFidelityTest.run(arch, TransformersFidelityTest.reference(arch), List.of(0, 1, 2), engine);
+            after.accept(engine);
         }
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"mamba2", "bamba"})
+    void batchedChunkedRequestsMatchTransformers(String arch) throws Exception {
+        batched(arch, 128, false, engine -> { });
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"mamba2", "bamba"})
     void decodeStepsAsGraphReplaysMatchTransformers(String arch) throws Exception {
-        Reference ref = TransformersFidelityTest.reference(arch);
-        try (HybridEngine engine = HybridEngineLoader.load(TransformersFidelityTest.folder(arch), cpu,
-                new EngineOptions(16, 7, kv().maxNumPages(128).build(), true))) {
-            TransformersFidelityTest.run(arch, ref, List.of(0, 1, 2), engine);
-            assertThat(engine.decodeGraphReplays()).as("graph replays").isPositive();
-        }
+        batched(arch, 128, true, engine -> assertThat(engine.decodeGraphReplays()).as("replays").isPositive());
     }
 
     /**
@@ -118,12 +120,7 @@ class RecurrentFidelityTest {
     @ParameterizedTest
     @ValueSource(strings = {"mamba2", "bamba"})
     void preemptedAndRecomputedRequestsMatchTransformers(String arch) throws Exception {
-        Reference ref = TransformersFidelityTest.reference(arch);
         // the three sequences need 32, 36 and 41 pages of 4 tokens: 80 pages hold two of them, not three
-        try (HybridEngine engine = HybridEngineLoader.load(TransformersFidelityTest.folder(arch), cpu,
-                new EngineOptions(16, 7, kv().maxNumPages(80).build()))) {
-            TransformersFidelityTest.run(arch, ref, List.of(0, 1, 2), engine);
-            assertThat(engine.stats().preemptions()).as("preemptions").isPositive();
-        }
+        batched(arch, 80, false, engine -> assertThat(engine.stats().preemptions()).as("preemptions").isPositive());
     }
 }
