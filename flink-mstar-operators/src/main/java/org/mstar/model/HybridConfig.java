@@ -138,7 +138,7 @@ public record HybridConfig(Family family, int hiddenSize, int numLayers, int voc
                 f.optInt("mamba_n_groups", 1), f.optInt("mamba_d_state", 256), f.optInt("mamba_expand", 2),
                 f.optInt("mamba_d_conv", 4), f.optInt("mamba_chunk_size", 256), limit);
         int heads = f.requiredInt("num_attention_heads");
-        int kvHeads = f.optInt("num_key_value_heads", heads);
+        int kvHeads = f.optInt("num_key_value_heads", 8); // BambaConfig's default, as for every default here
         if (heads < 1 || hidden % heads != 0 || kvHeads < 1 || heads % kvHeads != 0) {
             throw f.error(heads + " attention heads and " + kvHeads + " key/value heads do not divide hidden_size "
                     + hidden);
