@@ -13,3 +13,4 @@
 #include "ring_attention.cu"
 #include "lora.cu"
 #include "moe.cu"
+#include "mamba2.cu"

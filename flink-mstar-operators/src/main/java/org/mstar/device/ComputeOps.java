@@ -3,8 +3,8 @@ package org.mstar.device;
 /**
  * Every compute op a model forward and the resources need, enqueued on the owning device's stream, in families
  * by what they do: {@link ProjectionOps}, {@link ElementwiseOps}, {@link NormOps}, {@link KvCacheOps},
- * {@link AttentionOps}, {@link SamplingOps}, {@link FusedDecodeOps} and {@link MoeOps}; a caller that needs one family can take
- * just that one.
+ * {@link AttentionOps}, {@link SamplingOps}, {@link FusedDecodeOps}, {@link MoeOps} and {@link StateSpaceOps}; a caller
+ * that needs one family can take just that one.
  * Two implementations: {@code org.mstar.device.cpu} (the readable reference, the CI path) and
  * {@code org.mstar.device.cuda}. All tensors of one call live on the same device.
  *
@@ -16,5 +16,5 @@ package org.mstar.device;
  */
 public interface ComputeOps
         extends ProjectionOps, ElementwiseOps, NormOps, KvCacheOps, AttentionOps, SamplingOps, FusedDecodeOps,
-        MoeOps {
+        MoeOps, StateSpaceOps {
 }

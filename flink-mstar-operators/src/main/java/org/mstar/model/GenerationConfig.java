@@ -34,12 +34,17 @@ public record GenerationConfig(OptionalInt bosTokenId, List<Integer> eosTokenIds
      * to {@code config}.
      */
     public static GenerationConfig load(Path folder, ModelConfig config) throws IOException {
+        return load(folder, of(config));
+    }
+
+    /** As {@link #load(Path, ModelConfig)}, falling back to {@code fallback}'s ids. */
+    public static GenerationConfig load(Path folder, GenerationConfig fallback) throws IOException {
         Path file = folder.resolve(FILE_NAME);
         if (!Files.exists(file)) {
-            return of(config);
+            return fallback;
         }
         return HfConfigJson.parseGenerationConfig(
-                new ConfigFields(HfConfigJson.readFile(file), file.toString()), config);
+                new ConfigFields(HfConfigJson.readFile(file), file.toString()), fallback);
     }
 
     public boolean isEos(int tokenId) {

@@ -338,7 +338,7 @@ final class HfConfigJson {
         }
     }
 
-    static GenerationConfig parseGenerationConfig(ConfigFields f, ModelConfig fallback) {
+    static GenerationConfig parseGenerationConfig(ConfigFields f, GenerationConfig fallback) {
         OptionalInt bos = f.optTokenId("bos_token_id");
         List<Integer> eos = f.tokenIds("eos_token_id");
         return new GenerationConfig(bos.isPresent() ? bos : fallback.bosTokenId(),

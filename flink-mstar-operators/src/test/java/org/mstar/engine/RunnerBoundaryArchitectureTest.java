@@ -25,7 +25,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 @AnalyzeClasses(packages = "org.mstar", importOptions = ImportOption.DoNotIncludeTests.class)
 class RunnerBoundaryArchitectureTest {
     /** The packages of the model runners. */
-    static final String[] RUNNER_PACKAGES = {"org.mstar.engine.llama..", "org.mstar.engine.whisper.."};
+    static final String[] RUNNER_PACKAGES = {"org.mstar.engine.llama..", "org.mstar.engine.whisper..",
+            "org.mstar.engine.mamba.."};
 
     static final DescribedPredicate<JavaClass> CORE_INTERNALS = resideInAPackage("org.mstar.engine")
             .and(not(modifier(JavaModifier.PUBLIC)))

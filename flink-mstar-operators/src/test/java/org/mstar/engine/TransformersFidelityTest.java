@@ -46,7 +46,7 @@ class TransformersFidelityTest {
         cpu.close();
     }
 
-    private record Reference(List<int[]> prompts, List<int[]> tokens, List<float[][]> logits) {}
+    record Reference(List<int[]> prompts, List<int[]> tokens, List<float[][]> logits) {}
 
     @ParameterizedTest
     @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe"})
@@ -103,34 +103,40 @@ class TransformersFidelityTest {
     }
 
     private static void run(String arch, Reference ref, List<Integer> prompts, EngineOptions options) throws Exception {
-        Map<String, Map<Integer, float[]>> seen = new HashMap<>();
         try (LlamaEngine engine = LlamaEngineLoader.load(folder(arch), cpu, options)) {
-            engine.observeLogits((rid, index, logits) -> seen.computeIfAbsent(rid, k -> new HashMap<>()).put(index, logits.clone()));
-            for (int p : prompts) {
-                int steps = ref.tokens().get(p).length;
-                engine.submit(GenerationRequest.builder("p" + p).promptTokenIds(ref.prompts().get(p))
-                        .sampling(SamplingReqConfig.greedy()).maxTokens(steps).ignoreEos(true).build());
-            }
-            EngineDriver driver = new EngineDriver();
-            float worst = 0;
-            driver.drain(engine, 10_000);
-            assertThat(driver.failures).isEmpty();
-            for (int p : prompts) {
-                String rid = "p" + p;
-                int[] expected = ref.tokens().get(p);
-                for (int i = 0; i < expected.length; i++) {
-                    float[] got = seen.get(rid).get(i);
-                    float[] want = ref.logits().get(p)[i];
-                    worst = Math.max(worst, maxAbsDiff(got, want));
-                    assertThat(maxAbsDiff(got, want)).as("%s prompt %d logits of token %d", arch, p, i)
-                            .isLessThanOrEqualTo(TOLERANCE);
-                }
-                assertThat(driver.tokens.get(rid)).as("%s prompt %d greedy tokens", arch, p)
-                        .containsExactly(Arrays.stream(expected).boxed().toArray(Integer[]::new));
-            }
-            // the number docs/guides/models.md reports
-            System.out.printf("%s prompts %s: largest |logit - transformers'| %.3g%n", arch, prompts, worst);
+            run(arch, ref, prompts, engine);
         }
+    }
+
+    /** Runs the prompts through {@code engine}, greedy, and checks every token and its logits against the reference. */
+    static void run(String arch, Reference ref, List<Integer> prompts, CoreFacade engine) {
+        Map<String, Map<Integer, float[]>> seen = new HashMap<>();
+        engine.observeLogits((rid, index, logits) -> seen.computeIfAbsent(rid, k -> new HashMap<>())
+                .put(index, logits.clone()));
+        for (int p : prompts) {
+            int steps = ref.tokens().get(p).length;
+            engine.submit(GenerationRequest.builder("p" + p).promptTokenIds(ref.prompts().get(p))
+                    .sampling(SamplingReqConfig.greedy()).maxTokens(steps).ignoreEos(true).build());
+        }
+        EngineDriver driver = new EngineDriver();
+        float worst = 0;
+        driver.drain(engine, 10_000);
+        assertThat(driver.failures).isEmpty();
+        for (int p : prompts) {
+            String rid = "p" + p;
+            int[] expected = ref.tokens().get(p);
+            for (int i = 0; i < expected.length; i++) {
+                float[] got = seen.get(rid).get(i);
+                float[] want = ref.logits().get(p)[i];
+                worst = Math.max(worst, maxAbsDiff(got, want));
+                assertThat(maxAbsDiff(got, want)).as("%s prompt %d logits of token %d", arch, p, i)
+                        .isLessThanOrEqualTo(TOLERANCE);
+            }
+            assertThat(driver.tokens.get(rid)).as("%s prompt %d greedy tokens", arch, p)
+                    .containsExactly(Arrays.stream(expected).boxed().toArray(Integer[]::new));
+        }
+        // the number docs/guides/models.md reports
+        System.out.printf("%s prompts %s: largest |logit - transformers'| %.3g%n", arch, prompts, worst);
     }
 
     private static float maxAbsDiff(float[] a, float[] b) {
@@ -146,7 +152,7 @@ class TransformersFidelityTest {
         return Path.of(TransformersFidelityTest.class.getResource("/org/mstar/model/fixtures/" + arch).toURI());
     }
 
-    private static Reference reference(String arch) throws IOException, URISyntaxException {
+    static Reference reference(String arch) throws IOException, URISyntaxException {
         List<int[]> prompts = new ArrayList<>();
         List<int[]> tokens = new ArrayList<>();
         List<float[][]> logits = new ArrayList<>();

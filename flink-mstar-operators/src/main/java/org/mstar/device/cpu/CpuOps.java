@@ -2,6 +2,7 @@ package org.mstar.device.cpu;
 
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
+import org.mstar.device.Mamba2Shape;
 import org.mstar.device.MoeRouting;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.Philox;
@@ -100,6 +101,35 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     public void addLora(Tensor x, Tensor a, Tensor b, Tensor scales, Tensor slots, Tensor out, int outCol) {
         CpuLora.run(loop, CpuTensor.of(x), CpuTensor.of(a), CpuTensor.of(b), CpuTensor.of(scales), CpuTensor.of(slots),
                 CpuTensor.of(out), outCol);
+    }
+
+    @Override
+    public void causalConv1d(Tensor proj, Tensor weight, Tensor bias, Tensor convStates, Tensor slots, Tensor starts,
+                             Mamba2Shape shape, Tensor xbc) {
+        CpuStateSpace.causalConv1d(loop, CpuTensor.of(proj), CpuTensor.of(weight), bias == null ? null
+                : CpuTensor.of(bias), CpuTensor.of(convStates), CpuTensor.of(slots), CpuTensor.of(starts), shape,
+                CpuTensor.of(xbc));
+    }
+
+    @Override
+    public void ssdScan(Tensor xbc, Tensor proj, Tensor aLog, Tensor dtBias, Tensor d, Tensor ssmStates, Tensor slots,
+                        Tensor starts, Mamba2Shape shape, Tensor y) {
+        CpuStateSpace.ssdScan(loop, CpuTensor.of(xbc), CpuTensor.of(proj), CpuTensor.of(aLog), CpuTensor.of(dtBias),
+                CpuTensor.of(d), CpuTensor.of(ssmStates), CpuTensor.of(slots), CpuTensor.of(starts), shape,
+                CpuTensor.of(y));
+    }
+
+    @Override
+    public void ssmStep(Tensor xbc, Tensor proj, Tensor aLog, Tensor dtBias, Tensor d, Tensor ssmStates, Tensor slots,
+                        Mamba2Shape shape, Tensor y) {
+        CpuStateSpace.ssmStep(loop, CpuTensor.of(xbc), CpuTensor.of(proj), CpuTensor.of(aLog), CpuTensor.of(dtBias),
+                CpuTensor.of(d), CpuTensor.of(ssmStates), CpuTensor.of(slots), shape, CpuTensor.of(y));
+    }
+
+    @Override
+    public void gatedRmsNorm(Tensor y, Tensor gate, Tensor weight, int groups, float eps, Tensor out) {
+        CpuStateSpace.gatedRmsNorm(loop, CpuTensor.of(y), CpuTensor.of(gate), CpuTensor.of(weight), groups, eps,
+                CpuTensor.of(out));
     }
 
     @Override

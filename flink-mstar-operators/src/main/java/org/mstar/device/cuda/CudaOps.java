@@ -7,6 +7,7 @@ import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
+import org.mstar.device.Mamba2Shape;
 import org.mstar.device.MoeRouting;
 import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.RaggedAttentionPlan;
@@ -29,6 +30,7 @@ public final class CudaOps implements ComputeOps {
     private final CudaRaggedAttention raggedAttention;
     private final RopeTables ropeTables;
     private final CudaMoe moe;
+    private final CudaStateSpace stateSpace;
 
     /** Ops choosing their kernels by {@code device}'s options, with the libraries and tables all its views share. */
     CudaOps(CudaDevice device, SharedOpState shared) {
@@ -39,6 +41,7 @@ public final class CudaOps implements ComputeOps {
         this.raggedAttention = new CudaRaggedAttention(device);
         this.ropeTables = shared.ropeTables();
         this.moe = new CudaMoe(device, elementwise);
+        this.stateSpace = new CudaStateSpace(device, elementwise);
     }
 
     private static CudaTensor t(Tensor x, String what) {
@@ -573,6 +576,36 @@ public final class CudaOps implements ComputeOps {
     public void moeExperts(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out) {
         moe.experts(t(x, "moeExperts x"), t(gateUp, "moeExperts gateUp"), t(down, "moeExperts down"),
                 t(ids, "moeExperts ids"), t(weights, "moeExperts weights"), t(out, "moeExperts out"));
+    }
+
+    @Override
+    public void causalConv1d(Tensor proj, Tensor weight, Tensor bias, Tensor convStates, Tensor slots, Tensor starts,
+                             Mamba2Shape shape, Tensor xbc) {
+        stateSpace.causalConv1d(t(proj, "causalConv1d proj"), t(weight, "causalConv1d weight"),
+                CudaTensor.ofNullable(bias, "causalConv1d bias"), t(convStates, "causalConv1d states"),
+                t(slots, "causalConv1d slots"), t(starts, "causalConv1d starts"), shape, t(xbc, "causalConv1d xbc"));
+    }
+
+    @Override
+    public void ssdScan(Tensor xbc, Tensor proj, Tensor aLog, Tensor dtBias, Tensor d, Tensor ssmStates, Tensor slots,
+                        Tensor starts, Mamba2Shape shape, Tensor y) {
+        stateSpace.ssdScan(t(xbc, "ssdScan xbc"), t(proj, "ssdScan proj"), t(aLog, "ssdScan aLog"),
+                t(dtBias, "ssdScan dtBias"), t(d, "ssdScan d"), t(ssmStates, "ssdScan states"),
+                t(slots, "ssdScan slots"), t(starts, "ssdScan starts"), shape, t(y, "ssdScan y"));
+    }
+
+    @Override
+    public void ssmStep(Tensor xbc, Tensor proj, Tensor aLog, Tensor dtBias, Tensor d, Tensor ssmStates, Tensor slots,
+                        Mamba2Shape shape, Tensor y) {
+        stateSpace.ssmStep(t(xbc, "ssmStep xbc"), t(proj, "ssmStep proj"), t(aLog, "ssmStep aLog"),
+                t(dtBias, "ssmStep dtBias"), t(d, "ssmStep d"), t(ssmStates, "ssmStep states"),
+                t(slots, "ssmStep slots"), shape, t(y, "ssmStep y"));
+    }
+
+    @Override
+    public void gatedRmsNorm(Tensor y, Tensor gate, Tensor weight, int groups, float eps, Tensor out) {
+        stateSpace.gatedRmsNorm(t(y, "gatedRmsNorm y"), t(gate, "gatedRmsNorm gate"), t(weight, "gatedRmsNorm weight"),
+                groups, eps, t(out, "gatedRmsNorm out"));
     }
 
     @Override

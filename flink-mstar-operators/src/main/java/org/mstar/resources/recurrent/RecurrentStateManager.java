@@ -35,8 +35,9 @@ import org.mstar.resources.StepContext;
  *       {@link AllocationFailed} and everything that admit took is given back, so the pool is as before.</li>
  *   <li>Slot 0 is the scratch of capture padding rows: they are planned at it, reserve and commit nothing, and a step
  *       with padding rows zeroes it first, so what a padding row reads is always the state before any token.</li>
- *   <li>Each plan gives every segment its slot as an I32 tensor ({@link RecurrentPlan}); under a graph lease it is the
- *       bucket's static buffer, so a recorded decode graph reads each step's slots at a fixed address.</li>
+ *   <li>Each plan gives every segment its slot and its first token as I32 tensors ({@link RecurrentPlan}); under a
+ *       graph lease they are the bucket's static buffers, so a recorded decode graph reads each step's slots at a
+ *       fixed address.</li>
  *   <li>Commit advances each request's token count by its segment's span: the state is the one after that many
  *       tokens, which is what a publication and an offloaded copy say.</li>
  *   <li>{@link Offload} (only with {@code host_slots > 0}) moves a state to host memory and frees its slot; a reload
@@ -60,6 +61,8 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
     /** The requests the last admit gave a slot, which its rollback takes back. */
     private final List<String> admittedByLastAdmit = new ArrayList<>();
     private RecurrentPlan current;
+    /** The last plan's segment starts, on the host. */
+    private int[] currentStarts = new int[] {0};
 
     public RecurrentStateManager(RecurrentStateSpec spec, Device device) {
         this.spec = spec;
@@ -182,8 +185,10 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
             return null;
         }
         int[] ids = new int[segments.size()];
+        int[] starts = new int[segments.size() + 1];
         boolean padded = false;
         for (int i = 0; i < ids.length; i++) {
+            starts[i + 1] = starts[i] + segments.get(i).span();
             String rid = segments.get(i).requestId();
             if (ctx.isPaddingRow(rid)) {
                 ids[i] = StateSlots.SCRATCH;
@@ -203,16 +208,18 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         if (current != null) {
             current.close();
         }
-        current = place(ids, ctx.slotLease());
+        currentStarts = starts;
+        current = place(ids, starts, ctx.slotLease());
         return current;
     }
 
-    private RecurrentPlan place(int[] ids, SlotLease lease) {
+    private RecurrentPlan place(int[] ids, int[] starts, SlotLease lease) {
         if (lease != null && lease.bucket() != null) {
             BucketKey bucket = lease.bucket();
-            return new RecurrentPlan(leasedSlots.write(new LeasedKey(bucket, lease.slot()), bucket.bs(), ids), false);
+            return new RecurrentPlan(leasedSlots.write(new LeasedKey(bucket, lease.slot(), false), bucket.bs(), ids),
+                    leasedSlots.write(new LeasedKey(bucket, lease.slot(), true), bucket.bs() + 1, starts), false);
         }
-        return new RecurrentPlan(device.fromInts(ids, ids.length), true);
+        return new RecurrentPlan(device.fromInts(ids, ids.length), device.fromInts(starts, starts.length), true);
     }
 
     /** Each real request's state is now the one after its segment's tokens too. */
@@ -364,6 +371,14 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         return current;
     }
 
+    /**
+     * The last plan's segment starts on the host, as {@link RecurrentPlan#starts()} holds them on the device: where
+     * a forward finds each segment's last token without reading the device.
+     */
+    public int[] currentStarts() {
+        return currentStarts.clone();
+    }
+
     /** The tokens {@code rid}'s state has absorbed; 0 for an unknown request. */
     public int tokens(String rid) {
         return tokens.getOrDefault(rid, 0);
@@ -399,5 +414,6 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         return pool;
     }
 
-    private record LeasedKey(BucketKey bucket, int slot) {}
+    /** A graph's static buffer: its slots, or with {@code starts} its segment starts. */
+    private record LeasedKey(BucketKey bucket, int slot, boolean starts) {}
 }

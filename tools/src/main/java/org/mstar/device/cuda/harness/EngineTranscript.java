@@ -10,9 +10,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.function.Consumer;
 import org.mstar.engine.FinishedRequest;
+import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.LogitsObserver;
 import org.mstar.engine.PreplanCounts;
 import org.mstar.engine.StepResult;
 
@@ -31,8 +34,18 @@ final class EngineTranscript {
 
     /** Submits {@code requests}, steps {@code engine} until idle; fails on a request failure. */
     static EngineTranscript record(LlamaEngine engine, List<GenerationRequest> requests) {
+        EngineTranscript t = record(engine, engine::observeLogits, requests);
+        t.graphReplays = engine.decodeGraphReplays();
+        t.preplan = engine.preplanCounts();
+        t.launchedAhead = engine.launchedAhead();
+        return t;
+    }
+
+    /** As above for any engine: {@code observe} hands the engine the observer of its logits (null takes it away). */
+    static EngineTranscript record(GenerationEngine engine, Consumer<LogitsObserver> observe,
+                                   List<GenerationRequest> requests) {
         EngineTranscript t = new EngineTranscript();
-        engine.observeLogits((rid, index, l) -> {
+        observe.accept((rid, index, l) -> {
             List<float[]> seen = t.logits.computeIfAbsent(rid, k -> new ArrayList<>());
             if (index != seen.size()) {
                 throw new IllegalStateException(rid + ": logits of token " + index + " after " + seen.size());
@@ -52,10 +65,7 @@ final class EngineTranscript {
             }
         }
         t.millis = (System.nanoTime() - start) / 1e6;
-        t.graphReplays = engine.decodeGraphReplays();
-        t.preplan = engine.preplanCounts();
-        t.launchedAhead = engine.launchedAhead();
-        engine.observeLogits(null);
+        observe.accept(null);
         return t;
     }
 

@@ -39,7 +39,8 @@ import org.mstar.model.frame.FrameModelConfig;
  * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
  * (paged, ragged, cross) and no performance table; {@code --moe-only} likewise the mixture-of-experts checks
- * ({@link MoeChecks}). {@code --frame-perf} adds the frame-stream throughput
+ * ({@link MoeChecks}) and {@code --state-space-only} the Mamba2 ops and whole Mamba2 and Bamba engines
+ * ({@link StateSpaceChecks}, {@link HybridEngineChecks}). {@code --frame-perf} adds the frame-stream throughput
  * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
  * pre-planning off and on ({@link PreplanBench}). {@code --perf-table} replaces every performance table
  * by the rows of the one-call table ({@link PerfTable}: prefill, decode and mixed steps on both Llama geometries),
@@ -55,9 +56,9 @@ import org.mstar.model.frame.FrameModelConfig;
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
- *     --invariance-perf | --skinny-perf] [--attention-only | --moe-only] [--frame-perf] [--preplan-perf]
- *     [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...] [--lora-perf [--lora-adapters 8,64]]
- *     [--no-qkv-rope-in-matmul] [--no-checks]</pre>
+ *     --invariance-perf | --skinny-perf] [--attention-only | --moe-only | --state-space-only] [--frame-perf]
+ *     [--preplan-perf] [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...]
+ *     [--lora-perf [--lora-adapters 8,64]] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -135,17 +136,21 @@ public final class GpuHarness {
 
             List<CheckResult> checks = new ArrayList<>();
             String engineNotes = "";
-            if (!options.noChecks && !options.attentionOnly && !options.moeOnly) {
+            if (options.runs(false)) {
                 checks.addAll(new OpChecks(twin).run());
             }
-            if (!options.noChecks && !options.attentionOnly) {
+            if (options.runs(options.moeOnly)) {
                 checks.addAll(new MoeChecks(twin).run());
             }
-            if (!options.noChecks && !options.moeOnly) {
+            if (options.runs(options.stateSpaceOnly)) {
+                checks.addAll(new StateSpaceChecks(twin).run());
+                checks.addAll(new HybridEngineChecks(cpu, gpu, seed).run());
+            }
+            if (options.runs(options.attentionOnly)) {
                 checks.addAll(new AttentionChecks(twin).run());
                 checks.addAll(new RaggedAttentionChecks(twin).run());
             }
-            if (!options.noChecks && !options.attentionOnly && !options.moeOnly) {
+            if (options.runs(false)) {
                 checks.addAll(new SamplingChecks(twin).run());
                 checks.addAll(new FrameChecks(twin).run());
                 engineNotes = engineChecks(gpu, cpu, seed, checks);

@@ -62,6 +62,9 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--moe-only", description = "the mixture-of-experts checks (router, experts) alone, no performance table")
     boolean moeOnly;
 
+    @Option(names = "--state-space-only", description = "the Mamba2 op and engine checks alone, no performance table")
+    boolean stateSpaceOnly;
+
     @Option(names = "--frame-perf", description = "adds the frame-stream throughput")
     boolean framePerf;
 
@@ -98,9 +101,9 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--help", usageHelp = true, description = "print these options and exit")
     boolean help;
 
-    /** Whether performance tables run: none of --no-perf, --attention-only and --moe-only. */
+    /** Whether performance tables run: neither --no-perf nor a switch running one family of checks alone. */
     boolean perf() {
-        return !noPerf && !attentionOnly && !moeOnly;
+        return !noPerf && !oneFamily();
     }
 
     /** Whether a switch that replaces the default performance tables is on. */
@@ -108,17 +111,27 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
         return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf;
     }
 
+    /** Whether one family of checks runs alone: --attention-only, --moe-only or --state-space-only. */
+    boolean oneFamily() {
+        return attentionOnly || moeOnly || stateSpaceOnly;
+    }
+
+    /** Whether the checks of a family run: checks are on, and the family is the one alone or none is. */
+    boolean runs(boolean familyAlone) {
+        return !noChecks && (familyAlone || !oneFamily());
+    }
+
     @Override
     public void check(CommandLine line) {
-        if (attentionOnly && moeOnly) {
-            throw new ParameterException(line, "--attention-only and --moe-only each run one family of checks alone: "
-                    + "give one of them");
+        if ((attentionOnly ? 1 : 0) + (moeOnly ? 1 : 0) + (stateSpaceOnly ? 1 : 0) > 1) {
+            throw new ParameterException(line, "--attention-only, --moe-only and --state-space-only each run one "
+                    + "family of checks alone: give one of them");
         }
         if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf)) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf and "
-                    + "--lora-perf are performance tables: drop --no-perf (and --attention-only, --moe-only) to run "
-                    + "them");
+                    + "--lora-perf are performance tables: drop --no-perf (and --attention-only, --moe-only, "
+                    + "--state-space-only) to run them");
         }
         for (int n : loraAdapters) {
             if (n < 1 || n > LORA_BATCH) {

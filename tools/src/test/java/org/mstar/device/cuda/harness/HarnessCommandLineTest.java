@@ -81,6 +81,17 @@ class HarnessCommandLineTest {
     }
 
     @Test
+    void stateSpaceOnlyRunsItsFamilyAloneWithoutThePerformanceTables() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options, "--state-space-only");
+        assertThat(options.perf()).isFalse();
+        assertThat(options.runs(options.stateSpaceOnly)).isTrue();
+        assertThat(options.runs(options.moeOnly)).isFalse();
+        assertThat(options.runs(false)).isFalse();
+        assertThat(new GpuHarnessOptions().runs(false)).isTrue();
+    }
+
+    @Test
     void gpuHarnessRefusesWhatItCannotRun() {
         assertRefused(new GpuHarnessOptions(), "Unknown option: '--bogus'", "--bogus");
         assertRefused(new GpuHarnessOptions(), "Missing required parameter for option '--out'", "--out");
@@ -91,6 +102,8 @@ class HarnessCommandLineTest {
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--attention-only", "--skinny-perf");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--moe-only", "--decode-perf");
         assertRefused(new GpuHarnessOptions(), "give one of them", "--attention-only", "--moe-only");
+        assertRefused(new GpuHarnessOptions(), "give one of them", "--moe-only", "--state-space-only");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--state-space-only", "--prefill-perf");
     }
 
     @Test
@@ -100,8 +113,9 @@ class HarnessCommandLineTest {
         assertThat(line.getCommandSpec().options()).extracting(OptionSpec::longestName).containsExactly(
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
                 "--decode-models", "--invariance-perf", "--skinny-perf", "--attention-only", "--moe-only",
-                "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf", "--profile-decode",
-                "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks", "--help");
+                "--state-space-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
+                "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
+                "--help");
         assertEveryOptionOnOneUsageLine(line);
     }
 

@@ -1,0 +1,139 @@
+package org.mstar.device.cuda;
+
+import static org.mstar.device.cuda.Elementwise.code;
+
+import org.mstar.device.DType;
+import org.mstar.device.Mamba2Shape;
+
+/**
+ * Launchers of the Mamba2 kernels (mamba2.cu) behind {@link org.mstar.device.StateSpaceOps}: shapes are checked on
+ * the host, slots and segment starts are read by the kernels from device memory.
+ */
+final class CudaStateSpace {
+    /** kMaxConvKernel in mamba2.cu: the window a conv thread keeps in registers. */
+    private static final int MAX_CONV_KERNEL = 8;
+    /** kSsdMaxHeadDim, kSsdMaxState and kSsdThreads in mamba2.cu: the scan's static shared memory and block. */
+    private static final int MAX_HEAD_DIM = 128;
+    private static final int MAX_STATE = 256;
+    private static final int SCAN_THREADS = 256;
+    private static final int NORM_THREADS = 256;
+
+    private final CudaDevice device;
+    private final Elementwise elementwise;
+
+    CudaStateSpace(CudaDevice device, Elementwise elementwise) {
+        this.device = device;
+        this.elementwise = elementwise;
+    }
+
+    void causalConv1d(CudaTensor proj, CudaTensor weight, CudaTensor bias, CudaTensor states, CudaTensor slots,
+                      CudaTensor starts, Mamba2Shape s, CudaTensor xbc) {
+        int conv = s.convDim();
+        int k = s.convKernel();
+        long segments = checkSegments(slots, starts, states, "causalConv1d");
+        if (k > MAX_CONV_KERNEL) {
+            throw new IllegalArgumentException("causalConv1d: a kernel of width " + k + "; mamba_causal_conv1d takes"
+                    + " at most " + MAX_CONV_KERNEL);
+        }
+        if (weight.numel() != (long) conv * k || (bias != null && bias.numel() != conv)
+                || states.numel() / states.dim(0) != (long) conv * (k - 1) || proj.dim(-1) != s.projWidth()
+                || xbc.numel() != proj.numel() / s.projWidth() * conv) {
+            throw new IllegalArgumentException("causalConv1d: proj " + proj + ", weight " + weight + ", bias " + bias
+                    + ", states " + states + " and xbc " + xbc + " do not fit " + s);
+        }
+        device.enter();
+        elementwise.launch("mamba_causal_conv1d", segments * conv, new KernelArgs().tensor(proj).i32(code(proj))
+                .tensor(weight).i32(code(weight)).tensor(bias).i32(bias == null ? 0 : code(bias)).tensor(states)
+                .i32(code(states)).tensor(slots).tensor(starts).tensor(xbc).i32(code(xbc)).i32((int) segments)
+                .i32(conv).i32(k).i32(s.projWidth()).i32(s.xbcColumn()), "causalConv1d");
+    }
+
+    void ssdScan(CudaTensor xbc, CudaTensor proj, CudaTensor aLog, CudaTensor dtBias, CudaTensor d, CudaTensor states,
+                 CudaTensor slots, CudaTensor starts, Mamba2Shape s, CudaTensor y) {
+        long segments = checkSegments(slots, starts, states, "ssdScan");
+        checkScan(xbc, proj, aLog, dtBias, d, states, s, y, "ssdScan");
+        if (s.headDim() > MAX_HEAD_DIM || s.stateDim() > MAX_STATE) {
+            throw new IllegalArgumentException("ssdScan: heads of " + s.headDim() + " channels and states of "
+                    + s.stateDim() + "; mamba_ssd_scan takes at most " + MAX_HEAD_DIM + " and " + MAX_STATE);
+        }
+        if (segments == 0) {
+            return;
+        }
+        kernel("mamba_ssd_scan").launch(device.stream(), Math.toIntExact(segments * s.heads()), 1, 1, SCAN_THREADS, 0,
+                scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(starts).tensor(y).i32(code(y))
+                        .i32(s.heads()).i32(s.headDim()).i32(s.groups()).i32(s.stateDim()).f32(s.dtMin())
+                        .f32(s.dtMax()), "ssdScan");
+    }
+
+    void ssmStep(CudaTensor xbc, CudaTensor proj, CudaTensor aLog, CudaTensor dtBias, CudaTensor d, CudaTensor states,
+                 CudaTensor slots, Mamba2Shape s, CudaTensor y) {
+        requireI32(slots, "ssmStep slots");
+        checkScan(xbc, proj, aLog, dtBias, d, states, s, y, "ssmStep");
+        long rows = slots.numel();
+        if (proj.numel() != rows * s.projWidth()) {
+            throw new IllegalArgumentException("ssmStep: proj " + proj + " is not " + rows + " rows of " + s);
+        }
+        device.enter();
+        elementwise.launch("mamba_ssm_step", rows * s.inner(), scanArgs(xbc, proj, aLog, dtBias, d, states, slots)
+                .tensor(y).i32(code(y)).i32((int) rows).i32(s.heads()).i32(s.headDim()).i32(s.groups())
+                .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssmStep");
+    }
+
+    void gatedRmsNorm(CudaTensor y, CudaTensor gate, CudaTensor weight, int groups, float eps, CudaTensor out) {
+        long inner = y.dim(-1);
+        long gateWidth = gate.dim(-1);
+        long rows = y.numel() / inner;
+        if (groups < 1 || inner % groups != 0 || weight.numel() != inner || out.numel() != y.numel()
+                || gate.numel() != rows * gateWidth || gateWidth < inner) {
+            throw new IllegalArgumentException("gatedRmsNorm of y " + y + " gated by " + gate + " in " + groups
+                    + " groups, weight " + weight + ", out " + out);
+        }
+        if (rows == 0) {
+            return;
+        }
+        kernel("mamba_gated_rms_norm").launch(device.stream(), Math.toIntExact(rows * groups), 1, 1, NORM_THREADS, 0,
+                new KernelArgs().tensor(y).i32(code(y)).tensor(gate).i32(code(gate)).tensor(weight).i32(code(weight))
+                        .tensor(out).i32(code(out)).i32((int) inner).i32((int) gateWidth).i32(groups).f32(eps),
+                "gatedRmsNorm");
+    }
+
+    private Kernel kernel(String name) {
+        device.enter();
+        return device.kernel(name);
+    }
+
+    private static KernelArgs scanArgs(CudaTensor xbc, CudaTensor proj, CudaTensor aLog, CudaTensor dtBias,
+                                       CudaTensor d, CudaTensor states, CudaTensor slots) {
+        return new KernelArgs().tensor(xbc).i32(code(xbc)).tensor(proj).i32(code(proj)).tensor(aLog).i32(code(aLog))
+                .tensor(dtBias).i32(code(dtBias)).tensor(d).i32(code(d)).tensor(states).i32(code(states))
+                .tensor(slots);
+    }
+
+    private static void checkScan(CudaTensor xbc, CudaTensor proj, CudaTensor aLog, CudaTensor dtBias, CudaTensor d,
+                                  CudaTensor states, Mamba2Shape s, CudaTensor y, String op) {
+        long tokens = proj.numel() / s.projWidth();
+        if (proj.dim(-1) != s.projWidth() || aLog.numel() != s.heads() || dtBias.numel() != s.heads()
+                || d.numel() != s.heads() || xbc.numel() != tokens * s.convDim() || y.numel() != tokens * s.inner()
+                || states.numel() / states.dim(0) != (long) s.heads() * s.headDim() * s.stateDim()) {
+            throw new IllegalArgumentException(op + ": xbc " + xbc + ", proj " + proj + ", aLog " + aLog + ", dtBias "
+                    + dtBias + ", d " + d + ", states " + states + ", y " + y + " do not fit " + s);
+        }
+    }
+
+    /** The segment count; the starts themselves stay on the device, so their values are the caller's to keep right. */
+    private static long checkSegments(CudaTensor slots, CudaTensor starts, CudaTensor states, String op) {
+        requireI32(slots, op + " slots");
+        requireI32(starts, op + " starts");
+        if (starts.numel() != slots.numel() + 1 || states.rank() < 2) {
+            throw new IllegalArgumentException(op + ": starts " + starts + " must be one longer than slots " + slots
+                    + ", states " + states + " [slots, ...]");
+        }
+        return slots.numel();
+    }
+
+    private static void requireI32(CudaTensor t, String what) {
+        if (t.dtype() != DType.I32) {
+            throw new IllegalArgumentException(what + " must be I32, got " + t);
+        }
+    }
+}
