@@ -19,9 +19,11 @@ import org.mstar.device.Tensor;
  */
 final class CpuOps implements ComputeOps, AutoCloseable {
     private final ParallelLoop loop;
+    private final CpuLatentAttention latent;
 
     CpuOps(int threads) {
         this.loop = new ParallelLoop(threads);
+        this.latent = new CpuLatentAttention(loop);
     }
 
     @Override
@@ -367,6 +369,9 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor pages = CpuTensor.of(pageIdx);
         CpuTensor offs = CpuTensor.of(offsets);
         KvPoolGeometry g = new KvPoolGeometry(p);
+        if (g.planes() != 2) {
+            throw new IllegalArgumentException("kvAppend writes K and V planes; a latent pool " + p + " takes latentAppend");
+        }
         int tokenElems = g.tokenElems();
         int n = pages.size();
         requireSize(offs, n, "kvAppend offsets");
@@ -529,6 +534,30 @@ final class CpuOps implements ComputeOps, AutoCloseable {
                 FloatRows.copy(src, (l * n + i) * g.pageElems(), p, g.page(l, ids.getInt(i)), g.pageElems());
             }
         }
+    }
+
+    // ---------------------------------------------------------------- latent (MLA) attention
+
+    @Override
+    public void latentAppend(Tensor kvA, Tensor kvNorm, float eps, Tensor posIds, RopeParams rope, Tensor pool,
+                             int layer, Tensor pageIdx, Tensor offsets) {
+        latent.append(CpuTensor.of(kvA), CpuTensor.of(kvNorm), eps, CpuTensor.of(posIds), rope, CpuTensor.of(pool), layer,
+                CpuTensor.of(pageIdx), CpuTensor.of(offsets));
+    }
+
+    @Override
+    public void latentQuery(Tensor q, Tensor kvB, Tensor posIds, RopeParams rope, Tensor qLatent) {
+        latent.query(CpuTensor.of(q), CpuTensor.of(kvB), CpuTensor.of(posIds), rope, CpuTensor.of(qLatent));
+    }
+
+    @Override
+    public void latentAttention(Tensor qLatent, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out) {
+        latent.attention(CpuTensor.of(qLatent), CpuTensor.of(pool), layer, plan, CpuTensor.of(out));
+    }
+
+    @Override
+    public void latentValues(Tensor latentOut, Tensor kvB, Tensor out) {
+        latent.values(CpuTensor.of(latentOut), CpuTensor.of(kvB), CpuTensor.of(out));
     }
 
     // ---------------------------------------------------------------- ragged (cacheless) attention

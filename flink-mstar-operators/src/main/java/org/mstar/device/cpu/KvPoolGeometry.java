@@ -1,25 +1,29 @@
 package org.mstar.device.cpu;
 
 /**
- * Element offsets into a KV pool {@code [layers, pages, 2, pageSize, kvHeads, headDim]}, relative to the
- * pool view (as {@link FloatRows} and {@link CpuTensor#getFloat} take them).
+ * Element offsets into a KV pool {@code [layers, pages, planes, pageSize, kvHeads, headDim]}, relative to the
+ * pool view (as {@link FloatRows} and {@link CpuTensor#getFloat} take them). An NHD pool has two planes (K, V); a
+ * latent (MLA) pool has one, whose rows are read as both keys and values.
  */
 final class KvPoolGeometry {
     private final int layers;
     private final int pages;
+    private final int planes;
     private final int pageSize;
     private final int kvHeads;
     private final int headDim;
 
     KvPoolGeometry(CpuTensor pool) {
-        if (pool.rank() != 6 || pool.dim(2) != 2) {
-            throw new IllegalArgumentException("KV pool must be [layers, pages, 2, pageSize, kvHeads, headDim], got " + pool);
+        if (pool.rank() != 6 || pool.dim(2) != 1 && pool.dim(2) != 2) {
+            throw new IllegalArgumentException("KV pool must be [layers, pages, 1 or 2, pageSize, kvHeads, headDim], got "
+                    + pool);
         }
         if (!pool.dtype().isFloat()) {
             throw new IllegalArgumentException("KV pool must hold floats, got " + pool);
         }
         this.layers = (int) pool.dim(0);
         this.pages = (int) pool.dim(1);
+        this.planes = (int) pool.dim(2);
         this.pageSize = (int) pool.dim(3);
         this.kvHeads = (int) pool.dim(4);
         this.headDim = (int) pool.dim(5);
@@ -27,6 +31,7 @@ final class KvPoolGeometry {
 
     int layers() { return layers; }
     int pages() { return pages; }
+    int planes() { return planes; }
     int pageSize() { return pageSize; }
     int kvHeads() { return kvHeads; }
     int headDim() { return headDim; }
@@ -36,9 +41,9 @@ final class KvPoolGeometry {
         return kvHeads * headDim;
     }
 
-    /** Elements in one page of one layer, K and V together. */
+    /** Elements in one page of one layer, every plane. */
     int pageElems() {
-        return 2 * pageSize * tokenElems();
+        return planes * pageSize * tokenElems();
     }
 
     /** Offset of (layer, page). */
@@ -52,11 +57,11 @@ final class KvPoolGeometry {
         return (layer * pages + page) * pageElems();
     }
 
-    /** Offset of one token's K (kv = 0) or V (kv = 1) vector, all heads. */
+    /** Offset of one token's K (kv = 0) or V (kv = 1) vector, all heads; a one-plane pool's row for either. */
     int slot(int layer, int page, int kv, int offset) {
         if (offset < 0 || offset >= pageSize) {
             throw new IndexOutOfBoundsException("offset " + offset + " outside page of " + pageSize);
         }
-        return page(layer, page) + (kv * pageSize + offset) * tokenElems();
+        return page(layer, page) + (Math.min(kv, planes - 1) * pageSize + offset) * tokenElems();
     }
 }

@@ -28,6 +28,7 @@ public final class CudaOps implements ComputeOps {
     private final CudaMatmul matmul;
     private final CudaAttention attention;
     private final CudaRaggedAttention raggedAttention;
+    private final CudaLatentAttention latentAttention;
     private final RopeTables ropeTables;
     private final CudaMoe moe;
     private final CudaStateSpace stateSpace;
@@ -42,6 +43,7 @@ public final class CudaOps implements ComputeOps {
         this.ropeTables = shared.ropeTables();
         this.moe = new CudaMoe(device, elementwise);
         this.stateSpace = new CudaStateSpace(device, elementwise);
+        this.latentAttention = new CudaLatentAttention(device, ropeTables);
     }
 
     private static CudaTensor t(Tensor x, String what) {
@@ -479,6 +481,14 @@ public final class CudaOps implements ComputeOps {
         }
     }
 
+    /** Page moves copy whole pages, so they take a latent (one-plane) pool as they take an NHD one. */
+    private static void requirePagePool(CudaTensor p, String op) {
+        if (p.rank() != 6 || p.dim(2) != 1 && p.dim(2) != 2) {
+            throw new IllegalArgumentException(op + ": pool must be [layers, pages, 1 or 2, pageSize, kvHeads, headDim], got "
+                    + p);
+        }
+    }
+
     @Override
     public void pagedAttention(Tensor q, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out) {
         device.enter();
@@ -694,7 +704,7 @@ public final class CudaOps implements ComputeOps {
         CudaTensor p = t(pool, "copyPages pool");
         CudaTensor s = t(src, "copyPages src");
         CudaTensor d = t(dst, "copyPages dst");
-        requirePool(p, "copyPages");
+        requirePagePool(p, "copyPages");
         requireType(s, DType.I32, "copyPages src");
         requireType(d, DType.I32, "copyPages dst");
         if (s.numel() != d.numel()) {
@@ -709,7 +719,7 @@ public final class CudaOps implements ComputeOps {
         CudaTensor p = t(pool, "gatherPages pool");
         CudaTensor ids = t(pages, "gatherPages pages");
         CudaTensor o = t(out, "gatherPages out");
-        requirePool(p, "gatherPages");
+        requirePagePool(p, "gatherPages");
         requireType(ids, DType.I32, "gatherPages pages");
         long layerBytes = p.byteSize() / p.dim(0);
         long pageBytes = layerBytes / p.dim(1);
@@ -724,7 +734,7 @@ public final class CudaOps implements ComputeOps {
         CudaTensor p = t(pool, "scatterPages pool");
         CudaTensor ids = t(pages, "scatterPages pages");
         CudaTensor src = t(in, "scatterPages in");
-        requirePool(p, "scatterPages");
+        requirePagePool(p, "scatterPages");
         requireType(ids, DType.I32, "scatterPages pages");
         long layerBytes = p.byteSize() / p.dim(0);
         long pageBytes = layerBytes / p.dim(1);
@@ -739,6 +749,33 @@ public final class CudaOps implements ComputeOps {
         kernel("chunk_copy").launch(device.stream(), Math.toIntExact(chunks), Math.toIntExact(layers), 1,
                 threadsFor(chunkBytes / 16, 4), 0, new KernelArgs().tensor(src).i64(srcLayerStride).tensor(srcIdx)
                         .tensor(dst).i64(dstLayerStride).tensor(dstIdx).i64(chunkBytes), op);
+    }
+
+    // ---------------------------------------------------------------- latent (MLA) attention
+
+    @Override
+    public void latentAppend(Tensor kvA, Tensor kvNorm, float eps, Tensor posIds, RopeParams rope, Tensor pool,
+                             int layer, Tensor pageIdx, Tensor offsets) {
+        latentAttention.append(t(kvA, "latentAppend kvA"), t(kvNorm, "latentAppend kvNorm"), eps,
+                t(posIds, "latentAppend posIds"), rope, t(pool, "latentAppend pool"), layer,
+                t(pageIdx, "latentAppend pageIdx"), t(offsets, "latentAppend offsets"));
+    }
+
+    @Override
+    public void latentQuery(Tensor q, Tensor kvB, Tensor posIds, RopeParams rope, Tensor qLatent) {
+        latentAttention.query(t(q, "latentQuery q"), t(kvB, "latentQuery kvB"), t(posIds, "latentQuery posIds"), rope,
+                t(qLatent, "latentQuery qLatent"));
+    }
+
+    @Override
+    public void latentAttention(Tensor qLatent, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out) {
+        latentAttention.attention(t(qLatent, "latentAttention q"), t(pool, "latentAttention pool"), layer, plan,
+                t(out, "latentAttention out"));
+    }
+
+    @Override
+    public void latentValues(Tensor latent, Tensor kvB, Tensor out) {
+        latentAttention.values(t(latent, "latentValues latent"), t(kvB, "latentValues kvB"), t(out, "latentValues out"));
     }
 
     // ---------------------------------------------------------------- ragged (cacheless) attention

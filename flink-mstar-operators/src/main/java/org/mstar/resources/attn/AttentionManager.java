@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.mstar.device.Device;
+import org.mstar.device.PagedAttentionPlan;
 import org.mstar.device.StaticIntBuffers;
 import org.mstar.device.Tensor;
 import org.mstar.resources.AttentionConfig;
@@ -152,13 +153,25 @@ public final class AttentionManager implements Resource, Planning<AttentionPlan>
      * planned tokens; they are not attended.
      */
     public void run(Tensor q, String planLabel, int layer, Tensor kvPool, Tensor out) {
+        device.ops().pagedAttention(q, kvPool, layer, pagedPlan(q, planLabel), out);
+    }
+
+    /**
+     * As {@link #run}, over a latent (MLA) pool: {@code qLatent [totalQo, H, R + Dr]} (the latent queries) attends
+     * layer {@code layer}'s latent rows, writing {@code out [totalQo, H, R]} ({@code LatentAttentionOps}).
+     */
+    public void runLatent(Tensor qLatent, String planLabel, int layer, Tensor latentPool, Tensor out) {
+        device.ops().latentAttention(qLatent, latentPool, layer, pagedPlan(qLatent, planLabel), out);
+    }
+
+    private PagedAttentionPlan pagedPlan(Tensor q, String planLabel) {
         AttentionPlan.LabelPlan plan = currentPlan().label(planLabel);
         int planned = plan.paged().totalQo();
         if (q.dim(0) < planned || plan.fresh() && q.dim(0) != planned) {
             throw new IllegalArgumentException("q has " + q.dim(0) + " rows but label '" + planLabel + "' planned "
                     + planned + " tokens");
         }
-        device.ops().pagedAttention(q, kvPool, layer, plan.paged(), out);
+        return plan.paged();
     }
 
     /**

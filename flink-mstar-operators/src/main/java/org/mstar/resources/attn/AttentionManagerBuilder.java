@@ -2,7 +2,6 @@ package org.mstar.resources.attn;
 
 import org.mstar.resources.AttentionConfig;
 import org.mstar.resources.AttentionSpec;
-import org.mstar.resources.KVLayout;
 import org.mstar.resources.KVSpec;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.PagedKVConfig;
@@ -15,8 +14,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Builds the attention an {@link AttentionSpec} asks for. This build has one kernel family, the paged
  * attention of {@code ComputeOps.pagedAttention} over an NHD page pool: AUTO and FLASHINFER resolve to it,
- * and so does DENSE (the two are drop-in for each other; the choice is logged as a warning). FLASHINFER_MLA,
- * FLEX and XPU_PAGED, and an MLA page layout, are refused at build rather than run as something else.
+ * and so does DENSE (the two are drop-in for each other; the choice is logged as a warning). Over an MLA page layout
+ * the same manager plans the latent attention ({@code AttentionManager.runLatent}); its softmax scale is the
+ * configured one or {@code 1/sqrt(headDim)} of the KV config's query head dim. FLASHINFER_MLA, FLEX and XPU_PAGED are
+ * refused at build rather than run as something else.
  */
 public final class AttentionManagerBuilder implements ResourceBuilder {
     private static final Logger LOG = LoggerFactory.getLogger(AttentionManagerBuilder.class);
@@ -44,10 +45,6 @@ public final class AttentionManagerBuilder implements ResourceBuilder {
                     + "on {} instead (DENSE -> paged)", key, info.device().name());
             default -> throw new UnsupportedOperationException("attention '" + key + "': backend " + config.backend()
                     + " is not supported by this build; supported: AUTO, FLASHINFER, DENSE (all run paged attention)");
-        }
-        if (kv.layout() == KVLayout.MLA) {
-            throw new UnsupportedOperationException("attention '" + key + "': KV layout MLA is not supported; "
-                    + "paged attention reads NHD pages");
         }
         kv.shard(info.worldSize()); // idempotent: KV shards the same shared config
         return new AttentionManager(config, kv.headDim(), kv.maxSeqLen(), info.device());

@@ -16,7 +16,6 @@ import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Fork;
-import org.mstar.resources.KVLayout;
 import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.KVStep;
 import org.mstar.resources.Offload;
@@ -91,9 +90,6 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
      */
     public KVManager(PagedKVConfig config, Device device, DType kvDType, int worldSize, int rank,
                      KvTransport transport) {
-        if (config.layout() == KVLayout.MLA) {
-            throw new UnsupportedOperationException("the paged KV manager stores NHD pages; MLA latent pages are not supported");
-        }
         if (rank < 0 || rank >= worldSize) {
             throw new IllegalArgumentException("rank " + rank + " outside a world of " + worldSize);
         }
@@ -101,8 +97,7 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
         this.config = config;
         this.kvDType = kvDType;
         this.worldSize = worldSize;
-        KvPool pool = new KvPool(device, kvDType, config.numLayers(), config.maxNumPages(), config.pageSize(),
-                config.numKvHeads(), config.headDim());
+        KvPool pool = KvPool.forConfig(config, device, kvDType);
         this.st = new KVState(config, pool);
         this.admission = new KVAdmission(st);
         this.leases = new PrefixLeases(st);

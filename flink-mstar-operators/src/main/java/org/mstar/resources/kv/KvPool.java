@@ -4,41 +4,61 @@ import java.nio.ByteBuffer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
+import org.mstar.resources.KVLayout;
+import org.mstar.resources.PagedKVConfig;
 
 /**
- * The device storage of a paged KV cache: one tensor {@code [layers, pages, 2, pageSize, kvHeads,
- * headDim]} (index 0 of the third axis is K, 1 is V) and the page-granular moves the manager makes on
- * it. Page bytes leave and enter the device in the layout {@code gatherPages} produces,
- * {@code [layers, n, 2, pageSize, kvHeads, headDim]}.
+ * The device storage of a paged KV cache: one tensor {@code [layers, pages, planes, pageSize, kvHeads,
+ * headDim]} and the page-granular moves the manager makes on it. An NHD pool has two planes (index 0 of the third
+ * axis is K, 1 is V); a latent (MLA) pool has one, each token's row of {@code kv_lora_rank + qk_rope_head_dim} values
+ * (one head of that width). Page bytes leave and enter the device in the layout {@code gatherPages} produces,
+ * {@code [layers, n, planes, pageSize, kvHeads, headDim]}.
  */
 final class KvPool {
     private final Device device;
     private final Tensor pool;
     private final int layers;
+    private final int planes;
     private final int pageSize;
     private final int kvHeads;
     private final int headDim;
     private final DType dtype;
 
-    KvPool(Device device, DType dtype, int layers, int pages, int pageSize, int kvHeads, int headDim) {
+    KvPool(Device device, DType dtype, int layers, int pages, int planes, int pageSize, int kvHeads, int headDim) {
         this.device = device;
         this.dtype = dtype;
         this.layers = layers;
+        this.planes = planes;
         this.pageSize = pageSize;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
-        this.pool = device.zeros(dtype, layers, pages, 2, pageSize, kvHeads, headDim);
+        this.pool = device.zeros(dtype, layers, pages, planes, pageSize, kvHeads, headDim);
+    }
+
+    /**
+     * The pool {@code config} asks for: NHD pages of its (sharded) KV heads, or latent rows of
+     * {@link PagedKVConfig#latentDim()} values, which every rank holds whole.
+     */
+    static KvPool forConfig(PagedKVConfig config, Device device, DType dtype) {
+        if (config.layout() == KVLayout.MLA) {
+            return new KvPool(device, dtype, config.numLayers(), config.maxNumPages(), 1, config.pageSize(), 1,
+                    config.latentDim());
+        }
+        return new KvPool(device, dtype, config.numLayers(), config.maxNumPages(), 2, config.pageSize(),
+                config.numKvHeads(), config.headDim());
     }
 
     Tensor tensor() { return pool; }
     Device device() { return device; }
     int layers() { return layers; }
+    /** 2 (K and V) for NHD pages, 1 for latent pages. */
+    int planes() { return planes; }
     int pageSize() { return pageSize; }
     int kvHeads() { return kvHeads; }
     int headDim() { return headDim; }
     DType dtype() { return dtype; }
 
-    /** Bytes of one page across all layers, K and V. */
+    /** Bytes of one page across all layers and planes. */
     int pageBytes() {
         return layers * layerPageBytes();
     }
@@ -53,12 +73,12 @@ final class KvPool {
         }
     }
 
-    /** Bytes of one page in one layer, K and V. */
+    /** Bytes of one page in one layer, every plane. */
     int layerPageBytes() {
-        return 2 * pageSize * kvHeads * headDim * dtype.bytes();
+        return planes * pageSize * kvHeads * headDim * dtype.bytes();
     }
 
-    /** The bytes of {@code pages}, laid out {@code [layers, n, 2, pageSize, kvHeads, headDim]}. */
+    /** The bytes of {@code pages}, laid out {@code [layers, n, planes, pageSize, kvHeads, headDim]}. */
     byte[] gather(int[] pages) {
         byte[] out = new byte[pages.length * pageBytes()];
         gather(pages, ByteBuffer.wrap(out));
@@ -71,7 +91,7 @@ final class KvPool {
             return;
         }
         try (Tensor ids = device.fromInts(pages, pages.length);
-             Tensor buf = device.allocate(dtype, layers, pages.length, 2, pageSize, kvHeads, headDim)) {
+             Tensor buf = device.allocate(dtype, layers, pages.length, planes, pageSize, kvHeads, headDim)) {
             device.ops().gatherPages(pool, ids, buf);
             device.copyToHost(buf, dst.duplicate());
         }
@@ -87,7 +107,7 @@ final class KvPool {
             return;
         }
         try (Tensor ids = device.fromInts(pages, pages.length);
-             Tensor buf = device.allocate(dtype, layers, pages.length, 2, pageSize, kvHeads, headDim)) {
+             Tensor buf = device.allocate(dtype, layers, pages.length, planes, pageSize, kvHeads, headDim)) {
             device.copyFromHost(data, buf);
             device.ops().scatterPages(pool, ids, buf);
         }
@@ -95,27 +115,29 @@ final class KvPool {
 
     /**
      * K and V of tokens {@code [0, tokens)} of a stream on {@code pages}, layer {@code layer}, each
-     * {@code [tokens, kvHeads, headDim]} widened to fp32.
+     * {@code [tokens, kvHeads, headDim]} widened to fp32; a latent pool's rows come as K, with an empty V.
      */
     float[][] readTokens(int layer, int[] pages, int tokens) {
         int tokenElems = kvHeads * headDim;
         float[] k = new float[tokens * tokenElems];
-        float[] v = new float[tokens * tokenElems];
+        float[] v = new float[planes == 2 ? tokens * tokenElems : 0];
         if (tokens == 0) {
             return new float[][] {k, v};
         }
         int n = pages.length;
         float[] all;
         try (Tensor ids = device.fromInts(pages, n);
-             Tensor buf = device.allocate(dtype, layers, n, 2, pageSize, kvHeads, headDim)) {
+             Tensor buf = device.allocate(dtype, layers, n, planes, pageSize, kvHeads, headDim)) {
             device.ops().gatherPages(pool, ids, buf);
             all = device.toFloats(buf);
         }
-        int pageElems = 2 * pageSize * tokenElems;
+        int pageElems = planes * pageSize * tokenElems;
         for (int t = 0; t < tokens; t++) {
             int base = (layer * n + t / pageSize) * pageElems + (t % pageSize) * tokenElems;
             System.arraycopy(all, base, k, t * tokenElems, tokenElems);
-            System.arraycopy(all, base + pageSize * tokenElems, v, t * tokenElems, tokenElems);
+            if (planes == 2) {
+                System.arraycopy(all, base + pageSize * tokenElems, v, t * tokenElems, tokenElems);
+            }
         }
         return new float[][] {k, v};
     }

@@ -60,7 +60,7 @@ final class KvRetriever {
     /** The contents of some of this cache's pages, for a reader. */
     KvPagePayload export(int[] pages, int startToken, int endToken) {
         KvPool p = st.pool;
-        return new KvPagePayload(p.layers(), pages.length, p.pageSize(), p.kvHeads(), p.headDim(), p.dtype(),
+        return new KvPagePayload(p.layers(), pages.length, p.planes(), p.pageSize(), p.kvHeads(), p.headDim(), p.dtype(),
                 startToken, endToken, p.gather(pages));
     }
 
@@ -186,10 +186,12 @@ final class KvRetriever {
 
     private void land(CacheStream s, KvPagePayload p) {
         KvPool pool = st.pool;
-        if (p.layers() != pool.layers() || p.pageSize() != pool.pageSize() || p.kvHeads() != pool.kvHeads()
-                || p.headDim() != pool.headDim() || p.dtype() != pool.dtype() || p.numPages() != s.readPages.length) {
+        if (p.layers() != pool.layers() || p.planes() != pool.planes() || p.pageSize() != pool.pageSize()
+                || p.kvHeads() != pool.kvHeads() || p.headDim() != pool.headDim() || p.dtype() != pool.dtype()
+                || p.numPages() != s.readPages.length) {
             throw new IllegalArgumentException("payload layout [" + p.layers() + " layers, " + p.numPages() + " pages of "
-                    + p.pageSize() + ", " + p.kvHeads() + "x" + p.headDim() + " " + p.dtype() + "] does not match this cache");
+                    + p.pageSize() + ", " + p.planes() + "x" + p.kvHeads() + "x" + p.headDim() + " " + p.dtype()
+                    + "] does not match this cache");
         }
         land(s, ByteBuffer.wrap(p.data()));
     }

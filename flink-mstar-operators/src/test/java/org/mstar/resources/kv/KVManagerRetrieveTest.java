@@ -229,7 +229,7 @@ class KVManagerRetrieveTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
             out.writeObject(r0);
-            out.writeObject(new KvPagePayload(1, 1, 1, 1, 1, DType.BF16, 3, 4, new byte[] {1, 2, 3, 4}));
+            out.writeObject(new KvPagePayload(1, 1, 2, 1, 1, 1, DType.BF16, 3, 4, new byte[] {1, 2, 3, 4}));
         }
         try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
             PublishedKVInfo back = (PublishedKVInfo) in.readObject();
@@ -237,7 +237,7 @@ class KVManagerRetrieveTest {
             KvPagePayload p = (KvPagePayload) in.readObject();
             assertThat(p.data()).containsExactly(1, 2, 3, 4);
         }
-        KvPagePayload p = new KvPagePayload(2, 1, 1, 1, 1, DType.F32, 0, 1, new byte[16]);
+        KvPagePayload p = new KvPagePayload(2, 1, 2, 1, 1, 1, DType.F32, 0, 1, new byte[16]);
         KvPagePayload q = KvPagePayload.fromBytes(p.toBytes());
         assertThat(q.dtype()).isEqualTo(DType.F32);
         assertThat(q.layers()).isEqualTo(2);

@@ -1,0 +1,156 @@
+package org.mstar.device.cuda;
+
+import static org.mstar.device.cuda.Elementwise.code;
+
+import org.mstar.device.DType;
+import org.mstar.device.PagedAttentionPlan;
+import org.mstar.device.RopeParams;
+
+/**
+ * Launchers of the latent (MLA) attention kernels (latent_attention.cu): one block per token for the append, one per
+ * (token, head) for the query absorption, the attention and the value up-projection. Correctness first: the attention
+ * block reads its head's visible latent rows once each, a warp per key with an online softmax per warp; the heads of a
+ * token do not share their reads yet.
+ */
+final class CudaLatentAttention {
+    /** Threads of every latent kernel's block (kLatentThreads in latent_attention.cu). */
+    private static final int THREADS = 128;
+    /** Longest latent row (R + Dr) the kernels hold per block (kMaxLatentWidth). */
+    static final int MAX_WIDTH = 1024;
+    /** Longest query nope part the query kernel stages (kMaxNopeDim). */
+    private static final int MAX_NOPE = 256;
+
+    private final CudaDevice device;
+    private final RopeTables ropeTables;
+
+    CudaLatentAttention(CudaDevice device, RopeTables ropeTables) {
+        this.device = device;
+        this.ropeTables = ropeTables;
+    }
+
+    void append(CudaTensor kvA, CudaTensor norm, float eps, CudaTensor pos, RopeParams rope, CudaTensor pool, int layer,
+                CudaTensor pages, CudaTensor offsets) {
+        requireLatentPool(pool, "latentAppend");
+        requireIndex(pos, "latentAppend posIds");
+        requireIndex(pages, "latentAppend pageIdx");
+        requireIndex(offsets, "latentAppend offsets");
+        long n = pages.numel();
+        int width = (int) pool.dim(5);
+        int rank = (int) norm.numel();
+        if (width - rank != rope.rotaryDim() || kvA.numel() != n * width || offsets.numel() != n || pos.numel() < n) {
+            throw new IllegalArgumentException("latentAppend: kvA " + kvA + " (norm of " + rank + ", RoPE of "
+                    + rope.rotaryDim() + ") into a latent pool of " + width + " for " + n + " tokens");
+        }
+        if (layer < 0 || layer >= pool.dim(0)) {
+            throw new IllegalArgumentException("latentAppend: layer " + layer + " outside pool of " + pool.dim(0));
+        }
+        if (n == 0) {
+            return;
+        }
+        device.enter();
+        CudaTensor inv = ropeTables.table(rope);
+        device.kernel("latent_append").launch(device.stream(), Math.toIntExact(n), 1, 1, THREADS, 0,
+                new KernelArgs().tensor(kvA).i32(code(kvA)).tensor(norm).i32(code(norm)).f32(eps).tensor(pos)
+                        .tensor(inv).tensor(pool).i32(code(pool)).tensor(pages).tensor(offsets).i32(layer)
+                        .i32((int) pool.dim(1)).i32((int) pool.dim(3)).i32(rank).i32(rope.rotaryDim())
+                        .flag(rope.interleave()), "latentAppend");
+    }
+
+    void query(CudaTensor q, CudaTensor kvB, CudaTensor pos, RopeParams rope, CudaTensor out) {
+        requireIndex(pos, "latentQuery posIds");
+        if (q.rank() != 3 || out.rank() != 3 || kvB.rank() != 3 || q.dim(0) != out.dim(0) || q.dim(1) != out.dim(1)
+                || kvB.dim(0) != q.dim(1)) {
+            throw new IllegalArgumentException("latentQuery: q " + q + " [n, H, Dn + Dr], kv_b " + kvB
+                    + " [H, Dn + Dv, R] and out " + out + " [n, H, R + Dr]");
+        }
+        int heads = (int) q.dim(1);
+        int rank = (int) kvB.dim(2);
+        int dr = (int) out.dim(2) - rank;
+        int dn = (int) q.dim(2) - dr;
+        if (dr != rope.rotaryDim() || dn <= 0 || dn > MAX_NOPE || kvB.dim(1) <= dn || out.dim(2) > MAX_WIDTH
+                || pos.numel() < q.dim(0)) {
+            throw new IllegalArgumentException("latentQuery: q " + q + " with kv_b " + kvB + " into " + out + " (RoPE of "
+                    + rope.rotaryDim() + "; nope dims up to " + MAX_NOPE + ", rows up to " + MAX_WIDTH + ")");
+        }
+        long blocks = q.dim(0) * heads;
+        if (blocks == 0) {
+            return;
+        }
+        device.enter();
+        CudaTensor inv = ropeTables.table(rope);
+        device.kernel("latent_query").launch(device.stream(), Math.toIntExact(blocks), 1, 1, THREADS, 0,
+                new KernelArgs().tensor(q).i32(code(q)).tensor(kvB).i32(code(kvB)).tensor(pos).tensor(inv).tensor(out)
+                        .i32(code(out)).i32(heads).i32(dn).i32(dr).i32(rank).i32((int) kvB.dim(1))
+                        .flag(rope.interleave()), "latentQuery");
+    }
+
+    void attention(CudaTensor q, CudaTensor pool, int layer, PagedAttentionPlan plan, CudaTensor out) {
+        requireLatentPool(pool, "latentAttention");
+        int width = (int) pool.dim(5);
+        int rank = (int) out.dim(-1);
+        if (q.rank() != 3 || q.dim(2) != width || width > MAX_WIDTH || out.numel() != q.dim(0) * q.dim(1) * rank
+                || rank > width) {
+            throw new IllegalArgumentException("latentAttention: q " + q + " [n, H, " + width + "] into out " + out
+                    + " [n, H, R] over a latent pool of rows up to " + MAX_WIDTH);
+        }
+        if (layer < 0 || layer >= pool.dim(0)) {
+            throw new IllegalArgumentException("latentAttention: layer " + layer + " outside pool of " + pool.dim(0));
+        }
+        if (plan.pageSize() != pool.dim(3)) {
+            throw new IllegalArgumentException("latentAttention: plan pages of " + plan.pageSize() + ", pool pages of "
+                    + pool.dim(3));
+        }
+        int heads = (int) q.dim(1);
+        long blocks = (long) plan.totalQo() * heads;
+        if (blocks == 0) {
+            return;
+        }
+        device.enter();
+        device.kernel("latent_attention").launch(device.stream(), Math.toIntExact(blocks), 1, 1, THREADS, 0,
+                new KernelArgs().tensor(q).i32(code(q)).tensor(pool).i32(code(pool))
+                        .tensor(CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr"))
+                        .tensor(CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr"))
+                        .tensor(CudaTensor.of(plan.kvIndices(), "plan.kvIndices"))
+                        .tensor(CudaTensor.of(plan.lastPageLen(), "plan.lastPageLen")).tensor(out).i32(code(out))
+                        .i32(plan.rows()).i32(heads).i32(rank).i32(width).i32(plan.pageSize()).i32((int) pool.dim(1))
+                        .i32(layer).f32(plan.smScale()).flag(plan.causal()).i32(plan.windowLeft())
+                        .flag(plan.contextOnly()), "latentAttention");
+    }
+
+    void values(CudaTensor latent, CudaTensor kvB, CudaTensor out) {
+        if (latent.rank() != 3 || kvB.rank() != 3 || kvB.dim(0) != latent.dim(1) || kvB.dim(2) != latent.dim(2)
+                || latent.dim(2) > MAX_WIDTH) {
+            throw new IllegalArgumentException("latentValues: latent " + latent + " [n, H, R] with kv_b " + kvB
+                    + " [H, Dn + Dv, R] (R up to " + MAX_WIDTH + ")");
+        }
+        int heads = (int) latent.dim(1);
+        int rank = (int) latent.dim(2);
+        int dv = (int) out.dim(-1);
+        int dn = (int) kvB.dim(1) - dv;
+        if (dn < 0 || out.numel() != latent.dim(0) * heads * dv) {
+            throw new IllegalArgumentException("latentValues: out " + out + " must be [" + latent.dim(0) + ", " + heads
+                    + ", Dv] with Dv <= " + kvB.dim(1));
+        }
+        long blocks = latent.dim(0) * heads;
+        if (blocks == 0) {
+            return;
+        }
+        device.enter();
+        device.kernel("latent_values").launch(device.stream(), Math.toIntExact(blocks), 1, 1, THREADS, 0,
+                new KernelArgs().tensor(latent).i32(code(latent)).tensor(kvB).i32(code(kvB)).tensor(out).i32(code(out))
+                        .i32(heads).i32(rank).i32(dv).i32(dn).i32((int) kvB.dim(1)), "latentValues");
+    }
+
+    private static void requireLatentPool(CudaTensor pool, String op) {
+        if (pool.rank() != 6 || pool.dim(2) != 1 || pool.dim(4) != 1) {
+            throw new IllegalArgumentException(op + ": a latent pool is [layers, pages, 1, pageSize, 1, R + Dr], got "
+                    + pool);
+        }
+    }
+
+    private static void requireIndex(CudaTensor t, String what) {
+        if (t.dtype() != DType.I32) {
+            throw new IllegalArgumentException(what + " must be I32, got " + t);
+        }
+    }
+}
