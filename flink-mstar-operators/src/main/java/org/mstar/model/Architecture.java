@@ -8,8 +8,8 @@ import java.util.stream.Collectors;
  * RoPE, gated MLP) with differences that {@link ModelConfig} records or derives from the architecture: q/k/v bias
  * (Qwen2), per-head q/k RMSNorm (Qwen3, Gemma 3), sliding-window layers (Mistral, Qwen2, Phi-3, Gemma 3), fused
  * q/k/v and gate/up tensors in the checkpoint (Phi-3, Phi-4), and Gemma 3's scaled embeddings, extra norms
- * around attention and MLP, GELU-tanh MLP and separate RoPE base for its local layers; and the mixture-of-experts
- * MLPs of OLMoE and Qwen3-MoE ({@link MoeConfig}).
+ * around attention and MLP, GELU-tanh MLP and separate RoPE base for its local layers; the mixture-of-experts
+ * MLPs of OLMoE and Qwen3-MoE ({@link MoeConfig}); and DeepSeek-V2's latent attention in place of GQA.
  */
 public enum Architecture {
     LLAMA("LlamaForCausalLM", "llama"),
@@ -23,7 +23,9 @@ public enum Architecture {
     /** OLMoE: every MLP is routed experts; q and k are RMS-normalised over the whole projection, not per head. */
     OLMOE("OlmoeForCausalLM", "olmoe"),
     /** Qwen3-MoE: Qwen3's attention; routed experts except in the layers its config keeps dense. */
-    QWEN3_MOE("Qwen3MoeForCausalLM", "qwen3_moe");
+    QWEN3_MOE("Qwen3MoeForCausalLM", "qwen3_moe"),
+    /** DeepSeek-V2 with every layer dense: multi-head latent attention ({@link LatentAttention}) and the gated MLP. */
+    DEEPSEEK_V2("DeepseekV2ForCausalLM", "deepseek_v2");
 
     private final String hfName;
     private final String modelType;

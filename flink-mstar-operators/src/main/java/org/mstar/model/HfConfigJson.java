@@ -81,6 +81,7 @@ final class HfConfigJson {
                     f.optInt("max_window_layers", QWEN2_DEFAULT_MAX_WINDOW_LAYERS));
             case PHI3 -> b.slidingWindow(f.optInt("sliding_window", 0), 0);
             case GEMMA3 -> gemma3(f, b);
+            case DEEPSEEK_V2 -> DeepseekV2Json.read(f, b);
             case LLAMA, OLMOE, QWEN3_MOE -> { }
         }
         if (f.has("layer_types")) {
@@ -320,6 +321,7 @@ final class HfConfigJson {
                 o.putNull("final_logit_softcapping");
                 o.putNull("attn_logit_softcapping");
             }
+            case DEEPSEEK_V2 -> DeepseekV2Json.write(c, o);
         }
         if (!c.windowedLayers().isEmpty()) {
             var types = o.putArray("layer_types");

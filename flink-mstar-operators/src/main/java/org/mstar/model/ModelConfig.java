@@ -45,6 +45,8 @@ import org.mstar.device.RopeParams;
  * @param quantization {@code quantization_config}: how the checkpoint stores FP8 Linear weights, when it does;
  *     they are dequantised at load, so the forward never sees it
  * @param moe the routed experts of a mixture-of-experts architecture (OLMoE, Qwen3-MoE); empty for the others
+ * @param latentAttention DeepSeek-V2's latent attention geometry, present exactly for {@link Architecture#DEEPSEEK_V2};
+ *     its head dim is then {@code qk_rope_head_dim} (the dims RoPE rotates) and its KV heads are its heads
  */
 public record ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numLayers,
                           int numHeads, int numKvHeads, int headDim, double rmsNormEps, double ropeTheta,
@@ -52,7 +54,8 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
                           int vocabSize, boolean tieWordEmbeddings, int slidingWindow,
                           int firstSlidingWindowLayer, List<Boolean> windowedLayers, OptionalInt bosTokenId,
                           List<Integer> eosTokenIds, DType dtype, double localRopeTheta, double queryPreAttnScalar,
-                          Optional<Fp8Quantization> quantization, Optional<MoeConfig> moe) {
+                          Optional<Fp8Quantization> quantization, Optional<MoeConfig> moe,
+                          Optional<LatentAttention> latentAttention) {
 
     /** The file name inside a model folder. */
     public static final String FILE_NAME = "config.json";
@@ -64,6 +67,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         Objects.requireNonNull(dtype, "dtype");
         Objects.requireNonNull(quantization, "quantization");
         Objects.requireNonNull(moe, "moe");
+        Objects.requireNonNull(latentAttention, "latentAttention");
         positive("hidden_size", hiddenSize);
         positive("intermediate_size", intermediateSize);
         positive("num_hidden_layers", numLayers);
@@ -115,6 +119,11 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             throw new ModelFormatException("MistralForCausalLM slides over every layer, got first layer "
                     + firstSlidingWindowLayer);
         }
+        if ((architecture == Architecture.DEEPSEEK_V2) != latentAttention.isPresent()) {
+            throw new ModelFormatException(architecture.hfName() + (latentAttention.isPresent() ? " has no" : " needs")
+                    + " latent attention (kv_lora_rank)");
+        }
+        latentAttention.ifPresent(m -> requireLatentGeometry(m, numHeads, numKvHeads, headDim, partialRotaryFactor));
         if (bosTokenId.isPresent()) {
             tokenInVocab("bos_token_id", bosTokenId.getAsInt(), vocabSize);
         }
@@ -143,6 +152,19 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
     private static void positive(String key, int value) {
         if (value <= 0) {
             throw new ModelFormatException(key + " must be > 0, got " + value);
+        }
+    }
+
+    /** Every head has its own key and value from the latent, and RoPE rotates exactly the rope part. */
+    private static void requireLatentGeometry(LatentAttention m, int numHeads, int numKvHeads, int headDim,
+                                              double partialRotaryFactor) {
+        if (numKvHeads != numHeads) {
+            throw new ModelFormatException("num_key_value_heads (" + numKvHeads + ") must equal num_attention_heads ("
+                    + numHeads + "): latent attention gives every head its own key and value");
+        }
+        if (headDim != m.qkRopeHeadDim() || partialRotaryFactor != 1) {
+            throw new ModelFormatException("head_dim (" + headDim + ") must equal qk_rope_head_dim (" + m.qkRopeHeadDim()
+                    + ") with no partial_rotary_factor: RoPE rotates the rope part of each head, all of it");
         }
     }
 
@@ -234,9 +256,20 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         return architecture == Architecture.PHI3;
     }
 
-    /** The softmax scale of attention scores: 1/sqrt(query_pre_attn_scalar) when given, else 1/sqrt(head_dim). */
+    /**
+     * The softmax scale of attention scores: 1/sqrt(query_pre_attn_scalar) when given, 1/sqrt(qk_nope_head_dim +
+     * qk_rope_head_dim) under latent attention, else 1/sqrt(head_dim).
+     */
     public double attentionScale() {
+        if (latentAttention.isPresent()) {
+            return 1.0 / Math.sqrt(latentAttention.get().qkHeadDim());
+        }
         return 1.0 / Math.sqrt(queryPreAttnScalar > 0 ? queryPreAttnScalar : headDim);
+    }
+
+    /** Values one token stores per layer in the KV cache: K and V of every KV head, or the latent and its rope part. */
+    public int kvValuesPerToken() {
+        return latentAttention.map(LatentAttention::latentDim).orElse(2 * kvSize());
     }
 
     /** Hq·D: width of the query projection output. */
@@ -259,12 +292,16 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         return (int) (headDim * partialRotaryFactor);
     }
 
-    /** RoPE as the device ops take it: half-split (NeoX) pairs, as Hugging Face Llama rotates. */
+    /**
+     * RoPE as the device ops take it: half-split (NeoX) pairs, as Hugging Face Llama rotates; neighbouring pairs under
+     * latent attention, as DeepSeek-V2 rotates each pair as one complex number.
+     */
     public RopeParams ropeParams() {
+        boolean interleave = latentAttention.isPresent();
         return switch (ropeScaling.kind()) {
-            case NONE -> RopeParams.standard(rotaryDim(), ropeTheta);
-            case LINEAR -> new RopeParams(rotaryDim(), false, ropeTheta, ropeScaling.factor(), false, 0, 0, 0);
-            case LLAMA3 -> new RopeParams(rotaryDim(), false, ropeTheta, ropeScaling.factor(), true,
+            case NONE -> new RopeParams(rotaryDim(), interleave, ropeTheta, 1.0, false, 0, 0, 0);
+            case LINEAR -> new RopeParams(rotaryDim(), interleave, ropeTheta, ropeScaling.factor(), false, 0, 0, 0);
+            case LLAMA3 -> new RopeParams(rotaryDim(), interleave, ropeTheta, ropeScaling.factor(), true,
                     ropeScaling.lowFreqFactor(), ropeScaling.highFreqFactor(), ropeScaling.originalMaxPositions());
         };
     }
@@ -322,6 +359,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         private double queryPreAttnScalar;
         private Fp8Quantization quantization;
         private MoeConfig moe;
+        private LatentAttention latentAttention;
 
         private Builder(Architecture architecture) {
             this.architecture = architecture;
@@ -352,6 +390,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             queryPreAttnScalar = c.queryPreAttnScalar;
             quantization = c.quantization.orElse(null);
             moe = c.moe.orElse(null);
+            latentAttention = c.latentAttention.orElse(null);
         }
 
         public Builder architecture(Architecture v) { architecture = v; return this; }
@@ -385,6 +424,8 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         public Builder quantization(Fp8Quantization v) { quantization = v; return this; }
         /** The routed experts of a mixture-of-experts architecture; null = none. */
         public Builder moe(MoeConfig v) { moe = v; return this; }
+        /** DeepSeek-V2's latent attention; null = none. */
+        public Builder latentAttention(LatentAttention v) { latentAttention = v; return this; }
 
         /** @throws ModelFormatException naming the first invalid value (by its config.json key) */
         public ModelConfig build() {
@@ -403,7 +444,8 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             return new ModelConfig(architecture, hiddenSize, intermediateSize, numLayers, numHeads, kv, hd, rmsNormEps,
                     ropeTheta, ropeScaling, partialRotaryFactor, maxPositionEmbeddings, vocabSize, tieWordEmbeddings,
                     slidingWindow, firstSlidingWindowLayer, windowedLayers, bosTokenId, eosTokenIds, dtype, localRopeTheta,
-                    queryPreAttnScalar, Optional.ofNullable(quantization), Optional.ofNullable(moe));
+                    queryPreAttnScalar, Optional.ofNullable(quantization), Optional.ofNullable(moe),
+                    Optional.ofNullable(latentAttention));
         }
     }
 }

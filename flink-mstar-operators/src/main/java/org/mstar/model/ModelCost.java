@@ -15,14 +15,14 @@ public final class ModelCost {
                 * DType.BF16.bytes();
     }
 
-    /** K and V bytes of one KV page of {@code pageSize} tokens over all layers, in {@code dtype}. */
+    /** KV bytes (K and V, or the latent rows) of one page of {@code pageSize} tokens over all layers, in {@code dtype}. */
     public static long kvPageBytes(ModelConfig c, int pageSize, DType dtype) {
-        return 2L * c.numLayers() * pageSize * c.numKvHeads() * c.headDim() * dtype.bytes();
+        return (long) c.numLayers() * pageSize * c.kvValuesPerToken() * dtype.bytes();
     }
 
-    /** K and V bytes of one token over all layers. */
+    /** KV bytes (K and V, or the latent row) of one token over all layers. */
     public static double kvBytesPerToken(ModelConfig c) {
-        return 2.0 * c.numLayers() * c.numKvHeads() * c.headDim() * DType.BF16.bytes();
+        return (double) c.numLayers() * c.kvValuesPerToken() * DType.BF16.bytes();
     }
 
     /**

@@ -49,7 +49,7 @@ class TransformersFidelityTest {
     record Reference(List<int[]> prompts, List<int[]> tokens, List<float[][]> logits) {}
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe"})
+    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe", "deepseek_v2_dense"})
     void eachRequestAloneMatchesTransformers(String arch) throws Exception {
         Reference ref = reference(arch);
         for (int p = 0; p < ref.prompts().size(); p++) {
@@ -59,7 +59,7 @@ class TransformersFidelityTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe"})
+    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe", "deepseek_v2_dense"})
     void batchedChunkedRequestsMatchTransformers(String arch) throws Exception {
         Reference ref = reference(arch);
         // 7 tokens a step: every prompt is prefilled in chunks, and the later ones beside the earlier ones' decodes

@@ -9,9 +9,9 @@ import org.mstar.model.moe.MoeLayerWeights;
  * {@code ComputeOps.matmul} takes them.
  *
  * @param inputNorm {@code [H]}: RMSNorm before attention ({@code input_layernorm})
- * @param qkvWeight {@code [(Hq + 2·Hkv)·D, H]}: q_proj rows, then k_proj, then v_proj
+ * @param qkvWeight {@code [(Hq + 2·Hkv)·D, H]}: q_proj rows, then k_proj, then v_proj; null under latent attention
  * @param qkvBias {@code [(Hq + 2·Hkv)·D]} in the same order (Qwen2), or null
- * @param oWeight {@code [H, Hq·D]}: o_proj
+ * @param oWeight {@code [H, Hq·D]}: o_proj; null under latent attention (its o_proj is in {@code latentAttention})
  * @param postAttentionNorm {@code [H]}: RMSNorm before the MLP ({@code post_attention_layernorm}; Gemma 3's
  *     {@code pre_feedforward_layernorm})
  * @param gateUpWeight {@code [2·I, H]}: gate_proj rows, then up_proj, the layout {@code ComputeOps.siluMul} reads;
@@ -24,8 +24,10 @@ import org.mstar.model.moe.MoeLayerWeights;
  *     ({@code post_attention_layernorm}), or null
  * @param mlpOutputNorm {@code [H]}: Gemma 3's RMSNorm of the MLP output ({@code post_feedforward_layernorm}), or null
  * @param moe the router and experts that replace the gated MLP in a sparse layer of a mixture of experts, or null
+ * @param latentAttention DeepSeek-V2's attention weights, or null for grouped-query attention
  */
 public record LlamaLayerWeights(Tensor inputNorm, Tensor qkvWeight, Tensor qkvBias, Tensor oWeight,
                                 Tensor postAttentionNorm, Tensor gateUpWeight, Tensor downWeight, Tensor qNorm,
-                                Tensor kNorm, Tensor attentionOutputNorm, Tensor mlpOutputNorm, MoeLayerWeights moe) {
+                                Tensor kNorm, Tensor attentionOutputNorm, Tensor mlpOutputNorm, MoeLayerWeights moe,
+                                LatentAttentionWeights latentAttention) {
 }

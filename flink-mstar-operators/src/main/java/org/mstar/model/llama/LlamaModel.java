@@ -31,7 +31,8 @@ import org.mstar.resources.StreamLabel;
 import org.mstar.resources.SubmoduleStep;
 
 /**
- * A Llama-family decoder (Llama 2/3/3.x, Qwen2/3, Mistral, Gemma 3, Phi-3/4) on the resource layer: it declares its
+ * A Llama-family decoder (Llama 2/3/3.x, Qwen2/3, Mistral, Gemma 3, Phi-3/4, and DeepSeek-V2 with dense layers, whose
+ * latent attention keeps latent KV pages and runs {@link LatentForwardPass}) on the resource layer: it declares its
  * resources (paged KV, attention, RoPE positions, sampler), builds a {@link SubmoduleStep} per batch,
  * and runs its forward through the device's compute ops, reading the resources' plans.
  *
@@ -135,6 +136,9 @@ public final class LlamaModel implements AutoCloseable {
     }
 
     private PagedKVConfig kvConfig(KvCacheOptions kv, int layers, int pages, boolean prefixCache, int offloadPages) {
+        if (config.latentAttention().isPresent()) {
+            return LatentKvConfig.of(config, kv, layers, pages, prefixCache, offloadPages);
+        }
         return PagedKVConfig.builder(layers, config.numKvHeads(), config.headDim(), kv.maxSeqLen())
                 .numQoHeads(config.numHeads())
                 .maxNumPages(pages)
@@ -199,6 +203,9 @@ public final class LlamaModel implements AutoCloseable {
      * segments). Returns F32 logits {@code [sampleRows.length, vocab]}.
      */
     public Tensor forward(Tensor tokens, int[] sampleRows) {
+        if (config.latentAttention().isPresent()) {
+            return new LatentForwardPass(this, activations).run(tokens, sampleRows);
+        }
         LlamaForwardPass pass = new LlamaForwardPass(this, activations);
         return pass.run(tokens, sampleRows);
     }
@@ -209,6 +216,10 @@ public final class LlamaModel implements AutoCloseable {
      * {@code held} rather than freed, so that recorded graph work can keep addressing them.
      */
     public void forwardAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        if (config.latentAttention().isPresent()) {
+            new LatentForwardPass(this, activations).runAllRows(tokens, logits, held);
+            return;
+        }
         new LlamaForwardPass(this, activations).runAllRows(tokens, logits, held);
     }
 

@@ -163,13 +163,14 @@ public final class LlamaWeights implements AutoCloseable {
             // norms offset by 1 (Gemma) stay fp32 so that 1 + w is not rounded to the storage dtype
             DType norms = c.normWeightOffset() != 0 ? DType.F32 : dtype;
             List<LlamaLayerWeights> layers = new ArrayList<>();
+            boolean latent = c.latentAttention().isPresent();
             for (int i = 0; i < c.numLayers(); i++) {
                 boolean sparse = c.moe().isPresent() && c.moe().get().sparse(i);
                 layers.add(new LlamaLayerWeights(
                         allocate(owned, device, norms, h),
-                        allocate(owned, device, dtype, c.qkvRows(), h),
+                        latent ? null : allocate(owned, device, dtype, c.qkvRows(), h),
                         c.qkvBias() ? allocate(owned, device, dtype, c.qkvRows()) : null,
-                        allocate(owned, device, dtype, h, c.qSize()),
+                        latent ? null : allocate(owned, device, dtype, h, c.qSize()),
                         allocate(owned, device, norms, h),
                         sparse ? null : allocate(owned, device, dtype, 2 * inter, h),
                         sparse ? null : allocate(owned, device, dtype, h, inter),
@@ -177,7 +178,8 @@ public final class LlamaWeights implements AutoCloseable {
                         c.qkNorm() ? allocate(owned, device, norms, c.kNormSize()) : null,
                         c.sandwichNorms() ? allocate(owned, device, norms, h) : null,
                         c.sandwichNorms() ? allocate(owned, device, norms, h) : null,
-                        sparse ? experts(owned, device, dtype, c) : null));
+                        sparse ? experts(owned, device, dtype, c) : null,
+                        latent ? LatentAttentionWeights.allocate(c, owned, device, dtype, norms) : null));
             }
             Tensor finalNorm = allocate(owned, device, norms, h);
             Tensor lmHead = c.tieWordEmbeddings() ? embedding : allocate(owned, device, dtype, c.vocabSize(), h);
@@ -193,6 +195,9 @@ public final class LlamaWeights implements AutoCloseable {
      * keeps its KV cache in the weights' dtype.
      */
     private static void requireRunnable(ModelConfig c, Device device, DType dtype) {
+        if (c.latentAttention().isPresent()) {
+            return; // latent attention runs its own kernels, which check their shapes at launch
+        }
         try {
             device.ops().requireAttentionHeadDim(c.headDim(), dtype);
         } catch (UnsupportedOnDeviceException e) {
@@ -211,7 +216,7 @@ public final class LlamaWeights implements AutoCloseable {
                 allocate(owned, device, dtype, experts, h, width), null);
     }
 
-    private static Tensor allocate(List<Tensor> owned, Device device, DType dtype, long... shape) {
+    static Tensor allocate(List<Tensor> owned, Device device, DType dtype, long... shape) {
         Tensor t = device.allocate(dtype, shape);
         owned.add(t);
         return t;
@@ -240,7 +245,9 @@ public final class LlamaWeights implements AutoCloseable {
             LlamaLayerWeights l = layers.get(i);
             String p = "model.layers." + i + ".";
             m.put(p + "input_layernorm.weight", l.inputNorm());
-            if (config.fusedCheckpointProjections()) {
+            if (l.latentAttention() != null) {
+                l.latentAttention().putHfTensors(p + "self_attn.", m);
+            } else if (config.fusedCheckpointProjections()) {
                 m.put(p + "self_attn.qkv_proj.weight", l.qkvWeight());
             } else {
                 m.put(p + "self_attn.q_proj.weight", l.qkvWeight().rows(0, q));
@@ -256,7 +263,9 @@ public final class LlamaWeights implements AutoCloseable {
                 m.put(p + "self_attn.q_norm.weight", l.qNorm());
                 m.put(p + "self_attn.k_norm.weight", l.kNorm());
             }
-            m.put(p + "self_attn.o_proj.weight", l.oWeight());
+            if (l.oWeight() != null) {
+                m.put(p + "self_attn.o_proj.weight", l.oWeight());
+            }
             if (l.attentionOutputNorm() != null) {
                 m.put(p + "post_attention_layernorm.weight", l.attentionOutputNorm());
                 m.put(p + "pre_feedforward_layernorm.weight", l.postAttentionNorm());
