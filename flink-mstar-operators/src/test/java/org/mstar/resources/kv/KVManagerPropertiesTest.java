@@ -27,6 +27,7 @@ import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Fork;
 import org.mstar.resources.KVStep;
+import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.RetentionPolicy;
 import org.mstar.resources.Segment;
 import org.mstar.resources.StepContext;
@@ -58,7 +59,13 @@ class KVManagerPropertiesTest {
 
     @Property(tries = 100)
     void randomOperationsKeepEveryInvariant(@ForAll("ops") List<Op> ops) {
-        new World().run(ops);
+        new World(false).run(ops);
+    }
+
+    /** The same operations over latent (MLA) pages: one row per token, through the same arena, index and offload. */
+    @Property(tries = 50)
+    void randomOperationsOnLatentPagesKeepEveryInvariant(@ForAll("ops") List<Op> ops) {
+        new World(true).run(ops);
     }
 
     private static int[] concat(int[] a, int[] b) {
@@ -70,9 +77,8 @@ class KVManagerPropertiesTest {
     /** A producer cache (with host offload and a prefix cache) and a consumer that retrieves from it. */
     private static final class World {
         final InProcessKvTransport.Hub hub = new InProcessKvTransport.Hub();
-        final KvHarness p = new KvHarness(KvHarness.config(14, PS).cpuOffloadPages(10).build(),
-                new InProcessKvTransport(hub, "producer"));
-        final KvHarness c = new KvHarness(KvHarness.config(20, PS).build(), new InProcessKvTransport(hub, "consumer"));
+        final KvHarness p;
+        final KvHarness c;
         final Map<String, int[]> prompts = new HashMap<>();
         final Set<String> prefilled = new TreeSet<>();
         final Map<String, long[]> offloadedLengths = new HashMap<>();
@@ -80,7 +86,9 @@ class KVManagerPropertiesTest {
         final Map<String, Long> retrievedEpoch = new HashMap<>();
         int nextId = 10_000;
 
-        World() {
+        World(boolean latent) {
+            p = new KvHarness(config(latent, 14).cpuOffloadPages(10).build(), new InProcessKvTransport(hub, "producer"));
+            c = new KvHarness(config(latent, 20).build(), new InProcessKvTransport(hub, "consumer"));
             byte[] root = {4, 2};
             assertThat(p.kv.enablePrefixCache(root, Set.of(PREFILL, DECODE))).isTrue();
             assertThat(c.kv.enablePrefixCache(root, Set.of(PREFILL, DECODE))).isTrue();
@@ -113,6 +121,10 @@ class KVManagerPropertiesTest {
                 p.verifyAll();
                 c.verifyAll();
             }
+        }
+
+        private static PagedKVConfig.Builder config(boolean latent, int pages) {
+            return latent ? KvHarness.latentConfig(pages, PS) : KvHarness.config(pages, PS);
         }
 
         boolean live(String rid) {

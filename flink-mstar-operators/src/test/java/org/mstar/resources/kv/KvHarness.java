@@ -10,9 +10,11 @@ import java.util.Map;
 import org.mstar.device.DType;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
+import org.mstar.device.cpu.CpuTensor;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Fork;
+import org.mstar.resources.KVLayout;
 import org.mstar.resources.KVReqConfig;
 import org.mstar.resources.KVStep;
 import org.mstar.resources.PagedKVConfig;
@@ -23,13 +25,16 @@ import org.mstar.resources.StreamLabel;
 /**
  * A KV manager on the CPU device driven like a model would drive it, with an oracle of what every
  * stream must hold. K and V of a token are a fixed function of (token id, absolute position, layer),
- * so two requests with the same prefix write the same bytes, as a real model would.
+ * so two requests with the same prefix write the same bytes, as a real model would. Over latent (MLA) pages a
+ * token's row is what K would be, written raw at the planned addresses.
  */
 final class KvHarness {
     static final int LAYERS = 2;
     static final int HEADS = 2;
     static final int HEAD_DIM = 4;
     static final int TOKEN_ELEMS = HEADS * HEAD_DIM;
+    /** The rope part of a latent row of {@link #TOKEN_ELEMS} values. */
+    static final int LATENT_ROPE = 2;
     static final String NODE = "llm";
     static final String PREFILL = "prefill";
     static final String DECODE = "decode";
@@ -51,6 +56,17 @@ final class KvHarness {
 
     static PagedKVConfig.Builder config(int pages, int pageSize) {
         return PagedKVConfig.builder(LAYERS, HEADS, HEAD_DIM, 1 << 16).maxNumPages(pages).pageSize(pageSize);
+    }
+
+    /** Latent pages whose rows are as wide as an NHD token's K ({@link #TOKEN_ELEMS}). */
+    static PagedKVConfig.Builder latentConfig(int pages, int pageSize) {
+        return PagedKVConfig.builder(LAYERS, 1, HEAD_DIM, 1 << 16).numQoHeads(HEADS).layout(KVLayout.MLA)
+                .kvLoraRank(TOKEN_ELEMS - LATENT_ROPE).qkRopeHeadDim(LATENT_ROPE).maxNumPages(pages).pageSize(pageSize);
+    }
+
+    /** Whether the pool holds latent rows (one plane) rather than K and V. */
+    static boolean latent(KVManager m) {
+        return m.pool().dim(2) == 1;
     }
 
     KVState st() {
@@ -154,9 +170,29 @@ final class KvHarness {
             }
         }
         for (int l = 0; l < LAYERS; l++) {
+            if (latent(kv)) {
+                float[] rows = k[l];
+                kv.writeKv(l, p.planLabel(), n, (pool, layer, pages, offsets) -> writeRows(pool, layer, pages, offsets,
+                        rows));
+                continue;
+            }
             try (Tensor kt = device.fromFloats(k[l], DType.F32, n, HEADS, HEAD_DIM);
                  Tensor vt = device.fromFloats(v[l], DType.F32, n, HEADS, HEAD_DIM)) {
                 kv.writeKv(kt, vt, l, p.planLabel());
+            }
+        }
+    }
+
+    /** Token i's row of {@code rows} into {@code pool[layer, pages[i], 0, offsets[i]]}, as a latent append would. */
+    private static void writeRows(Tensor pool, int layer, Tensor pages, Tensor offsets, float[] rows) {
+        CpuTensor p = CpuTensor.of(pool);
+        CpuTensor pg = CpuTensor.of(pages);
+        CpuTensor off = CpuTensor.of(offsets);
+        long pageSize = p.dim(3);
+        for (int i = 0; i < pg.size(); i++) {
+            long slot = ((layer * p.dim(1) + pg.getInt(i)) * pageSize + off.getInt(i)) * TOKEN_ELEMS;
+            for (int e = 0; e < TOKEN_ELEMS; e++) {
+                p.setFloat((int) slot + e, rows[i * TOKEN_ELEMS + e]);
             }
         }
     }
@@ -236,7 +272,8 @@ final class KvHarness {
                 }
             }
             assertThat(got[0]).as("K of %s/%s layer %d", rid, label, l).containsExactly(wantK);
-            assertThat(got[1]).as("V of %s/%s layer %d", rid, label, l).containsExactly(wantV);
+            assertThat(got[1]).as("V of %s/%s layer %d", rid, label, l)
+                    .containsExactly(latent(m) ? new float[0] : wantV);
         }
     }
 
