@@ -37,8 +37,6 @@ class LatentKvPagesTest {
             KVManager kv = new KVManager(config, cpu, DType.BF16, 1, 0, null);
             long bytesPerTokenAndLayer = kv.pool().byteSize() / ((long) layers * pages * pageSize);
             assertThat(bytesPerTokenAndLayer).isEqualTo(576L * DType.BF16.bytes());
-            // against the 2 × 16 heads × 128 values per token and layer that K and V of every head would take
-            assertThat(2 * 16 * 128 / 576.0).isGreaterThan(7);
             kv.cleanup();
         }
     }
