@@ -14,3 +14,4 @@
 #include "lora.cu"
 #include "moe.cu"
 #include "mamba2.cu"
+#include "latent_attention.cu"
