@@ -38,7 +38,7 @@ import org.mstar.model.frame.FrameModelConfig;
  * batch-invariant numerics off and on. {@code --skinny-perf} replaces them by copy bandwidth, the decode
  * projections of both geometries through cuBLAS and through the skinny-matmul kernel, and engine decode rows of
  * few requests with each. Exits 1 when a check fails. {@code --attention-only} runs only the attention checks
- * (paged, ragged, cross) and no performance table; {@code --moe-only} likewise the mixture-of-experts checks
+ * (paged, ragged, cross, latent) and no performance table; {@code --moe-only} likewise the mixture-of-experts checks
  * ({@link MoeChecks}) and {@code --state-space-only} the Mamba2 ops and whole Mamba2 and Bamba engines
  * ({@link StateSpaceChecks}, {@link HybridEngineChecks}). {@code --frame-perf} adds the frame-stream throughput
  * ({@link FrameBench}), with or without the other tables; {@code --preplan-perf} likewise adds decode steps with
@@ -149,6 +149,7 @@ public final class GpuHarness {
             if (options.runs(options.attentionOnly)) {
                 checks.addAll(new AttentionChecks(twin).run());
                 checks.addAll(new RaggedAttentionChecks(twin).run());
+                checks.addAll(new LatentAttentionChecks(twin).run());
             }
             if (options.runs(false)) {
                 checks.addAll(new SamplingChecks(twin).run());
