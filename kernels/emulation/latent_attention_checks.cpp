@@ -8,6 +8,7 @@
 // says nothing about speed. Run: ./run.sh latent_attention_checks
 #include "cuda_host_shim.h"
 #include "common.cuh"
+#include "random_buffer.h"
 #include "latent_attention.cu"
 #include <cstdio>
 #include <random>
@@ -15,22 +16,7 @@
 
 using namespace mstar;
 
-static std::mt19937 rng(7);
 static int fails = 0;
-
-static float rnd(float scale) { return scale * std::normal_distribution<float>(0.f, 1.f)(rng); }
-
-// n elements of dtype dt (DT_F32 or DT_BF16) as raw bytes, random of the given scale.
-struct Buffer {
-    int dt;
-    std::vector<unsigned char> bytes;
-    Buffer(int dt, size_t n, float scale) : dt(dt), bytes(n * (dt == DT_BF16 ? 2 : 4)) {
-        for (size_t i = 0; i < n; i++) store_f(bytes.data(), dt, (long long)i, rnd(scale));
-    }
-    void* data() { return bytes.data(); }
-    float at(size_t i) const { return load_f(bytes.data(), dt, (long long)i); }
-    void set(size_t i, float v) { store_f(bytes.data(), dt, (long long)i, v); }
-};
 
 // |got - want| over the largest |want|, worst over the outputs; the tolerance of the output's dtype.
 static void report(const char* what, int dt, double worst, double scale) {
@@ -63,8 +49,9 @@ static std::vector<double> rotated(const std::vector<double>& x, int pos, const 
 
 static void append(int dt, int n, int rank, int ropeDim, int interleave) {
     const int width = rank + ropeDim, layers = 2, layer = 1, pages = 5, pageSize = 4;
-    Buffer kvA(dt, (size_t)n * width, 1.f), norm(dt, rank, 0.5f), pool(dt, (size_t)layers * pages * pageSize * width, 0);
-    for (size_t i = 0; i < pool.bytes.size() / (dt == DT_BF16 ? 2 : 4); i++) pool.set(i, NAN);
+    Buffer kvA(dt, (size_t)n * width, 1.f), norm(dt, rank, 0.5f);
+    Buffer pool(dt, (size_t)layers * pages * pageSize * width, 0);
+    for (size_t i = 0; i < pool.bytes.size() / (dt == DT_BF16 ? 2 : 4); i++) store_f(pool.data(), dt, (long long)i, NAN);
     std::vector<int> pos(n), pageIdx(n), offsets(n);
     for (int i = 0; i < n; i++) {
         pos[i] = 3 + 1000 * i;
@@ -149,7 +136,8 @@ static void attention(const char* name, int dt, int heads, int rank, int ropeDim
     const int numPages = pagesTotal + 3;
     for (int i = 0; i < pagesTotal; i++) indices.push_back(numPages - 1 - i);
     const int totalQo = qoIndptr.back();
-    Buffer q(dt, (size_t)totalQo * heads * width, 1.f), pool(dt, (size_t)layers * numPages * pageSize * width, 1.f);
+    Buffer q(dt, (size_t)totalQo * heads * width, 1.f);
+    Buffer pool(dt, (size_t)layers * numPages * pageSize * width, 1.f);
     Buffer out(dt, (size_t)totalQo * heads * rank, 0);
     const float smScale = 1.f / std::sqrt(192.f);
     launch(totalQo * heads, kLatentThreads, [&] {
@@ -217,6 +205,7 @@ static void values(int dt, int n, int heads, int rank, int nope, int dv) {
 }
 
 int main() {
+    rng.seed(7);
     for (int dt : {DT_F32, DT_BF16}) {
         append(dt, 5, 64, 16, 1);
         append(dt, 3, 48, 16, 0);

@@ -1,9 +1,14 @@
 package org.mstar.engine;
 
+import static org.mstar.engine.DenseMath.add;
+import static org.mstar.engine.DenseMath.linear;
+import static org.mstar.engine.DenseMath.read;
+import static org.mstar.engine.DenseMath.rmsNorm;
+import static org.mstar.engine.DenseMath.siluMul;
+
 import java.util.Arrays;
 import org.mstar.device.Device;
 import org.mstar.device.RopeParams;
-import org.mstar.device.Tensor;
 import org.mstar.model.LatentAttention;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.llama.LatentAttentionWeights;
@@ -50,18 +55,6 @@ final class DenseDeepseekReference {
         }
     }
 
-    private static double[] read(Device d, Tensor t) {
-        if (t == null) {
-            return null;
-        }
-        float[] f = d.toFloats(t);
-        double[] out = new double[f.length];
-        for (int i = 0; i < f.length; i++) {
-            out[i] = f[i];
-        }
-        return out;
-    }
-
     /** Logits after the last token of {@code tokens}. */
     double[] lastLogits(int[] tokens) {
         int t = tokens.length;
@@ -84,14 +77,14 @@ final class DenseDeepseekReference {
             double[][] v = new double[t][];
             for (int i = 0; i < t; i++) {
                 double[] n = rmsNorm(x[i], w.inputNorm(), c.rmsNormEps());
-                q[i] = w.qProj() != null ? linear(n, w.qProj(), heads * qk, h)
-                        : linear(rmsNorm(linear(n, w.qAProj(), m.qLoraRank(), h), w.qANorm(), LATENT_EPS), w.qBProj(),
-                                heads * qk, m.qLoraRank());
-                double[] kvA = linear(n, w.kvAProj(), r + dr, h);
+                q[i] = w.qProj() != null ? linear(n, w.qProj(), null, heads * qk, h)
+                        : linear(rmsNorm(linear(n, w.qAProj(), null, m.qLoraRank(), h), w.qANorm(), LATENT_EPS),
+                                w.qBProj(), null, heads * qk, m.qLoraRank());
+                double[] kvA = linear(n, w.kvAProj(), null, r + dr, h);
                 double[] latent = rmsNorm(Arrays.copyOf(kvA, r), w.kvANorm(), LATENT_EPS);
                 double[] kPe = Arrays.copyOfRange(kvA, r, r + dr);
                 rotate(kPe, 0, i, rope);
-                double[] kv = linear(latent, w.kvBProj(), heads * (dn + dv), r);
+                double[] kv = linear(latent, w.kvBProj(), null, heads * (dn + dv), r);
                 k[i] = new double[heads * qk];
                 v[i] = new double[heads * dv];
                 for (int head = 0; head < heads; head++) {
@@ -125,20 +118,15 @@ final class DenseDeepseekReference {
                         }
                     }
                 }
-                add(x[i], linear(attn, w.oProj(), h, heads * dv));
+                add(x[i], linear(attn, w.oProj(), null, h, heads * dv));
                 double[] n2 = rmsNorm(x[i], w.postNorm(), c.rmsNormEps());
                 int inter = c.intermediateSize();
-                double[] gu = linear(n2, w.gateUp(), 2 * inter, h);
-                double[] act = new double[inter];
-                for (int e = 0; e < inter; e++) {
-                    double g = gu[e];
-                    act[e] = g / (1 + Math.exp(-g)) * gu[inter + e];
-                }
-                add(x[i], linear(act, w.down(), h, inter));
+                double[] gu = linear(n2, w.gateUp(), null, 2 * inter, h);
+                add(x[i], linear(siluMul(gu, inter), w.down(), null, h, inter));
             }
         }
         double[] last = rmsNorm(x[t - 1], finalNorm, c.rmsNormEps());
-        return linear(last, lmHead, c.vocabSize(), h);
+        return linear(last, lmHead, null, c.vocabSize(), h);
     }
 
     /** Rotates {@code vec[from, from + rotaryDim)} at {@code pos}, pairs as {@code p} says. */
@@ -155,34 +143,4 @@ final class DenseDeepseekReference {
         }
     }
 
-    private static double[] rmsNorm(double[] x, double[] w, double eps) {
-        double ss = 0;
-        for (double v : x) {
-            ss += v * v;
-        }
-        double inv = 1 / Math.sqrt(ss / x.length + eps);
-        double[] out = new double[x.length];
-        for (int i = 0; i < x.length; i++) {
-            out[i] = x[i] * inv * w[i];
-        }
-        return out;
-    }
-
-    private static double[] linear(double[] x, double[] w, int outDim, int inDim) {
-        double[] out = new double[outDim];
-        for (int o = 0; o < outDim; o++) {
-            double acc = 0;
-            for (int i = 0; i < inDim; i++) {
-                acc += x[i] * w[o * inDim + i];
-            }
-            out[o] = acc;
-        }
-        return out;
-    }
-
-    private static void add(double[] x, double[] y) {
-        for (int i = 0; i < x.length; i++) {
-            x[i] += y[i];
-        }
-    }
 }

@@ -1,5 +1,11 @@
 package org.mstar.engine;
 
+import static org.mstar.engine.DenseMath.add;
+import static org.mstar.engine.DenseMath.linear;
+import static org.mstar.engine.DenseMath.read;
+import static org.mstar.engine.DenseMath.rmsNorm;
+import static org.mstar.engine.DenseMath.siluMul;
+
 import org.mstar.device.Device;
 import org.mstar.device.RopeParams;
 import org.mstar.model.ModelConfig;
@@ -36,15 +42,6 @@ final class DenseLlamaReference {
         }
     }
 
-    private static double[] read(Device d, org.mstar.device.Tensor t) {
-        float[] f = d.toFloats(t);
-        double[] out = new double[f.length];
-        for (int i = 0; i < f.length; i++) {
-            out[i] = f[i];
-        }
-        return out;
-    }
-
     /** Logits after the last token of {@code tokens}. */
     double[] lastLogits(int[] tokens) {
         int t = tokens.length;
@@ -66,7 +63,7 @@ final class DenseLlamaReference {
             double[][] v = new double[t][];
             // q, k and v of every position come from the layer's input before any position is updated
             for (int i = 0; i < t; i++) {
-                double[] n = rmsNorm(x[i], w.inputNorm());
+                double[] n = rmsNorm(x[i], w.inputNorm(), c.rmsNormEps());
                 double[] qkv = linear(n, w.qkv(), w.qkvBias(), qs + 2 * ks, h);
                 q[i] = java.util.Arrays.copyOfRange(qkv, 0, qs);
                 k[i] = java.util.Arrays.copyOfRange(qkv, qs, qs + ks);
@@ -103,18 +100,13 @@ final class DenseLlamaReference {
                     }
                 }
                 add(x[i], linear(attn, w.o(), null, h, qs));
-                double[] n2 = rmsNorm(x[i], w.postNorm());
+                double[] n2 = rmsNorm(x[i], w.postNorm(), c.rmsNormEps());
                 int inter = c.intermediateSize();
                 double[] gu = linear(n2, w.gateUp(), null, 2 * inter, h);
-                double[] act = new double[inter];
-                for (int e = 0; e < inter; e++) {
-                    double g = gu[e];
-                    act[e] = g / (1 + Math.exp(-g)) * gu[inter + e];
-                }
-                add(x[i], linear(act, w.down(), null, h, inter));
+                add(x[i], linear(siluMul(gu, inter), w.down(), null, h, inter));
             }
         }
-        double[] last = rmsNorm(x[t - 1], finalNorm);
+        double[] last = rmsNorm(x[t - 1], finalNorm, c.rmsNormEps());
         return linear(last, lmHead, null, c.vocabSize(), h);
     }
 
@@ -131,37 +123,6 @@ final class DenseLlamaReference {
                 vec[a] = x0 * Math.cos(angle) - x1 * Math.sin(angle);
                 vec[b] = x1 * Math.cos(angle) + x0 * Math.sin(angle);
             }
-        }
-    }
-
-    private double[] rmsNorm(double[] x, double[] w) {
-        double ss = 0;
-        for (double v : x) {
-            ss += v * v;
-        }
-        double inv = 1 / Math.sqrt(ss / x.length + c.rmsNormEps());
-        double[] out = new double[x.length];
-        for (int i = 0; i < x.length; i++) {
-            out[i] = x[i] * inv * w[i];
-        }
-        return out;
-    }
-
-    private static double[] linear(double[] x, double[] w, double[] bias, int outDim, int inDim) {
-        double[] out = new double[outDim];
-        for (int o = 0; o < outDim; o++) {
-            double acc = bias == null ? 0 : bias[o];
-            for (int i = 0; i < inDim; i++) {
-                acc += x[i] * w[o * inDim + i];
-            }
-            out[o] = acc;
-        }
-        return out;
-    }
-
-    private static void add(double[] x, double[] y) {
-        for (int i = 0; i < x.length; i++) {
-            x[i] += y[i];
         }
     }
 }

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -77,15 +78,7 @@ class EngineEquivalenceTest {
             assertThat(stats.prefixHitTokens()).as("prefix-cache hits").isPositive();
             assertThat(stats.preemptions()).as("preemptions").isPositive();
             assertThat(engine.decodeGraphReplays() > 0).as("decode steps replayed").isEqualTo(graphs);
-            for (var e : prompts.entrySet()) {
-                List<Integer> generated = driver.tokens.get(e.getKey());
-                List<float[]> seen = logits.get(e.getKey());
-                assertThat(seen).hasSize(generated.size());
-                for (int i = 0; i < generated.size(); i++) {
-                    int[] context = concat(e.getValue(), generated.subList(0, i).stream().mapToInt(Integer::intValue).toArray());
-                    assertClose(seen.get(i), reference.lastLogits(context), e.getKey() + " token " + i);
-                }
-            }
+            assertEveryTokenClose(prompts, driver, logits, reference::lastLogits);
             engine.close();
         }
     }
@@ -99,6 +92,20 @@ class EngineEquivalenceTest {
         int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
+    }
+
+    /** Each request's logits at every token it generated against {@code reference}'s after the same context. */
+    static void assertEveryTokenClose(Map<String, int[]> prompts, EngineDriver driver, Map<String, List<float[]>> logits,
+                                      Function<int[], double[]> reference) {
+        for (var e : prompts.entrySet()) {
+            List<Integer> generated = driver.tokens.get(e.getKey());
+            List<float[]> seen = logits.get(e.getKey());
+            assertThat(seen).hasSize(generated.size());
+            for (int i = 0; i < generated.size(); i++) {
+                int[] context = concat(e.getValue(), generated.subList(0, i).stream().mapToInt(Integer::intValue).toArray());
+                assertClose(seen.get(i), reference.apply(context), e.getKey() + " token " + i);
+            }
+        }
     }
 
     static void assertClose(float[] actual, double[] expected, String what) {

@@ -76,17 +76,7 @@ class LatentAttentionEquivalenceTest {
             assertThat(engine.stats().prefixHitTokens()).as("prefix-cache hits").isPositive();
             assertThat(engine.stats().preemptions()).as("preemptions").isPositive();
             assertThat(engine.decodeGraphReplays() > 0).as("decode steps replayed").isEqualTo(graphs);
-            for (var e : prompts.entrySet()) {
-                List<Integer> generated = driver.tokens.get(e.getKey());
-                List<float[]> seen = logits.get(e.getKey());
-                assertThat(seen).hasSize(generated.size());
-                for (int i = 0; i < generated.size(); i++) {
-                    int[] context = EngineEquivalenceTest.concat(e.getValue(),
-                            generated.subList(0, i).stream().mapToInt(Integer::intValue).toArray());
-                    EngineEquivalenceTest.assertClose(seen.get(i), reference.lastLogits(context),
-                            e.getKey() + " token " + i);
-                }
-            }
+            EngineEquivalenceTest.assertEveryTokenClose(prompts, driver, logits, reference::lastLogits);
             engine.close();
         }
     }

@@ -197,17 +197,7 @@ class WindowedLayerCacheTest {
                         .promptTokenIds(prompts.get("long")).sampling(SamplingReqConfig.greedy()).maxTokens(30)
                         .ignoreEos(true).build())).hasMessageContaining("18 KV pages");
             }
-            for (var e : prompts.entrySet()) {
-                List<Integer> generated = driver.tokens.get(e.getKey());
-                List<float[]> seen = logits.get(e.getKey());
-                assertThat(seen).hasSize(generated.size());
-                for (int i = 0; i < generated.size(); i++) {
-                    int[] context = EngineEquivalenceTest.concat(e.getValue(),
-                            generated.subList(0, i).stream().mapToInt(Integer::intValue).toArray());
-                    EngineEquivalenceTest.assertClose(seen.get(i), reference.lastLogits(context),
-                            e.getKey() + " token " + i);
-                }
-            }
+            EngineEquivalenceTest.assertEveryTokenClose(prompts, driver, logits, reference::lastLogits);
         }
     }
 

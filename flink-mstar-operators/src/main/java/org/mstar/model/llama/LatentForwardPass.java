@@ -1,15 +1,9 @@
 package org.mstar.model.llama;
 
-import java.util.ArrayList;
-import java.util.List;
-import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
-import org.mstar.device.Device;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.LatentAttention;
-import org.mstar.model.ModelConfig;
-import org.mstar.resources.Segment;
 import org.mstar.resources.kv.KVManager;
 
 /**
@@ -21,57 +15,23 @@ import org.mstar.resources.kv.KVManager;
  * prefill chunks and decode rows alike, so a chunk over a cached prefix reads the prefix's latent rows as they are.
  * Temporaries are released when the pass ends.
  */
-final class LatentForwardPass {
-    private static final String LABEL = Segment.MAIN;
+final class LatentForwardPass extends DecoderPass {
     /** DeepseekV2RMSNorm's default epsilon, which q_a_layernorm and kv_a_layernorm keep whatever rms_norm_eps says. */
     private static final float LATENT_NORM_EPS = 1e-6f;
 
-    private final LlamaModel model;
-    private final ModelConfig cfg;
     private final LatentAttention mla;
-    private final Device device;
-    private final ComputeOps ops;
-    private final DType act;
-    private final List<Tensor> temporaries = new ArrayList<>();
 
     LatentForwardPass(LlamaModel model, DType activations) {
+        super(model, activations);
         if (model.adaptersActive()) {
             throw new UnsupportedOperationException("adapters are not supported on latent attention ("
-                    + model.config().architecture().hfName() + ")");
+                    + cfg.architecture().hfName() + ")");
         }
-        this.model = model;
-        this.cfg = model.config();
         this.mla = cfg.latentAttention().orElseThrow();
-        this.device = model.device();
-        this.ops = device.ops();
-        this.act = activations;
     }
 
-    /** Logits {@code [sampleRows.length, vocab]} of the sampled rows; temporaries are freed when the pass ends. */
-    Tensor run(Tensor tokens, int[] sampleRows) {
-        Tensor logits = device.allocate(DType.F32, sampleRows.length, cfg.vocabSize());
-        try {
-            forward(tokens, sampleRows, logits);
-            return logits;
-        } catch (RuntimeException e) {
-            logits.close();
-            throw e;
-        } finally {
-            temporaries.forEach(Tensor::close);
-        }
-    }
-
-    /** Logits of every row into {@code logits}; the temporaries go to {@code held} (recorded graph work reads them). */
-    void runAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
-        try {
-            forward(tokens, null, logits);
-        } finally {
-            held.addAll(temporaries);
-        }
-    }
-
-    /** @param sampleRows null for every row in order (no gather) */
-    private void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
+    @Override
+    protected void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
         LlamaWeights w = model.weights();
         LlamaResources res = model.resources();
         int n = (int) tokens.dim(0);
@@ -97,25 +57,7 @@ final class LatentForwardPass {
             mlpOut = proj;
         }
 
-        Tensor lastResidual = residual;
-        Tensor lastOut = mlpOut;
-        int m = n;
-        if (sampleRows != null) {
-            m = sampleRows.length;
-            int[] last = res.attention().lastRows(LABEL);
-            int[] rows = new int[m];
-            for (int i = 0; i < m; i++) {
-                rows[i] = last[sampleRows[i]];
-            }
-            Tensor rowIdx = track(device.fromInts(rows, m));
-            lastResidual = temp(DType.F32, m, hidden);
-            lastOut = temp(act, m, hidden);
-            ops.gatherRows(residual, rowIdx, lastResidual);
-            ops.gatherRows(mlpOut, rowIdx, lastOut);
-        }
-        Tensor finalHidden = temp(act, m, hidden);
-        ops.rmsNorm(lastOut, lastResidual, w.finalNorm(), eps, finalHidden);
-        ops.matmul(finalHidden, w.lmHead(), null, logits);
+        lmHead(residual, mlpOut, sampleRows, logits);
     }
 
     /** The latent attention of one layer: {@code x [n, H]} in, {@code out [n, H]} (after o_proj) out. */
@@ -146,14 +88,5 @@ final class LatentForwardPass {
         Tensor values = temp(act, n, heads, mla.vHeadDim());
         ops.latentValues(latent, lw.kvBProj(), values);
         ops.matmul(values.reshape(n, (long) heads * mla.vHeadDim()), lw.oProj(), null, out);
-    }
-
-    private Tensor temp(DType dtype, long... shape) {
-        return track(device.allocate(dtype, shape));
-    }
-
-    private Tensor track(Tensor t) {
-        temporaries.add(t);
-        return t;
     }
 }

@@ -1,16 +1,12 @@
 package org.mstar.model.llama;
 
-import java.util.ArrayList;
 import java.util.List;
-import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
-import org.mstar.device.Device;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.lora.LoraModule;
 import org.mstar.model.moe.MoeMlp;
-import org.mstar.resources.Segment;
 import org.mstar.resources.kv.KVManager;
 import org.mstar.resources.lora.AdapterManager;
 
@@ -28,52 +24,13 @@ import org.mstar.resources.lora.AdapterManager;
  * inside one kernel with what follows it (qkv with RoPE and the KV append, gate/up with the activation) then runs
  * unfused for the whole step, correctness first. Steps without an adapter row run exactly as without adapters.
  */
-final class LlamaForwardPass {
-    private static final String LABEL = Segment.MAIN;
-
-    private final LlamaModel model;
-    private final ModelConfig cfg;
-    private final Device device;
-    private final ComputeOps ops;
-    private final DType act;
-    private final List<Tensor> temporaries = new ArrayList<>();
-
+final class LlamaForwardPass extends DecoderPass {
     LlamaForwardPass(LlamaModel model, DType activations) {
-        this.model = model;
-        this.cfg = model.config();
-        this.device = model.device();
-        this.ops = device.ops();
-        this.act = activations;
+        super(model, activations);
     }
 
-    /** Logits {@code [sampleRows.length, vocab]} of the sampled rows; temporaries are freed when the pass ends. */
-    Tensor run(Tensor tokens, int[] sampleRows) {
-        Tensor logits = device.allocate(DType.F32, sampleRows.length, cfg.vocabSize());
-        try {
-            forward(tokens, sampleRows, logits);
-            return logits;
-        } catch (RuntimeException e) {
-            logits.close();
-            throw e;
-        } finally {
-            temporaries.forEach(Tensor::close);
-        }
-    }
-
-    /**
-     * Logits of every row into {@code logits} (each row its own sequence's last token, as in decode). The
-     * temporaries go to {@code held} instead of being freed: recorded graph work addresses them on replay.
-     */
-    void runAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
-        try {
-            forward(tokens, null, logits);
-        } finally {
-            held.addAll(temporaries);
-        }
-    }
-
-    /** @param sampleRows null for every row in order (no gather) */
-    private void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
+    @Override
+    protected void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
         LlamaWeights w = model.weights();
         LlamaResources res = model.resources();
         int n = (int) tokens.dim(0);
@@ -177,25 +134,7 @@ final class LlamaForwardPass {
             }
         }
 
-        Tensor lastResidual = residual;
-        Tensor lastProj = tensorsToAdd;
-        int m = n;
-        if (sampleRows != null) {
-            m = sampleRows.length;
-            int[] last = res.attention().lastRows(LABEL);
-            int[] rows = new int[m];
-            for (int i = 0; i < m; i++) {
-                rows[i] = last[sampleRows[i]];
-            }
-            Tensor rowIdx = track(device.fromInts(rows, m));
-            lastResidual = temp(DType.F32, m, hidden);
-            lastProj = temp(act, m, hidden);
-            ops.gatherRows(residual, rowIdx, lastResidual);
-            ops.gatherRows(tensorsToAdd, rowIdx, lastProj);
-        }
-        Tensor finalHidden = temp(act, m, hidden);
-        ops.rmsNorm(lastProj, lastResidual, w.finalNorm(), (float) cfg.rmsNormEps(), finalHidden);
-        ops.matmul(finalHidden, w.lmHead(), null, logits);
+        lmHead(residual, tensorsToAdd, sampleRows, logits);
     }
 
     /** Whether some adapter of the step's library targets a module that {@code fused} computes. */
@@ -221,14 +160,5 @@ final class LlamaForwardPass {
         ops.addLoraGroup(x, targeted.stream().map(m -> adapters.a(m.peftName(), layer)).toList(),
                 targeted.stream().map(m -> adapters.b(m.peftName(), layer)).toList(), adapters.scales(), slots, out,
                 targeted.stream().mapToInt(m -> m.fusedColumn(cfg)).toArray());
-    }
-
-    private Tensor temp(DType dtype, long... shape) {
-        return track(device.allocate(dtype, shape));
-    }
-
-    private Tensor track(Tensor t) {
-        temporaries.add(t);
-        return t;
     }
 }
