@@ -80,13 +80,14 @@ class AttentionManagerBuilderTest {
                 .hasMessageContaining("backend " + backend + " is not supported");
     }
 
+    /** Over latent pages the same manager plans; its default scale is that of the KV config's query head dim. */
     @Test
-    void anMlaPageLayoutIsRefused() {
-        KVSpec mla = new KVSpec("kv", Set.of("llm"), PagedKVConfig.builder(2, 1, 576, 256).layout(KVLayout.MLA)
-                .kvLoraRank(512).qkRopeHeadDim(64).build());
+    void anMlaPageLayoutGetsTheLatentAttentionManager() {
+        KVSpec mla = new KVSpec("kv", Set.of("llm"), PagedKVConfig.builder(2, 1, 192, 256).numQoHeads(16)
+                .layout(KVLayout.MLA).kvLoraRank(512).qkRopeHeadDim(64).build());
 
-        assertThatThrownBy(() -> build(attention(new AttentionConfig("kv")), mla, 1))
-                .isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("MLA");
+        AttentionManager manager = (AttentionManager) build(attention(new AttentionConfig("kv")), mla, 1);
+        assertThat(manager.smScale()).isEqualTo((float) (1 / Math.sqrt(192)));
     }
 
     @Test
