@@ -30,12 +30,24 @@ public final class ModelCost {
      * {@code attendedKeys} query-key pairs (summed over the queries) through attention's two products.
      */
     public static double flops(ModelConfig c, double tokens, double sampled, double attendedKeys) {
+        // latent attention scores a whole latent row and sums its latent part, per head and key
+        double perKey = c.latentAttention().map(m -> 2.0 * (m.latentDim() + m.kvLoraRank()))
+                .orElse(4.0 * c.headDim());
         return 2.0 * c.numLayers() * linearParamsPerLayer(c) * tokens + 2.0 * c.vocabSize() * c.hiddenSize() * sampled
-                + 4.0 * c.numLayers() * c.numHeads() * c.headDim() * attendedKeys;
+                + c.numLayers() * c.numHeads() * perKey * attendedKeys;
     }
 
     private static long linearParamsPerLayer(ModelConfig c) {
+        long mlp = 3L * c.hiddenSize() * c.intermediateSize();
+        if (c.latentAttention().isPresent()) {
+            LatentAttention m = c.latentAttention().get();
+            long h = c.hiddenSize();
+            long q = (long) c.numHeads() * m.qkHeadDim();
+            long query = m.qLoraRank() > 0 ? h * m.qLoraRank() + m.qLoraRank() * q : h * q;
+            return query + h * m.latentDim() + (long) m.kvLoraRank() * c.numHeads() * (m.qkNopeHeadDim() + m.vHeadDim())
+                    + (long) c.numHeads() * m.vHeadDim() * h + mlp;
+        }
         return (long) c.hiddenSize() * (c.numHeads() + 2L * c.numKvHeads()) * c.headDim()
-                + (long) c.numHeads() * c.headDim() * c.hiddenSize() + 3L * c.hiddenSize() * c.intermediateSize();
+                + (long) c.numHeads() * c.headDim() * c.hiddenSize() + mlp;
     }
 }
