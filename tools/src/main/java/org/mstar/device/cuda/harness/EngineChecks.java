@@ -17,6 +17,7 @@ import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
 import org.mstar.model.Architecture;
 import org.mstar.model.GenerationConfig;
+import org.mstar.model.LatentAttention;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.MoeConfig;
 import org.mstar.model.RopeScaling;
@@ -87,7 +88,9 @@ final class EngineChecks {
      * 128), Gemma 3 (q/k norms, sandwich norms, GELU-tanh, scaled embeddings, five windowed layers with their own
      * RoPE base to one global with linear scaling, query_pre_attn_scalar, head dim 256), Phi-3 (fused checkpoint
      * tensors, partial rotary 0.75, a window on every layer), Qwen3-MoE (32 routed experts of width 256, top 4
-     * normalised, its second layer dense) and OLMoE (16 experts of width 512, top 4, q/k norms over the projection).
+     * normalised, its second layer dense), OLMoE (16 experts of width 512, top 4, q/k norms over the projection) and
+     * DeepSeek-V2 with dense layers (latent attention at DeepSeek-V2-Lite's head geometry: 16 heads, kv_lora_rank 512,
+     * RoPE part 64, nope 128, value 128).
      */
     static List<ModelConfig> geometries() {
         ModelConfig qwen3 = ModelConfig.builder(Architecture.QWEN3)
@@ -111,7 +114,11 @@ final class EngineChecks {
                 .rmsNormEps(1e-5).maxPositionEmbeddings(2048).vocabSize(32_000).bosTokenId(0).eosTokenId(1)
                 .dtype(DType.F32).moe(new MoeConfig(16, 512, MoeRouting.softmaxTopK(4, false), List.of(true, true, true,
                         true))).build();
-        return List.of(geometry(), qwen3, gemma3, phi3, qwen3Moe, olmoe);
+        ModelConfig deepseekV2 = ModelConfig.builder(Architecture.DEEPSEEK_V2)
+                .hiddenSize(1024).intermediateSize(2816).numLayers(4).numHeads(16).headDim(64)
+                .latentAttention(new LatentAttention(0, 512, 128, 64, 128)).rmsNormEps(1e-6).maxPositionEmbeddings(2048)
+                .vocabSize(32_000).bosTokenId(0).eosTokenId(1).dtype(DType.F32).build();
+        return List.of(geometry(), qwen3, gemma3, phi3, qwen3Moe, olmoe, deepseekV2);
     }
 
     /** Writes the checkpoint into {@code dir}, runs the three engines and compares them. */

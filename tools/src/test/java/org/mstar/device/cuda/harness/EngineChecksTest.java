@@ -11,6 +11,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
+import org.mstar.model.LatentAttention;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.MoeConfig;
 
@@ -63,6 +64,21 @@ class EngineChecksTest {
 
             assertThat(results).hasSize(11).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
             assertThat(results.get(1).shape()).contains("windowed cache");
+        }
+    }
+
+    /** DeepSeek-V2's latent attention, scaled down from {@code geometries()}. */
+    @Test
+    void deepseekV2PassesOnACpuCandidate(@TempDir Path dir) throws Exception {
+        ModelConfig big = EngineChecks.geometries().stream().filter(c -> c.architecture() == Architecture.DEEPSEEK_V2)
+                .findFirst().orElseThrow();
+        ModelConfig small = big.toBuilder().hiddenSize(64).intermediateSize(128).numLayers(2).numHeads(4).numKvHeads(4)
+                .headDim(16).latentAttention(new LatentAttention(0, 32, 16, 16, 16)).vocabSize(320)
+                .maxPositionEmbeddings(1024).build();
+        try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
+            List<CheckResult> results = new EngineChecks(reference, candidate, small, 5).run(dir);
+
+            assertThat(results).hasSize(11).allSatisfy(r -> assertThat(r.passed()).as(r.toString()).isTrue());
         }
     }
 
