@@ -30,10 +30,10 @@ public interface KvCacheOps {
     void qkvRopeAppend(Tensor qkv, Tensor posIds, RopeParams params, Tensor pool, int layer, Tensor pageIdx,
             Tensor offsets, Tensor q);
 
-    /** Copy whole pages {@code src[i] → dst[i]} in every layer, K and V (I32 index tensors). */
+    /** Copy whole pages {@code src[i] → dst[i]} in every layer and plane (I32 index tensors). */
     void copyPages(Tensor pool, Tensor src, Tensor dst);
 
-    /** {@code out [layers, n, 2, pageSize, kvHeads, headDim] = pool[:, pages[i]]}. */
+    /** {@code out [layers, n, planes, pageSize, kvHeads, headDim] = pool[:, pages[i]]}, either pool layout. */
     void gatherPages(Tensor pool, Tensor pages, Tensor out);
 
     /** Inverse of {@link #gatherPages}: {@code pool[:, pages[i]] = in[:, i]}. */

@@ -370,7 +370,10 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
 
     // ---------------------------------------------------------------- forward-facing API
 
-    /** The device pool, {@code [layers, pages, 2, pageSize, kvHeads, headDim]}, that attention reads. */
+    /**
+     * The device pool that attention reads: {@code [layers, pages, 2, pageSize, kvHeads, headDim]}, or for the MLA
+     * layout {@code [layers, pages, 1, pageSize, 1, kv_lora_rank + qk_rope_head_dim]}.
+     */
     public Tensor pool() {
         return st.pool.tensor();
     }

@@ -6,7 +6,8 @@ import org.mstar.device.Tensor;
 @FunctionalInterface
 public interface KvWriter {
     /**
-     * @param pool    the device pool, {@code [layers, pages, 2, pageSize, kvHeads, headDim]}
+     * @param pool    the device pool, {@code [layers, pages, 2, pageSize, kvHeads, headDim]} (one plane of latent rows
+     *                for the MLA layout)
      * @param pageIdx I32 {@code [n]}: token i's page
      * @param offsets I32 {@code [n]}: token i's slot in its page
      */
