@@ -1,6 +1,7 @@
 package org.mstar.engine;
 
 import static org.mstar.engine.DenseMath.add;
+import static org.mstar.engine.DenseMath.attend;
 import static org.mstar.engine.DenseMath.linear;
 import static org.mstar.engine.DenseMath.read;
 import static org.mstar.engine.DenseMath.rmsNorm;
@@ -97,26 +98,7 @@ final class DenseDeepseekReference {
             for (int i = 0; i < t; i++) {
                 double[] attn = new double[heads * dv];
                 for (int head = 0; head < heads; head++) {
-                    double[] s = new double[i + 1];
-                    double max = Double.NEGATIVE_INFINITY;
-                    for (int j = 0; j <= i; j++) {
-                        double dot = 0;
-                        for (int e = 0; e < qk; e++) {
-                            dot += q[i][head * qk + e] * k[j][head * qk + e];
-                        }
-                        s[j] = dot * scale;
-                        max = Math.max(max, s[j]);
-                    }
-                    double sum = 0;
-                    for (int j = 0; j <= i; j++) {
-                        s[j] = Math.exp(s[j] - max);
-                        sum += s[j];
-                    }
-                    for (int j = 0; j <= i; j++) {
-                        for (int e = 0; e < dv; e++) {
-                            attn[head * dv + e] += s[j] / sum * v[j][head * dv + e];
-                        }
-                    }
+                    attend(q[i], head * qk, k, head * qk, qk, v, head * dv, dv, 0, i, scale, attn, head * dv);
                 }
                 add(x[i], linear(attn, w.oProj(), null, h, heads * dv));
                 double[] n2 = rmsNorm(x[i], w.postNorm(), c.rmsNormEps());

@@ -1,6 +1,7 @@
 package org.mstar.engine;
 
 import static org.mstar.engine.DenseMath.add;
+import static org.mstar.engine.DenseMath.attend;
 import static org.mstar.engine.DenseMath.linear;
 import static org.mstar.engine.DenseMath.read;
 import static org.mstar.engine.DenseMath.rmsNorm;
@@ -78,26 +79,7 @@ final class DenseLlamaReference {
                 for (int head = 0; head < hq; head++) {
                     int kvHead = head / (hq / hk);
                     int from = window > 0 ? Math.max(0, i - window + 1) : 0;
-                    double[] s = new double[i + 1];
-                    double max = Double.NEGATIVE_INFINITY;
-                    for (int j = from; j <= i; j++) {
-                        double dot = 0;
-                        for (int e = 0; e < d; e++) {
-                            dot += q[i][head * d + e] * k[j][kvHead * d + e];
-                        }
-                        s[j] = dot * scale;
-                        max = Math.max(max, s[j]);
-                    }
-                    double sum = 0;
-                    for (int j = from; j <= i; j++) {
-                        s[j] = Math.exp(s[j] - max);
-                        sum += s[j];
-                    }
-                    for (int j = from; j <= i; j++) {
-                        for (int e = 0; e < d; e++) {
-                            attn[head * d + e] += s[j] / sum * v[j][kvHead * d + e];
-                        }
-                    }
+                    attend(q[i], head * d, k, kvHead * d, d, v, kvHead * d, d, from, i, scale, attn, head * d);
                 }
                 add(x[i], linear(attn, w.o(), null, h, qs));
                 double[] n2 = rmsNorm(x[i], w.postNorm(), c.rmsNormEps());

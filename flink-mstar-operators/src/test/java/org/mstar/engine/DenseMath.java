@@ -62,4 +62,33 @@ final class DenseMath {
         }
         return act;
     }
+
+    /**
+     * One head's attention of query row {@code q} over key and value rows {@code from} to {@code to} (inclusive):
+     * scores over {@code qkDim} values ({@code q} from {@code qAt}, keys from {@code kAt}) times {@code scale}, a
+     * softmax, and the weighted sum of {@code vDim} values from {@code vAt} added into {@code out} from {@code outAt}.
+     */
+    static void attend(double[] q, int qAt, double[][] k, int kAt, int qkDim, double[][] v, int vAt, int vDim, int from,
+                       int to, double scale, double[] out, int outAt) {
+        double[] s = new double[to + 1];
+        double max = Double.NEGATIVE_INFINITY;
+        for (int j = from; j <= to; j++) {
+            double dot = 0;
+            for (int e = 0; e < qkDim; e++) {
+                dot += q[qAt + e] * k[j][kAt + e];
+            }
+            s[j] = dot * scale;
+            max = Math.max(max, s[j]);
+        }
+        double sum = 0;
+        for (int j = from; j <= to; j++) {
+            s[j] = Math.exp(s[j] - max);
+            sum += s[j];
+        }
+        for (int j = from; j <= to; j++) {
+            for (int e = 0; e < vDim; e++) {
+                out[outAt + e] += s[j] / sum * v[j][vAt + e];
+            }
+        }
+    }
 }
