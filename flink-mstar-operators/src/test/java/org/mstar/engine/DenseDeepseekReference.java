@@ -2,10 +2,10 @@ package org.mstar.engine;
 
 import static org.mstar.engine.DenseMath.add;
 import static org.mstar.engine.DenseMath.attend;
+import static org.mstar.engine.DenseMath.gatedMlp;
 import static org.mstar.engine.DenseMath.linear;
 import static org.mstar.engine.DenseMath.read;
 import static org.mstar.engine.DenseMath.rmsNorm;
-import static org.mstar.engine.DenseMath.siluMul;
 
 import java.util.Arrays;
 import org.mstar.device.Device;
@@ -101,10 +101,7 @@ final class DenseDeepseekReference {
                     attend(q[i], head * qk, k, head * qk, qk, v, head * dv, dv, 0, i, scale, attn, head * dv);
                 }
                 add(x[i], linear(attn, w.oProj(), null, h, heads * dv));
-                double[] n2 = rmsNorm(x[i], w.postNorm(), c.rmsNormEps());
-                int inter = c.intermediateSize();
-                double[] gu = linear(n2, w.gateUp(), null, 2 * inter, h);
-                add(x[i], linear(siluMul(gu, inter), w.down(), null, h, inter));
+                add(x[i], gatedMlp(x[i], w.postNorm(), c.rmsNormEps(), w.gateUp(), w.down(), c.intermediateSize()));
             }
         }
         double[] last = rmsNorm(x[t - 1], finalNorm, c.rmsNormEps());

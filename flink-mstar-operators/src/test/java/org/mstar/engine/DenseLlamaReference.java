@@ -2,10 +2,10 @@ package org.mstar.engine;
 
 import static org.mstar.engine.DenseMath.add;
 import static org.mstar.engine.DenseMath.attend;
+import static org.mstar.engine.DenseMath.gatedMlp;
 import static org.mstar.engine.DenseMath.linear;
 import static org.mstar.engine.DenseMath.read;
 import static org.mstar.engine.DenseMath.rmsNorm;
-import static org.mstar.engine.DenseMath.siluMul;
 
 import org.mstar.device.Device;
 import org.mstar.device.RopeParams;
@@ -82,10 +82,7 @@ final class DenseLlamaReference {
                     attend(q[i], head * d, k, kvHead * d, d, v, kvHead * d, d, from, i, scale, attn, head * d);
                 }
                 add(x[i], linear(attn, w.o(), null, h, qs));
-                double[] n2 = rmsNorm(x[i], w.postNorm(), c.rmsNormEps());
-                int inter = c.intermediateSize();
-                double[] gu = linear(n2, w.gateUp(), null, 2 * inter, h);
-                add(x[i], linear(siluMul(gu, inter), w.down(), null, h, inter));
+                add(x[i], gatedMlp(x[i], w.postNorm(), c.rmsNormEps(), w.gateUp(), w.down(), c.intermediateSize()));
             }
         }
         double[] last = rmsNorm(x[t - 1], finalNorm, c.rmsNormEps());

@@ -53,6 +53,13 @@ final class DenseMath {
         }
     }
 
+    /** The gated MLP of residual row {@code x}: its RMSNorm through gate/up, SiLU(gate)·up, then down. */
+    static double[] gatedMlp(double[] x, double[] norm, double eps, double[] gateUp, double[] down, int inter) {
+        int h = x.length;
+        double[] gu = linear(rmsNorm(x, norm, eps), gateUp, null, 2 * inter, h);
+        return linear(siluMul(gu, inter), down, null, h, inter);
+    }
+
     /** SiLU(gate)·up over {@code gateUp}'s two halves. */
     static double[] siluMul(double[] gateUp, int inter) {
         double[] act = new double[inter];
