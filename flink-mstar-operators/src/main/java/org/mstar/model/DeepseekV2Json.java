@@ -23,19 +23,29 @@ final class DeepseekV2Json {
             "moe_intermediate_size", "routed_scaling_factor", "topk_method", "n_group", "topk_group", "norm_topk_prob",
             "moe_layer_freq", "scoring_func", "aux_loss_alpha", "seq_aux", "ep_size");
 
-    private static final Set<String> KNOWN = Set.of("architectures", "model_type", "hidden_size", "intermediate_size",
-            "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_act", "rms_norm_eps",
+    /** The Llama keys this architecture has, its attention's keys, and keys that change nothing at inference. */
+    private static final Set<String> ATTENTION_AND_LLAMA_KEYS = Set.of("architectures", "model_type", "hidden_size",
+            "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+            "hidden_act", "rms_norm_eps",
             "rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings", "vocab_size",
             "tie_word_embeddings", "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype",
             "attention_bias", "mlp_bias", "attention_dropout", "initializer_range", "use_cache", "pretraining_tp",
             "transformers_version", "auto_map", "quantization_config", "q_lora_rank", "kv_lora_rank",
             "qk_nope_head_dim", "qk_rope_head_dim", "qk_head_dim", "v_head_dim", "first_k_dense_replace");
 
+    private static final Set<String> KNOWN = union(ATTENTION_AND_LLAMA_KEYS, MOE_KEYS);
+
     private DeepseekV2Json() {}
+
+    private static Set<String> union(Set<String> a, Set<String> b) {
+        Set<String> all = new HashSet<>(a);
+        all.addAll(b);
+        return Set.copyOf(all);
+    }
 
     /** Checks every key and sets the latent attention and the head dim on {@code b}. */
     static void read(ConfigFields f, ModelConfig.Builder b) {
-        f.refuseUnknownKeys(union());
+        f.refuseUnknownKeys(KNOWN);
         int layers = f.requiredInt("num_hidden_layers");
         int firstSparse = f.optInt("first_k_dense_replace", 0);
         if (firstSparse < layers) {
@@ -55,16 +65,11 @@ final class DeepseekV2Json {
                 f.optInt("v_head_dim", DEFAULT_V_HEAD_DIM));
         int qkHeadDim = f.optInt("qk_head_dim", mla.qkHeadDim());
         if (qkHeadDim != mla.qkHeadDim()) {
-            throw f.error("qk_head_dim " + qkHeadDim + " is not qk_nope_head_dim + qk_rope_head_dim = " + mla.qkHeadDim());
+            throw f.error("qk_head_dim " + qkHeadDim + " is not qk_nope_head_dim + qk_rope_head_dim = "
+                    + mla.qkHeadDim());
         }
         // transformers builds the RoPE table from head_dim, which its config sets to qk_rope_head_dim
         b.latentAttention(mla).headDim(f.optInt("head_dim", mla.qkRopeHeadDim()));
-    }
-
-    private static Set<String> union() {
-        Set<String> all = new HashSet<>(KNOWN);
-        all.addAll(MOE_KEYS);
-        return all;
     }
 
     /** The DeepSeek-V2 keys of {@code c}: its latent attention, and every layer dense. */
