@@ -53,6 +53,28 @@ final class KvPool {
         }
     }
 
+    /**
+     * Copies pages {@code src} of this pool onto pages {@code dst} of {@code into}, a pool of the same layout on the
+     * same device, through a device buffer: nothing goes through the host.
+     */
+    void copyPagesTo(int[] src, KvPool into, int[] dst) {
+        if (into.layers != layers || into.pageSize != pageSize || into.kvHeads != kvHeads || into.headDim != headDim
+                || into.dtype != dtype || src.length != dst.length) {
+            throw new IllegalArgumentException("cannot copy " + src.length + " pages of [" + layers + " layers, "
+                    + pageSize + ", " + kvHeads + "x" + headDim + " " + dtype + "] onto " + dst.length + " pages of ["
+                    + into.layers + " layers, " + into.pageSize + ", " + into.kvHeads + "x" + into.headDim + " "
+                    + into.dtype + "]");
+        }
+        if (src.length == 0) {
+            return;
+        }
+        try (Tensor s = device.fromInts(src, src.length); Tensor d = into.device.fromInts(dst, dst.length);
+             Tensor buf = device.allocate(dtype, layers, src.length, 2, pageSize, kvHeads, headDim)) {
+            device.ops().gatherPages(pool, s, buf);
+            into.device.ops().scatterPages(into.pool, d, buf);
+        }
+    }
+
     /** Bytes of one page in one layer, K and V. */
     int layerPageBytes() {
         return 2 * pageSize * kvHeads * headDim * dtype.bytes();
