@@ -73,7 +73,7 @@ class SameDeviceHandoffTest {
         return out;
     }
 
-    static Map<String, List<Integer>> colocated(List<GenerationRequest> requests) {
+    static Map<String, List<Integer>> colocated(LlamaModel model, List<GenerationRequest> requests) {
         try (LlamaEngine engine = RandomModels.engine(model, options(64, 200, EngineRole.COLOCATED))) {
             Tokens t = new Tokens();
             requests.forEach(engine::submit);
@@ -123,7 +123,7 @@ class SameDeviceHandoffTest {
     @Test
     void aHandleHandOffCopiesNoKvThroughTheHostAndGeneratesTheColocatedTokens() {
         List<GenerationRequest> requests = workload(5, 9);
-        Map<String, List<Integer>> expected = colocated(requests);
+        Map<String, List<Integer>> expected = colocated(model, requests);
         Map<String, GenerationRequest> byId = new HashMap<>();
         requests.forEach(r -> byId.put(r.requestId(), r));
         KvShelf shelf = new KvShelf();
@@ -159,7 +159,7 @@ class SameDeviceHandoffTest {
     @Test
     void aDecodeEngineOfAnotherShelfRecomputesAndGeneratesTheColocatedTokens() {
         List<GenerationRequest> requests = workload(7, 5);
-        Map<String, List<Integer>> expected = colocated(requests);
+        Map<String, List<Integer>> expected = colocated(model, requests);
         Map<String, GenerationRequest> byId = new HashMap<>();
         requests.forEach(r -> byId.put(r.requestId(), r));
         KvShelf here = new KvShelf();
