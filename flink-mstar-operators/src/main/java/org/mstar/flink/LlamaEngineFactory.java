@@ -125,7 +125,7 @@ public final class LlamaEngineFactory implements EngineFactory {
             if (sameDeviceHandoff && role != EngineRole.COLOCATED) {
                 sized.engine().lendOnDevice(SharedModels.shelf(device));
             }
-            return turn.guard(sized.engine());
+            return turn.guard(sized.engine(), DeviceTurn.Precedence.of(role));
         } catch (UnsupportedOnDeviceException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
                     "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));

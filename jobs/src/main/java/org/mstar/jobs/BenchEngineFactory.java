@@ -143,7 +143,7 @@ final class BenchEngineFactory implements EngineFactory {
                 Thread.currentThread().getName(), (System.nanoTime() - start) / 1_000_000,
                 BenchModels.loads() > loadsBefore ? "made in " + shared.loadMillis() + " ms" : "reused from the cache",
                 PipelineBench.gib(before), PipelineBench.gib(after)));
-        return turn.guard(new Failing(engine, turn));
+        return turn.guard(new Failing(engine, turn), DeviceTurn.Precedence.of(role));
     }
 
     private EngineSizing.Request sizingRequest() {
