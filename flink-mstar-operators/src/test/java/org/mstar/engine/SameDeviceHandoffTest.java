@@ -157,6 +157,30 @@ class SameDeviceHandoffTest {
     }
 
     @Test
+    void aHandOffDroppedBeforeItsImportGivesItsPagesBack() {
+        List<GenerationRequest> requests = workload(3, 2);
+        KvShelf shelf = new KvShelf();
+        try (LlamaEngine prefill = lending(prefillModel, options(64, 200, EngineRole.PREFILL), shelf)) {
+            LlamaEngine decode = lending(decodeModel, options(64, 200, EngineRole.DECODE), shelf);
+            requests.forEach(prefill::submit);
+            List<PrefillHandoff> handoffs = new ArrayList<>();
+            while (prefill.hasWork()) {
+                handoffs.addAll(prefill.step().handoffs());
+            }
+            assertThat(prefillModel.resources().kv().lentHandoffs()).isEqualTo(2);
+            decode.receive(requests.get(0), handoffs.get(0));
+            decode.receive(requests.get(0), handoffs.get(0)); // a duplicate of a request the decode side holds
+            decode.remove(requests.get(0).requestId());
+            assertThat(prefillModel.resources().kv().lentHandoffs()).isEqualTo(1);
+            decode.receive(requests.get(1), handoffs.get(1));
+            decode.close();
+            assertThat(prefillModel.resources().kv().lentHandoffs()).isZero();
+            assertThat(shelf.outstanding()).isZero();
+            prefillModel.resources().kv().assertPagesConserved();
+        }
+    }
+
+    @Test
     void aDecodeEngineOfAnotherShelfRecomputesAndGeneratesTheColocatedTokens() {
         List<GenerationRequest> requests = workload(7, 5);
         Map<String, List<Integer>> expected = colocated(model, requests);
