@@ -1,6 +1,7 @@
 package org.mstar.resources.kv;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
@@ -53,9 +54,12 @@ final class KvPool {
         }
     }
 
+    /** Pages one {@link #copyPagesTo} moves at a time: bounds its device buffer (128 MiB of an 8B model's pages). */
+    static final int PAGES_PER_COPY = 64;
+
     /**
      * Copies pages {@code src} of this pool onto pages {@code dst} of {@code into}, a pool of the same layout on the
-     * same device, through a device buffer: nothing goes through the host.
+     * same device, through a device buffer of at most {@link #PAGES_PER_COPY} pages: nothing goes through the host.
      */
     void copyPagesTo(int[] src, KvPool into, int[] dst) {
         if (into.layers != layers || into.pageSize != pageSize || into.kvHeads != kvHeads || into.headDim != headDim
@@ -65,13 +69,14 @@ final class KvPool {
                     + into.layers + " layers, " + into.pageSize + ", " + into.kvHeads + "x" + into.headDim + " "
                     + into.dtype + "]");
         }
-        if (src.length == 0) {
-            return;
-        }
-        try (Tensor s = device.fromInts(src, src.length); Tensor d = into.device.fromInts(dst, dst.length);
-             Tensor buf = device.allocate(dtype, layers, src.length, 2, pageSize, kvHeads, headDim)) {
-            device.ops().gatherPages(pool, s, buf);
-            into.device.ops().scatterPages(into.pool, d, buf);
+        for (int from = 0; from < src.length; from += PAGES_PER_COPY) {
+            int n = Math.min(PAGES_PER_COPY, src.length - from);
+            try (Tensor s = device.fromInts(Arrays.copyOfRange(src, from, from + n), n);
+                 Tensor d = into.device.fromInts(Arrays.copyOfRange(dst, from, from + n), n);
+                 Tensor buf = device.allocate(dtype, layers, n, 2, pageSize, kvHeads, headDim)) {
+                device.ops().gatherPages(pool, s, buf);
+                into.device.ops().scatterPages(into.pool, d, buf);
+            }
         }
     }
 
