@@ -59,7 +59,7 @@ public final class DeviceTurn {
     private Thread holder;
     /** Nested calls of the holder (a call inside a call keeps the turn). */
     private int depth;
-    /** Decode turns given while the oldest other caller waited. */
+    /** Decode turns given in a row while other callers waited. */
     private int passedOver;
 
     public DeviceTurn(Device device) {
@@ -115,11 +115,8 @@ public final class DeviceTurn {
             } finally {
                 queue.remove(me);
             }
-            if (precedence == Precedence.DECODE && !othersWaiting.isEmpty()) {
-                passedOver++;
-            } else if (precedence == Precedence.OTHER) {
-                passedOver = 0;
-            }
+            // counts only decode turns that an other caller watched go first, since the last other turn
+            passedOver = precedence == Precedence.DECODE && !othersWaiting.isEmpty() ? passedOver + 1 : 0;
             holder = me;
             depth = 1;
         } finally {
