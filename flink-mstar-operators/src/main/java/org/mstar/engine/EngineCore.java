@@ -20,6 +20,7 @@ import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.kv.KvShelf;
 import org.mstar.resources.lora.AdapterManager;
 import org.mstar.resources.runner.EngineResourceInfo;
 import org.mstar.resources.runner.ResourceFactory;
@@ -138,7 +139,7 @@ final class EngineCore implements GenerationEngine {
         // a prefill engine hands every request off after its first token: it has no decode steps to plan ahead
         this.preplan = graphs != null && options.preplan() && role != EngineRole.PREFILL
                 ? new DecodePreplan(runner, steps, stopRule) : null;
-        this.inbox = new HandoffInbox(checks, resources, exchange);
+        this.inbox = new HandoffInbox(checks, resources, exchange, this::resume);
         this.isolation = new FaultIsolation(resources);
         this.forwards = new StepForward(model, graphs);
         TokenAcceptor acceptor = new TokenAcceptor(live, counters, resources, stopRule, role, exchange, tokenizer,
@@ -206,7 +207,17 @@ final class EngineCore implements GenerationEngine {
         }
         if (!isLive(request.requestId())) {
             inbox.receive(request, handoff);
+        } else {
+            exchange.discard(handoff);
         }
+    }
+
+    /** See {@link LlamaEngine#lendOnDevice}. */
+    void lendOnDevice(KvShelf shelf) {
+        if (exchange == null) {
+            throw new UnsupportedOperationException("a colocated engine hands nothing off");
+        }
+        exchange.lendOnDevice(shelf);
     }
 
     @Override
@@ -377,6 +388,10 @@ final class EngineCore implements GenerationEngine {
 
     long handoffBytesCopied() {
         return exchange == null ? 0 : exchange.bytesCopied();
+    }
+
+    long handoffLentBytesCopied() {
+        return exchange == null ? 0 : exchange.lentBytesCopied();
     }
 
     long reusedDeclarations() {

@@ -8,6 +8,8 @@ import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.PublishedInfo;
 import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.kv.KvShelf;
+import org.mstar.resources.kv.LentPagesGone;
 import org.mstar.resources.runner.StepRunner;
 
 /**
@@ -20,7 +22,7 @@ import org.mstar.resources.runner.StepRunner;
 final class HandoffExchange {
     private final StepRunner runner;
     private final ModelRunner.ResourceKeys keys;
-    private final Map<String, PublishedInfoCodec<?>> codecs;
+    private Map<String, PublishedInfoCodec<?>> codecs;
     private final KVManager kv;
 
     HandoffExchange(StepRunner runner, ModelRunner.ResourceKeys keys, Map<String, PublishedInfoCodec<?>> codecs,
@@ -54,15 +56,44 @@ final class HandoffExchange {
         return published;
     }
 
-    /** Import {@code published} into the (opened) request {@code requestId}. */
+    /**
+     * Import {@code published} into the (opened) request {@code requestId}.
+     *
+     * @throws LentPagesGone when pages lent on this device went away (their cache closed)
+     */
     Retrieval retrieve(String requestId, Map<String, PublishedInfo> published) {
         FullAdmitOutcome o = runner.admitRetrieve(requestId, keys.node(), keys.walk(), published);
         return new Retrieval(o, kv.retrievedFromPrefixCache(requestId));
     }
 
-    /** Page bytes the decode side copied from hand-offs so far. */
+    /**
+     * Hand-offs with a cache on the same device go by handle from now on: the KV cache lends its pages through
+     * {@code shelf} (prefill side) and claims lent pages from it (decode side), see {@link KVManager#lendingCodec}.
+     * Both sides must use the shelf of their (common) device; hand-offs carrying pages are still taken.
+     */
+    void lendOnDevice(KvShelf shelf) {
+        Map<String, PublishedInfoCodec<?>> with = new LinkedHashMap<>(codecs);
+        with.replaceAll((key, codec) -> codec == kv.codec() ? kv.lendingCodec(shelf) : codec);
+        codecs = Map.copyOf(with);
+    }
+
+    /** Gives back what a hand-off that will not be imported holds (lent pages), decoding it for that. */
+    void discard(PrefillHandoff h) {
+        try {
+            decode(h).values().forEach(PublishedInfo::release);
+        } catch (LentPagesGone e) {
+            // nothing lent is left to give back
+        }
+    }
+
+    /** Page bytes the decode side copied from hand-offs so far, through the host. */
     long bytesCopied() {
         return kv.retrievedBytes();
+    }
+
+    /** Page bytes the decode side copied on the device from pages lent by a prefill cache there. */
+    long lentBytesCopied() {
+        return kv.lentBytesCopied();
     }
 
     private PublishedInfoCodec<?> codec(String key) {

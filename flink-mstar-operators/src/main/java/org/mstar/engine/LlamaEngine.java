@@ -7,6 +7,7 @@ import org.mstar.model.GenerationConfig;
 import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.tokenizer.TextTokenizer;
+import org.mstar.resources.kv.KvShelf;
 import org.mstar.resources.runner.StepRunner;
 
 /**
@@ -45,9 +46,26 @@ public final class LlamaEngine extends CoreFacade {
         return core.decodeGraphBytes();
     }
 
-    /** Page bytes this (decode) engine copied from prefill hand-offs; 0 for a colocated one. */
+    /** Page bytes this (decode) engine copied from prefill hand-offs through the host; 0 for a colocated one. */
     public long handoffBytesCopied() {
         return core.handoffBytesCopied();
+    }
+
+    /** Page bytes this (decode) engine copied on its device from pages a prefill engine there lent; see below. */
+    public long handoffLentBytesCopied() {
+        return core.handoffLentBytesCopied();
+    }
+
+    /**
+     * Hand off by handle with the engines on this device: a prefill engine lends its pages through {@code shelf}
+     * and sends a ticket; a decode engine claims tickets and copies the pages pool to pool on the device (never
+     * through the host), recomputing a request whose pages were taken back. Prefill and decode engines must share
+     * the shelf of their common device and process; call before the first request.
+     *
+     * @throws UnsupportedOperationException for a colocated engine
+     */
+    public void lendOnDevice(KvShelf shelf) {
+        core.lendOnDevice(shelf);
     }
 
     /** For sizing: device bytes of the adapter slots, allocated with the engine; 0 without adapters. */

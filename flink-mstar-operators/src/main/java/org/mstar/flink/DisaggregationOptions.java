@@ -56,4 +56,14 @@ public final class DisaggregationOptions {
             .noDefaultValue()
             .withDescription("Device of the decode engines (as 'mstar.engine.device': cpu, cuda:N, a list or"
                     + " auto); default: 'mstar.engine.device'.");
+
+    public static final ConfigOption<Boolean> SAME_DEVICE_HANDOFF =
+            ConfigOptions.key("mstar.disaggregation.same-device-handoff")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription("Hand KV off by handle between the prefill and decode engines of one device in"
+                            + " one TaskManager: the prefill engine lends its pages, a record carries a ticket, and"
+                            + " the decode engine copies the pages on the device; a hand-off that reaches another"
+                            + " TaskManager is recomputed there. Turn on only where both sides share TaskManagers"
+                            + " and devices.");
 }

@@ -54,6 +54,8 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final Duration priorityAging;
     private final Duration maxPrefillStall;
     private final EngineRole role;
+    /** Hand-offs by handle between the engines of one device ({@link DisaggregationOptions#SAME_DEVICE_HANDOFF}). */
+    private final boolean sameDeviceHandoff;
     /** Null when the job serves no adapters. */
     private final String adaptersDir;
     private final int adapterSlots;
@@ -86,6 +88,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
         this.role = config.get(DisaggregationOptions.ENGINE_ROLE);
+        this.sameDeviceHandoff = config.get(DisaggregationOptions.SAME_DEVICE_HANDOFF);
         this.adaptersDir = config.getOptional(LlamaEngineOptions.ADAPTERS_DIR).orElse(null);
         this.adapterSlots = config.get(LlamaEngineOptions.ADAPTER_SLOTS);
         this.whisper = WhisperConfig.isWhisper(Path.of(modelDir)) ? new WhisperEngineFactory(config) : null;
@@ -119,7 +122,10 @@ public final class LlamaEngineFactory implements EngineFactory {
                     subtaskIndex, device, s.maxBatchRows(), s.tokenBudget(), s.pages(), pageSize, options.decodeGraphs()
                             ? "decode graphs for 1 to " + s.largestDecodeGraph() + " rows" : "no decode graphs",
                     s.reason());
-            return turn.guard(sized.engine());
+            if (sameDeviceHandoff && role != EngineRole.COLOCATED) {
+                sized.engine().lendOnDevice(SharedModels.shelf(device));
+            }
+            return turn.guard(sized.engine(), DeviceTurn.Precedence.of(role));
         } catch (UnsupportedOnDeviceException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
                     "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));

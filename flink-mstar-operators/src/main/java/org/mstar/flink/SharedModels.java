@@ -6,6 +6,7 @@ import java.util.Map;
 import org.mstar.device.Devices;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.model.llama.LlamaWeights;
+import org.mstar.resources.kv.KvShelf;
 
 /**
  * Devices and model weights of this TaskManager process, each created once: the subtasks on one device
@@ -22,6 +23,7 @@ final class SharedModels {
 
     private static final Map<String, DeviceTurn> DEVICES = new HashMap<>();
     private static final Map<String, LlamaWeights> WEIGHTS = new HashMap<>();
+    private static final Map<String, KvShelf> SHELVES = new HashMap<>();
     private static int loads;
 
     private SharedModels() {}
@@ -43,6 +45,11 @@ final class SharedModels {
     /** The turn of device {@code deviceName}, opened once: for engines that load their own weights (Whisper). */
     static synchronized DeviceTurn turn(String deviceName) {
         return DEVICES.computeIfAbsent(deviceName, n -> new DeviceTurn(Devices.open(n)));
+    }
+
+    /** Where the KV caches of device {@code deviceName} lend pages to each other (same-device hand-offs). */
+    static synchronized KvShelf shelf(String deviceName) {
+        return SHELVES.computeIfAbsent(deviceName, n -> new KvShelf());
     }
 
     /** How many times weights were read from disk in this process (tests check reuse with it). */

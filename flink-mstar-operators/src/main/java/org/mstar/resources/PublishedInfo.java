@@ -20,4 +20,10 @@ public interface PublishedInfo {
     default IntStream storedLengths() {
         return IntStream.empty();
     }
+
+    /**
+     * Gives back what a decoded info holds beyond its bytes (pages a publisher on the same device lent it), once the
+     * receiver imported it or dropped it; idempotent, and a no-op for an info that holds nothing.
+     */
+    default void release() {}
 }

@@ -19,6 +19,7 @@ import org.mstar.engine.EngineSizer;
 import org.mstar.engine.EngineSizing;
 import org.mstar.engine.ForwardingEngine;
 import org.mstar.engine.GenerationEngine;
+import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.StepResult;
 import org.mstar.flink.DeviceTurn;
@@ -60,20 +61,28 @@ final class BenchEngineFactory implements EngineFactory {
     /** The options' adapters folder and slots (null: none). */
     private final String adaptersDir;
     private final int adapterSlots;
+    /** Hand-offs by handle with the other engines of the device ({@link LlamaEngine#lendOnDevice}). */
+    private final boolean sameDeviceHandoff;
 
     /** @param batchInvariant batch-invariant numerics for these engines (a view of the shared device with them) */
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
             boolean batchInvariant) {
-        this(modelDir, randomSeed, options, failAtSteps, null, false, batchInvariant);
+        this(modelDir, randomSeed, options, failAtSteps, null, false, batchInvariant, false);
+    }
+
+    /** @param sameDeviceHandoff prefill or decode engines handing off by handle through their device's shelf */
+    BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
+            boolean batchInvariant, boolean sameDeviceHandoff) {
+        this(modelDir, randomSeed, options, failAtSteps, null, false, batchInvariant, sameDeviceHandoff);
     }
 
     /** Engines sized for their device as {@code serve} sizes them ({@link EngineSizer}), over {@code defaults}. */
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions defaults, EngineSizing.Request sizing) {
-        this(modelDir, randomSeed, defaults, Set.of(), sizing, true, false);
+        this(modelDir, randomSeed, defaults, Set.of(), sizing, true, false, false);
     }
 
     private BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
-            EngineSizing.Request sizing, boolean sized, boolean batchInvariant) {
+            EngineSizing.Request sizing, boolean sized, boolean batchInvariant, boolean sameDeviceHandoff) {
         this.modelDir = modelDir.toString();
         this.randomSeed = randomSeed;
         this.maxBatchRows = options.maxBatchRows();
@@ -91,6 +100,7 @@ final class BenchEngineFactory implements EngineFactory {
         this.batchInvariant = batchInvariant;
         this.adaptersDir = options.adapters() == null ? null : options.adapters().folder().toString();
         this.adapterSlots = options.adapters() == null ? 0 : options.adapters().slots();
+        this.sameDeviceHandoff = sameDeviceHandoff;
     }
 
     private static Integer boxed(OptionalInt value) {
@@ -128,7 +138,7 @@ final class BenchEngineFactory implements EngineFactory {
                 .withDecodeGraphs(view.isCuda())
                 .withRole(role)
                 .withAdapters(adaptersDir == null ? null : new AdapterOptions(Path.of(adaptersDir), adapterSlots));
-        GenerationEngine engine;
+        LlamaEngine engine;
         if (sized) {
             EngineSizer.Sized built = turn.call(() -> EngineSizer.build(Path.of(modelDir), shared.weights(), view,
                     options, sizingRequest(), 1));
@@ -137,13 +147,16 @@ final class BenchEngineFactory implements EngineFactory {
         } else {
             engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), view, options));
         }
+        if (sameDeviceHandoff) {
+            engine.lendOnDevice(BenchModels.shelf(device));
+        }
         long after = turn.call(() -> BenchModels.memoryInUse(turn));
         EVENTS.add(String.format(Locale.ROOT,
                 "engine built on %s in %d ms (weights %s); device memory %s before, %s after",
                 Thread.currentThread().getName(), (System.nanoTime() - start) / 1_000_000,
                 BenchModels.loads() > loadsBefore ? "made in " + shared.loadMillis() + " ms" : "reused from the cache",
                 PipelineBench.gib(before), PipelineBench.gib(after)));
-        return turn.guard(new Failing(engine, turn));
+        return turn.guard(new Failing(engine, turn), DeviceTurn.Precedence.of(role));
     }
 
     private EngineSizing.Request sizingRequest() {

@@ -13,6 +13,7 @@ import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.flink.DeviceTurn;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.llama.LlamaWeights;
+import org.mstar.resources.kv.KvShelf;
 import org.mstar.model.llama.RandomWeights;
 
 /**
@@ -25,6 +26,7 @@ final class BenchModels {
     record Loaded(DeviceTurn turn, LlamaWeights weights, long loadMillis) {}
 
     private static final Map<String, DeviceTurn> DEVICES = new HashMap<>();
+    private static final Map<String, KvShelf> SHELVES = new HashMap<>();
     private static final Map<String, Loaded> MODELS = new HashMap<>();
     private static int loads;
 
@@ -53,6 +55,11 @@ final class BenchModels {
             loads++;
         }
         return loaded;
+    }
+
+    /** Where the KV caches of device {@code deviceName} lend pages to each other (same-device hand-offs). */
+    static synchronized KvShelf shelf(String deviceName) {
+        return SHELVES.computeIfAbsent(deviceName, n -> new KvShelf());
     }
 
     /** How many times weights were made or read in this process. */

@@ -117,6 +117,12 @@ final class BenchPipelineCommand implements Callable<Integer> {
             description = "Token budget of the prefill engine (disaggregated). Default: --token-budget.")
     Integer prefillTokenBudget;
 
+    @Option(names = "--same-device-handoff",
+            description = "With --disaggregation, prefill and decode on one device: hand off by handle"
+                    + " (mstar.disaggregation.same-device-handoff): the prefill engine lends its KV pages, the records"
+                    + " carry a ticket, the decode engine copies the pages on the device.")
+    boolean sameDeviceHandoff;
+
     @Option(names = "--handoff-record-size", paramLabel = "SIZE",
             description = "Most KV bytes in one hand-off record. Default: ${DEFAULT-VALUE}.")
     String handoffRecordSize = "1mb";

@@ -155,7 +155,10 @@ final class DisaggregationBench {
         if (devices.size() == 2) {
             layouts.add(Layout.colocated("colocated x2", devices));
         }
-        layouts.add(Layout.disaggregated("disaggregated", devices.get(0), devices.get(devices.size() - 1)));
+        String prefillDevice = devices.get(0);
+        String decodeDevice = devices.get(devices.size() - 1);
+        layouts.add(Layout.disaggregated(flags.sameDeviceHandoff && prefillDevice.equals(decodeDevice)
+                ? "disaggregated, by handle" : "disaggregated", prefillDevice, decodeDevice));
         Map<String, Measured> measured = new LinkedHashMap<>();
         Map<EngineRole, Long> disaggregatedSteps = Map.of();
         int eventsBefore;
@@ -298,6 +301,7 @@ final class DisaggregationBench {
                             : DeliveryGuarantee.AT_LEAST_ONCE);
             Map<EngineRole, Set<Long>> failAt = layout.failAt();
             if (layout.split()) {
+                boolean byHandle = flags.sameDeviceHandoff && layout.prefillDevice().equals(layout.decodeDevice());
                 pipeline.disaggregated(true)
                         .set(DisaggregationOptions.PREFILL_PARALLELISM, 1)
                         .set(DisaggregationOptions.DECODE_PARALLELISM, 1)
@@ -305,9 +309,9 @@ final class DisaggregationBench {
                         .set(DisaggregationOptions.DECODE_DEVICE, layout.decodeDevice())
                         .set(DisaggregationOptions.HANDOFF_RECORD_SIZE, MemorySize.parse(flags.handoffRecordSize))
                         .prefillEngineFactory(new BenchEngineFactory(modelDir, seed, prefill,
-                                failAt.getOrDefault(EngineRole.PREFILL, Set.of()), flags.batchInvariant))
+                                failAt.getOrDefault(EngineRole.PREFILL, Set.of()), flags.batchInvariant, byHandle))
                         .decodeEngineFactory(new BenchEngineFactory(modelDir, seed, decode,
-                                failAt.getOrDefault(EngineRole.DECODE, Set.of()), flags.batchInvariant));
+                                failAt.getOrDefault(EngineRole.DECODE, Set.of()), flags.batchInvariant, byHandle));
             } else {
                 conf.set(GenerateOptions.DEVICE, layout.device());
                 pipeline.engineFactory(new BenchEngineFactory(modelDir, seed, colocated,

@@ -17,7 +17,8 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.engine.EngineRole;
@@ -37,7 +38,8 @@ import org.mstar.schemas.TokenEvent;
  * Disaggregated serving on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker, with
  * the Llama engine on a small random model: prefill and decode operators at different parallelism, hand-offs split
  * into several records each, generate token for token what one colocated engine does (sampled requests, prompts
- * sharing prefixes), also when either side fails along the way.
+ * sharing prefixes), also when either side fails along the way; with the hand-off's KV in the records, and by
+ * handle (both sides on the CPU of one TaskManager: the prefill engine lends its pages, a record carries a ticket).
  */
 class DisaggregatedPipelineITCase {
     private static final Duration TIMEOUT = Duration.ofSeconds(90);
@@ -76,9 +78,11 @@ class DisaggregatedPipelineITCase {
         return out;
     }
 
-    @Test
-    void prefillAndDecodeOperatorsGenerateWhatOneColocatedEngineDoes() throws Exception {
-        Job job = new Job("split");
+    /** Hand-offs as records of KV pages, or (one device, one TaskManager) by handle. */
+    @ParameterizedTest(name = "by handle: {0}")
+    @ValueSource(booleans = {false, true})
+    void prefillAndDecodeOperatorsGenerateWhatOneColocatedEngineDoes(boolean byHandle) throws Exception {
+        Job job = new Job(byHandle ? "split-handle" : "split", byHandle);
         List<GenerateRequest> requests = requests(job.name, 16, 0);
         Map<String, List<Integer>> expected = job.colocatedReference(requests);
         KAFKA.kafka().produce(job.requests, requests);
@@ -92,9 +96,10 @@ class DisaggregatedPipelineITCase {
         assertThat(job.decode.engines()).as("decode engines: one subtask, never restarted").isEqualTo(1);
     }
 
-    @Test
-    void failuresOnEitherSideLeaveTheCommittedOutputUnchanged() throws Exception {
-        Job job = new Job("split-fail");
+    @ParameterizedTest(name = "by handle: {0}")
+    @ValueSource(booleans = {false, true})
+    void failuresOnEitherSideLeaveTheCommittedOutputUnchanged(boolean byHandle) throws Exception {
+        Job job = new Job(byHandle ? "split-fail-handle" : "split-fail", byHandle);
         List<GenerateRequest> first = requests(job.name, 8, 0);
         List<GenerateRequest> second = requests(job.name, 6, 8);
         List<GenerateRequest> third = requests(job.name, 10, 14);
@@ -170,7 +175,7 @@ class DisaggregatedPipelineITCase {
         final Scenario prefill;
         final Scenario decode;
 
-        Job(String name) throws Exception {
+        Job(String name, boolean byHandle) throws Exception {
             this.name = name;
             this.requests = name + "-requests";
             this.responses = name + "-responses";
@@ -179,6 +184,7 @@ class DisaggregatedPipelineITCase {
             RandomModel.write(model, 7);
             engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
             engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
+            engineConf.set(DisaggregationOptions.SAME_DEVICE_HANDOFF, byHandle);
             prefill = Scenario.start(name + "-prefill");
             decode = Scenario.start(name + "-decode");
         }

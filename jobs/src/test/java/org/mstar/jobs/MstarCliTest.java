@@ -375,6 +375,23 @@ class MstarCliTest {
         assertThat(table.lines().filter(l -> l.startsWith("  injected failure at decode step"))).hasSize(1);
     }
 
+    @Test
+    void benchPipelineHandsOffByHandleOnOneDevice() {
+        int code = run("bench-pipeline", "--disaggregation", "--devices", "cpu", "--same-device-handoff",
+                "--decoders", "2", "--decoder-prompt-len", "8", "--decoder-max-tokens", "12", "--long-prompts", "1",
+                "--long-prompt-lens", "160", "--long-max-tokens", "4", "--long-start", "20", "--pages", "128",
+                "--decode-pages", "96", "--handoff-record-size", "16kb", "--checkpoint-interval", "100",
+                "--timeout", "120");
+
+        assertThat(code).as("exit code; stderr:%n%s", err).isZero();
+        String table = out.toString();
+        String byHandle = table.lines().filter(l -> l.startsWith("| disaggregated, by handle |")).findFirst()
+                .orElseThrow(() -> new AssertionError("no by-handle row in:\n" + table));
+        assertThat(byHandle).contains("| 3 | 28 |", "| 3 of 3 |");
+        // a ticket instead of the KV: even the long prompt's hand-off takes one record
+        assertThat(byHandle).contains("| 3 (3 records) |");
+    }
+
     private int run(String... args) {
         CommandLine cli = Mstar.commandLine();
         cli.setOut(new PrintWriter(out, true));

@@ -2,8 +2,10 @@ package org.mstar.resources.kv;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -24,6 +26,7 @@ import org.mstar.resources.Planning;
 import org.mstar.resources.PrefixCaching;
 import org.mstar.resources.Preplanning;
 import org.mstar.resources.Publication;
+import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.Resource;
 import org.mstar.resources.ResourceReqConfig;
 import org.mstar.resources.ResourceStep;
@@ -79,6 +82,8 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
     /** Per plan label, views of the static buffers a leased step writes through (not owned). */
     private final Map<String, Tensor[]> leasedAddresses = new HashMap<>();
     private final LeasedWriteAddresses leasedWrites;
+    /** Set by {@link #cleanup}: the pool is gone, so lent pages can no longer be copied. */
+    private boolean closed;
 
     /**
      * @param config    the pool; sharded here to this rank's head slice ({@code shard} is idempotent)
@@ -664,9 +669,82 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
         return codec;
     }
 
-    /** Page bytes retrievals brought into this cache so far. */
+    /**
+     * A codec that lends this cache's published pages through {@code shelf} rather than copying them into the bytes
+     * (a hand-off to a cache on the same device), and decodes both lent and carried publications.
+     */
+    public PublishedInfoCodec<PublishedKVInfo> lendingCodec(KvShelf shelf) {
+        return new LendingKVCodec(this, shelf, codec);
+    }
+
+    /** Lends the pages of {@code streams} (one owner more each) under a new ticket of {@code shelf}. */
+    synchronized long lend(Map<String, KVSequenceInfo> streams, KvShelf shelf) {
+        if (closed) {
+            throw new IllegalStateException("a closed KV cache lends nothing");
+        }
+        Map<String, int[]> pages = new LinkedHashMap<>();
+        streams.forEach((label, seq) -> {
+            int[] p = seq.pageIndices();
+            for (int page : p) {
+                st.arena.retain(page);
+            }
+            pages.put(label, p);
+        });
+        long ticket = shelf.register(this);
+        st.lent.put(ticket, new KVState.Lend(shelf, pages));
+        return ticket;
+    }
+
+    /** Marks {@code ticket} claimed, so it is no longer taken back; false when it is not lent (any more). */
+    synchronized boolean claimLend(long ticket) {
+        KVState.Lend lend = st.lent.get(ticket);
+        if (lend == null || lend.claimed) {
+            return false;
+        }
+        lend.claimed = true;
+        return true;
+    }
+
+    /**
+     * Copies pages {@code [from, to)} of stream {@code label} lent under {@code ticket} onto {@code dstPages} of
+     * {@code dst}, on the device; returns the bytes copied.
+     *
+     * @throws LentPagesGone when this cache closed since
+     */
+    synchronized long copyLent(long ticket, String label, int from, int to, KvPool dst, int[] dstPages) {
+        KVState.Lend lend = st.lent.get(ticket);
+        if (closed || lend == null) {
+            throw new LentPagesGone("ticket " + ticket + " is no longer lent: its KV cache closed");
+        }
+        int[] src = Arrays.copyOfRange(lend.pages.get(label), from, to);
+        st.pool.copyPagesTo(src, dst, dstPages);
+        return (long) src.length * st.pool.pageBytes();
+    }
+
+    /** Takes back the pages lent under {@code ticket}; a no-op when they are back already. */
+    synchronized void returnLend(long ticket) {
+        KVState.Lend lend = st.lent.remove(ticket);
+        if (lend != null) {
+            lend.shelf.forget(ticket);
+            if (!closed) {
+                st.releaseLend(lend);
+            }
+        }
+    }
+
+    /** Hand-offs whose pages this cache lent and has not got back. */
+    public synchronized int lentHandoffs() {
+        return st.lent.size();
+    }
+
+    /** Page bytes retrievals brought into this cache so far, through the host. */
     public synchronized long retrievedBytes() {
         return retriever.retrievedBytes();
+    }
+
+    /** Page bytes retrievals copied on the device from pages another cache lent ({@link KvShelf}) so far. */
+    public synchronized long lentBytesCopied() {
+        return retriever.lentBytesCopied();
     }
 
     /**
@@ -715,6 +793,9 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
 
     @Override
     public synchronized void cleanup() {
+        closed = true;
+        st.lent.forEach((ticket, lend) -> lend.shelf.forget(ticket));
+        st.lent.clear();
         activate(null, null);
         leasedWrites.close();
         st.pool.tensor().close();

@@ -18,6 +18,20 @@ final class KVState {
     final Map<String, RequestState> requests = new LinkedHashMap<>();
     /** Null until {@code enablePrefixCache} opens one. */
     PrefixCache prefix;
+    /** Pages lent to same-device hand-offs ({@link KvShelf}) by ticket, oldest first; each lend owns its pages once. */
+    final Map<Long, Lend> lent = new LinkedHashMap<>();
+
+    /** One hand-off's lent pages per stream label; claimed once a receiver holds the ticket. */
+    static final class Lend {
+        final KvShelf shelf;
+        final Map<String, int[]> pages;
+        boolean claimed;
+
+        Lend(KvShelf shelf, Map<String, int[]> pages) {
+            this.shelf = shelf;
+            this.pages = pages;
+        }
+    }
 
     KVState(PagedKVConfig config, KvPool pool) {
         this.config = config;
@@ -76,10 +90,40 @@ final class KVState {
             return true;
         }
         if (need - free > evictable()) {
-            return false;
+            takeBackLends(need);
+            free = arena.freeCount();
+            if (need <= free) {
+                return true;
+            }
+            if (need - free > evictable()) {
+                return false;
+            }
         }
         prefix.index().evict(need - free);
         return true;
+    }
+
+    /**
+     * Take back unclaimed lends, oldest first, until {@code need} pages are free or evictable: their receivers
+     * recompute instead ({@link LentPagesGone}). A claimed lend is being copied from and stays.
+     */
+    private void takeBackLends(int need) {
+        for (var it = lent.entrySet().iterator(); it.hasNext() && need > arena.freeCount() + evictable(); ) {
+            var e = it.next();
+            if (!e.getValue().claimed) {
+                it.remove();
+                e.getValue().shelf.forget(e.getKey());
+                releaseLend(e.getValue());
+            }
+        }
+    }
+
+    void releaseLend(Lend lend) {
+        for (int[] pages : lend.pages.values()) {
+            for (int p : pages) {
+                arena.release(p);
+            }
+        }
     }
 
     /** Pages still missing for {@code need} after everything evictable was evicted. */

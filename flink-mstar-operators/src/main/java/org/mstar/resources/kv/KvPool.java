@@ -1,6 +1,7 @@
 package org.mstar.resources.kv;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
@@ -70,6 +71,32 @@ final class KvPool {
         }
         try (Tensor s = device.fromInts(src, src.length); Tensor d = device.fromInts(dst, dst.length)) {
             device.ops().copyPages(pool, s, d);
+        }
+    }
+
+    /** Pages one {@link #copyPagesTo} moves at a time: bounds its device buffer (128 MiB of an 8B model's pages). */
+    static final int PAGES_PER_COPY = 64;
+
+    /**
+     * Copies pages {@code src} of this pool onto pages {@code dst} of {@code into}, a pool of the same layout on the
+     * same device, through a device buffer of at most {@link #PAGES_PER_COPY} pages: nothing goes through the host.
+     */
+    void copyPagesTo(int[] src, KvPool into, int[] dst) {
+        if (into.layers != layers || into.planes != planes || into.pageSize != pageSize || into.kvHeads != kvHeads
+                || into.headDim != headDim || into.dtype != dtype || src.length != dst.length) {
+            throw new IllegalArgumentException("cannot copy " + src.length + " pages of [" + layers + " layers, "
+                    + planes + " planes, " + pageSize + ", " + kvHeads + "x" + headDim + " " + dtype + "] onto "
+                    + dst.length + " pages of [" + into.layers + " layers, " + into.planes + " planes, "
+                    + into.pageSize + ", " + into.kvHeads + "x" + into.headDim + " " + into.dtype + "]");
+        }
+        for (int from = 0; from < src.length; from += PAGES_PER_COPY) {
+            int n = Math.min(PAGES_PER_COPY, src.length - from);
+            try (Tensor s = device.fromInts(Arrays.copyOfRange(src, from, from + n), n);
+                 Tensor d = into.device.fromInts(Arrays.copyOfRange(dst, from, from + n), n);
+                 Tensor buf = device.allocate(dtype, layers, n, planes, pageSize, kvHeads, headDim)) {
+                device.ops().gatherPages(pool, s, buf);
+                into.device.ops().scatterPages(into.pool, d, buf);
+            }
         }
     }
 

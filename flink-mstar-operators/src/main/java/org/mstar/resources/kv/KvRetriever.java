@@ -26,8 +26,10 @@ final class KvRetriever {
     private final KvTransport transport;
     private final int worldSize;
     private final int rank;
-    /** Page bytes brought into this cache by retrievals. */
+    /** Page bytes brought into this cache by retrievals, through the host. */
     private long retrievedBytes;
+    /** Page bytes copied pool to pool on the device from caches that lent them ({@link KvShelf}). */
+    private long lentBytesCopied;
 
     KvRetriever(KVState st, KvTransport transport, int worldSize, int rank) {
         this.st = st;
@@ -144,7 +146,11 @@ final class KvRetriever {
         s.readPages = s.pageIds(first, last + 1);
         s.storedLen = end;
         s.generation++;
-        if (carried != null) {
+        if (carried != null && carried.isLent()) {
+            lentBytesCopied += carried.copyLent(first, last + 1, st.pool, s.readPages);
+            s.readPages = null;
+            s.generation++;
+        } else if (carried != null) {
             land(s, carried.pages(first, last + 1));
             s.readPages = null;
         } else {
@@ -153,9 +159,14 @@ final class KvRetriever {
         return null;
     }
 
-    /** Page bytes brought into this cache by retrievals so far. */
+    /** Page bytes brought into this cache by retrievals so far, through the host. */
     long retrievedBytes() {
         return retrievedBytes;
+    }
+
+    /** Page bytes copied on the device from lent pages so far. */
+    long lentBytesCopied() {
+        return lentBytesCopied;
     }
 
     private enum Readiness { READY, PENDING, FAILED }

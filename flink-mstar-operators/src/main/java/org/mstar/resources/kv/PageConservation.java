@@ -1,6 +1,7 @@
 package org.mstar.resources.kv;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -10,9 +11,11 @@ import java.util.Set;
  *
  * <ul>
  *   <li>free ∪ owned = all pages, disjoint;</li>
- *   <li>each page's owner count = the streams, leases and index entries naming it, plus one for the sink;</li>
- *   <li>every page with more than one owner is sealed;</li>
- *   <li>each stream's frontier page (and any spare page past it) has exactly one owner;</li>
+ *   <li>each page's owner count = the streams, leases, index entries and lends naming it, plus one for the
+ *       sink;</li>
+ *   <li>every page with more than one owner is sealed, except a lent one: a hand-off lends its stream's partial
+ *       last page while the stream still holds it, and the stream is freed in the same engine step;</li>
+ *   <li>each stream's frontier page (and any spare page past it) has exactly one owner, or is lent;</li>
  *   <li>the sink page is named by no stream, lease or index entry;</li>
  *   <li>offloaded streams hold no device pages, and host pages are free or held by one offloaded stream.</li>
  * </ul>
@@ -26,6 +29,13 @@ final class PageConservation {
         int[] named = new int[n];
         List<String> errors = new ArrayList<>();
         named[PageArena.SINK_PAGE] = 1;
+        Set<Integer> lent = new HashSet<>();
+        st.lent.forEach((ticket, lend) -> lend.pages.forEach((label, pages) -> {
+            for (int p : pages) {
+                lent.add(p);
+            }
+            count(Arrays.stream(pages).boxed().toList(), named, "lend " + ticket + " of " + label, errors);
+        }));
         List<Integer> hostHeld = new ArrayList<>();
         for (RequestState r : st.requests.values()) {
             for (CacheStream s : r.streams.values()) {
@@ -35,7 +45,7 @@ final class PageConservation {
                     count(s.lease, named, who + " (lease)", errors);
                 }
                 for (int i = s.storedLen / st.pageSize; i < s.pages.size(); i++) {
-                    if (arena.numOwners(s.pages.get(i)) != 1) {
+                    if (arena.numOwners(s.pages.get(i)) != 1 && !lent.contains(s.pages.get(i))) {
                         errors.add(who + ": frontier/spare page " + s.pages.get(i) + " has "
                                 + arena.numOwners(s.pages.get(i)) + " owners");
                     }
@@ -67,7 +77,7 @@ final class PageConservation {
             if ((owners == 0) != free.contains(p)) {
                 errors.add("page " + p + " has " + owners + " owners and is " + (free.contains(p) ? "" : "not ") + "free");
             }
-            if (owners > 1 && !arena.isSealed(p)) {
+            if (owners > 1 && !arena.isSealed(p) && !lent.contains(p)) {
                 errors.add("page " + p + " is shared by " + owners + " owners but not sealed");
             }
         }

@@ -54,27 +54,15 @@ public final class PublishedKVCodec implements PublishedInfoCodec<PublishedKVInf
     /** @throws IllegalArgumentException for another world size, or streams of another rank (its pages are not here) */
     @Override
     public ByteBuffer encode(PublishedKVInfo info) {
-        if (info.worldSize() != worldSize || !info.ranks().stream().allMatch(r -> r == rank)) {
-            throw new IllegalArgumentException("rank " + rank + " of " + worldSize + " cannot encode " + info
-                    + ": only its own streams' pages are here");
-        }
-        Map<String, KVSequenceInfo> streams = new TreeMap<>(info.forRank(rank));
-        String dtype = pool.dtype().name();
-        long size = 4L * 8 + WireFormat.stringSize(dtype);
-        for (var e : streams.entrySet()) {
-            size += WireFormat.stringSize(e.getKey()) + 16 + (long) e.getValue().pageIndices().length * pool.pageBytes();
+        Map<String, KVSequenceInfo> streams = ownStreams(info);
+        long size = 4 + headerSize(streams);
+        for (KVSequenceInfo seq : streams.values()) {
+            size += (long) seq.pageIndices().length * pool.pageBytes();
         }
         if (size > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("a hand-off of " + size + " bytes does not fit one buffer");
         }
-        ByteBuffer b = WireFormat.allocate((int) size, MAGIC).putInt(worldSize).putInt(rank)
-                .putInt(pool.layers()).putInt(pool.pageSize()).putInt(pool.kvHeads()).putInt(pool.headDim());
-        WireFormat.putString(b, dtype);
-        b.putInt(streams.size());
-        streams.forEach((label, seq) -> {
-            WireFormat.putString(b, label);
-            b.putInt(seq.seqLen()).putLong(seq.resetGeneration()).putInt(seq.pageIndices().length);
-        });
+        ByteBuffer b = putHeader(WireFormat.allocate((int) size, MAGIC), streams);
         for (KVSequenceInfo seq : streams.values()) {
             int[] pages = seq.pageIndices();
             gather.gather(pages, b);
@@ -86,35 +74,80 @@ public final class PublishedKVCodec implements PublishedInfoCodec<PublishedKVInf
     @Override
     public PublishedKVInfo decode(ByteBuffer bytes) {
         return WireFormat.decode(bytes, MAGIC, "PublishedKVInfo", b -> {
-            PublishedKVInfo info = new PublishedKVInfo(b.getInt());
-            int from = b.getInt();
-            checkLayout(b.getInt(), b.getInt(), b.getInt(), b.getInt(), WireFormat.getString(b));
-            int n = b.getInt();
-            String[] labels = new String[n];
-            int[] seqLens = new int[n];
-            long[] resets = new long[n];
-            int[] pages = new int[n];
-            for (int i = 0; i < n; i++) {
-                labels[i] = WireFormat.getString(b);
-                seqLens[i] = b.getInt();
-                resets[i] = b.getLong();
-                pages[i] = b.getInt();
-            }
-            for (int i = 0; i < n; i++) {
-                long length = (long) pages[i] * pool.pageBytes();
-                if (pages[i] < 0 || length > b.remaining()) {
+            Header h = readHeader(b);
+            PublishedKVInfo info = new PublishedKVInfo(h.worldSize);
+            for (int i = 0; i < h.labels.length; i++) {
+                long length = (long) h.pages[i] * pool.pageBytes();
+                if (h.pages[i] < 0 || length > b.remaining()) {
                     throw new BufferUnderflowException();
                 }
                 ByteBuffer view = b.slice().limit((int) length);
                 b.position(b.position() + (int) length);
-                info.put(from, labels[i], new KVSequenceInfo(seqLens[i], "", new int[0], resets[i],
-                        new CarriedPages(view, pool.layers(), pages[i], pool.layerPageBytes())));
+                info.put(h.rank, h.labels[i], new KVSequenceInfo(h.seqLens[i], "", new int[0], h.resets[i],
+                        new CarriedPages(view, pool.layers(), h.pages[i], pool.layerPageBytes())));
             }
             if (b.hasRemaining()) {
                 throw new IllegalArgumentException(b.remaining() + " bytes past the last stream's pages");
             }
             return info;
         });
+    }
+
+    /**
+     * This rank's streams of {@code info}, in label order.
+     *
+     * @throws IllegalArgumentException for another world size, or streams of another rank (its pages are not here)
+     */
+    Map<String, KVSequenceInfo> ownStreams(PublishedKVInfo info) {
+        if (info.worldSize() != worldSize || !info.ranks().stream().allMatch(r -> r == rank)) {
+            throw new IllegalArgumentException("rank " + rank + " of " + worldSize + " cannot encode " + info
+                    + ": only its own streams' pages are here");
+        }
+        return new TreeMap<>(info.forRank(rank));
+    }
+
+    /** Bytes {@link #putHeader} writes for {@code streams}. */
+    int headerSize(Map<String, KVSequenceInfo> streams) {
+        int size = 4 * 7 + WireFormat.stringSize(pool.dtype().name());
+        for (String label : streams.keySet()) {
+            size += WireFormat.stringSize(label) + 16;
+        }
+        return size;
+    }
+
+    /** Writes the world, the pool's layout and each stream's label, length, reset generation and page count. */
+    ByteBuffer putHeader(ByteBuffer b, Map<String, KVSequenceInfo> streams) {
+        b.putInt(worldSize).putInt(rank)
+                .putInt(pool.layers()).putInt(pool.pageSize()).putInt(pool.kvHeads()).putInt(pool.headDim());
+        WireFormat.putString(b, pool.dtype().name());
+        b.putInt(streams.size());
+        streams.forEach((label, seq) -> {
+            WireFormat.putString(b, label);
+            b.putInt(seq.seqLen()).putLong(seq.resetGeneration()).putInt(seq.pageIndices().length);
+        });
+        return b;
+    }
+
+    /** What {@link #putHeader} wrote, per stream in its order. */
+    record Header(int worldSize, int rank, String[] labels, int[] seqLens, long[] resets, int[] pages) {}
+
+    /** @throws IllegalArgumentException when the pages' layout is not this cache's */
+    Header readHeader(ByteBuffer b) {
+        int world = b.getInt();
+        int from = b.getInt();
+        checkLayout(b.getInt(), b.getInt(), b.getInt(), b.getInt(), WireFormat.getString(b));
+        int n = b.getInt();
+        String[] labels = new String[n];
+        int[] seqLens = new int[n];
+        long[] resets = new long[n];
+        int[] pages = new int[n];
+        for (int i = 0; i < n; i++) {
+            labels[i] = WireFormat.getString(b);
+            seqLens[i] = b.getInt();
+            resets[i] = b.getLong();
+            pages[i] = b.getInt();
+        }
+        return new Header(world, from, labels, seqLens, resets, pages);
     }
 
     private void checkLayout(int layers, int pageSize, int kvHeads, int headDim, String dtype) {

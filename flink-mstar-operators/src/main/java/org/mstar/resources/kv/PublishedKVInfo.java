@@ -62,6 +62,16 @@ public final class PublishedKVInfo implements PublishedInfo, Serializable {
         o.byRank.forEach((rank, labels) -> labels.forEach((label, seq) -> put(rank, label, seq)));
     }
 
+    /** Gives back the pages a same-device publisher lent for these streams ({@link KvShelf}). */
+    @Override
+    public void release() {
+        byRank.values().forEach(labels -> labels.values().forEach(seq -> {
+            if (seq.carried() != null) {
+                seq.carried().release();
+            }
+        }));
+    }
+
     @Override
     public PublishedKVInfo copy() {
         PublishedKVInfo c = new PublishedKVInfo(worldSize);
