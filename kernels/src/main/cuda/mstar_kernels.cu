@@ -15,3 +15,4 @@
 #include "moe.cu"
 #include "mamba2.cu"
 #include "latent_attention.cu"
+#include "fp8_matmul.cu"

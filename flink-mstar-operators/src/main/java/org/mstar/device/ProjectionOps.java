@@ -13,7 +13,9 @@ public interface ProjectionOps {
 
     /**
      * {@code out[n, N] = x[n, K] · wᵀ + bias}, with {@code w} {@code [N, K]} (one row per output, as in a
-     * Hugging Face Linear) and {@code bias} {@code [N]} or null.
+     * Hugging Face Linear) and {@code bias} {@code [N]} or null. {@code w} may be an {@link Fp8Weight}: the result
+     * is then the product with its dequantised values (code × scale in fp32), which the device may compute at its own
+     * precision (bf16 operands on a GPU).
      */
     void matmul(Tensor x, Tensor w, Tensor bias, Tensor out);
 

@@ -2,9 +2,13 @@ package org.mstar.device.cpu;
 
 import java.util.Arrays;
 import org.mstar.device.DType;
+import org.mstar.device.Float8E4m3;
+import org.mstar.device.Fp8Weight;
 
 /**
- * {@code out[m, N] = x[m, K] · wᵀ + bias} with {@code w [N, K]} in F32, BF16 or F16.
+ * {@code out[m, N] = x[m, K] · wᵀ + bias} with {@code w [N, K]} in F32, BF16 or F16, or an {@link Fp8Weight}.
+ * An FP8 weight is dequantised as it is read (code × scale, rounded once to fp32), so the sums are those of a
+ * weight dequantised at load.
  *
  * <p>Every output is the same fp32 sum on both paths: products added one at a time in order of
  * {@code k}, starting from zero, then the bias, rounded once on store. A row's result therefore does
@@ -32,20 +36,23 @@ final class CpuMatmul {
     private final float[] x;
     private final int xOff;
     private final CpuTensor w;
+    private final WeightReader weightRows;
     private final float[] bias;
     private final CpuTensor out;
     private final int m;
     private final int n;
     private final int k;
 
-    private CpuMatmul(CpuTensor x, CpuTensor w, CpuTensor bias, CpuTensor out) {
-        if (w.rank() != 2) {
-            throw new IllegalArgumentException("matmul weight must be [N, K], got " + w);
+    private CpuMatmul(CpuTensor x, CpuTensor w, WeightReader weightRows, long[] wShape, CpuTensor bias,
+                      CpuTensor out) {
+        if (wShape.length != 2) {
+            throw new IllegalArgumentException("matmul weight must be [N, K], got " + Arrays.toString(wShape));
         }
         this.w = w;
+        this.weightRows = weightRows;
         this.out = out;
-        this.n = (int) w.dim(0);
-        this.k = (int) w.dim(1);
+        this.n = (int) wShape[0];
+        this.k = (int) wShape[1];
         if (k == 0 || x.size() % k != 0 || x.dim(-1) != k) {
             throw new IllegalArgumentException("matmul of " + x + " with weight " + w);
         }
@@ -67,7 +74,35 @@ final class CpuMatmul {
     }
 
     static void run(ParallelLoop loop, CpuTensor x, CpuTensor w, CpuTensor bias, CpuTensor out) {
-        CpuMatmul mm = new CpuMatmul(x, w, bias, out);
+        run(loop, new CpuMatmul(x, w, (from, dst, dstOff, len) -> FloatRows.read(w, from, dst, dstOff, len), w.shape(),
+                bias, out));
+    }
+
+    static void run(ParallelLoop loop, CpuTensor x, Fp8Weight w, CpuTensor bias, CpuTensor out) {
+        run(loop, new CpuMatmul(x, null, fp8Reader(w), w.shape(), bias, out));
+    }
+
+    /** Reads runs of an FP8 weight's elements as code × scale, rounded once to fp32. */
+    private static WeightReader fp8Reader(Fp8Weight w) {
+        CpuTensor codes = CpuTensor.of(w.codes());
+        CpuTensor scales = CpuTensor.of(w.scales());
+        int k = (int) w.dim(1);
+        int blockRows = w.blockRows();
+        int blockCols = w.blockCols();
+        int scaleCols = (int) scales.dim(1);
+        byte[] c = codes.u8();
+        float[] s = scales.f32();
+        return (from, dst, dstOff, len) -> {
+            for (int e = 0; e < len; e++) {
+                int row = (from + e) / k;
+                int col = (from + e) % k;
+                float scale = s[scales.offset() + row / blockRows * scaleCols + col / blockCols];
+                dst[dstOff + e] = Float8E4m3.decode(c[codes.offset() + from + e]) * scale;
+            }
+        };
+    }
+
+    private static void run(ParallelLoop loop, CpuMatmul mm) {
         if (mm.m == 0 || mm.n == 0) {
             return;
         }
@@ -82,7 +117,7 @@ final class CpuMatmul {
 
     /** Columns {@code [from·GROUP, to·GROUP)} by dot products against (widened) weight rows. */
     private void dotGroups(int from, int to) {
-        boolean direct = w.dtype() == DType.F32;
+        boolean direct = w != null && w.dtype() == DType.F32;
         float[] widened = direct ? null : new float[GROUP * k];
         float[] result = new float[m * GROUP];
         for (int g = from; g < to; g++) {
@@ -94,7 +129,7 @@ final class CpuMatmul {
                 wa = w.f32();
                 wb = w.offset() + c0 * k;
             } else {
-                FloatRows.read(w, c0 * k, widened, 0, cols * k);
+                weightRows.read(c0 * k, widened, 0, cols * k);
                 wa = widened;
                 wb = 0;
             }
@@ -164,7 +199,7 @@ final class CpuMatmul {
             for (int k0 = 0; k0 < k; k0 += PANEL_DEPTH) {
                 int depth = Math.min(PANEL_DEPTH, k - k0);
                 for (int c = 0; c < cols; c++) {
-                    FloatRows.read(w, (c0 + c) * k + k0, weightRow, 0, depth);
+                    weightRows.read((c0 + c) * k + k0, weightRow, 0, depth);
                     for (int i = 0; i < depth; i++) {
                         panel[i][c] = weightRow[i];
                     }
@@ -212,5 +247,11 @@ final class CpuMatmul {
         for (int c = 0; c < len; c++) {
             a[c] += x * w[c];
         }
+    }
+
+    /** Reads {@code len} weight elements from row-major index {@code from}, widened to fp32. */
+    @FunctionalInterface
+    private interface WeightReader {
+        void read(int from, float[] dst, int dstOff, int len);
     }
 }

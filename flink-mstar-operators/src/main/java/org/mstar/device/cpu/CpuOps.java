@@ -2,6 +2,7 @@ package org.mstar.device.cpu;
 
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Weight;
 import org.mstar.device.Mamba2Shape;
 import org.mstar.device.MoeRouting;
 import org.mstar.device.PagedAttentionPlan;
@@ -96,6 +97,10 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     @Override
     public void matmul(Tensor x, Tensor w, Tensor bias, Tensor out) {
+        if (w instanceof Fp8Weight f) {
+            CpuMatmul.run(loop, CpuTensor.of(x), f, bias == null ? null : CpuTensor.of(bias), CpuTensor.of(out));
+            return;
+        }
         CpuMatmul.run(loop, CpuTensor.of(x), CpuTensor.of(w), bias == null ? null : CpuTensor.of(bias), CpuTensor.of(out));
     }
 

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.stream.IntStream;
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Weight;
 import org.mstar.device.Tensor;
 import org.mstar.model.Fp8Quantization;
 import org.mstar.model.Fp8Quantizer;
@@ -14,7 +15,8 @@ import org.mstar.model.ModelFormatException;
 /**
  * Reads the tensors of an FP8 checkpoint as real values: a weight its {@link Fp8Quantization} quantises is
  * dequantised on the host (each F8_E4M3 element times its scale, rounded once to the destination dtype) and
- * uploaded in row chunks; every other tensor is copied as {@link Checkpoint#copyTo} does.
+ * uploaded in row chunks; every other tensor is copied as {@link Checkpoint#copyTo} does. {@link #copyCodesTo} keeps
+ * a quantised weight in FP8 instead.
  */
 public final class Fp8WeightReader {
     /** Elements dequantised per upload. */
@@ -39,17 +41,7 @@ public final class Fp8WeightReader {
             checkpoint.copyTo(hfName, dst);
             return;
         }
-        TensorInfo info = checkpoint.info(hfName);
-        if (!info.safetensorsDtype().equals(SafetensorsDtypes.F8_E4M3)) {
-            throw new ModelFormatException("tensor " + hfName + " in " + info.file() + " has dtype "
-                    + info.safetensorsDtype() + ", but quantization_config quantises it: expected "
-                    + SafetensorsDtypes.F8_E4M3);
-        }
-        long[] shape = info.shape();
-        if (shape.length != 2 || !Arrays.equals(shape, dst.shape())) {
-            throw new ModelFormatException("tensor " + hfName + " in " + info.file() + " has shape "
-                    + Arrays.toString(shape) + ", expected " + Arrays.toString(dst.shape()));
-        }
+        long[] shape = requireQuantised(hfName, dst.shape());
         int rows = Math.toIntExact(shape[0]);
         int cols = Math.toIntExact(shape[1]);
         float[] scales = scales(quantization.scaleName(hfName), rows, cols);
@@ -70,6 +62,51 @@ public final class Fp8WeightReader {
             });
             dst.device().copyFromHost(out.clear().limit(n * cols * to.bytes()), dst.rows(first, n));
         }
+    }
+
+    /**
+     * Copies the codes of the quantised weight {@code hfName} into {@code dst} as they are stored, and its scales
+     * into dst's scale grid: each grid block lies inside one of the checkpoint's blocks (the same blocks, or one
+     * row of them, or the checkpoint's one scale), whose scale it takes.
+     *
+     * @throws ModelFormatException as {@link #copyTo}, or when the config does not quantise {@code hfName}
+     */
+    public void copyCodesTo(String hfName, Fp8Weight dst) throws IOException {
+        if (!quantization.quantises(hfName)) {
+            throw new ModelFormatException("tensor " + hfName + " is not FP8 in this checkpoint's quantization_config");
+        }
+        long[] shape = requireQuantised(hfName, dst.shape());
+        int rows = Math.toIntExact(shape[0]);
+        int cols = Math.toIntExact(shape[1]);
+        float[] stored = scales(quantization.scaleName(hfName), rows, cols);
+        int gridRows = Math.toIntExact(dst.scales().dim(0));
+        int gridCols = Math.toIntExact(dst.scales().dim(1));
+        ByteBuffer grid = ByteBuffer.allocateDirect(gridRows * gridCols * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < gridRows; i++) {
+            for (int j = 0; j < gridCols; j++) {
+                long row = (long) i * dst.blockRows();
+                long col = (long) j * dst.blockCols();
+                grid.putFloat(stored[quantization.scaleIndex(row, col, cols)]);
+            }
+        }
+        dst.device().copyFromHost(checkpoint.bytes(hfName), dst.codes());
+        dst.device().copyFromHost(grid.flip(), dst.scales());
+    }
+
+    /** The shape of the quantised weight {@code hfName}, checked to be a 2-D F8_E4M3 tensor of shape {@code expected}. */
+    private long[] requireQuantised(String hfName, long[] expected) {
+        TensorInfo info = checkpoint.info(hfName);
+        if (!info.safetensorsDtype().equals(SafetensorsDtypes.F8_E4M3)) {
+            throw new ModelFormatException("tensor " + hfName + " in " + info.file() + " has dtype "
+                    + info.safetensorsDtype() + ", but quantization_config quantises it: expected "
+                    + SafetensorsDtypes.F8_E4M3);
+        }
+        long[] shape = info.shape();
+        if (shape.length != 2 || !Arrays.equals(shape, expected)) {
+            throw new ModelFormatException("tensor " + hfName + " in " + info.file() + " has shape "
+                    + Arrays.toString(shape) + ", expected " + Arrays.toString(expected));
+        }
+        return shape;
     }
 
     private float[] scales(String name, int rows, int cols) throws IOException {

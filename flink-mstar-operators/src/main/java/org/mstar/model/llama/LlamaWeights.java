@@ -3,16 +3,19 @@ package org.mstar.model.llama;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.Fp8Weight;
 import org.mstar.device.Tensor;
 import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.MoeConfig;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.io.Checkpoint;
 import org.mstar.model.io.Fp8WeightReader;
 import org.mstar.model.moe.MoeLayerWeights;
@@ -63,9 +66,20 @@ public final class LlamaWeights implements AutoCloseable {
 
     /** As {@link #load(Path, Device, DType)}, telling {@code progress} after each tensor. */
     public static LlamaWeights load(Path folder, Device device, DType dtype, LoadProgress progress) throws IOException {
+        return load(folder, device, dtype, WeightQuantization.NONE, progress);
+    }
+
+    /**
+     * As {@link #load(Path, Device, DType, LoadProgress)}, keeping the projections in FP8 on the device when
+     * {@code quantization} asks for it ({@link WeightQuantization#FP8}: an FP8 checkpoint keeps its codes and scales,
+     * any other is quantised at load); every other weight is {@code dtype}.
+     */
+    public static LlamaWeights load(Path folder, Device device, DType dtype, WeightQuantization quantization,
+                                    LoadProgress progress) throws IOException {
         ModelConfig config = ModelConfig.load(folder);
         try (Checkpoint checkpoint = Checkpoint.open(folder)) {
-            return fill(config, device, dtype, source(checkpoint, config), progress, fusedExperts(checkpoint));
+            Fp8Residency fp8 = quantization == WeightQuantization.FP8 ? Fp8Residency.of(config, checkpoint) : null;
+            return fill(config, device, dtype, fp8, source(checkpoint, config), progress, fusedExperts(checkpoint));
         }
     }
 
@@ -77,7 +91,7 @@ public final class LlamaWeights implements AutoCloseable {
      */
     public static LlamaWeights load(Checkpoint checkpoint, ModelConfig config, Device device, DType dtype)
             throws IOException {
-        return fill(config, device, dtype, source(checkpoint, config), LoadProgress.NONE, fusedExperts(checkpoint));
+        return fill(config, device, dtype, null, source(checkpoint, config), LoadProgress.NONE, fusedExperts(checkpoint));
     }
 
     /** Whether the checkpoint holds its routed experts stacked, as transformers 5 does in memory, not one by one. */
@@ -93,18 +107,29 @@ public final class LlamaWeights implements AutoCloseable {
 
     /** Allocates every tensor, then fills each Hugging Face view from {@code source}; frees all on failure. */
     static LlamaWeights fill(ModelConfig config, Device device, DType dtype, TensorSource source) throws IOException {
-        return fill(config, device, dtype, source, LoadProgress.NONE, false);
+        return fill(config, device, dtype, null, source, LoadProgress.NONE, false);
     }
 
-    private static LlamaWeights fill(ModelConfig config, Device device, DType dtype, TensorSource source,
-                                     LoadProgress progress, boolean fusedExperts) throws IOException {
-        LlamaWeights weights = allocate(config, device, dtype);
+    /** As {@link #fill(ModelConfig, Device, DType, TensorSource)}, the projections {@code fp8} names kept in FP8. */
+    static LlamaWeights fill(ModelConfig config, Device device, DType dtype, Fp8Residency fp8, TensorSource source)
+            throws IOException {
+        return fill(config, device, dtype, fp8, source, LoadProgress.NONE, false);
+    }
+
+    private static LlamaWeights fill(ModelConfig config, Device device, DType dtype, Fp8Residency fp8,
+                                     TensorSource source, LoadProgress progress, boolean fusedExperts)
+            throws IOException {
+        LlamaWeights weights = allocate(config, device, dtype, fp8);
         try {
             Map<String, Tensor> tensors = weights.hfTensors(fusedExperts);
             long total = tensors.values().stream().mapToLong(Tensor::byteSize).sum();
             long loaded = 0;
             for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
-                source.fill(e.getKey(), e.getValue());
+                if (e.getValue() instanceof Fp8Weight f) {
+                    fp8.fill(e.getKey(), f, dtype, source);
+                } else {
+                    source.fill(e.getKey(), e.getValue());
+                }
                 if (isNorm(e.getKey()) && config.normWeightOffset() != 0) {
                     addOnHost(e.getValue(), config.normWeightOffset());
                 }
@@ -150,7 +175,8 @@ public final class LlamaWeights implements AutoCloseable {
         }
     }
 
-    private static LlamaWeights allocate(ModelConfig c, Device device, DType dtype) {
+    /** Every tensor of the model; the projections {@code fp8} keeps in FP8 (all in {@code dtype} when null). */
+    private static LlamaWeights allocate(ModelConfig c, Device device, DType dtype, Fp8Residency fp8) {
         if (!dtype.isFloat()) {
             throw new IllegalArgumentException("weights must be a float dtype, got " + dtype);
         }
@@ -164,16 +190,22 @@ public final class LlamaWeights implements AutoCloseable {
             DType norms = c.normWeightOffset() != 0 ? DType.F32 : dtype;
             List<LlamaLayerWeights> layers = new ArrayList<>();
             boolean latent = c.latentAttention().isPresent();
+            Projections p = new Projections(device, dtype, fp8, owned);
             for (int i = 0; i < c.numLayers(); i++) {
                 boolean sparse = c.moe().isPresent() && c.moe().get().sparse(i);
+                String attn = "model.layers." + i + ".self_attn.";
+                String mlp = "model.layers." + i + ".mlp.";
                 layers.add(new LlamaLayerWeights(
                         allocate(owned, device, norms, h),
-                        latent ? null : allocate(owned, device, dtype, c.qkvRows(), h),
+                        latent ? null : c.fusedCheckpointProjections() ? p.of(h, attn + "qkv_proj", c.qkvRows())
+                                : p.of(h, attn + "q_proj", c.qSize(), attn + "k_proj", c.kvSize(), attn + "v_proj",
+                                        c.kvSize()),
                         c.qkvBias() ? allocate(owned, device, dtype, c.qkvRows()) : null,
-                        latent ? null : allocate(owned, device, dtype, h, c.qSize()),
+                        latent ? null : p.of(c.qSize(), attn + "o_proj", h),
                         allocate(owned, device, norms, h),
-                        sparse ? null : allocate(owned, device, dtype, 2 * inter, h),
-                        sparse ? null : allocate(owned, device, dtype, h, inter),
+                        sparse ? null : c.fusedCheckpointProjections() ? p.of(h, mlp + "gate_up_proj", 2 * inter)
+                                : p.of(h, mlp + "gate_proj", inter, mlp + "up_proj", inter),
+                        sparse ? null : p.of(inter, mlp + "down_proj", h),
                         c.qkNorm() ? allocate(owned, device, norms, c.qNormSize()) : null,
                         c.qkNorm() ? allocate(owned, device, norms, c.kNormSize()) : null,
                         c.sandwichNorms() ? allocate(owned, device, norms, h) : null,
@@ -182,7 +214,7 @@ public final class LlamaWeights implements AutoCloseable {
                         latent ? LatentAttentionWeights.allocate(c, owned, device, dtype, norms) : null));
             }
             Tensor finalNorm = allocate(owned, device, norms, h);
-            Tensor lmHead = c.tieWordEmbeddings() ? embedding : allocate(owned, device, dtype, c.vocabSize(), h);
+            Tensor lmHead = c.tieWordEmbeddings() ? embedding : p.of(h, "lm_head", c.vocabSize());
             return new LlamaWeights(c, dtype, embedding, layers, finalNorm, lmHead, owned);
         } catch (RuntimeException e) {
             owned.forEach(Tensor::close);
@@ -220,6 +252,28 @@ public final class LlamaWeights implements AutoCloseable {
         Tensor t = device.allocate(dtype, shape);
         owned.add(t);
         return t;
+    }
+
+    /** Allocates the (fused) projections: in {@code dtype}, or in FP8 where {@code fp8} keeps them so. */
+    private record Projections(Device device, DType dtype, Fp8Residency fp8, List<Tensor> owned) {
+        /**
+         * The projection of input width {@code k} whose parts are the Hugging Face modules and row counts in
+         * {@code parts} (name, rows, name, rows, ...).
+         */
+        Tensor of(long k, Object... parts) {
+            String[] names = new String[parts.length / 2];
+            long[] rows = new long[parts.length / 2];
+            for (int i = 0; i < names.length; i++) {
+                names[i] = parts[2 * i] + ".weight";
+                rows[i] = ((Number) parts[2 * i + 1]).longValue();
+            }
+            if (fp8 == null) {
+                return allocate(owned, device, dtype, Arrays.stream(rows).sum(), k);
+            }
+            Tensor t = fp8.allocate(device, dtype, k, names, rows);
+            owned.add(t);
+            return t;
+        }
     }
 
     /**

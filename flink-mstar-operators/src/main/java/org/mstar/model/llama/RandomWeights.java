@@ -10,6 +10,7 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.io.HostFloats;
 
 /**
@@ -32,10 +33,20 @@ public final class RandomWeights {
 
     /** Random weights for {@code config}, as {@code dtype} tensors on {@code device}. */
     public static LlamaWeights create(ModelConfig config, Device device, DType dtype, long seed) {
+        return create(config, device, dtype, seed, WeightQuantization.NONE);
+    }
+
+    /**
+     * Random weights as {@link #create(ModelConfig, Device, DType, long)} draws them, the projections quantised to
+     * FP8 at load when {@code quantization} asks for it (as a checkpoint of these values would be).
+     */
+    public static LlamaWeights create(ModelConfig config, Device device, DType dtype, long seed,
+                                      WeightQuantization quantization) {
         try {
             // norm weights come out near 1 as the forward applies them, whatever offset the checkpoint stores them with
             double normMean = 1 - config.normWeightOffset();
-            return LlamaWeights.fill(config, device, dtype, (name, dst) -> fill(dst, seed, name, normMean));
+            Fp8Residency fp8 = quantization == WeightQuantization.FP8 ? Fp8Residency.quantisedAtLoad() : null;
+            return LlamaWeights.fill(config, device, dtype, fp8, (name, dst) -> fill(dst, seed, name, normMean));
         } catch (IOException e) {
             throw new UncheckedIOException(e); // nothing here reads files
         }
