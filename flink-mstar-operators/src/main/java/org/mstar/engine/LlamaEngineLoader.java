@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.model.GenerationConfig;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
@@ -28,7 +29,13 @@ public final class LlamaEngineLoader {
 
     /** As {@link #load(Path, Device, EngineOptions)}, telling {@code progress} how much of the weights is loaded. */
     public static LlamaEngine load(Path modelDir, Device device, EngineOptions options, LoadProgress progress) {
-        LlamaWeights weights = loadWeights(modelDir, device, progress);
+        return load(modelDir, device, options, WeightQuantization.NONE, progress);
+    }
+
+    /** As {@link #load(Path, Device, EngineOptions, LoadProgress)}, the weights kept as {@code quantization} says. */
+    public static LlamaEngine load(Path modelDir, Device device, EngineOptions options, WeightQuantization quantization,
+                                   LoadProgress progress) {
+        LlamaWeights weights = loadWeights(modelDir, device, quantization, progress);
         try {
             LlamaEngine engine = load(modelDir, weights, options);
             engine.own(weights);
@@ -46,8 +53,17 @@ public final class LlamaEngineLoader {
 
     /** As {@link #loadWeights(Path, Device)}, telling {@code progress} how much is loaded. */
     public static LlamaWeights loadWeights(Path modelDir, Device device, LoadProgress progress) {
+        return loadWeights(modelDir, device, WeightQuantization.NONE, progress);
+    }
+
+    /**
+     * As {@link #loadWeights(Path, Device, LoadProgress)}, the projections kept as {@code quantization} says (FP8
+     * codes and scales on the device for {@link WeightQuantization#FP8}).
+     */
+    public static LlamaWeights loadWeights(Path modelDir, Device device, WeightQuantization quantization,
+                                           LoadProgress progress) {
         try {
-            return LlamaWeights.load(modelDir, device, storageType(device), progress);
+            return LlamaWeights.load(modelDir, device, storageType(device), quantization, progress);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot load the weights in " + modelDir, e);
         }

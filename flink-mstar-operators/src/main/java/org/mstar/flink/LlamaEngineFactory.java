@@ -15,6 +15,7 @@ import org.mstar.engine.EngineSizing;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.SchedulerOptions;
 import org.mstar.engine.SchedulingPolicy;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.whisper.WhisperConfig;
 import org.slf4j.Logger;
@@ -50,6 +51,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final boolean preplan;
     private final boolean launchAhead;
     private final boolean batchInvariant;
+    private final WeightQuantization quantization;
     private final SchedulingPolicy schedulingPolicy;
     private final Duration priorityAging;
     private final Duration maxPrefillStall;
@@ -84,6 +86,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.preplan = config.get(LlamaEngineOptions.PREPLAN);
         this.launchAhead = config.get(LlamaEngineOptions.LAUNCH_AHEAD);
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
+        this.quantization = WeightQuantization.parse(config.get(LlamaEngineOptions.QUANTIZATION));
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
@@ -109,7 +112,7 @@ public final class LlamaEngineFactory implements EngineFactory {
             return whisper.create(device, subtaskIndex);
         }
         try {
-            SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device);
+            SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device, quantization);
             DeviceTurn turn = shared.turn();
             // a view with this job's numerics: the device is shared with the other engines of this TaskManager
             Device view = turn.device().withOptions(turn.device().options().withBatchInvariant(batchInvariant));

@@ -4,6 +4,7 @@ import java.time.Duration;
 import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
+import org.mstar.model.WeightQuantization;
 import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.SchedulingPolicy;
 
@@ -141,4 +142,12 @@ public final class LlamaEngineOptions {
                     + " recomputed after a failure continues exactly as the lost run would have. Costs decode"
                     + " speed (docs/architecture/batch-invariance.md); bf16 at head dims 64, 80, 96, 128, 256. The CPU always"
                     + " has them.");
+
+    public static final ConfigOption<String> QUANTIZATION = ConfigOptions.key("mstar.engine.quantization")
+            .stringType()
+            .defaultValue(WeightQuantization.NONE.flag())
+            .withDescription("How the projections' weights stay on the device: 'none' (the engine's dtype; an FP8"
+                    + " checkpoint is dequantised at load) or 'fp8' (E4M3 codes with fp32 scales: an FP8 checkpoint"
+                    + " keeps its codes and scales, any other is quantised at load with one scale an output row;"
+                    + " about half the weight bytes of bf16; docs/guides/models.md, FP8 checkpoints).");
 }

@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.Map;
 import org.mstar.device.Devices;
 import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.resources.kv.KvShelf;
 
@@ -28,14 +29,18 @@ final class SharedModels {
 
     private SharedModels() {}
 
-    /** The weights of {@code modelDir} on {@code deviceName} ({@code cpu} or {@code cuda:N}), loading them once. */
-    static synchronized Loaded get(Path modelDir, String deviceName) {
+    /**
+     * The weights of {@code modelDir} on {@code deviceName} ({@code cpu} or {@code cuda:N}) with the projections kept
+     * as {@code quantization} says, loading them once.
+     */
+    static synchronized Loaded get(Path modelDir, String deviceName, WeightQuantization quantization) {
         DeviceTurn turn = turn(deviceName);
-        String key = modelDir.toAbsolutePath().normalize() + "@" + deviceName;
+        String key = modelDir.toAbsolutePath().normalize() + "@" + deviceName
+                + (quantization == WeightQuantization.NONE ? "" : "/" + quantization.flag());
         LlamaWeights weights = WEIGHTS.get(key);
         if (weights == null) {
             weights = turn.call(() -> WeightLoading.logged(modelDir, deviceName,
-                    progress -> LlamaEngineLoader.loadWeights(modelDir, turn.device(), progress)));
+                    progress -> LlamaEngineLoader.loadWeights(modelDir, turn.device(), quantization, progress)));
             WEIGHTS.put(key, weights);
             loads++;
         }

@@ -16,6 +16,7 @@ import org.mstar.engine.FinishedRequest;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.chat.ChatMessage;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LoadProgressLines;
@@ -73,6 +74,11 @@ final class GenerateCommand implements Callable<Integer> {
                     + "every token kept).")
     int windowedLayerPages;
 
+    @Option(names = "--quantization", defaultValue = "none", paramLabel = "none|fp8",
+            description = "fp8: keep the projections' weights on the device as FP8 codes with scales (an FP8 checkpoint"
+                    + " as stored, any other quantised at load, one scale an output row) (default: ${DEFAULT-VALUE}).")
+    String quantization;
+
     @Option(names = "--chat", description = "Send the prompt as a user message, rendered by the model folder's chat template.")
     boolean chat;
 
@@ -119,7 +125,7 @@ final class GenerateCommand implements Callable<Integer> {
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
         try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options,
-                new LoadProgressLines(System.err::println))) {
+                WeightQuantization.parse(quantization), new LoadProgressLines(System.err::println))) {
             try {
                 submit(engine, sampling);
             } catch (RequestValidationException e) {

@@ -84,6 +84,12 @@ final class ServeCommand implements Callable<Integer> {
                     + " as --adapters would; to try send --adapter without a trained adapter.")
     Integer randomAdapters;
 
+    @Option(names = "--quantization", paramLabel = "none|fp8",
+            description = "fp8: keep the projections' weights on the device as FP8 codes with scales (an FP8 checkpoint"
+                    + " as stored, any other quantised at load, one scale an output row); sets"
+                    + " mstar.engine.quantization (default none).")
+    String quantization;
+
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
     String delivery;
 

@@ -288,6 +288,7 @@ final class ServeJob {
                 flags.audioDir == null ? null : flags.audioDir.toAbsolutePath().normalize().toString());
         setIfGiven(conf, LlamaEngineOptions.ADAPTERS_DIR,
                 flags.adaptersDir == null ? null : flags.adaptersDir.toAbsolutePath().normalize().toString());
+        setIfGiven(conf, LlamaEngineOptions.QUANTIZATION, flags.quantization);
         if (flags.disaggregated) {
             conf.set(DisaggregationOptions.ENABLED, true);
         }

@@ -7,6 +7,7 @@ import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Weight;
 import org.mstar.device.Mamba2Shape;
 import org.mstar.device.MoeRouting;
 import org.mstar.device.PagedAttentionPlan;
@@ -26,6 +27,7 @@ public final class CudaOps implements ComputeOps {
     private final CudaDevice device;
     private final Elementwise elementwise;
     private final CudaMatmul matmul;
+    private final CudaFp8Matmul fp8Matmul;
     private final CudaAttention attention;
     private final CudaRaggedAttention raggedAttention;
     private final CudaLatentAttention latentAttention;
@@ -38,6 +40,7 @@ public final class CudaOps implements ComputeOps {
         this.device = device;
         this.elementwise = new Elementwise(device);
         this.matmul = new CudaMatmul(device, elementwise, shared);
+        this.fp8Matmul = new CudaFp8Matmul(device, matmul, elementwise);
         this.attention = new CudaAttention(device);
         this.raggedAttention = new CudaRaggedAttention(device);
         this.ropeTables = shared.ropeTables();
@@ -142,6 +145,11 @@ public final class CudaOps implements ComputeOps {
 
     @Override
     public void matmul(Tensor x, Tensor w, Tensor bias, Tensor out) {
+        if (w instanceof Fp8Weight f) {
+            device.enter();
+            fp8Matmul.matmul(t(x, "matmul x"), f, CudaTensor.ofNullable(bias, "matmul bias"), t(out, "matmul out"));
+            return;
+        }
         device.enter();
         matmul.matmul(t(x, "matmul x"), t(w, "matmul w"), CudaTensor.ofNullable(bias, "matmul bias"), t(out, "matmul out"));
     }
@@ -299,6 +307,12 @@ public final class CudaOps implements ComputeOps {
      */
     @Override
     public void gateUpActivation(Tensor x, Tensor gateUpWeight, boolean geluTanh, Tensor gateUp, Tensor out) {
+        if (gateUpWeight instanceof Fp8Weight) {
+            // the skinny epilogue reads bf16 weights: an FP8 weight takes the matmul, then the activation kernel
+            matmul(x, gateUpWeight, null, gateUp);
+            gatedActivation(t(gateUp, "gateUpActivation gateUp"), t(out, "gateUpActivation out"), geluTanh);
+            return;
+        }
         CudaTensor xs = t(x, "gateUpActivation x");
         CudaTensor w = t(gateUpWeight, "gateUpActivation weight");
         CudaTensor gu = t(gateUp, "gateUpActivation gateUp");
@@ -323,6 +337,17 @@ public final class CudaOps implements ComputeOps {
             return;
         }
         matmul.matmul(xs, w, null, gu);
+        gatedActivation(gu, o, geluTanh);
+    }
+
+    /** {@code out[rows, I] = act(gateUp[:, :I]) · gateUp[:, I:]}. */
+    private void gatedActivation(CudaTensor gu, CudaTensor o, boolean geluTanh) {
+        long inter = o.dim(-1);
+        long rows = o.numel() / inter;
+        if (gu.numel() != 2 * rows * inter || gu.dtype() != o.dtype()) {
+            throw new IllegalArgumentException("gateUpActivation: gateUp " + gu + " must be [" + rows + ", "
+                    + 2 * inter + "] of out's dtype, out " + o);
+        }
         elementwise.launch(geluTanh ? "gelu_tanh_mul" : "silu_mul", o.numel(), new KernelArgs().tensor(gu)
                 .i32(code(gu)).tensor(o).i32(code(o)).i64(rows).i32((int) inter), "gateUpActivation");
     }
@@ -334,6 +359,12 @@ public final class CudaOps implements ComputeOps {
     @Override
     public void qkvProjectionRopeAppend(Tensor x, Tensor qkvWeight, Tensor qkvBias, Tensor qkv, Tensor posIds,
             RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        if (qkvWeight instanceof Fp8Weight) {
+            // the skinny epilogue reads bf16 weights: an FP8 weight takes the matmul, then qkv_rope_append
+            matmul(x, qkvWeight, qkvBias, qkv);
+            qkvRopeAppend(qkv, posIds, params, pool, layer, pageIdx, offsets, q);
+            return;
+        }
         CudaTensor xs = t(x, "qkvProjectionRopeAppend x");
         CudaTensor qkvT = t(qkv, "qkvProjectionRopeAppend qkv");
         CudaTensor w = t(qkvWeight, "qkvProjectionRopeAppend weight");

@@ -1,0 +1,65 @@
+package org.mstar.device.cuda;
+
+import org.mstar.device.DType;
+import org.mstar.device.Fp8Weight;
+
+/**
+ * Products with FP8 weights ({@link Fp8Weight}), launching fp8_matmul.cu. Up to {@link #SKINNY_ROWS} rows (decode),
+ * fp8_skinny_matmul reads the codes once per 16 rows and dequantises them in registers, so a step reads one byte a
+ * weight; more rows (prefill) dequantise the weight into a bf16 scratch and multiply it through {@link CudaMatmul}
+ * (cuBLAS), which at those rows is bound by its FLOPs, not by the weight's bytes. The scratch holds the largest
+ * weight dequantised (the workspace keeps it). An FP8 × FP8 tensor-core GEMM through cuBLASLt would double prefill's
+ * FLOP rate but quantises the activations as well; it is not used yet. With the device's batch-invariant numerics
+ * on, every product takes the scratch path, whose cuBLASLt GEMM does not depend on the row count.
+ */
+final class CudaFp8Matmul {
+    /** The most rows the skinny kernel takes; more go through the bf16 scratch and cuBLAS. */
+    static final int SKINNY_ROWS = 64;
+    private static final int THREADS = 256;
+    /** Activation rows of one skinny block (kFp8RowTile). */
+    private static final int ROW_TILE = 16;
+    /** Weight rows (warps) of one skinny block. */
+    private static final int COLS_PER_BLOCK = THREADS / 32;
+    /** Codes a lane loads at once (kFp8Chunk): K and the scale blocks' width are multiples of it. */
+    private static final int CHUNK = 16;
+
+    private final CudaDevice device;
+    private final CudaMatmul dense;
+    private final Elementwise elementwise;
+
+    CudaFp8Matmul(CudaDevice device, CudaMatmul dense, Elementwise elementwise) {
+        this.device = device;
+        this.dense = dense;
+        this.elementwise = elementwise;
+    }
+
+    /** {@code out[rows, N] = x · dequantise(w)ᵀ + bias}, x and out F32 or BF16, bias a float {@code [N]} or null. */
+    void matmul(CudaTensor x, Fp8Weight w, CudaTensor bias, CudaTensor out) {
+        CudaTensor codes = (CudaTensor) w.codes();
+        CudaTensor scales = (CudaTensor) w.scales();
+        long n = w.dim(0);
+        long k = w.dim(1);
+        if (x.numel() % k != 0 || out.numel() != x.numel() / k * n || (bias != null && bias.numel() != n)) {
+            throw new IllegalArgumentException("matmul: x " + x + ", FP8 weight " + w + ", bias " + bias + " and out "
+                    + out + " disagree");
+        }
+        int rows = Math.toIntExact(x.numel() / k);
+        if (rows == 0) {
+            return;
+        }
+        if (rows <= SKINNY_ROWS && !device.batchInvariant() && k % CHUNK == 0 && w.blockCols() % CHUNK == 0 && codes.alignedTo(16)) {
+            int blocks = Math.toIntExact((n + COLS_PER_BLOCK - 1) / COLS_PER_BLOCK * ((rows + ROW_TILE - 1) / ROW_TILE));
+            device.stream().counters().gemm();
+            device.kernel("fp8_skinny_matmul").launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs()
+                    .tensor(x).i32(Elementwise.code(x)).tensor(codes).tensor(scales).i32(w.blockRows())
+                    .i32(w.blockCols()).tensor(bias).i32(bias == null ? 0 : Elementwise.code(bias)).tensor(out)
+                    .i32(Elementwise.code(out)).i32(rows).i32(Math.toIntExact(n)).i32(Math.toIntExact(k)), "matmul");
+            return;
+        }
+        CudaTensor dequantised = device.scratch("matmul.fp8", DType.BF16, n, k);
+        elementwise.launch("fp8_dequantize", n * k, new KernelArgs().tensor(codes).tensor(scales).i32(w.blockRows())
+                .i32(w.blockCols()).tensor(dequantised).i32(Elementwise.code(dequantised)).i32(Math.toIntExact(n))
+                .i32(Math.toIntExact(k)), "matmul");
+        dense.matmul(x, dequantised, bias, out);
+    }
+}
