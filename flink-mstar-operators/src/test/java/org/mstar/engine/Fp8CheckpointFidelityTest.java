@@ -79,7 +79,7 @@ class Fp8CheckpointFidelityTest {
     }
 
     /** Greedy tokens and the raw bits of every step's logits, by request. */
-    private record Run(Map<String, List<Integer>> tokens, Map<String, List<List<Integer>>> logitBits) {
+    record Run(Map<String, List<Integer>> tokens, Map<String, List<List<Integer>>> logitBits) {
         static Run of(LlamaModel model, Map<String, int[]> prompts) {
             LlamaEngine engine = RandomModels.engine(model, RandomModels.options(4, 16, 64, 4, 0));
             Map<String, List<List<Integer>>> bits = new HashMap<>();
