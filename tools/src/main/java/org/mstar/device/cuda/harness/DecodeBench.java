@@ -17,6 +17,7 @@ import org.mstar.model.Architecture;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.RopeScaling;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
@@ -87,6 +88,7 @@ final class DecodeBench {
     private final Device device;
     private final long seed;
     private final int timedSteps;
+    private final WeightQuantization quantization;
     private int runs;
 
     DecodeBench(Device device, long seed) {
@@ -95,12 +97,18 @@ final class DecodeBench {
 
     /** With {@code timedSteps} (at most {@value #DECODE_STEPS}) instead: few, for a run under a kernel profiler. */
     DecodeBench(Device device, long seed, int timedSteps) {
+        this(device, seed, timedSteps, WeightQuantization.NONE);
+    }
+
+    /** With the projections' weights kept as {@code quantization} says (FP8: quantised at load, one scale a row). */
+    DecodeBench(Device device, long seed, int timedSteps, WeightQuantization quantization) {
         if (timedSteps < 1 || timedSteps > DECODE_STEPS) {
             throw new IllegalArgumentException("timed steps must be 1.." + DECODE_STEPS + ", got " + timedSteps);
         }
         this.device = device;
         this.seed = seed;
         this.timedSteps = timedSteps;
+        this.quantization = quantization;
     }
 
     /** Llama-3.2-1B's geometry: 16 layers, hidden 2048, 32/8 heads of 64, tied embeddings. */
@@ -122,7 +130,7 @@ final class DecodeBench {
                 KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(PAGE).prefixCache(false)
                         .build());
         List<Row> rows = new ArrayList<>();
-        try (LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed)) {
+        try (LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed, quantization)) {
             long streamed = weights.byteSize() - (weights.tiedEmbeddings() ? 0 : weights.embedding().byteSize());
             // one engine per setting (a decode graph keeps the kernels it was recorded with)
             List<Case> settings = cases.stream().map(c -> new Case(0, 0, c.graphs, c.skinnyRows, c.programmatic))

@@ -8,7 +8,9 @@ import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -17,6 +19,7 @@ import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.frame.FrameModelConfig;
 
 /**
@@ -139,6 +142,9 @@ public final class GpuHarness {
             if (options.runs(false)) {
                 checks.addAll(new OpChecks(twin).run());
             }
+            if (options.runs(options.fp8Only)) {
+                checks.addAll(new Fp8Checks(twin).run());
+            }
             if (options.runs(options.moeOnly)) {
                 checks.addAll(new MoeChecks(twin).run());
             }
@@ -213,6 +219,9 @@ public final class GpuHarness {
                 })).append(section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
                         + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
                                 new PrefillBench(tablesGpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.fp8Perf) {
+                tables.append(fp8Tables(tablesTwin, tablesGpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.skinnyPerf) {
                 tables.append(skinnyTables(tablesTwin, tablesGpu, seed));
@@ -329,6 +338,54 @@ public final class GpuHarness {
                     return DecodeBench.table(rows, rate[0]);
                 }));
         return sb.toString();
+    }
+
+    /**
+     * Copy bandwidth, then the engine on the 8B geometry (32 layers, random weights) with bf16 weights and with the
+     * same weights kept in FP8 (quantised at load, one scale a row): decode steps at batch 1 and 64 (512-token
+     * prompts, graphs on) against the weights+KV bound, prefill of 16 prompts of 512 tokens, and the FP8 / bf16 ratio
+     * of each.
+     */
+    private static String fp8Tables(Twin twin, CudaDevice gpu, long seed) {
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        Map<WeightQuantization, Double> decode1 = new EnumMap<>(WeightQuantization.class);
+        Map<WeightQuantization, Double> decode64 = new EnumMap<>(WeightQuantization.class);
+        Map<WeightQuantization, Double> prefill = new EnumMap<>(WeightQuantization.class);
+        sb.append(section("Engine decode, bf16 against FP8 weights (Llama-3-8B geometry, random weights, "
+                + DecodeBench.DECODE_STEPS + " timed steps)", () -> {
+                    List<DecodeBench.Row> rows = new ArrayList<>();
+                    for (WeightQuantization q : WeightQuantization.values()) {
+                        List<DecodeBench.Row> r = new DecodeBench(gpu, seed, DecodeBench.DECODE_STEPS, q).run(
+                                "8B " + (q == WeightQuantization.NONE ? "bf16" : q.flag()), EngineBench.llama3_8b(),
+                                List.of(new DecodeBench.Case(1, 512, true), new DecodeBench.Case(64, 512, true)));
+                        decode1.put(q, r.get(0).millisPerStep());
+                        decode64.put(q, r.get(1).millisPerStep());
+                        rows.addAll(r);
+                    }
+                    return DecodeBench.table(rows, rate[0]);
+                }));
+        for (WeightQuantization q : WeightQuantization.values()) {
+            sb.append(section("Engine prefill, " + (q == WeightQuantization.NONE ? "bf16" : q.flag())
+                    + " weights (Llama-3-8B geometry, 32 layers, random weights, " + PrefillBench.TOKEN_BUDGET
+                    + "-token step budget)", () -> {
+                        List<PrefillBench.Row> rows = new PrefillBench(gpu, seed, q).run(EngineBench.llama3_8b(), 32,
+                                new int[][] {{512, 16}}, false);
+                        prefill.put(q, rows.get(0).millis());
+                        return PrefillBench.table(rows);
+                    }));
+        }
+        sb.append(section("FP8 / bf16 time ratio", () -> String.format(java.util.Locale.ROOT,
+                "decode batch 1: %.3f, decode batch 64: %.3f, prefill 16 x 512: %.3f%n",
+                ratio(decode1), ratio(decode64), ratio(prefill))));
+        return sb.toString();
+    }
+
+    private static double ratio(Map<WeightQuantization, Double> millis) {
+        Double fp8 = millis.get(WeightQuantization.FP8);
+        Double bf16 = millis.get(WeightQuantization.NONE);
+        return fp8 == null || bf16 == null ? Double.NaN : fp8 / bf16;
     }
 
     /**

@@ -56,6 +56,13 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "steps, on cuBLAS and on the skinny-matmul kernel")
     boolean skinnyPerf;
 
+    @Option(names = "--fp8-perf", description = "instead of the tables: FP8-weight products against bf16, and engine "
+            + "decode (batch 1 and 64) and prefill (16 x 512) on the 8B geometry with FP8 weights against bf16 weights")
+    boolean fp8Perf;
+
+    @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")
+    boolean fp8Only;
+
     @Option(names = "--attention-only", description = "the attention checks (paged, ragged, cross) alone, no performance table")
     boolean attentionOnly;
 
@@ -108,12 +115,12 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
-        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf;
+        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf;
     }
 
-    /** Whether one family of checks runs alone: --attention-only, --moe-only or --state-space-only. */
+    /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
     boolean oneFamily() {
-        return attentionOnly || moeOnly || stateSpaceOnly;
+        return attentionOnly || moeOnly || stateSpaceOnly || fp8Only;
     }
 
     /** Whether the checks of a family run: checks are on, and the family is the one alone or none is. */
@@ -123,15 +130,15 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     @Override
     public void check(CommandLine line) {
-        if ((attentionOnly ? 1 : 0) + (moeOnly ? 1 : 0) + (stateSpaceOnly ? 1 : 0) > 1) {
-            throw new ParameterException(line, "--attention-only, --moe-only and --state-space-only each run one "
-                    + "family of checks alone: give one of them");
+        if ((attentionOnly ? 1 : 0) + (moeOnly ? 1 : 0) + (stateSpaceOnly ? 1 : 0) + (fp8Only ? 1 : 0) > 1) {
+            throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only and --fp8-only each run "
+                    + "one family of checks alone: give one of them");
         }
-        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf)) {
+        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf)) {
             // these replace the performance tables, so --no-perf would leave them out without a word
-            throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf and "
-                    + "--lora-perf are performance tables: drop --no-perf (and --attention-only, --moe-only, "
-                    + "--state-space-only) to run them");
+            throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, "
+                    + "--lora-perf and --fp8-perf are performance tables: drop --no-perf (and --attention-only, "
+                    + "--moe-only, --state-space-only, --fp8-only) to run them");
         }
         for (int n : loraAdapters) {
             if (n < 1 || n > LORA_BATCH) {

@@ -13,6 +13,7 @@ import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.StepResult;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
@@ -38,12 +39,19 @@ final class PrefillBench {
 
     private final Device device;
     private final long seed;
+    private final WeightQuantization quantization;
     private int runs;
 
     /** On a device other than CUDA both kernel rows run the one attention path there is. */
     PrefillBench(Device device, long seed) {
+        this(device, seed, WeightQuantization.NONE);
+    }
+
+    /** With the projections' weights kept as {@code quantization} says (FP8: quantised at load, one scale a row). */
+    PrefillBench(Device device, long seed, WeightQuantization quantization) {
         this.device = device;
         this.seed = seed;
+        this.quantization = quantization;
     }
 
     /** @param cases {prompt tokens, prompts} pairs; each with both attention kernels */
@@ -67,7 +75,7 @@ final class PrefillBench {
                 KvCacheOptions.builder().maxSeqLen(maxPrompt + 2).maxNumPages(maxPages + PAGE).pageSize(PAGE)
                         .prefixCache(false).build());
         boolean[] kernels = bothKernels ? new boolean[] {true, false} : new boolean[] {true};
-        try (LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed)) {
+        try (LlamaWeights weights = RandomWeights.create(config, device, DType.BF16, seed, quantization)) {
             // an engine per prefill kernel over the same weights, each through a view of the device choosing it
             // (the models are not closed: that would close the weights)
             List<LlamaEngine> engines = new ArrayList<>();
