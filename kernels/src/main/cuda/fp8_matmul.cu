@@ -1,20 +1,168 @@
 // Products with FP8 weights (ProjectionOps.matmul with an Fp8Weight): w[n, k] is stored as E4M3 codes (OCP E4M3FN,
 // torch.float8_e4m3fn) and a grid of fp32 scales, element (i, j) = decode(codes[i, j]) · scales[i / blockRows,
-// j / blockCols], the product rounded once to fp32 as the CPU reference dequantises it. Two kernels:
-// fp8_skinny_matmul for a few rows (decode), which reads each code once per 16 rows and dequantises in registers,
-// and fp8_dequantize, which writes the dequantised weight into a bf16 scratch that cuBLAS then multiplies (prefill).
+// j / blockCols]. Both kernels round that product once to bf16, the dtype the tensor cores multiply:
+// fp8_skinny_matmul for a few rows (decode) dequantises 16 codes a lane in registers straight into the mma's
+// weight fragments, so a step reads one byte a weight; fp8_dequantize writes the dequantised weight into a bf16
+// scratch that cuBLAS then multiplies (prefill, where the GEMM is bound by its FLOPs, not by the weight's bytes).
+//
+// fp8_skinny_matmul has skinny_matmul.cu's shape: a block of 8 warps takes a tile of 16 weight rows (the mma's A
+// operand) and up to 8·MT rows of x (its B operand), the warps splitting K in 64-element chunks, their partial tiles
+// summed in shared memory in warp order. In each chunk lane (g = lane / 4, t = lane % 4) loads codes 16t .. 16t + 15
+// of weight rows g and g + 8 (one 16-byte load each) and elements 16t .. 16t + 15 of x row g; mma k-step s takes
+// bf16 pairs 2s and 2s + 1 of those 16 elements, as skinny_matmul.cu's fragments do with bf16 weights.
+#include <cuda_fp8.h>
 #include "common.cuh"
+#include "mma.cuh"
 
 using namespace mstar;
 
-constexpr int kFp8Threads = 256;
-// Activation rows one block multiplies; more rows are more blocks over the same weight rows, launched side by side
-// so that their second read of the codes hits L2.
-constexpr int kFp8RowTile = 16;
-// Codes a lane loads at once (one 16-byte load); k and blockCols are multiples of it.
-constexpr int kFp8Chunk = 16;
+namespace {
 
-// The value of an E4M3 code: exact in fp32. Exponent 0 is subnormal; S.1111.111 is NaN; no infinities.
+constexpr int kFp8Warps = 8;
+constexpr int kFp8Chunk = 64;  // k elements a warp consumes per group of four mma k-steps
+
+// Codes (lo, hi) = bytes 0 and 1 of twoCodes dequantised as one bf16 pair: the E4M3 values (exact in fp16, hence in
+// fp32) times scale, each rounded once to bf16.
+__device__ __forceinline__ uint32_t dequantize_pair(uint32_t twoCodes, float scale) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(twoCodes & 0xFFFFu), __NV_E4M3);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    return pack_bf16(f.x * scale, f.y * scale);
+}
+
+// 16 codes (one 16-byte load) as 8 bf16 pairs: pair i holds codes 2i and 2i + 1.
+__device__ __forceinline__ void dequantize16(const uint4& codes, float scale, uint32_t (&pairs)[8]) {
+    const uint32_t words[4] = {codes.x, codes.y, codes.z, codes.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        pairs[2 * i] = dequantize_pair(words[i], scale);
+        pairs[2 * i + 1] = dequantize_pair(words[i] >> 16, scale);
+    }
+}
+
+__device__ __forceinline__ uint32_t x_word(const uint4 (&half)[2], int i) {
+    const uint4& v = half[i >> 2];
+    switch (i & 3) {
+        case 0: return v.x;
+        case 1: return v.y;
+        case 2: return v.z;
+        default: return v.w;
+    }
+}
+
+// MT 8-row tiles of x (rows ≤ 8·MT), U chunks of k loaded per warp before their mma. Weight rows past n (the last
+// tile of an n that is not a multiple of 16) reread row n - 1 and are not stored; x rows past `rows` read row
+// rows - 1 and contribute zeros to their own columns. The bias joins the fp32 sum before its one rounding.
+template <int MT, int U>
+__device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict__ x,
+                                                const unsigned char* __restrict__ codes,
+                                                const float* __restrict__ scales, int blockRows, int blockCols,
+                                                const void* bias, int biasDt, void* out, int outDt, int rows, int n,
+                                                int k) {
+    __shared__ float partial[kFp8Warps][MT * 4][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int n0 = blockIdx.x * 16;
+    const int row0 = min(n0 + g, n - 1), row1 = min(n0 + g + 8, n - 1);
+    const int scaleCols = (k + blockCols - 1) / blockCols;
+    const float* s0 = scales + (long long)(row0 / blockRows) * scaleCols;
+    const float* s1 = scales + (long long)(row1 / blockRows) * scaleCols;
+    const uint4* w0 = reinterpret_cast<const uint4*>(codes + (long long)row0 * k) + t;
+    const uint4* w1 = reinterpret_cast<const uint4*>(codes + (long long)row1 * k) + t;
+    const uint4* xr[MT];
+    bool xLive[MT];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        xLive[mt] = mt * 8 + g < rows;
+        xr[mt] = reinterpret_cast<const uint4*>(x + (long long)min(mt * 8 + g, rows - 1) * k) + 2 * t;
+    }
+    const int chunks = k / kFp8Chunk;
+    constexpr int kCodeVecs = kFp8Chunk / 16;  // 16-byte vectors of codes per row and chunk
+    constexpr int kXVecs = kFp8Chunk / 8;      // 16-byte vectors of x per row and chunk
+
+    await_previous_kernel();
+
+    float acc[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    for (int c0 = warp * U; c0 < chunks; c0 += kFp8Warps * U) {
+        uint4 a[U][2], b[U][MT][2];
+        float sc[U][2];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (c0 + u < chunks) {
+                // the codes are read once per step: stream them past L1 (evict-first)
+                a[u][0] = __ldcs(w0 + (c0 + u) * kCodeVecs);
+                a[u][1] = __ldcs(w1 + (c0 + u) * kCodeVecs);
+                sc[u][0] = s0[(c0 + u) * kFp8Chunk / blockCols];
+                sc[u][1] = s1[(c0 + u) * kFp8Chunk / blockCols];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    b[u][mt][0] = __ldg(xr[mt] + (c0 + u) * kXVecs);
+                    b[u][mt][1] = __ldg(xr[mt] + (c0 + u) * kXVecs + 1);
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (c0 + u < chunks) {
+                uint32_t p0[8], p1[8];
+                dequantize16(a[u][0], sc[u][0], p0);
+                dequantize16(a[u][1], sc[u][1], p1);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    b[u][mt][0] = xLive[mt] ? b[u][mt][0] : zero;
+                    b[u][mt][1] = xLive[mt] ? b[u][mt][1] : zero;
+                }
+#pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const uint32_t w[4] = {p0[2 * s], p1[2 * s], p0[2 * s + 1], p1[2 * s + 1]};
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) mma_bf16(acc[mt], w, x_word(b[u][mt], 2 * s), x_word(b[u][mt], 2 * s + 1));
+                }
+            }
+        }
+    }
+
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial[warp][mt * 4 + i][lane] = acc[mt][i];
+    }
+    __syncthreads();
+    // fragment element i of lane (g, t) in tile mt is weight row g + 8·(i / 2) and x row 8·mt + 2t + i % 2
+    for (int e = threadIdx.x; e < MT * 4 * 32; e += blockDim.x) {
+        const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
+        const int col = n0 + (l >> 2) + 8 * (i >> 1);
+        const int m = mt * 8 + 2 * (l & 3) + (i & 1);
+        if (m < rows && col < n) {
+            float sum = 0.f;
+#pragma unroll
+            for (int q = 0; q < kFp8Warps; ++q) sum += partial[q][j][l];
+            const float bv = bias != nullptr ? load_f(bias, biasDt, col) : 0.f;
+            store_f(out, outDt, (long long)m * n + col, sum + bv);
+        }
+    }
+}
+
+}  // namespace
+
+// Grid: ceil(n / 16) blocks of 32·kFp8Warps threads. x bf16 [rows, k] and codes 16-byte aligned, k and blockCols
+// multiples of 64 (CudaFp8Matmul checks); scales F32 [ceil(n / blockRows), ceil(k / blockCols)]; bias [n] of dtype
+// biasDt or null; outDt fp32 or bf16.
+#define MSTAR_FP8_SKINNY_KERNEL(NAME, MT, U)                                                                      \
+    extern "C" __global__ void __launch_bounds__(32 * kFp8Warps) NAME(                                            \
+        const __nv_bfloat16* x, const unsigned char* codes, const float* scales, int blockRows, int blockCols,    \
+        const void* bias, int biasDt, void* out, int outDt, int rows, int n, int k) {                             \
+        fp8_skinny_body<MT, U>(x, codes, scales, blockRows, blockCols, bias, biasDt, out, outDt, rows, n, k);      \
+    }
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m1, 1, 4)
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m2, 2, 2)
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m4, 4, 2)
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m8, 8, 1)
+
+// The value of an E4M3 code, exact in fp32. Exponent 0 is subnormal; S.1111.111 is NaN; no infinities.
 __device__ __forceinline__ float e4m3_to_float(unsigned b) {
     const unsigned exponent = (b >> 3) & 0xFu, mantissa = b & 7u;
     float magnitude;
@@ -26,60 +174,6 @@ __device__ __forceinline__ float e4m3_to_float(unsigned b) {
         magnitude = __uint_as_float(((exponent + 120u) << 23) | (mantissa << 20));
     }
     return (b & 0x80u) ? -magnitude : magnitude;
-}
-
-// out[rows, n] = x[rows, k] · wᵀ + bias. blockIdx.x = column group · row tiles + row tile (row tiles innermost);
-// warp w of a block owns weight row (output column) group · 8 + w for the rows of its tile: each lane dequantises 16
-// codes at a time (one scale: blockCols is a multiple of 16) and accumulates them against every row of the tile in
-// fp32, then a warp sum; the bias is added to the sum before its one rounding to out's dtype.
-extern "C" __global__ void __launch_bounds__(kFp8Threads) fp8_skinny_matmul(
-        const void* x, int xDt, const unsigned char* codes, const float* scales, int blockRows, int blockCols,
-        const void* bias, int biasDt, void* out, int outDt, int rows, int n, int k) {
-    await_previous_kernel();
-    const int rowTiles = (rows + kFp8RowTile - 1) / kFp8RowTile;
-    const int tile = blockIdx.x % rowTiles;
-    const int col = blockIdx.x / rowTiles * (kFp8Threads / 32) + (threadIdx.x >> 5);
-    const int lane = threadIdx.x & 31;
-    if (col >= n) {
-        return;
-    }
-    const int firstRow = tile * kFp8RowTile;
-    const int tileRows = rows - firstRow < kFp8RowTile ? rows - firstRow : kFp8RowTile;
-    const int scaleCols = (k + blockCols - 1) / blockCols;
-    const float* rowScales = scales + (long long)(col / blockRows) * scaleCols;
-    const unsigned char* w = codes + (long long)col * k;
-    float acc[kFp8RowTile];
-    for (int r = 0; r < kFp8RowTile; r++) {
-        acc[r] = 0.f;
-    }
-    for (int c = lane * kFp8Chunk; c < k; c += 32 * kFp8Chunk) {
-        const uint4 packed = *reinterpret_cast<const uint4*>(w + c);
-        const unsigned words[4] = {packed.x, packed.y, packed.z, packed.w};
-        const float scale = rowScales[c / blockCols];
-        float wv[kFp8Chunk];
-        for (int j = 0; j < kFp8Chunk; j++) {
-            wv[j] = e4m3_to_float((words[j / 4] >> (8 * (j % 4))) & 0xFFu) * scale;
-        }
-        for (int r = 0; r < kFp8RowTile; r++) {
-            if (r < tileRows) {
-                const long long xb = (long long)(firstRow + r) * k + c;
-                float a = acc[r];
-                for (int j = 0; j < kFp8Chunk; j++) {
-                    a += load_f(x, xDt, xb + j) * wv[j];
-                }
-                acc[r] = a;
-            }
-        }
-    }
-    for (int r = 0; r < kFp8RowTile; r++) {
-        acc[r] = warp_sum(acc[r]);
-    }
-    if (lane == 0) {
-        const float b = bias == nullptr ? 0.f : load_f(bias, biasDt, col);
-        for (int r = 0; r < tileRows; r++) {
-            store_f(out, outDt, (long long)(firstRow + r) * n + col, acc[r] + b);
-        }
-    }
 }
 
 // out[n, k] (out's dtype) = the dequantised weight, each element rounded once from its fp32 value.

@@ -4,11 +4,12 @@ import org.mstar.device.DType;
 import org.mstar.device.Fp8Weight;
 
 /**
- * Products with FP8 weights ({@link Fp8Weight}), launching fp8_matmul.cu. Up to {@link #SKINNY_ROWS} rows (decode),
- * fp8_skinny_matmul reads the codes once per 16 rows and dequantises them in registers, so a step reads one byte a
- * weight; more rows (prefill) dequantise the weight into a bf16 scratch and multiply it through {@link CudaMatmul}
- * (cuBLAS), which at those rows is bound by its FLOPs, not by the weight's bytes. The scratch holds the largest
- * weight dequantised (the workspace keeps it). An FP8 × FP8 tensor-core GEMM through cuBLASLt would double prefill's
+ * Products with FP8 weights ({@link Fp8Weight}), launching fp8_matmul.cu. Up to {@link #SKINNY_ROWS} bf16 rows
+ * (decode), fp8_skinny_matmul dequantises the codes in registers into the tensor cores' weight fragments, so a step
+ * reads one byte a weight; more rows (prefill), or a product the kernel does not take, dequantise the weight into a
+ * bf16 scratch and multiply it through {@link CudaMatmul} (cuBLAS), which at those rows is bound by its FLOPs, not
+ * by the weight's bytes. Both paths multiply the same bf16 weights (code × scale rounded once). The scratch holds the
+ * largest weight dequantised (the workspace keeps it). An FP8 × FP8 tensor-core GEMM through cuBLASLt would double prefill's
  * FLOP rate but quantises the activations as well; it is not used yet. With the device's batch-invariant numerics
  * on, every product takes the scratch path, whose cuBLASLt GEMM does not depend on the row count.
  */
@@ -16,12 +17,10 @@ final class CudaFp8Matmul {
     /** The most rows the skinny kernel takes; more go through the bf16 scratch and cuBLAS. */
     static final int SKINNY_ROWS = 64;
     private static final int THREADS = 256;
-    /** Activation rows of one skinny block (kFp8RowTile). */
-    private static final int ROW_TILE = 16;
-    /** Weight rows (warps) of one skinny block. */
-    private static final int COLS_PER_BLOCK = THREADS / 32;
-    /** Codes a lane loads at once (kFp8Chunk): K and the scale blocks' width are multiples of it. */
-    private static final int CHUNK = 16;
+    /** Weight rows of one skinny block (its mma tile). */
+    private static final int TILE_ROWS = 16;
+    /** K elements a warp consumes at once (kFp8Chunk): K and the scale blocks' width are multiples of it. */
+    private static final int CHUNK = 64;
 
     private final CudaDevice device;
     private final CudaMatmul dense;
@@ -47,11 +46,12 @@ final class CudaFp8Matmul {
         if (rows == 0) {
             return;
         }
-        if (rows <= SKINNY_ROWS && !device.batchInvariant() && k % CHUNK == 0 && w.blockCols() % CHUNK == 0 && codes.alignedTo(16)) {
-            int blocks = Math.toIntExact((n + COLS_PER_BLOCK - 1) / COLS_PER_BLOCK * ((rows + ROW_TILE - 1) / ROW_TILE));
+        if (skinnyTakes(x, w, out, rows)) {
+            int blocks = Math.toIntExact((n + TILE_ROWS - 1) / TILE_ROWS);
+            String kernel = "fp8_skinny_matmul_" + (rows <= 8 ? "m1" : rows <= 16 ? "m2" : rows <= 32 ? "m4" : "m8");
             device.stream().counters().gemm();
-            device.kernel("fp8_skinny_matmul").launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs()
-                    .tensor(x).i32(Elementwise.code(x)).tensor(codes).tensor(scales).i32(w.blockRows())
+            device.kernel(kernel).launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs()
+                    .tensor(x).tensor(codes).tensor(scales).i32(w.blockRows())
                     .i32(w.blockCols()).tensor(bias).i32(bias == null ? 0 : Elementwise.code(bias)).tensor(out)
                     .i32(Elementwise.code(out)).i32(rows).i32(Math.toIntExact(n)).i32(Math.toIntExact(k)), "matmul");
             return;
@@ -61,5 +61,17 @@ final class CudaFp8Matmul {
                 .i32(w.blockCols()).tensor(dequantised).i32(Elementwise.code(dequantised)).i32(Math.toIntExact(n))
                 .i32(Math.toIntExact(k)), "matmul");
         dense.matmul(x, dequantised, bias, out);
+    }
+
+    /**
+     * Whether fp8_skinny_matmul computes this product: at most {@link #SKINNY_ROWS} bf16 rows into a bf16 or fp32
+     * output, K and the scale blocks' width multiples of 64, 16-byte aligned x and codes, and no batch-invariant
+     * numerics (the instantiation depends on the row count).
+     */
+    private boolean skinnyTakes(CudaTensor x, Fp8Weight w, CudaTensor out, int rows) {
+        CudaTensor codes = (CudaTensor) w.codes();
+        return rows <= SKINNY_ROWS && !device.batchInvariant() && x.dtype() == DType.BF16
+                && (out.dtype() == DType.BF16 || out.dtype() == DType.F32) && w.dim(1) % CHUNK == 0
+                && w.blockCols() % CHUNK == 0 && x.alignedTo(16) && codes.alignedTo(16);
     }
 }
