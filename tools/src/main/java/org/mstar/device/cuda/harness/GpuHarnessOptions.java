@@ -56,8 +56,8 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "steps, on cuBLAS and on the skinny-matmul kernel")
     boolean skinnyPerf;
 
-    @Option(names = "--fp8-perf", description = "instead of the tables: FP8-weight products against bf16, and engine "
-            + "decode (batch 1 and 64) and prefill (16 x 512) on the 8B geometry with FP8 weights against bf16 weights")
+    @Option(names = "--fp8-perf", description = "instead of the tables: 8B engine decode (batch 1, 64) and prefill "
+            + "(16 x 512), FP8 against bf16 weights")
     boolean fp8Perf;
 
     @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")

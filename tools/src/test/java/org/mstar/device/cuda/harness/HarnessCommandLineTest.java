@@ -92,6 +92,19 @@ class HarnessCommandLineTest {
     }
 
     @Test
+    void fp8PerfReplacesTheDefaultTablesAndFp8OnlyRunsItsFamilyAlone() {
+        GpuHarnessOptions perf = new GpuHarnessOptions();
+        HarnessCommandLine.parse(perf, "--fp8-perf");
+        assertThat(perf.fp8Perf).isTrue();
+        assertThat(perf.replacesTables()).isTrue();
+        GpuHarnessOptions only = new GpuHarnessOptions();
+        HarnessCommandLine.parse(only, "--fp8-only");
+        assertThat(only.perf()).isFalse();
+        assertThat(only.runs(only.fp8Only)).isTrue();
+        assertThat(only.runs(false)).isFalse();
+    }
+
+    @Test
     void gpuHarnessRefusesWhatItCannotRun() {
         assertRefused(new GpuHarnessOptions(), "Unknown option: '--bogus'", "--bogus");
         assertRefused(new GpuHarnessOptions(), "Missing required parameter for option '--out'", "--out");
@@ -104,6 +117,8 @@ class HarnessCommandLineTest {
         assertRefused(new GpuHarnessOptions(), "give one of them", "--attention-only", "--moe-only");
         assertRefused(new GpuHarnessOptions(), "give one of them", "--moe-only", "--state-space-only");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--state-space-only", "--prefill-perf");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--fp8-perf");
+        assertRefused(new GpuHarnessOptions(), "give one of them", "--moe-only", "--fp8-only");
     }
 
     @Test
@@ -112,8 +127,8 @@ class HarnessCommandLineTest {
         assertThat(line.isUsageHelpRequested()).isTrue();
         assertThat(line.getCommandSpec().options()).extracting(OptionSpec::longestName).containsExactly(
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
-                "--decode-models", "--invariance-perf", "--skinny-perf", "--attention-only", "--moe-only",
-                "--state-space-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
+                "--decode-models", "--invariance-perf", "--skinny-perf", "--fp8-perf", "--fp8-only", "--attention-only",
+                "--moe-only", "--state-space-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
                 "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
                 "--help");
         assertEveryOptionOnOneUsageLine(line);
