@@ -1,7 +1,7 @@
 // Host emulation checks of the FP8-weight kernels (fp8_matmul.cu), launched as CudaFp8Matmul launches them, on the
 // CPU under cuda_host_shim.h and warp_mma_shim.h. Every E4M3 code must decode to the value of the OCP table (NaN codes
-// to NaN), also through the fp16 conversion the skinny kernel uses; fp8_dequantize must write code · scale rounded
-// once to fp32 / bf16; each fp8_skinny_matmul instantiation must match a double loop over the same weights rounded
+// to NaN), also through the fp16 conversion the skinny kernel uses; fp8_dequantize_bf16 must write code · scale rounded
+// once to bf16, 16 codes at a time or one; each fp8_skinny_matmul instantiation must match a double loop over the same weights rounded
 // to bf16 within fp32 summation error (plus one rounding to out's dtype), with a bias and without, fp32 and bf16
 // outputs, for 128 × 128 blocks, one scale a row and one a tensor, weights of a row count that is not a multiple of
 // 16, and row counts that leave x tiles partly empty. It checks fragment layouts, indexing and arithmetic where no
@@ -56,19 +56,19 @@ static void check_decode() {
     }
 }
 
-static void check_dequantize(int outDt, int n, int k, int br, int bc) {
+static void check_dequantize(int n, int k, int br, int bc) {
     Weight w(n, k, br, bc);
-    std::vector<unsigned char> out((size_t)n * k * (outDt == DT_BF16 ? 2 : 4));
-    launch(7, 256, [&] { fp8_dequantize(w.codes.data(), w.scales.data(), br, bc, out.data(), outDt, n, k); });
+    std::vector<__nv_bfloat16> out((size_t)n * k);
+    launch(7, 256, [&] { fp8_dequantize_bf16(w.codes.data(), w.scales.data(), br, bc, out.data(), n, k); });
     int wrong = 0;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < k; j++) {
-            const float want = round_to(outDt, w.at(i, j));
-            const float got = load_f(out.data(), outDt, (long long)i * k + j);
+            const float want = round_to(DT_BF16, w.at(i, j));
+            const float got = __bfloat162float(out[(size_t)i * k + j]);
             if (got != want && wrong++ < 3) std::printf("  dequantize (%d, %d): %g, expected %g\n", i, j, got, want);
         }
     }
-    std::printf("%s dequantize %s %dx%d blocks %dx%d\n", wrong ? "FAIL" : "ok  ", outDt == DT_BF16 ? "bf16" : "f32", n, k, br, bc);
+    std::printf("%s dequantize %dx%d blocks %dx%d\n", wrong ? "FAIL" : "ok  ", n, k, br, bc);
     fails += wrong != 0;
 }
 
@@ -129,9 +129,11 @@ static void check_pair_decode() {
 int main() {
     check_decode();
     check_pair_decode();
-    check_dequantize(DT_F32, 200, 256, 128, 128);
-    check_dequantize(DT_BF16, 77, 96, 1, 96);
-    check_dequantize(DT_BF16, 64, 160, 64, 160);
+    check_dequantize(200, 256, 128, 128);
+    check_dequantize(77, 96, 1, 96);
+    check_dequantize(64, 160, 64, 160);
+    check_dequantize(9, 40, 1, 40);
+    check_dequantize(33, 72, 16, 24);
     check_matmul(fp8_skinny_matmul_m1, "m1", DT_BF16, 1, 40, 512, 128, 128, false);
     check_matmul(fp8_skinny_matmul_m1, "m1", DT_F32, 5, 24, 384, 128, 128, true);
     check_matmul(fp8_skinny_matmul_m2, "m2", DT_BF16, 16, 37, 640, 1, 640, true);

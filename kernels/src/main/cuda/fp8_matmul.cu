@@ -2,7 +2,7 @@
 // torch.float8_e4m3fn) and a grid of fp32 scales, element (i, j) = decode(codes[i, j]) · scales[i / blockRows,
 // j / blockCols]. Both kernels round that product once to bf16, the dtype the tensor cores multiply:
 // fp8_skinny_matmul for a few rows (decode) dequantises 16 codes a lane in registers straight into the mma's
-// weight fragments, so a step reads one byte a weight; fp8_dequantize writes the dequantised weight into a bf16
+// weight fragments, so a step reads one byte a weight; fp8_dequantize_bf16 writes the dequantised weight into a bf16
 // scratch that cuBLAS then multiplies (prefill, where the GEMM is bound by its FLOPs, not by the weight's bytes).
 //
 // fp8_skinny_matmul has skinny_matmul.cu's shape: a block of 8 warps takes a tile of 16 weight rows (the mma's A
@@ -176,15 +176,30 @@ __device__ __forceinline__ float e4m3_to_float(unsigned b) {
     return (b & 0x80u) ? -magnitude : magnitude;
 }
 
-// out[n, k] (out's dtype) = the dequantised weight, each element rounded once from its fp32 value.
-extern "C" __global__ void fp8_dequantize(const unsigned char* codes, const float* scales, int blockRows,
-                                          int blockCols, void* out, int outDt, int n, int k) {
+// out[n, k] = the dequantised weight in bf16, each element code · scale rounded once. Where k and blockCols are
+// multiples of 16 a thread converts 16 codes (one 16-byte load, one scale) at a time into two 16-byte stores, the
+// codes then 16-byte aligned (an allocation, or a view of whole rows of k bytes); otherwise one code at a time.
+extern "C" __global__ void fp8_dequantize_bf16(const unsigned char* codes, const float* scales, int blockRows,
+                                               int blockCols, __nv_bfloat16* out, int n, int k) {
     await_previous_kernel();
     const int scaleCols = (k + blockCols - 1) / blockCols;
+    if (k % 16 == 0 && blockCols % 16 == 0) {
+        const int vecsPerRow = k / 16;
+        MSTAR_GRID_LOOP(v, (long long)n * vecsPerRow) {
+            const long long row = v / vecsPerRow;
+            const int col = (int)(v - row * vecsPerRow) * 16;
+            uint32_t pairs[8];
+            dequantize16(reinterpret_cast<const uint4*>(codes)[v], scales[row / blockRows * scaleCols + col / blockCols],
+                         pairs);
+            uint4* dst = reinterpret_cast<uint4*>(out) + 2 * v;
+            dst[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+            dst[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
+        }
+        return;
+    }
     MSTAR_GRID_LOOP(e, (long long)n * k) {
         const long long row = e / k;
         const int col = (int)(e - row * k);
-        const float scale = scales[row / blockRows * scaleCols + col / blockCols];
-        store_f(out, outDt, e, e4m3_to_float(codes[e]) * scale);
+        out[e] = __float2bfloat16_rn(e4m3_to_float(codes[e]) * scales[row / blockRows * scaleCols + col / blockCols]);
     }
 }

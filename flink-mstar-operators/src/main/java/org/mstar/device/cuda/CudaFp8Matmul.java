@@ -57,8 +57,10 @@ final class CudaFp8Matmul {
             return;
         }
         CudaTensor dequantised = device.scratch("matmul.fp8", DType.BF16, n, k);
-        elementwise.launch("fp8_dequantize", n * k, new KernelArgs().tensor(codes).tensor(scales).i32(w.blockRows())
-                .i32(w.blockCols()).tensor(dequantised).i32(Elementwise.code(dequantised)).i32(Math.toIntExact(n))
+        // a thread of fp8_dequantize_bf16 converts 16 codes where K and the blocks allow, else one
+        long perThread = k % 16 == 0 && w.blockCols() % 16 == 0 ? 16 : 1;
+        elementwise.launch("fp8_dequantize_bf16", n * k / perThread, new KernelArgs().tensor(codes).tensor(scales)
+                .i32(w.blockRows()).i32(w.blockCols()).tensor(dequantised).i32(Math.toIntExact(n))
                 .i32(Math.toIntExact(k)), "matmul");
         dense.matmul(x, dequantised, bias, out);
     }
