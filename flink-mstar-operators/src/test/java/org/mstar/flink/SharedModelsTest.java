@@ -9,12 +9,15 @@ import org.apache.flink.configuration.Configuration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Weight;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
 import org.mstar.engine.TokenOutput;
 import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.CheckpointWriter;
+import org.mstar.model.llama.LlamaWeights;
 import org.mstar.resources.SamplingReqConfig;
 
 /** Weights load once per process and device, and outlive the engines (subtasks, restarts) that use them. */
@@ -42,6 +45,30 @@ class SharedModelsTest {
         assertThat(SharedModels.loads()).as("a restarted task reuses the loaded weights").isEqualTo(before + 1);
         assertThat(generate(restarted)).isEqualTo(fromSecond);
         restarted.close();
+    }
+
+    @Test
+    void fp8QuantizationKeyLoadsItsOwnCopyWithFp8Projections(@TempDir Path dir) throws Exception {
+        ModelConfig config = ModelConfig.builder(Architecture.LLAMA)
+                .hiddenSize(64).intermediateSize(128).numLayers(1).numHeads(4).numKvHeads(2).headDim(16)
+                .maxPositionEmbeddings(128).vocabSize(300).bosTokenId(0).eosTokenId(1).dtype(DType.BF16).build();
+        CheckpointWriter.writeRandom(config, DType.BF16, 6, dir);
+        Configuration plain = new Configuration();
+        plain.set(GenerateOptions.MODEL_DIR, dir.toString());
+        Configuration fp8 = plain.clone();
+        fp8.set(LlamaEngineOptions.QUANTIZATION, "fp8");
+
+        int before = SharedModels.loads();
+        GenerationEngine bf16Engine = new LlamaEngineFactory(plain).create("cpu", 0);
+        GenerationEngine fp8Engine = new LlamaEngineFactory(fp8).create("cpu", 0);
+        assertThat(SharedModels.loads()).as("FP8 weights are a copy of their own").isEqualTo(before + 2);
+        LlamaWeights weights = SharedModels.get(dir, "cpu", WeightQuantization.FP8).weights();
+        assertThat(weights.layer(0).qkvWeight()).isInstanceOf(Fp8Weight.class);
+        assertThat(weights.lmHead()).isNotInstanceOf(Fp8Weight.class);
+        assertThat(weights.byteSize()).isLessThan(SharedModels.get(dir, "cpu", WeightQuantization.NONE).weights().byteSize());
+        assertThat(generate(fp8Engine)).hasSize(5);
+        bf16Engine.close();
+        fp8Engine.close();
     }
 
     private static List<Integer> generate(GenerationEngine engine) {
