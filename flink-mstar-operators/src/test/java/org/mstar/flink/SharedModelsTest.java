@@ -25,10 +25,7 @@ class SharedModelsTest {
 
     @Test
     void enginesOnOneDeviceShareWeightsLoadedOnce(@TempDir Path dir) throws Exception {
-        ModelConfig config = ModelConfig.builder(Architecture.LLAMA)
-                .hiddenSize(32).intermediateSize(64).numLayers(1).numHeads(2).numKvHeads(1).headDim(16)
-                .maxPositionEmbeddings(128).vocabSize(300).bosTokenId(0).eosTokenId(1).dtype(DType.F32).build();
-        CheckpointWriter.writeRandom(config, DType.F32, 5, dir);
+        CheckpointWriter.writeRandom(tinyLlama(DType.F32), DType.F32, 5, dir);
         Configuration conf = new Configuration();
         conf.set(GenerateOptions.MODEL_DIR, dir.toString());
         LlamaEngineFactory factory = new LlamaEngineFactory(conf);
@@ -49,10 +46,7 @@ class SharedModelsTest {
 
     @Test
     void fp8QuantizationKeyLoadsItsOwnCopyWithFp8Projections(@TempDir Path dir) throws Exception {
-        ModelConfig config = ModelConfig.builder(Architecture.LLAMA)
-                .hiddenSize(64).intermediateSize(128).numLayers(1).numHeads(4).numKvHeads(2).headDim(16)
-                .maxPositionEmbeddings(128).vocabSize(300).bosTokenId(0).eosTokenId(1).dtype(DType.BF16).build();
-        CheckpointWriter.writeRandom(config, DType.BF16, 6, dir);
+        CheckpointWriter.writeRandom(tinyLlama(DType.BF16), DType.BF16, 6, dir);
         Configuration plain = new Configuration();
         plain.set(GenerateOptions.MODEL_DIR, dir.toString());
         Configuration fp8 = plain.clone();
@@ -69,6 +63,12 @@ class SharedModelsTest {
         assertThat(generate(fp8Engine)).hasSize(5);
         bf16Engine.close();
         fp8Engine.close();
+    }
+
+    private static ModelConfig tinyLlama(DType dtype) {
+        return ModelConfig.builder(Architecture.LLAMA)
+                .hiddenSize(32).intermediateSize(64).numLayers(1).numHeads(2).numKvHeads(1).headDim(16)
+                .maxPositionEmbeddings(128).vocabSize(300).bosTokenId(0).eosTokenId(1).dtype(dtype).build();
     }
 
     private static List<Integer> generate(GenerationEngine engine) {
