@@ -15,7 +15,10 @@ import org.junit.jupiter.api.io.TempDir;
 import org.mstar.model.lora.RandomPeftAdapters;
 import picocli.CommandLine;
 
-/** {@code mstar generate --adapter NAME}: one prompt through one LoRA adapter of a folder, or a 400 naming it. */
+/**
+ * {@code mstar generate --adapter NAME}: one prompt through one LoRA adapter of a folder, or a 400 naming it; and
+ * {@code --quantization fp8}, the same prompt with the projections kept in FP8.
+ */
 class GenerateAdapterTest {
     @TempDir
     static Path dir;
@@ -72,6 +75,17 @@ class GenerateAdapterTest {
         Run none = generate("--adapter", "support");
         assertThat(none.status()).isEqualTo(1);
         assertThat(none.err()).contains("error 400: adapter: this model serves no adapters");
+    }
+
+    @Test
+    void fp8QuantizationGeneratesWithAdaptersToo() {
+        Run fp8 = generate("--quantization", "fp8");
+        assertThat(fp8.status()).as(fp8.err()).isZero();
+        assertThat(fp8.out()).isNotBlank();
+        Run adapted = generate("--quantization", "fp8", "--adapters", dir.resolve("adapters").toString(), "--adapter",
+                "support");
+        assertThat(adapted.status()).as(adapted.err()).isZero();
+        assertThat(adapted.out()).isNotEqualTo(fp8.out());
     }
 
     @Test
