@@ -24,7 +24,10 @@ public enum Architecture {
     OLMOE("OlmoeForCausalLM", "olmoe"),
     /** Qwen3-MoE: Qwen3's attention; routed experts except in the layers its config keeps dense. */
     QWEN3_MOE("Qwen3MoeForCausalLM", "qwen3_moe"),
-    /** DeepSeek-V2 with every layer dense: multi-head latent attention ({@link LatentAttention}) and the gated MLP. */
+    /**
+     * DeepSeek-V2: multi-head latent attention ({@link LatentAttention}); the gated MLP in its first layers, routed and
+     * shared experts from {@code first_k_dense_replace} on.
+     */
     DEEPSEEK_V2("DeepseekV2ForCausalLM", "deepseek_v2");
 
     private final String hfName;

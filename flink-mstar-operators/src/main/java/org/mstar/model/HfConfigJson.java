@@ -328,7 +328,9 @@ final class HfConfigJson {
             c.windowedLayers().forEach(w -> types.add(w ? "sliding_attention" : "full_attention"));
         }
         c.quantization().ifPresent(q -> o.set(QuantizationConfigJson.KEY, QuantizationConfigJson.write(q)));
-        c.moe().ifPresent(m -> MoeConfigJson.write(o, c.architecture(), m));
+        if (c.architecture() != Architecture.DEEPSEEK_V2) {
+            c.moe().ifPresent(m -> MoeConfigJson.write(o, c.architecture(), m));
+        }
         return o;
     }
 

@@ -44,7 +44,8 @@ import org.mstar.device.RopeParams;
  *     root instead of head_dim's; 0 = head_dim
  * @param quantization {@code quantization_config}: how the checkpoint stores FP8 Linear weights, when it does;
  *     they are dequantised at load, so the forward never sees it
- * @param moe the routed experts of a mixture-of-experts architecture (OLMoE, Qwen3-MoE); empty for the others
+ * @param moe the routed experts of a mixture-of-experts architecture (OLMoE, Qwen3-MoE, DeepSeek-V2 with sparse
+ *     layers); empty for the others
  * @param latentAttention DeepSeek-V2's latent attention geometry, present exactly for {@link Architecture#DEEPSEEK_V2};
  *     its head dim is then {@code qk_rope_head_dim} (the dims RoPE rotates) and its KV heads are its heads
  */
@@ -135,9 +136,15 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             throw new ModelFormatException("torch_dtype must be a float type, got " + dtype);
         }
         boolean moeArchitecture = architecture == Architecture.OLMOE || architecture == Architecture.QWEN3_MOE;
-        if (moeArchitecture != moe.isPresent()) {
+        // DeepSeek-V2 has experts exactly when some layer is sparse
+        if (architecture != Architecture.DEEPSEEK_V2 && moeArchitecture != moe.isPresent()) {
             throw new ModelFormatException(architecture.hfName() + (moeArchitecture ? " needs" : " has no")
                     + " routed experts");
+        }
+        if (architecture == Architecture.DEEPSEEK_V2) {
+            moe.ifPresent(DeepseekV2Json::requireExpressible);
+        } else if (moe.isPresent() && moe.get().sharedIntermediateSize() != 0) {
+            throw new ModelFormatException(architecture.hfName() + " has no shared experts");
         }
         if (architecture == Architecture.OLMOE && moe.get().expertIntermediateSize() != intermediateSize) {
             throw new ModelFormatException("OLMoE's experts are intermediate_size " + intermediateSize + " wide, got "

@@ -1,7 +1,6 @@
 package org.mstar.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
 import java.net.URISyntaxException;
@@ -31,8 +30,9 @@ import org.mstar.resources.SamplingReqConfig;
  * under a small token budget (prompts prefilled in chunks, beside each other's decodes). Gemma 3's and Phi-3's
  * windows (16 and 24 tokens) are far shorter than the sequences, so the windowed layers are exercised throughout,
  * also with their KV released as it leaves the window. OLMoE's and Qwen3-MoE's routed experts (top 2 of 8, a dense
- * layer in Qwen3-MoE) run also through the decode-graph path, and so does DeepSeek-V2 (every layer dense) with its
- * latent attention over latent KV pages.
+ * layer in Qwen3-MoE) run also through the decode-graph path, and so does DeepSeek-V2 with its latent attention over
+ * latent KV pages: every layer dense, and a dense first layer before routed and shared experts (greedy, and
+ * group-limited with routed scaling).
  */
 class TransformersFidelityTest {
     private static final float TOLERANCE = 1e-4f;
@@ -51,7 +51,8 @@ class TransformersFidelityTest {
     record Reference(List<int[]> prompts, List<int[]> tokens, List<float[][]> logits) {}
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe", "deepseek_v2_dense"})
+    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe", "deepseek_v2_dense",
+            "deepseek_v2_lite", "deepseek_v2"})
     void eachRequestAloneMatchesTransformers(String arch) throws Exception {
         Reference ref = reference(arch);
         for (int p = 0; p < ref.prompts().size(); p++) {
@@ -61,7 +62,8 @@ class TransformersFidelityTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe", "deepseek_v2_dense"})
+    @ValueSource(strings = {"qwen3", "gemma3_text", "phi3", "olmoe", "qwen3_moe", "deepseek_v2_dense",
+            "deepseek_v2_lite", "deepseek_v2"})
     void batchedChunkedRequestsMatchTransformers(String arch) throws Exception {
         Reference ref = reference(arch);
         // 7 tokens a step: every prompt is prefilled in chunks, and the later ones beside the earlier ones' decodes
@@ -104,22 +106,17 @@ class TransformersFidelityTest {
         run("phi3", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv, true));
     }
 
-    /** DeepSeek-V2's latent pages in 4-token pages, decode steps through the graph path (replayed over leased plans). */
-    @Test
-    void deepseekV2DenseWithDecodeGraphsMatchesTransformers() throws Exception {
-        Reference ref = reference("deepseek_v2_dense");
+    /**
+     * DeepSeek-V2's latent pages in 4-token pages, decode steps through the graph path (replayed over leased plans):
+     * every layer dense, and the two layouts with a dense first layer and experts after it (Lite's greedy routing;
+     * the full model's low-rank query and group-limited routing scaled by 2.5), each with a shared expert.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"deepseek_v2_dense", "deepseek_v2_lite", "deepseek_v2"})
+    void deepseekV2WithDecodeGraphsMatchesTransformers(String arch) throws Exception {
         KvCacheOptions kv = KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128).pageSize(4).prefixCache(false)
                 .build();
-        run("deepseek_v2_dense", ref, List.of(0, 1, 2), new EngineOptions(16, 7, kv, true));
-    }
-
-    /** Until the mixture-of-experts layers are served, DeepSeek-V2 checkpoints with them are refused by name. */
-    @ParameterizedTest
-    @ValueSource(strings = {"deepseek_v2_lite", "deepseek_v2"})
-    void deepseekV2WithExpertLayersIsRefusedByName(String arch) {
-        assertThatThrownBy(() -> LlamaEngineLoader.load(folder(arch), cpu, new EngineOptions(16, 256,
-                KvCacheOptions.builder().maxSeqLen(512).maxNumPages(128).build())))
-                .hasMessageContaining("first_k_dense_replace").hasMessageContaining("n_routed_experts");
+        run(arch, reference(arch), List.of(0, 1, 2), new EngineOptions(16, 7, kv, true));
     }
 
     private static void run(String arch, Reference ref, List<Integer> prompts, EngineOptions options) throws Exception {

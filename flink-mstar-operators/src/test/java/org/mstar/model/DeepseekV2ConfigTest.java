@@ -8,15 +8,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.mstar.device.MoeRouting;
 import org.mstar.device.RopeParams;
 
 /**
  * config.json of DeepSeek-V2: the transformers 5 fixtures, DeepSeek-V2-Lite's published layout, and every key either
- * honoured or refused by name. Checkpoints with mixture-of-experts layers are refused naming first_k_dense_replace and
- * n_routed_experts.
+ * honoured or refused by name, its latent attention's and its experts'.
  */
 class DeepseekV2ConfigTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -46,6 +45,11 @@ class DeepseekV2ConfigTest {
                  "topk_group": 1, "topk_method": "greedy", "torch_dtype": "bfloat16", "transformers_version": "4.33.1",
                  "use_cache": true, "v_head_dim": 128, "vocab_size": 102400}
                 """);
+    }
+
+    /** DeepSeek-V2-Lite's published config.json as it is: a dense first layer, experts after. */
+    private static ObjectNode lite() throws IOException {
+        return liteDense().put("first_k_dense_replace", 1);
     }
 
     @Test
@@ -81,23 +85,81 @@ class DeepseekV2ConfigTest {
     void writtenJsonReadsBackEqual() throws Exception {
         ModelConfig dense = parse(fixture("deepseek_v2_dense"));
         assertThat(parse(dense.toJson())).isEqualTo(dense);
+        for (String sparse : new String[] {"deepseek_v2_lite", "deepseek_v2"}) {
+            ModelConfig c = parse(fixture(sparse));
+            assertThat(parse(c.toJson())).isEqualTo(c);
+        }
         ModelConfig lowRank = dense.toBuilder().latentAttention(new LatentAttention(24, 32, 32, 16, 32)).build();
         assertThat(parse(lowRank.toJson())).isEqualTo(lowRank);
     }
 
-    @ParameterizedTest
-    @ValueSource(strings = {"deepseek_v2_lite", "deepseek_v2"})
-    void mixtureOfExpertsLayersAreRefusedByName(String name) {
-        assertThatThrownBy(() -> parse(fixture(name))).isInstanceOf(ModelFormatException.class)
-                .hasMessageContaining("first_k_dense_replace 1").hasMessageContaining("n_routed_experts 8")
-                .hasMessageContaining("mixture-of-experts");
+    @Test
+    void theFixturesHaveADenseFirstLayerThenRoutedAndSharedExperts() throws Exception {
+        ModelConfig lite = parse(fixture("deepseek_v2_lite"));
+        assertThat(lite.moe()).contains(new MoeConfig(8, 40, new MoeRouting(MoeRouting.Scoring.SOFTMAX, 2, false, 1, 1,
+                1f), List.of(false, true, true), 40));
+        assertThat(lite.latentAttention()).contains(new LatentAttention(0, 32, 32, 16, 32));
+        ModelConfig full = parse(fixture("deepseek_v2"));
+        assertThat(full.moe()).contains(new MoeConfig(8, 40, new MoeRouting(MoeRouting.Scoring.SOFTMAX, 2, false, 4, 2,
+                2.5f), List.of(false, true, true), 40));
+        assertThat(full.latentAttention()).contains(new LatentAttention(24, 32, 32, 16, 32));
+        assertThat(parse(fixture("deepseek_v2_dense")).moe()).isEmpty();
     }
 
     @Test
-    void anAbsentFirstKDenseReplaceMakesEveryLayerSparse() throws IOException {
+    void liteExpertsReadFromItsPublishedLayout() throws IOException {
+        MoeConfig moe = parse(lite()).moe().orElseThrow();
+        assertThat(moe.numExperts()).isEqualTo(64);
+        assertThat(moe.expertIntermediateSize()).isEqualTo(1408);
+        assertThat(moe.sharedIntermediateSize()).isEqualTo(2 * 1408);
+        assertThat(moe.routing()).isEqualTo(new MoeRouting(MoeRouting.Scoring.SOFTMAX, 6, false, 1, 1, 1f));
+        assertThat(moe.sparseLayers()).hasSize(27).containsOnlyOnce(false).first().isEqualTo(false);
+    }
+
+    @Test
+    void absentExpertKeysTakeTransformersDefaults() throws IOException {
         ObjectNode json = liteDense();
-        json.remove("first_k_dense_replace");
-        assertThatThrownBy(() -> parse(json)).hasMessageContaining("layers 0 to 26");
+        for (String key : new String[] {"first_k_dense_replace", "n_routed_experts", "n_shared_experts",
+                "moe_intermediate_size", "routed_scaling_factor", "topk_method", "n_group", "topk_group",
+                "norm_topk_prob", "moe_layer_freq", "scoring_func"}) {
+            json.remove(key);
+        }
+        MoeConfig moe = parse(json).moe().orElseThrow();
+        assertThat(moe.sparseLayers()).hasSize(27).doesNotContain(false);
+        assertThat(moe.numExperts()).isEqualTo(64);
+        assertThat(moe.expertIntermediateSize()).isEqualTo(1407);
+        assertThat(moe.sharedIntermediateSize()).isEqualTo(2 * 1407);
+        assertThat(moe.routing()).isEqualTo(new MoeRouting(MoeRouting.Scoring.SOFTMAX, 6, false, 1, 1, 1f));
+    }
+
+    @Test
+    void whatTheExpertsCannotRunIsRefusedByName() throws IOException {
+        assertThatThrownBy(() -> parse(lite().put("moe_layer_freq", 2))).hasMessageContaining("moe_layer_freq 2");
+        assertThatThrownBy(() -> parse(lite().put("scoring_func", "sigmoid")))
+                .hasMessageContaining("scoring_func 'sigmoid'");
+        assertThatThrownBy(() -> parse(lite().put("norm_topk_prob", true))).hasMessageContaining("norm_topk_prob=true");
+        assertThatThrownBy(() -> parse(lite().putNull("n_shared_experts"))).hasMessageContaining("n_shared_experts null");
+        assertThatThrownBy(() -> parse(lite().put("topk_method", "noaux_tc"))).hasMessageContaining("'noaux_tc'");
+        ObjectNode noGroups = lite().put("topk_method", "group_limited_greedy");
+        noGroups.remove("n_group");
+        assertThatThrownBy(() -> parse(noGroups)).hasMessageContaining("'n_group'");
+        assertThatThrownBy(() -> parse(lite().put("topk_method", "group_limited_greedy").put("n_group", 16)
+                .put("topk_group", 1))).hasMessageContaining("at least top_k experts");
+        ObjectNode noTopK = lite();
+        noTopK.remove("num_experts_per_tok");
+        assertThatThrownBy(() -> parse(noTopK)).hasMessageContaining("'num_experts_per_tok'");
+    }
+
+    @Test
+    void expertsDeepseekV2CannotStateAreRefused() throws Exception {
+        ModelConfig full = parse(fixture("deepseek_v2"));
+        MoeConfig moe = full.moe().orElseThrow();
+        for (MoeConfig bad : List.of(
+                new MoeConfig(8, 40, moe.routing(), List.of(true, false, true), 40),
+                new MoeConfig(8, 40, MoeRouting.softmaxTopK(2, true), moe.sparseLayers(), 40),
+                new MoeConfig(8, 40, moe.routing(), moe.sparseLayers(), 60))) {
+            assertThatThrownBy(() -> full.toBuilder().moe(bad).build()).hasMessageContaining("first_k_dense_replace");
+        }
     }
 
     @Test

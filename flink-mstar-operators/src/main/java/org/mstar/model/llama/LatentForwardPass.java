@@ -4,12 +4,13 @@ import org.mstar.device.DType;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.LatentAttention;
+import org.mstar.model.moe.MoeMlp;
 import org.mstar.resources.kv.KVManager;
 
 /**
- * One forward over a planned step of a DeepSeek-V2 model whose layers are all dense, in the order of transformers'
- * DeepseekV2DecoderLayer: RMSNorm → latent attention → RMSNorm (fused residual add) → gate/up projection with SiLU·mul
- * → down projection. The attention writes each token's latent row ({@code kv_a_proj_with_mqa}, the latent normalised
+ * One forward over a planned step of a DeepSeek-V2 model, in the order of transformers' DeepseekV2DecoderLayer:
+ * RMSNorm → latent attention → RMSNorm (fused residual add) → the MLP: in a dense layer gate/up projection with
+ * SiLU·mul → down projection, in a sparse one the routed and shared experts ({@link MoeMlp}). The attention writes each token's latent row ({@code kv_a_proj_with_mqa}, the latent normalised
  * by {@code kv_a_layernorm}, the rope part rotated) to the latent KV cache, absorbs {@code kv_b_proj}'s key
  * up-projection into the query, attends in the latent space, and applies the value up-projection and {@code o_proj}:
  * prefill chunks and decode rows alike, so a chunk over a cached prefix reads the prefix's latent rows as they are.
@@ -44,6 +45,7 @@ final class LatentForwardPass extends DecoderPass {
         Tensor proj = temp(act, n, hidden);
         Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
         Tensor mlpAct = temp(act, n, cfg.intermediateSize());
+        MoeMlp moe = cfg.moe().map(m -> new MoeMlp(device, m, n, act, temporaries)).orElse(null);
         Tensor mlpOut = null;
         for (int l = 0; l < cfg.numLayers(); l++) {
             LlamaLayerWeights lw = w.layer(l);
@@ -52,8 +54,12 @@ final class LatentForwardPass extends DecoderPass {
                     normed);
             attend(lw.latentAttention(), l, normed, res, proj);
             ops.rmsNorm(proj, residual, lw.postAttentionNorm(), eps, normed);
-            ops.gateUpActivation(normed, lw.gateUpWeight(), false, gateUp, mlpAct);
-            ops.matmul(mlpAct, lw.downWeight(), null, proj);
+            if (lw.moe() != null) {
+                moe.run(normed, lw.moe(), proj);
+            } else {
+                ops.gateUpActivation(normed, lw.gateUpWeight(), false, gateUp, mlpAct);
+                ops.matmul(mlpAct, lw.downWeight(), null, proj);
+            }
             mlpOut = proj;
         }
 

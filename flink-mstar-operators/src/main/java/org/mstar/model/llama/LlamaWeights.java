@@ -243,9 +243,12 @@ public final class LlamaWeights implements AutoCloseable {
         long experts = moe.numExperts();
         long width = moe.expertIntermediateSize();
         long h = c.hiddenSize();
+        long shared = moe.sharedIntermediateSize();
         return new MoeLayerWeights(allocate(owned, device, dtype, experts, h),
                 allocate(owned, device, dtype, experts, 2 * width, h),
-                allocate(owned, device, dtype, experts, h, width), null);
+                allocate(owned, device, dtype, experts, h, width),
+                shared == 0 ? null : new MoeLayerWeights.SharedExperts(allocate(owned, device, dtype, 2 * shared, h),
+                        allocate(owned, device, dtype, h, shared)));
     }
 
     static Tensor allocate(List<Tensor> owned, Device device, DType dtype, long... shape) {

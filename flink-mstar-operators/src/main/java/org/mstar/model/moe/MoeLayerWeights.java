@@ -26,14 +26,21 @@ public record MoeLayerWeights(Tensor router, Tensor gateUp, Tensor down, SharedE
     public record SharedExperts(Tensor gateUp, Tensor down) {}
 
     /**
-     * The routed experts' tensors under their Hugging Face names below {@code prefix} (e.g. {@code
-     * model.layers.3.mlp.}), as views: per expert ({@code experts.{e}.gate_proj.weight}, ..., as checkpoints are
+     * The router's, the shared experts' ({@code shared_experts.gate_proj.weight}, ...) and the routed experts' tensors
+     * under their Hugging Face names below {@code prefix} (e.g. {@code model.layers.3.mlp.}), as views: routed experts
+     * per expert ({@code experts.{e}.gate_proj.weight}, ..., as checkpoints are
      * published) unless {@code fused} ({@code experts.gate_up_proj} and {@code experts.down_proj}, as transformers 5
      * holds them).
      */
     public Map<String, Tensor> hfTensors(String prefix, boolean fused) {
         Map<String, Tensor> m = new LinkedHashMap<>();
         m.put(prefix + "gate.weight", router);
+        if (shared != null) {
+            long width = shared.down().dim(1);
+            m.put(prefix + "shared_experts.gate_proj.weight", shared.gateUp().rows(0, width));
+            m.put(prefix + "shared_experts.up_proj.weight", shared.gateUp().rows(width, width));
+            m.put(prefix + "shared_experts.down_proj.weight", shared.down());
+        }
         if (fused) {
             m.put(prefix + "experts.gate_up_proj", gateUp);
             m.put(prefix + "experts.down_proj", down);

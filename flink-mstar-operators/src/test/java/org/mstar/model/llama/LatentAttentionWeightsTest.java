@@ -7,6 +7,8 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.mstar.device.DType;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
@@ -16,8 +18,8 @@ import org.mstar.model.ModelCost;
 import org.mstar.model.io.SafetensorsFile;
 
 /**
- * DeepSeek-V2's weights under the names and shapes transformers saves (the {@code deepseek_v2_dense} fixture's, and
- * the low-rank query's tensors), and the projection bytes {@link ModelCost} counts for it.
+ * DeepSeek-V2's weights under the names and shapes transformers saves (the fixtures', experts included, and the
+ * low-rank query's tensors), and the projection bytes {@link ModelCost} counts for it.
  */
 class LatentAttentionWeightsTest {
 
@@ -30,11 +32,13 @@ class LatentAttentionWeightsTest {
                 e -> Arrays.toString(e.getValue().shape())));
     }
 
-    @Test
-    void theDenseFixtureLoadsEveryTensorItStores() throws Exception {
+    /** Every layer dense, and a dense first layer before the router, a shared expert and 8 routed ones per expert. */
+    @ParameterizedTest
+    @ValueSource(strings = {"deepseek_v2_dense", "deepseek_v2_lite", "deepseek_v2"})
+    void eachFixtureLoadsEveryTensorItStores(String fixture) throws Exception {
         try (CpuDevice cpu = new CpuDevice(1);
-             LlamaWeights w = LlamaWeights.load(fixture("deepseek_v2_dense"), cpu, DType.F32);
-             SafetensorsFile f = SafetensorsFile.open(fixture("deepseek_v2_dense").resolve("model.safetensors"))) {
+             LlamaWeights w = LlamaWeights.load(fixture(fixture), cpu, DType.F32);
+             SafetensorsFile f = SafetensorsFile.open(fixture(fixture).resolve("model.safetensors"))) {
             Map<String, String> ours = shapes(w.hfTensors());
             assertThat(ours.keySet()).containsExactlyInAnyOrderElementsOf(f.names());
             for (String name : f.names()) {
