@@ -9,6 +9,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.mstar.device.DType;
+import org.mstar.device.MoeRouting;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.Architecture;
 import org.mstar.model.LatentAttention;
@@ -67,14 +68,20 @@ class EngineChecksTest {
         }
     }
 
-    /** DeepSeek-V2's latent attention, scaled down from {@code geometries()}. */
+    /**
+     * DeepSeek-V2's latent attention and experts, scaled down from {@code geometries()}: a dense layer, then a sparse
+     * one of 8 routed experts in 4 groups (top 2 of the best 2 groups, scaled) and a shared expert.
+     */
     @Test
     void deepseekV2PassesOnACpuCandidate(@TempDir Path dir) throws Exception {
         ModelConfig big = EngineChecks.geometries().stream().filter(c -> c.architecture() == Architecture.DEEPSEEK_V2)
                 .findFirst().orElseThrow();
+        MoeRouting routing = big.moe().orElseThrow().routing();
+        MoeConfig moe = new MoeConfig(8, 32, new MoeRouting(routing.scoring(), 2, false, 4, 2,
+                routing.routedScalingFactor()), List.of(false, true), 32);
         ModelConfig small = big.toBuilder().hiddenSize(64).intermediateSize(128).numLayers(2).numHeads(4).numKvHeads(4)
                 .headDim(16).latentAttention(new LatentAttention(0, 32, 16, 16, 16)).vocabSize(320)
-                .maxPositionEmbeddings(1024).build();
+                .maxPositionEmbeddings(1024).moe(moe).build();
         try (CpuDevice reference = new CpuDevice(2); CpuDevice candidate = new CpuDevice(2)) {
             List<CheckResult> results = new EngineChecks(reference, candidate, small, 5).run(dir);
 
