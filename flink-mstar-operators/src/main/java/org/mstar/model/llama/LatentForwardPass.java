@@ -4,6 +4,7 @@ import org.mstar.device.DType;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.LatentAttention;
+import org.mstar.model.ModelConfig;
 import org.mstar.model.moe.MoeMlp;
 import org.mstar.resources.kv.KVManager;
 
@@ -22,8 +23,13 @@ final class LatentForwardPass extends DecoderPass {
 
     private final LatentAttention mla;
 
+    private final LlamaModel model;
+    private final ModelConfig cfg;
+
     LatentForwardPass(LlamaModel model, DType activations) {
-        super(model, activations);
+        super(model.device(), activations, model.config().vocabSize());
+        this.model = model;
+        this.cfg = model.config();
         if (model.adaptersActive()) {
             throw new UnsupportedOperationException("adapters are not supported on latent attention ("
                     + cfg.architecture().hfName() + ")");
@@ -63,7 +69,7 @@ final class LatentForwardPass extends DecoderPass {
             mlpOut = proj;
         }
 
-        lmHead(residual, mlpOut, sampleRows, logits);
+        lmHead(residual, mlpOut, model.lastRows(sampleRows), w.finalNorm(), eps, w.lmHead(), logits);
     }
 
     /** The latent attention of one layer: {@code x [n, H]} in, {@code out [n, H]} (after o_proj) out. */

@@ -25,8 +25,13 @@ import org.mstar.resources.lora.AdapterManager;
  * unfused for the whole step, correctness first. Steps without an adapter row run exactly as without adapters.
  */
 final class LlamaForwardPass extends DecoderPass {
+    private final LlamaModel model;
+    private final ModelConfig cfg;
+
     LlamaForwardPass(LlamaModel model, DType activations) {
-        super(model, activations);
+        super(model.device(), activations, model.config().vocabSize());
+        this.model = model;
+        this.cfg = model.config();
     }
 
     @Override
@@ -134,7 +139,7 @@ final class LlamaForwardPass extends DecoderPass {
             }
         }
 
-        lmHead(residual, tensorsToAdd, sampleRows, logits);
+        lmHead(residual, tensorsToAdd, model.lastRows(sampleRows), w.finalNorm(), eps, w.lmHead(), logits);
     }
 
     /** Whether some adapter of the step's library targets a module that {@code fused} computes. */

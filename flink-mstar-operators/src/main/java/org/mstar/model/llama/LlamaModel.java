@@ -223,6 +223,22 @@ public final class LlamaModel implements AutoCloseable {
         new LlamaForwardPass(this, activations).runAllRows(tokens, logits, held);
     }
 
+    /**
+     * The step's row of the last token of each segment at {@code sampleRows} (indexes into the step's segments); null
+     * for null (every row).
+     */
+    int[] lastRows(int[] sampleRows) {
+        if (sampleRows == null) {
+            return null;
+        }
+        int[] last = resources.attention().lastRows(DecoderPass.LABEL);
+        int[] rows = new int[sampleRows.length];
+        for (int i = 0; i < rows.length; i++) {
+            rows[i] = last[sampleRows[i]];
+        }
+        return rows;
+    }
+
     @Override
     public void close() {
         weights.close();

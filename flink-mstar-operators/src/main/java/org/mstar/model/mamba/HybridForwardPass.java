@@ -1,15 +1,11 @@
 package org.mstar.model.mamba;
 
-import java.util.ArrayList;
-import java.util.List;
-import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
-import org.mstar.device.Device;
 import org.mstar.device.Mamba2Shape;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.HybridConfig;
-import org.mstar.resources.Segment;
+import org.mstar.model.llama.DecoderPass;
 import org.mstar.resources.recurrent.RecurrentPlan;
 import org.mstar.resources.recurrent.RecurrentStateManager;
 
@@ -19,51 +15,21 @@ import org.mstar.resources.recurrent.RecurrentStateManager;
  * RMSNorm with the residual add → gate/up projection with SiLU·mul → down projection. A mixer is the input projection
  * {@code [z | xBC | dt]} → causal conv1d of xBC with SiLU, from and back to the request's window → the state-space
  * scan over each segment (a step of decode rows only takes the one-step update), from and back to its state → gated
- * RMSNorm of y by z → output projection. Temporaries are released when the pass ends.
+ * RMSNorm of y by z → output projection. What every decoder pass shares (temporaries, the final norm and LM head) is
+ * {@link DecoderPass}'s.
  */
-final class HybridForwardPass {
-    private static final String LABEL = Segment.MAIN;
-
+final class HybridForwardPass extends DecoderPass {
     private final HybridModel model;
     private final HybridConfig cfg;
-    private final Device device;
-    private final ComputeOps ops;
-    private final DType act;
-    private final List<Tensor> temporaries = new ArrayList<>();
 
     HybridForwardPass(HybridModel model, DType activations) {
+        super(model.device(), activations, model.config().vocabSize());
         this.model = model;
         this.cfg = model.config();
-        this.device = model.device();
-        this.ops = device.ops();
-        this.act = activations;
     }
 
-    /** Logits {@code [sampleRows.length, vocab]} of the sampled rows; temporaries are freed when the pass ends. */
-    Tensor run(Tensor tokens, int[] sampleRows) {
-        Tensor logits = device.allocate(DType.F32, sampleRows.length, cfg.vocabSize());
-        try {
-            forward(tokens, sampleRows, logits);
-            return logits;
-        } catch (RuntimeException e) {
-            logits.close();
-            throw e;
-        } finally {
-            temporaries.forEach(Tensor::close);
-        }
-    }
-
-    /** Logits of every row into {@code logits}; the temporaries go to {@code held} instead of being freed. */
-    void runAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
-        try {
-            forward(tokens, null, logits);
-        } finally {
-            held.addAll(temporaries);
-        }
-    }
-
-    /** @param sampleRows null for every row in order (each row one sequence's last token, as in decode) */
-    private void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
+    @Override
+    protected void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
         HybridWeights w = model.weights();
         int n = (int) tokens.dim(0);
         int hidden = cfg.hiddenSize();
@@ -100,24 +66,14 @@ final class HybridForwardPass {
                 toAdd = mlpOut;
             }
         }
-        Tensor lastResidual = residual;
-        Tensor lastOut = toAdd;
-        int m = n;
+        int[] lastRows = null;
         if (sampleRows != null) {
-            m = sampleRows.length;
-            int[] rows = new int[m];
-            for (int i = 0; i < m; i++) {
-                rows[i] = starts[sampleRows[i] + 1] - 1;
+            lastRows = new int[sampleRows.length];
+            for (int i = 0; i < lastRows.length; i++) {
+                lastRows[i] = starts[sampleRows[i] + 1] - 1;
             }
-            Tensor rowIdx = track(device.fromInts(rows, m));
-            lastResidual = temp(DType.F32, m, hidden);
-            lastOut = temp(act, m, hidden);
-            ops.gatherRows(residual, rowIdx, lastResidual);
-            ops.gatherRows(toAdd, rowIdx, lastOut);
         }
-        Tensor finalHidden = temp(act, m, hidden);
-        ops.rmsNorm(lastOut, lastResidual, w.finalNorm(), eps, finalHidden);
-        ops.matmul(finalHidden, w.lmHead(), null, logits);
+        lmHead(residual, toAdd, lastRows, w.finalNorm(), eps, w.lmHead(), logits);
     }
 
     /** Whether every segment of the step is one token, so the scan is the one-step update. */
@@ -179,14 +135,5 @@ final class HybridForwardPass {
             ops.gatedRmsNorm(y, proj, mw.norm(), 1, (float) cfg.normEps(), y);
             ops.matmul(y, mw.outProj(), null, out);
         }
-    }
-
-    private Tensor temp(DType dtype, long... shape) {
-        return track(device.allocate(dtype, shape));
-    }
-
-    private Tensor track(Tensor t) {
-        temporaries.add(t);
-        return t;
     }
 }
