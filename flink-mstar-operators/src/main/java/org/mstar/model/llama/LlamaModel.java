@@ -31,8 +31,8 @@ import org.mstar.resources.StreamLabel;
 import org.mstar.resources.SubmoduleStep;
 
 /**
- * A Llama-family decoder (Llama 2/3/3.x, Qwen2/3, Mistral, Gemma 3, Phi-3/4, and DeepSeek-V2 with dense layers, whose
- * latent attention keeps latent KV pages and runs {@link LatentForwardPass}) on the resource layer: it declares its
+ * A Llama-family decoder (Llama 2/3/3.x, Qwen2/3, Mistral, Gemma 3, Phi-3/4, the mixtures of experts OLMoE and
+ * Qwen3-MoE, and DeepSeek-V2, whose latent attention keeps latent KV pages and runs {@link LatentForwardPass}) on the resource layer: it declares its
  * resources (paged KV, attention, RoPE positions, sampler), builds a {@link SubmoduleStep} per batch,
  * and runs its forward through the device's compute ops, reading the resources' plans.
  *
