@@ -129,5 +129,10 @@ class MoeArchitectureConfigTest {
                 .numHeads(2).maxPositionEmbeddings(8).vocabSize(8).moe(new MoeConfig(4, 6, MoeRouting.softmaxTopK(2,
                         false), List.of(true))).build())
                 .hasMessageContaining("OLMoE's experts are intermediate_size 8 wide, got 6");
+        // shared experts are DeepSeek-V2's: their config.json has no key for them
+        assertThatThrownBy(() -> ModelConfig.builder(Architecture.OLMOE).hiddenSize(16).intermediateSize(8).numLayers(1)
+                .numHeads(2).maxPositionEmbeddings(8).vocabSize(8).moe(new MoeConfig(4, 8, MoeRouting.softmaxTopK(2,
+                        false), List.of(true), 16)).build())
+                .hasMessageContaining("OlmoeForCausalLM has no shared experts");
     }
 }
