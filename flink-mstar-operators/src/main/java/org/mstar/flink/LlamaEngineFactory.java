@@ -15,6 +15,7 @@ import org.mstar.engine.EngineSizing;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.SchedulerOptions;
 import org.mstar.engine.SchedulingPolicy;
+import org.mstar.model.HybridConfig;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.whisper.WhisperConfig;
@@ -25,7 +26,8 @@ import org.slf4j.LoggerFactory;
  * Builds a {@code LlamaEngine} (Llama, Qwen2, Mistral checkpoints in Hugging Face layout) on each subtask's device,
  * from the model folder {@link GenerateOptions#MODEL_DIR} and the knobs of {@link LlamaEngineOptions}. The default
  * {@link GenerateOptions#ENGINE_FACTORY}. A Whisper folder ({@code model_type: whisper}) is served by a
- * {@link WhisperEngineFactory} instead.
+ * {@link WhisperEngineFactory} instead, and a Mamba2 or Bamba folder (config.json's architecture) by a
+ * {@link HybridEngineFactory}.
  */
 @PublicEvolving
 public final class LlamaEngineFactory implements EngineFactory {
@@ -63,6 +65,8 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final int adapterSlots;
     /** Set when the model folder is a Whisper checkpoint: that factory builds the engines. */
     private final WhisperEngineFactory whisper;
+    /** Set when the model folder is a Mamba2 or Bamba checkpoint: that factory builds the engines. */
+    private final HybridEngineFactory hybrid;
 
     /** @throws IllegalArgumentException when {@link GenerateOptions#MODEL_DIR} is not set */
     public LlamaEngineFactory(ReadableConfig config) {
@@ -95,6 +99,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.adaptersDir = config.getOptional(LlamaEngineOptions.ADAPTERS_DIR).orElse(null);
         this.adapterSlots = config.get(LlamaEngineOptions.ADAPTER_SLOTS);
         this.whisper = WhisperConfig.isWhisper(Path.of(modelDir)) ? new WhisperEngineFactory(config) : null;
+        this.hybrid = HybridConfig.isHybrid(Path.of(modelDir)) ? new HybridEngineFactory(config) : null;
         options(); // rejects invalid knobs where the job is built, not on the TaskManagers
         sizingRequest();
     }
@@ -110,6 +115,9 @@ public final class LlamaEngineFactory implements EngineFactory {
     public GenerationEngine create(String device, int subtaskIndex) {
         if (whisper != null) {
             return whisper.create(device, subtaskIndex);
+        }
+        if (hybrid != null) {
+            return hybrid.create(device, subtaskIndex);
         }
         try {
             SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device, quantization);

@@ -2,7 +2,9 @@ package org.mstar.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.Set;
@@ -87,6 +89,24 @@ public record HybridConfig(Family family, int hiddenSize, int numLayers, int voc
     /** Channels of an attention head: {@code hiddenSize / attentionHeads}. */
     public int attentionHeadDim() {
         return attentionHeads == 0 ? 0 : hiddenSize / attentionHeads;
+    }
+
+    /**
+     * Whether {@code folder}'s config.json names a Mamba2 or Bamba architecture (false when it has none or cannot be
+     * read: the folder is then left to the other families' loaders, which say what is wrong with it).
+     */
+    public static boolean isHybrid(Path folder) {
+        Path file = folder.resolve("config.json");
+        if (!Files.isRegularFile(file)) {
+            return false;
+        }
+        try {
+            JsonNode arch = HfConfigJson.readFile(file).get("architectures");
+            return arch != null && arch.isArray() && arch.size() == 1
+                    && Arrays.stream(Family.values()).anyMatch(f -> f.hfName.equals(arch.get(0).asText()));
+        } catch (IOException | ModelFormatException e) {
+            return false;
+        }
     }
 
     /** @throws ModelFormatException naming the key that is missing, malformed or not supported */

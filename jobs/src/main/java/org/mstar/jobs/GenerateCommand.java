@@ -13,9 +13,11 @@ import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineStats;
 import org.mstar.engine.FinishReason;
 import org.mstar.engine.FinishedRequest;
+import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
-import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.HybridEngineLoader;
 import org.mstar.engine.LlamaEngineLoader;
+import org.mstar.model.HybridConfig;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.chat.ChatMessage;
 import org.mstar.model.llama.KvCacheOptions;
@@ -40,8 +42,12 @@ final class GenerateCommand implements Callable<Integer> {
             description = "Random weights of this config.json's geometry (no value: a bundled tiny Llama).")
     String random;
 
-    @Option(names = "--prompt", required = true, description = "The prompt text.")
+    @Option(names = "--prompt", description = "The prompt text.")
     String prompt;
+
+    @Option(names = "--prompt-ids", paramLabel = "ID,ID,...", split = ",",
+            description = "Instead of --prompt: the prompt as token ids of the model's vocabulary.")
+    int[] promptIds;
 
     @Option(names = "--max-tokens", defaultValue = "64", description = "Most tokens to generate (default: ${DEFAULT-VALUE}).")
     int maxTokens;
@@ -105,6 +111,9 @@ final class GenerateCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--random-adapters goes with --random (or no --model), and instead of"
                     + " --adapters");
         }
+        if ((prompt == null) == (promptIds == null) || (promptIds != null && chat)) {
+            throw new IllegalArgumentException("give --prompt TEXT or --prompt-ids ID,ID,... (not with --chat)");
+        }
         if (model == null && random == null) {
             random = "";
             out.println("[no --model given: serving a bundled random-weight tiny Llama; its text is gibberish]");
@@ -124,15 +133,14 @@ final class GenerateCommand implements Callable<Integer> {
         }
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
-        try (Device dev = Devices.open(device); LlamaEngine engine = LlamaEngineLoader.load(dir, dev, options,
-                WeightQuantization.parse(quantization), new LoadProgressLines(System.err::println))) {
+        try (Device dev = Devices.open(device); GenerationEngine engine = load(dir, dev, options)) {
             try {
                 submit(engine, sampling);
             } catch (RequestValidationException e) {
                 System.err.println("error 400: " + e.getMessage());
                 return 1;
             }
-            out.print(chat ? "" : prompt);
+            out.print(chat || prompt == null ? "" : prompt);
             out.flush();
             FinishedRequest done = StreamedRun.toEnd(engine, out);
             if (done == null) {
@@ -143,8 +151,29 @@ final class GenerateCommand implements Callable<Integer> {
         }
     }
 
-    /** The prompt as text, or with --chat as a conversation the engine renders with the model's chat template. */
-    private void submit(LlamaEngine engine, SamplingReqConfig sampling) {
+    /** The engine of the folder's architecture: Mamba2 and Bamba on the hybrid engine, the others on the Llama one. */
+    private GenerationEngine load(Path dir, Device dev, EngineOptions options) {
+        WeightQuantization weights = WeightQuantization.parse(quantization);
+        if (!HybridConfig.isHybrid(dir)) {
+            return LlamaEngineLoader.load(dir, dev, options, weights, new LoadProgressLines(System.err::println));
+        }
+        if (weights != WeightQuantization.NONE) {
+            throw new IllegalArgumentException("--quantization " + quantization + ": a Mamba2 or Bamba model is served"
+                    + " with its weights as stored");
+        }
+        return HybridEngineLoader.load(dir, dev, options);
+    }
+
+    /**
+     * The prompt as text, as token ids, or with --chat as a conversation the engine renders with the model's chat
+     * template.
+     */
+    private void submit(GenerationEngine engine, SamplingReqConfig sampling) {
+        if (promptIds != null) {
+            engine.submit(GenerationRequest.builder("cli").promptTokenIds(promptIds).sampling(sampling)
+                    .maxTokens(maxTokens).constraint(constraint.constraint()).adapter(adapter).build());
+            return;
+        }
         if (!chat) {
             engine.submit(GenerationRequest.builder("cli").promptText(prompt).sampling(sampling).maxTokens(maxTokens)
                     .constraint(constraint.constraint()).adapter(adapter).build());
