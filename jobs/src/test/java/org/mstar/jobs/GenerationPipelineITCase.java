@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -49,7 +50,8 @@ import org.mstar.schemas.GenerateRequest;
 /**
  * The whole job on a Flink MiniCluster (RocksDB state) between topics of an in-process Kafka broker: with the
  * fake engine, exactly-once output, recovery from injected failures, at-least-once repeats, rescaling through
- * savepoints and bad input; with the Llama engine on a small random model, recovery with identical tokens.
+ * savepoints and bad input; with the Llama engine on a small random model, recovery with identical tokens; with
+ * tiny Mamba2 and Bamba checkpoints, transformers' tokens through a recovery, and bad input.
  * Every check reads the responses topic as a read_committed consumer.
  */
 class GenerationPipelineITCase {
@@ -128,9 +130,53 @@ class GenerationPipelineITCase {
         }
         long launchedBefore = CpuLlamaEngineFactory.launchedAhead();
         EngineFactory served = launchAhead ? CpuLlamaEngineFactory.launchingAhead(tmp.resolve("random-" + name)) : llama;
-        Job job = new Job(name, served);
+        TestRequests.Collected out = recoveredFromAFailure(new Job(name, served), requests, expected, 150);
+        assertThat(CpuLlamaEngineFactory.launchedAhead() > launchedBefore).as("decode steps launched ahead")
+                .isEqualTo(launchAhead);
+        assertThat(out.results.get("llama-0").get(0).getText()).as("detokenised text").isNotEmpty();
+        for (int i = 0; i < requests.size(); i += 6) {
+            var result = out.results.get("llama-" + i).get(0);
+            assertThat(result.getFinishReason()).isEqualTo("stop");
+            assertThat(result.getText()).matches("[a-z]{1,6}( [a-z]{1,6}){2,8}");
+        }
+    }
+
+    /**
+     * Mamba2 and Bamba (the fixtures transformers wrote: Mamba2 mixers, Bamba's layer 1 attention) served by the
+     * default factory from their folders: each request's committed tokens are transformers' greedy continuation, also
+     * across a task failure mid-generation, after which the restore rebuilds each request's recurrent state from its
+     * prompt and the tokens it had emitted.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"mamba2", "bamba"})
+    void aHybridModelRecoversFromAFailureWithTransformersTokens(String arch) throws Exception {
+        LlamaEngineFactory hybrid = hybrid(arch, arch);
+        TinyHybrid.Reference ref = TinyHybrid.reference(arch, tmp.resolve(arch + "-reference"));
+        int maxTokens = 48;
+        List<GenerateRequest> requests = new ArrayList<>();
+        Map<String, List<Integer>> expected = new HashMap<>();
+        for (int p = 0; p < ref.prompts().size(); p++) {
+            GenerateRequest r = TestRequests.request(arch + "-" + p, p);
+            r.setPrompt(null);
+            r.setPromptTokenIds(Arrays.stream(ref.prompts().get(p)).boxed().toList());
+            r.setMaxTokens(maxTokens);
+            r.setTemperature(0.0);
+            r.setIgnoreEos(true);
+            requests.add(r);
+            expected.put(r.getRequestId(), Arrays.stream(ref.tokens().get(p), 0, maxTokens).boxed().toList());
+        }
+        recoveredFromAFailure(new Job(arch, hybrid), requests, expected, 60);
+    }
+
+    /**
+     * Serves {@code requests} at parallelism 2 with a failure once {@code tokens} tokens are generated
+     * ({@link #startAndFailMidGeneration}), and checks that each request's committed tokens are its {@code expected}
+     * ones, that no request failed and that some were resumed mid-generation. Returns what was committed.
+     */
+    private static TestRequests.Collected recoveredFromAFailure(Job job, List<GenerateRequest> requests,
+            Map<String, List<Integer>> expected, int tokens) throws Exception {
         Scenario scenario = Scenario.start(job.name);
-        scenario.pauseAfterTokens(150);
+        scenario.pauseAfterTokens(tokens);
         KAFKA.kafka().produce(job.requests, requests);
 
         JobClient client = startAndFailMidGeneration(job, scenario, 2);
@@ -140,14 +186,7 @@ class GenerationPipelineITCase {
         out.assertComplete(requests, expected);
         assertThat(out.errors).isEmpty();
         assertThat(scenario.resumedMidGeneration()).as("requests resumed from a checkpoint mid-generation").isPositive();
-        assertThat(CpuLlamaEngineFactory.launchedAhead() > launchedBefore).as("decode steps launched ahead")
-                .isEqualTo(launchAhead);
-        assertThat(out.results.get("llama-0").get(0).getText()).as("detokenised text").isNotEmpty();
-        for (int i = 0; i < requests.size(); i += 6) {
-            var result = out.results.get("llama-" + i).get(0);
-            assertThat(result.getFinishReason()).isEqualTo("stop");
-            assertThat(result.getText()).matches("[a-z]{1,6}( [a-z]{1,6}){2,8}");
-        }
+        return out;
     }
 
     @Test
@@ -207,9 +246,14 @@ class GenerationPipelineITCase {
     }
 
     @ParameterizedTest(name = "{0} engine")
-    @ValueSource(strings = {"fake", "llama"})
+    @ValueSource(strings = {"fake", "llama", "bamba"})
     void badInputGetsOneErrorEachWhileTheJobRunsOn(String engine) throws Exception {
-        Job job = engine.equals("fake") ? new Job("bad-fake", 2, Duration.ZERO) : new Job("bad-llama", llama("bad"));
+        LlamaEngineFactory real = switch (engine) {
+            case "llama" -> llama("bad");
+            case "bamba" -> hybrid("bamba", "bad-bamba");
+            default -> null;
+        };
+        Job job = real == null ? new Job("bad-fake", 2, Duration.ZERO) : new Job("bad-" + engine, real);
         Scenario scenario = Scenario.start(job.name);
         List<GenerateRequest> good = TestRequests.requests("good", 4);
         byte[] valid = KafkaTestSupport.bytes(good.get(0));
@@ -246,10 +290,10 @@ class GenerationPipelineITCase {
 
         assertThat(status).isEqualTo(JobStatus.RUNNING);
         assertThat(scenario.engines()).as("engines built: none was rebuilt by a restart").isEqualTo(1);
-        if (engine.equals("fake")) {
+        if (real == null) {
             out.assertComplete(good);
         } else {
-            try (GenerationEngine reference = llama("bad-reference").create("cpu", 0)) {
+            try (GenerationEngine reference = real.create("cpu", 0)) {
                 out.assertComplete(good, TestRequests.reference(good, reference));
             }
         }
@@ -456,6 +500,14 @@ class GenerationPipelineITCase {
         engineConf.set(GenerateOptions.MODEL_DIR, model.toString());
         engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
         options.accept(engineConf);
+        return new LlamaEngineFactory(engineConf);
+    }
+
+    /** The default factory over a copy of the {@code arch} fixture ("mamba2" or "bamba") under {@code folder}. */
+    private LlamaEngineFactory hybrid(String arch, String folder) throws Exception {
+        Configuration engineConf = new Configuration();
+        engineConf.set(GenerateOptions.MODEL_DIR, TinyHybrid.copyTo(arch, tmp.resolve(folder)).toString());
+        engineConf.set(LlamaEngineOptions.MAX_BATCH_ROWS, 4);
         return new LlamaEngineFactory(engineConf);
     }
 

@@ -13,13 +13,15 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.model.lora.RandomPeftAdapters;
+import org.mstar.model.tokenizer.TextTokenizer;
 import picocli.CommandLine;
 
 /**
- * {@code mstar generate --adapter NAME}: one prompt through one LoRA adapter of a folder, or a 400 naming it; and
- * {@code --quantization fp8}, the same prompt with the projections kept in FP8.
+ * {@code mstar generate --adapter NAME}: one prompt through one LoRA adapter of a folder, or a 400 naming it;
+ * {@code --quantization fp8}, the same prompt with the projections kept in FP8; and a Bamba folder, served by the
+ * hybrid engine, printing transformers' continuation.
  */
-class GenerateAdapterTest {
+class GenerateCommandTest {
     @TempDir
     static Path dir;
 
@@ -33,7 +35,14 @@ class GenerateAdapterTest {
     /** Exit status, stdout and the error stream of one {@code mstar} run. */
     private record Run(int status, String out, String err) {}
 
+    /** {@code generate} on the random Llama and the prompt "hi", greedy, 8 tokens, with {@code extra} flags. */
     private static Run generate(String... extra) {
+        return mstar(java.util.stream.Stream.concat(java.util.stream.Stream.of("generate", "--model",
+                dir.resolve("model").toString(), "--prompt", "hi", "--temperature", "0", "--max-tokens", "8"),
+                java.util.Arrays.stream(extra)).toArray(String[]::new));
+    }
+
+    private static Run mstar(String... args) {
         PrintStream stdout = System.out;
         PrintStream stderr = System.err;
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -44,9 +53,6 @@ class GenerateAdapterTest {
             System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
             CommandLine cli = Mstar.commandLine();
             cli.setErr(new PrintWriter(cliErr, true));
-            String[] args = java.util.stream.Stream.concat(java.util.stream.Stream.of("generate", "--model",
-                    dir.resolve("model").toString(), "--prompt", "hi", "--temperature", "0", "--max-tokens", "8"),
-                    java.util.Arrays.stream(extra)).toArray(String[]::new);
             int status = cli.execute(args);
             // the first engine of the JVM logs its start to stdout; the text is the rest
             String text = out.toString(StandardCharsets.UTF_8).replaceAll("(?m)^\\d\\d:\\d\\d:\\d\\d,\\d+ [A-Z]+ .*\\R", "");
@@ -86,6 +92,30 @@ class GenerateAdapterTest {
                 "support");
         assertThat(adapted.status()).as(adapted.err()).isZero();
         assertThat(adapted.out()).isNotEqualTo(fp8.out());
+    }
+
+    @Test
+    void aBambaFolderPrintsTransformersContinuation() throws Exception {
+        Path bamba = TinyHybrid.copyTo("bamba", dir.resolve("bamba"));
+        TinyHybrid.Reference ref = TinyHybrid.reference("bamba", dir.resolve("bamba-reference"));
+        int[] prompt = ref.prompts().get(1);
+        int[] continuation = java.util.Arrays.copyOf(ref.tokens().get(1), 40);
+        Run run = mstar("generate", "--model", bamba.toString(), "--prompt-ids", java.util.Arrays.stream(prompt)
+                .mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(",")), "--temperature", "0",
+                "--max-tokens", "40");
+
+        assertThat(run.status()).as(run.err()).isZero();
+        try (TextTokenizer tokenizer = TextTokenizer.load(bamba)) {
+            String text = tokenizer.decode(continuation);
+            assertThat(text).as("the continuation as text").isNotBlank();
+            assertThat(run.out()).isEqualTo(text + System.lineSeparator());
+        }
+        assertThat(run.err()).contains("[" + prompt.length + " prompt tokens, 40 generated, finish=length");
+
+        Run fp8 = mstar("generate", "--model", bamba.toString(), "--prompt", "hi", "--quantization", "fp8");
+        assertThat(fp8.status()).isEqualTo(2);
+        assertThat(fp8.err()).contains("--quantization fp8: a Mamba2 or Bamba model is served with its weights as"
+                + " stored");
     }
 
     @Test

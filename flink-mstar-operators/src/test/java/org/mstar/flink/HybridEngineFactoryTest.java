@@ -1,0 +1,87 @@
+package org.mstar.flink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.ByteOrder;
+import java.nio.IntBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Consumer;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.util.InstantiationUtil;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.mstar.engine.EngineRole;
+import org.mstar.engine.GenerationEngine;
+import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.StepResult;
+import org.mstar.engine.TokenOutput;
+import org.mstar.model.io.SafetensorsFile;
+import org.mstar.resources.SamplingReqConfig;
+
+/**
+ * A job that names a Mamba2 or Bamba folder gets the hybrid engine from the default factory (config.json's
+ * architecture decides): transformers' greedy tokens out, after the factory travelled serialised as in a job graph.
+ * What these models are not served with is refused by name where the job is built.
+ */
+class HybridEngineFactoryTest {
+    private static Path fixture(String arch) {
+        return Path.of("src/test/resources/org/mstar/model/fixtures/" + arch);
+    }
+
+    private static Configuration conf(String arch) {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, fixture(arch).toString());
+        return conf;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"mamba2", "bamba"})
+    void theDefaultFactoryServesAHybridFolderWithTheHybridEngine(String arch) throws Exception {
+        EngineFactory factory = InstantiationUtil.clone(new LlamaEngineFactory(conf(arch)));
+        int[] prompt;
+        int[] expected;
+        try (SafetensorsFile ref = SafetensorsFile.open(fixture(arch).resolve("reference.safetensors"))) {
+            prompt = ints(ref, "prompt.1");
+            expected = Arrays.copyOf(ints(ref, "tokens.1"), 24);
+        }
+        try (GenerationEngine engine = factory.create("cpu", 0)) {
+            engine.submit(GenerationRequest.builder("r").promptTokenIds(prompt).sampling(SamplingReqConfig.greedy())
+                    .maxTokens(expected.length).ignoreEos(true).build());
+            List<Integer> tokens = new ArrayList<>();
+            while (engine.hasWork()) {
+                StepResult r = engine.step();
+                assertThat(r.failures()).isEmpty();
+                r.tokens().stream().map(TokenOutput::tokenId).forEach(tokens::add);
+            }
+            assertThat(tokens).containsExactly(Arrays.stream(expected).boxed().toArray(Integer[]::new));
+        }
+    }
+
+    @Test
+    void whatTheseModelsAreNotServedWithIsRefusedByName() {
+        refused(c -> c.set(LlamaEngineOptions.PREFIX_CACHE, true), "mstar.kv.prefix-cache=true");
+        refused(c -> c.set(LlamaEngineOptions.CPU_OFFLOAD_PAGES, 8), "mstar.kv.cpu-offload-pages");
+        refused(c -> c.set(LlamaEngineOptions.QUANTIZATION, "fp8"), "mstar.engine.quantization=fp8");
+        refused(c -> c.set(LlamaEngineOptions.ADAPTERS_DIR, "/adapters"), "LoRA adapters");
+        refused(c -> c.set(DisaggregationOptions.ENGINE_ROLE, EngineRole.PREFILL), "disaggregated prefill and decode");
+    }
+
+    private static void refused(Consumer<Configuration> option, String named) {
+        Configuration conf = conf("bamba");
+        option.accept(conf);
+        assertThatThrownBy(() -> new LlamaEngineFactory(conf)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("keeps a recurrent state per request and is served without " + named);
+    }
+
+    private static int[] ints(SafetensorsFile f, String name) throws Exception {
+        IntBuffer b = f.bytes(name).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+        int[] out = new int[b.remaining()];
+        b.get(out);
+        return out;
+    }
+}
