@@ -101,12 +101,26 @@ public record HybridConfig(Family family, int hiddenSize, int numLayers, int voc
             return false;
         }
         try {
-            JsonNode arch = HfConfigJson.readFile(file).get("architectures");
-            return arch != null && arch.isArray() && arch.size() == 1
-                    && Arrays.stream(Family.values()).anyMatch(f -> f.hfName.equals(arch.get(0).asText()));
+            return isHybrid(HfConfigJson.readFile(file));
         } catch (IOException | ModelFormatException e) {
             return false;
         }
+    }
+
+    /** Whether config.json content {@code root} names a Mamba2 or Bamba architecture. */
+    public static boolean isHybrid(JsonNode root) {
+        JsonNode arch = root.get("architectures");
+        return arch != null && arch.isArray() && arch.size() == 1
+                && Arrays.stream(Family.values()).anyMatch(f -> f.hfName.equals(arch.get(0).asText()));
+    }
+
+    /**
+     * Reads config.json content {@code root}, {@code source} naming it in messages.
+     *
+     * @throws ModelFormatException naming the key that is missing, malformed or not supported
+     */
+    public static HybridConfig fromJson(JsonNode root, String source) {
+        return parse(new ConfigFields(root, source));
     }
 
     /** @throws ModelFormatException naming the key that is missing, malformed or not supported */

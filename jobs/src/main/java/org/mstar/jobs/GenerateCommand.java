@@ -39,7 +39,8 @@ final class GenerateCommand implements Callable<Integer> {
     Path model;
 
     @Option(names = "--random", paramLabel = "CONFIG.json", arity = "0..1", fallbackValue = "",
-            description = "Random weights of this config.json's geometry (no value: a bundled tiny Llama).")
+            description = "Random weights of this config.json's geometry, a Llama-family, Mamba2 or Bamba one (no"
+                    + " value: a bundled tiny Llama).")
     String random;
 
     @Option(names = "--prompt", description = "The prompt text.")

@@ -1,5 +1,6 @@
 package org.mstar.jobs;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
@@ -18,10 +19,13 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.mstar.device.DType;
+import org.mstar.device.Mamba2Shape;
+import org.mstar.model.HybridConfig;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.ModelFormatException;
 import org.mstar.model.llama.CheckpointWriter;
 import org.mstar.model.lora.RandomPeftAdapters;
+import org.mstar.model.mamba.HybridCheckpointWriter;
 import org.mstar.resources.kv.PrefixKeys;
 
 /**
@@ -65,11 +69,21 @@ public final class ModelSource {
 
     private static Path randomCheckpoint(String configPath, PrintWriter progress) {
         byte[] configJson;
-        ModelConfig config;
+        long expected;
+        ScratchWriter writer;
         try {
             configJson = configPath.isEmpty() ? bundled() : Files.readAllBytes(Path.of(configPath));
-            config = ModelConfig.fromJson(new ObjectMapper().readTree(configJson),
-                    configPath.isEmpty() ? BUNDLED_CONFIG : configPath);
+            JsonNode root = new ObjectMapper().readTree(configJson);
+            String source = configPath.isEmpty() ? BUNDLED_CONFIG : configPath;
+            if (root != null && HybridConfig.isHybrid(root)) {
+                HybridConfig config = HybridConfig.fromJson(root, source);
+                expected = weightBytes(config);
+                writer = scratch -> HybridCheckpointWriter.writeRandom(config, root, RANDOM_SEED, scratch);
+            } else {
+                ModelConfig config = ModelConfig.fromJson(root, source);
+                expected = weightBytes(config);
+                writer = scratch -> CheckpointWriter.writeRandom(config, DType.F32, RANDOM_SEED, scratch);
+            }
         } catch (NoSuchFileException e) {
             throw new IllegalArgumentException("--random " + configPath + ": no such file");
         } catch (IOException | ModelFormatException e) {
@@ -81,7 +95,7 @@ public final class ModelSource {
             return dir;
         }
         try {
-            write(config, dir, progress);
+            write(dir, expected, writer, progress);
             return dir;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write a random checkpoint to " + dir, e);
@@ -116,9 +130,11 @@ public final class ModelSource {
         }
     }
 
-    /** Writes the checkpoint into {@code dir} ({@link #writeOnce}), reporting the progress of a large one. */
-    private static void write(ModelConfig config, Path dir, PrintWriter progress) throws IOException {
-        long expected = weightBytes(config);
+    /**
+     * Writes a checkpoint of about {@code expected} bytes into {@code dir} ({@link #writeOnce}), reporting the progress
+     * of a large one.
+     */
+    private static void write(Path dir, long expected, ScratchWriter writer, PrintWriter progress) throws IOException {
         ScheduledExecutorService reporter = null;
         if (expected >= PROGRESS_BYTES) {
             progress.printf(Locale.ROOT, "Writing random weights (%.1f GiB, once) to %s%n", gib(expected), dir);
@@ -138,7 +154,7 @@ public final class ModelSource {
                         progress.flush();
                     }, 2, 2, TimeUnit.SECONDS);
                 }
-                CheckpointWriter.writeRandom(config, DType.F32, RANDOM_SEED, scratch);
+                writer.write(scratch);
             });
         } finally {
             if (reporter != null) {
@@ -188,6 +204,26 @@ public final class ModelSource {
                 mlp = experts * (3 * h * c.moe().get().expertIntermediateSize() + h);
             }
             layers += h * q + 2 * h * kv + q * h + mlp + 2 * h;
+        }
+        long embeddings = (long) c.vocabSize() * h * (c.tieWordEmbeddings() ? 1 : 2);
+        return 4 * (embeddings + layers + h);
+    }
+
+    /**
+     * f32 bytes of Mamba2 or Bamba weights: embeddings, LM head unless tied, final norm, and per layer its norm, then a
+     * mixer (projections, convolution, per-head A, dt bias and D, gated norm) or attention, and Bamba's MLP and norm.
+     */
+    private static long weightBytes(HybridConfig c) {
+        long h = c.hiddenSize();
+        Mamba2Shape m = c.mixer();
+        long mixer = (long) m.projWidth() * h + (long) m.convDim() * (m.convKernel() + 1) + 3L * m.heads()
+                + (long) m.inner() * (h + 1);
+        long attention = (long) c.attentionHeads() * c.attentionHeadDim() * h * 2
+                + 2L * c.kvHeads() * c.attentionHeadDim() * h;
+        long mlp = c.intermediateSize() == 0 ? 0 : 3L * h * c.intermediateSize() + h;
+        long layers = 0;
+        for (int l = 0; l < c.numLayers(); l++) {
+            layers += h + (c.isAttention(l) ? attention : mixer) + mlp;
         }
         long embeddings = (long) c.vocabSize() * h * (c.tieWordEmbeddings() ? 1 : 2);
         return 4 * (embeddings + layers + h);

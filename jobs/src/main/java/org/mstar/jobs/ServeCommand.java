@@ -36,8 +36,9 @@ final class ServeCommand implements Callable<Integer> {
     String model;
 
     @Option(names = "--random", paramLabel = "CONFIG.json", arity = "0..1", fallbackValue = "",
-            description = "Instead of --model: random weights of this config.json's geometry (no value: a bundled"
-                    + " tiny Llama), written once under ~/.cache/mstar. Their text is noise.")
+            description = "Instead of --model: random weights of this config.json's geometry, a Llama-family, Mamba2 or"
+                    + " Bamba one (no value: a bundled tiny Llama), written once under ~/.cache/mstar. Their text is"
+                    + " noise.")
     String random;
 
     @Option(names = "--engine-factory", paramLabel = "CLASS",

@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -116,6 +117,16 @@ class GenerateCommandTest {
         assertThat(fp8.status()).isEqualTo(2);
         assertThat(fp8.err()).contains("--quantization fp8: a Mamba2 or Bamba model is served with its weights as"
                 + " stored");
+    }
+
+    @Test
+    void randomWeightsOfABambaConfigAreServedByTheHybridEngine() throws Exception {
+        Path config = FixtureFiles.copy("bamba", "config.json", Files.createDirectories(dir.resolve("bamba-config")));
+        Run run = mstar("generate", "--random", config.toString(), "--prompt", "hi", "--temperature", "0",
+                "--max-tokens", "6");
+
+        assertThat(run.status()).as(run.err()).isZero();
+        assertThat(run.err()).contains("prompt tokens, 6 generated, finish=length");
     }
 
     @Test

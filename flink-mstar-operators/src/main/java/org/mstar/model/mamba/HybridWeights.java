@@ -3,6 +3,7 @@ package org.mstar.model.mamba;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -153,6 +154,11 @@ public final class HybridWeights implements AutoCloseable {
 
     public HybridConfig config() {
         return config;
+    }
+
+    /** Every tensor under its checkpoint name, in the checkpoint's shape (a tied LM head is the embedding's). */
+    public Map<String, Tensor> hfTensors() {
+        return Collections.unmodifiableMap(byName);
     }
 
     public Device device() {
