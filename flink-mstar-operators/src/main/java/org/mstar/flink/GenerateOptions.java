@@ -15,7 +15,8 @@ public final class GenerateOptions {
             .defaultValue(LlamaEngineFactory.class.getName())
             .withDescription("Class name of the EngineFactory that builds each subtask's engine. It needs a public"
                     + " constructor taking the job's ReadableConfig, from which it reads 'mstar.model.dir' and its"
-                    + " own options. The default serves Llama-family checkpoints.");
+                    + " own options. The default serves Llama-family checkpoints, and Whisper, Mamba2 and Bamba"
+                    + " ones by the engine their config.json names.");
 
     public static final ConfigOption<String> MODEL_DIR = ConfigOptions.key("mstar.model.dir")
             .stringType()
