@@ -16,6 +16,7 @@ import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.NodeResourceSpec;
+import org.mstar.resources.PrefixCaching;
 import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.builders.StandardBuilders;
@@ -132,8 +133,14 @@ final class EngineCore implements GenerationEngine {
                 model.defaultSampling(), stopRule, new Constraints(tokenizer, model.vocabSize(),
                 generation.eosTokenIds()), pageSize);
         this.scheduler = new Scheduler(options.maxBatchRows(), options.tokenBudget(), pageSize,
-                model.statePages(pageSize), options.scheduling());
-        this.prefixCached = kv.enablePrefixCache(PrefixRoot.of(built.values(), model.identity()), Set.of(keys.walk()));
+                model.statePages(pageSize), model.prefillChunkEdge(), options.scheduling());
+        byte[] prefixRoot = PrefixRoot.of(built.values(), model.identity());
+        this.prefixCached = kv.enablePrefixCache(prefixRoot, Set.of(keys.walk()));
+        if (prefixCached) {
+            // what else keeps state across requests (a recurrent model's state snapshots) opens under the same root
+            built.values().stream().filter(r -> r != kv).forEach(r -> r.capability(PrefixCaching.class)
+                    .ifPresent(c -> c.enablePrefixCache(prefixRoot, Set.of(keys.walk()))));
+        }
         this.graphs = options.decodeGraphs() ? new DecodeGraphs(model, options.maxBatchRows()) : null;
         this.steps = new StepBuilder(model, graphs);
         // a prefill engine hands every request off after its first token: it has no decode steps to plan ahead

@@ -120,6 +120,14 @@ public interface ModelRunner {
         return 0;
     }
 
+    /**
+     * Tokens at whose multiples a prefill chunk must end (a recurrent model's prefix cache snapshots its state
+     * between steps only), so no chunk runs across one; 0 when chunks may end anywhere.
+     */
+    default int prefillChunkEdge() {
+        return 0;
+    }
+
     /** How a request that names no sampling config draws. */
     default SamplingReqConfig defaultSampling() {
         return SamplingReqConfig.DEFAULTS;

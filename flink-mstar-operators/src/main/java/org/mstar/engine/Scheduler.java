@@ -25,6 +25,8 @@ final class Scheduler {
     private final int pageSize;
     /** KV pages a request's model state takes beside its tokens' ({@link ModelRunner#statePages}). */
     private final int statePages;
+    /** Tokens at whose multiples every prefill chunk ends; 0 for none. */
+    private final int chunkEdge;
     private final SchedulerOptions options;
     private final StepCostModel cost = new StepCostModel();
 
@@ -32,17 +34,21 @@ final class Scheduler {
      * @param pageSize tokens per KV page, for the page estimates that gate admission
      */
     Scheduler(int maxRows, int tokenBudget, int pageSize, SchedulerOptions options) {
-        this(maxRows, tokenBudget, pageSize, 0, options);
+        this(maxRows, tokenBudget, pageSize, 0, 0, options);
     }
 
     /**
      * @param pageSize tokens per KV page, for the page estimates that gate admission
      * @param statePages KV pages each request's model state takes beside its tokens', from its first step
+     * @param chunkEdge tokens at whose multiples every prefill chunk ends ({@link ModelRunner#prefillChunkEdge}),
+     *     0 for none
      */
-    Scheduler(int maxRows, int tokenBudget, int pageSize, int statePages, SchedulerOptions options) {
-        if (maxRows < 1 || tokenBudget < 1 || pageSize < 1 || statePages < 0) {
-            throw new IllegalArgumentException("maxRows, tokenBudget and pageSize must be >= 1, statePages >= 0");
+    Scheduler(int maxRows, int tokenBudget, int pageSize, int statePages, int chunkEdge, SchedulerOptions options) {
+        if (maxRows < 1 || tokenBudget < 1 || pageSize < 1 || statePages < 0 || chunkEdge < 0) {
+            throw new IllegalArgumentException("maxRows, tokenBudget and pageSize must be >= 1, statePages and"
+                    + " chunkEdge >= 0");
         }
+        this.chunkEdge = chunkEdge;
         this.maxRows = maxRows;
         this.tokenBudget = tokenBudget;
         this.pageSize = pageSize;
@@ -312,6 +318,9 @@ final class Scheduler {
                 return 0;
             }
             int span = Math.min(r.pending(), Math.min(budget, limit));
+            if (chunkEdge > 0) {
+                span = Math.min(span, chunkEdge - r.computed % chunkEdge);
+            }
             int need = pagesFor(r.computed + span) - pagesHeld(r.computed);
             boolean fresh = r.status == RequestStatus.WAITING;
             if (fresh && (admissionClosed || (!rows.isEmpty() && need > pagesLeft()))) {

@@ -25,6 +25,14 @@ public interface PrefixCaching {
         return null;
     }
 
+    /**
+     * The longest prefix of at most {@code tokens} (the smallest answer of {@link #resolveCachedPrefix}) this
+     * resource can take on: a resource that keeps state only at some lengths answers the longest of those it holds.
+     */
+    default int fitCachedPrefix(String rid, String nodeName, String graphWalk, int tokens) {
+        return tokens;
+    }
+
     /** Take on the prefix every resource agreed to skip (null if none); {@code inputs} are untrimmed. */
     default void applyCachedPrefix(String rid, String nodeName, String graphWalk, Map<String, int[]> inputs,
                                    CachedPrefix prefix) {}

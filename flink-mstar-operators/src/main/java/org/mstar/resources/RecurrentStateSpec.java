@@ -11,6 +11,9 @@ import java.util.Set;
  * scratch that capture padding rows read and write, so at most {@code slots - 1} requests hold a state at once.
  * {@code hostSlots} states of preempted requests may wait in host memory (0: none, the resource cannot offload).
  *
+ * <p>With {@link #withSnapshots} the prefix cache keeps snapshots of whole states, one every {@code snapshotInterval}
+ * tokens of a prompt, in {@code snapshotSlots} more device places after the requests' slots.
+ *
  * <p>The geometry is the checkpoint's; {@code slots} and {@code host_slots} are this deployment's (YAML).
  *
  * @see RecurrentStep
@@ -26,6 +29,9 @@ public final class RecurrentStateSpec implements NodeResourceSpec {
     private final StateDType convDType;
     private int slots;
     private int hostSlots;
+    private int snapshotSlots;
+    private int snapshotInterval;
+    private int pageSize;
 
     /** @param label the segment label of the rows that feed the state */
     public RecurrentStateSpec(String resourceKey, Set<String> nodes, String label, List<RecurrentLayer> layers,
@@ -60,6 +66,26 @@ public final class RecurrentStateSpec implements NodeResourceSpec {
             throw new IllegalArgumentException("recurrent state '" + resourceKey + "': host_slots must be >= 0, got "
                     + hostSlots);
         }
+    }
+
+    /**
+     * Keep state snapshots for the prefix cache.
+     *
+     * @param slots    snapshots kept at most (device places after the requests' slots), at least 1
+     * @param interval tokens between snapshots of a prompt, a multiple of {@code pageSize}
+     * @param pageSize tokens per page of the KV prefix cache, whose key of the page ending at a snapshot keys it
+     * @return this spec
+     */
+    public RecurrentStateSpec withSnapshots(int slots, int interval, int pageSize) {
+        if (slots < 1 || pageSize < 1 || interval < pageSize || interval % pageSize != 0) {
+            throw new IllegalArgumentException("recurrent state '" + resourceKey + "': snapshots need slots >= 1 and"
+                    + " an interval that is a multiple of the page size (asked: " + slots + " slots every "
+                    + interval + " tokens, pages of " + pageSize + ")");
+        }
+        this.snapshotSlots = slots;
+        this.snapshotInterval = interval;
+        this.pageSize = pageSize;
+        return this;
     }
 
     @Override
@@ -97,6 +123,21 @@ public final class RecurrentStateSpec implements NodeResourceSpec {
     /** Offloaded states host memory holds at most. */
     public int hostSlots() {
         return hostSlots;
+    }
+
+    /** Snapshot places of the prefix cache; 0 without {@link #withSnapshots}. */
+    public int snapshotSlots() {
+        return snapshotSlots;
+    }
+
+    /** Tokens between a prompt's snapshots; 0 without {@link #withSnapshots}. */
+    public int snapshotInterval() {
+        return snapshotInterval;
+    }
+
+    /** Tokens per page of the KV prefix cache whose keys key the snapshots; 0 without {@link #withSnapshots}. */
+    public int pageSize() {
+        return pageSize;
     }
 
     /** Bytes of one request's state over every layer. */

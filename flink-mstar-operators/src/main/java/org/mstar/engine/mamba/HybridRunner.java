@@ -22,7 +22,8 @@ import org.mstar.resources.sampler.SamplerResource;
 /**
  * Models of Mamba2 mixers ({@link HybridModel}: Mamba2, Bamba) as the engine loop's model. Each request's recurrent
  * state lives in a slot of the model's state resource from its first step to its end; a preempted request gives its
- * slot up and is recomputed from its prompt and generated tokens.
+ * slot up and is recomputed from its prompt and generated tokens. With the prefix cache on, prefill chunks end at
+ * the state snapshots' points.
  */
 public final class HybridRunner implements ModelRunner {
     private static final ResourceKeys KEYS = new ResourceKeys(HybridModel.NODE, HybridModel.WALK, HybridModel.KV,
@@ -76,6 +77,12 @@ public final class HybridRunner implements ModelRunner {
     @Override
     public int mainCacheWindow() {
         return 0;
+    }
+
+    /** The state snapshots' interval: a snapshot is taken only between steps. */
+    @Override
+    public int prefillChunkEdge() {
+        return model.snapshotInterval();
     }
 
     @Override

@@ -39,9 +39,11 @@ import org.mstar.resources.SubmoduleStep;
  * resource layer. It declares a recurrent state per request ({@link RecurrentStateSpec}: each mixer's SSM state and
  * convolution window in a slot taken at the request's first step and kept until it ends), and for attention layers
  * a paged KV cache, attention and RoPE positions as the Llama family does; a model without attention still declares
- * a KV cache of one one-element layer, by which the engine counts each request's tokens. Neither prefix caching nor
- * host offload of KV is offered: a state after a prefix is not kept, so a preempted request is recomputed from its
- * prompt and generated tokens.
+ * a KV cache of one one-element layer, by which the engine counts each request's tokens. With the KV cache's prefix
+ * cache on, the state resource keeps snapshots of states at every {@link StateSnapshots#interval} tokens of a prompt,
+ * keyed as the KV pages ending there, and prefill chunks end at those points ({@link #snapshotInterval}): a request
+ * whose prompt starts with a prefix both hold resumes from the snapshot and the attention layers' pages. Host offload
+ * of KV is not offered: a preempted request is recomputed from its prompt and generated tokens.
  */
 public final class HybridModel {
     public static final String NODE = "llm";
@@ -57,19 +59,25 @@ public final class HybridModel {
     private final DType activations;
     private final String weightsId;
     private final int stateSlots;
+    private final StateSnapshots snapshots;
+    /** Tokens between a prompt's state snapshots once resources are declared with the prefix cache on; else 0. */
+    private int snapshotInterval;
     private HybridResources resources;
 
     /**
      * @param activations dtype of hidden states between ops (F32 on the CPU reference; BF16 on a GPU)
      * @param weightsId   names these exact weights (a checkpoint path)
      * @param stateSlots  requests that hold a state at once (the pool has one more, the scratch slot)
+     * @param snapshots   how the prefix cache keeps states, when the KV cache's prefix cache is on
      */
-    public HybridModel(HybridWeights weights, DType activations, String weightsId, int stateSlots) {
+    public HybridModel(HybridWeights weights, DType activations, String weightsId, int stateSlots,
+                       StateSnapshots snapshots) {
         this.weights = weights;
         this.device = weights.device();
         this.activations = activations;
         this.weightsId = weightsId;
         this.stateSlots = stateSlots;
+        this.snapshots = snapshots;
     }
 
     public HybridConfig config() {
@@ -93,17 +101,24 @@ public final class HybridModel {
     }
 
     /**
+     * Tokens between a prompt's state snapshots (a multiple of the page size), at whose multiples prefill chunks
+     * end; 0 when the prefix cache is off or resources are not declared yet.
+     */
+    public int snapshotInterval() {
+        return snapshotInterval;
+    }
+
+    /**
      * The resources this model needs, for {@code ResourceFactory.buildAll}.
      *
-     * @throws IllegalArgumentException when {@code kv} asks for a prefix cache, host offload or a windowed-layer cache
+     * @throws IllegalArgumentException when {@code kv} asks for host offload or a windowed-layer cache
      */
     public List<NodeResourceSpec> declareResources(KvCacheOptions kv, List<Integer> stopIds) {
         HybridConfig c = config();
-        if (kv.prefixCache() || kv.cpuOffloadPages() > 0 || kv.windowedLayerPages() > 0) {
+        if (kv.cpuOffloadPages() > 0 || kv.windowedLayerPages() > 0) {
             throw new IllegalArgumentException(c.family().hfName() + " keeps a recurrent state per request: it has no"
-                    + " prefix cache, host offload or windowed-layer cache (asked: prefix cache " + kv.prefixCache()
-                    + ", offload pages " + kv.cpuOffloadPages() + ", windowed-layer pages " + kv.windowedLayerPages()
-                    + ")");
+                    + " host offload or windowed-layer cache (asked: offload pages " + kv.cpuOffloadPages()
+                    + ", windowed-layer pages " + kv.windowedLayerPages() + ")");
         }
         Set<String> nodes = Set.of(NODE);
         List<NodeResourceSpec> specs = new ArrayList<>();
@@ -113,7 +128,7 @@ public final class HybridModel {
                         .numQoHeads(c.attentionHeads())
                 : PagedKVConfig.builder(1, 1, 1, kv.maxSeqLen());
         specs.add(new KVSpec(KV, nodes, kvConfig.maxNumPages(kv.maxNumPages()).pageSize(kv.pageSize())
-                .prefixCache(false).build()));
+                .prefixCache(kv.prefixCache()).build()));
         if (attention) {
             specs.add(new AttentionSpec(ATTN, nodes, new AttentionConfig(KV)
                     .withSmScale(1.0 / Math.sqrt(c.attentionHeadDim()))));
@@ -123,8 +138,11 @@ public final class HybridModel {
         Mamba2Shape s = c.mixer();
         List<RecurrentLayer> layers = c.mambaLayers().stream().map(l -> new RecurrentLayer(l, s.heads(), s.headDim(),
                 s.stateDim(), s.convDim(), s.convKernel())).toList();
-        specs.add(new RecurrentStateSpec(STATES, nodes, Segment.MAIN, layers, StateDType.F32, StateDType.F32,
-                stateSlots + 1, 0));
+        RecurrentStateSpec states = new RecurrentStateSpec(STATES, nodes, Segment.MAIN, layers, StateDType.F32,
+                StateDType.F32, stateSlots + 1, 0);
+        snapshotInterval = kv.prefixCache() ? snapshots.intervalIn(kv.pageSize()) : 0;
+        specs.add(kv.prefixCache() ? states.withSnapshots(snapshots.slots(), snapshotInterval, kv.pageSize())
+                : states);
         specs.add(new SamplerSpec(SAMPLER, nodes, c.vocabSize(), true, true, 0, stopIds, true));
         return specs;
     }

@@ -1,6 +1,7 @@
 package org.mstar.resources.recurrent;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -14,8 +15,10 @@ import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AdmitRuntimeError;
 import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.BucketKey;
+import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Offload;
 import org.mstar.resources.Planning;
+import org.mstar.resources.PrefixCaching;
 import org.mstar.resources.Publication;
 import org.mstar.resources.RecurrentStateSpec;
 import org.mstar.resources.Resource;
@@ -24,6 +27,7 @@ import org.mstar.resources.ResourceStep;
 import org.mstar.resources.Segment;
 import org.mstar.resources.SlotLease;
 import org.mstar.resources.StepContext;
+import org.mstar.resources.kv.PrefixKeys;
 
 /**
  * The per-request recurrent state of a model's Mamba2 layers ({@link RecurrentStateSpec}): a fixed pool of device
@@ -42,11 +46,17 @@ import org.mstar.resources.StepContext;
  *       tokens, which is what a publication and an offloaded copy say.</li>
  *   <li>{@link Offload} (only with {@code host_slots > 0}) moves a state to host memory and frees its slot; a reload
  *       puts the same bytes into a free slot. A recompute instead resets the request: state dropped, count 0.</li>
+ *   <li>{@link PrefixCaching} (only with snapshot slots, {@link RecurrentStateSpec#withSnapshots}): a commit that
+ *       leaves a request's state after a multiple of the snapshot interval of its prompt copies the state into a
+ *       snapshot slot ({@link SnapshotPool}, least recently used evicted), keyed by the KV prefix cache's key of the
+ *       page ending there, rooted as the KV pages are. A probe answers the longest prefix with a snapshot; the
+ *       request then starts from a copy of it (pinned until the step that runs on it commits), its count that
+ *       prefix's length. Steps must end at those multiples for the snapshots to be taken there.</li>
  * </ul>
  * Not thread-safe: one step loop drives it.
  */
 public final class RecurrentStateManager implements Resource, Admission, Planning<RecurrentPlan>, Offload,
-        Publication<PublishedRecurrentState> {
+        Publication<PublishedRecurrentState>, PrefixCaching {
     private final RecurrentStateSpec spec;
     private final Device device;
     private final StateSlots slots;
@@ -60,6 +70,16 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
     private final Map<String, byte[]> offloaded = new HashMap<>();
     /** The requests the last admit gave a slot, which its rollback takes back. */
     private final List<String> admittedByLastAdmit = new ArrayList<>();
+    /** The prefix cache's snapshots; null without snapshot slots. */
+    private final SnapshotPool snapshots;
+    /** The prefix cache's root once it is open, else null. */
+    private byte[] root;
+    /** The walks the prefix cache keys. */
+    private Set<String> keyedWalks = Set.of();
+    /** Each probed request's rooted keys of its prompt's snapshot points: the i-th after (i + 1) intervals. */
+    private final Map<String, List<byte[]>> snapshotKeys = new HashMap<>();
+    /** The pinned snapshot slot each request starts from, until the step that runs on it commits. */
+    private final Map<String, Integer> attached = new HashMap<>();
     private RecurrentPlan current;
     /** The last plan's segment starts, on the host. */
     private int[] currentStarts = new int[] {0};
@@ -71,12 +91,13 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         this.pool = new StatePool(device, spec);
         this.leasedSlots = new StaticIntBuffers(device);
         this.codec = new PublishedRecurrentCodec(spec);
+        this.snapshots = spec.snapshotSlots() == 0 ? null : new SnapshotPool(spec.slots(), spec.snapshotSlots());
     }
 
-    /** Without host slots there is nowhere to offload to, so no {@link Offload}. */
+    /** Without host slots there is nowhere to offload to, so no {@link Offload}; without snapshot slots no cache. */
     @Override
     public <C> Optional<C> capability(Class<C> type) {
-        if (type == Offload.class && spec.hostSlots() == 0) {
+        if ((type == Offload.class && spec.hostSlots() == 0) || (type == PrefixCaching.class && snapshots == null)) {
             return Optional.empty();
         }
         return Resource.super.capability(type);
@@ -102,6 +123,7 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         }
         tokens.put(rid, 0);
         offloaded.remove(rid);
+        detach(rid);
         Integer slot = slotOf.get(rid);
         if (slot == null) {
             return;
@@ -121,6 +143,16 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         }
         offloaded.remove(rid);
         tokens.remove(rid);
+        detach(rid);
+        snapshotKeys.remove(rid);
+    }
+
+    /** Gives back the pin of the snapshot {@code rid} was to start from, if any. */
+    private void detach(String rid) {
+        Integer from = attached.remove(rid);
+        if (from != null) {
+            snapshots.unpin(from);
+        }
     }
 
     // ---------------------------------------------------------------- step cycle
@@ -151,7 +183,12 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
                         + " slots of " + spec.resourceKey() + " are held; " + missing + " more needed", missing,
                         spec.label(), rid));
             }
-            pool.zero(slot);
+            Integer from = attached.get(rid);
+            if (from != null) {
+                pool.copy(from, slot);
+            } else {
+                pool.zero(slot);
+            }
             slotOf.put(rid, slot);
             admittedByLastAdmit.add(rid);
         }
@@ -222,12 +259,25 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
         return new RecurrentPlan(device.fromInts(ids, ids.length), device.fromInts(starts, starts.length), true);
     }
 
-    /** Each real request's state is now the one after its segment's tokens too. */
+    /**
+     * Each real request's state is now the one after its segment's tokens too; one that now stands at a snapshot
+     * point of its prompt is copied into a snapshot slot (unless one is kept under its key, or every one is pinned).
+     */
     @Override
     public void commit(ResourceStep step, StepContext ctx) {
         for (Segment s : step.segments()) {
-            if (ctx.isRealRow(s.requestId())) {
-                tokens.computeIfPresent(s.requestId(), (rid, n) -> n + s.span());
+            String rid = s.requestId();
+            if (!ctx.isRealRow(rid) || !tokens.containsKey(rid)) {
+                continue;
+            }
+            int n = tokens.merge(rid, s.span(), Integer::sum);
+            detach(rid);
+            List<byte[]> keys = root == null ? null : snapshotKeys.get(rid);
+            if (keys != null && n % spec.snapshotInterval() == 0 && n / spec.snapshotInterval() <= keys.size()) {
+                int to = snapshots.claim(keys.get(n / spec.snapshotInterval() - 1));
+                if (to >= 0) {
+                    pool.copy(slotOf.get(rid), to);
+                }
             }
         }
         admittedByLastAdmit.clear();
@@ -305,7 +355,8 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
             return null;
         }
         byte[] host = offloaded.get(rid);
-        return new PublishedRecurrentState(n, host != null ? host : pool.read(slotOf.get(rid)));
+        Integer slot = slotOf.get(rid);
+        return new PublishedRecurrentState(n, host != null ? host : pool.read(slot != null ? slot : attached.get(rid)));
     }
 
     /**
@@ -352,6 +403,83 @@ public final class RecurrentStateManager implements Resource, Admission, Plannin
     /** How this resource's publications cross a process. */
     public PublishedRecurrentCodec codec() {
         return codec;
+    }
+
+    // ---------------------------------------------------------------- prefix cache
+
+    /** The geometry, dtypes and snapshot keying: anything that changes what a snapshot means. */
+    @Override
+    public byte[] fingerprint() {
+        return PrefixKeys.fingerprint("recurrent", spec.layers(), spec.ssmDType(), spec.convDType(),
+                spec.snapshotInterval(), spec.pageSize());
+    }
+
+    /** Opens the snapshot cache under {@code root} (the KV prefix cache's), keying prompts of {@code walks}. */
+    @Override
+    public boolean enablePrefixCache(byte[] root, Set<String> walks) {
+        this.root = root.clone();
+        this.keyedWalks = Set.copyOf(walks);
+        return true;
+    }
+
+    /**
+     * Keys the prompt's snapshot points (every interval up to its last token, which always runs) and answers the
+     * longest with a snapshot kept, 0 when none. Null (no opinion) when the cache is closed, the walk is not keyed or
+     * the request already holds a state. {@code inputs} is the walk's one input, the prompt.
+     */
+    @Override
+    public CachedPrefix resolveCachedPrefix(String rid, String nodeName, String graphWalk, Map<String, int[]> inputs) {
+        if (root == null || !keyedWalks.contains(graphWalk) || inputs.size() != 1 || tokens.getOrDefault(rid, -1) != 0
+                || slotOf.containsKey(rid)) {
+            return null;
+        }
+        int[] prompt = inputs.values().iterator().next();
+        int interval = spec.snapshotInterval();
+        int points = (prompt.length - 1) / interval;
+        List<byte[]> pageKeys = PrefixKeys.chain(Arrays.copyOf(prompt, points * interval), spec.pageSize());
+        List<byte[]> keys = new ArrayList<>(points);
+        for (int i = 1; i <= points; i++) {
+            keys.add(PrefixKeys.rooted(root, pageKeys.get(i * interval / spec.pageSize() - 1)));
+        }
+        snapshotKeys.put(rid, keys);
+        return new CachedPrefix(fitCachedPrefix(rid, nodeName, graphWalk, prompt.length));
+    }
+
+    /** The longest snapshot point of at most {@code tokens} with a snapshot kept; 0 when none. */
+    @Override
+    public int fitCachedPrefix(String rid, String nodeName, String graphWalk, int tokens) {
+        List<byte[]> keys = snapshotKeys.getOrDefault(rid, List.of());
+        for (int i = Math.min(keys.size(), tokens / spec.snapshotInterval()); i > 0; i--) {
+            if (snapshots.holds(keys.get(i - 1))) {
+                return i * spec.snapshotInterval();
+            }
+        }
+        return 0;
+    }
+
+    /** Pins the snapshot at the agreed prefix, which the request's slot starts as; its count is that prefix. */
+    @Override
+    public void applyCachedPrefix(String rid, String nodeName, String graphWalk, Map<String, int[]> inputs,
+                                  CachedPrefix prefix) {
+        List<byte[]> keys = snapshotKeys.get(rid);
+        if (prefix == null || prefix.tokens() == 0 || keys == null) {
+            return;
+        }
+        int at = prefix.tokens() / spec.snapshotInterval();
+        int from = at * spec.snapshotInterval() == prefix.tokens() && at <= keys.size()
+                ? snapshots.pin(keys.get(at - 1)) : -1;
+        if (from < 0) {
+            throw new IllegalStateException("request '" + rid + "' was agreed a prefix of " + prefix.tokens()
+                    + " tokens, at which " + spec.resourceKey() + " keeps no snapshot");
+        }
+        detach(rid);
+        attached.put(rid, from);
+        tokens.put(rid, prefix.tokens());
+    }
+
+    /** Snapshots kept now. */
+    public int snapshotsKept() {
+        return snapshots == null ? 0 : snapshots.kept();
     }
 
     // ---------------------------------------------------------------- forward and observation

@@ -16,6 +16,9 @@ import org.mstar.resources.RecurrentStateSpec;
  * {@code slot} of each. A tensor per layer, rather than one pool, because a hybrid model's Mamba2 layers may differ in
  * shape, the two states in dtype, and a layer's kernel then takes its two tensors and each row's slot as they are.
  *
+ * <p>The requests' slots come first, then the prefix cache's snapshot slots ({@link RecurrentStateSpec#snapshotSlots}),
+ * which {@link #copy} fills from a request's slot and copies back into another's.
+ *
  * <p>A slot's state as host bytes is every layer's SSM state then convolution window, in declared layer order.
  */
 final class StatePool implements AutoCloseable {
@@ -30,10 +33,11 @@ final class StatePool implements AutoCloseable {
         this.device = device;
         DType ssmType = DType.valueOf(spec.ssmDType().name());
         DType convType = DType.valueOf(spec.convDType().name());
+        int places = spec.slots() + spec.snapshotSlots();
         try {
             for (RecurrentLayer l : spec.layers()) {
-                ssm.add(device.zeros(ssmType, spec.slots(), l.heads(), l.headDim(), l.stateDim()));
-                conv.add(device.zeros(convType, spec.slots(), l.convDim(), l.convKernel() - 1));
+                ssm.add(device.zeros(ssmType, places, l.heads(), l.headDim(), l.stateDim()));
+                conv.add(device.zeros(convType, places, l.convDim(), l.convKernel() - 1));
             }
         } catch (RuntimeException e) {
             close();
@@ -66,6 +70,14 @@ final class StatePool implements AutoCloseable {
         for (int i = 0; i < ssm.size(); i++) {
             device.copyFromHost(zeros, ssm.get(i).rows(slot, 1));
             device.copyFromHost(zeros, conv.get(i).rows(slot, 1));
+        }
+    }
+
+    /** Every layer's state in {@code from} copied into {@code to}, on the device. */
+    void copy(int from, int to) {
+        for (int i = 0; i < ssm.size(); i++) {
+            device.copy(ssm.get(i).rows(from, 1), ssm.get(i).rows(to, 1));
+            device.copy(conv.get(i).rows(from, 1), conv.get(i).rows(to, 1));
         }
     }
 
@@ -109,7 +121,7 @@ final class StatePool implements AutoCloseable {
         return stateBytes;
     }
 
-    /** Device bytes of every slot's state. */
+    /** Device bytes of every slot's state, the snapshot slots' included. */
     long byteSize() {
         return ssm.stream().mapToLong(Tensor::byteSize).sum() + conv.stream().mapToLong(Tensor::byteSize).sum();
     }

@@ -359,7 +359,8 @@ public final class StepRunner {
 
     /**
      * The longest prefix of this walk every resource on {@code node} can serve: the smallest answer, since
-     * a step is one span. A null answer is "no opinion", not zero.
+     * a step is one span, then cut until every resource can take it on ({@link PrefixCaching#fitCachedPrefix}:
+     * recurrent states are kept only at some lengths). A null answer is "no opinion", not zero.
      *
      * @return the agreed prefix, or null when no resource answered
      */
@@ -372,7 +373,21 @@ public final class StepRunner {
                 agreed = p;
             }
         }
-        return agreed;
+        if (agreed == null) {
+            return null;
+        }
+        int tokens = agreed.tokens();
+        int before;
+        do {
+            before = tokens;
+            for (String key : keysOf(node)) {
+                PrefixCaching c = as(key, PrefixCaching.class);
+                if (c != null) {
+                    tokens = Math.min(tokens, c.fitCachedPrefix(rid, node, walk, tokens));
+                }
+            }
+        } while (tokens != before);
+        return tokens == agreed.tokens() ? agreed : new CachedPrefix(tokens);
     }
 
     /** Give every resource on {@code node} the agreed prefix (null if none), with the untrimmed inputs. */

@@ -17,6 +17,7 @@ import org.mstar.model.HybridConfig;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.mamba.HybridModel;
 import org.mstar.model.mamba.HybridWeights;
+import org.mstar.model.mamba.StateSnapshots;
 import org.mstar.resources.SamplingReqConfig;
 
 /**
@@ -106,8 +107,8 @@ final class HybridEngineChecks {
         EngineOptions options = new EngineOptions(8, TOKEN_BUDGET, kv, graphs);
         try (HybridWeights weights = HybridWeights.random(config, device, dtype, seed);
              HybridEngine engine = new HybridEngine(new HybridModel(weights, dtype, "random:" + seed,
-                     options.maxBatchRows()), null, new GenerationConfig(OptionalInt.empty(), List.of()), options,
-                     dtype)) {
+                     options.maxBatchRows(), StateSnapshots.defaults(options.maxBatchRows())), null,
+                     new GenerationConfig(OptionalInt.empty(), List.of()), options, dtype)) {
             return EngineTranscript.record(engine, engine::observeLogits, requests);
         }
     }
