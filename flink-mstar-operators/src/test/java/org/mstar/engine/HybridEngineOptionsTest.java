@@ -7,10 +7,12 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.mamba.StateSnapshots;
 
 /**
- * What a Mamba2 or Bamba engine refuses, by name, rather than serve wrongly: a state after a prefix is not kept, so
- * no prefix cache or host offload of KV, and a recurrent state is neither handed off between engines yet.
+ * What a Mamba2 or Bamba engine refuses, by name, rather than serve wrongly: host offload of KV (a preempted request
+ * is recomputed), a recurrent state handed off between engines, and snapshots of states for the prefix cache that
+ * the pool could not keep.
  */
 class HybridEngineOptionsTest {
     private static CpuDevice cpu;
@@ -30,13 +32,16 @@ class HybridEngineOptionsTest {
     }
 
     @Test
-    void aPrefixCacheOrHostOffloadIsRefused() {
-        assertThatThrownBy(() -> HybridEngineLoader.load(TransformersFidelityTest.folder("mamba2"), cpu,
-                new EngineOptions(4, 64, kv().prefixCache(true).build())))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("prefix cache true");
+    void hostOffloadIsRefused() {
         assertThatThrownBy(() -> HybridEngineLoader.load(TransformersFidelityTest.folder("bamba"), cpu,
                 new EngineOptions(4, 64, kv().cpuOffloadPages(8).build())))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("offload pages 8");
+    }
+
+    @Test
+    void snapshotsWithoutSlotsAreRefused() {
+        assertThatThrownBy(() -> new StateSnapshots(128, 0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("slots >= 1");
     }
 
     @Test
