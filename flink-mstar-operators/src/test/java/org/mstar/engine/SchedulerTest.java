@@ -15,6 +15,18 @@ class SchedulerTest {
             new SchedulerOptions(SchedulingPolicy.PRIORITY, Duration.ZERO, Duration.ZERO, 16);
 
     @Test
+    void prefillChunksEndAtTheModelsChunkEdges() {
+        Scheduler scheduler = new Scheduler(8, 20, 4, 0, 8, FCFS);
+        GenerationRequest request = request("b", 30, 4, 0);
+        LiveRequest b = new LiveRequest(request, request.promptTokenIds(), new int[0], 0);
+        for (int[] computedAndSpan : new int[][] {{0, 8}, {5, 3}, {8, 8}, {24, 6}}) {
+            b.computed = computedAndSpan[0];
+            assertThat(scheduler.plan(List.of(b), Set.of(), 1000)).extracting(BatchRow::span)
+                    .as("from %d", b.computed).containsExactly(computedAndSpan[1]);
+        }
+    }
+
+    @Test
     void decodesComeFirstThenPrefillChunksUnderTheBudget() {
         SchedulerSimulation sim = new SchedulerSimulation(8, 20, 4, 1000, FCFS, 0, 1);
         sim.submit(request("a", 3, 4, 0));
