@@ -50,6 +50,8 @@ final class RecordingResource implements Resource, Admission, Planning<Object>, 
     AdmitOutcome retrieveAnswer = AdmitOutcome.OK;
     PublishedInfo publishes;
     CachedPrefix cachedPrefix;
+    /** The prefixes it can take on: a cut of the asked length to this many tokens' multiples; 0 takes any. */
+    int prefixMultiple;
     boolean chains;
     List<Integer> lease;
     boolean adopts = true;
@@ -156,6 +158,11 @@ final class RecordingResource implements Resource, Admission, Planning<Object>, 
     public CachedPrefix resolveCachedPrefix(String rid, String nodeName, String graphWalk, Map<String, int[]> inputs) {
         log("resolveCachedPrefix");
         return cachedPrefix;
+    }
+
+    @Override
+    public int fitCachedPrefix(String rid, String nodeName, String graphWalk, int tokens) {
+        return prefixMultiple == 0 ? tokens : tokens / prefixMultiple * prefixMultiple;
     }
 
     @Override

@@ -188,6 +188,20 @@ class StepRunnerNodeSweepTest {
     }
 
     @Test
+    void theAgreedPrefixIsCutUntilEveryResourceCanTakeItOn() {
+        kv.cachedPrefix = new CachedPrefix(48);
+        attn.cachedPrefix = new CachedPrefix(44);
+        attn.prefixMultiple = 16;
+        assertThat(runner.resolveCachedPrefix("r1", "decoder", "prefill", Map.of())).isEqualTo(new CachedPrefix(32));
+
+        // each cut may leave a length the other cannot take: 44 → 32 → 24 → 16 → 12 → 0
+        kv.prefixMultiple = 12;
+        assertThat(runner.resolveCachedPrefix("r1", "decoder", "prefill", Map.of())).isEqualTo(new CachedPrefix(0));
+        attn.cachedPrefix = new CachedPrefix(48);
+        assertThat(runner.resolveCachedPrefix("r1", "decoder", "prefill", Map.of())).isEqualTo(new CachedPrefix(48));
+    }
+
+    @Test
     void noOpinionIsNotZero() {
         kv.cachedPrefix = new CachedPrefix(48);
 
