@@ -14,6 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.engine.TransformersFidelityTest.Reference;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.mamba.StateSnapshots;
 import org.mstar.resources.SamplingReqConfig;
 
 /**
@@ -21,7 +22,8 @@ import org.mstar.resources.SamplingReqConfig;
  * family: the same greedy tokens over 120 steps and logits within 1e-4, each request alone (its prompt one scan),
  * all batched at 7 tokens a step (prompts scanned in chunks that continue from the stored state, beside the others'
  * decode rows; again with decode steps as graph replays), batched on a KV cache too small for all three, so
- * requests are preempted and recomputed from their prompt and generated tokens into a fresh state, and resumed
+ * requests are preempted and recomputed from their prompt and generated tokens into a fresh state (also with the
+ * prefix cache's state snapshots taken every 4 prompt tokens), and resumed
  * after some tokens as a restore from a checkpoint resumes them. The fixtures
  * chunk the scan by 16 tokens in 2 groups of a 16-wide state, with a 4-wide convolution; Bamba's layer 1 is
  * attention.
@@ -58,8 +60,13 @@ class RecurrentFidelityTest {
     /** All three prompts at 7 tokens a step on {@code pages} pages of 4 tokens, then {@code after} on the engine. */
     private static void batched(String arch, int pages, boolean decodeGraphs, Consumer<HybridEngine> after)
             throws Exception {
+        batched(arch, kv().maxNumPages(pages).build(), decodeGraphs, StateSnapshots.defaults(16), after);
+    }
+
+    private static void batched(String arch, KvCacheOptions kv, boolean decodeGraphs, StateSnapshots snapshots,
+                                Consumer<HybridEngine> after) throws Exception {
         try (HybridEngine engine = HybridEngineLoader.load(TransformersFidelityTest.folder(arch), cpu,
-                new EngineOptions(16, 7, kv().maxNumPages(pages).build(), decodeGraphs))) {
+                new EngineOptions(16, 7, kv, decodeGraphs), snapshots)) {
             TransformersFidelityTest.run(arch, TransformersFidelityTest.reference(arch), List.of(0, 1, 2), engine);
             after.accept(engine);
         }
@@ -122,5 +129,16 @@ class RecurrentFidelityTest {
     void preemptedAndRecomputedRequestsMatchTransformers(String arch) throws Exception {
         // the three sequences need 32, 36 and 41 pages of 4 tokens: 80 pages hold two of them, not three
         batched(arch, 80, false, engine -> assertThat(engine.stats().preemptions()).as("preemptions").isPositive());
+    }
+
+    /**
+     * The same with the prefix cache on and a state snapshot every 4 prompt tokens: prefill chunks end at every 4th
+     * token, snapshots are taken and evicted while pages run short and requests are preempted and recomputed.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"mamba2", "bamba"})
+    void preemptedRequestsWithStateSnapshotsMatchTransformers(String arch) throws Exception {
+        batched(arch, kv().maxNumPages(80).prefixCache(true).build(), false, new StateSnapshots(4, 4),
+                engine -> assertThat(engine.stats().preemptions()).as("preemptions").isPositive());
     }
 }
