@@ -15,11 +15,12 @@ import org.mstar.model.llama.KvCacheOptions;
  * Builds a {@code HybridEngine} (Mamba2 and Bamba checkpoints in Hugging Face layout, whose config.json names
  * {@code Mamba2ForCausalLM} or {@code BambaForCausalLM}) on each subtask's device, from {@link GenerateOptions#MODEL_DIR}
  * with {@link LlamaEngineOptions#MAX_BATCH_ROWS}, {@link LlamaEngineOptions#TOKEN_BUDGET},
- * {@link LlamaEngineOptions#MAX_SEQ_LEN}, {@link LlamaEngineOptions#PAGES}, {@link LlamaEngineOptions#PAGE_SIZE} and
+ * {@link LlamaEngineOptions#MAX_SEQ_LEN}, {@link LlamaEngineOptions#PAGES}, {@link LlamaEngineOptions#PAGE_SIZE},
+ * {@link LlamaEngineOptions#PREFIX_CACHE} (recurrent state snapshots every 128 prompt tokens beside the KV pages) and
  * {@link LlamaEngineOptions#DECODE_GRAPHS}. {@link LlamaEngineFactory}, the default factory, hands such a folder to
  * this one. Each engine loads its own copy of the weights and keeps a recurrent state per request; a restore resumes
- * each request by recomputing that state from its prompt and the tokens it had emitted. These models have no prefix
- * cache, host offload, FP8 weights, adapters or disaggregated roles: the factory refuses them by name.
+ * each request by recomputing that state from its prompt and the tokens it had emitted. These models have no host
+ * offload, FP8 weights, adapters or disaggregated roles: the factory refuses them by name.
  */
 @PublicEvolving
 public final class HybridEngineFactory implements EngineFactory {
@@ -31,6 +32,7 @@ public final class HybridEngineFactory implements EngineFactory {
     private final int maxSeqLen;
     private final int pages;
     private final int pageSize;
+    private final boolean prefixCache;
     private final boolean decodeGraphs;
 
     /** @throws IllegalArgumentException when the model folder is not set or an option these models lack is asked */
@@ -43,9 +45,8 @@ public final class HybridEngineFactory implements EngineFactory {
         this.maxSeqLen = config.get(LlamaEngineOptions.MAX_SEQ_LEN);
         this.pages = config.get(LlamaEngineOptions.PAGES);
         this.pageSize = config.get(LlamaEngineOptions.PAGE_SIZE);
+        this.prefixCache = config.get(LlamaEngineOptions.PREFIX_CACHE);
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
-        refuse(config.getOptional(LlamaEngineOptions.PREFIX_CACHE).orElse(false), LlamaEngineOptions.PREFIX_CACHE.key()
-                + "=true (a state after a prefix is not kept)");
         refuse(config.get(LlamaEngineOptions.CPU_OFFLOAD_PAGES) > 0, LlamaEngineOptions.CPU_OFFLOAD_PAGES.key());
         refuse(config.get(LlamaEngineOptions.WINDOWED_LAYER_PAGES) > 0, LlamaEngineOptions.WINDOWED_LAYER_PAGES.key());
         refuse(WeightQuantization.parse(config.get(LlamaEngineOptions.QUANTIZATION)) != WeightQuantization.NONE,
@@ -70,7 +71,7 @@ public final class HybridEngineFactory implements EngineFactory {
     @Override
     public GenerationEngine create(String device, int subtaskIndex) {
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget, KvCacheOptions.builder()
-                .maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize).prefixCache(false).build());
+                .maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize).prefixCache(prefixCache).build());
         try {
             DeviceTurn turn = SharedModels.turn(device);
             // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops

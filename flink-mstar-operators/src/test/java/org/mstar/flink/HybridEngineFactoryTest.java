@@ -26,7 +26,8 @@ import org.mstar.resources.SamplingReqConfig;
 /**
  * A job that names a Mamba2 or Bamba folder gets the hybrid engine from the default factory (config.json's
  * architecture decides): transformers' greedy tokens out, after the factory travelled serialised as in a job graph.
- * What these models are not served with is refused by name where the job is built.
+ * The prefix cache is on as for the Llama families: a repeated long prompt resumes from a state snapshot. What these
+ * models are not served with is refused by name where the job is built.
  */
 class HybridEngineFactoryTest {
     private static Path fixture(String arch) {
@@ -63,8 +64,37 @@ class HybridEngineFactoryTest {
     }
 
     @Test
+    void aRepeatedPromptResumesFromItsCachedStateWithTheSameTokens() throws Exception {
+        int[] prompt;
+        try (SafetensorsFile ref = SafetensorsFile.open(fixture("bamba").resolve("reference.safetensors"))) {
+            int[] part = ints(ref, "prompt.2");
+            prompt = new int[200]; // past the first snapshot, 128 tokens in
+            for (int i = 0; i < prompt.length; i++) {
+                prompt[i] = part[i % part.length];
+            }
+        }
+        try (GenerationEngine engine = new LlamaEngineFactory(conf("bamba")).create("cpu", 0)) {
+            List<List<Integer>> tokens = new ArrayList<>();
+            List<Integer> cached = new ArrayList<>();
+            for (String id : List.of("first", "again")) {
+                engine.submit(GenerationRequest.builder(id).promptTokenIds(prompt)
+                        .sampling(SamplingReqConfig.greedy()).maxTokens(12).ignoreEos(true).build());
+                List<Integer> out = new ArrayList<>();
+                while (engine.hasWork()) {
+                    StepResult r = engine.step();
+                    assertThat(r.failures()).isEmpty();
+                    r.tokens().stream().map(TokenOutput::tokenId).forEach(out::add);
+                    r.finished().forEach(f -> cached.add(f.cachedPromptTokens()));
+                }
+                tokens.add(out);
+            }
+            assertThat(cached).containsExactly(0, 128);
+            assertThat(tokens.get(1)).isEqualTo(tokens.get(0));
+        }
+    }
+
+    @Test
     void whatTheseModelsAreNotServedWithIsRefusedByName() {
-        refused(c -> c.set(LlamaEngineOptions.PREFIX_CACHE, true), "mstar.kv.prefix-cache=true");
         refused(c -> c.set(LlamaEngineOptions.CPU_OFFLOAD_PAGES, 8), "mstar.kv.cpu-offload-pages");
         refused(c -> c.set(LlamaEngineOptions.QUANTIZATION, "fp8"), "mstar.engine.quantization=fp8");
         refused(c -> c.set(LlamaEngineOptions.ADAPTERS_DIR, "/adapters"), "LoRA adapters");
