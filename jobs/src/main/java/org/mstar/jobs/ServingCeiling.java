@@ -44,7 +44,6 @@ record ServingCeiling(ModelConfig model, int rows, int tokenBudget, long kvToken
         List<Running> running = new ArrayList<>();
         long kvPages = kvTokens / pageSize;
         long pagesUsed = 0;
-        double weightSeconds = ModelCost.weightBytes(model) / bytesPerSecond;
         double kvPerToken = ModelCost.kvBytesPerToken(model);
         double total = 0;
         while (!waiting.isEmpty() || !running.isEmpty()) {
@@ -86,6 +85,8 @@ record ServingCeiling(ModelConfig model, int rows, int tokenBudget, long kvToken
                     }
                 }
             }
+            // a mixture of experts reads the experts this step's rows are routed to, a dense model every weight
+            double weightSeconds = ModelCost.weightBytesRead(model, tokens) / bytesPerSecond;
             double matmul = Math.max(weightSeconds, ModelCost.flops(model, tokens, sampled, 0) / flopsPerSecond);
             total += matmul + keysRead * kvPerToken / bytesPerSecond;
             for (Iterator<Running> it = running.iterator(); it.hasNext(); ) {
