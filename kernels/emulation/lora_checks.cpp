@@ -20,11 +20,11 @@ using namespace mstar;
 
 static int fails = 0;
 
-// As CudaOps.addLoraGroup: a shrink block of 256 threads per (row, module, eight ranks), an expand block of 256 per
-// (row, 1024 columns of the modules together).
+// As CudaOps.addLoraGroup: a shrink block of 256 threads per (row, module, ranksPerBlock ranks), an expand block of
+// 256 per (row, 1024 columns of the modules together).
 static void add_lora(Buffer& x, std::vector<Buffer>& a, std::vector<Buffer>& b, const std::vector<float>& scales,
                      const std::vector<int>& slots, Buffer& out, int stack, int rank, int k, const std::vector<int>& ns,
-                     const std::vector<int>& cols, int width) {
+                     const std::vector<int>& cols, int width, int ranksPerBlock) {
     const int rows = (int)slots.size(), groups = (int)a.size();
     std::vector<float> t((size_t)rows * groups * rank, -3.f);
     const void* as[3] = {a[0].data(), groups > 1 ? a[1].data() : nullptr, groups > 2 ? a[2].data() : nullptr};
@@ -35,8 +35,9 @@ static void add_lora(Buffer& x, std::vector<Buffer>& a, std::vector<Buffer>& b, 
         c[g] = cols[g];
         total += ns[g];
     }
-    launch(rows * groups * ((rank + 7) / 8), 256, [&] {
-        lora_shrink(x.data(), x.dt, as[0], as[1], as[2], a[0].dt, groups, slots.data(), t.data(), rows, stack, rank, k);
+    launch(rows * groups * ((rank + ranksPerBlock - 1) / ranksPerBlock), 256, [&] {
+        lora_shrink(x.data(), x.dt, as[0], as[1], as[2], a[0].dt, groups, slots.data(), t.data(), rows, stack, rank, k,
+                    ranksPerBlock);
     });
     launch(rows * ((total + 1023) / 1024), 256, [&] {
         lora_expand(t.data(), bs[0], bs[1], bs[2], b[0].dt, n[0], n[1], n[2], c[0], c[1], c[2], groups, scales.data(),
@@ -57,7 +58,14 @@ static void check(const char* name, int dt, int outDt, int rank, int k, std::vec
     std::vector<float> scales = {0.5f, 2.f, 1.25f};
     Buffer out(outDt, (size_t)rows * width, 1.f);
     const Buffer before = out;
-    add_lora(x, a, b, scales, slots, out, stack, rank, k, ns, cols, width);
+    add_lora(x, a, b, scales, slots, out, stack, rank, k, ns, cols, width, 8);
+    // the shrink's sums must not depend on how many ranks a block takes (decode launches take 1, prefill 8)
+    Buffer one = before;
+    add_lora(x, a, b, scales, slots, one, stack, rank, k, ns, cols, width, 1);
+    if (one.bytes != out.bytes) {
+        std::printf("FAIL %s: one rank a shrink block differs from eight\n", name);
+        fails++;
+    }
     int wrong = 0;
     double worst = 0;
     for (int r = 0; r < rows; r++) {
@@ -131,6 +139,9 @@ int main() {
     check("bf16 prefill runs", DT_BF16, DT_BF16, 12, 64, {24}, {0}, 24, {0, 0, 0, -1, -1, 2, 2, 2, 2});
     check("bf16 runs past 64-row windows, q/k/v", DT_BF16, DT_BF16, 16, 64, {16, 8, 8}, {0, 16, 24}, 32,
           runs({{0, 50}, {-1, 10}, {2, 70}, {1, 3}, {0, 30}}));
+    // K past one round of the shrink's eight 256-element slices (bf16: 16-byte vectors; fp32: single elements)
+    check("bf16 rank 16, K 4096", DT_BF16, DT_BF16, 16, 4096, {64}, {0}, 64, {0, 1, 0, 2, -1, 0, 0, 0, 0, 0, 0, 0});
+    check("fp32 rank 8, K 2000", DT_F32, DT_F32, 8, 2000, {32}, {0}, 32, {2, 2, 1});
     check("a slot outside the stack", DT_F32, DT_F32, 8, 32, {16}, {0}, 16, {0, 3, -1});
     check("a slot outside the stack, two modules", DT_BF16, DT_BF16, 8, 32, {16, 8}, {0, 16}, 24, {3, 0, 3, -1});
     std::printf(fails ? "lora_checks: %d emulated checks failed\n" : "lora_checks: all passed\n", fails);

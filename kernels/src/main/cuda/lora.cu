@@ -15,13 +15,18 @@
 using namespace mstar;
 
 constexpr int kLoraThreads = 256;
+constexpr int kLoraWarps = kLoraThreads / 32;
 constexpr int kLoraWindow = 64;
 // Rows whose dot products a shrink warp runs together, each A vector read once for all of them.
-constexpr int kLoraShrinkRows = 4;
+constexpr int kLoraShrinkRows = 8;
+// Interleaved slices of K whose sums a shrink adds in order (one per warp of a block).
+constexpr int kLoraSlices = kLoraWarps;
 // Output columns per expand thread, kLoraThreads apart.
 constexpr int kLoraExpandColumns = 4;
 // Ranks an expand thread keeps in registers; larger ranks read B per row (from L1).
 constexpr int kLoraRegisterRank = 32;
+// Rows an expand thread updates together.
+constexpr int kLoraExpandBatch = 4;
 
 // The rows of the window of row i whose slot is slots[i], in order, into rows[] (shared); their count, or 0 when an
 // earlier row of the window has that slot (its block serves them) or the slot is negative. Every thread of the block
@@ -70,74 +75,97 @@ __device__ __forceinline__ float dot8_bf16(const uint4& a, const uint4& b) {
 }
 
 // t[row, g · rank + r] = Σ_c x[row, c] · a_g[s, r, c] for every row of the window served by this block. One 1-D grid
-// over (row, group, chunk of eight ranks): warp w of the block takes rank chunk · 8 + w over the window's rows of the
-// slot, kLoraShrinkRows at a time, lanes striding the K inputs (16-byte loads when x and a are bf16 and aligned).
+// over (row, group, chunk of ranksPerBlock ranks). K is cut into kLoraSlices interleaved slices (16-byte vector v of a
+// row belongs to slice (v / 32) % kLoraSlices); a slice's sum is a warp's, and the slices add up in slice order. The
+// block's 8 warps share its ranks' slices (ranksPerBlock 1: eight warps on each rank's slices at once; 8: each warp all
+// slices of one rank, in turn), so the sum of every row is the same whichever ranksPerBlock the launch chose: a decode
+// batch of few rows per adapter takes 1 (the whole GPU on a few dot products of K), prefill takes 8 (fewer blocks). Up
+// to kLoraShrinkRows rows of the slot go through one pass, each A vector read once for all of them.
 extern "C" __global__ void __launch_bounds__(kLoraThreads) lora_shrink(const void* x, int xDt, const void* a0,
                                                                      const void* a1, const void* a2, int aDt,
                                                                      int groups, const int* slots, float* t,
-                                                                     long long rowCount, int stack, int rank, int k) {
+                                                                     long long rowCount, int stack, int rank, int k,
+                                                                     int ranksPerBlock) {
     await_previous_kernel();
-    const int warps = kLoraThreads / 32;
-    const int rankChunks = (rank + warps - 1) / warps;
+    const int rankChunks = (rank + ranksPerBlock - 1) / ranksPerBlock;
     const long long i = blockIdx.x / ((long long)groups * rankChunks);
     const int g = (int)(blockIdx.x / rankChunks % groups);
-    const int r = (int)(blockIdx.x % rankChunks) * warps + (int)(threadIdx.x >> 5);
-    const int lane = threadIdx.x & 31;
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+    const int warpsPerRank = kLoraWarps / ranksPerBlock;
+    const int local = warp / warpsPerRank;  // this warp's rank within the block
+    const int r = (int)(blockIdx.x % rankChunks) * ranksPerBlock + local;
     __shared__ int rows[kLoraWindow];
+    __shared__ float partial[kLoraWarps][kLoraSlices][kLoraShrinkRows];
     const int n = lora_window_rows(slots, rowCount, i, rows);
     const int s = slots[i];
-    if (n == 0 || s >= stack || r >= rank) {
+    if (n == 0 || s >= stack) {
         return;
     }
+    const bool live = r < rank;
     const void* a = g == 0 ? a0 : g == 1 ? a1 : a2;
-    const long long aBase = ((long long)s * rank + r) * k;
+    const long long aBase = ((long long)s * rank + (live ? r : 0)) * k;
     const bool vectors = xDt == DT_BF16 && aDt == DT_BF16 && (k & 7) == 0
                          && (((uintptr_t)x | (uintptr_t)a) & 15) == 0;
+    // one element (or 16-byte vector) per lane and step: units of 8 elements with vectors, of 1 without
+    const int units = vectors ? k / 8 : k;
     for (int first = 0; first < n; first += kLoraShrinkRows) {
         const int m = n - first < kLoraShrinkRows ? n - first : kLoraShrinkRows;
-        float acc[kLoraShrinkRows] = {};
-        if (vectors) {
-            const uint4* av = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(a) + aBase);
-            const uint4* xv[kLoraShrinkRows];
-            for (int q = 0; q < m; q++) {
-                xv[q] = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(x)
-                                                       + (long long)rows[first + q] * k);
-            }
-            for (int v = lane; v < k / 8; v += 32) {
-                const uint4 av8 = av[v];
+        for (int slice = warp % warpsPerRank; live && slice < kLoraSlices; slice += warpsPerRank) {
+            float acc[kLoraShrinkRows] = {};
+            for (int u = slice * 32 + lane; u < units; u += kLoraSlices * 32) {
+                if (vectors) {
+                    const uint4 av8 = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(a) + aBase)[u];
 #pragma unroll
-                for (int q = 0; q < kLoraShrinkRows; q++) {
-                    if (q < m) {
-                        acc[q] += dot8_bf16(xv[q][v], av8);
+                    for (int q = 0; q < kLoraShrinkRows; q++) {
+                        if (q < m) {
+                            const uint4* xv = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(x)
+                                                                             + (long long)rows[first + q] * k);
+                            acc[q] += dot8_bf16(xv[u], av8);
+                        }
+                    }
+                } else {
+                    const float av = load_f(a, aDt, aBase + u);
+#pragma unroll
+                    for (int q = 0; q < kLoraShrinkRows; q++) {
+                        if (q < m) {
+                            acc[q] += load_f(x, xDt, (long long)rows[first + q] * k + u) * av;
+                        }
                     }
                 }
             }
-        } else {
-            for (int c = lane; c < k; c += 32) {
-                const float av = load_f(a, aDt, aBase + c);
 #pragma unroll
-                for (int q = 0; q < kLoraShrinkRows; q++) {
-                    if (q < m) {
-                        acc[q] += load_f(x, xDt, (long long)rows[first + q] * k + c) * av;
-                    }
+            for (int q = 0; q < kLoraShrinkRows; q++) {
+                const float sum = warp_sum(acc[q]);
+                if (lane == 0) {
+                    partial[local][slice][q] = sum;
                 }
             }
         }
+        __syncthreads();
+        // one thread per (rank of the block, row of the pass) adds the slices in order
+        const int e = (int)threadIdx.x;
+        if (e < ranksPerBlock * kLoraShrinkRows) {
+            const int rb = e / kLoraShrinkRows, q = e % kLoraShrinkRows;
+            const int rr = (int)(blockIdx.x % rankChunks) * ranksPerBlock + rb;
+            if (q < m && rr < rank) {
+                float sum = 0.f;
 #pragma unroll
-        for (int q = 0; q < kLoraShrinkRows; q++) {
-            const float sum = warp_sum(acc[q]);
-            if (lane == 0 && q < m) {
-                t[((long long)rows[first + q] * groups + g) * rank + r] = sum;
+                for (int sl = 0; sl < kLoraSlices; sl++) {
+                    sum += partial[rb][sl][q];
+                }
+                t[((long long)rows[first + q] * groups + g) * rank + rr] = sum;
             }
         }
+        __syncthreads();
     }
 }
 
 // out[row, col_g + j] += scales[s] · Σ_r t[row, g, r] · b_g[s, j, r] for every row of the window served by this block.
 // One 1-D grid over (row, chunk of kLoraThreads · kLoraExpandColumns columns of the groups' n0 + n1 + n2): each thread
 // takes kLoraExpandColumns columns, holds a column's B row in registers (up to kLoraRegisterRank ranks) and runs it
-// over the window's rows of the slot. Rows whose slot lies outside the stack get NaN in every target column, so a bad
-// slot shows downstream instead of reading another adapter.
+// over the window's rows of the slot, whose t rows the block first copies into shared memory (up to that rank), the
+// rows kLoraExpandBatch at a time so their loads of out overlap. Rows whose slot lies outside the stack get NaN in
+// every target column, so a bad slot shows downstream instead of reading another adapter.
 extern "C" __global__ void __launch_bounds__(kLoraThreads) lora_expand(
         const float* t, const void* b0, const void* b1, const void* b2, int bDt, int n0, int n1, int n2, int col0,
         int col1, int col2, int groups, const float* scales, const int* slots, void* out, int outDt, long long rowCount,
@@ -154,6 +182,14 @@ extern "C" __global__ void __launch_bounds__(kLoraThreads) lora_expand(
         return;
     }
     const int s = slots[i];
+    __shared__ float ts[kLoraWindow * 3 * kLoraRegisterRank];
+    const int tWidth = groups * rank;
+    if (rank <= kLoraRegisterRank) {
+        for (int e = (int)threadIdx.x; e < n * tWidth; e += kLoraThreads) {
+            ts[e] = t[(long long)rows[e / tWidth] * tWidth + e % tWidth];
+        }
+        __syncthreads();
+    }
     const bool vectors = bDt == DT_BF16 && (rank & 7) == 0 && rank <= kLoraRegisterRank
                          && (((uintptr_t)b0 | (uintptr_t)(groups > 1 ? b1 : b0) | (uintptr_t)(groups > 2 ? b2 : b0))
                              & 15) == 0;
@@ -197,17 +233,26 @@ extern "C" __global__ void __launch_bounds__(kLoraThreads) lora_expand(
                     br[r] = r < rank ? load_f(b, bDt, bBase + r) : 0.f;
                 }
             }
-            for (int e = 0; e < n; e++) {
-                const float* tr = t + ((long long)rows[e] * groups + g) * rank;
-                float acc = 0.f;
+            for (int e0 = 0; e0 < n; e0 += kLoraExpandBatch) {
+                float before[kLoraExpandBatch];
 #pragma unroll
-                for (int r = 0; r < kLoraRegisterRank; r++) {
-                    if (r < rank) {
-                        acc += tr[r] * br[r];
+                for (int u = 0; u < kLoraExpandBatch; u++) {
+                    before[u] = e0 + u < n ? load_f(out, outDt, (long long)rows[e0 + u] * width + col) : 0.f;
+                }
+#pragma unroll
+                for (int u = 0; u < kLoraExpandBatch; u++) {
+                    if (e0 + u < n) {
+                        const float* tr = ts + (e0 + u) * tWidth + g * rank;
+                        float acc = 0.f;
+#pragma unroll
+                        for (int r = 0; r < kLoraRegisterRank; r++) {
+                            if (r < rank) {
+                                acc += tr[r] * br[r];
+                            }
+                        }
+                        store_f(out, outDt, (long long)rows[e0 + u] * width + col, before[u] + scale * acc);
                     }
                 }
-                const long long o = (long long)rows[e] * width + col;
-                store_f(out, outDt, o, load_f(out, outDt, o) + scale * acc);
             }
         } else {
             for (int e = 0; e < n; e++) {

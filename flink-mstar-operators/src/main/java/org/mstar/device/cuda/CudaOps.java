@@ -539,8 +539,14 @@ public final class CudaOps implements ComputeOps {
         chunkCopy(xs, 0, r, o, 0, null, rowBytes, r.numel(), 1, "gatherRows");
     }
 
-    /** Threads of a lora_shrink and lora_expand block (kLoraThreads in lora.cu): a shrink warp per rank. */
+    /** Threads of a lora_shrink and lora_expand block (kLoraThreads in lora.cu). */
     private static final int LORA_THREADS = 256;
+    /**
+     * Rows up to which a lora_shrink block puts all its warps on one rank: a decode batch has a few rows per adapter,
+     * so its dot products of K need the whole GPU; past it (prefill) a block takes eight ranks, eight times fewer
+     * blocks to scan their window. The sums are the same either way.
+     */
+    private static final int LORA_ONE_RANK_ROWS = 256;
     /** Output columns of one lora_expand block (kLoraThreads · kLoraExpandColumns). */
     private static final int LORA_EXPAND_COLUMNS = 1024;
 
@@ -592,13 +598,14 @@ public final class CudaOps implements ComputeOps {
         }
         int stack = (int) as[0].dim(0);
         int rank = (int) as[0].dim(1);
-        int rankChunks = (rank + LORA_THREADS / 32 - 1) / (LORA_THREADS / 32);
+        int ranksPerBlock = rows <= LORA_ONE_RANK_ROWS ? 1 : LORA_THREADS / 32;
+        int rankChunks = (rank + ranksPerBlock - 1) / ranksPerBlock;
         int total = Arrays.stream(ns).sum();
         device.enter();
         CudaTensor shrunk = device.scratch("lora.shrink", DType.F32, rows, (long) groups * rank);
         kernel("lora_shrink").launch(device.stream(), Math.toIntExact(rows * groups * rankChunks), 1, 1, LORA_THREADS,
                 0, new KernelArgs().tensor(xs).i32(code(xs)).tensor(as[0]).tensor(as[1]).tensor(as[2]).i32(code(as[0]))
-                        .i32(groups).tensor(sl).tensor(shrunk).i64(rows).i32(stack).i32(rank).i32((int) k),
+                        .i32(groups).tensor(sl).tensor(shrunk).i64(rows).i32(stack).i32(rank).i32((int) k).i32(ranksPerBlock),
                 "addLora shrink");
         kernel("lora_expand").launch(device.stream(),
                 Math.toIntExact(rows * ((total + LORA_EXPAND_COLUMNS - 1) / LORA_EXPAND_COLUMNS)), 1, 1, LORA_THREADS,

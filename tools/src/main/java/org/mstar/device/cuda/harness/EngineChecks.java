@@ -37,7 +37,8 @@ import org.mstar.resources.SamplingReqConfig;
  * Decode graphs with decode steps pre-planned (the default) against the same engine planning each step inline:
  * tokens identical, logits within {@value #GRAPHS_TOLERANCE}.
  * bf16 weights, activations and KV: logits within {@value #BF16_TOLERANCE} wherever both engines still
- * share the context; how many tokens agree is reported, not checked (bf16 weights are a slightly different
+ * share the context (for a mixture of experts, within the CPU bf16 engine's own distance from fp32 with margin, when
+ * that is wider); how many tokens agree is reported, not checked (bf16 weights are a slightly different
  * model, and a near-tie then flips a greedy pick, after which the contexts differ). Logit errors are
  * ‖cand − ref‖ / ‖ref‖ per sampled row, worst row reported.
  */
@@ -152,8 +153,22 @@ final class EngineChecks {
                 f32.millis / f32.steps, "cpu engine"));
         results.add(new CheckResult("engine logits (worst row)", shape, "F32", a32.worstError, F32_TOLERANCE,
                 f32.millis / f32.steps, "cpu engine"));
+        double bf16Band = BF16_TOLERANCE;
+        if (config.moe().isPresent()) {
+            // A near-tie in the router sends a token to another expert when the weights are rounded to bf16, and
+            // the logits move by more than bf16 rounding alone moves them; how far is the model's own, so the band
+            // is the CPU's bf16 engine's distance from fp32 (the same roundings) with half again as margin.
+            EngineTranscript cpuBf16 = transcript(dir, reference, DType.BF16, requests, false);
+            Agreement cpu16 = compare(requests, ref, cpuBf16);
+            Agreement near = compare(requests, cpuBf16, bf16);
+            bf16Band = Math.max(BF16_TOLERANCE, 1.5 * cpu16.worstError);
+            notes.append(String.format(Locale.ROOT, "mixture of experts, bf16: the CPU bf16 engine against the CPU "
+                            + "fp32 one: worst row %.2e, median %.2e, %d of %d tokens equal; the candidate against the "
+                            + "CPU bf16 engine: worst row %.2e, median %.2e; bf16 band %.2e.%n", cpu16.worstError,
+                    cpu16.medianError, cpu16.tokensEqual, cpu16.tokens, near.worstError, near.medianError, bf16Band));
+        }
         results.add(new CheckResult("engine logits, shared contexts (worst row)", shape, "BF16", a16.worstError,
-                BF16_TOLERANCE, bf16.millis / bf16.steps, "cpu engine fp32"));
+                bf16Band, bf16.millis / bf16.steps, "cpu engine fp32"));
         for (EngineTranscript[] pair : new EngineTranscript[][] {{f32, f32Graphs}, {bf16, bf16Graphs}}) {
             String dtype = pair[0] == f32 ? "F32" : "BF16";
             Agreement g = sameEngine(results, "engine decode graphs", shape, dtype, requests, pair[0], pair[1],
