@@ -15,8 +15,8 @@ import java.util.function.ToLongFunction;
  *
  * <p>Under {@link SchedulingPolicy#FCFS} arrival decides; under {@link SchedulingPolicy#PRIORITY} with aging a
  * priority level is worth {@code agingStep} of waiting ({@link SchedulerOptions#agingStep()}), so a competitor
- * ranks as if it had arrived {@code priority × agingStep} earlier; without aging, priority first, then arrival. The order of two
- * competitors never changes while both live, so nothing flaps between them.
+ * ranks as if it had arrived {@code priority × agingStep} earlier; without aging, priority first, then arrival.
+ * The order of two competitors never changes while both live, so nothing flaps between them.
  *
  * @param <T> what competes
  */

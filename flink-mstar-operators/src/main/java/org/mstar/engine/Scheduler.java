@@ -55,7 +55,8 @@ final class Scheduler {
         this.pageSize = pageSize;
         this.statePages = statePages;
         this.options = options;
-        this.ranking = new Ranking<>(options.policy(), options.agingStep(), r -> r.arrivalNanos, r -> r.request.priority());
+        this.ranking = new Ranking<>(options.policy(), options.agingStep(), r -> r.arrivalNanos,
+                r -> r.request.priority());
     }
 
     /** Most rows a step gets. */

@@ -7,9 +7,9 @@ import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Devices;
 import org.mstar.device.KernelOptions;
-import org.mstar.engine.frame.SessionRanking;
 import org.mstar.engine.frame.FrameEngine;
 import org.mstar.engine.frame.FrameSessions;
+import org.mstar.engine.frame.SessionRanking;
 import org.mstar.flink.LlamaEngineOptions;
 import org.mstar.model.frame.FrameModel;
 

@@ -37,8 +37,8 @@ import org.slf4j.LoggerFactory;
  * closes), each OPEN or FRAME record yields the session's next frame, CLOSE frees its ring. Under
  * {@link org.mstar.engine.SchedulingPolicy#PRIORITY} ({@link FrameSessions#ranking()}) a waiting session that
  * outranks the lowest-ranked resident one takes its ring; that one waits, and gets a ring back as a restored session
- * does, by replay. A step serves the head record of every resident
- * session in one batched engine step; steps run as processing-time timers between records and barriers.
+ * does, by replay. A step serves the head record of every resident session in one batched engine step; steps run
+ * as processing-time timers between records and barriers.
  *
  * <p>Before each barrier every session that changed is mirrored in keyed state ({@link SessionMirror}): its clock,
  * last output, the records not yet served and its last {@code replayDepth} inputs. A restore, at any parallelism,
@@ -60,7 +60,7 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
 
     private transient FrameSessions engine;
     private transient ValueState<SessionMirror> mirrors;
-    /** This subtask's sessions in arrival order, which is also the order waiting ones get a ring. */
+    /** This subtask's sessions in arrival order, which is also the order FCFS gives waiting ones a ring. */
     private transient Map<String, Session> sessions;
     private transient Ranking<Session> ranking;
     private transient int replayDepth;
