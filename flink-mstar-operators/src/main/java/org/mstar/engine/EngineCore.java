@@ -10,14 +10,9 @@ import org.mstar.device.DeviceFault;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.tokenizer.TextTokenizer;
-import org.mstar.resources.AdapterSlotsBusy;
-import org.mstar.resources.AdmitFailedReason;
-import org.mstar.resources.AdmitRuntimeError;
-import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.PrefixCaching;
-import org.mstar.resources.RequestOffloading;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.kv.KVManager;
@@ -37,7 +32,7 @@ import org.mstar.resources.sampler.SamplerResource;
  * <p>When admission still runs out of KV pages, the scheduler names a victim, which is offloaded to host pages
  * when the cache has a host pool, otherwise freed and later recomputed from its prompt and generated tokens, and
  * the step is planned again; with no victim the step drops its last row, and a request that cannot fit even
- * alone fails with a 400.
+ * alone fails with a 400 ({@link AdmitRecovery}).
  *
  * <p>A request with an adapter whose slot is not to be had (every slot holds an adapter of a running request) is left
  * out of the step and waits, as a request whose KV is on its way back from the host does.
@@ -75,6 +70,7 @@ final class EngineCore implements GenerationEngine {
     private final StepBuilder steps;
     private final StepForward forwards;
     private final StepPipeline pipeline;
+    private final AdmitRecovery recovery;
     private final EngineCounters counters = new EngineCounters();
     /** Null unless decode graphs are on. */
     private final DecodeGraphs graphs;
@@ -153,6 +149,7 @@ final class EngineCore implements GenerationEngine {
                 preplan);
         this.pipeline = new StepPipeline(runner, sampler, keys.sampler(), forwards, acceptor, steps, scheduler,
                 isolation, inbox, preplan, timings, live, this::remove, options.launchAhead());
+        this.recovery = new AdmitRecovery(live, scheduler, resources, pipeline, counters, preplan);
     }
 
     // ---------------------------------------------------------------- requests
@@ -270,7 +267,7 @@ final class EngineCore implements GenerationEngine {
         }
         if (!isolation.active() && scheduler.preemptsForWaiting()) {
             // availablePages walks the evictable prefix pages: asked only where the policy preempts
-            scheduler.preemptForWaiting(live.values(), kv.availablePages()).forEach(this::preempt);
+            recovery.preemptForWaiting(live.values(), kv.availablePages());
         }
         Set<LiveRequest> excluded = isolation.excluded(live.values());
         while (true) {
@@ -296,46 +293,8 @@ final class EngineCore implements GenerationEngine {
                 pipeline.finish(out, stepNo);
                 return out.result();
             }
-            recover(o.reason(), rows, excluded, out);
+            recovery.recover(o.reason(), rows, excluded, out);
         }
-    }
-
-    /** Make room after a refused admit, so that planning again makes progress. */
-    private void recover(AdmitFailedReason reason, List<BatchRow> rows, Set<LiveRequest> excluded, StepOutputs out) {
-        if (reason instanceof AdmitRuntimeError err) {
-            List<String> ids = err.requestIds().isEmpty() ? rows.stream().map(b -> b.request().id()).toList()
-                    : List.copyOf(err.requestIds());
-            ids.forEach(rid -> pipeline.fail(live.get(rid), 500, err.message(), out));
-        } else if (reason instanceof RequestOffloading ro) {
-            exclude(ro.requestId(), rows, excluded);
-        } else if (reason instanceof AdapterSlotsBusy busy) {
-            exclude(busy.requestId(), rows, excluded);
-        } else if (reason instanceof AllocationFailed af) {
-            LiveRequest victim = scheduler.victim(live.values(), rows, af.requestId());
-            if (victim != null) {
-                preempt(victim);
-            } else if (rows.size() > 1) {
-                excluded.add(rows.get(rows.size() - 1).request());
-            } else {
-                pipeline.fail(rows.get(0).request(), 400,
-                        "request needs more KV pages than the engine can give it (" + af.message() + ")", out);
-            }
-        } else {
-            rows.forEach(b -> excluded.add(b.request()));
-        }
-    }
-
-    /** Leaves {@code requestId} out of this step's rows: it waits for what it lacks. */
-    private static void exclude(String requestId, List<BatchRow> rows, Set<LiveRequest> excluded) {
-        rows.stream().filter(b -> b.request().id().equals(requestId)).forEach(b -> excluded.add(b.request()));
-    }
-
-    private void preempt(LiveRequest victim) {
-        if (preplan != null) {
-            preplan.forget(victim);
-        }
-        counters.preemptions++;
-        resources.preempt(victim);
     }
 
     // ---------------------------------------------------------------- state

@@ -28,6 +28,7 @@ final class Scheduler {
     /** Tokens at whose multiples every prefill chunk ends; 0 for none. */
     private final int chunkEdge;
     private final SchedulerOptions options;
+    private final Ranking<LiveRequest> ranking;
     private final StepCostModel cost = new StepCostModel();
 
     /**
@@ -54,6 +55,8 @@ final class Scheduler {
         this.pageSize = pageSize;
         this.statePages = statePages;
         this.options = options;
+        this.ranking = new Ranking<>(options.policy(), options.agingStep(), r -> r.arrivalNanos,
+                r -> r.request.priority());
     }
 
     /** Most rows a step gets. */
@@ -144,29 +147,18 @@ final class Scheduler {
         if (!preemptsForWaiting()) {
             return List.of();
         }
-        Comparator<LiveRequest> rank = order();
-        LiveRequest head = live.stream().filter(r -> r.status == RequestStatus.WAITING).min(rank).orElse(null);
+        LiveRequest head = live.stream().filter(r -> r.status == RequestStatus.WAITING).min(order()).orElse(null);
         if (head == null) {
             return List.of();
         }
         int need = pagesFor(head.computed + Math.min(head.pending(), tokenBudget)) - pagesHeld(head.computed);
-        List<LiveRequest> running = new ArrayList<>(live.stream().filter(r -> r.status == RequestStatus.RUNNING).toList());
-        running.sort(rank.reversed());
-        List<LiveRequest> victims = new ArrayList<>();
-        int available = availablePages;
-        for (LiveRequest r : running) {
-            if (available >= need || rank.compare(r, head) <= 0) {
-                break;
-            }
-            victims.add(r);
-            available += pagesHeld(r.computed);
-        }
-        return available >= need ? victims : List.of();
+        List<LiveRequest> running = live.stream().filter(r -> r.status == RequestStatus.RUNNING).toList();
+        return ranking.victims(head, running, availablePages, need, r -> pagesHeld(r.computed));
     }
 
     /** Whether {@link #preemptForWaiting} can name anyone: only under {@link SchedulingPolicy#PRIORITY}. */
     boolean preemptsForWaiting() {
-        return options.policy() == SchedulingPolicy.PRIORITY;
+        return ranking.preempts();
     }
 
     /**
@@ -232,29 +224,9 @@ final class Scheduler {
         cost.observe(tokens, nanos);
     }
 
-    /**
-     * The ranking order, best first. Under PRIORITY with aging a request ranks as if it had arrived
-     * {@code priority × agingStep} earlier, so waiting lifts it at the same pace for everyone and two requests
-     * never swap places as time passes; without aging, priority first, then arrival.
-     */
+    /** The ranking order, best first ({@link Ranking}). */
     Comparator<LiveRequest> order() {
-        Comparator<LiveRequest> byArrival = Comparator.comparingLong(r -> r.arrivalNanos);
-        if (options.policy() == SchedulingPolicy.FCFS) {
-            return byArrival;
-        }
-        long step = options.agingStep().toNanos();
-        if (step == 0) {
-            return Comparator.comparingInt((LiveRequest r) -> -r.request.priority()).thenComparing(byArrival);
-        }
-        return Comparator.comparingLong((LiveRequest r) -> virtualArrival(r, step)).thenComparing(byArrival);
-    }
-
-    private static long virtualArrival(LiveRequest r, long agingStep) {
-        try {
-            return Math.subtractExact(r.arrivalNanos, Math.multiplyExact((long) r.request.priority(), agingStep));
-        } catch (ArithmeticException e) {
-            return r.request.priority() > 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
-        }
+        return ranking.order();
     }
 
     private static boolean isDecode(LiveRequest r) {

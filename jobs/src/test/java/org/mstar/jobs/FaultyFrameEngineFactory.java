@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.mstar.engine.frame.FrameInput;
 import org.mstar.engine.frame.FrameResult;
 import org.mstar.engine.frame.FrameSessions;
+import org.mstar.engine.frame.SessionRanking;
 import org.mstar.flink.frame.FrameEngineFactory;
 import org.mstar.model.frame.FrameModelConfig;
 
@@ -52,6 +53,7 @@ final class FaultyFrameEngineFactory implements FrameEngineFactory {
         AtomicInteger replays = REPLAYS.get(name);
         return new FrameSessions() {
             @Override public FrameModelConfig config() { return engine.config(); }
+            @Override public SessionRanking ranking() { return engine.ranking(); }
             @Override public boolean hasRoom() { return engine.hasRoom(); }
             @Override public void open(String sessionId) { engine.open(sessionId); }
             @Override public void close(String sessionId) { engine.close(sessionId); }

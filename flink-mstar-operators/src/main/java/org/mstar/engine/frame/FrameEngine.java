@@ -22,6 +22,9 @@ import org.mstar.resources.kv.ring.RingSessionState;
  * {@code residentSessions} rings; a step admits its frames (continuity is the ring's terminal check), appends
  * every layer's K/V to each session's tail, attends each frame over the rows its session sees and commits,
  * which keeps the frame in each layer's history on that layer's write steps.
+ *
+ * <p>Which session holds a ring is its operator's to decide, ranked as the engine core ranks requests
+ * ({@link #ranking()}, {@code org.mstar.engine.Ranking}).
  */
 public final class FrameEngine implements FrameSessions {
     private static final String WALK = "frame";
@@ -29,28 +32,36 @@ public final class FrameEngine implements FrameSessions {
     private final FrameModel model;
     private final FrameModelConfig config;
     private final RingKVManager ring;
+    private final SessionRanking ranking;
     private final Set<String> open = new LinkedHashSet<>();
     /** Whether closing the engine also closes the model and its device. */
     private final boolean ownsModel;
 
-    /** An engine over {@code model}, which stays with the caller. */
+    /** An engine over {@code model}, which stays with the caller; its sessions wait for a ring in arrival order. */
     public FrameEngine(FrameModel model, int residentSessions) {
-        this(model, residentSessions, false);
+        this(model, residentSessions, SessionRanking.FCFS, false);
     }
 
     /** An engine that closes {@code model} and its device when it closes (one engine per operator subtask). */
     public static FrameEngine owning(FrameModel model, int residentSessions) {
-        return new FrameEngine(model, residentSessions, true);
+        return owning(model, residentSessions, SessionRanking.FCFS);
     }
 
-    private FrameEngine(FrameModel model, int residentSessions, boolean ownsModel) {
+    /** {@link #owning(FrameModel, int)} whose sessions rank for a ring by {@code ranking}. */
+    public static FrameEngine owning(FrameModel model, int residentSessions, SessionRanking ranking) {
+        return new FrameEngine(model, residentSessions, ranking, true);
+    }
+
+    private FrameEngine(FrameModel model, int residentSessions, SessionRanking ranking, boolean ownsModel) {
         this.ownsModel = ownsModel;
+        this.ranking = ranking;
         this.model = model;
         this.config = model.config();
         this.ring = RingKVManager.batched(config.ringConfig(residentSessions), model.device(), model.activations());
     }
 
     @Override public FrameModelConfig config() { return config; }
+    @Override public SessionRanking ranking() { return ranking; }
     public int residentCapacity() { return ring.config().numSessions(); }
     @Override public boolean hasRoom() { return open.size() < residentCapacity(); }
 

@@ -7,6 +7,9 @@ import org.mstar.model.frame.FrameModelConfig;
 public interface FrameSessions extends AutoCloseable {
     FrameModelConfig config();
 
+    /** How sessions waiting for a ring rank, and whether one may take a resident session's ring. */
+    SessionRanking ranking();
+
     /** Whether another session can be made resident. */
     boolean hasRoom();
 

@@ -9,12 +9,14 @@ import org.mstar.device.Devices;
 import org.mstar.device.KernelOptions;
 import org.mstar.engine.frame.FrameEngine;
 import org.mstar.engine.frame.FrameSessions;
+import org.mstar.engine.frame.SessionRanking;
 import org.mstar.flink.LlamaEngineOptions;
 import org.mstar.model.frame.FrameModel;
 
 /**
  * A {@link FrameEngine} over the frame model in {@link FrameOptions#MODEL_DIR}, one per subtask, on a device with
- * batch-invariant numerics when {@code mstar.engine.batch-invariant} asks for them.
+ * batch-invariant numerics when {@code mstar.engine.batch-invariant} asks for them; its sessions rank for a ring by
+ * {@link FrameOptions#SCHEDULING_POLICY}.
  */
 public final class FrameModelEngineFactory implements FrameEngineFactory {
     private static final long serialVersionUID = 1L;
@@ -23,6 +25,7 @@ public final class FrameModelEngineFactory implements FrameEngineFactory {
     private final int residentSessions;
     private final DType dtype;
     private final boolean batchInvariant;
+    private final SessionRanking ranking;
 
     public FrameModelEngineFactory(ReadableConfig config) {
         this.modelDir = config.getOptional(FrameOptions.MODEL_DIR).orElseThrow(() ->
@@ -35,6 +38,12 @@ public final class FrameModelEngineFactory implements FrameEngineFactory {
         this.dtype = floatType(config.get(FrameOptions.DTYPE));
         // the same knob as the generation engine's: replays after a restore rebuild a ring bit for bit only with it on a GPU
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
+        if (config.get(FrameOptions.PRIORITY_AGING).isNegative()) {
+            throw new IllegalArgumentException("'" + FrameOptions.PRIORITY_AGING.key() + "' must be >= 0, got "
+                    + config.get(FrameOptions.PRIORITY_AGING));
+        }
+        this.ranking = new SessionRanking(config.get(FrameOptions.SCHEDULING_POLICY),
+                config.get(FrameOptions.PRIORITY_AGING));
     }
 
     /** @throws IllegalArgumentException naming the option and the types it takes */
@@ -52,7 +61,7 @@ public final class FrameModelEngineFactory implements FrameEngineFactory {
     public FrameSessions create(String device, int subtaskIndex) throws Exception {
         Device d = Devices.open(device, KernelOptions.defaults().withBatchInvariant(batchInvariant));
         try {
-            return FrameEngine.owning(FrameModel.load(Path.of(modelDir), d, dtype), residentSessions);
+            return FrameEngine.owning(FrameModel.load(Path.of(modelDir), d, dtype), residentSessions, ranking);
         } catch (Exception | Error e) {
             d.close();
             throw e;

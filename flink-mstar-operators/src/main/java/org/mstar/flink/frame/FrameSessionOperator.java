@@ -16,10 +16,12 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.StreamOperatorParameters;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.mstar.engine.Ranking;
 import org.mstar.flink.StartUpFailures;
 import org.mstar.engine.frame.FrameInput;
 import org.mstar.engine.frame.FrameResult;
 import org.mstar.engine.frame.FrameSessions;
+import org.mstar.engine.frame.SessionRanking;
 import org.mstar.schemas.ErrorEvent;
 import org.mstar.schemas.FrameEvent;
 import org.mstar.schemas.FrameRequest;
@@ -31,9 +33,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Serves frame sessions keyed by session id: an OPEN record makes a session resident (it claims one of the
- * engine's rings; beyond the resident count sessions wait, in arrival order, until one closes), each OPEN or FRAME
- * record yields the session's next frame, CLOSE frees its ring. A step serves the head record of every resident
- * session in one batched engine step; steps run as processing-time timers between records and barriers.
+ * engine's rings; beyond the resident count sessions wait, ranked as the engine core ranks requests, until one
+ * closes), each OPEN or FRAME record yields the session's next frame, CLOSE frees its ring. Under
+ * {@link org.mstar.engine.SchedulingPolicy#PRIORITY} ({@link FrameSessions#ranking()}) a waiting session that
+ * outranks the lowest-ranked resident one takes its ring; that one waits, and gets a ring back as a restored session
+ * does, by replay. A step serves the head record of every resident session in one batched engine step; steps run
+ * as processing-time timers between records and barriers.
  *
  * <p>Before each barrier every session that changed is mirrored in keyed state ({@link SessionMirror}): its clock,
  * last output, the records not yet served and its last {@code replayDepth} inputs. A restore, at any parallelism,
@@ -55,8 +60,9 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
 
     private transient FrameSessions engine;
     private transient ValueState<SessionMirror> mirrors;
-    /** This subtask's sessions in arrival order, which is also the order waiting ones get a ring. */
+    /** This subtask's sessions in arrival order, which is also the order FCFS gives waiting ones a ring. */
     private transient Map<String, Session> sessions;
+    private transient Ranking<Session> ranking;
     private transient int replayDepth;
     private transient boolean restored;
     private transient boolean stepScheduled;
@@ -87,6 +93,8 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
             throw StartUpFailures.atEngineBuild(e);
         }
         replayDepth = engine.config().replayDepth();
+        SessionRanking rule = engine.ranking();
+        ranking = new Ranking<>(rule.policy(), rule.agingStep(), s -> s.arrivalNanos, Session::rankPriority);
         if (restored) {
             for (String id : keys()) {
                 setCurrentKey(id);
@@ -187,8 +195,11 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
         for (int i = 0; i < results.size(); i++) {
             Session s = stepped.get(i);
             FrameResult out = results.get(i);
-            s.pending.removeFirst();
-            s.opened = true;
+            FrameRequest served = s.pending.removeFirst();
+            if (!s.opened) {
+                s.priority = Session.priorityOf(served);
+                s.opened = true;
+            }
             s.stepped(batch.get(i), out.framePos(), out.tokens(), replayDepth);
             emit(new FrameEvent(s.id, out.framePos(), Session.list(out.tokens())));
         }
@@ -196,13 +207,16 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
     }
 
     /**
-     * Gives rings to waiting sessions in arrival order while the engine has room, replaying the inputs of those
-     * that had one before; answers what a waiting session can be answered without one.
+     * Gives rings to waiting sessions in rank order while the engine has room or, under PRIORITY, a lower-ranked
+     * session gives its ring up, replaying the inputs of those that had one before; answers what a waiting session
+     * can be answered without one.
      */
     private boolean admit() throws Exception {
         boolean progress = false;
         List<Session> replaying = new ArrayList<>();
-        for (Session s : List.copyOf(sessions.values())) {
+        List<Session> byRank = new ArrayList<>(sessions.values());
+        byRank.sort(ranking.order()); // stable: FCFS keeps the arrival order the map has
+        for (Session s : byRank) {
             if (s.resident || s.pending.isEmpty()) continue;
             FrameRequest head = s.pending.peekFirst();
             if (head.getKind() == FrameRequestKind.CLOSE) {
@@ -211,7 +225,7 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
             } else if (!s.opened && head.getKind() != FrameRequestKind.OPEN) {
                 refuse(s, "kind: session " + s.id + " is not open; its first record must be OPEN");
                 progress = true;
-            } else if (engine.hasRoom()) {
+            } else if (engine.hasRoom() || (ranking.preempts() && preemptFor(s))) {
                 if (s.opened) {
                     engine.openAt(s.id, s.replayStart());
                     replaying.add(s);
@@ -224,6 +238,20 @@ public final class FrameSessionOperator extends AbstractStreamOperator<FrameResp
         }
         replay(replaying);
         return progress;
+    }
+
+    /**
+     * Frees the ring of the lowest-ranked resident session when {@code head} outranks it and the policy preempts:
+     * that one waits, with its replay window, as a restored session does.
+     */
+    private boolean preemptFor(Session head) {
+        List<Session> resident = sessions.values().stream().filter(s -> s.resident).toList();
+        List<Session> victims = ranking.victims(head, resident, 0, 1, s -> 1);
+        for (Session v : victims) {
+            engine.close(v.id);
+            v.resident = false;
+        }
+        return !victims.isEmpty();
     }
 
     /** Steps each session's kept inputs again, batched across sessions, discarding the outputs. */

@@ -6,14 +6,21 @@ import java.util.Deque;
 import java.util.List;
 import org.mstar.engine.frame.FrameInput;
 import org.mstar.schemas.FrameRequest;
+import org.mstar.schemas.FrameRequestKind;
 import org.mstar.schemas.ReplayFrame;
 import org.mstar.schemas.SessionMirror;
 
-/** One session as a subtask holds it: its clock, last output, replay window and the records it has not served. */
+/**
+ * One session as a subtask holds it: its clock, last output, replay window and the records it has not served, and
+ * what ranks it for a ring (when it arrived in this subtask, its priority).
+ */
 final class Session {
     final String id;
+    final long arrivalNanos = System.nanoTime();
     /** Whether its OPEN was served. */
     boolean opened;
+    /** The priority its OPEN gave it, once served. */
+    int priority;
     /** Whether it holds a ring in the engine now. */
     boolean resident;
     int nextFrame;
@@ -31,6 +38,7 @@ final class Session {
     static Session restored(String id, SessionMirror m) {
         Session s = new Session(id);
         s.opened = m.getOpen();
+        s.priority = m.getPriority();
         s.nextFrame = m.getNextFrame();
         s.lastOutput = ints(m.getLastOutput());
         for (ReplayFrame f : m.getReplayFrames()) {
@@ -44,7 +52,17 @@ final class Session {
     SessionMirror mirror() {
         List<ReplayFrame> frames = new ArrayList<>();
         for (FrameInput in : replay) frames.add(new ReplayFrame(in.framePos(), list(in.tokens()), in.action()));
-        return new SessionMirror(opened, nextFrame, list(lastOutput), frames, new ArrayList<>(pending));
+        return new SessionMirror(opened, priority, nextFrame, list(lastOutput), frames, new ArrayList<>(pending));
+    }
+
+    /** Its priority for a ring: its OPEN's, which, before its OPEN is served, is the one it waits with (or 0). */
+    int rankPriority() {
+        FrameRequest head = pending.peekFirst();
+        return opened || head == null || head.getKind() != FrameRequestKind.OPEN ? priority : priorityOf(head);
+    }
+
+    static int priorityOf(FrameRequest open) {
+        return open.getPriority() == null ? 0 : open.getPriority();
     }
 
     /** Records a stepped input and its output, keeping the last {@code depth} inputs. */

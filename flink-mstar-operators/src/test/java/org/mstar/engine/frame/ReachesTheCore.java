@@ -1,8 +1,8 @@
 package org.mstar.engine.frame;
 
-import org.mstar.engine.GenerationRequest;
+import org.mstar.engine.LlamaEngine;
 
-/** Fixture for RunnerBoundaryRulesTest: a class of the frame engine's package that takes a request of the core. */
+/** Fixture for RunnerBoundaryRulesTest: a class of the frame engine's package that holds an engine of the core. */
 final class ReachesTheCore {
-    GenerationRequest request;
+    LlamaEngine engine;
 }

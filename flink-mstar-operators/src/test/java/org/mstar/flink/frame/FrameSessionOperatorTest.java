@@ -2,6 +2,7 @@ package org.mstar.flink.frame;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -11,7 +12,9 @@ import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
+import org.mstar.engine.SchedulingPolicy;
 import org.mstar.engine.frame.FrameEngine;
+import org.mstar.engine.frame.SessionRanking;
 import org.mstar.model.frame.FrameModel;
 import org.mstar.model.frame.FrameModelConfig;
 import org.mstar.resources.RingKVLayerConfig;
@@ -28,6 +31,8 @@ class FrameSessionOperatorTest {
             List.of(new RingKVLayerConfig(3, 3, 1), new RingKVLayerConfig(2, 2, 2)));
     /** Wide enough random projections that a frame's prediction depends on the history it attends. */
     private static final double HISTORY_STD = 0.5;
+    /** Strict priority: no aging, so a test's ranks do not depend on the wall clock. */
+    private static final SessionRanking PRIORITY = new SessionRanking(SchedulingPolicy.PRIORITY, Duration.ZERO);
 
     @Test
     void aSessionBeyondTheRingsWaitsUntilOneClosesAndAClosedIdStartsOver() throws Exception {
@@ -119,6 +124,59 @@ class FrameSessionOperatorTest {
         }
     }
 
+    @Test
+    void underPriorityAnOutrankingSessionTakesTheRingAndTheOtherGetsItBackByReplayWithTheSameFrames() throws Exception {
+        List<FrameRequest> a = new ArrayList<>();
+        a.add(open("a", 1));
+        for (int f = 1; f <= 16; f++) a.add(frame("a", f));
+        List<FrameEvent> alone;
+        try (var harness = harness(1, PRIORITY)) {
+            harness.open();
+            for (FrameRequest r : a) harness.processElement(r, 0);
+            runToIdle(harness);
+            alone = events(harness);
+        }
+        try (var harness = harness(1, PRIORITY)) {
+            harness.open();
+            for (FrameRequest r : a.subList(0, 13)) harness.processElement(r, 0);
+            runToIdle(harness);
+            harness.processElement(open("b", 2, 5), 0);
+            harness.processElement(frame("b", 1), 0);
+            for (FrameRequest r : a.subList(13, 17)) harness.processElement(r, 0);
+            runToIdle(harness);
+            assertThat(frames(harness).subList(13, 15)).containsExactly("b:1", "b:2"); // a waits without a ring
+
+            harness.processElement(close("b"), 0);
+            runToIdle(harness);
+            assertThat(frames(harness)).hasSize(19).endsWith("a:14", "a:15", "a:16", "a:17");
+            // the ring a got back, rebuilt from its last inputs, predicts what its first ring would have
+            assertThat(ofSession(harness.extractOutputValues(), "a")).containsExactlyElementsOf(alone);
+            assertThat(errors(harness)).isEmpty();
+        }
+    }
+
+    @Test
+    void aSessionKeepsItsPriorityAcrossARestoreAndALowerOneWaits() throws Exception {
+        OperatorSubtaskState snapshot;
+        try (var harness = harness(1, PRIORITY)) {
+            harness.open();
+            harness.processElement(open("a", 1, 5), 0);
+            runToIdle(harness);
+            harness.prepareSnapshotPreBarrier(1);
+            snapshot = harness.snapshot(1, 1);
+        }
+        try (var restored = harness(1, PRIORITY)) {
+            restored.initializeState(snapshot);
+            restored.open();
+            restored.processElement(frame("a", 1), 0);
+            runToIdle(restored);
+            restored.processElement(open("b", 2, 1), 0); // outranks priority 0, not a's 5
+            restored.processElement(frame("a", 2), 0);
+            runToIdle(restored);
+            assertThat(frames(restored)).containsExactly("a:2", "a:3");
+        }
+    }
+
     /** Records {@code [from, to)} of every session, sessions interleaved. */
     private static void feed(KeyedOneInputStreamOperatorTestHarness<String, FrameRequest, FrameResponse> harness,
                              List<List<FrameRequest>> records, int from, int to) throws Exception {
@@ -138,8 +196,13 @@ class FrameSessionOperatorTest {
 
     private static KeyedOneInputStreamOperatorTestHarness<String, FrameRequest, FrameResponse> harness(int rings)
             throws Exception {
-        FrameEngineFactory engines = (device, subtask) ->
-                FrameEngine.owning(FrameModel.random(CONFIG, new CpuDevice(1), DType.F32, 5, HISTORY_STD), rings);
+        return harness(rings, SessionRanking.FCFS);
+    }
+
+    private static KeyedOneInputStreamOperatorTestHarness<String, FrameRequest, FrameResponse> harness(
+            int rings, SessionRanking ranking) throws Exception {
+        FrameEngineFactory engines = (device, subtask) -> FrameEngine.owning(
+                FrameModel.random(CONFIG, new CpuDevice(1), DType.F32, 5, HISTORY_STD), rings, ranking);
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(new FrameSessionOperatorFactory(engines, "cpu"),
                 FrameRequest::getSessionId, Types.STRING, 128, 1, 0);
         harness.setStateBackend(new EmbeddedRocksDBStateBackend());
@@ -147,10 +210,14 @@ class FrameSessionOperatorTest {
     }
 
     private static FrameRequest open(String id, int action) {
+        return open(id, action, null);
+    }
+
+    private static FrameRequest open(String id, int action, Integer priority) {
         List<Integer> tokens = new ArrayList<>();
         for (int i = 0; i < CONFIG.tokensPerFrame(); i++) tokens.add((i * 7 + action) % CONFIG.vocabSize());
         return FrameRequest.newBuilder().setSessionId(id).setKind(FrameRequestKind.OPEN).setTokens(tokens)
-                .setAction(action).build();
+                .setAction(action).setPriority(priority).build();
     }
 
     private static FrameRequest frame(String id, int index) {
