@@ -29,27 +29,50 @@ public final class HybridEngineLoader {
 
     /** {@link #load(Path, Device, EngineOptions)} keeping state snapshots for the prefix cache as {@code snapshots}. */
     public static HybridEngine load(Path modelDir, Device device, EngineOptions options, StateSnapshots snapshots) {
-        DType storage = device.isCuda() ? DType.BF16 : DType.F32;
+        HybridWeights weights = loadWeights(modelDir, device);
         try {
-            HybridConfig config = HybridConfig.load(modelDir);
-            HybridWeights weights = HybridWeights.load(modelDir, config, device, storage);
-            try {
-                HybridModel model = new HybridModel(weights, storage, modelDir.toAbsolutePath().normalize().toString(),
-                        options.maxBatchRows(), snapshots);
-                Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
-                TextTokenizer tokenizer = Files.exists(tokenizerFile) ? TextTokenizer.load(modelDir) : null;
-                HybridEngine engine = new HybridEngine(model, tokenizer, config.generation(modelDir), options, storage);
-                engine.own(weights);
-                if (tokenizer != null) {
-                    engine.own(tokenizer);
-                }
-                return engine;
-            } catch (RuntimeException e) {
-                weights.close();
-                throw e;
-            }
+            HybridEngine engine = over(modelDir, weights, options, snapshots);
+            engine.own(weights);
+            return engine;
+        } catch (RuntimeException e) {
+            weights.close();
+            throw e;
+        }
+    }
+
+    /** The weights of the model in {@code modelDir} on {@code device}, in the dtype the device computes in. */
+    public static HybridWeights loadWeights(Path modelDir, Device device) {
+        try {
+            return HybridWeights.load(modelDir, HybridConfig.load(modelDir), device, storage(device));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot load the model in " + modelDir, e);
         }
+    }
+
+    /**
+     * An engine over {@code weights} loaded from {@code modelDir} by {@link #loadWeights}, which it does not own:
+     * engines on one device share them (closing an engine leaves them loaded).
+     */
+    public static HybridEngine over(Path modelDir, HybridWeights weights, EngineOptions options,
+                                    StateSnapshots snapshots) {
+        try {
+            HybridConfig config = HybridConfig.load(modelDir);
+            DType storage = storage(weights.device());
+            HybridModel model = new HybridModel(weights, storage, modelDir.toAbsolutePath().normalize().toString(),
+                    options.maxBatchRows(), snapshots);
+            Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
+            TextTokenizer tokenizer = Files.exists(tokenizerFile) ? TextTokenizer.load(modelDir) : null;
+            HybridEngine engine = new HybridEngine(model, tokenizer, config.generation(modelDir), options, storage);
+            if (tokenizer != null) {
+                engine.own(tokenizer);
+            }
+            return engine;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot load the model in " + modelDir, e);
+        }
+    }
+
+    private static DType storage(Device device) {
+        return device.isCuda() ? DType.BF16 : DType.F32;
     }
 }

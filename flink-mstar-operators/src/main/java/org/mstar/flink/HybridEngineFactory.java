@@ -10,6 +10,7 @@ import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.HybridEngineLoader;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.mamba.StateSnapshots;
 
 /**
  * Builds a {@code HybridEngine} (Mamba2 and Bamba checkpoints in Hugging Face layout, whose config.json names
@@ -18,7 +19,8 @@ import org.mstar.model.llama.KvCacheOptions;
  * {@link LlamaEngineOptions#MAX_SEQ_LEN}, {@link LlamaEngineOptions#PAGES}, {@link LlamaEngineOptions#PAGE_SIZE},
  * {@link LlamaEngineOptions#PREFIX_CACHE} (recurrent state snapshots every 128 prompt tokens beside the KV pages) and
  * {@link LlamaEngineOptions#DECODE_GRAPHS}. {@link LlamaEngineFactory}, the default factory, hands such a folder to
- * this one. Each engine loads its own copy of the weights and keeps a recurrent state per request; a restore resumes
+ * this one. The engines on one device share one copy of the weights per TaskManager process, as the Llama families'
+ * do ({@link SharedModels}); each keeps a recurrent state per request; a restore resumes
  * each request by recomputing that state from its prompt and the tokens it had emitted. These models have no host
  * offload, FP8 weights, adapters or disaggregated roles: the factory refuses them by name.
  */
@@ -73,11 +75,12 @@ public final class HybridEngineFactory implements EngineFactory {
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget, KvCacheOptions.builder()
                 .maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize).prefixCache(prefixCache).build());
         try {
-            DeviceTurn turn = SharedModels.turn(device);
+            SharedModels.LoadedHybrid shared = SharedModels.hybrid(Path.of(modelDir), device);
+            DeviceTurn turn = shared.turn();
             // graphs only pay where launches cost host time; on the CPU a replay just re-runs the ops
             EngineOptions onDevice = options.withDecodeGraphs(decodeGraphs && turn.device().isCuda());
-            return turn.guard(turn.call(() -> WeightLoading.logged(Path.of(modelDir), device,
-                    progress -> HybridEngineLoader.load(Path.of(modelDir), turn.device(), onDevice))));
+            return turn.guard(turn.call(() -> HybridEngineLoader.over(Path.of(modelDir), shared.weights(), onDevice,
+                    StateSnapshots.defaults(onDevice.maxBatchRows()))));
         } catch (IllegalArgumentException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
                     "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));

@@ -4,8 +4,10 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import org.mstar.device.Devices;
+import org.mstar.engine.HybridEngineLoader;
 import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.model.WeightQuantization;
+import org.mstar.model.mamba.HybridWeights;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.resources.kv.KvShelf;
 
@@ -22,8 +24,12 @@ final class SharedModels {
     /** A device's turn and the weights loaded on the device. */
     record Loaded(DeviceTurn turn, LlamaWeights weights) {}
 
+    /** A device's turn and the weights of a recurrent (Mamba2, Bamba) model loaded on the device. */
+    record LoadedHybrid(DeviceTurn turn, HybridWeights weights) {}
+
     private static final Map<String, DeviceTurn> DEVICES = new HashMap<>();
     private static final Map<String, LlamaWeights> WEIGHTS = new HashMap<>();
+    private static final Map<String, HybridWeights> HYBRID_WEIGHTS = new HashMap<>();
     private static final Map<String, KvShelf> SHELVES = new HashMap<>();
     private static int loads;
 
@@ -45,6 +51,20 @@ final class SharedModels {
             loads++;
         }
         return new Loaded(turn, weights);
+    }
+
+    /** The weights of the Mamba2 or Bamba model in {@code modelDir} on {@code deviceName}, loading them once. */
+    static synchronized LoadedHybrid hybrid(Path modelDir, String deviceName) {
+        DeviceTurn turn = turn(deviceName);
+        String key = modelDir.toAbsolutePath().normalize() + "@" + deviceName;
+        HybridWeights weights = HYBRID_WEIGHTS.get(key);
+        if (weights == null) {
+            weights = turn.call(() -> WeightLoading.logged(modelDir, deviceName,
+                    progress -> HybridEngineLoader.loadWeights(modelDir, turn.device())));
+            HYBRID_WEIGHTS.put(key, weights);
+            loads++;
+        }
+        return new LoadedHybrid(turn, weights);
     }
 
     /** The turn of device {@code deviceName}, opened once: for engines that load their own weights (Whisper). */

@@ -65,6 +65,24 @@ class SharedModelsTest {
         fp8Engine.close();
     }
 
+    @Test
+    void hybridEnginesOnOneDeviceShareWeightsLoadedOnce() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, "src/test/resources/org/mstar/model/fixtures/bamba");
+        LlamaEngineFactory factory = new LlamaEngineFactory(conf);
+
+        int before = SharedModels.loads();
+        GenerationEngine first = factory.create("cpu", 0);
+        GenerationEngine second = factory.create("cpu", 1);
+        assertThat(SharedModels.loads()).isEqualTo(before + 1);
+
+        List<Integer> fromFirst = generate(first);
+        first.close();
+        assertThat(generate(second)).as("closing one engine leaves the shared weights to the other")
+                .isEqualTo(fromFirst);
+        second.close();
+    }
+
     private static ModelConfig tinyLlama(DType dtype) {
         return ModelConfig.builder(Architecture.LLAMA)
                 .hiddenSize(32).intermediateSize(64).numLayers(1).numHeads(2).numKvHeads(1).headDim(16)
