@@ -269,8 +269,9 @@ extern "C" __global__ void __launch_bounds__(kMoeThreads) moe_down(const void* h
     }
 }
 
-// out[row, o] = Σ_j y[row·k + j, o] in choice order, rounded once to out's dtype; NaN for a row with an expert id
-// outside [0, experts), so a bad id shows downstream instead of reading another expert's rows.
+// out[row, o] = Σ_j y[row·k + j, o] in choice order, rounded once to out's dtype. An id of -1 (an expert on another
+// device, moe_local_ids) adds nothing; any other id outside [0, experts) makes the row NaN, so a bad id shows
+// downstream instead of reading another expert's rows.
 extern "C" __global__ void moe_combine(const float* y, const int* ids, int experts, void* out, int outDt,
                                        long long rows, int hidden, int topK) {
     await_previous_kernel();
@@ -280,8 +281,18 @@ extern "C" __global__ void moe_combine(const float* y, const int* ids, int exper
         float acc = 0.f;
         for (int j = 0; j < topK; j++) {
             const int id = ids[row * topK + j];
-            acc += id >= 0 && id < experts ? y[(row * topK + j) * hidden + o] : NAN;
+            acc += id == -1 ? 0.f : id >= 0 && id < experts ? y[(row * topK + j) * hidden + o] : NAN;
         }
         store_f(out, outDt, e, acc);
+    }
+}
+
+// Expert parallelism: ids of the router's numbering renumbered for a device holding experts [first, first + count):
+// id - first for its own, -1 for another device's (moe_sort leaves those out, moe_combine adds nothing for them).
+extern "C" __global__ void moe_local_ids(const int* ids, int first, int count, int* local, long long n) {
+    await_previous_kernel();
+    MSTAR_GRID_LOOP(i, n) {
+        const int e = ids[i];
+        local[i] = e >= first && e < first + count ? e - first : -1;
     }
 }

@@ -18,10 +18,19 @@ public interface MoeOps {
 
     /**
      * {@code out[i] = Σ_j weights[i, j] · down_e · (silu(gate_e · x[i]) ⊙ (up_e · x[i]))} with {@code e = ids[i, j]},
-     * over the {@code topK} columns of {@code ids} in order. x {@code [n, H]}; {@code gateUp [E, 2I, H]} (expert e's
+     * over the {@code topK} columns of {@code ids} in order; an id of -1 (an expert on another device,
+     * {@link #moeLocalIds}) contributes nothing. x {@code [n, H]}; {@code gateUp [E, 2I, H]} (expert e's
      * gate_proj rows, then its up_proj rows); {@code down [E, H, I]}; out {@code [n, H]}. The gate and up sums and the
      * activation are rounded to out's dtype (as {@link FusedDecodeOps#gateUpActivation} does), each expert's down sum
      * stays fp32, and the weighted sum is rounded once to out's dtype.
      */
     void moeExperts(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out);
+
+    /**
+     * Expert parallelism: a device holding experts {@code [first, first + count)} of the router's numbering renumbers
+     * {@code ids} I32 {@code [n, topK]} into {@code local} I32 {@code [n, topK]}: {@code ids - first} where the expert
+     * is one of its own, -1 where another device holds it, so that {@link #moeExperts} over the device's slice of the
+     * experts adds its own experts' share of each row.
+     */
+    void moeLocalIds(Tensor ids, int first, int count, Tensor local);
 }

@@ -10,7 +10,8 @@ import org.mstar.device.MoeExpertsShape;
 /**
  * {@link org.mstar.device.MoeOps#moeExperts} on the host, grouped by expert as the GPU runs it: each expert's rows
  * go through its gate/up rows and SiLU·mul (rounded to out's dtype), then its down rows (fp32); each row's outputs
- * are then weighed and summed in the order of its choices and rounded once. Every sum runs in index order from zero,
+ * are then weighed and summed in the order of its choices and rounded once; a choice of id -1 (an expert on
+ * another device) is left out. Every sum runs in index order from zero,
  * so a row's result does not depend on the other rows of the call.
  */
 final class CpuMoeExperts {
@@ -30,6 +31,10 @@ final class CpuMoeExperts {
         }
         for (int a = 0; a < rows * k; a++) {
             int e = ids.getInt(a);
+            if (e == -1) {
+                // an expert of another device (expert parallelism): no share of this row here
+                continue;
+            }
             if (e < 0 || e >= experts) {
                 throw new IndexOutOfBoundsException("expert " + e + " of row " + a / k + " outside the " + experts);
             }
@@ -72,8 +77,11 @@ final class CpuMoeExperts {
             for (int row = from; row < to; row++) {
                 Arrays.fill(sum, 0f);
                 for (int j = 0; j < k; j++) {
-                    float w = weights.getFloat(row * k + j);
                     float[] ya = y[row * k + j];
+                    if (ya == null) {
+                        continue;
+                    }
+                    float w = weights.getFloat(row * k + j);
                     for (int o = 0; o < hidden; o++) {
                         sum[o] += w * ya[o];
                     }

@@ -362,6 +362,19 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     }
 
     @Override
+    public void moeLocalIds(Tensor ids, int first, int count, Tensor local) {
+        CpuTensor in = CpuTensor.of(ids);
+        CpuTensor out = CpuTensor.of(local);
+        if (in.numel() != out.numel()) {
+            throw new IllegalArgumentException("moeLocalIds: " + in.numel() + " ids into " + out.numel());
+        }
+        for (int i = 0; i < in.numel(); i++) {
+            int e = in.getInt(i);
+            out.setInt(i, e >= first && e < first + count ? e - first : -1);
+        }
+    }
+
+    @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
         CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);
     }

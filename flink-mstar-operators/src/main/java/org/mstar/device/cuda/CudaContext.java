@@ -85,6 +85,11 @@ public final class CudaContext implements AutoCloseable {
         check(cuCtxSetCurrent(context), "cuCtxSetCurrent(cuda:" + index + ")");
     }
 
+    /** The driver context, for calls that name one (peer copies between GPUs). */
+    CUcontext handle() {
+        return context;
+    }
+
     public int index() {
         return index;
     }

@@ -9,7 +9,8 @@ import org.mstar.device.MoeRouting;
 /**
  * Launchers of the mixture-of-experts kernels (moe.cu): {@code moe_route}, then for the experts {@code moe_sort}
  * (assignments grouped by expert, the tile list), the grouped {@code moe_gate_up} GEMM with SiLU·mul in its epilogue,
- * the grouped {@code moe_down} GEMM with the routing weights in its epilogue, and {@code moe_combine}. Launch sizes
+ * the grouped {@code moe_down} GEMM with the routing weights in its epilogue, and {@code moe_combine}; and under expert
+ * parallelism {@code moe_local_ids}. Launch sizes
  * depend on the row count only, never on the routing, so the ops can be captured into a graph.
  */
 final class CudaMoe {
@@ -83,6 +84,17 @@ final class CudaMoe {
                 "moeExperts down");
         elementwise.launch("moe_combine", rows * hidden, new KernelArgs().tensor(y).tensor(ids).i32(experts).tensor(out)
                 .i32(code(out)).i64(rows).i32(hidden).i32(k), "moeExperts combine");
+    }
+
+    void localIds(CudaTensor ids, int first, int count, CudaTensor local) {
+        if (ids.numel() != local.numel()) {
+            throw new IllegalArgumentException("moeLocalIds: " + ids.numel() + " ids into " + local.numel());
+        }
+        if (ids.numel() == 0) {
+            return;
+        }
+        elementwise.launch("moe_local_ids", ids.numel(), new KernelArgs().tensor(ids).i32(first).i32(count)
+                .tensor(local).i64(ids.numel()), "moeLocalIds");
     }
 
     private static void requireExperts(int experts, String op) {

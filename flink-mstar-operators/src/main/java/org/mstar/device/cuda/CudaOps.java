@@ -627,6 +627,11 @@ public final class CudaOps implements ComputeOps {
     }
 
     @Override
+    public void moeLocalIds(Tensor ids, int first, int count, Tensor local) {
+        moe.localIds(t(ids, "moeLocalIds ids"), first, count, t(local, "moeLocalIds local"));
+    }
+
+    @Override
     public void causalConv1d(Tensor proj, Tensor weight, Tensor bias, Tensor convStates, Tensor slots, Tensor starts,
                              Mamba2Shape shape, Tensor xbc) {
         stateSpace.causalConv1d(t(proj, "causalConv1d proj"), t(weight, "causalConv1d weight"),

@@ -19,6 +19,10 @@ import org.mstar.resources.lora.AdapterManager;
  * RoPE per layer; and in the sparse layers of a mixture of experts, the routed experts ({@link MoeMlp}) in place of the
  * gated MLP. Temporaries are released when the pass ends.
  *
+ * <p>Under tensor parallelism one pass runs per rank ({@link RankContext}), on its device with its heads, MLP columns,
+ * experts and vocabulary rows; the o and down projections (and the experts) give partial sums that the ranks add
+ * through the all-reduce before the residual stream takes them, so every rank holds the same residual stream.
+ *
  * <p>When some row of the step runs with an adapter, each projection an adapter targets gains every row's own
  * adapter update ({@code addLora}) right after its matmul; a targeted projection whose fused op computes the matmul
  * inside one kernel with what follows it (qkv with RoPE and the KV append, gate/up with the activation) then runs
@@ -27,22 +31,33 @@ import org.mstar.resources.lora.AdapterManager;
 final class LlamaForwardPass extends DecoderPass {
     private final LlamaModel model;
     private final ModelConfig cfg;
+    private final RankContext rank;
 
     LlamaForwardPass(LlamaModel model, DType activations) {
-        super(model.device(), activations, model.config().vocabSize());
+        this(model, activations, RankContext.single(model));
+    }
+
+    /** One rank's pass under tensor parallelism: its heads, columns, experts and vocabulary rows. */
+    LlamaForwardPass(LlamaModel model, DType activations, RankContext rank) {
+        super(rank.device(), activations, rank.layout().vocabCount(rank.rank()));
         this.model = model;
         this.cfg = model.config();
+        this.rank = rank;
     }
 
     @Override
     protected void forward(Tensor tokens, int[] sampleRows, Tensor logits) {
-        LlamaWeights w = model.weights();
+        LlamaWeights w = rank.weights();
         LlamaResources res = model.resources();
+        ShardLayout shard = rank.layout();
         int n = (int) tokens.dim(0);
         int hidden = cfg.hiddenSize();
-        int q = cfg.qSize();
-        int kv = cfg.kvSize();
+        int q = shard.qSize();
+        int kv = shard.kvSize();
         int d = cfg.headDim();
+        int heads = shard.heads();
+        int kvHeads = shard.kvHeads();
+        int inter = shard.intermediate();
 
         Tensor residual = temp(DType.F32, n, hidden);
         ops.embedding(w.embedding(), tokens, residual);
@@ -54,9 +69,10 @@ final class LlamaForwardPass extends DecoderPass {
         Tensor qT = temp(act, n, q);
         Tensor attnOut = temp(act, n, q);
         Tensor proj = temp(act, n, hidden);
-        Tensor gateUp = temp(act, n, 2L * cfg.intermediateSize());
-        Tensor mlpAct = temp(act, n, cfg.intermediateSize());
-        MoeMlp moe = cfg.moe().map(m -> new MoeMlp(device, m, n, act, temporaries)).orElse(null);
+        Tensor gateUp = temp(act, n, 2L * inter);
+        Tensor mlpAct = temp(act, n, inter);
+        MoeMlp moe = cfg.moe().map(m -> new MoeMlp(device, m, n, act, temporaries,
+                shard.expertFirst(rank.rank()), shard.experts())).orElse(null);
         Tensor projNormed = cfg.sandwichNorms() ? temp(act, n, hidden) : null;
         Tensor kT = cfg.qkNorm() ? temp(act, n, kv) : null;
         Tensor vT = cfg.qkNorm() ? temp(act, n, kv) : null;
@@ -70,8 +86,8 @@ final class LlamaForwardPass extends DecoderPass {
             // the first layer normalises the embeddings; later ones add the previous MLP output first
             ops.rmsNorm(tensorsToAdd == null ? residual : tensorsToAdd, tensorsToAdd == null ? null : residual,
                     lw.inputNorm(), eps, normed);
-            Tensor q3 = qT.reshape(n, cfg.numHeads(), d);
-            Tensor pos = res.rope().firstIds(LABEL, n);
+            Tensor q3 = qT.reshape(n, heads, d);
+            Tensor pos = rank.inputs().positions(n);
             // windowed layers of a model with a local RoPE base rotate with it; the others as the position resource says
             RopeParams rope = cfg.localRopeTheta() > 0 && cfg.attentionWindow(l) > 0 ? cfg.ropeParams(l)
                     : res.rope().ropeParams();
@@ -82,8 +98,8 @@ final class LlamaForwardPass extends DecoderPass {
                 // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
                 ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
                 addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
-                Tensor k3 = kT.reshape(n, cfg.numKvHeads(), d);
-                Tensor v3 = vT.reshape(n, cfg.numKvHeads(), d);
+                Tensor k3 = kT.reshape(n, kvHeads, d);
+                Tensor v3 = vT.reshape(n, kvHeads, d);
                 ops.splitQkv(qkvT, q3, k3, v3);
                 // per head, or (OLMoE) over each row's whole q and k
                 long qRows = (long) n * q / cfg.qNormSize();
@@ -91,22 +107,25 @@ final class LlamaForwardPass extends DecoderPass {
                 ops.rmsNorm(qT.reshape(qRows, cfg.qNormSize()), null, lw.qNorm(), eps, qT.reshape(qRows, cfg.qNormSize()));
                 ops.rmsNorm(kT.reshape(kRows, cfg.kNormSize()), null, lw.kNorm(), eps, kT.reshape(kRows, cfg.kNormSize()));
                 ops.rope(q3, k3, pos, rope);
-                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) ->
+                rank.inputs().writeKv(cache, poolLayer, n, (pool, layer, pages, offsets) ->
                         ops.kvAppend(pool, layer, k3, v3, pages, offsets));
             } else if (updates(adapters, LoraModule.Fused.QKV)) {
                 // the adapters' updates join q, k and v before RoPE and the append
                 ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
                 addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
-                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) -> ops.qkvRopeAppend(qkvT, pos, rope,
-                        pool, layer, pages, offsets, q3));
+                rank.inputs().writeKv(cache, poolLayer, n, (pool, layer, pages, offsets) -> ops.qkvRopeAppend(qkvT,
+                        pos, rope, pool, layer, pages, offsets, q3));
             } else {
                 // projection, split, RoPE and KV append in one op: K and V go straight from it into the pool
-                cache.writeKv(poolLayer, LABEL, n, (pool, layer, pages, offsets) -> ops.qkvProjectionRopeAppend(normed,
-                        lw.qkvWeight(), lw.qkvBias(), qkvT, pos, rope, pool, layer, pages, offsets, q3));
+                rank.inputs().writeKv(cache, poolLayer, n, (pool, layer, pages, offsets) ->
+                        ops.qkvProjectionRopeAppend(normed, lw.qkvWeight(), lw.qkvBias(), qkvT, pos, rope, pool, layer,
+                                pages, offsets, q3));
             }
-            res.forLayer(model, l).run(q3, LABEL, poolLayer, cache.pool(), attnOut.reshape(n, cfg.numHeads(), d));
+            rank.inputs().attend(res.forLayer(model, l), cache, q3, poolLayer, attnOut.reshape(n, heads, d));
             ops.matmul(attnOut, lw.oWeight(), null, proj);
             addLora(adapters, slots, LoraModule.Fused.O, l, attnOut, proj);
+            // row-parallel: each rank's heads give a partial sum of the projection
+            rank.sum(proj);
             Tensor attnResult = proj;
             if (lw.attentionOutputNorm() != null) {
                 ops.rmsNorm(proj, null, lw.attentionOutputNorm(), eps, projNormed);
@@ -132,6 +151,8 @@ final class LlamaForwardPass extends DecoderPass {
                 ops.matmul(mlpAct, lw.downWeight(), null, proj);
                 addLora(adapters, slots, LoraModule.Fused.DOWN, l, mlpAct, proj);
             }
+            // row-parallel down projection, or each rank's experts' share of every row
+            rank.sum(proj);
             tensorsToAdd = proj;
             if (lw.mlpOutputNorm() != null) {
                 ops.rmsNorm(proj, null, lw.mlpOutputNorm(), eps, projNormed);

@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Set;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.DeviceGroup;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
 import org.mstar.resources.AdapterStep;
@@ -57,6 +58,11 @@ public final class LlamaModel implements AutoCloseable {
     private final Device device;
     private final DType activations;
     private final String weightsId;
+    /** The layout over the devices of a tensor-parallel model; degree 1 on one device. */
+    private final ShardLayout layout;
+    /** The weights' slices and the forward over the group, null on one device. */
+    private final ShardedWeights shards;
+    private final TensorParallelForward parallel;
     private LlamaResources resources;
     /** Whether every layer is windowed and the one cache keeps each request's window only (set by declareResources). */
     private boolean mainCacheWindowed;
@@ -83,14 +89,36 @@ public final class LlamaModel implements AutoCloseable {
         this.device = device;
         this.activations = activations;
         this.weightsId = weightsId;
+        this.layout = ShardLayout.of(config, 1);
+        this.shards = null;
+        this.parallel = null;
     }
 
+    /**
+     * A model split over the devices of {@code group} (tensor parallelism for attention and the dense MLPs, expert
+     * parallelism for routed experts), computing on rank 0's device as far as the resources see: its KV cache holds
+     * rank 0's heads and allocates the pages every rank's pool uses; the model owns the shards, not the group.
+     *
+     * @throws IllegalArgumentException when the model cannot split over the group ({@link ShardLayout#of})
+     */
+    public LlamaModel(ShardedWeights shards, DeviceGroup group, DType activations, String weightsId) {
+        this.weights = shards.rank(0);
+        this.config = weights.config();
+        this.device = group.device(0);
+        this.activations = activations;
+        this.weightsId = weightsId;
+        this.layout = shards.layout();
+        this.shards = shards;
+        this.parallel = new TensorParallelForward(this, shards, group);
+    }
     public ModelConfig config() { return config; }
     public Device device() { return device; }
     public LlamaWeights weights() { return weights; }
     public LlamaResources resources() { return resources; }
     public String weightsId() { return weightsId; }
     public DType activations() { return activations; }
+    /** How the model splits over its devices: degree 1 on one device. */
+    public ShardLayout layout() { return layout; }
 
     /**
      * The resources this model needs, for {@code ResourceFactory.buildAll}. With
@@ -139,8 +167,9 @@ public final class LlamaModel implements AutoCloseable {
         if (config.latentAttention().isPresent()) {
             return LatentKvConfig.of(config, kv, layers, pages, prefixCache, offloadPages);
         }
-        return PagedKVConfig.builder(layers, config.numKvHeads(), config.headDim(), kv.maxSeqLen())
-                .numQoHeads(config.numHeads())
+        // each device's pool holds its own heads
+        return PagedKVConfig.builder(layers, layout.kvHeads(), config.headDim(), kv.maxSeqLen())
+                .numQoHeads(layout.heads())
                 .maxNumPages(pages)
                 .pageSize(kv.pageSize())
                 .cpuOffloadPages(offloadPages)
@@ -159,6 +188,9 @@ public final class LlamaModel implements AutoCloseable {
     /** Take the resources built from {@link #declareResources}. */
     public void bind(Map<String, Resource> built) {
         this.resources = LlamaResources.from(built, config);
+        if (parallel != null) {
+            parallel.bind(resources);
+        }
     }
 
     /**
@@ -206,6 +238,9 @@ public final class LlamaModel implements AutoCloseable {
         if (config.latentAttention().isPresent()) {
             return new LatentForwardPass(this, activations).run(tokens, sampleRows);
         }
+        if (parallel != null) {
+            return parallel.run(tokens, sampleRows, activations);
+        }
         LlamaForwardPass pass = new LlamaForwardPass(this, activations);
         return pass.run(tokens, sampleRows);
     }
@@ -216,6 +251,10 @@ public final class LlamaModel implements AutoCloseable {
      * {@code held} rather than freed, so that recorded graph work can keep addressing them.
      */
     public void forwardAllRows(Tensor tokens, Tensor logits, List<Tensor> held) {
+        if (parallel != null) {
+            throw new UnsupportedOperationException("a graph records one device's stream; a tensor-parallel model "
+                    + "runs its steps eagerly");
+        }
         if (config.latentAttention().isPresent()) {
             new LatentForwardPass(this, activations).runAllRows(tokens, logits, held);
             return;
@@ -241,6 +280,11 @@ public final class LlamaModel implements AutoCloseable {
 
     @Override
     public void close() {
+        if (parallel != null) {
+            parallel.close();
+            shards.close();
+            return;
+        }
         weights.close();
     }
 }

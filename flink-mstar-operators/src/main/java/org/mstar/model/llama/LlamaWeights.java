@@ -54,6 +54,14 @@ public final class LlamaWeights implements AutoCloseable {
     }
 
     /**
+     * Weights made elsewhere (one rank's shard, {@link ShardedWeights}): {@code owned} is freed by {@link #close()}.
+     */
+    static LlamaWeights of(ModelConfig config, DType dtype, Tensor embedding, List<LlamaLayerWeights> layers,
+                           Tensor finalNorm, Tensor lmHead, List<Tensor> owned) {
+        return new LlamaWeights(config, dtype, embedding, layers, finalNorm, lmHead, owned);
+    }
+
+    /**
      * Loads {@code folder}'s config.json and safetensors onto {@code device} as {@code dtype} (bf16 stays
      * bit-exact when the checkpoint is bf16). FP8 weights that config.json's quantization_config declares are
      * dequantised into {@code dtype} ({@link Fp8WeightReader}).

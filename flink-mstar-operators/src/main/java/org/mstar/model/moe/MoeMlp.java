@@ -23,6 +23,9 @@ public final class MoeMlp {
     private final Tensor logits;
     private final Tensor ids;
     private final Tensor weights;
+    private final int firstExpert;
+    /** Non-null when this device holds only some of the experts: the choices renumbered to them. */
+    private final Tensor localIds;
     private Tensor sharedGateUp;
     private Tensor sharedAct;
     private Tensor sharedOut;
@@ -32,6 +35,16 @@ public final class MoeMlp {
      * @param temporaries the pass's list of tensors to free (or keep for a graph); this adds its own
      */
     public MoeMlp(Device device, MoeConfig moe, int rows, DType act, List<Tensor> temporaries) {
+        this(device, moe, rows, act, temporaries, 0, moe.numExperts());
+    }
+
+    /**
+     * Expert parallelism: this device holds routed experts {@code [firstExpert, firstExpert + experts)} of the
+     * router's numbering (and its slice of the shared experts), and its output is their share of each row, which the
+     * devices' all-reduce completes.
+     */
+    public MoeMlp(Device device, MoeConfig moe, int rows, DType act, List<Tensor> temporaries, int firstExpert,
+                  int experts) {
         this.ops = device.ops();
         this.device = device;
         this.moe = moe;
@@ -42,13 +55,20 @@ public final class MoeMlp {
         this.logits = temp(DType.F32, rows, moe.numExperts());
         this.ids = temp(DType.I32, rows, k);
         this.weights = temp(DType.F32, rows, k);
+        this.firstExpert = firstExpert;
+        this.localIds = experts < moe.numExperts() ? temp(DType.I32, rows, k) : null;
     }
 
     /** {@code out [n, H]} = the layer's MLP of {@code x [n, H]}. */
     public void run(Tensor x, MoeLayerWeights w, Tensor out) {
         ops.matmul(x, w.router(), null, logits);
         ops.moeRoute(logits, moe.routing(), ids, weights);
-        ops.moeExperts(x, w.gateUp(), w.down(), ids, weights, out);
+        if (localIds == null) {
+            ops.moeExperts(x, w.gateUp(), w.down(), ids, weights, out);
+        } else {
+            ops.moeLocalIds(ids, firstExpert, (int) w.gateUp().dim(0), localIds);
+            ops.moeExperts(x, w.gateUp(), w.down(), localIds, weights, out);
+        }
         if (w.shared() != null) {
             long width = w.shared().down().dim(1);
             long hidden = w.shared().down().dim(0);

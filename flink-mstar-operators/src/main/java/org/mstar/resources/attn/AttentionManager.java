@@ -164,6 +164,14 @@ public final class AttentionManager implements Resource, Planning<AttentionPlan>
         device.ops().latentAttention(qLatent, latentPool, layer, pagedPlan(qLatent, planLabel), out);
     }
 
+    /**
+     * The device plan of {@code planLabel} in the last real plan: what {@link #run} attends with, for a forward that
+     * copies it to the other devices of a tensor-parallel group.
+     */
+    public PagedAttentionPlan pagedPlan(String planLabel) {
+        return currentPlan().label(planLabel).paged();
+    }
+
     private PagedAttentionPlan pagedPlan(Tensor q, String planLabel) {
         AttentionPlan.LabelPlan plan = currentPlan().label(planLabel);
         int planned = plan.paged().totalQo();
