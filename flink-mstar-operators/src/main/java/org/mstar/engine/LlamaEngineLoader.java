@@ -6,12 +6,16 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.DeviceGroup;
+import org.mstar.device.Devices;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.model.llama.LoadProgress;
+import org.mstar.model.llama.ShardLayout;
+import org.mstar.model.llama.ShardedWeights;
 import org.mstar.model.tokenizer.TextTokenizer;
 
 /**
@@ -79,13 +83,16 @@ public final class LlamaEngineLoader {
 
     /** As {@link #load(Path, LlamaWeights, EngineOptions)}, computing through {@code device}, a view of the weights'. */
     public static LlamaEngine load(Path modelDir, LlamaWeights weights, Device device, EngineOptions options) {
+        DType storage = storageType(device);
+        LlamaModel model = new LlamaModel(weights, device, storage, modelDir.toAbsolutePath().normalize().toString());
+        return build(modelDir, model, options, storage);
+    }
+
+    private static LlamaEngine build(Path modelDir, LlamaModel model, EngineOptions options, DType storage) {
         try {
-            DType storage = storageType(device);
-            LlamaModel model = new LlamaModel(weights, device, storage,
-                    modelDir.toAbsolutePath().normalize().toString());
             Path tokenizerFile = modelDir.resolve(TextTokenizer.FILE_NAME);
             TextTokenizer tokenizer = Files.exists(tokenizerFile) ? TextTokenizer.load(modelDir) : null;
-            GenerationConfig generation = GenerationConfig.load(modelDir, weights.config());
+            GenerationConfig generation = GenerationConfig.load(modelDir, model.config());
             LlamaEngine engine = new LlamaEngine(model, tokenizer, generation, options, storage);
             if (tokenizer != null) {
                 engine.own(tokenizer);
@@ -94,6 +101,53 @@ public final class LlamaEngineLoader {
             return engine;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot load the model in " + modelDir, e);
+        }
+    }
+
+    /**
+     * A model folder over the devices of {@code group}: tensor parallelism for attention and the dense MLPs, expert
+     * parallelism for routed experts ({@link ShardLayout}). The weights are read once onto the host, split, and each
+     * rank's slices uploaded to its device; the engine owns them, not the group (the caller closes it after the
+     * engine). A group of one device is the single-device engine.
+     *
+     * @throws IllegalArgumentException when the model does not split over the group (naming what the degree does not
+     *     divide), or for what a tensor-parallel engine does not do yet: decode graphs, a disaggregated role, host
+     *     offload of KV pages, LoRA adapters, FP8 weights on the device
+     */
+    public static LlamaEngine load(Path modelDir, DeviceGroup group, EngineOptions options,
+                                   WeightQuantization quantization, LoadProgress progress) {
+        if (group.size() == 1) {
+            return load(modelDir, group.device(0), options, quantization, progress);
+        }
+        refuseUnsharded(group.size(), options, quantization);
+        DType storage = storageType(group.device(0));
+        ShardedWeights shards;
+        try (Device host = Devices.open("cpu");
+             LlamaWeights full = LlamaWeights.load(modelDir, host, storage, WeightQuantization.NONE, progress)) {
+            shards = ShardedWeights.split(full, ShardLayout.of(full.config(), group.size()), group);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot load the weights in " + modelDir, e);
+        }
+        LlamaModel model = new LlamaModel(shards, group, storage, modelDir.toAbsolutePath().normalize().toString());
+        try {
+            LlamaEngine engine = build(modelDir, model, options, storage);
+            engine.own(model);
+            return engine;
+        } catch (RuntimeException e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    private static void refuseUnsharded(int degree, EngineOptions options, WeightQuantization quantization) {
+        String what = options.decodeGraphs() ? "decode graphs (a graph records one device's stream)"
+                : options.role() != EngineRole.COLOCATED ? "a disaggregated role (a hand-off carries one device's pages)"
+                : options.kvCache().cpuOffloadPages() > 0 ? "host offload of KV pages (it copies one device's pool)"
+                : options.adapters() != null ? "LoRA adapters"
+                : quantization != WeightQuantization.NONE ? "FP8 weights on the device"
+                : null;
+        if (what != null) {
+            throw new IllegalArgumentException("tensor parallel " + degree + " does not run with " + what + " yet");
         }
     }
 

@@ -46,6 +46,10 @@ public final class LlamaRunner implements ModelRunner {
      * @throws org.mstar.model.ModelFormatException naming an adapter that does not fit the model or is not plain LoRA
      */
     public LlamaRunner(LlamaModel model, AdapterOptions adapters) {
+        if (adapters != null && model.layout().degree() > 1) {
+            throw new IllegalArgumentException("tensor parallel " + model.layout().degree()
+                    + " does not serve LoRA adapters yet");
+        }
         this.model = model;
         this.adapters = adapters == null ? null : new AdapterSpec(LlamaModel.ADAPTERS, Set.of(LlamaModel.NODE),
                 library(adapters, model), adapters.slots());
@@ -79,9 +83,10 @@ public final class LlamaRunner implements ModelRunner {
         return model.config().maxPositionEmbeddings();
     }
 
+    /** A page's bytes on one device: under tensor parallelism each device holds its share of the heads. */
     @Override
     public long kvPageBytes(int pageSize, DType kvDType) {
-        return ModelCost.kvPageBytes(model.config(), pageSize, kvDType);
+        return ModelCost.kvPageBytes(model.config(), pageSize, kvDType) / model.layout().degree();
     }
 
     @Override
