@@ -7,7 +7,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.mstar.device.Device;
-import org.mstar.device.Devices;
+import org.mstar.device.DeviceGroup;
+import org.mstar.device.KernelOptions;
 import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineStats;
@@ -68,8 +69,14 @@ final class GenerateCommand implements Callable<Integer> {
     @Mixin
     ConstraintFlags constraint;
 
-    @Option(names = "--device", defaultValue = "cpu", description = "cpu or cuda:N (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--device", defaultValue = "cpu", description = "cpu, cuda:N, or with --tensor-parallel a list"
+            + " cuda:0,cuda:2 (default: ${DEFAULT-VALUE}).")
     String device;
+
+    @Option(names = "--tensor-parallel", defaultValue = "1", paramLabel = "N",
+            description = "Split the model over N devices: cpu gives N CPU devices, cuda:K gives cuda:K..K+N-1, a list"
+                    + " names them (tensor parallelism; expert parallelism for routed experts) (default: ${DEFAULT-VALUE}).")
+    int tensorParallel;
 
     @Option(names = "--max-seq-len", defaultValue = "2048", description = "Longest prompt + output (default: ${DEFAULT-VALUE}).")
     int maxSeqLen;
@@ -124,17 +131,20 @@ final class GenerateCommand implements Callable<Integer> {
         int pageSize = 16;
         int pages = (maxSeqLen + pageSize - 1) / pageSize + 2;
         // decode steps replay as CUDA graphs on a GPU; the CPU runs them eagerly
+        int degree = degree();
+        // decode steps replay as CUDA graphs on one GPU; the CPU and a tensor-parallel group run them eagerly
         EngineOptions options = new EngineOptions(1, 512, KvCacheOptions.builder().maxSeqLen(maxSeqLen)
                 .maxNumPages(pages).pageSize(pageSize).prefixCache(false).windowedLayerPages(windowedLayerPages)
                 .build(),
-                !device.trim().equalsIgnoreCase("cpu"));
+                degree == 1 && !device.trim().equalsIgnoreCase("cpu"));
         if (adapters != null) {
             // one request: one slot holds its adapter
             options = options.withAdapters(new AdapterOptions(adapters, 1));
         }
         SamplingReqConfig sampling = new SamplingReqConfig(temperature, topK, topP, false, 1.0, 0.0, 0, 0, false, 1,
                 true, seed);
-        try (Device dev = Devices.open(device); GenerationEngine engine = load(dir, dev, options)) {
+        try (DeviceGroup group = DeviceGroup.open(device, degree, KernelOptions.defaults());
+             GenerationEngine engine = load(dir, group, options)) {
             try {
                 submit(engine, sampling);
             } catch (RequestValidationException e) {
@@ -152,12 +162,29 @@ final class GenerateCommand implements Callable<Integer> {
         }
     }
 
-    /** The engine of the folder's architecture: Mamba2 and Bamba on the hybrid engine, the others on the Llama one. */
-    private GenerationEngine load(Path dir, Device dev, EngineOptions options) {
+    /** The split asked for: --tensor-parallel, or the length of a --device list. */
+    private int degree() {
+        int listed = device.split(",").length;
+        if (listed > 1 && tensorParallel == 1) {
+            return listed;
+        }
+        return tensorParallel;
+    }
+
+    /**
+     * The engine of the folder's architecture: Mamba2 and Bamba on the hybrid engine (one device), the others on the
+     * Llama one.
+     */
+    private GenerationEngine load(Path dir, DeviceGroup group, EngineOptions options) {
         WeightQuantization weights = WeightQuantization.parse(quantization);
         if (!HybridConfig.isHybrid(dir)) {
-            return LlamaEngineLoader.load(dir, dev, options, weights, new LoadProgressLines(System.err::println));
+            return LlamaEngineLoader.load(dir, group, options, weights, new LoadProgressLines(System.err::println));
         }
+        if (group.size() > 1) {
+            throw new IllegalArgumentException("--tensor-parallel " + group.size() + ": a Mamba2 or Bamba model runs on"
+                    + " one device");
+        }
+        Device dev = group.device(0);
         if (weights != WeightQuantization.NONE) {
             throw new IllegalArgumentException("--quantization " + quantization + ": a Mamba2 or Bamba model is served"
                     + " with its weights as stored");

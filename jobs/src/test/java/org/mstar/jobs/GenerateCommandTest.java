@@ -136,4 +136,18 @@ class GenerateCommandTest {
         assertThat(both.err()).contains("--random-adapters goes with --random (or no --model), and instead of"
                 + " --adapters").doesNotContain("Exception");
     }
+
+    @Test
+    void tensorParallelGeneratesWhatOneDeviceDoes() {
+        Run one = generate();
+        Run split = generate("--tensor-parallel", "2");
+        assertThat(split.status()).as(split.err()).isZero();
+        assertThat(split.out()).isNotBlank().isEqualTo(one.out());
+        assertThat(split.err()).contains("8 generated, finish=length");
+
+        Run indivisible = generate("--tensor-parallel", "4");
+        assertThat(indivisible.status()).isEqualTo(2);
+        assertThat(indivisible.err()).contains("tensor parallel 4 does not divide the 2 key-value heads").doesNotContain(
+                "Exception");
+    }
 }
