@@ -6,18 +6,24 @@ import org.apache.flink.annotation.PublicEvolving;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.mstar.device.Device;
+import org.mstar.device.DeviceGroup;
+import org.mstar.device.KernelOptions;
 import org.mstar.device.UnsupportedOnDeviceException;
 import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.EngineOptions;
 import org.mstar.engine.EngineRole;
 import org.mstar.engine.EngineSizer;
 import org.mstar.engine.EngineSizing;
+import org.mstar.engine.ForwardingEngine;
 import org.mstar.engine.GenerationEngine;
+import org.mstar.engine.LlamaEngine;
+import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.engine.SchedulerOptions;
 import org.mstar.engine.SchedulingPolicy;
 import org.mstar.model.HybridConfig;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.model.llama.LoadProgress;
 import org.mstar.model.whisper.WhisperConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,6 +60,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final boolean launchAhead;
     private final boolean batchInvariant;
     private final WeightQuantization quantization;
+    private final int tensorParallel;
     private final SchedulingPolicy schedulingPolicy;
     private final Duration priorityAging;
     private final Duration maxPrefillStall;
@@ -91,6 +98,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.launchAhead = config.get(LlamaEngineOptions.LAUNCH_AHEAD);
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
         this.quantization = WeightQuantization.parse(config.get(LlamaEngineOptions.QUANTIZATION));
+        this.tensorParallel = config.get(LlamaEngineOptions.TENSOR_PARALLEL);
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
         this.priorityAging = config.get(LlamaEngineOptions.PRIORITY_AGING);
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
@@ -119,6 +127,9 @@ public final class LlamaEngineFactory implements EngineFactory {
         if (hybrid != null) {
             return hybrid.create(device, subtaskIndex);
         }
+        if (tensorParallel > 1) {
+            return createParallel(device, subtaskIndex);
+        }
         try {
             SharedModels.Loaded shared = SharedModels.get(Path.of(modelDir), device, quantization);
             DeviceTurn turn = shared.turn();
@@ -140,6 +151,48 @@ public final class LlamaEngineFactory implements EngineFactory {
         } catch (UnsupportedOnDeviceException e) {
             throw new SuppressRestartsException(new IllegalArgumentException(
                     "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));
+        }
+    }
+
+    /**
+     * An engine over {@code tensorParallel} devices from {@code device} on, which this subtask owns alone (no weights
+     * shared with other subtasks); the engine closes the group when it closes.
+     */
+    private GenerationEngine createParallel(String device, int subtaskIndex) {
+        DeviceGroup group = DeviceGroup.open(device, tensorParallel,
+                KernelOptions.defaults().withBatchInvariant(batchInvariant));
+        try {
+            LlamaEngine engine = LlamaEngineLoader.load(Path.of(modelDir), group, options(), quantization,
+                    LoadProgress.NONE);
+            LOG.info("Engine of subtask {} over {} devices from {}: {} rows, {} tokens a step, {} KV pages of {} tokens",
+                    subtaskIndex, tensorParallel, device, maxBatchRows, tokenBudget, pages, pageSize);
+            return new DeviceTurn(group.device(0)).guard(new GroupOwner(engine, group), DeviceTurn.Precedence.of(role));
+        } catch (UnsupportedOnDeviceException e) {
+            group.close();
+            throw new SuppressRestartsException(new IllegalArgumentException(
+                    "Model " + modelDir + " cannot be served on " + device + ": " + e.getMessage(), e));
+        } catch (RuntimeException e) {
+            group.close();
+            throw e;
+        }
+    }
+
+    /** An engine that closes its device group after itself. */
+    private static final class GroupOwner extends ForwardingEngine {
+        private final DeviceGroup group;
+
+        GroupOwner(GenerationEngine engine, DeviceGroup group) {
+            super(engine);
+            this.group = group;
+        }
+
+        @Override
+        public void close() {
+            try {
+                engine.close();
+            } finally {
+                group.close();
+            }
         }
     }
 

@@ -150,4 +150,15 @@ public final class LlamaEngineOptions {
                     + " checkpoint is dequantised at load) or 'fp8' (E4M3 codes with fp32 scales: an FP8 checkpoint"
                     + " keeps its codes and scales, any other is quantised at load with one scale an output row;"
                     + " about half the weight bytes of bf16; docs/guides/models.md, FP8 checkpoints).");
+
+    public static final ConfigOption<Integer> TENSOR_PARALLEL = ConfigOptions.key("mstar.engine.tensor-parallel")
+            .intType()
+            .defaultValue(1)
+            .withDescription("Devices one engine splits the model over, all owned by its subtask: its device and the"
+                    + " N-1 after it (cuda:K gives cuda:K..K+N-1; cpu gives N CPU devices). Attention heads, the dense"
+                    + " MLPs' columns and the LM head's vocabulary are split (tensor parallelism), routed experts"
+                    + " placed N to a device apart (expert parallelism); the ranks sum through an all-reduce."
+                    + " Above 1: no decode graphs, no host offload of KV pages, no adapters, no FP8 weights, colocated"
+                    + " only, and the KV pages are taken as set (mstar.kv.pages), not sized from the device"
+                    + " (docs/guides/parallelism.md).");
 }

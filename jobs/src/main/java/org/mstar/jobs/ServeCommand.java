@@ -91,6 +91,12 @@ final class ServeCommand implements Callable<Integer> {
                     + " mstar.engine.quantization (default none).")
     String quantization;
 
+    @Option(names = "--tensor-parallel", paramLabel = "N",
+            description = "Split the model over N devices of each subtask: the subtask's device and the N-1 after it"
+                    + " (cpu: N CPU devices); tensor parallelism, expert parallelism for routed experts; sets"
+                    + " mstar.engine.tensor-parallel (default 1).")
+    Integer tensorParallel;
+
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
     String delivery;
 

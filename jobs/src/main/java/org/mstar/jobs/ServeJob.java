@@ -289,6 +289,7 @@ final class ServeJob {
         setIfGiven(conf, LlamaEngineOptions.ADAPTERS_DIR,
                 flags.adaptersDir == null ? null : flags.adaptersDir.toAbsolutePath().normalize().toString());
         setIfGiven(conf, LlamaEngineOptions.QUANTIZATION, flags.quantization);
+        setIfGiven(conf, LlamaEngineOptions.TENSOR_PARALLEL, flags.tensorParallel);
         if (flags.disaggregated) {
             conf.set(DisaggregationOptions.ENABLED, true);
         }
