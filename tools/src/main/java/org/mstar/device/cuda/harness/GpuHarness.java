@@ -119,6 +119,14 @@ public final class GpuHarness {
 
     public static void main(String[] args) throws IOException {
         GpuHarnessOptions options = HarnessCommandLine.parseOrExit(new GpuHarnessOptions(), args);
+        if (options.perf() && !options.parallelPerf.isEmpty()) {
+            try {
+                ParallelBench.requireDevices(options.tensorParallel);
+            } catch (IllegalArgumentException e) {
+                System.err.println("gpu-harness: " + e.getMessage());
+                System.exit(2);
+            }
+        }
         Path out = options.out;
         long seed = options.seed;
         Files.createDirectories(out);
@@ -219,6 +227,9 @@ public final class GpuHarness {
                 })).append(section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
                         + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
                                 new PrefillBench(tablesGpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && !options.parallelPerf.isEmpty()) {
+                tables.append(parallelTables(tablesTwin, seed, options));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.fp8Perf) {
                 tables.append(fp8Tables(tablesTwin, tablesGpu, seed));
@@ -379,6 +390,26 @@ public final class GpuHarness {
         sb.append(section("FP8 / bf16 time ratio", () -> String.format(java.util.Locale.ROOT,
                 "decode batch 1: %.3f, decode batch 64: %.3f, prefill 16 x 512: %.3f%n",
                 ratio(decode1), ratio(decode64), ratio(prefill))));
+        return sb.toString();
+    }
+
+    /**
+     * Tensor and expert parallelism: per geometry of --parallel-perf, one GPU against --tensor-parallel GPUs, each
+     * beside the bound of its bytes over the devices at the measured copy bandwidth of one.
+     */
+    private static String parallelTables(Twin twin, long seed, GpuHarnessOptions options) {
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        ParallelBench bench = new ParallelBench(seed);
+        for (String flag : options.parallelPerf) {
+            ParallelBench.Geometry g = ParallelBench.Geometry.of(flag);
+            int layers = options.parallelLayers > 0 ? options.parallelLayers : g.layers;
+            sb.append(section("Tensor parallel " + options.tensorParallel + " against one GPU (bf16, " + g.flag
+                    + " geometry, " + layers + " layers, random weights, " + ParallelBench.PROMPT + "-token prompts, "
+                    + ParallelBench.DECODE_STEPS + " timed eager steps)", () -> ParallelBench.table(
+                            bench.run(g, layers, options.tensorParallel), rate[0])));
+        }
         return sb.toString();
     }
 

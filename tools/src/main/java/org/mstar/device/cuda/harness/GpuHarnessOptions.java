@@ -1,6 +1,7 @@
 package org.mstar.device.cuda.harness;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -60,6 +61,18 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "(16 x 512), FP8 against bf16 weights")
     boolean fp8Perf;
 
+    @Option(names = "--parallel-perf", paramLabel = "G", split = ",",
+            description = "instead of the tables: geometries G (8B, 70B, moe) on 1 GPU and on --tensor-parallel GPUs")
+    List<String> parallelPerf = new ArrayList<>();
+
+    @Option(names = "--tensor-parallel", paramLabel = "N", defaultValue = "2",
+            description = "GPUs of the --parallel-perf rows, cuda:0 on (default: ${DEFAULT-VALUE})")
+    int tensorParallel;
+
+    @Option(names = "--parallel-layers", paramLabel = "L", defaultValue = "0",
+            description = "layers of the --parallel-perf geometries (default: 8B 32, 70B 16, moe 16)")
+    int parallelLayers;
+
     @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")
     boolean fp8Only;
 
@@ -115,7 +128,8 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
-        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf;
+        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
+                || !parallelPerf.isEmpty();
     }
 
     /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
@@ -134,11 +148,23 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only and --fp8-only each run "
                     + "one family of checks alone: give one of them");
         }
-        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf)) {
+        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
+                || !parallelPerf.isEmpty())) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, "
-                    + "--lora-perf and --fp8-perf are performance tables: drop --no-perf (and --attention-only, "
-                    + "--moe-only, --state-space-only, --fp8-only) to run them");
+                    + "--lora-perf, --fp8-perf and --parallel-perf are performance tables: drop --no-perf (and "
+                    + "--attention-only, --moe-only, --state-space-only, --fp8-only) to run them");
+        }
+        for (String g : parallelPerf) {
+            try {
+                ParallelBench.Geometry.of(g);
+            } catch (IllegalArgumentException e) {
+                throw new ParameterException(line, e.getMessage());
+            }
+        }
+        if (tensorParallel < 2 && !parallelPerf.isEmpty()) {
+            throw new ParameterException(line, "--parallel-perf compares one GPU with --tensor-parallel N >= 2, got "
+                    + tensorParallel);
         }
         for (int n : loraAdapters) {
             if (n < 1 || n > LORA_BATCH) {
