@@ -1,4 +1,4 @@
-// Host emulation checks of the mixture-of-experts kernels (moe.cu), launched as CudaOps.moeRoute and moeExperts launch
+// Host emulation checks of the mixture-of-experts kernels (moe.cu), launched as CudaOps.moeRoute, moeExperts and moeLocalIds launch
 // them, on the CPU under cuda_host_shim.h. The router must choose what a plain loop over the same logits chooses
 // (softmax and sigmoid scores, top k of 2 to 8, normalised or not, DeepSeek-V2's group limit, a routed scaling
 // factor), with weights within fp32 rounding. The experts (sort by expert, grouped gate/up with SiLU·mul, grouped down
@@ -189,6 +189,59 @@ static void check_experts(const char* name, int dt, int rows, int topK, int expe
     }
 }
 
+// Expert parallelism: each of two devices holds half the experts, renumbers the routed ids (moe_local_ids: -1 for the
+// other device's) and runs the experts of its half; the two outputs added give the output of all experts on one.
+static void check_split(const char* name, int rows, int topK, int experts, int hidden, int inter) {
+    const int dt = DT_F32;
+    Buffer x(dt, (size_t)rows * hidden, 1.f), gateUp(dt, (size_t)experts * 2 * inter * hidden, 0.15f),
+        down(dt, (size_t)experts * hidden * inter, 0.15f), whole(dt, (size_t)rows * hidden, 0.f);
+    std::vector<int> ids((size_t)rows * topK);
+    std::vector<float> weights(ids.size());
+    for (int r = 0; r < rows; r++) {
+        std::vector<int> perm(experts);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int j = 0; j < topK; j++) {
+            ids[(size_t)r * topK + j] = perm[j];
+            weights[(size_t)r * topK + j] = std::uniform_real_distribution<float>(0.05f, 1.f)(rng);
+        }
+    }
+    moe_experts(x, gateUp, down, ids, weights, whole, rows, topK, experts, hidden, inter);
+    const int half = experts / 2;
+    std::vector<double> sum((size_t)rows * hidden, 0.0);
+    for (int device = 0; device < 2; device++) {
+        std::vector<int> local(ids.size(), 99);
+        launch(2, 256, [&] {
+            moe_local_ids(ids.data(), device * half, half, local.data(), (long long)ids.size());
+        });
+        for (size_t a = 0; a < ids.size(); a++) {
+            const int want = ids[a] >= device * half && ids[a] < (device + 1) * half ? ids[a] - device * half : -1;
+            if (local[a] != want) {
+                std::printf("FAIL split %s: device %d id %d renumbered %d, want %d\n", name, device, ids[a], local[a],
+                            want);
+                fails++;
+                return;
+            }
+        }
+        Buffer myGateUp(dt, (size_t)half * 2 * inter * hidden, 0.f), myDown(dt, (size_t)half * hidden * inter, 0.f),
+            out(dt, (size_t)rows * hidden, 0.f);
+        std::copy_n(gateUp.bytes.begin() + (size_t)device * half * 2 * inter * hidden * 4, myGateUp.bytes.size(),
+                    myGateUp.bytes.begin());
+        std::copy_n(down.bytes.begin() + (size_t)device * half * hidden * inter * 4, myDown.bytes.size(),
+                    myDown.bytes.begin());
+        moe_experts(x, myGateUp, myDown, local, weights, out, rows, topK, half, hidden, inter);
+        for (size_t i = 0; i < sum.size(); i++) sum[i] += out.at(i);
+    }
+    int wrong = 0;
+    for (size_t i = 0; i < sum.size(); i++) {
+        if (!(std::fabs(sum[i] - whole.at(i)) <= 1e-5 * (1 + std::fabs(whole.at(i))))) wrong++;
+    }
+    if (wrong) {
+        std::printf("FAIL split %s: %d outputs differ from one device's\n", name, wrong);
+        fails++;
+    }
+}
+
 int main() {
     rng.seed(7);
     check_route("softmax top-2 of 8 (OLMoE-like)", 5, 8, {false, 2, false, 1, 1, 1.f});
@@ -202,6 +255,8 @@ int main() {
     check_experts("bf16 rows of 32 experts", DT_BF16, 9, 4, 32, 128, 64);
     check_experts("bf16 odd widths", DT_BF16, 20, 3, 6, 65, 33);
     check_experts("an expert id outside the stack", DT_F32, 4, 2, 5, 64, 32, 2);
+    check_split("8 experts over 2 devices, top 2", 12, 2, 8, 64, 32);
+    check_split("16 experts over 2 devices, a decode row of top 8", 1, 8, 16, 72, 40);
     std::printf(fails ? "moe_checks: %d emulated checks failed\n" : "moe_checks: all passed\n", fails);
     return fails != 0;
 }

@@ -15,7 +15,8 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * CUDA vs CPU for the mixture-of-experts ops: the router (Qwen3-MoE's softmax top-8 of 128 normalised, OLMoE's top-8
  * of 64 unnormalised, DeepSeek-V2's group-limited top-6 of 160 scaled by 16, and sigmoid scores), then the routed
  * experts at decode (1 and 64 rows) and prefill (512 rows) shapes of Qwen3-30B-A3B (128 experts, top 8, hidden
- * 2048, width 768) and DeepSeek-V2-Lite (64 experts, top 6, width 1408). The experts run on the same ids and weights
+ * 2048, width 768) and DeepSeek-V2-Lite (64 experts, top 6, width 1408), and once as a device of expert parallelism
+ * holding the second half of the experts sees them ({@code moeLocalIds}, then the experts over its half). The experts run on the same ids and weights
  * on both devices (routed once on the CPU), so a near tie in the router cannot make their outputs differ. Each op runs
  * once on poisoned outputs and is compared, then timed (the times are not a performance measurement: the grouped GEMMs
  * run on the CUDA cores).
@@ -74,6 +75,7 @@ final class MoeChecks {
             for (int rows : rowCounts) {
                 experts(dt, rows, gateUp, down, routing);
             }
+            experts(dt, rowCounts[rowCounts.length - 1], gateUp, down, routing, true);
         } finally {
             // the expert stacks are the large ones: 1.2 GB on each device at Qwen3-30B-A3B's geometry
             close(gateUp, down);
@@ -81,6 +83,14 @@ final class MoeChecks {
     }
 
     private void experts(DType dt, int rows, Pair gateUp, Pair down, MoeRouting routing) {
+        experts(dt, rows, gateUp, down, routing, false);
+    }
+
+    /**
+     * With {@code secondHalf}, as a device of expert parallelism holding the second half of the experts sees it: the
+     * routed ids renumbered ({@code moeLocalIds}, -1 for the first half's) and the experts run over its half.
+     */
+    private void experts(DType dt, int rows, Pair gateUp, Pair down, MoeRouting routing, boolean secondHalf) {
         int experts = (int) gateUp.cpu().dim(0);
         int hidden = (int) down.cpu().dim(1);
         int inter = (int) down.cpu().dim(2);
@@ -93,14 +103,35 @@ final class MoeChecks {
             Pair ids = tw.ints(tw.cpu.toInts(cpuIds), rows, k);
             Pair weights = tw.floats(tw.cpu.toFloats(cpuWeights), DType.F32, rows, k);
             Pair out = tw.poisoned(dt, rows, hidden);
-            tw.cpu.ops().moeExperts(x.cpu(), gateUp.cpu(), down.cpu(), ids.cpu(), weights.cpu(), out.cpu());
-            Runnable gpuOp = () -> tw.gpu.ops().moeExperts(x.gpu(), gateUp.gpu(), down.gpu(), ids.gpu(), weights.gpu(),
+            Pair expertIds = ids;
+            Pair gu = gateUp;
+            Pair dn = down;
+            String what = "moeExperts";
+            if (secondHalf) {
+                int half = experts / 2;
+                expertIds = tw.poisoned(DType.I32, rows, k);
+                tw.cpu.ops().moeLocalIds(ids.cpu(), half, half, expertIds.cpu());
+                tw.gpu.ops().moeLocalIds(ids.gpu(), half, half, expertIds.gpu());
+                results.add(new CheckResult("moeLocalIds", shape(rows, k) + " second half of " + experts, "I32",
+                        Twin.mismatches(tw.cpu.toInts(expertIds.cpu()), tw.gpu.toInts(expertIds.gpu())), 0, 0, "cpu"));
+                gu = new Pair(gateUp.cpu().rows(half, half), gateUp.gpu().rows(half, half));
+                dn = new Pair(down.cpu().rows(half, half), down.gpu().rows(half, half));
+                what = "moeExperts (expert parallel, second half)";
+            }
+            Pair e = expertIds;
+            Pair g = gu;
+            Pair d = dn;
+            tw.cpu.ops().moeExperts(x.cpu(), g.cpu(), d.cpu(), e.cpu(), weights.cpu(), out.cpu());
+            Runnable gpuOp = () -> tw.gpu.ops().moeExperts(x.gpu(), g.gpu(), d.gpu(), e.gpu(), weights.gpu(),
                     out.gpu());
             gpuOp.run();
             double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
-            results.add(new CheckResult("moeExperts", shape(rows, hidden) + " " + experts + "x" + inter + " top" + k,
+            results.add(new CheckResult(what, shape(rows, hidden) + " " + experts + "x" + inter + " top" + k,
                     dt.toString(), err, tolerance(dt), tw.median(gpuOp), "cpu"));
             close(x, ids, weights, out);
+            if (secondHalf) {
+                close(e);
+            }
         }
     }
 
