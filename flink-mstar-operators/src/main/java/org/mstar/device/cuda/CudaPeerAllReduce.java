@@ -32,6 +32,8 @@ public final class CudaPeerAllReduce extends BarrierAllReduce {
     @Override
     protected void reduce(Tensor[] parts) {
         requireAlike(parts);
+        // this runs on one rank's thread, which binds each device in turn (each device binds itself again when a
+        // thread that last bound another one calls it)
         for (CudaDevice d : devices) {
             d.enter();
             d.synchronize();
@@ -54,4 +56,5 @@ public final class CudaPeerAllReduce extends BarrierAllReduce {
         }
         root.synchronize();
     }
+
 }

@@ -12,6 +12,12 @@ import java.util.Set;
  * GPU closes it.
  */
 final class GpuResources {
+    /**
+     * The GPU whose context each thread made current last: one thread may drive several GPUs (loading a
+     * tensor-parallel group's shards, summing its partials), so "this thread used this GPU before" is not enough.
+     */
+    private static final ThreadLocal<GpuResources> CURRENT = new ThreadLocal<>();
+
     private final CudaContext context;
     private final CudaStream stream;
     private final DeviceAllocator allocator;
@@ -22,11 +28,10 @@ final class GpuResources {
     /** Workspace blocks handed out zeroed (they are never freed before the GPU closes). */
     private final Set<DeviceAllocator.Block> zeroedBlocks = Collections.newSetFromMap(new IdentityHashMap<>());
     private PinnedBuffer staging;
-    private Thread boundThread;
 
     GpuResources(int gpuIndex) {
         this.context = new CudaContext(gpuIndex);
-        this.boundThread = Thread.currentThread();
+        CURRENT.set(this);
         this.stream = new CudaStream();
         this.allocator = new DeviceAllocator(stream.counters());
         this.workspace = new Workspace(allocator);
@@ -65,12 +70,12 @@ final class GpuResources {
     /** Makes the context current on the calling thread, unconditionally (another device may have replaced it). */
     void bindToCurrentThread() {
         context.makeCurrent();
-        boundThread = Thread.currentThread();
+        CURRENT.set(this);
     }
 
-    /** Binds the context when a different thread than the last one calls in. */
+    /** Binds the context when the calling thread last made another GPU's current, or none. */
     void enter() {
-        if (Thread.currentThread() != boundThread) {
+        if (CURRENT.get() != this) {
             bindToCurrentThread();
         }
     }
