@@ -56,9 +56,15 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "steps, on cuBLAS and on the skinny-matmul kernel")
     boolean skinnyPerf;
 
-    @Option(names = "--fp8-perf", description = "instead of the tables: 8B engine decode (batch 1, 64) and prefill "
-            + "(16 x 512), FP8 against bf16 weights")
+    @Option(names = "--fp8-perf", description = "instead of the tables: the W8A8 GEMMs at prefill rows (as "
+            + "--fp8-gemm-perf), then 8B engine decode (batch 1, 64) and prefill (16 x 512), FP8 weight-only and W8A8 "
+            + "against bf16 weights")
     boolean fp8Perf;
+
+    @Option(names = "--fp8-gemm-perf", description = "instead of the tables: the W8A8 GEMMs alone, Llama-3.1-8B's "
+            + "projections and LM head at 2048 and 8192 rows, the FP8 x FP8 cuBLASLt GEMM against bf16 cuBLAS, as "
+            + "fractions of the FP8 dense rate measured in the run")
+    boolean fp8GemmPerf;
 
     @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")
     boolean fp8Only;
@@ -115,7 +121,8 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
-        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf;
+        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
+                || fp8GemmPerf;
     }
 
     /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
@@ -134,10 +141,12 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only and --fp8-only each run "
                     + "one family of checks alone: give one of them");
         }
-        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf)) {
+        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
+                || fp8GemmPerf)) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, "
-                    + "--lora-perf and --fp8-perf are performance tables: drop --no-perf (and --attention-only, "
+                    + "--lora-perf, --fp8-perf and --fp8-gemm-perf are performance tables: drop --no-perf (and "
+                    + "--attention-only, "
                     + "--moe-only, --state-space-only, --fp8-only) to run them");
         }
         for (int n : loraAdapters) {
