@@ -24,7 +24,8 @@ import org.mstar.device.DType;
  * is captured: a shape first met there with no tuned bucket uses Lt's first choice and is not kept.
  *
  * <p>It also runs the FP8 × FP8 products of W8A8 weights ({@link #fp8GemmRowsByWeightT}), cuBLAS's only FP8 path:
- * their algorithm is Lt's first choice for each shape, kept per shape.
+ * their algorithm is Lt's first choice for each shape, kept per shape, as is a refusal (the caller then takes
+ * another path).
  */
 final class CublasLt implements AutoCloseable {
     private static final String[] LIBRARIES = {"libcublasLt.so.13", "libcublasLt.so.12"};
@@ -65,8 +66,8 @@ final class CublasLt implements AutoCloseable {
             try {
                 library = CublasNative.ltOpen(LIBRARIES);
             } catch (UnsatisfiedLinkError e) {
-                throw new IllegalStateException("batch-invariant and FP8 × FP8 matmuls need cuBLASLt and none could be loaded: "
-                        + e.getMessage() + ". Put the folder holding libcublasLt.so.13 on LD_LIBRARY_PATH.", e);
+                throw new IllegalStateException("batch-invariant and FP8 × FP8 matmuls need cuBLASLt and none could "
+                        + "be loaded: " + e.getMessage() + ". Put the folder holding libcublasLt.so.13 on LD_LIBRARY_PATH.", e);
             }
         }
         return library;
@@ -88,10 +89,33 @@ final class CublasLt implements AutoCloseable {
      */
     void fp8GemmRowsByWeightT(CudaTensor x, CudaTensor xScales, CudaTensor w, CudaTensor wScales, CudaTensor out,
                               int rows, int cols, int k) {
-        long plan = fp8Plans.computeIfAbsent(new Fp8Shape(out.dtype(), rows, cols, k), s -> CublasNative.ltFp8Plan(
-                handle, CudaMatmul.cudaType(s.result()), s.cols(), s.rows(), s.k(), workspace.byteSize()));
+        long plan = fp8Plan(out.dtype(), rows, cols, k);
+        if (plan == 0) {
+            throw new IllegalStateException("cuBLASLt has no FP8 GEMM with outer-vector scales for " + rows + "x" + cols
+                    + "x" + k + " into " + out.dtype());
+        }
         CublasNative.ltFp8Matmul(handle, plan, w.pointer(), wScales.pointer(), x.pointer(), xScales.pointer(),
                 out.pointer(), workspace.pointer(), workspace.byteSize(), device.stream().handle());
+    }
+
+    /**
+     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} for this shape and output dtype: not before cuBLASLt 12.9
+     * (no outer-vector scales), nor on a GPU without FP8 tensor cores. Asked once a shape.
+     */
+    boolean fp8GemmTakes(DType result, int rows, int cols, int k) {
+        return fp8Plan(result, rows, cols, k) != 0;
+    }
+
+    /** The shape's FP8 plan, or 0 when cuBLASLt refused it (kept, so that it is asked once). */
+    private long fp8Plan(DType result, int rows, int cols, int k) {
+        return fp8Plans.computeIfAbsent(new Fp8Shape(result, rows, cols, k), s -> {
+            try {
+                return CublasNative.ltFp8Plan(handle, CudaMatmul.cudaType(s.result()), s.cols(), s.rows(), s.k(),
+                        workspace.byteSize());
+            } catch (IllegalStateException refused) {
+                return 0L;
+            }
+        });
     }
 
     private void run(long plan, CudaTensor a, CudaTensor b, CudaTensor c) {
@@ -191,7 +215,7 @@ final class CublasLt implements AutoCloseable {
     public void close() {
         plans.values().forEach(CublasNative::ltPlanFree);
         capturedPlans.forEach(CublasNative::ltPlanFree);
-        fp8Plans.values().forEach(CublasNative::ltFp8PlanFree);
+        fp8Plans.values().stream().filter(p -> p != 0).forEach(CublasNative::ltFp8PlanFree);
         fp8Plans.clear();
         plans.clear();
         capturedPlans.clear();

@@ -14,13 +14,13 @@ import org.mstar.device.Tensor;
  * largest weight dequantised (the workspace keeps it). With the device's batch-invariant numerics on, every product
  * takes the scratch path, whose cuBLASLt GEMM does not depend on the row count.
  *
- * <p>A W8A8 weight ({@link Fp8Weight#quantisesActivations()}) multiplies its input quantised per row
- * ({@link Fp8Rows}, given or quantised here by {@link CudaFp8Rows}). Above {@link #SKINNY_ROWS} rows its product is
- * an FP8 × FP8 GEMM on the tensor cores (twice bf16's rate on Hopper) through {@link CublasLt}, both scales applied
- * to the fp32 sums as outer vectors, when the weight has one scale a row or one a tensor (repeated a row here); a
- * 128 × 128 block-scaled weight, a shape cuBLASLt's FP8 GEMM does not take (K or N not a multiple of 16), few rows,
- * or batch-invariant numerics multiply the input's rows dequantised to bf16 (its FP8 values, rounded once) on the
- * weight-only paths above.
+ * <p>A W8A8 weight ({@link Fp8Weight#quantisesActivations()}) multiplies its input quantised per row ({@link Fp8Rows},
+ * given or quantised here by {@link CudaFp8Rows}). Above {@link #SKINNY_ROWS} rows its product is an FP8 × FP8 GEMM on
+ * the tensor cores (twice bf16's rate on Hopper) through {@link CublasLt}, both scales applied to the fp32 sums as
+ * outer vectors, when the weight has one scale a row or one a tensor (repeated a row here); a 128 × 128 block-scaled
+ * weight, a shape cuBLASLt's FP8 GEMM does not take (K or N not a multiple of 16, or no algorithm offered: a cuBLASLt
+ * before 12.9), few rows, or batch-invariant numerics multiply the input's rows dequantised to bf16 (its FP8 values,
+ * rounded once) on the weight-only paths above.
  */
 final class CudaFp8Matmul {
     /** The most rows the skinny kernel takes; more go through the bf16 scratch and cuBLAS, or the FP8 GEMM. */
@@ -143,14 +143,17 @@ final class CudaFp8Matmul {
     /**
      * Whether the FP8 GEMM computes this W8A8 product: more than {@link #SKINNY_ROWS} rows, no batch-invariant
      * numerics (cuBLASLt's FP8 algorithm is chosen per shape), one scale a weight row or one a tensor, K and N
-     * multiples of 16, a BF16 or F32 output, 16-byte aligned codes and output.
+     * multiples of 16, a BF16 or F32 output, 16-byte aligned codes and output, and cuBLASLt offering an algorithm
+     * for the shape (cuBLASLt 12.9 or later).
      */
     private boolean gemmTakes(Tensor x, Fp8Weight w, CudaTensor out, int m) {
         boolean xAligned = !(x instanceof Fp8Rows q) || CudaTensor.of(q.codes(), "matmul x codes").alignedTo(16);
         return m > SKINNY_ROWS && !device.batchInvariant() && (w.scalesPerRow() || w.scalePerTensor())
                 && w.dim(1) % FP8_GEMM_ALIGN == 0 && w.dim(0) % FP8_GEMM_ALIGN == 0
                 && (out.dtype() == DType.BF16 || out.dtype() == DType.F32) && xAligned
-                && ((CudaTensor) w.codes()).alignedTo(16) && out.alignedTo(16);
+                && ((CudaTensor) w.codes()).alignedTo(16) && out.alignedTo(16)
+                && shared.cublasLt().fp8GemmTakes(out.dtype(), m, Math.toIntExact(w.dim(0)),
+                        Math.toIntExact(w.dim(1)));
     }
 
     /**

@@ -56,14 +56,12 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "steps, on cuBLAS and on the skinny-matmul kernel")
     boolean skinnyPerf;
 
-    @Option(names = "--fp8-perf", description = "instead of the tables: the W8A8 GEMMs at prefill rows (as "
-            + "--fp8-gemm-perf), then 8B engine decode (batch 1, 64) and prefill (16 x 512), FP8 weight-only and W8A8 "
-            + "against bf16 weights")
+    @Option(names = "--fp8-perf", description = "instead of the tables: the W8A8 GEMMs, 8B engine decode and "
+            + "prefill, fp8 and fp8-w8a8 against bf16")
     boolean fp8Perf;
 
-    @Option(names = "--fp8-gemm-perf", description = "instead of the tables: the W8A8 GEMMs alone, Llama-3.1-8B's "
-            + "projections and LM head at 2048 and 8192 rows, the FP8 x FP8 cuBLASLt GEMM against bf16 cuBLAS, as "
-            + "fractions of the FP8 dense rate measured in the run")
+    @Option(names = "--fp8-gemm-perf", description = "instead of the tables: the W8A8 GEMMs at 8B prefill shapes "
+            + "against bf16, and the FP8 dense rate")
     boolean fp8GemmPerf;
 
     @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")
