@@ -15,7 +15,7 @@ final class CudaFp8Rows {
     /** kFp8RowPerThread in fp8_activations.cu. */
     private static final int PER_THREAD = 32;
     /** The widest row a block of 1024 threads holds. */
-    static final long MAX_WIDTH = 1024L * PER_THREAD;
+    private static final long MAX_WIDTH = 1024L * PER_THREAD;
 
     private final CudaDevice device;
     private final Elementwise elementwise;
