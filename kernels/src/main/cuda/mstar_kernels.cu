@@ -16,3 +16,4 @@
 #include "mamba2.cu"
 #include "latent_attention.cu"
 #include "fp8_matmul.cu"
+#include "fp8_activations.cu"

@@ -8,7 +8,10 @@ public interface ElementwiseOps {
     /** {@code out = a + b}, elementwise, same shapes. */
     void add(Tensor a, Tensor b, Tensor out);
 
-    /** {@code out[n, I] = silu(gateUp[n, :I]) * gateUp[n, I:]}. */
+    /**
+     * {@code out[n, I] = silu(gateUp[n, :I]) * gateUp[n, I:]}. {@code out} may be {@link Fp8Rows}: each row's fp32
+     * result is then quantised with its own scale ({@link Fp8Rows#quantise}), the input of a W8A8 product.
+     */
     void siluMul(Tensor gateUp, Tensor out);
 
     /**

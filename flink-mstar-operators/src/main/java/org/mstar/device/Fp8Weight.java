@@ -7,7 +7,8 @@ import java.util.Arrays;
  * one a {@code blockRows × blockCols} block, so that element (i, j) is
  * {@code decode(codes[i, j]) · scales[i / blockRows, j / blockCols]}. The three published layouts are grids:
  * 128 × 128 blocks, one scale a row ({@code blockRows} 1, {@code blockCols} K) and one a tensor ({@code N × K}).
- * {@link ProjectionOps#matmul} takes it as its weight.
+ * {@link ProjectionOps#matmul} takes it as its weight. A weight that {@link #quantisesActivations() quantises
+ * activations} (W8A8) has its products take their input rows quantised per token ({@link Fp8Rows}) as well.
  *
  * <p>As a {@link Tensor} it has the weight's shape, dtype {@link DType#U8} (the codes) and the byte size of codes and
  * scales together. {@link #rows} views whole blocks of rows; {@link #close()} frees codes and scales.
@@ -17,12 +18,17 @@ public final class Fp8Weight implements Tensor {
     private final Tensor scales;
     private final int blockRows;
     private final int blockCols;
+    private final boolean quantisesActivations;
 
     /**
      * @param codes U8 {@code [N, K]}: E4M3 codes
      * @param scales F32 {@code [ceil(N / blockRows), ceil(K / blockCols)]}
      */
     public Fp8Weight(Tensor codes, Tensor scales, int blockRows, int blockCols) {
+        this(codes, scales, blockRows, blockCols, false);
+    }
+
+    private Fp8Weight(Tensor codes, Tensor scales, int blockRows, int blockCols, boolean quantisesActivations) {
         if (codes.dtype() != DType.U8 || codes.rank() != 2 || scales.dtype() != DType.F32 || blockRows < 1
                 || blockCols < 1) {
             throw new IllegalArgumentException("an FP8 weight is U8 codes [N, K] and F32 scales with positive blocks, got "
@@ -37,6 +43,30 @@ public final class Fp8Weight implements Tensor {
         this.scales = scales.reshape(grid);
         this.blockRows = blockRows;
         this.blockCols = blockCols;
+        this.quantisesActivations = quantisesActivations;
+    }
+
+    /** The same codes and scales as a W8A8 weight: its products quantise their input rows ({@link Fp8Rows}). */
+    public Fp8Weight quantisingActivations() {
+        return new Fp8Weight(codes, scales, blockRows, blockCols, true);
+    }
+
+    /**
+     * Whether a product with this weight takes its input quantised per row to FP8 (W8A8): {@link ProjectionOps#matmul}
+     * quantises an input that is not {@link Fp8Rows} already, as {@link Fp8Rows#quantise} defines it.
+     */
+    public boolean quantisesActivations() {
+        return quantisesActivations;
+    }
+
+    /** One scale a weight row over the full width (per channel), the layout cuBLASLt's outer-vector scaling takes. */
+    public boolean scalesPerRow() {
+        return blockRows == 1 && blockCols >= codes.dim(1);
+    }
+
+    /** One scale for the whole weight (per tensor). */
+    public boolean scalePerTensor() {
+        return blockRows >= codes.dim(0) && blockCols >= codes.dim(1);
     }
 
     /** A new weight {@code [n, k]} on {@code device} with unspecified codes and scales. */
@@ -106,7 +136,8 @@ public final class Fp8Weight implements Tensor {
         }
         long firstBlock = firstRow / blockRows;
         long blocks = (rows + blockRows - 1) / blockRows;
-        return new Fp8Weight(codes.rows(firstRow, rows), scales.rows(firstBlock, blocks), blockRows, blockCols);
+        return new Fp8Weight(codes.rows(firstRow, rows), scales.rows(firstBlock, blocks), blockRows, blockCols,
+                quantisesActivations);
     }
 
     @Override
@@ -122,6 +153,7 @@ public final class Fp8Weight implements Tensor {
 
     @Override
     public String toString() {
-        return "Fp8Weight" + Arrays.toString(shape()) + " scales " + blockRows + "x" + blockCols;
+        return "Fp8Weight" + Arrays.toString(shape()) + " scales " + blockRows + "x" + blockCols
+                + (quantisesActivations ? " W8A8" : "");
     }
 }

@@ -9,7 +9,8 @@ public interface NormOps {
      * RMSNorm over the last dim: {@code out = x / sqrt(mean(x²) + eps) * weight}; {@code out} may be {@code x} when
      * there is no residual (per-head q/k norms run in place over {@code [n·heads, headDim]}). With a non-null
      * {@code residual} (fused add, F32 or the activation dtype) it first does {@code residual += x} and
-     * normalises the sum: {@code out = norm(residual)}.
+     * normalises the sum: {@code out = norm(residual)}. {@code out} may be {@link Fp8Rows}: each row's fp32 result
+     * is then quantised with its own scale ({@link Fp8Rows#quantise}), the input of a W8A8 product.
      */
     void rmsNorm(Tensor x, Tensor residual, Tensor weight, float eps, Tensor out);
 

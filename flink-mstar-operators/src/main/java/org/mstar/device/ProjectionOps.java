@@ -15,9 +15,19 @@ public interface ProjectionOps {
      * {@code out[n, N] = x[n, K] · wᵀ + bias}, with {@code w} {@code [N, K]} (one row per output, as in a
      * Hugging Face Linear) and {@code bias} {@code [N]} or null. {@code w} may be an {@link Fp8Weight}: the result
      * is then the product with its dequantised values (code × scale in fp32), which the device may compute at its own
-     * precision (bf16 operands on a GPU).
+     * precision (bf16 operands on a GPU). A weight that {@link Fp8Weight#quantisesActivations() quantises
+     * activations} (W8A8) multiplies x quantised per row ({@link Fp8Rows#quantise}) and dequantised (code × row
+     * scale in fp32); x may then be {@link Fp8Rows} already (from {@link #quantizeRows}, or a norm or activation that
+     * wrote them), which only such a weight takes. The GPU multiplies the FP8 codes on its tensor cores and applies
+     * both scales to the fp32 sums.
      */
     void matmul(Tensor x, Tensor w, Tensor bias, Tensor out);
+
+    /**
+     * Quantises each row of {@code x} {@code [rows, K]} (F32 or BF16) to FP8 with its own scale, as
+     * {@link Fp8Rows#quantise} defines it.
+     */
+    void quantizeRows(Tensor x, Fp8Rows out);
 
     /**
      * Split the columns of a fused projection {@code qkv [n, Q + K + V]} into contiguous

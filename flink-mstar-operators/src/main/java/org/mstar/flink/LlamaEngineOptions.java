@@ -149,7 +149,9 @@ public final class LlamaEngineOptions {
             .withDescription("How the projections' weights stay on the device: 'none' (the engine's dtype; an FP8"
                     + " checkpoint is dequantised at load) or 'fp8' (E4M3 codes with fp32 scales: an FP8 checkpoint"
                     + " keeps its codes and scales, any other is quantised at load with one scale an output row;"
-                    + " about half the weight bytes of bf16; docs/guides/models.md, FP8 checkpoints).");
+                    + " about half the weight bytes of bf16) or 'fp8-w8a8' (those weights, and each projection's input"
+                    + " quantised per token to FP8, so that a GPU multiplies FP8 x FP8; docs/guides/models.md, FP8"
+                    + " checkpoints).");
 
     public static final ConfigOption<Integer> TENSOR_PARALLEL = ConfigOptions.key("mstar.engine.tensor-parallel")
             .intType()

@@ -12,11 +12,13 @@ class WeightQuantizationTest {
         assertThat(WeightQuantization.parse(" FP8 ")).isEqualTo(WeightQuantization.FP8);
         assertThat(WeightQuantization.parse("none")).isEqualTo(WeightQuantization.NONE);
         assertThat(WeightQuantization.FP8.flag()).isEqualTo("fp8");
+        assertThat(WeightQuantization.parse("FP8-W8A8")).isEqualTo(WeightQuantization.FP8_W8A8);
+        assertThat(WeightQuantization.FP8_W8A8.flag()).isEqualTo("fp8-w8a8");
     }
 
     @Test
     void refusesOtherValuesListingTheAcceptedOnes() {
         assertThatThrownBy(() -> WeightQuantization.parse("int4")).isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("unknown weight quantization 'int4': expected one of none, fp8");
+                .hasMessage("unknown weight quantization 'int4': expected one of none, fp8, fp8-w8a8");
     }
 }

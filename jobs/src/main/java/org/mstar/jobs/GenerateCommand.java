@@ -88,9 +88,11 @@ final class GenerateCommand implements Callable<Integer> {
                     + "every token kept).")
     int windowedLayerPages;
 
-    @Option(names = "--quantization", defaultValue = "none", paramLabel = "none|fp8",
+    @Option(names = "--quantization", defaultValue = "none", paramLabel = "none|fp8|fp8-w8a8",
             description = "fp8: keep the projections' weights on the device as FP8 codes with scales (an FP8 checkpoint"
-                    + " as stored, any other quantised at load, one scale an output row) (default: ${DEFAULT-VALUE}).")
+                    + " as stored, any other quantised at load, one scale an output row); fp8-w8a8: those weights, and"
+                    + " each projection's input quantised per token to FP8 too (FP8 x FP8 GEMMs on a GPU)"
+                    + " (default: ${DEFAULT-VALUE}).")
     String quantization;
 
     @Option(names = "--chat", description = "Send the prompt as a user message, rendered by the model folder's chat template.")

@@ -85,9 +85,10 @@ final class ServeCommand implements Callable<Integer> {
                     + " as --adapters would; to try send --adapter without a trained adapter.")
     Integer randomAdapters;
 
-    @Option(names = "--quantization", paramLabel = "none|fp8",
+    @Option(names = "--quantization", paramLabel = "none|fp8|fp8-w8a8",
             description = "fp8: keep the projections' weights on the device as FP8 codes with scales (an FP8 checkpoint"
-                    + " as stored, any other quantised at load, one scale an output row); sets"
+                    + " as stored, any other quantised at load, one scale an output row); fp8-w8a8: those weights, and"
+                    + " each projection's input quantised per token to FP8 too (FP8 x FP8 GEMMs on a GPU); sets"
                     + " mstar.engine.quantization (default none).")
     String quantization;
 

@@ -2,6 +2,7 @@ package org.mstar.device.cpu;
 
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Rows;
 import org.mstar.device.Fp8Weight;
 import org.mstar.device.Mamba2Shape;
 import org.mstar.device.MoeRouting;
@@ -48,14 +49,13 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     public void rmsNorm(Tensor x, Tensor residual, Tensor weight, float eps, Tensor out) {
         CpuTensor xs = CpuTensor.of(x);
         CpuTensor r = residual == null ? null : CpuTensor.of(residual);
-        CpuTensor o = CpuTensor.of(out);
         float[] w = FloatRows.readAll(CpuTensor.of(weight));
         int hidden = w.length;
         if (xs.dim(-1) != hidden) {
             throw new IllegalArgumentException("rmsNorm of " + xs + " with a weight of " + hidden);
         }
         int rows = xs.size() / hidden;
-        requireSize(o, xs.size(), "rmsNorm output");
+        RowOutput o = RowOutput.of(out, hidden, xs.size(), "rmsNorm output");
         if (r != null) {
             requireSize(r, xs.size(), "rmsNorm residual");
         }
@@ -73,7 +73,7 @@ final class CpuOps implements ComputeOps, AutoCloseable {
                 for (int h = 0; h < hidden; h++) {
                     v[h] = v[h] * inv * w[h];
                 }
-                FloatRows.write(v, 0, o, base, hidden);
+                o.write(v, row);
             }
         });
     }
@@ -98,10 +98,43 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     @Override
     public void matmul(Tensor x, Tensor w, Tensor bias, Tensor out) {
         if (w instanceof Fp8Weight f) {
-            CpuMatmul.run(loop, CpuTensor.of(x), f, bias == null ? null : CpuTensor.of(bias), CpuTensor.of(out));
+            CpuMatmul.run(loop, fp8Input(x, f), f, bias == null ? null : CpuTensor.of(bias), CpuTensor.of(out));
             return;
         }
+        if (x instanceof Fp8Rows) {
+            throw new IllegalArgumentException("matmul: FP8 rows " + x + " multiply only an FP8 weight, got " + w);
+        }
         CpuMatmul.run(loop, CpuTensor.of(x), CpuTensor.of(w), bias == null ? null : CpuTensor.of(bias), CpuTensor.of(out));
+    }
+
+    /** The input a product with {@code w} reads: x itself, or x's rows quantised per token and dequantised (W8A8). */
+    private static CpuTensor fp8Input(Tensor x, Fp8Weight w) {
+        if (x instanceof Fp8Rows q) {
+            if (!w.quantisesActivations()) {
+                throw new IllegalArgumentException("matmul: FP8 rows " + x + " multiply only a W8A8 weight, got " + w);
+            }
+            return CpuTensor.wrap((CpuDevice) q.device(), RowOutput.dequantise(q), q.shape());
+        }
+        CpuTensor xs = CpuTensor.of(x);
+        if (!w.quantisesActivations()) {
+            return xs;
+        }
+        int k = Math.toIntExact(w.dim(1));
+        return CpuTensor.wrap((CpuDevice) xs.device(), RowOutput.quantisedRoundTrip(xs, k), new long[] {xs.size() / k, k});
+    }
+
+    @Override
+    public void quantizeRows(Tensor x, Fp8Rows out) {
+        CpuTensor xs = CpuTensor.of(x);
+        int k = Math.toIntExact(out.dim(1));
+        RowOutput o = RowOutput.of(out, k, xs.size(), "quantizeRows output");
+        loop.forChunks(xs.size() / k, k * 4L, (from, to) -> {
+            float[] v = new float[k];
+            for (int r = from; r < to; r++) {
+                FloatRows.read(xs, r * k, v, 0, k);
+                o.write(v, r);
+            }
+        });
     }
 
     @Override
@@ -187,10 +220,10 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     @Override
     public void siluMul(Tensor gateUp, Tensor out) {
         CpuTensor g = CpuTensor.of(gateUp);
-        CpuTensor o = CpuTensor.of(out);
-        int inter = (int) o.dim(-1);
-        int rows = o.size() / inter;
-        requireSize(g, 2L * o.size(), "siluMul input");
+        int inter = (int) out.dim(-1);
+        int rows = Math.toIntExact(out.numel() / inter);
+        requireSize(g, 2L * out.numel(), "siluMul input");
+        RowOutput o = RowOutput.of(out, inter, out.numel(), "siluMul output");
         loop.forChunks(rows, inter * 16L, (from, to) -> {
             float[] gu = new float[2 * inter];
             float[] res = new float[inter];
@@ -201,7 +234,7 @@ final class CpuOps implements ComputeOps, AutoCloseable {
                     float silu = (float) (gate / (1.0 + Math.exp(-gate)));
                     res[i] = silu * gu[inter + i];
                 }
-                FloatRows.write(res, 0, o, r * inter, inter);
+                o.write(res, r);
             }
         });
     }

@@ -46,6 +46,11 @@ public final class CpuTensor implements Tensor {
         throw new IllegalArgumentException("expected a CPU tensor, got one on " + (t == null ? "null" : t.device().name()));
     }
 
+    /** An F32 tensor of {@code shape} over {@code values} (not copied). */
+    static CpuTensor wrap(CpuDevice device, float[] values, long[] shape) {
+        return new CpuTensor(device, DType.F32, shape, values, 0);
+    }
+
     @Override public DType dtype() { return dtype; }
     @Override public long[] shape() { return shape.clone(); }
     @Override public Device device() { return device; }

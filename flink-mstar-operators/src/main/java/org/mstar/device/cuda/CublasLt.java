@@ -22,6 +22,10 @@ import org.mstar.device.DType;
  * count, every bucket of a weight shape the first time the shape is met, and a bucket's fastest serves every
  * row count up to it; above, Lt's first choice is as fast as cuBLAS. Nothing can be timed while a CUDA graph
  * is captured: a shape first met there with no tuned bucket uses Lt's first choice and is not kept.
+ *
+ * <p>It also runs the FP8 × FP8 products of W8A8 weights ({@link #fp8GemmRowsByWeightT}), cuBLAS's only FP8 path:
+ * their algorithm is Lt's first choice for each shape, kept per shape, as is a refusal (the caller then takes
+ * another path).
  */
 final class CublasLt implements AutoCloseable {
     private static final String[] LIBRARIES = {"libcublasLt.so.13", "libcublasLt.so.12"};
@@ -36,10 +40,15 @@ final class CublasLt implements AutoCloseable {
         }
     }
 
+    /** An FP8 product's shape: its output dtype, tokens, weight rows and depth. */
+    private record Fp8Shape(DType result, int rows, int cols, int k) {}
+
     private final CudaDevice device;
     private final CudaTensor workspace;
     private final long handle;
     private final Map<Shape, Long> plans = new HashMap<>();
+    /** FP8 plans by shape: making one launches nothing, so a capture may make and keep it. */
+    private final Map<Fp8Shape, Long> fp8Plans = new HashMap<>();
     /** Plans made during a capture: not kept for later calls, freed with the rest. */
     private final List<Long> capturedPlans = new ArrayList<>();
 
@@ -57,8 +66,8 @@ final class CublasLt implements AutoCloseable {
             try {
                 library = CublasNative.ltOpen(LIBRARIES);
             } catch (UnsatisfiedLinkError e) {
-                throw new IllegalStateException("batch-invariant matmul needs cuBLASLt and none could be loaded: "
-                        + e.getMessage() + ". Put the folder holding libcublasLt.so.13 on LD_LIBRARY_PATH.", e);
+                throw new IllegalStateException("batch-invariant and FP8 × FP8 matmuls need cuBLASLt and none could "
+                        + "be loaded: " + e.getMessage() + ". Put the folder holding libcublasLt.so.13 on LD_LIBRARY_PATH.", e);
             }
         }
         return library;
@@ -71,6 +80,42 @@ final class CublasLt implements AutoCloseable {
     void gemmRowsByWeightT(CudaTensor a, CudaTensor b, CudaTensor c, int rows, int cols, int k) {
         long plan = plan(new Shape(b.dtype(), c.dtype(), rows, cols, k), b);
         run(plan, a, b, c);
+    }
+
+    /**
+     * Row-major {@code out[rows, cols] = xScales[r] · wScales[c] · Σ_k x[r, k] · w[c, k]} with x and w E4M3 codes,
+     * accumulated in fp32 and rounded once to out's dtype (BF16 or F32); xScales has {@code rows} elements, wScales
+     * {@code cols}. The mapping onto cuBLASLt's column-major TN product is written down in cublas_shim.c.
+     */
+    void fp8GemmRowsByWeightT(CudaTensor x, CudaTensor xScales, CudaTensor w, CudaTensor wScales, CudaTensor out,
+                              int rows, int cols, int k) {
+        long plan = fp8Plan(out.dtype(), rows, cols, k);
+        if (plan == 0) {
+            throw new IllegalStateException("cuBLASLt has no FP8 GEMM with outer-vector scales for " + rows + "x" + cols
+                    + "x" + k + " into " + out.dtype());
+        }
+        CublasNative.ltFp8Matmul(handle, plan, w.pointer(), wScales.pointer(), x.pointer(), xScales.pointer(),
+                out.pointer(), workspace.pointer(), workspace.byteSize(), device.stream().handle());
+    }
+
+    /**
+     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} for this shape and output dtype: not before cuBLASLt 12.9
+     * (no outer-vector scales), nor on a GPU without FP8 tensor cores. Asked once a shape.
+     */
+    boolean fp8GemmTakes(DType result, int rows, int cols, int k) {
+        return fp8Plan(result, rows, cols, k) != 0;
+    }
+
+    /** The shape's FP8 plan, or 0 when cuBLASLt refused it (kept, so that it is asked once). */
+    private long fp8Plan(DType result, int rows, int cols, int k) {
+        return fp8Plans.computeIfAbsent(new Fp8Shape(result, rows, cols, k), s -> {
+            try {
+                return CublasNative.ltFp8Plan(handle, CudaMatmul.cudaType(s.result()), s.cols(), s.rows(), s.k(),
+                        workspace.byteSize());
+            } catch (IllegalStateException refused) {
+                return 0L;
+            }
+        });
     }
 
     private void run(long plan, CudaTensor a, CudaTensor b, CudaTensor c) {
@@ -170,6 +215,8 @@ final class CublasLt implements AutoCloseable {
     public void close() {
         plans.values().forEach(CublasNative::ltPlanFree);
         capturedPlans.forEach(CublasNative::ltPlanFree);
+        fp8Plans.values().stream().filter(p -> p != 0).forEach(CublasNative::ltFp8PlanFree);
+        fp8Plans.clear();
         plans.clear();
         capturedPlans.clear();
         CublasNative.ltDestroy(handle);

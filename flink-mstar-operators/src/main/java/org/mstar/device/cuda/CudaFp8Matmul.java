@@ -1,7 +1,9 @@
 package org.mstar.device.cuda;
 
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Rows;
 import org.mstar.device.Fp8Weight;
+import org.mstar.device.Tensor;
 
 /**
  * Products with FP8 weights ({@link Fp8Weight}), launching fp8_matmul.cu. Up to {@link #SKINNY_ROWS} bf16 rows
@@ -9,51 +11,84 @@ import org.mstar.device.Fp8Weight;
  * reads one byte a weight; more rows (prefill), or a product the kernel does not take, dequantise the weight into a
  * bf16 scratch and multiply it through {@link CudaMatmul} (cuBLAS), which at those rows is bound by its FLOPs, not
  * by the weight's bytes. Both paths multiply the same bf16 weights (code × scale rounded once). The scratch holds the
- * largest weight dequantised (the workspace keeps it). An FP8 × FP8 tensor-core GEMM through cuBLASLt would double prefill's
- * FLOP rate but quantises the activations as well; it is not used yet. With the device's batch-invariant numerics
- * on, every product takes the scratch path, whose cuBLASLt GEMM does not depend on the row count.
+ * largest weight dequantised (the workspace keeps it). With the device's batch-invariant numerics on, every product
+ * takes the scratch path, whose cuBLASLt GEMM does not depend on the row count.
+ *
+ * <p>A W8A8 weight ({@link Fp8Weight#quantisesActivations()}) multiplies its input quantised per row ({@link Fp8Rows},
+ * given or quantised here by {@link CudaFp8Rows}). Above {@link #SKINNY_ROWS} rows its product is an FP8 × FP8 GEMM on
+ * the tensor cores (twice bf16's rate on Hopper) through {@link CublasLt}, both scales applied to the fp32 sums as
+ * outer vectors, when the weight has one scale a row or one a tensor (repeated a row here); a 128 × 128 block-scaled
+ * weight, a shape cuBLASLt's FP8 GEMM does not take (K or N not a multiple of 16, or no algorithm offered: a cuBLASLt
+ * before 12.9), few rows, or batch-invariant numerics multiply the input's rows dequantised to bf16 (its FP8 values,
+ * rounded once) on the weight-only paths above.
  */
 final class CudaFp8Matmul {
-    /** The most rows the skinny kernel takes; more go through the bf16 scratch and cuBLAS. */
+    /** The most rows the skinny kernel takes; more go through the bf16 scratch and cuBLAS, or the FP8 GEMM. */
     static final int SKINNY_ROWS = 64;
     private static final int THREADS = 256;
     /** Weight rows of one skinny block (its mma tile). */
     private static final int TILE_ROWS = 16;
     /** K elements a warp consumes at once (kFp8Chunk): K and the scale blocks' width are multiples of it. */
     private static final int CHUNK = 64;
+    /** cuBLASLt's FP8 GEMM wants K, and the output's leading dimension, in multiples of 16. */
+    private static final int FP8_GEMM_ALIGN = 16;
 
     private final CudaDevice device;
     private final CudaMatmul dense;
     private final Elementwise elementwise;
+    private final CudaFp8Rows rows;
+    private final SharedOpState shared;
 
-    CudaFp8Matmul(CudaDevice device, CudaMatmul dense, Elementwise elementwise) {
+    CudaFp8Matmul(CudaDevice device, CudaMatmul dense, Elementwise elementwise, CudaFp8Rows rows,
+                  SharedOpState shared) {
         this.device = device;
         this.dense = dense;
         this.elementwise = elementwise;
+        this.rows = rows;
+        this.shared = shared;
     }
 
-    /** {@code out[rows, N] = x · dequantise(w)ᵀ + bias}, x and out F32 or BF16, bias a float {@code [N]} or null. */
-    void matmul(CudaTensor x, Fp8Weight w, CudaTensor bias, CudaTensor out) {
-        CudaTensor codes = (CudaTensor) w.codes();
-        CudaTensor scales = (CudaTensor) w.scales();
+    /**
+     * {@code out[rows, N] = x · dequantise(w)ᵀ + bias}, x F32 or BF16 (or {@link Fp8Rows} for a W8A8 weight, whose
+     * other inputs are quantised first), out F32 or BF16, bias a float {@code [N]} or null.
+     */
+    void matmul(Tensor x, Fp8Weight w, CudaTensor bias, CudaTensor out) {
         long n = w.dim(0);
         long k = w.dim(1);
         if (x.numel() % k != 0 || out.numel() != x.numel() / k * n || (bias != null && bias.numel() != n)) {
             throw new IllegalArgumentException("matmul: x " + x + ", FP8 weight " + w + ", bias " + bias + " and out "
                     + out + " disagree");
         }
-        int rows = Math.toIntExact(x.numel() / k);
-        if (rows == 0) {
+        if (x instanceof Fp8Rows && !w.quantisesActivations()) {
+            throw new IllegalArgumentException("matmul: FP8 rows " + x + " multiply only a W8A8 weight, got " + w);
+        }
+        int m = Math.toIntExact(x.numel() / k);
+        if (m == 0) {
             return;
         }
-        if (skinnyTakes(x, w, out, rows)) {
+        if (!w.quantisesActivations()) {
+            weightOnly(CudaTensor.of(x, "matmul x"), w, bias, out, m);
+        } else if (gemmTakes(x, w, out, m)) {
+            fp8Gemm(x, w, bias, out, m);
+        } else {
+            weightOnly(roundTrip(x, m, k), w, bias, out, m);
+        }
+    }
+
+    /** The product of x and the weight's dequantised values, by the skinny kernel or the bf16 scratch. */
+    private void weightOnly(CudaTensor x, Fp8Weight w, CudaTensor bias, CudaTensor out, int m) {
+        CudaTensor codes = (CudaTensor) w.codes();
+        CudaTensor scales = (CudaTensor) w.scales();
+        long n = w.dim(0);
+        long k = w.dim(1);
+        if (skinnyTakes(x, w, out, m)) {
             int blocks = Math.toIntExact((n + TILE_ROWS - 1) / TILE_ROWS);
-            String kernel = "fp8_skinny_matmul_" + (rows <= 8 ? "m1" : rows <= 16 ? "m2" : rows <= 32 ? "m4" : "m8");
+            String kernel = "fp8_skinny_matmul_" + (m <= 8 ? "m1" : m <= 16 ? "m2" : m <= 32 ? "m4" : "m8");
             device.stream().counters().gemm();
             device.kernel(kernel).launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs()
                     .tensor(x).tensor(codes).tensor(scales).i32(w.blockRows())
                     .i32(w.blockCols()).tensor(bias).i32(bias == null ? 0 : Elementwise.code(bias)).tensor(out)
-                    .i32(Elementwise.code(out)).i32(rows).i32(Math.toIntExact(n)).i32(Math.toIntExact(k)), "matmul");
+                    .i32(Elementwise.code(out)).i32(m).i32(Math.toIntExact(n)).i32(Math.toIntExact(k)), "matmul");
             return;
         }
         CudaTensor dequantised = device.scratch("matmul.fp8", DType.BF16, n, k);
@@ -65,14 +100,70 @@ final class CudaFp8Matmul {
         dense.matmul(x, dequantised, bias, out);
     }
 
+    /** The W8A8 input as bf16: FP8 rows dequantised, or x's rows quantised and dequantised in one pass. */
+    private CudaTensor roundTrip(Tensor x, int m, long k) {
+        CudaTensor bf16 = device.scratch("matmul.fp8.xbf16", DType.BF16, m, k);
+        if (x instanceof Fp8Rows q) {
+            rows.dequantize(q, bf16);
+        } else {
+            rows.quantize(CudaTensor.of(x, "matmul x"), device.scratch("matmul.fp8.xcodes", DType.U8, m, k),
+                    device.scratch("matmul.fp8.xscales", DType.F32, m), bf16, "matmul");
+        }
+        return bf16;
+    }
+
+    /** out = the FP8 × FP8 product through cuBLASLt, x quantised here unless it came as FP8 rows. */
+    private void fp8Gemm(Tensor x, Fp8Weight w, CudaTensor bias, CudaTensor out, int m) {
+        int n = Math.toIntExact(w.dim(0));
+        int k = Math.toIntExact(w.dim(1));
+        CudaTensor xCodes;
+        CudaTensor xScales;
+        if (x instanceof Fp8Rows q) {
+            xCodes = CudaTensor.of(q.codes(), "matmul x codes");
+            xScales = CudaTensor.of(q.scales(), "matmul x scales");
+        } else {
+            xCodes = device.scratch("matmul.fp8.xcodes", DType.U8, m, k);
+            xScales = device.scratch("matmul.fp8.xscales", DType.F32, m);
+            rows.quantize(CudaTensor.of(x, "matmul x"), xCodes, xScales, null, "matmul");
+        }
+        CudaTensor wScales = (CudaTensor) w.scales();
+        if (!w.scalesPerRow()) {
+            CudaTensor perRow = device.scratch("matmul.fp8.wscales", DType.F32, n);
+            rows.broadcastScale(wScales, perRow);
+            wScales = perRow;
+        }
+        CudaTensor c = bias == null ? out : device.scratch("matmul.acc", DType.F32, m, n);
+        device.stream().counters().gemm();
+        shared.cublasLt().fp8GemmRowsByWeightT(xCodes, xScales, (CudaTensor) w.codes(), wScales, c, m, n, k);
+        if (bias != null) {
+            elementwise.biasAddCast(c, bias, out, m, n);
+        }
+    }
+
+    /**
+     * Whether the FP8 GEMM computes this W8A8 product: more than {@link #SKINNY_ROWS} rows, no batch-invariant
+     * numerics (cuBLASLt's FP8 algorithm is chosen per shape), one scale a weight row or one a tensor, K and N
+     * multiples of 16, a BF16 or F32 output, 16-byte aligned codes and output, and cuBLASLt offering an algorithm
+     * for the shape (cuBLASLt 12.9 or later).
+     */
+    private boolean gemmTakes(Tensor x, Fp8Weight w, CudaTensor out, int m) {
+        boolean xAligned = !(x instanceof Fp8Rows q) || CudaTensor.of(q.codes(), "matmul x codes").alignedTo(16);
+        return m > SKINNY_ROWS && !device.batchInvariant() && (w.scalesPerRow() || w.scalePerTensor())
+                && w.dim(1) % FP8_GEMM_ALIGN == 0 && w.dim(0) % FP8_GEMM_ALIGN == 0
+                && (out.dtype() == DType.BF16 || out.dtype() == DType.F32) && xAligned
+                && ((CudaTensor) w.codes()).alignedTo(16) && out.alignedTo(16)
+                && shared.cublasLt().fp8GemmTakes(out.dtype(), m, Math.toIntExact(w.dim(0)),
+                        Math.toIntExact(w.dim(1)));
+    }
+
     /**
      * Whether fp8_skinny_matmul computes this product: at most {@link #SKINNY_ROWS} bf16 rows into a bf16 or fp32
      * output, K and the scale blocks' width multiples of 64, 16-byte aligned x and codes, and no batch-invariant
      * numerics (the instantiation depends on the row count).
      */
-    private boolean skinnyTakes(CudaTensor x, Fp8Weight w, CudaTensor out, int rows) {
+    private boolean skinnyTakes(CudaTensor x, Fp8Weight w, CudaTensor out, int m) {
         CudaTensor codes = (CudaTensor) w.codes();
-        return rows <= SKINNY_ROWS && !device.batchInvariant() && x.dtype() == DType.BF16
+        return m <= SKINNY_ROWS && !device.batchInvariant() && x.dtype() == DType.BF16
                 && (out.dtype() == DType.BF16 || out.dtype() == DType.F32) && w.dim(1) % CHUNK == 0
                 && w.blockCols() % CHUNK == 0 && x.alignedTo(16) && codes.alignedTo(16);
     }

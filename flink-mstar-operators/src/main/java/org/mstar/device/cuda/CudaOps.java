@@ -7,6 +7,7 @@ import java.util.List;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Rows;
 import org.mstar.device.Fp8Weight;
 import org.mstar.device.Mamba2Shape;
 import org.mstar.device.MoeRouting;
@@ -27,6 +28,7 @@ public final class CudaOps implements ComputeOps {
     private final CudaDevice device;
     private final Elementwise elementwise;
     private final CudaMatmul matmul;
+    private final CudaFp8Rows fp8Rows;
     private final CudaFp8Matmul fp8Matmul;
     private final CudaAttention attention;
     private final CudaRaggedAttention raggedAttention;
@@ -40,7 +42,8 @@ public final class CudaOps implements ComputeOps {
         this.device = device;
         this.elementwise = new Elementwise(device);
         this.matmul = new CudaMatmul(device, elementwise, shared);
-        this.fp8Matmul = new CudaFp8Matmul(device, matmul, elementwise);
+        this.fp8Rows = new CudaFp8Rows(device, elementwise);
+        this.fp8Matmul = new CudaFp8Matmul(device, matmul, elementwise, fp8Rows, shared);
         this.attention = new CudaAttention(device);
         this.raggedAttention = new CudaRaggedAttention(device);
         this.ropeTables = shared.ropeTables();
@@ -127,6 +130,10 @@ public final class CudaOps implements ComputeOps {
         CudaTensor xs = t(x, "rmsNorm x");
         CudaTensor r = CudaTensor.ofNullable(residual, "rmsNorm residual");
         CudaTensor w = t(weight, "rmsNorm weight");
+        if (out instanceof Fp8Rows q) {
+            fp8Rows.rmsNorm(xs, r, w, eps, q);
+            return;
+        }
         CudaTensor o = t(out, "rmsNorm out");
         long hidden = xs.dim(-1);
         int rows = rowsOf(xs, hidden, "rmsNorm x");
@@ -147,11 +154,16 @@ public final class CudaOps implements ComputeOps {
     public void matmul(Tensor x, Tensor w, Tensor bias, Tensor out) {
         if (w instanceof Fp8Weight f) {
             device.enter();
-            fp8Matmul.matmul(t(x, "matmul x"), f, CudaTensor.ofNullable(bias, "matmul bias"), t(out, "matmul out"));
+            fp8Matmul.matmul(x, f, CudaTensor.ofNullable(bias, "matmul bias"), t(out, "matmul out"));
             return;
         }
         device.enter();
         matmul.matmul(t(x, "matmul x"), t(w, "matmul w"), CudaTensor.ofNullable(bias, "matmul bias"), t(out, "matmul out"));
+    }
+
+    @Override
+    public void quantizeRows(Tensor x, Fp8Rows out) {
+        fp8Rows.quantize(t(x, "quantizeRows x"), out, "quantizeRows");
     }
 
     @Override
@@ -195,6 +207,10 @@ public final class CudaOps implements ComputeOps {
 
     @Override
     public void siluMul(Tensor gateUp, Tensor out) {
+        if (out instanceof Fp8Rows q) {
+            fp8Rows.siluMul(t(gateUp, "siluMul gateUp"), q);
+            return;
+        }
         gatedActivation("siluMul", "silu_mul", gateUp, out);
     }
 

@@ -14,12 +14,14 @@ import org.mstar.model.Fp8Quantization;
 import org.mstar.model.Fp8Quantizer;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.ModelFormatException;
+import org.mstar.model.WeightQuantization;
 import org.mstar.model.io.Checkpoint;
 import org.mstar.model.io.Fp8WeightReader;
 
 /**
- * Which projections a model keeps in FP8 on the device ({@link org.mstar.model.WeightQuantization#FP8}) and how
- * they are filled. A checkpoint that stores FP8 weights keeps exactly those, with their codes and scales; otherwise
+ * Which projections a model keeps in FP8 on the device ({@link WeightQuantization#FP8}, {@link
+ * WeightQuantization#FP8_W8A8}) and how they are filled; under W8A8 every FP8 weight
+ * {@link Fp8Weight#quantisesActivations() quantises its products' input rows}. A checkpoint that stores FP8 weights keeps exactly those, with their codes and scales; otherwise
  * every {@code *_proj} weight is quantised at load with one scale a row, and the LM head stays in the engine's
  * dtype (as vLLM's online FP8 leaves it).
  *
@@ -35,24 +37,31 @@ final class Fp8Residency {
     private final Optional<Fp8Quantization> stored;
     /** The checkpoint's FP8 codes, or null when it stores none. */
     private final Fp8WeightReader codes;
+    /** Whether the weights quantise their products' activations (W8A8). */
+    private final boolean activations;
 
-    private Fp8Residency(Optional<Fp8Quantization> stored, Fp8WeightReader codes) {
+    private Fp8Residency(Optional<Fp8Quantization> stored, Fp8WeightReader codes, WeightQuantization mode) {
+        if (!mode.fp8Weights()) {
+            throw new IllegalArgumentException("FP8 residency for weights kept as " + mode.flag());
+        }
         this.stored = stored;
         this.codes = codes;
+        this.activations = mode == WeightQuantization.FP8_W8A8;
     }
 
-    /** Every {@code *_proj} weight quantised at load from the real values of its source. */
-    static Fp8Residency quantisedAtLoad() {
-        return new Fp8Residency(Optional.empty(), null);
+    /** Every {@code *_proj} weight quantised at load from the real values of its source, in {@code mode}. */
+    static Fp8Residency quantisedAtLoad(WeightQuantization mode) {
+        return new Fp8Residency(Optional.empty(), null, mode);
     }
 
     /**
      * For {@code checkpoint} of {@code config}: its FP8 weights as stored, or all projections quantised at load when
      * it stores none.
      */
-    static Fp8Residency of(ModelConfig config, Checkpoint checkpoint) {
-        return config.quantization().map(q -> new Fp8Residency(Optional.of(q), new Fp8WeightReader(checkpoint, q)))
-                .orElseGet(Fp8Residency::quantisedAtLoad);
+    static Fp8Residency of(ModelConfig config, Checkpoint checkpoint, WeightQuantization mode) {
+        return config.quantization()
+                .map(q -> new Fp8Residency(Optional.of(q), new Fp8WeightReader(checkpoint, q), mode))
+                .orElseGet(() -> quantisedAtLoad(mode));
     }
 
     /**
@@ -73,6 +82,11 @@ final class Fp8Residency {
         if (!fp8) {
             return device.allocate(dtype, n, k);
         }
+        Fp8Weight w = allocate(device, n, k, partNames.length, partRows);
+        return activations ? w.quantisingActivations() : w;
+    }
+
+    private Fp8Weight allocate(Device device, long n, long k, int parts, long[] partRows) {
         int cols = Math.toIntExact(k);
         if (stored.isEmpty()) {
             return Fp8Weight.allocate(device, n, k, 1, cols);
@@ -83,7 +97,7 @@ final class Fp8Residency {
                     ? Fp8Weight.allocate(device, n, k, q.blockRows(), q.blockCols())
                     : Fp8Weight.allocate(device, n, k, 1, q.blockCols());
             case CHANNEL -> Fp8Weight.allocate(device, n, k, 1, cols);
-            case TENSOR -> Fp8Weight.allocate(device, n, k, partNames.length == 1 ? Math.toIntExact(n) : 1, cols);
+            case TENSOR -> Fp8Weight.allocate(device, n, k, parts == 1 ? Math.toIntExact(n) : 1, cols);
         };
     }
 

@@ -2,6 +2,8 @@ package org.mstar.model.llama;
 
 import java.util.List;
 import org.mstar.device.DType;
+import org.mstar.device.Fp8Rows;
+import org.mstar.device.Fp8Weight;
 import org.mstar.device.RopeParams;
 import org.mstar.device.Tensor;
 import org.mstar.model.ModelConfig;
@@ -27,6 +29,11 @@ import org.mstar.resources.lora.AdapterManager;
  * adapter update ({@code addLora}) right after its matmul; a targeted projection whose fused op computes the matmul
  * inside one kernel with what follows it (qkv with RoPE and the KV append, gate/up with the activation) then runs
  * unfused for the whole step, correctness first. Steps without an adapter row run exactly as without adapters.
+ *
+ * <p>With W8A8 weights ({@link Fp8Weight#quantisesActivations()}) and no adapter in the step, the input norm and the
+ * post-attention norm write their rows quantised to FP8 ({@link Fp8Rows}) for the qkv and gate/up products, and
+ * SiLU·mul writes the down projection's input so; the o projection (its input comes from attention) and a GELU MLP
+ * have their inputs quantised by the matmul.
  */
 final class LlamaForwardPass extends DecoderPass {
     private final LlamaModel model;
@@ -80,12 +87,17 @@ final class LlamaForwardPass extends DecoderPass {
         float eps = (float) cfg.rmsNormEps();
         AdapterManager adapters = model.adaptersActive() ? res.adapters() : null;
         Tensor slots = adapters == null ? null : adapters.current().firstSlots(n);
+        // W8A8: the norms and the activation hand the products FP8 rows (adapters read the bf16 rows instead)
+        boolean fp8Rows = adapters == null && w8a8(w.layer(0).qkvWeight());
+        Fp8Rows normedFp8 = fp8Rows ? fp8Temp(n, hidden) : null;
+        Fp8Rows mlpActFp8 = fp8Rows ? fp8Temp(n, cfg.intermediateSize()) : null;
 
         for (int l = 0; l < cfg.numLayers(); l++) {
             LlamaLayerWeights lw = w.layer(l);
             // the first layer normalises the embeddings; later ones add the previous MLP output first
+            Tensor qkvIn = fp8Rows && w8a8(lw.qkvWeight()) ? normedFp8 : normed;
             ops.rmsNorm(tensorsToAdd == null ? residual : tensorsToAdd, tensorsToAdd == null ? null : residual,
-                    lw.inputNorm(), eps, normed);
+                    lw.inputNorm(), eps, qkvIn);
             Tensor q3 = qT.reshape(n, heads, d);
             Tensor pos = rank.inputs().positions(n);
             // windowed layers of a model with a local RoPE base rotate with it; the others as the position resource says
@@ -96,7 +108,7 @@ final class LlamaForwardPass extends DecoderPass {
             if (lw.qNorm() != null) {
                 // q/k norms sit between the projection and RoPE, so the fused split-RoPE-append cannot be used;
                 // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
-                ops.matmul(normed, lw.qkvWeight(), lw.qkvBias(), qkvT);
+                ops.matmul(qkvIn, lw.qkvWeight(), lw.qkvBias(), qkvT);
                 addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
                 Tensor k3 = kT.reshape(n, kvHeads, d);
                 Tensor v3 = vT.reshape(n, kvHeads, d);
@@ -118,7 +130,7 @@ final class LlamaForwardPass extends DecoderPass {
             } else {
                 // projection, split, RoPE and KV append in one op: K and V go straight from it into the pool
                 rank.inputs().writeKv(cache, poolLayer, n, (pool, layer, pages, offsets) ->
-                        ops.qkvProjectionRopeAppend(normed, lw.qkvWeight(), lw.qkvBias(), qkvT, pos, rope, pool, layer,
+                        ops.qkvProjectionRopeAppend(qkvIn, lw.qkvWeight(), lw.qkvBias(), qkvT, pos, rope, pool, layer,
                                 pages, offsets, q3));
             }
             rank.inputs().attend(res.forLayer(model, l), cache, q3, poolLayer, attnOut.reshape(n, heads, d));
@@ -131,8 +143,13 @@ final class LlamaForwardPass extends DecoderPass {
                 ops.rmsNorm(proj, null, lw.attentionOutputNorm(), eps, projNormed);
                 attnResult = projNormed;
             }
-            ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, normed);
-            if (lw.moe() != null) {
+            boolean mlpFp8 = fp8Rows && lw.moe() == null && !cfg.geluTanhMlp() && w8a8(lw.gateUpWeight())
+                    && w8a8(lw.downWeight());
+            ops.rmsNorm(attnResult, residual, lw.postAttentionNorm(), eps, mlpFp8 ? normedFp8 : normed);
+            if (mlpFp8) {
+                ops.matmul(normedFp8, lw.gateUpWeight(), null, gateUp);
+                ops.siluMul(gateUp, mlpActFp8);
+            } else if (lw.moe() != null) {
                 // routed experts (no adapter targets them: LoraModule refuses MLP modules of a mixture of experts)
                 moe.run(normed, lw.moe(), proj);
             } else if (updates(adapters, LoraModule.Fused.GATE_UP)) {
@@ -148,7 +165,7 @@ final class LlamaForwardPass extends DecoderPass {
                 ops.gateUpActivation(normed, lw.gateUpWeight(), cfg.geluTanhMlp(), gateUp, mlpAct);
             }
             if (lw.moe() == null) {
-                ops.matmul(mlpAct, lw.downWeight(), null, proj);
+                ops.matmul(mlpFp8 ? mlpActFp8 : mlpAct, lw.downWeight(), null, proj);
                 addLora(adapters, slots, LoraModule.Fused.DOWN, l, mlpAct, proj);
             }
             // row-parallel down projection, or each rank's experts' share of every row
@@ -161,6 +178,15 @@ final class LlamaForwardPass extends DecoderPass {
         }
 
         lmHead(residual, tensorsToAdd, model.lastRows(sampleRows), w.finalNorm(), eps, w.lmHead(), logits);
+    }
+
+    private static boolean w8a8(Tensor weight) {
+        return weight instanceof Fp8Weight f && f.quantisesActivations();
+    }
+
+    /** FP8 rows {@code [n, width]} released with the pass's other temporaries. */
+    private Fp8Rows fp8Temp(int n, long width) {
+        return new Fp8Rows(temp(DType.U8, n, width), temp(DType.F32, n));
     }
 
     /** Whether some adapter of the step's library targets a module that {@code fused} computes. */

@@ -86,7 +86,7 @@ public final class LlamaWeights implements AutoCloseable {
                                     LoadProgress progress) throws IOException {
         ModelConfig config = ModelConfig.load(folder);
         try (Checkpoint checkpoint = Checkpoint.open(folder)) {
-            Fp8Residency fp8 = quantization == WeightQuantization.FP8 ? Fp8Residency.of(config, checkpoint) : null;
+            Fp8Residency fp8 = quantization.fp8Weights() ? Fp8Residency.of(config, checkpoint, quantization) : null;
             return fill(config, device, dtype, fp8, source(checkpoint, config), progress, fusedExperts(checkpoint));
         }
     }

@@ -45,7 +45,7 @@ public final class RandomWeights {
         try {
             // norm weights come out near 1 as the forward applies them, whatever offset the checkpoint stores them with
             double normMean = 1 - config.normWeightOffset();
-            Fp8Residency fp8 = quantization == WeightQuantization.FP8 ? Fp8Residency.quantisedAtLoad() : null;
+            Fp8Residency fp8 = quantization.fp8Weights() ? Fp8Residency.quantisedAtLoad(quantization) : null;
             return LlamaWeights.fill(config, device, dtype, fp8, (name, dst) -> fill(dst, seed, name, normMean));
         } catch (IOException e) {
             throw new UncheckedIOException(e); // nothing here reads files

@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Locale;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.Float8E4m3;
+import org.mstar.device.Fp8Rows;
 import org.mstar.device.Fp8Weight;
 import org.mstar.device.Tensor;
 import org.mstar.device.cuda.harness.Twin.Pair;
@@ -24,6 +26,14 @@ import org.mstar.model.Fp8Quantizer;
  * 2048: the weight dequantised into bf16 for cuBLAS), bf16 activations and outputs; and the gate/up projection with
  * its activation, which FP8 weights route around the fused skinny epilogue. Each row also gives the weight bytes the
  * product read per millisecond (codes and scales once).
+ *
+ * <p>W8A8 ({@link Fp8Weight#quantisesActivations()}), against the CPU's definition ({@link Fp8Rows#quantise}: a
+ * scale a row, amax / 448): rows quantised alone (codes and scales must equal the CPU's bit for bit), by RMSNorm
+ * (with the residual add) and by SiLU·mul (their dequantised rows within 2e-2 of the CPU's: a block reduction may
+ * move a code one step where a value lies on a rounding boundary); and the products: at 1 and 64 rows the input's
+ * rows dequantised to bf16 into the skinny kernel, above 64 the FP8 × FP8 cuBLASLt GEMM with outer-vector scales
+ * (per-channel and per-tensor weights, bf16 out, fp32 out for the LM head, a bias, the input given as FP8 rows), and
+ * a 128 × 128 block-scaled weight on its bf16 fallback.
  */
 final class Fp8Checks {
     private static final int QKV = 6144;
@@ -52,6 +62,25 @@ final class Fp8Checks {
         for (int rows : new int[] {1, 64}) {
             attempt("fp8 gateUpActivation", () -> gateUpActivation(rows, 1024, HIDDEN));
         }
+        for (int rows : new int[] {1, 300}) {
+            attempt("fp8 quantizeRows", () -> quantizeRows(rows, HIDDEN));
+            attempt("fp8 rmsNorm into FP8 rows", () -> rmsNormRows(rows, HIDDEN));
+            attempt("fp8 siluMul into FP8 rows", () -> siluMulRows(rows, INTER));
+        }
+        for (int rows : new int[] {1, 64, 128, 2048}) {
+            attempt("w8a8 matmul qkv, channels", () -> w8a8(rows, QKV, HIDDEN, channels, DType.BF16, false, false));
+        }
+        for (int rows : new int[] {1, 64, 512}) {
+            attempt("w8a8 matmul down, tensor", () -> w8a8(rows, HIDDEN, INTER, tensor, DType.BF16, false, false));
+        }
+        attempt("w8a8 matmul gate/up, channels, FP8 rows in",
+                () -> w8a8(512, 2 * INTER, HIDDEN, channels, DType.BF16, false, true));
+        attempt("w8a8 matmul qkv, 128x128 blocks (bf16 fallback)",
+                () -> w8a8(512, QKV, HIDDEN, blocks, DType.BF16, false, false));
+        attempt("w8a8 matmul+bias, channels", () -> w8a8(100, 1024, 576, channels, DType.BF16, true, false));
+        // an LM head's fp32 logits (a vocabulary of 32768 keeps the host's reference small)
+        attempt("w8a8 matmul lm_head, channels, fp32 out",
+                () -> w8a8(128, 32768, HIDDEN, channels, DType.F32, false, false));
         return results;
     }
 
@@ -119,6 +148,134 @@ final class Fp8Checks {
             w[1].close();
             close(x, gateUp, out);
         }
+    }
+
+    private void quantizeRows(int rows, int k) {
+        Pair x = tw.floats(tw.randomFloats(rows * k, 3f, DType.BF16), DType.BF16, rows, k);
+        Fp8Rows[] q = {Fp8Rows.allocate(tw.cpu, rows, k), Fp8Rows.allocate(tw.gpu, rows, k)};
+        try {
+            tw.cpu.ops().quantizeRows(x.cpu(), q[0]);
+            Runnable gpuOp = () -> tw.gpu.ops().quantizeRows(x.gpu(), q[1]);
+            gpuOp.run();
+            // the definition is exact on both devices: the count of codes and scales that differ
+            byte[] cpuCodes = bytes(tw.cpu, q[0].codes());
+            byte[] gpuCodes = bytes(tw.gpu, q[1].codes());
+            float[] cpuScales = tw.cpu.toFloats(q[0].scales());
+            float[] gpuScales = tw.gpu.toFloats(q[1].scales());
+            int differ = 0;
+            for (int i = 0; i < cpuCodes.length; i++) {
+                differ += cpuCodes[i] != gpuCodes[i] ? 1 : 0;
+            }
+            for (int r = 0; r < rows; r++) {
+                differ += Float.floatToRawIntBits(cpuScales[r]) != Float.floatToRawIntBits(gpuScales[r]) ? 1 : 0;
+            }
+            results.add(new CheckResult("fp8 quantizeRows", shape(rows, k) + " bf16, codes+scales differing", "U8",
+                    differ, 0, tw.median(gpuOp), "cpu, Fp8Rows.quantise"));
+        } finally {
+            q[1].close();
+            close(x);
+        }
+    }
+
+    private void rmsNormRows(int rows, int hidden) {
+        Pair x = tw.floats(tw.randomFloats(rows * hidden, 2f, DType.BF16), DType.BF16, rows, hidden);
+        Pair residual = tw.floats(tw.randomFloats(rows * hidden, 1f, DType.F32), DType.F32, rows, hidden);
+        Pair w = tw.floats(tw.randomFloats(hidden, 1f, DType.BF16), DType.BF16, hidden);
+        Fp8Rows[] q = {Fp8Rows.allocate(tw.cpu, rows, hidden), Fp8Rows.allocate(tw.gpu, rows, hidden)};
+        try {
+            tw.cpu.ops().rmsNorm(x.cpu(), residual.cpu(), w.cpu(), 1e-5f, q[0]);
+            tw.gpu.ops().rmsNorm(x.gpu(), residual.gpu(), w.gpu(), 1e-5f, q[1]);
+            double err = Math.max(relErr(values(tw.cpu, q[0]), values(tw.gpu, q[1])),
+                    relErr(tw.cpu.toFloats(residual.cpu()), tw.gpu.toFloats(residual.gpu())));
+            // timed without the residual: the add would change it on every call
+            double ms = tw.median(() -> tw.gpu.ops().rmsNorm(x.gpu(), null, w.gpu(), 1e-5f, q[1]));
+            results.add(new CheckResult("fp8 rmsNorm+residual → FP8 rows", shape(rows, hidden), "U8", err, 2e-2, ms,
+                    "cpu, fp32 norm quantised"));
+        } finally {
+            q[1].close();
+            close(x, residual, w);
+        }
+    }
+
+    private void siluMulRows(int rows, int inter) {
+        Pair gateUp = tw.floats(tw.randomFloats(rows * 2 * inter, 4f, DType.BF16), DType.BF16, rows, 2L * inter);
+        Fp8Rows[] q = {Fp8Rows.allocate(tw.cpu, rows, inter), Fp8Rows.allocate(tw.gpu, rows, inter)};
+        try {
+            tw.cpu.ops().siluMul(gateUp.cpu(), q[0]);
+            Runnable gpuOp = () -> tw.gpu.ops().siluMul(gateUp.gpu(), q[1]);
+            gpuOp.run();
+            results.add(new CheckResult("fp8 siluMul → FP8 rows", shape(rows, inter), "U8",
+                    relErr(values(tw.cpu, q[0]), values(tw.gpu, q[1])), 2e-2, tw.median(gpuOp),
+                    "cpu, fp32 silu·mul quantised"));
+        } finally {
+            q[1].close();
+            close(gateUp);
+        }
+    }
+
+    /**
+     * A W8A8 product against the CPU's (input rows quantised, both dequantised, fp32 sums), the input bf16 or (with
+     * {@code rowsIn}) given as FP8 rows quantised on each device.
+     */
+    private void w8a8(int rows, int n, int k, Fp8Quantization layout, DType outType, boolean bias, boolean rowsIn) {
+        Fp8Weight[] w = weight(n, k, layout);
+        Fp8Weight cpuW = w[0].quantisingActivations();
+        Fp8Weight gpuW = w[1].quantisingActivations();
+        Pair x = tw.floats(tw.randomFloats(rows * k, 1f, DType.BF16), DType.BF16, rows, k);
+        Pair b = bias ? tw.floats(tw.randomFloats(n, 1f, DType.F32), DType.F32, n) : null;
+        Pair out = tw.poisoned(outType, rows, n);
+        Fp8Rows[] q = rowsIn ? new Fp8Rows[] {Fp8Rows.allocate(tw.cpu, rows, k), Fp8Rows.allocate(tw.gpu, rows, k)}
+                : null;
+        try {
+            if (rowsIn) {
+                tw.cpu.ops().quantizeRows(x.cpu(), q[0]);
+                tw.gpu.ops().quantizeRows(x.gpu(), q[1]);
+            }
+            Tensor cpuX = rowsIn ? q[0] : x.cpu();
+            Tensor gpuX = rowsIn ? q[1] : x.gpu();
+            tw.cpu.ops().matmul(cpuX, cpuW, b == null ? null : b.cpu(), out.cpu());
+            Runnable gpuOp = () -> tw.gpu.ops().matmul(gpuX, gpuW, b == null ? null : b.gpu(), out.gpu());
+            gpuOp.run();
+            double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
+            double ms = tw.median(gpuOp);
+            String path = rows <= 64 ? "bf16 rows, skinny" : layout.layout() == Fp8Quantization.Layout.BLOCK
+                    ? "bf16 fallback" : "FP8 GEMM";
+            results.add(new CheckResult("w8a8 matmul" + (bias ? "+bias" : ""), shape(rows, k) + "·" + shape(n, k)
+                    + "ᵀ " + layout.layout().name().toLowerCase(Locale.ROOT) + (rowsIn ? ", FP8 rows in" : "") + ", "
+                    + path + ", " + tflops(rows, n, k, ms), outType.name(), err,
+                    outType == DType.F32 ? 1e-3 : tolerance(DType.BF16), ms,
+                    "cpu, rows quantised, fp32"));
+        } finally {
+            gpuW.close();
+            if (q != null) {
+                q[1].close();
+            }
+            close(x, b, out);
+        }
+    }
+
+    private static byte[] bytes(Device device, Tensor u8) {
+        ByteBuffer buf = ByteBuffer.allocateDirect(Math.toIntExact(u8.byteSize()));
+        device.copyToHost(u8, buf);
+        byte[] out = new byte[buf.capacity()];
+        buf.rewind().get(out);
+        return out;
+    }
+
+    /** The values FP8 rows stand for, code × row scale. */
+    private static float[] values(Device device, Fp8Rows q) {
+        byte[] codes = bytes(device, q.codes());
+        float[] scales = device.toFloats(q.scales());
+        int k = Math.toIntExact(q.dim(1));
+        float[] v = new float[codes.length];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = Float8E4m3.decode(codes[i]) * scales[i / k];
+        }
+        return v;
+    }
+
+    private static String tflops(int m, int n, int k, double millis) {
+        return String.format(Locale.ROOT, "%.0f TFLOP/s", 2.0 * m * n * k / (millis * 1e9));
     }
 
     private static String weightRate(Tensor w, double millis) {

@@ -66,6 +66,8 @@ import org.mstar.model.frame.FrameModelConfig;
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
     private static final double PEAK_TB_PER_S = 4.3;
+    /** The prefill rows of the W8A8 GEMM table. */
+    private static final int[] FP8_GEMM_ROWS = {2048, 8192};
     /** {prompt tokens, prompts} of the prefill tables: 8192 tokens per step below 16k. */
     private static final int[][] PREFILL_CASES = {{512, 16}, {2048, 4}, {16384, 1}};
     /** Decode steps a {@code --profile-decode} case runs after its warm-up. */
@@ -234,6 +236,9 @@ public final class GpuHarness {
             } else if (options.perf() && options.fp8Perf) {
                 tables.append(fp8Tables(tablesTwin, tablesGpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.fp8GemmPerf) {
+                tables.append("\n").append(fp8GemmTable(tablesTwin, seed));
+                Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.skinnyPerf) {
                 tables.append(skinnyTables(tablesTwin, tablesGpu, seed));
                 Files.writeString(out.resolve("perf.md"), tables);
@@ -352,15 +357,16 @@ public final class GpuHarness {
     }
 
     /**
-     * Copy bandwidth, then the engine on the 8B geometry (32 layers, random weights) with bf16 weights and with the
-     * same weights kept in FP8 (quantised at load, one scale a row): decode steps at batch 1 and 64 (512-token
-     * prompts, graphs on) against the weights+KV bound, prefill of 16 prompts of 512 tokens, and the FP8 / bf16 ratio
-     * of each.
+     * Copy bandwidth, the W8A8 GEMMs at prefill rows ({@link Fp8GemmBench}), then the engine on the 8B geometry (32
+     * layers, random weights) with bf16 weights and with the same weights kept in FP8 (quantised at load, one scale a
+     * row), weight-only and W8A8: decode steps at batch 1 and 64 (512-token prompts, graphs on) against the
+     * weights+KV bound, prefill of 16 prompts of 512 tokens, and the FP8 / bf16 ratio of each.
      */
     private static String fp8Tables(Twin twin, CudaDevice gpu, long seed) {
         double[] rate = {PEAK_TB_PER_S};
         StringBuilder sb = new StringBuilder("\n");
         sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        sb.append(fp8GemmTable(twin, seed));
         Map<WeightQuantization, Double> decode1 = new EnumMap<>(WeightQuantization.class);
         Map<WeightQuantization, Double> decode64 = new EnumMap<>(WeightQuantization.class);
         Map<WeightQuantization, Double> prefill = new EnumMap<>(WeightQuantization.class);
@@ -387,9 +393,11 @@ public final class GpuHarness {
                         return PrefillBench.table(rows);
                     }));
         }
-        sb.append(section("FP8 / bf16 time ratio", () -> String.format(java.util.Locale.ROOT,
-                "decode batch 1: %.3f, decode batch 64: %.3f, prefill 16 x 512: %.3f%n",
-                ratio(decode1), ratio(decode64), ratio(prefill))));
+        for (WeightQuantization q : List.of(WeightQuantization.FP8, WeightQuantization.FP8_W8A8)) {
+            sb.append(section(q.flag() + " / bf16 time ratio", () -> String.format(java.util.Locale.ROOT,
+                    "decode batch 1: %.3f, decode batch 64: %.3f, prefill 16 x 512: %.3f%n",
+                    ratio(decode1, q), ratio(decode64, q), ratio(prefill, q))));
+        }
         return sb.toString();
     }
 
@@ -413,8 +421,18 @@ public final class GpuHarness {
         return sb.toString();
     }
 
-    private static double ratio(Map<WeightQuantization, Double> millis) {
-        Double fp8 = millis.get(WeightQuantization.FP8);
+    /** The W8A8 GEMMs at prefill rows against bf16, with the FP8 dense rate measured first. */
+    private static String fp8GemmTable(Twin twin, long seed) {
+        return section("W8A8 GEMMs at prefill rows: bf16 cuBLAS, the FP8 x FP8 cuBLASLt GEMM (FP8 rows in; and "
+                + "quantising bf16 rows first), Llama-3.1-8B shapes, one scale a weight row and a token", () -> {
+                    Fp8GemmBench bench = new Fp8GemmBench(twin, seed);
+                    double square = bench.squareTflops();
+                    return Fp8GemmBench.table(bench.run(FP8_GEMM_ROWS), square);
+                });
+    }
+
+    private static double ratio(Map<WeightQuantization, Double> millis, WeightQuantization q) {
+        Double fp8 = millis.get(q);
         Double bf16 = millis.get(WeightQuantization.NONE);
         return fp8 == null || bf16 == null ? Double.NaN : fp8 / bf16;
     }

@@ -57,9 +57,13 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "steps, on cuBLAS and on the skinny-matmul kernel")
     boolean skinnyPerf;
 
-    @Option(names = "--fp8-perf", description = "instead of the tables: 8B engine decode (batch 1, 64) and prefill "
-            + "(16 x 512), FP8 against bf16 weights")
+    @Option(names = "--fp8-perf", description = "instead of the tables: the W8A8 GEMMs, 8B engine decode and "
+            + "prefill, fp8 and fp8-w8a8 against bf16")
     boolean fp8Perf;
+
+    @Option(names = "--fp8-gemm-perf", description = "instead of the tables: the W8A8 GEMMs at 8B prefill shapes "
+            + "against bf16, and the FP8 dense rate")
+    boolean fp8GemmPerf;
 
     @Option(names = "--parallel-perf", paramLabel = "G", split = ",",
             description = "instead of the tables: geometries G (8B, 70B, moe) on 1 GPU and on --tensor-parallel GPUs")
@@ -129,7 +133,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
         return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || !parallelPerf.isEmpty();
+                || fp8GemmPerf || !parallelPerf.isEmpty();
     }
 
     /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
@@ -149,11 +153,11 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
                     + "one family of checks alone: give one of them");
         }
         if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || !parallelPerf.isEmpty())) {
+                || fp8GemmPerf || !parallelPerf.isEmpty())) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, "
-                    + "--lora-perf, --fp8-perf and --parallel-perf are performance tables: drop --no-perf (and "
-                    + "--attention-only, --moe-only, --state-space-only, --fp8-only) to run them");
+                    + "--lora-perf, --fp8-perf, --fp8-gemm-perf and --parallel-perf are performance tables: drop "
+                    + "--no-perf (and --attention-only, --moe-only, --state-space-only, --fp8-only) to run them");
         }
         for (String g : parallelPerf) {
             try {

@@ -97,6 +97,10 @@ class HarnessCommandLineTest {
         HarnessCommandLine.parse(perf, "--fp8-perf");
         assertThat(perf.fp8Perf).isTrue();
         assertThat(perf.replacesTables()).isTrue();
+        GpuHarnessOptions gemm = new GpuHarnessOptions();
+        HarnessCommandLine.parse(gemm, "--fp8-gemm-perf", "--no-checks");
+        assertThat(gemm.fp8GemmPerf).isTrue();
+        assertThat(gemm.replacesTables()).isTrue();
         GpuHarnessOptions only = new GpuHarnessOptions();
         HarnessCommandLine.parse(only, "--fp8-only");
         assertThat(only.perf()).isFalse();
@@ -118,6 +122,7 @@ class HarnessCommandLineTest {
         assertRefused(new GpuHarnessOptions(), "give one of them", "--moe-only", "--state-space-only");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--state-space-only", "--prefill-perf");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--fp8-perf");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--fp8-only", "--fp8-gemm-perf");
         assertRefused(new GpuHarnessOptions(), "give one of them", "--moe-only", "--fp8-only");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--parallel-perf", "8B");
     }
@@ -128,8 +133,8 @@ class HarnessCommandLineTest {
         assertThat(line.isUsageHelpRequested()).isTrue();
         assertThat(line.getCommandSpec().options()).extracting(OptionSpec::longestName).containsExactly(
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
-                "--decode-models", "--invariance-perf", "--skinny-perf", "--fp8-perf", "--parallel-perf", "--tensor-parallel",
-                "--parallel-layers", "--fp8-only", "--attention-only",
+                "--decode-models", "--invariance-perf", "--skinny-perf", "--fp8-perf", "--fp8-gemm-perf",
+                "--parallel-perf", "--tensor-parallel", "--parallel-layers", "--fp8-only", "--attention-only",
                 "--moe-only", "--state-space-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
                 "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
                 "--help");
