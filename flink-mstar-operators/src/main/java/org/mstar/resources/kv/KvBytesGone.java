@@ -1,7 +1,7 @@
 package org.mstar.resources.kv;
 
 /** A network hand-off's bytes could not be pulled whole and intact ({@link KvBytesServer#pull}). */
-final class KvBytesGone extends Exception {
+public final class KvBytesGone extends Exception {
     KvBytesGone(String message) {
         super(message);
     }

@@ -75,7 +75,7 @@ public final class KvBytesServer implements AutoCloseable {
     }
 
     /** Holds {@code bytes} (its remaining ones, not copied: the caller no longer writes them) for one pull. */
-    KvBytesTicket offer(ByteBuffer bytes) {
+    public KvBytesTicket offer(ByteBuffer bytes) {
         ByteBuffer b = bytes.slice().asReadOnlyBuffer();
         CRC32C crc = new CRC32C();
         crc.update(b.duplicate());
@@ -163,7 +163,7 @@ public final class KvBytesServer implements AutoCloseable {
      *
      * @throws KvBytesGone when the server is unreachable, holds no such bytes, or they arrive cut short or altered
      */
-    static ByteBuffer pull(KvBytesTicket ticket) throws KvBytesGone {
+    public static ByteBuffer pull(KvBytesTicket ticket) throws KvBytesGone {
         String where = "KV bytes " + ticket.id() + " of " + ticket.host() + ":" + ticket.port();
         try (SocketChannel c = SocketChannel.open()) {
             Socket s = c.socket();
@@ -201,11 +201,11 @@ public final class KvBytesServer implements AutoCloseable {
         }
     }
 
-    /** Stops listening and drops what it holds; pulls under way may fail. */
+    /** Stops listening and drops what it holds; pulls under way finish. */
     @Override
     public void close() throws IOException {
         listener.close();
-        connections.shutdownNow();
+        connections.shutdown();
         synchronized (held) {
             held.clear();
             heldBytes = 0;

@@ -11,19 +11,19 @@ import org.mstar.resources.WireFormat;
  * <p>Wire format (inside a {@link NetworkKVCodec} encoding), little-endian: string host; int port; long, long server
  * id; long id; int length; int crc32c.
  */
-record KvBytesTicket(String host, int port, UUID server, long id, int length, int crc32c) {
+public record KvBytesTicket(String host, int port, UUID server, long id, int length, int crc32c) {
 
-    int size() {
+    public int size() {
         return WireFormat.stringSize(host) + 4 + 16 + 8 + 4 + 4;
     }
 
-    ByteBuffer put(ByteBuffer b) {
+    public ByteBuffer put(ByteBuffer b) {
         WireFormat.putString(b, host);
         return b.putInt(port).putLong(server.getMostSignificantBits()).putLong(server.getLeastSignificantBits())
                 .putLong(id).putInt(length).putInt(crc32c);
     }
 
-    static KvBytesTicket get(ByteBuffer b) {
+    public static KvBytesTicket get(ByteBuffer b) {
         return new KvBytesTicket(WireFormat.getString(b), b.getInt(), new UUID(b.getLong(), b.getLong()), b.getLong(),
                 b.getInt(), b.getInt());
     }
