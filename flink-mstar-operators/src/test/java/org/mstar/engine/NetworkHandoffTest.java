@@ -23,10 +23,12 @@ import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.kv.KvBytesServer;
 
 /**
- * A prefill and a decode engine handing off by ticket over TCP ({@link LlamaEngine#handOffOverNetwork}), each with its
- * own server as in two TaskManagers: the records carry about 100 bytes whatever the prompt, the decode side pulls the
- * KV and generates the colocated engine's tokens; when the bytes cannot be pulled (the prefill side's server is gone,
- * or the ticket's checksum is not the bytes') it recomputes the prompt, with the same tokens.
+ * A prefill and a decode engine handing off by ticket ({@link LlamaEngine#handOffOverNetwork}), each with its own
+ * server as in two TaskManagers, or both on one server with the engines on two CPU devices (as cuda:0 and cuda:1 of one
+ * TaskManager): the records carry about 100 bytes whatever the prompt, the decode side pulls the KV and generates the
+ * colocated engine's tokens; when the bytes cannot be pulled (the prefill side's server is gone, or the ticket's
+ * checksum is not the bytes') it recomputes the prompt, with the same tokens. In one JVM the pulls take the bytes
+ * without a socket; {@code KvBytesServerTest} covers the TCP path.
  */
 class NetworkHandoffTest {
     @TempDir
@@ -35,6 +37,9 @@ class NetworkHandoffTest {
     static LlamaModel model;
     static LlamaModel prefillModel;
     static LlamaModel decodeModel;
+    /** A second CPU device with its own copy of the weights, as cuda:1 beside cuda:0. */
+    static CpuDevice secondCpu;
+    static LlamaModel onSecondDevice;
 
     @BeforeAll
     static void load() throws Exception {
@@ -42,10 +47,14 @@ class NetworkHandoffTest {
         model = RandomModels.load(RandomModels.llama(), 3, dir, cpu);
         prefillModel = new LlamaModel(model.weights(), DType.F32, "random:3");
         decodeModel = new LlamaModel(model.weights(), DType.F32, "random:3");
+        secondCpu = new CpuDevice(2);
+        onSecondDevice = RandomModels.load(RandomModels.llama(), 3, dir.resolve("second"), secondCpu);
     }
 
     @AfterAll
     static void close() {
+        onSecondDevice.close();
+        secondCpu.close();
         model.close();
         cpu.close();
     }
@@ -59,6 +68,12 @@ class NetworkHandoffTest {
     /** Runs {@code requests} through prefill and decode, each hand-off altered by {@code onTheWay} before it arrives. */
     private static Map<String, List<Integer>> disaggregated(List<GenerationRequest> requests, KvBytesServer prefillSide,
                                                             KvBytesServer decodeSide,
+                                                            UnaryOperator<PrefillHandoff> onTheWay, long[] kvBytes) {
+        return disaggregated(requests, prefillSide, decodeModel, decodeSide, onTheWay, kvBytes);
+    }
+
+    private static Map<String, List<Integer>> disaggregated(List<GenerationRequest> requests, KvBytesServer prefillSide,
+                                                            LlamaModel decodeModel, KvBytesServer decodeSide,
                                                             UnaryOperator<PrefillHandoff> onTheWay, long[] kvBytes) {
         Map<String, GenerationRequest> byId = new HashMap<>();
         requests.forEach(r -> byId.put(r.requestId(), r));
@@ -93,6 +108,19 @@ class NetworkHandoffTest {
                     .isEqualTo(colocated(model, requests));
             assertThat(kvBytes[0]).as("KV bytes pulled and copied into the decode pool").isPositive();
             assertThat(prefillSide.held()).as("bytes left unpulled").isZero();
+        }
+    }
+
+    @Test
+    void prefillOnOneDeviceAndDecodeOnAnotherOfOneProcessHandOffThroughTheHost() throws Exception {
+        List<GenerationRequest> requests = workload(13, 6);
+        long[] kvBytes = new long[1];
+        try (KvBytesServer oneServer = KvBytesServer.start("127.0.0.1", 1L << 30)) {
+            assertThat(disaggregated(requests, oneServer, onSecondDevice, oneServer, h -> h, kvBytes))
+                    .isEqualTo(colocated(model, requests));
+            assertThat(kvBytes[0]).as("KV bytes copied into the second device's pool").isPositive();
+            assertThat(oneServer.held()).isZero();
+            onSecondDevice.resources().kv().assertPagesConserved();
         }
     }
 

@@ -51,31 +51,35 @@ final class HandoffTransportBench {
         List<String> rows = new ArrayList<>();
         for (Transport transport : flags.transports) {
             Map<Integer, List<Long>> latencies = new TreeMap<>();
+            Map<Integer, List<Double>> memcpy = new TreeMap<>();
             StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
             try (CloseableIterator<String> results = job(env, flags, transport)
                     .executeAndCollect("mstar bench-handoff " + transport.name().toLowerCase())) {
                 results.forEachRemaining(line -> {
                     String[] f = line.split(" ");
                     latencies.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Long.parseLong(f[1]));
+                    memcpy.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Double.parseDouble(f[2]));
                 });
             }
-            latencies.forEach((tokens, micros) -> rows.add(row(transport, tokens, micros, flags.kvBytesPerToken)));
+            latencies.forEach((tokens, micros) -> rows.add(row(transport, tokens, micros, flags.kvBytesPerToken,
+                    memcpy.get(tokens))));
         }
         out.println("| transport | prompt tokens | hand-off MiB | hand-offs | GB/s (total bytes / total latency)"
-                + " | latency p50 / p99 ms |");
-        out.println("|---|---:|---:|---:|---:|---:|");
+                + " | latency p50 / p99 ms | memcpy GB/s on the receiver, median |");
+        out.println("|---|---:|---:|---:|---:|---:|---:|");
         rows.forEach(out::println);
         out.flush();
         return 0;
     }
 
-    private static String row(Transport t, int tokens, List<Long> micros, int bytesPerToken) {
+    private static String row(Transport t, int tokens, List<Long> micros, int bytesPerToken, List<Double> memcpy) {
+        double[] copies = memcpy.stream().mapToDouble(Double::doubleValue).sorted().toArray();
         long[] sorted = micros.stream().mapToLong(Long::longValue).sorted().toArray();
         long bytes = (long) tokens * bytesPerToken;
         double seconds = Arrays.stream(sorted).sum() / 1e6;
-        return String.format("| %s | %d | %.0f | %d | %.2f | %.1f / %.1f |", t.name().toLowerCase(), tokens,
+        return String.format("| %s | %d | %.0f | %d | %.2f | %.1f / %.1f | %.2f |", t.name().toLowerCase(), tokens,
                 bytes / 1048576.0, sorted.length, bytes * sorted.length / seconds / 1e9, pct(sorted, 0.50) / 1e3,
-                pct(sorted, 0.99) / 1e3);
+                pct(sorted, 0.99) / 1e3, copies[copies.length / 2]);
     }
 
     /** Nearest-rank percentile. */
@@ -157,10 +161,14 @@ final class HandoffTransportBench {
         }
     }
 
-    /** Joins a hand-off's records, or pulls its ticket's bytes; emits "prompt-tokens latency-micros". */
+    /**
+     * Joins a hand-off's records, or pulls its ticket's bytes; emits "prompt-tokens latency-micros memcpy-GB/s", the
+     * last a copy of the bytes just received, as a yardstick for how much memory bandwidth the host had then.
+     */
     private static final class Receiver extends KeyedProcessFunction<String, KvHandoff, String> {
         private final Transport transport;
         private transient Map<String, Map<Integer, KvHandoff>> parts;
+        private transient byte[] copy;
 
         Receiver(Transport transport) {
             this.transport = transport;
@@ -188,7 +196,18 @@ final class HandoffTransportBench {
             }
             String[] f = id.split("-");
             long micros = nowMicros() - Long.parseLong(f[2]);
-            out.collect(f[0] + " " + micros + " " + state.remaining());
+            out.collect(f[0] + " " + micros + " " + memcpyGbPerSecond(state));
+        }
+
+        /** A copy of (up to) 128 MiB of the bytes received, in GB/s: what this process's memory gives right now. */
+        private double memcpyGbPerSecond(ByteBuffer state) {
+            if (copy == null) {
+                copy = new byte[128 << 20];
+            }
+            int n = Math.min(copy.length, state.remaining());
+            long t0 = System.nanoTime();
+            state.duplicate().get(copy, 0, n);
+            return n / (double) (System.nanoTime() - t0);
         }
     }
 

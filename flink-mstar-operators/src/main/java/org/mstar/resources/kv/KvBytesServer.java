@@ -13,6 +13,7 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
@@ -25,7 +26,8 @@ import java.util.zip.CRC32C;
  * with a failover) are dropped oldest first once the bytes held pass a bound; a pull that finds nothing, or bytes
  * that arrive cut short or with another checksum, fails with {@link KvBytesGone} and the decode side recomputes.
  * One server per process serves all its prefill engines, a thread per connection, writing in chunks straight from
- * the buffer the KV was encoded into.
+ * the buffer the KV was encoded into. A pull from a server of the puller's own process (prefill and decode engines on
+ * two devices of one TaskManager) takes the buffer without a socket: the KV goes device → host → device.
  *
  * <p>Protocol, little-endian, one pull per connection: the client sends the server's id (two longs) and the bytes' id
  * (a long); the server answers their length (an int, -1 when it holds no such bytes) and the bytes.
@@ -35,6 +37,9 @@ public final class KvBytesServer implements AutoCloseable {
     private static final int CHUNK = 4 << 20;
     private static final int CONNECT_TIMEOUT_MS = 5_000;
     private static final int READ_TIMEOUT_MS = 30_000;
+
+    /** The servers of this process, for pulls that need no socket. */
+    private static final Map<UUID, KvBytesServer> LOCAL = new ConcurrentHashMap<>();
 
     private final UUID id = UUID.randomUUID();
     private final ServerSocketChannel listener;
@@ -49,6 +54,7 @@ public final class KvBytesServer implements AutoCloseable {
         this.listener = listener;
         this.host = host;
         this.retainedBytes = retainedBytes;
+        LOCAL.put(id, this);
         daemon(this::accept, "mstar-kv-bytes-accept").start();
     }
 
@@ -76,7 +82,7 @@ public final class KvBytesServer implements AutoCloseable {
 
     /** Holds {@code bytes} (its remaining ones, not copied: the caller no longer writes them) for one pull. */
     public KvBytesTicket offer(ByteBuffer bytes) {
-        ByteBuffer b = bytes.slice().asReadOnlyBuffer();
+        ByteBuffer b = bytes.slice();
         CRC32C crc = new CRC32C();
         crc.update(b.duplicate());
         long n = ids.incrementAndGet();
@@ -165,6 +171,20 @@ public final class KvBytesServer implements AutoCloseable {
      */
     public static ByteBuffer pull(KvBytesTicket ticket) throws KvBytesGone {
         String where = "KV bytes " + ticket.id() + " of " + ticket.host() + ":" + ticket.port();
+        KvBytesServer local = LOCAL.get(ticket.server());
+        if (local != null) {
+            ByteBuffer b = local.take(ticket.server(), ticket.id());
+            if (b == null) {
+                throw new KvBytesGone(where + " are not held there (pulled already or dropped)");
+            }
+            return checked(where, ticket, b);
+        }
+        return overSocket(ticket);
+    }
+
+    /** {@link #pull} over TCP, also from a server of this process. */
+    static ByteBuffer overSocket(KvBytesTicket ticket) throws KvBytesGone {
+        String where = "KV bytes " + ticket.id() + " of " + ticket.host() + ":" + ticket.port();
         try (SocketChannel c = SocketChannel.open()) {
             Socket s = c.socket();
             s.setReceiveBufferSize(CHUNK);
@@ -190,20 +210,25 @@ public final class KvBytesServer implements AutoCloseable {
                 }
                 at += n;
             }
-            CRC32C crc = new CRC32C();
-            crc.update(bytes);
-            if ((int) crc.getValue() != ticket.crc32c()) {
-                throw new KvBytesGone(where + " arrived with another checksum than the ticket's");
-            }
-            return ByteBuffer.wrap(bytes);
+            return checked(where, ticket, ByteBuffer.wrap(bytes));
         } catch (IOException e) {
             throw new KvBytesGone(where + " could not be pulled: " + e, e);
         }
     }
 
+    private static ByteBuffer checked(String where, KvBytesTicket ticket, ByteBuffer bytes) throws KvBytesGone {
+        CRC32C crc = new CRC32C();
+        crc.update(bytes.duplicate());
+        if (bytes.remaining() != ticket.length() || (int) crc.getValue() != ticket.crc32c()) {
+            throw new KvBytesGone(where + " arrived with another length or checksum than the ticket's");
+        }
+        return bytes;
+    }
+
     /** Stops listening and drops what it holds; pulls under way finish. */
     @Override
     public void close() throws IOException {
+        LOCAL.remove(id);
         listener.close();
         connections.shutdown();
         synchronized (held) {

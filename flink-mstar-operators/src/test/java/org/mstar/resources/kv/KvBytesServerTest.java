@@ -28,10 +28,25 @@ class KvBytesServerTest {
             KvBytesTicket ticket = server.offer(bytes.duplicate());
             assertThat(ticket.length()).isEqualTo(bytes.remaining());
             assertThat(server.held()).isEqualTo(1);
-            assertThat(KvBytesServer.pull(ticket)).isEqualTo(bytes);
+            assertThat(KvBytesServer.overSocket(ticket)).isEqualTo(bytes);
             assertThat(server.held()).isZero();
-            assertThatThrownBy(() -> KvBytesServer.pull(ticket)).isInstanceOf(KvBytesGone.class)
+            assertThatThrownBy(() -> KvBytesServer.overSocket(ticket)).isInstanceOf(KvBytesGone.class)
                     .hasMessageContaining("not held");
+        }
+    }
+
+    @Test
+    void aPullFromAServerOfThisProcessTakesTheBytesWithoutASocketOnce() throws Exception {
+        try (KvBytesServer server = KvBytesServer.start(HOST, 1L << 30)) {
+            ByteBuffer bytes = random(1000, 10);
+            KvBytesTicket ticket = server.offer(bytes.duplicate());
+            assertThat(KvBytesServer.pull(ticket)).isEqualTo(bytes);
+            assertThatThrownBy(() -> KvBytesServer.pull(ticket)).isInstanceOf(KvBytesGone.class);
+            KvBytesTicket altered = server.offer(bytes.duplicate());
+            KvBytesTicket other = new KvBytesTicket(altered.host(), altered.port(), altered.server(), altered.id(),
+                    altered.length(), altered.crc32c() + 1);
+            assertThatThrownBy(() -> KvBytesServer.pull(other)).isInstanceOf(KvBytesGone.class)
+                    .hasMessageContaining("checksum");
         }
     }
 
@@ -51,12 +66,14 @@ class KvBytesServerTest {
             KvBytesTicket t = server.offer(random(5000, 3));
             KvBytesTicket altered = new KvBytesTicket(t.host(), t.port(), t.server(), t.id(), t.length(),
                     t.crc32c() ^ 1);
-            assertThatThrownBy(() -> KvBytesServer.pull(altered)).isInstanceOf(KvBytesGone.class)
+            assertThatThrownBy(() -> KvBytesServer.overSocket(altered)).isInstanceOf(KvBytesGone.class)
                     .hasMessageContaining("checksum");
+            assertThatThrownBy(() -> KvBytesServer.pull(altered)).as("nor taken in this process")
+                    .isInstanceOf(KvBytesGone.class);
             KvBytesTicket u = server.offer(random(5000, 4));
             KvBytesTicket longer = new KvBytesTicket(u.host(), u.port(), u.server(), u.id(), u.length() + 1,
                     u.crc32c());
-            assertThatThrownBy(() -> KvBytesServer.pull(longer)).isInstanceOf(KvBytesGone.class)
+            assertThatThrownBy(() -> KvBytesServer.overSocket(longer)).isInstanceOf(KvBytesGone.class)
                     .hasMessageContaining("announced");
         }
     }
@@ -67,8 +84,8 @@ class KvBytesServerTest {
              KvBytesServer b = KvBytesServer.start(HOST, 1L << 30)) {
             KvBytesTicket t = a.offer(random(10, 5));
             KvBytesTicket toB = new KvBytesTicket(t.host(), b.port(), t.server(), t.id(), t.length(), t.crc32c());
-            assertThatThrownBy(() -> KvBytesServer.pull(toB)).isInstanceOf(KvBytesGone.class);
-            assertThat(KvBytesServer.pull(t)).isEqualTo(random(10, 5));
+            assertThatThrownBy(() -> KvBytesServer.overSocket(toB)).isInstanceOf(KvBytesGone.class);
+            assertThat(KvBytesServer.overSocket(t)).isEqualTo(random(10, 5));
         }
     }
 
@@ -78,10 +95,10 @@ class KvBytesServerTest {
             KvBytesTicket first = server.offer(random(60, 6));
             KvBytesTicket second = server.offer(random(60, 7));
             assertThat(server.held()).isEqualTo(1);
-            assertThatThrownBy(() -> KvBytesServer.pull(first)).isInstanceOf(KvBytesGone.class);
-            assertThat(KvBytesServer.pull(second)).isEqualTo(random(60, 7));
+            assertThatThrownBy(() -> KvBytesServer.overSocket(first)).isInstanceOf(KvBytesGone.class);
+            assertThat(KvBytesServer.overSocket(second)).isEqualTo(random(60, 7));
             KvBytesTicket large = server.offer(random(500, 8));
-            assertThat(KvBytesServer.pull(large)).isEqualTo(random(500, 8));
+            assertThat(KvBytesServer.overSocket(large)).isEqualTo(random(500, 8));
         }
     }
 
@@ -90,7 +107,7 @@ class KvBytesServerTest {
         KvBytesServer server = KvBytesServer.start(HOST, 1L << 30);
         KvBytesTicket t = server.offer(random(1000, 9));
         server.close();
-        assertThatThrownBy(() -> KvBytesServer.pull(t)).isInstanceOf(KvBytesGone.class)
+        assertThatThrownBy(() -> KvBytesServer.overSocket(t)).isInstanceOf(KvBytesGone.class)
                 .hasMessageContaining("could not be pulled");
     }
 }
