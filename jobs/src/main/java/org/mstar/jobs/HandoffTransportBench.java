@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -52,7 +54,10 @@ final class HandoffTransportBench {
         for (Transport transport : flags.transports) {
             Map<Integer, List<Long>> latencies = new TreeMap<>();
             Map<Integer, List<Double>> memcpy = new TreeMap<>();
-            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+            // run locally (no cluster), the two slot sharing groups need a slot each; a cluster has its own slots
+            Configuration local = new Configuration();
+            local.set(TaskManagerOptions.NUM_TASK_SLOTS, 2);
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(local);
             try (CloseableIterator<String> results = job(env, flags, transport)
                     .executeAndCollect("mstar bench-handoff " + transport.name().toLowerCase())) {
                 results.forEachRemaining(line -> {
