@@ -3,7 +3,8 @@
 # the test, which starts a Kafka broker, a JobManager and two TaskManagers (cluster.sh), submits `serve` with
 # `flink run`, twice kills with SIGKILL a TaskManager that runs a generate subtask while a wave of requests is
 # mid-generation (it sends waves until it sees one so), and checks that a read_committed consumer sees every token
-# and result exactly once, identical to an uninterrupted run; then the same with the JobManager killed.
+# and result exactly once, identical to an uninterrupted run; then the same with the JobManager killed, and with
+# prefill and decode in different TaskManagers handing KV off over TCP (kill-handoff-test.sh runs that one alone).
 # Nothing is installed into the local Maven repository: the jar is packaged, then the test runs in the reactor.
 # Logs: jobs/target/surefire-reports/ and the cluster's under the test's temporary folder (printed on failure).
 set -euo pipefail

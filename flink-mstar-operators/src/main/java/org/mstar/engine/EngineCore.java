@@ -16,6 +16,7 @@ import org.mstar.resources.PrefixCaching;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.builders.StandardBuilders;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.kv.KvBytesServer;
 import org.mstar.resources.kv.KvShelf;
 import org.mstar.resources.lora.AdapterManager;
 import org.mstar.resources.runner.EngineResourceInfo;
@@ -222,6 +223,14 @@ final class EngineCore implements GenerationEngine {
             throw new UnsupportedOperationException("a colocated engine hands nothing off");
         }
         exchange.lendOnDevice(shelf);
+    }
+
+    /** See {@link LlamaEngine#handOffOverNetwork}. */
+    void handOffOverNetwork(KvBytesServer server) {
+        if (exchange == null) {
+            throw new UnsupportedOperationException("a colocated engine hands nothing off");
+        }
+        exchange.handOffOverNetwork(server);
     }
 
     @Override

@@ -8,6 +8,7 @@ import org.mstar.resources.FullAdmitOutcome;
 import org.mstar.resources.PublishedInfo;
 import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.kv.KVManager;
+import org.mstar.resources.kv.KvBytesServer;
 import org.mstar.resources.kv.KvShelf;
 import org.mstar.resources.kv.LentPagesGone;
 import org.mstar.resources.runner.StepRunner;
@@ -74,6 +75,17 @@ final class HandoffExchange {
     void lendOnDevice(KvShelf shelf) {
         Map<String, PublishedInfoCodec<?>> with = new LinkedHashMap<>(codecs);
         with.replaceAll((key, codec) -> codec == kv.codec() ? kv.lendingCodec(shelf) : codec);
+        codecs = Map.copyOf(with);
+    }
+
+    /**
+     * Hand-offs go by ticket from now on: the KV cache offers its encoded pages on {@code server} (prefill side) and
+     * pulls the pages of tickets from their servers (decode side), see {@link KVManager#networkCodec}. Hand-offs
+     * carrying pages are still taken; not with {@link #lendOnDevice}.
+     */
+    void handOffOverNetwork(KvBytesServer server) {
+        Map<String, PublishedInfoCodec<?>> with = new LinkedHashMap<>(codecs);
+        with.replaceAll((key, codec) -> codec == kv.codec() ? kv.networkCodec(server, kv.codec()) : codec);
         codecs = Map.copyOf(with);
     }
 

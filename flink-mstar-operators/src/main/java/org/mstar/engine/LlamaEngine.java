@@ -7,6 +7,7 @@ import org.mstar.model.GenerationConfig;
 import org.mstar.model.chat.ChatTemplate;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.model.tokenizer.TextTokenizer;
+import org.mstar.resources.kv.KvBytesServer;
 import org.mstar.resources.kv.KvShelf;
 import org.mstar.resources.runner.StepRunner;
 
@@ -66,6 +67,19 @@ public final class LlamaEngine extends CoreFacade {
      */
     public void lendOnDevice(KvShelf shelf) {
         core.lendOnDevice(shelf);
+    }
+
+    /**
+     * Hand off by ticket between processes: a prefill engine offers each hand-off's KV bytes (device→host, as a
+     * page-carrying hand-off) on {@code server} and sends a ticket; a decode engine pulls a ticket's bytes from the
+     * server it names over TCP, checks them, copies the pages its prefix cache lacks host→device, and recomputes a
+     * request whose bytes cannot be pulled (the prefill process died, they were dropped, or they arrive altered).
+     * Not together with {@link #lendOnDevice}; call before the first request.
+     *
+     * @throws UnsupportedOperationException for a colocated engine
+     */
+    public void handOffOverNetwork(KvBytesServer server) {
+        core.handOffOverNetwork(server);
     }
 
     /** For sizing: device bytes of the adapter slots, allocated with the engine; 0 without adapters. */

@@ -26,6 +26,7 @@ final class DisaggregatedStages {
     private final int maxRecordBytes;
     private final Integer prefillParallelism;
     private final Integer decodeParallelism;
+    private final String decodeSlotSharingGroup;
 
     DisaggregatedStages(Configuration options, EngineFactory prefillEngines, EngineFactory decodeEngines) {
         this.prefillEngines = prefillEngines;
@@ -42,6 +43,8 @@ final class DisaggregatedStages {
         this.maxRecordBytes = (int) recordBytes;
         this.prefillParallelism = options.getOptional(DisaggregationOptions.PREFILL_PARALLELISM).orElse(null);
         this.decodeParallelism = options.getOptional(DisaggregationOptions.DECODE_PARALLELISM).orElse(null);
+        this.decodeSlotSharingGroup = options.getOptional(DisaggregationOptions.DECODE_SLOT_SHARING_GROUP)
+                .orElse(null);
         for (Integer p : new Integer[] {prefillParallelism, decodeParallelism}) {
             if (p != null && p < 1) {
                 throw new IllegalArgumentException("prefill and decode parallelism must be >= 1, got " + p);
@@ -90,6 +93,9 @@ final class DisaggregatedStages {
                 .uid(DECODE_UID);
         if (decodeParallelism != null) {
             decoded.setParallelism(decodeParallelism);
+        }
+        if (decodeSlotSharingGroup != null) {
+            decoded.slotSharingGroup(decodeSlotSharingGroup);
         }
         return prefilled.union(decoded);
     }

@@ -66,4 +66,37 @@ public final class DisaggregationOptions {
                             + " the decode engine copies the pages on the device; a hand-off that reaches another"
                             + " TaskManager is recomputed there. Turn on only where both sides share TaskManagers"
                             + " and devices.");
+
+    public static final ConfigOption<Boolean> NETWORK_HANDOFF =
+            ConfigOptions.key("mstar.disaggregation.network-handoff")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription("Hand KV off by ticket between TaskManagers: the prefill engine offers the KV"
+                            + " bytes on a TCP server of its TaskManager, a record carries the ticket (address, id,"
+                            + " length, checksum), and the decode engine pulls the bytes, checks them and copies them"
+                            + " into its pool; bytes that cannot be pulled (the prefill TaskManager died) are"
+                            + " recomputed. Not with 'mstar.disaggregation.same-device-handoff'.");
+
+    public static final ConfigOption<String> NETWORK_HANDOFF_HOST =
+            ConfigOptions.key("mstar.disaggregation.network-handoff.host")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription("Address the TaskManager's KV server listens on and names in its tickets;"
+                            + " default: this machine's address (InetAddress.getLocalHost()).");
+
+    public static final ConfigOption<MemorySize> NETWORK_HANDOFF_RETAINED =
+            ConfigOptions.key("mstar.disaggregation.network-handoff.retained")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("2gb"))
+                    .withDescription("Most KV bytes a TaskManager holds for pulls not yet made (on its heap); past"
+                            + " it the oldest are dropped, and their decode side recomputes them. The newest hand-off"
+                            + " is held whatever its size.");
+
+    public static final ConfigOption<String> DECODE_SLOT_SHARING_GROUP =
+            ConfigOptions.key("mstar.disaggregation.decode.slot-sharing-group")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription("Slot sharing group of the decode operator; default: its input's. A group of its"
+                            + " own puts decode subtasks in slots of their own, so with one slot per TaskManager the"
+                            + " prefill and decode sides run in different TaskManagers.");
 }

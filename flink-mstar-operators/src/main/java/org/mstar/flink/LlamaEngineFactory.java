@@ -1,5 +1,7 @@
 package org.mstar.flink;
 
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.apache.flink.annotation.PublicEvolving;
@@ -67,6 +69,9 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final EngineRole role;
     /** Hand-offs by handle between the engines of one device ({@link DisaggregationOptions#SAME_DEVICE_HANDOFF}). */
     private final boolean sameDeviceHandoff;
+    private final boolean networkHandoff;
+    private final String networkHost;
+    private final long networkRetained;
     /** Null when the job serves no adapters. */
     private final String adaptersDir;
     private final int adapterSlots;
@@ -104,6 +109,13 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.maxPrefillStall = config.get(LlamaEngineOptions.MAX_PREFILL_STALL);
         this.role = config.get(DisaggregationOptions.ENGINE_ROLE);
         this.sameDeviceHandoff = config.get(DisaggregationOptions.SAME_DEVICE_HANDOFF);
+        this.networkHandoff = config.get(DisaggregationOptions.NETWORK_HANDOFF);
+        this.networkHost = config.getOptional(DisaggregationOptions.NETWORK_HANDOFF_HOST).orElse(null);
+        this.networkRetained = config.get(DisaggregationOptions.NETWORK_HANDOFF_RETAINED).getBytes();
+        if (sameDeviceHandoff && networkHandoff) {
+            throw new IllegalArgumentException("'" + DisaggregationOptions.SAME_DEVICE_HANDOFF.key() + "' and '"
+                    + DisaggregationOptions.NETWORK_HANDOFF.key() + "' exclude each other: choose one");
+        }
         this.adaptersDir = config.getOptional(LlamaEngineOptions.ADAPTERS_DIR).orElse(null);
         this.adapterSlots = config.get(LlamaEngineOptions.ADAPTER_SLOTS);
         this.whisper = WhisperConfig.isWhisper(Path.of(modelDir)) ? new WhisperEngineFactory(config) : null;
@@ -146,6 +158,9 @@ public final class LlamaEngineFactory implements EngineFactory {
                     s.reason());
             if (sameDeviceHandoff && role != EngineRole.COLOCATED) {
                 sized.engine().lendOnDevice(SharedModels.shelf(device));
+            }
+            if (networkHandoff && role != EngineRole.COLOCATED) {
+                sized.engine().handOffOverNetwork(SharedModels.kvBytesServer(networkHost(), networkRetained));
             }
             return turn.guard(sized.engine(), DeviceTurn.Precedence.of(role));
         } catch (UnsupportedOnDeviceException e) {
@@ -193,6 +208,18 @@ public final class LlamaEngineFactory implements EngineFactory {
             } finally {
                 group.close();
             }
+        }
+    }
+
+    private String networkHost() {
+        if (networkHost != null) {
+            return networkHost;
+        }
+        try {
+            return InetAddress.getLocalHost().getHostAddress();
+        } catch (UnknownHostException e) {
+            throw new IllegalStateException("this machine's address is unknown: set '"
+                    + DisaggregationOptions.NETWORK_HANDOFF_HOST.key() + "'", e);
         }
     }
 

@@ -1,5 +1,7 @@
 package org.mstar.flink;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
@@ -9,6 +11,7 @@ import org.mstar.engine.LlamaEngineLoader;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.mamba.HybridWeights;
 import org.mstar.model.llama.LlamaWeights;
+import org.mstar.resources.kv.KvBytesServer;
 import org.mstar.resources.kv.KvShelf;
 
 /**
@@ -31,6 +34,7 @@ final class SharedModels {
     private static final Map<String, LlamaWeights> WEIGHTS = new HashMap<>();
     private static final Map<String, HybridWeights> HYBRID_WEIGHTS = new HashMap<>();
     private static final Map<String, KvShelf> SHELVES = new HashMap<>();
+    private static KvBytesServer kvBytes;
     private static int loads;
 
     private SharedModels() {}
@@ -75,6 +79,21 @@ final class SharedModels {
     /** Where the KV caches of device {@code deviceName} lend pages to each other (same-device hand-offs). */
     static synchronized KvShelf shelf(String deviceName) {
         return SHELVES.computeIfAbsent(deviceName, n -> new KvShelf());
+    }
+
+    /**
+     * Where this process's prefill engines offer hand-offs' KV bytes to decode engines in other processes, started on
+     * the first call (listening on {@code host}, any free port); later calls get the same server.
+     */
+    static synchronized KvBytesServer kvBytesServer(String host, long retainedBytes) {
+        if (kvBytes == null) {
+            try {
+                kvBytes = KvBytesServer.start(host, retainedBytes);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot listen for KV hand-off pulls on " + host, e);
+            }
+        }
+        return kvBytes;
     }
 
     /** How many times weights were read from disk in this process (tests check reuse with it). */

@@ -91,6 +91,30 @@ class GenerationPipelineBuilderTest {
     }
 
     @Test
+    void aDecodeSlotSharingGroupPutsDecodeInSlotsOfItsOwnAndLeavesPrefillWithItsInput() {
+        GenerationPipeline pipeline = GenerationPipeline.builder().bootstrapServers("localhost:9092")
+                .deliveryGuarantee(DeliveryGuarantee.AT_LEAST_ONCE).disaggregated(true)
+                .prefillEngineFactory(ENGINE).decodeEngineFactory(ENGINE)
+                .set(DisaggregationOptions.DECODE_SLOT_SHARING_GROUP, "decode").build();
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        pipeline.addTo(env);
+        var nodes = env.getStreamGraph().getStreamNodes();
+        assertThat(nodes).filteredOn(n -> DisaggregatedStages.DECODE_UID.equals(n.getTransformationUID()))
+                .singleElement().extracting(StreamNode::getSlotSharingGroup).isEqualTo("decode");
+        assertThat(nodes).filteredOn(n -> DisaggregatedStages.PREFILL_UID.equals(n.getTransformationUID()))
+                .singleElement().extracting(StreamNode::getSlotSharingGroup).isEqualTo("default");
+    }
+
+    @Test
+    void networkAndSameDeviceHandOffsExcludeEachOther() {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, "/models/m");
+        conf.set(DisaggregationOptions.NETWORK_HANDOFF, true);
+        conf.set(DisaggregationOptions.SAME_DEVICE_HANDOFF, true);
+        assertThatThrownBy(() -> new LlamaEngineFactory(conf)).hasMessageContaining("exclude each other");
+    }
+
+    @Test
     void disaggregatedBuildsEachSidesEnginesInItsRole() {
         assertThatThrownBy(() -> valid().disaggregated(true).build())
                 .hasMessageContaining("prefillEngineFactory(..) and decodeEngineFactory(..)");

@@ -7,7 +7,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -33,6 +35,7 @@ public final class FlinkSessionCluster {
     private final int zooKeeperPort = freePort();
     private final ClusterRest rest = new ClusterRest(this::restUrl, Duration.ofSeconds(10));
     private int restPort = freePort();
+    private final Map<String, String> settings = new HashMap<>();
 
     /**
      * @param repoRoot the checkout, whose {@code scripts/cluster/cluster.sh} starts the cluster
@@ -43,11 +46,17 @@ public final class FlinkSessionCluster {
         this.dir = dir;
     }
 
+    /** Sets one of cluster.sh's settings ({@code MSTAR_TM_SLOTS}, ...) for its later runs. */
+    public void set(String variable, String value) {
+        settings.put(variable, value);
+    }
+
     /** Runs {@code cluster.sh ARGS} for this cluster; returns its output, throwing with it when the script fails. */
     public String script(String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of("bash", script.toString()));
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().putAll(settings);
         pb.environment().put("MSTAR_CLUSTER_DIR", dir.toString());
         pb.environment().put("MSTAR_REST_PORT", Integer.toString(restPort));
         pb.environment().put("MSTAR_RPC_PORT", Integer.toString(rpcPort));

@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
 @Command(name = "mstar", mixinStandardHelpOptions = true, versionProvider = MstarVersion.class,
         subcommands = {GenerateCommand.class, TranscribeCommand.class, KafkaCommand.class, ServeCommand.class,
                 SendCommand.class, DemoCommand.class, FramesCommand.class, BenchDeliveryCommand.class,
-                BenchPipelineCommand.class, BenchServingCommand.class},
+                BenchPipelineCommand.class, BenchServingCommand.class, BenchHandoffCommand.class},
         description = "Serve LLMs inside Apache Flink, fed by Kafka.")
 public final class Mstar implements Runnable {
     /** Quiet logging for the command line, unless Flink or the user configured log4j already. */

@@ -26,6 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.engine.GenerationEngine;
+import org.mstar.flink.DisaggregationOptions;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.LlamaEngineFactory;
 import org.mstar.flink.LlamaEngineOptions;
@@ -122,7 +123,7 @@ class FlinkClusterKillITCase {
     @Test
     void killedTaskManagersLoseAndRepeatNothing() throws Exception {
         cluster.script("start", "2");
-        Job job = new Job("tm");
+        Job job = new Job("tm", "--parallelism", "2");
         String jobId = job.submit();
 
         String first = killTaskManagerMidGeneration(job, jobId);
@@ -136,16 +137,50 @@ class FlinkClusterKillITCase {
     }
 
     /**
+     * Disaggregated, the KV handed off by ticket over TCP between TaskManagers ({@code
+     * mstar.disaggregation.network-handoff}), the decode operator in a slot sharing group of its own and one slot per
+     * TaskManager, so prefill and decode run in different TaskManagers. The one running prefill is killed while a wave
+     * is mid-generation, its KV server with it: tickets in flight are replayed from the checkpoint and their prompts
+     * prefilled again, and a ticket whose bytes are gone is recomputed by the decode side. A replacement joins, then
+     * the one running decode is killed. The committed output must be the uninterrupted engine's, exactly once.
+     */
+    @Test
+    void networkHandOffsLoseAndRepeatNothingWhenThePrefillThenTheDecodeTaskManagerDies() throws Exception {
+        cluster.set("MSTAR_TM_SLOTS", "1");
+        cluster.script("start", "2");
+        Job job = new Job("net", "--parallelism", "1", "--disaggregated", "--prefill-parallelism", "1", "--decode-parallelism", "1",
+                "-D" + DisaggregationOptions.NETWORK_HANDOFF.key() + "=true",
+                "-D" + DisaggregationOptions.NETWORK_HANDOFF_HOST.key() + "=127.0.0.1",
+                "-D" + DisaggregationOptions.DECODE_SLOT_SHARING_GROUP.key() + "=decode");
+        String jobId = job.submit();
+        assertThat(cluster.taskManagerRunning(jobId, "mstar prefill", TIMEOUT)).as("the prefill side's TaskManager")
+                .isNotEqualTo(cluster.taskManagerRunning(jobId, "mstar decode", TIMEOUT));
+
+        String prefill = killTaskManagerMidGeneration(job, jobId, "mstar prefill");
+        cluster.script("start-taskmanager", prefill);
+        cluster.awaitRestarts(jobId, taskManagerKills, TIMEOUT);
+
+        String decode = killTaskManagerMidGeneration(job, jobId, "mstar decode");
+        cluster.script("start-taskmanager", decode);
+        job.assertExactlyOnceAndComplete();
+    }
+
+    /**
      * Kills a TaskManager that runs a generate subtask once the committed output shows the latest wave
      * mid-generation, and returns its number. The output read before the kill can be a checkpoint behind the job, so
      * the wave's last tokens may still be committed after it (a checkpoint that completed just before the kill); then
      * this kill proved nothing: the TaskManager starts again, the job restores, and a new wave is tried.
      */
     private String killTaskManagerMidGeneration(Job job, String jobId) throws Exception {
+        return killTaskManagerMidGeneration(job, jobId, "mstar generate");
+    }
+
+    /** As {@link #killTaskManagerMidGeneration(Job, String)}, for the TaskManager running vertex {@code vertex}. */
+    private String killTaskManagerMidGeneration(Job job, String jobId, String vertex) throws Exception {
         for (int attempt = 0; attempt < MAX_KILLS; attempt++) {
-            String number = taskManagerRunningGenerate(jobId);
+            String number = cluster.taskManagerRunning(jobId, vertex, TIMEOUT);
             job.produceUntilMidGeneration();
-            killTaskManager(number);
+            killAtOnce("taskmanager-" + number, "TaskManager " + number + ", which ran " + vertex + ",");
             taskManagerKills++;
             if (job.killedMidGeneration("TaskManager " + number + " died")) {
                 return number;
@@ -163,7 +198,7 @@ class FlinkClusterKillITCase {
     @Test
     void aResubmittedJobResumesAfterTheJobManagerDied() throws Exception {
         cluster.script("start", "2");
-        Job job = new Job("jm");
+        Job job = new Job("jm", "--parallelism", "2");
         String first = job.submit();
         String resubmitted;
         boolean landed;
@@ -190,7 +225,7 @@ class FlinkClusterKillITCase {
     @Test
     void aStandbyJobManagerTakesOverWhenTheLeaderDies() throws Exception {
         cluster.script("start-ha", "2");
-        Job job = new Job("ha");
+        Job job = new Job("ha", "--parallelism", "2");
         String jobId = job.submit();
         int leader = leadingJobManager();
 
@@ -220,6 +255,8 @@ class FlinkClusterKillITCase {
     /** One test's topics, consumer group, transactional ids, state directory, and the requests sent so far. */
     private final class Job {
         final String name;
+        /** Arguments of {@code serve} past the common ones. */
+        final List<String> serveArgs;
         final String requestsTopic;
         final String responses;
         final List<GenerateRequest> requests = new ArrayList<>();
@@ -229,8 +266,9 @@ class FlinkClusterKillITCase {
         int nextWaveSize = FIRST_WAVE;
         String submitOutput = "";
 
-        Job(String name) throws Exception {
+        Job(String name, String... serveArgs) throws Exception {
             this.name = name;
+            this.serveArgs = List.of(serveArgs);
             this.requestsTopic = name + "-requests";
             this.responses = name + "-responses";
             broker.createTopics(4, requestsTopic, responses);
@@ -238,14 +276,16 @@ class FlinkClusterKillITCase {
 
         /** {@code flink run -d jobs.jar serve ...}, the same command every time; returns the job id. */
         String submit() throws Exception {
-            submitOutput = cluster.script("run", "-d", FlinkSessionCluster.jobJar(repoRoot()).toString(), "serve",
-                    "--bootstrap-servers", broker.bootstrapServers(),
+            List<String> run = new ArrayList<>(List.of("run", "-d", FlinkSessionCluster.jobJar(repoRoot()).toString(),
+                    "serve", "--bootstrap-servers", broker.bootstrapServers(),
                     "--requests-topic", requestsTopic, "--responses-topic", responses,
                     "--group-id", name, "--transactional-id-prefix", "tx-" + name,
-                    "--model", model.toString(), "--device", "cpu", "--parallelism", "2",
+                    "--model", model.toString(), "--device", "cpu",
                     "--state-dir", tmp.resolve("state-" + name).toString(),
                     "-Dexecution.checkpointing.interval=500 ms",
-                    "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS);
+                    "-D" + LlamaEngineOptions.MAX_BATCH_ROWS.key() + "=" + MAX_BATCH_ROWS));
+            run.addAll(serveArgs);
+            submitOutput = cluster.script(run.toArray(String[]::new));
             submitOutput.lines().filter(l -> l.contains("checkpoint") || l.contains("JobID")).forEach(notes::add);
             Matcher id = Pattern.compile("JobID ([0-9a-f]{32})").matcher(submitOutput);
             assertThat(id.find()).as("flink run output:%n%s", submitOutput).isTrue();
@@ -330,10 +370,6 @@ class FlinkClusterKillITCase {
         return ids.stream().filter(c.results::containsKey).count();
     }
 
-    private void killTaskManager(String number) throws Exception {
-        killAtOnce("taskmanager-" + number, "TaskManager " + number + ", which ran a generate subtask,");
-    }
-
     /**
      * SIGKILLs cluster process {@code name} at once, not through {@code cluster.sh}: what the test saw mid-generation
      * must still be the latest checkpoint when it dies.
@@ -341,11 +377,6 @@ class FlinkClusterKillITCase {
     private void killAtOnce(String name, String what) throws Exception {
         cluster.kill(name);
         notes.add("killed " + what);
-    }
-
-    /** The number of a TaskManager that runs a subtask of the generate operator, as the JobManager's REST API says. */
-    private String taskManagerRunningGenerate(String jobId) throws Exception {
-        return cluster.taskManagerRunning(jobId, "mstar generate", TIMEOUT);
     }
 
     /** The group's committed offsets reach the end of the requests topic once a checkpoint follows the last read. */

@@ -120,6 +120,16 @@ class MstarCliTest {
     }
 
     @Test
+    void benchHandoffMovesEveryHandOffByRecordsAndByTicketInALocalJob() {
+        assertThat(run("bench-handoff", "--prompt-lens", "4,8", "--kv-bytes-per-token", "3000", "--repeats", "2",
+                "--interval", "0", "--record-size", "5000")).isZero();
+        assertThat(out.toString()).containsPattern("\\| records \\| 4 \\| 0 \\| 2 \\|")
+                .containsPattern("\\| records \\| 8 \\| 0 \\| 2 \\|")
+                .containsPattern("\\| ticket \\| 4 \\| 0 \\| 2 \\|")
+                .containsPattern("\\| ticket \\| 8 \\| 0 \\| 2 \\|");
+    }
+
+    @Test
     void versionPrintsTheProjectVersion() {
         assertThat(run("-V")).isZero();
         assertThat(out.toString().trim()).matches("mstar \\d+\\.\\d+\\.\\d+.*");

@@ -677,6 +677,16 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
         return new LendingKVCodec(this, shelf, codec);
     }
 
+    /**
+     * A codec that offers this cache's publications, pages included, on {@code server} and writes only a ticket (a
+     * hand-off to a cache in another process, which pulls them over TCP), and decodes such tickets as well as what
+     * {@code other} decodes.
+     */
+    public PublishedInfoCodec<PublishedKVInfo> networkCodec(KvBytesServer server,
+                                                            PublishedInfoCodec<PublishedKVInfo> other) {
+        return new NetworkKVCodec(server, codec, other);
+    }
+
     /** Lends the pages of {@code streams} (one owner more each) under a new ticket of {@code shelf}. */
     synchronized long lend(Map<String, KVSequenceInfo> streams, KvShelf shelf) {
         if (closed) {

@@ -1,0 +1,223 @@
+package org.mstar.jobs;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.TaskManagerOptions;
+import org.apache.flink.formats.avro.typeutils.AvroTypeInfo;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.util.CloseableIterator;
+import org.apache.flink.util.Collector;
+import org.mstar.engine.PrefillHandoff;
+import org.mstar.flink.HandoffRecords;
+import org.mstar.resources.kv.KvBytesGone;
+import org.mstar.resources.kv.KvBytesServer;
+import org.mstar.resources.kv.KvBytesTicket;
+import org.mstar.schemas.GenerateRequest;
+import org.mstar.schemas.KvHandoff;
+import picocli.CommandLine;
+
+/**
+ * The transport of a hand-off between a prefill-side and a decode-side task, without engines: a task in the default
+ * slot sharing group makes a KV-sized payload per hand-off and sends it to a task in group {@code decode}, keyed by
+ * request id, as the disaggregated operators do. {@link Transport#RECORDS}: the payload cut into {@link KvHandoff}
+ * records ({@link HandoffRecords}, Avro, Flink's network) and joined on the decode side. {@link Transport#TICKET}: the
+ * payload offered on the sending TaskManager's {@link KvBytesServer}, one record with the ticket, the decode side
+ * pulling the bytes over TCP and checking their CRC32C. Latency: from the sender's clock before cutting or offering to
+ * the receiver's once the bytes are whole (one host: one clock). Device copies and engine steps are outside it.
+ */
+final class HandoffTransportBench {
+    private static final String KV = "kv";
+
+    enum Transport { RECORDS, TICKET }
+
+    private HandoffTransportBench() {}
+
+    static int run(BenchHandoffCommand flags, CommandLine cli) throws Exception {
+        PrintWriter out = cli.getOut();
+        List<String> rows = new ArrayList<>();
+        for (Transport transport : flags.transports) {
+            Map<Integer, List<Long>> latencies = new TreeMap<>();
+            Map<Integer, List<Double>> memcpy = new TreeMap<>();
+            // run locally (no cluster), the two slot sharing groups need a slot each; a cluster has its own slots
+            Configuration local = new Configuration();
+            local.set(TaskManagerOptions.NUM_TASK_SLOTS, 2);
+            StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(local);
+            try (CloseableIterator<String> results = job(env, flags, transport)
+                    .executeAndCollect("mstar bench-handoff " + transport.name().toLowerCase())) {
+                results.forEachRemaining(line -> {
+                    String[] f = line.split(" ");
+                    latencies.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Long.parseLong(f[1]));
+                    memcpy.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Double.parseDouble(f[2]));
+                });
+            }
+            latencies.forEach((tokens, micros) -> rows.add(row(transport, tokens, micros, flags.kvBytesPerToken,
+                    memcpy.get(tokens))));
+        }
+        out.println("| transport | prompt tokens | hand-off MiB | hand-offs | GB/s (total bytes / total latency)"
+                + " | latency p50 / p99 ms | memcpy GB/s on the receiver, median |");
+        out.println("|---|---:|---:|---:|---:|---:|---:|");
+        rows.forEach(out::println);
+        out.flush();
+        return 0;
+    }
+
+    private static String row(Transport t, int tokens, List<Long> micros, int bytesPerToken, List<Double> memcpy) {
+        double[] copies = memcpy.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        long[] sorted = micros.stream().mapToLong(Long::longValue).sorted().toArray();
+        long bytes = (long) tokens * bytesPerToken;
+        double seconds = Arrays.stream(sorted).sum() / 1e6;
+        return String.format("| %s | %d | %.0f | %d | %.2f | %.1f / %.1f | %.2f |", t.name().toLowerCase(), tokens,
+                bytes / 1048576.0, sorted.length, bytes * sorted.length / seconds / 1e9, pct(sorted, 0.50) / 1e3,
+                pct(sorted, 0.99) / 1e3, copies[copies.length / 2]);
+    }
+
+    /** Nearest-rank percentile. */
+    private static long pct(long[] sorted, double p) {
+        return sorted[Math.max(0, (int) Math.ceil(p * sorted.length) - 1)];
+    }
+
+    private static DataStream<String> job(StreamExecutionEnvironment env, BenchHandoffCommand flags,
+                                          Transport transport) {
+        int n = flags.promptLens.size() * flags.repeats;
+        return env.fromSequence(0, n - 1).setParallelism(1)
+                .process(new Sender(transport, flags.promptLens, flags.repeats, flags.kvBytesPerToken,
+                        flags.recordBytes, flags.intervalMillis, flags.host), new AvroTypeInfo<>(KvHandoff.class))
+                .setParallelism(1).name("prefill side")
+                .keyBy(h -> h.getRequestId().toString(), Types.STRING)
+                .process(new Receiver(transport), Types.STRING).setParallelism(1).name("decode side")
+                .slotSharingGroup("decode");
+    }
+
+    /** Hand-off i carries the KV of a prompt of {@code promptLens[i / repeats]} tokens. */
+    private static final class Sender extends ProcessFunction<Long, KvHandoff> {
+        private final Transport transport;
+        private final List<Integer> promptLens;
+        private final int repeats;
+        private final int bytesPerToken;
+        private final int recordBytes;
+        private final long intervalMillis;
+        private final String host;
+        private transient Map<Integer, ByteBuffer> payloads;
+        private transient KvBytesServer server;
+
+        Sender(Transport transport, List<Integer> promptLens, int repeats, int bytesPerToken, int recordBytes,
+               long intervalMillis, String host) {
+            this.transport = transport;
+            this.promptLens = List.copyOf(promptLens);
+            this.repeats = repeats;
+            this.bytesPerToken = bytesPerToken;
+            this.recordBytes = recordBytes;
+            this.intervalMillis = intervalMillis;
+            this.host = host;
+        }
+
+        @Override
+        public void processElement(Long i, Context ctx, Collector<KvHandoff> out) throws Exception {
+            if (payloads == null) {
+                payloads = new HashMap<>();
+                server = KvBytesServer.start(host, Long.MAX_VALUE);
+            }
+            int tokens = promptLens.get((int) (i / repeats));
+            ByteBuffer kv = payloads.computeIfAbsent(tokens, t -> random((long) t * bytesPerToken));
+            Thread.sleep(intervalMillis); // pacing: one hand-off at a time, as a prompt's prefill would space them
+            long sentMicros = nowMicros();
+            ByteBuffer state = transport == Transport.RECORDS ? kv.duplicate() : ticket(server.offer(kv.duplicate()));
+            String id = tokens + "-" + i + "-" + sentMicros;
+            PrefillHandoff h = new PrefillHandoff(id, new int[0], new int[] {0}, Map.of(KV, state));
+            GenerateRequest request = GenerateRequest.newBuilder().setRequestId(id).build();
+            HandoffRecords.split(h, request, recordBytes, System.currentTimeMillis()).forEach(out::collect);
+        }
+
+        private static ByteBuffer ticket(KvBytesTicket t) {
+            return t.put(ByteBuffer.allocate(t.size()).order(ByteOrder.LITTLE_ENDIAN)).flip();
+        }
+
+        private static ByteBuffer random(long size) {
+            byte[] b = new byte[Math.toIntExact(size)];
+            new Random(size).nextBytes(b);
+            return ByteBuffer.wrap(b);
+        }
+
+        /** The source ended: waits (up to a minute) until the receiver took every offer, then stops the server. */
+        @Override
+        public void close() throws Exception {
+            if (server != null) {
+                for (int i = 0; i < 600 && server.held() > 0; i++) {
+                    Thread.sleep(100); // polling the receiver's progress, which nothing signals to this task
+                }
+                server.close();
+            }
+        }
+    }
+
+    /**
+     * Joins a hand-off's records, or pulls its ticket's bytes; emits "prompt-tokens latency-micros memcpy-GB/s", the
+     * last a copy of the bytes just received, as a yardstick for how much memory bandwidth the host had then.
+     */
+    private static final class Receiver extends KeyedProcessFunction<String, KvHandoff, String> {
+        private final Transport transport;
+        private transient Map<String, Map<Integer, KvHandoff>> parts;
+        private transient byte[] copy;
+
+        Receiver(Transport transport) {
+            this.transport = transport;
+        }
+
+        @Override
+        public void processElement(KvHandoff record, Context ctx, Collector<String> out) throws Exception {
+            if (parts == null) {
+                parts = new HashMap<>();
+            }
+            String id = record.getRequestId().toString();
+            Map<Integer, KvHandoff> got = parts.computeIfAbsent(id, k -> new HashMap<>());
+            got.put(record.getPart(), record);
+            if (got.size() < record.getParts()) {
+                return;
+            }
+            parts.remove(id);
+            ByteBuffer state = HandoffRecords.assemble(got).states().get(KV);
+            if (transport == Transport.TICKET) {
+                try {
+                    state = KvBytesServer.pull(KvBytesTicket.get(state.order(ByteOrder.LITTLE_ENDIAN)));
+                } catch (KvBytesGone e) {
+                    throw new UncheckedIOException(new IOException(e));
+                }
+            }
+            String[] f = id.split("-");
+            long micros = nowMicros() - Long.parseLong(f[2]);
+            out.collect(f[0] + " " + micros + " " + memcpyGbPerSecond(state));
+        }
+
+        /** A copy of (up to) 128 MiB of the bytes received, in GB/s: what this process's memory gives right now. */
+        private double memcpyGbPerSecond(ByteBuffer state) {
+            if (copy == null) {
+                copy = new byte[128 << 20];
+            }
+            int n = Math.min(copy.length, state.remaining());
+            long t0 = System.nanoTime();
+            state.duplicate().get(copy, 0, n);
+            return n / (double) (System.nanoTime() - t0);
+        }
+    }
+
+    private static long nowMicros() {
+        Instant now = Instant.now();
+        return now.getEpochSecond() * 1_000_000 + now.getNano() / 1_000;
+    }
+}
