@@ -4,9 +4,15 @@
 // rotated), latent_attention over a paged latent pool (a decode row, an empty sequence, a prefill chunk causal over a
 // cached prefix, a window and a context-only mask) and latent_values. Each against a double-precision loop over the
 // same stored inputs, within fp32 summation error (plus one rounding for bf16 outputs); at a tiny geometry and at
-// DeepSeek-V2-Lite's (R 512, Dr 64, Dn 128, Dv 128). It checks indexing and arithmetic where no GPU is at hand; it
-// says nothing about speed. Run: ./run.sh latent_attention_checks
-#include "cuda_host_shim.h"
+// DeepSeek-V2-Lite's (R 512, Dr 64, Dn 128, Dv 128); and the tensor-core decode latent_decode_mma with its merge
+// (bf16, 16 and 32 heads, sequences of 0 to 700 keys cut into one slice or several, a window, a context-only mask).
+// It checks fragment layouts, indexing and arithmetic where no GPU is at hand; it says nothing about speed.
+// Run: ./run.sh latent_attention_checks
+#define MSTAR_HOST_EMULATION
+#include "warp_mma_shim.h"
+#include <algorithm>
+using std::max;
+using std::min;
 #include "common.cuh"
 #include "random_buffer.h"
 #include "latent_attention.cu"
@@ -119,9 +125,11 @@ static void query(int dt, int n, int heads, int nope, int ropeDim, int rank, int
 }
 
 // Sequences of qLens[r] query rows over kvLens[r] keys on pages of pageSize, pages handed out in a shuffled order.
+// With splits > 0 (bf16 decode rows at R 512, Dr 64): latent_decode_mma over that many slices, then the merge, as
+// CudaLatentAttention launches them.
 static void attention(const char* name, int dt, int heads, int rank, int ropeDim, int pageSize,
                       const std::vector<int>& qLens, const std::vector<int>& kvLens, int causal, int windowLeft,
-                      int contextOnly) {
+                      int contextOnly, int splits = 0) {
     const int width = rank + ropeDim, rows = (int)qLens.size(), layers = 2, layer = 1;
     std::vector<int> qoIndptr{0}, kvIndptr{0}, indices, last;
     int pagesTotal = 0;
@@ -140,11 +148,28 @@ static void attention(const char* name, int dt, int heads, int rank, int ropeDim
     Buffer pool(dt, (size_t)layers * numPages * pageSize * width, 1.f);
     Buffer out(dt, (size_t)totalQo * heads * rank, 0);
     const float smScale = 1.f / std::sqrt(192.f);
-    launch(totalQo * heads, kLatentThreads, [&] {
-        latent_attention(q.data(), dt, pool.data(), dt, qoIndptr.data(), kvIndptr.data(), indices.data(), last.data(),
-                         out.data(), dt, rows, heads, rank, width, pageSize, numPages, layer, smScale, causal,
-                         windowLeft, contextOnly);
-    });
+    if (splits > 0) {
+        using bf16 = __nv_bfloat16;
+        std::vector<float> partialO((size_t)rows * heads * splits * rank, NAN), partialLse((size_t)rows * heads * splits, NAN);
+        for (size_t i = 0; i < out.bytes.size() / 2; i++) store_f(out.data(), dt, (long long)i, NAN);
+        launch3(Dim3{(unsigned)splits, (unsigned)(heads / kLdHeads), (unsigned)rows}, kLdWarps * 32, [&] {
+            latent_decode_mma((const bf16*)q.data(), (const bf16*)pool.data(), qoIndptr.data(), kvIndptr.data(),
+                              indices.data(), last.data(), (bf16*)out.data(), partialO.data(), partialLse.data(), heads,
+                              pageSize, numPages, layer, smScale, windowLeft, contextOnly, splits);
+        });
+        if (splits > 1) {
+            launch(rows * heads, kLatentThreads, [&] {
+                latent_decode_merge(qoIndptr.data(), kvIndptr.data(), last.data(), partialO.data(), partialLse.data(),
+                                    (bf16*)out.data(), heads, pageSize, windowLeft, contextOnly, splits);
+            });
+        }
+    } else {
+        launch(totalQo * heads, kLatentThreads, [&] {
+            latent_attention(q.data(), dt, pool.data(), dt, qoIndptr.data(), kvIndptr.data(), indices.data(),
+                             last.data(), out.data(), dt, rows, heads, rank, width, pageSize, numPages, layer, smScale,
+                             causal, windowLeft, contextOnly);
+        });
+    }
     double worst = 0, scale = 0;
     for (int r = 0; r < rows; r++) {
         for (int i = 0; i < qLens[r]; i++) {
@@ -220,6 +245,13 @@ int main() {
         values(dt, 3, 2, 64, 8, 24);
         values(dt, 1, 2, 512, 128, 128);
     }
+    // the tensor-core decode: one slice per sequence, then cut (128-key slices: 700 keys in 6, 33 in 1), 32 heads
+    const std::vector<int> ones(5, 1), lens{0, 33, 129, 700, 260};
+    attention("latent_decode_mma one slice", DT_BF16, 16, 512, 64, 64, ones, lens, 1, -1, 0, 1);
+    attention("latent_decode_mma split", DT_BF16, 16, 512, 64, 64, ones, lens, 1, -1, 0, 8);
+    attention("latent_decode_mma 32 heads, page 16", DT_BF16, 32, 512, 64, 16, {1, 1}, {300, 45}, 1, -1, 0, 3);
+    attention("latent_decode_mma window 200", DT_BF16, 16, 512, 64, 64, {1, 1}, {700, 150}, 1, 200, 0, 4);
+    attention("latent_decode_mma context only", DT_BF16, 16, 512, 64, 64, {1, 1}, {300, 1}, 1, -1, 1, 2);
     std::printf(fails ? "latent_attention_checks: %d emulated checks failed\n" : "latent_attention_checks: all passed\n",
                 fails);
     return fails != 0;

@@ -3,9 +3,13 @@
 // then the RoPE'd key part every head shares (Dr = qk_rope_head_dim). kv_b_proj [H, Dn + Dv, R] holds per head the key
 // up-projection (rows [0, Dn)) and the value up-projection (rows [Dn, Dn + Dv)): the first is absorbed into the query
 // (latent_query), the second applied to the attention's latent output (latent_values), so attention runs in the
-// latent space over the pool's rows as keys and their first R values as values. Correctness first: one block per
-// token (append) or per (token, head) (the others); the heads of a token do not share their reads of the pool yet.
+// latent space over the pool's rows as keys and their first R values as values. One block per token (append) or per
+// (token, head) (query, values, and attention in fp32 or over several query rows); bf16 decode rows at DeepSeek's
+// latent (R 512, Dr 64) run latent_decode_mma instead: 16 heads of a token share each latent row read, on the tensor
+// cores, split over keys with a merge pass.
 #include "common.cuh"
+#include "attention.cuh"
+#include "mma.cuh"
 #include "rotary.cuh"
 
 using namespace mstar;
@@ -174,5 +178,235 @@ extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_values(
         for (int c = lane; c < rank; c += 32) acc += xs[c] * load_f(kvB, wDt, w + c);
         acc = warp_sum(acc);
         if (lane == 0) store_f(out, outDt, row * dv + v, acc);
+    }
+}
+
+// bf16 decode (one query row per sequence) at R = 512, Dr = 64 on the tensor cores. Attention with 16 heads over a
+// 576-value latent row is 17 k FMAs per key read (1152 bytes): more than the CUDA cores do at the memory's rate, so
+// the heads are the 16 rows of an mma tile and every latent row is read once for them. Block (x: slice, y: 16-head
+// tile, z: sequence) walks its slice in tiles of 32 keys staged by cp.async, two stages deep; per tile warp w scores
+// keys 8w..8w+7 against the 16 queries (S = Q·Kᵀ over 576), the scores meet in shared memory, every warp runs the
+// same online softmax over the tile, and warp w accumulates latent columns 128w..128w+127 of P·V (V = the rows'
+// first 512 values). A sequence with one slice writes out; otherwise each slice writes its normalised partial and
+// log2-sum-exp, and latent_decode_merge combines them.
+constexpr int kLdRank = 512;
+constexpr int kLdWidth = 576;
+constexpr int kLdHeads = 16;
+constexpr int kLdWarps = 4;
+constexpr int kLdTileKeys = 32;
+constexpr int kLdStride = kLdWidth + 8;  // row stride in shared memory: rows 16 bytes off a bank period apart
+// Shortest slice (a multiple of the tile); CudaLatentAttention.DECODE_MIN_SLICE_KEYS must equal it.
+constexpr int kLdMinSliceKeys = 128;
+// Dynamic shared memory: Q [16][stride], two stages of [32][stride] latent rows (bf16), the tile's scores [16][32]
+// fp32. CudaLatentAttention.DECODE_SMEM_BYTES must equal it.
+constexpr int kLdSmemBytes = (kLdHeads + 2 * kLdTileKeys) * kLdStride * 2 + kLdHeads * kLdTileKeys * 4;
+
+// The visible keys [from, to) of sequence r's one query row (the masks of latent_attention) and its slicing.
+struct LatentDecodeSlices {
+    int from, to, keys, slices;
+
+    __device__ __forceinline__ static LatentDecodeSlices of(int r, const int* kvIndptr, const int* lastPageLen,
+                                                            int pageSize, int windowLeft, int contextOnly,
+                                                            int splits) {
+        LatentDecodeSlices d;
+        const int pages = kvIndptr[r + 1] - kvIndptr[r];
+        const int kvLen = pages == 0 ? 0 : (pages - 1) * pageSize + lastPageLen[r];
+        const int pos = kvLen - 1;  // causal or not, a decode row sees every key up to its own
+        d.from = windowLeft >= 0 && pos - windowLeft > 0 ? pos - windowLeft : 0;
+        d.to = contextOnly ? kvLen - 1 : kvLen;
+        const int span = max(0, d.to - d.from);
+        const int even = (span + splits - 1) / splits;
+        d.keys = (max(kLdMinSliceKeys, even) + kLdTileKeys - 1) / kLdTileKeys * kLdTileKeys;
+        d.slices = max(1, (span + d.keys - 1) / d.keys);
+        return d;
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_decode_mma(
+        const __nv_bfloat16* q, const __nv_bfloat16* pool, const int* qoIndptr, const int* kvIndptr,
+        const int* kvIndices, const int* lastPageLen, __nv_bfloat16* out, float* partialO, float* partialLse,
+        int heads, int pageSize, int numPages, int layer, float smScale, int windowLeft, int contextOnly,
+        int splits) {
+    using T = __nv_bfloat16;
+    await_previous_kernel();
+    const int r = blockIdx.z, h0 = blockIdx.y * kLdHeads, split = blockIdx.x;
+    const int qBegin = qoIndptr[r];
+    if (qoIndptr[r + 1] == qBegin) return;
+    const LatentDecodeSlices d = LatentDecodeSlices::of(r, kvIndptr, lastPageLen, pageSize, windowLeft, contextOnly,
+                                                        splits);
+    if (split >= d.slices) return;
+    const int kBegin = d.from + split * d.keys, kEnd = min(d.to, kBegin + d.keys);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+
+    T* qs = reinterpret_cast<T*>(dynamic_smem());
+    T* stages = qs + kLdHeads * kLdStride;
+    float* ss = reinterpret_cast<float*>(stages + 2 * kLdTileKeys * kLdStride);  // [16][32] scores, log2 units
+    constexpr int CHUNKS = kLdWidth * 2 / 16;                                       // 16-byte copies per row
+    for (int i = threadIdx.x; i < kLdHeads * CHUNKS; i += blockDim.x) {
+        const int h = i / CHUNKS, c = i - h * CHUNKS;
+        cp_async16(qs + h * kLdStride + c * 8, q + ((long long)qBegin * heads + h0 + h) * kLdWidth + c * 8, true);
+    }
+    cp_async_commit();
+    const int* pageIds = kvIndices + kvIndptr[r];
+    const int tiles = kBegin < kEnd ? (kEnd - kBegin + kLdTileKeys - 1) / kLdTileKeys : 0;
+    auto issue = [&](int tile) {
+        T* stage = stages + (tile & 1) * kLdTileKeys * kLdStride;
+        const int k0 = kBegin + tile * kLdTileKeys;
+        for (int i = threadIdx.x; i < kLdTileKeys * CHUNKS; i += blockDim.x) {
+            const int key = i / CHUNKS, c = i - key * CHUNKS, j = k0 + key;
+            const bool valid = j < kEnd;
+            const T* src = pool;
+            if (valid) src = pool + latent_row(layer, numPages, pageIds[j / pageSize], pageSize, j % pageSize,
+                                               kLdWidth) + c * 8;
+            cp_async16(stage + key * kLdStride + c * 8, src, valid);
+        }
+        cp_async_commit();
+    };
+    if (tiles > 0) issue(0);
+
+    const float scaleLog2 = smScale * kLog2e;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // rows g and g + 8
+    float acc[16][4];                                         // columns 128 warp + 8 n + (2t, 2t + 1)
+#pragma unroll
+    for (int n = 0; n < 16; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+    // ldmatrix addresses: A-style (16 rows, 16 columns) and B-style (8 rows, 32 columns) of a lane
+    const int aRow = (lane & 7) + ((lane >> 3) & 1) * 8, aCol = (lane >> 4) * 8;
+    const int bRow = lane & 7, bCol = (lane >> 3) * 8;
+
+    for (int tile = 0; tile < tiles; ++tile) {
+        if (tile + 1 < tiles) issue(tile + 1);
+        else cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        const T* stage = stages + (tile & 1) * kLdTileKeys * kLdStride;
+        const int k0 = kBegin + tile * kLdTileKeys;
+        {   // scores of keys 8 warp .. 8 warp + 7
+            float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+            for (int kk = 0; kk < kLdWidth / 16; kk += 2) {
+                uint32_t a0[4], a1[4], b[4];
+                ldmatrix_x4(a0, smem_addr(qs + aRow * kLdStride + kk * 16 + aCol));
+                ldmatrix_x4(a1, smem_addr(qs + aRow * kLdStride + (kk + 1) * 16 + aCol));
+                ldmatrix_x4(b, smem_addr(stage + (warp * 8 + bRow) * kLdStride + kk * 16 + bCol));
+                mma_bf16(c, a0, b[0], b[1]);
+                mma_bf16(c, a1, b[2], b[3]);
+            }
+            const int key = warp * 8 + 2 * t;
+            ss[g * kLdTileKeys + key] = k0 + key < kEnd ? c[0] * scaleLog2 : -INFINITY;
+            ss[g * kLdTileKeys + key + 1] = k0 + key + 1 < kEnd ? c[1] * scaleLog2 : -INFINITY;
+            ss[(g + 8) * kLdTileKeys + key] = k0 + key < kEnd ? c[2] * scaleLog2 : -INFINITY;
+            ss[(g + 8) * kLdTileKeys + key + 1] = k0 + key + 1 < kEnd ? c[3] * scaleLog2 : -INFINITY;
+        }
+        __syncthreads();
+        // P's A fragments for keys 16 kk2 .. + 15: (g, 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..)
+        float s[2][8];
+        float tileMax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int kk2 = 0; kk2 < 2; ++kk2) {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                const int row = g + 8 * ((e >> 1) & 1), key = kk2 * 16 + 2 * t + (e & 1) + 8 * (e >> 2);
+                s[kk2][e] = ss[row * kLdTileKeys + key];
+                tileMax[(e >> 1) & 1] = fmaxf(tileMax[(e >> 1) & 1], s[kk2][e]);
+            }
+        }
+        float alpha[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            tileMax[i] = fmaxf(tileMax[i], __shfl_xor_sync(0xffffffffu, tileMax[i], 1));
+            tileMax[i] = fmaxf(tileMax[i], __shfl_xor_sync(0xffffffffu, tileMax[i], 2));
+            const float mNew = fmaxf(m[i], tileMax[i]);  // finite: a tile holds at least one visible key
+            alpha[i] = fast_exp2(m[i] - mNew);
+            m[i] = mNew;
+            l[i] *= alpha[i];
+        }
+#pragma unroll
+        for (int n = 0; n < 16; ++n) {
+            acc[n][0] *= alpha[0];
+            acc[n][1] *= alpha[0];
+            acc[n][2] *= alpha[1];
+            acc[n][3] *= alpha[1];
+        }
+#pragma unroll
+        for (int kk2 = 0; kk2 < 2; ++kk2) {
+            float p[8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                const int i = (e >> 1) & 1;
+                p[e] = fast_exp2(s[kk2][e] - m[i]);
+                l[i] += p[e];
+            }
+            const uint32_t a[4] = {pack_bf16(p[0], p[1]), pack_bf16(p[2], p[3]), pack_bf16(p[4], p[5]),
+                                   pack_bf16(p[6], p[7])};
+#pragma unroll
+            for (int n = 0; n < 16; n += 2) {
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, smem_addr(stage + (kk2 * 16 + aRow) * kLdStride + warp * 128 + n * 8 + aCol));
+                mma_bf16(acc[n], a, b[0], b[1]);
+                mma_bf16(acc[n + 1], a, b[2], b[3]);
+            }
+        }
+        __syncthreads();  // the stage and the scores are free for the next tile
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    }
+    const bool whole = d.slices == 1;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const int h = h0 + g + 8 * i;
+        const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
+        const long long head = (long long)r * heads + h;
+#pragma unroll
+        for (int n = 0; n < 16; ++n) {
+            const int col = warp * 128 + n * 8 + 2 * t;
+            const float v0 = acc[n][2 * i] * inv, v1 = acc[n][2 * i + 1] * inv;
+            if (whole) {
+                const long long at = ((long long)qBegin * heads + h) * kLdRank + col;
+                store_elem<T>(out, at, v0);
+                store_elem<T>(out, at + 1, v1);
+            } else {
+                float* po = partialO + (head * splits + split) * kLdRank + col;
+                po[0] = v0;
+                po[1] = v1;
+            }
+        }
+        if (!whole && warp == 0 && t == 0) {
+            partialLse[head * splits + split] = l[i] > 0.f ? m[i] + log2f(l[i]) : -INFINITY;
+        }
+    }
+}
+
+// One block per (sequence, head) of latent_decode_mma's split launch: the slices' partials weighted by 2^(lse - max),
+// over their total. Sequences of one slice were written by the decode kernel.
+extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_decode_merge(
+        const int* qoIndptr, const int* kvIndptr, const int* lastPageLen, const float* partialO,
+        const float* partialLse, __nv_bfloat16* out, int heads, int pageSize, int windowLeft, int contextOnly,
+        int splits) {
+    await_previous_kernel();
+    const int r = blockIdx.x / heads, h = blockIdx.x - r * heads;
+    const int qBegin = qoIndptr[r];
+    if (qoIndptr[r + 1] == qBegin) return;
+    const int slices = LatentDecodeSlices::of(r, kvIndptr, lastPageLen, pageSize, windowLeft, contextOnly, splits)
+                           .slices;
+    if (slices == 1) return;
+    const long long head = (long long)r * heads + h;
+    const float* lse = partialLse + head * splits;
+    float mx = -INFINITY;
+    for (int s = 0; s < slices; ++s) mx = fmaxf(mx, lse[s]);
+    float total = 0.f;
+    if (mx != -INFINITY) {
+        for (int s = 0; s < slices; ++s) total += exp2f(lse[s] - mx);
+    }
+    const float inv = total > 0.f ? 1.f / total : 0.f;
+    for (int c = threadIdx.x; c < kLdRank; c += blockDim.x) {
+        float o = 0.f;
+        if (total > 0.f) {
+            for (int s = 0; s < slices; ++s) o += exp2f(lse[s] - mx) * partialO[(head * splits + s) * kLdRank + c];
+        }
+        store_elem<__nv_bfloat16>(out, ((long long)qBegin * heads + h) * kLdRank + c, o * inv);
     }
 }

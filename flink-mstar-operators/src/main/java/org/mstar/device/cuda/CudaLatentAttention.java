@@ -8,9 +8,10 @@ import org.mstar.device.RopeParams;
 
 /**
  * Launchers of the latent (MLA) attention kernels (latent_attention.cu): one block per token for the append, one per
- * (token, head) for the query absorption, the attention and the value up-projection. Correctness first: the attention
- * block reads its head's visible latent rows once each, a warp per key with an online softmax per warp; the heads of a
- * token do not share their reads yet.
+ * (token, head) for the query absorption, the value up-projection and the attention of fp32 or prefill rows. bf16 decode
+ * rows at DeepSeek's latent (R 512, Dr 64, heads a multiple of 16) run latent_decode_mma: 16 heads share each latent
+ * row read on the tensor cores, the keys split into slices that fill the GPU, the slices merged by
+ * latent_decode_merge.
  */
 final class CudaLatentAttention {
     /** Threads of every latent kernel's block (kLatentThreads in latent_attention.cu). */
@@ -19,6 +20,14 @@ final class CudaLatentAttention {
     static final int MAX_WIDTH = 1024;
     /** Longest query nope part the query kernel stages (kMaxNopeDim). */
     private static final int MAX_NOPE = 256;
+    /** The latent geometry latent_decode_mma is built for (kLdRank, kLdWidth) and its heads per block (kLdHeads). */
+    static final int DECODE_RANK = 512;
+    static final int DECODE_WIDTH = 576;
+    static final int DECODE_HEADS = 16;
+    /** latent_decode_mma's block (kLdWarps warps), shortest slice (kLdMinSliceKeys) and shared memory (kLdSmemBytes). */
+    private static final int DECODE_THREADS = 128;
+    static final int DECODE_MIN_SLICE_KEYS = 128;
+    static final int DECODE_SMEM_BYTES = (16 + 2 * 32) * (576 + 8) * 2 + 16 * 32 * 4;
 
     private final CudaDevice device;
     private final RopeTables ropeTables;
@@ -106,6 +115,11 @@ final class CudaLatentAttention {
             return;
         }
         device.enter();
+        if (plan.isDecode() && q.dtype() == DType.BF16 && pool.dtype() == DType.BF16 && out.dtype() == DType.BF16
+                && rank == DECODE_RANK && width == DECODE_WIDTH && heads % DECODE_HEADS == 0) {
+            decode(q, pool, layer, plan, out, heads);
+            return;
+        }
         device.kernel("latent_attention").launch(device.stream(), Math.toIntExact(blocks), 1, 1, THREADS, 0,
                 new KernelArgs().tensor(q).i32(code(q)).tensor(pool).i32(code(pool))
                         .tensor(CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr"))
@@ -115,6 +129,51 @@ final class CudaLatentAttention {
                         .i32(plan.rows()).i32(heads).i32(rank).i32(width).i32(plan.pageSize()).i32((int) pool.dim(1))
                         .i32(layer).f32(plan.smScale()).flag(plan.causal()).i32(plan.windowLeft())
                         .flag(plan.contextOnly()), "latentAttention");
+    }
+
+    /**
+     * Decode rows on the tensor cores: {@link #decodeSplits} slices per sequence, each block a slice of 16 heads; with
+     * more than one, the partials (normalised outputs and log2-sum-exps, in the workspace) are merged per head.
+     */
+    private void decode(CudaTensor q, CudaTensor pool, int layer, PagedAttentionPlan plan, CudaTensor out, int heads) {
+        int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
+        Kernel kernel = device.kernel("latent_decode_mma");
+        int headTiles = heads / DECODE_HEADS;
+        int splits = decodeSplits(plan.rows() * headTiles, span, device.context().multiprocessors(),
+                kernel.residentBlocksPerSm(DECODE_THREADS, DECODE_SMEM_BYTES));
+        CudaTensor partialO = null;
+        CudaTensor partialLse = null;
+        if (splits > 1) {
+            long slots = (long) plan.rows() * heads * splits;
+            partialO = device.scratch("latent.partialO", DType.F32, slots * DECODE_RANK);
+            partialLse = device.scratch("latent.partialLse", DType.F32, slots);
+        }
+        CudaTensor qoIndptr = CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr");
+        CudaTensor kvIndptr = CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr");
+        CudaTensor lastPageLen = CudaTensor.of(plan.lastPageLen(), "plan.lastPageLen");
+        kernel.launch(device.stream(), splits, headTiles, plan.rows(), DECODE_THREADS, DECODE_SMEM_BYTES,
+                new KernelArgs().tensor(q).tensor(pool).tensor(qoIndptr).tensor(kvIndptr)
+                        .tensor(CudaTensor.of(plan.kvIndices(), "plan.kvIndices")).tensor(lastPageLen).tensor(out)
+                        .tensor(partialO).tensor(partialLse).i32(heads).i32(plan.pageSize()).i32((int) pool.dim(1))
+                        .i32(layer).f32(plan.smScale()).i32(plan.windowLeft()).flag(plan.contextOnly()).i32(splits),
+                "latentAttention decode (tensor cores)");
+        if (splits > 1) {
+            device.kernel("latent_decode_merge").launch(device.stream(), plan.rows() * heads, 1, 1, THREADS, 0,
+                    new KernelArgs().tensor(qoIndptr).tensor(kvIndptr).tensor(lastPageLen).tensor(partialO)
+                            .tensor(partialLse).tensor(out).i32(heads).i32(plan.pageSize()).i32(plan.windowLeft())
+                            .flag(plan.contextOnly()).i32(splits), "latentAttention decode merge");
+        }
+    }
+
+    /**
+     * Slices per sequence of a decode launch of {@code blocks} (sequence, 16-head) blocks over at most {@code span}
+     * keys: enough that the blocks fill one wave of {@code sms} SMs holding {@code blocksPerSm} each, but no slice
+     * shorter than {@link #DECODE_MIN_SLICE_KEYS} (a slice's partial, 32 KB a tile of heads, is worth its keys' reads
+     * only past that). Batch 1 at 4096 keys on 132 SMs: 32 slices; batch 64 at 4096: 4.
+     */
+    static int decodeSplits(int blocks, int span, int sms, int blocksPerSm) {
+        int forOccupancy = (int) Math.max(1, (long) blocksPerSm * sms / Math.max(1, blocks));
+        return Math.max(1, Math.min(forOccupancy, (span + DECODE_MIN_SLICE_KEYS - 1) / DECODE_MIN_SLICE_KEYS));
     }
 
     void values(CudaTensor latent, CudaTensor kvB, CudaTensor out) {
