@@ -1,7 +1,8 @@
 // Host emulation checks of the Mamba2 kernels (mamba2.cu), launched as CudaOps launches them, on the CPU under
 // cuda_host_shim.h, against a token-by-token recurrence in double: the causal conv1d continuing from stored windows
-// (segments of 1 to 37 tokens, one of none), the chunked scan over segments shorter and longer than its 16-token chunk
-// continuing from stored states, the decode step, and the gated RMSNorm of one and of several groups. Outputs and the
+// (segments of 1 to 37 tokens, one of none), the chunked scan over segments shorter and longer than its chunk (16 or
+// 32 tokens) with heads of one and two channel tiles and states of 8 to 256, continuing from stored states, the decode
+// step, and the gated RMSNorm of one and of several groups. Outputs and the
 // states left in the slots must match within fp32 summation error (plus one rounding for bf16 tensors); slots no
 // segment names must be left bit for bit. It checks indexing and arithmetic where no GPU is at hand; it says nothing
 // about speed. Run: ./run.sh mamba2_checks
@@ -48,7 +49,7 @@ static void conv_check(const char* name, int dt, Shape s, std::vector<int> lengt
     Buffer proj(dt, (size_t)tokens * s.width(), 1.f), w(dt, (size_t)conv * k, 0.5f), b(dt, conv, 0.5f);
     Buffer states(DT_F32, (size_t)slotCount * conv * (k - 1), 1.f), out(dt, (size_t)tokens * conv, 1.f);
     const Buffer before = states;
-    launch(3, 256, [&] {
+    launch(segs * ((conv + kConvChannels - 1) / kConvChannels), kConvChannels * kConvGroups, [&] {
         mamba_causal_conv1d(proj.data(), dt, w.data(), dt, b.data(), dt, states.data(), DT_F32, slots.data(),
                             starts.data(), out.data(), dt, segs, conv, k, s.width(), s.inner());
     });
@@ -108,8 +109,9 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
                            s.groups, s.state, dtMin, dtMax);
         });
     } else {
-        launch(segs * s.heads, kSsdThreads, [&] {
-            mamba_ssd_scan(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(),
+        const auto scan = s.state <= 64 ? mamba_ssd_scan_n64 : s.state <= 128 ? mamba_ssd_scan_n128 : mamba_ssd_scan_n256;
+        launch(segs * s.heads * ((s.headDim + kSsdChannels - 1) / kSsdChannels), kSsdThreads, [&] {
+            scan(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(),
                            DT_F32, states.data(), DT_F32, slots.data(), starts.data(), y.data(), dt, s.heads,
                            s.headDim, s.groups, s.state, dtMin, dtMax);
         });
@@ -206,6 +208,10 @@ int main() {
     scan_check("scan bf16 tensors, fp32 state", DT_BF16, small, {17, 3}, {2, 5}, 7, false, inf);
     scan_check("scan with a step size clamp", DT_F32, Shape{6, 4, 3, 8, 4}, {20}, {1}, 2, false, 0.3f);
     scan_check("scan, one group, Bamba-9B head and state", DT_F32, Shape{2, 64, 1, 128, 4}, {19}, {1}, 3, false, inf);
+    scan_check("scan, Bamba-9B head and state, chunks of 32 and two channel tiles", DT_F32, Shape{2, 64, 1, 128, 4},
+               {70, 33}, {2, 0}, 3, false, inf);
+    scan_check("scan, a state of 256 (chunks of 16)", DT_BF16, Shape{2, 40, 2, 256, 4}, {40}, {1}, 2, false, inf);
+    scan_check("step, Bamba-9B head and state", DT_F32, Shape{4, 64, 1, 128, 4}, {1, 1, 1}, {2, 0, 3}, 4, true, inf);
     scan_check("step fp32 rows", DT_F32, small, {1, 1, 1, 1}, {4, 2, 6, 1}, 7, true, inf);
     scan_check("step bf16 rows, clamp", DT_BF16, Shape{6, 4, 3, 8, 4}, {1, 1}, {2, 1}, 3, true, 0.2f);
     norm_check("gated norm fp32, one group", DT_F32, 3, 128, 1, 328);

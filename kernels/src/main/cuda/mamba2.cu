@@ -2,20 +2,27 @@
 // prefill chunks, the decode step of the state, and the gated RMSNorm. A batch is segments of tokens lying back to
 // back (segment i is tokens [starts[i], starts[i+1]) of a request whose state is row slots[i]), read from device
 // memory, so a recorded decode graph serves whatever slots a later step's rows hold. The input projection's row is
-// [z (inner) | xBC (convDim) | dt (heads)]; xBC is [x (inner) | B (groups·N) | C (groups·N)]. Correctness first:
-// plain fp32 loops, no tensor cores; their speed is not measured yet.
+// [z (inner) | xBC (convDim) | dt (heads)]; xBC is [x (inner) | B (groups·N) | C (groups·N)]. fp32 arithmetic on the
+// CUDA cores: the scan keeps each channel's state in registers across its chunks (chunked SSD, the chunk's C·Bᵀ once
+// per block), the decode step reads and writes each state row once, coalesced.
 #include "common.cuh"
 
 using namespace mstar;
 
 // The widest convolution the conv kernel keeps in registers (Mamba2 checkpoints use 4).
 constexpr int kMaxConvKernel = 8;
-// Tokens of one chunk of the scan kernel. Any chunk length gives the same result in exact arithmetic, so this need not
-// be the checkpoint's chunk_size; 16 keeps a chunk's x, B and C in static shared memory at the largest shapes below.
-constexpr int kSsdChunk = 16;
-constexpr int kSsdMaxHeadDim = 128;
-constexpr int kSsdMaxState = 256;
-constexpr int kSsdThreads = 256;
+// The conv block: 32 channels by kConvGroups runs of a segment's tokens, each thread one channel over one run.
+constexpr int kConvChannels = 32;
+constexpr int kConvGroups = 8;
+// The scan block: kSsdChannels channels of a head, kSsdLanes threads each (a thread holds every kSsdLanes-th state
+// value of its channel). The largest state (CudaStateSpace.MAX_STATE) and the chunk's B and C share memory: a chunk
+// is 4096 / NMAX tokens, at most kSsdMaxChunk. Any chunk length gives the same result in exact arithmetic, so this
+// need not be the checkpoint's chunk_size.
+constexpr int kSsdChannels = 32;
+constexpr int kSsdLanes = 8;
+constexpr int kSsdThreads = kSsdChannels * kSsdLanes;
+constexpr int kSsdMaxChunk = 32;
+constexpr int kSsdBcFloats = 4096 + kSsdMaxChunk;  // a chunk's B (or C) rows, padded by one float each
 
 __device__ __forceinline__ float silu_f(float v) { return v / (1.f + expf(-v)); }
 
@@ -26,115 +33,184 @@ __device__ __forceinline__ float step_size(float raw, float bias, float dtMin, f
     return fminf(fmaxf(sp, dtMin), dtMax);
 }
 
-// One thread per (segment, channel): the window (the channel's last k - 1 inputs, oldest first) comes from the
-// state, slides over the segment's tokens, and goes back to the state.
-extern "C" __global__ void mamba_causal_conv1d(const void* proj, int projDt, const void* weight, int wDt,
-                                               const void* bias, int biasDt, void* states, int stDt, const int* slots,
-                                               const int* starts, void* xbc, int outDt, int segments, int convDim,
-                                               int k, int width, int xbcCol) {
+// Block (segment, 32 channels) = blockIdx.x, thread (group g, channel c): run g of the segment's tokens cut in
+// kConvGroups. A run's window (the channel's k - 1 inputs before its first token, oldest first) comes from the
+// projection or, before the segment, from the state; after every run has read it, run 0 writes the segment's last
+// k - 1 inputs back to the state.
+extern "C" __global__ void __launch_bounds__(kConvChannels * kConvGroups) mamba_causal_conv1d(
+        const void* proj, int projDt, const void* weight, int wDt, const void* bias, int biasDt, void* states,
+        int stDt, const int* slots, const int* starts, void* xbc, int outDt, int segments, int convDim, int k,
+        int width, int xbcCol) {
     await_previous_kernel();
-    MSTAR_GRID_LOOP(e, (long long)segments * convDim) {
-        const int seg = (int)(e / convDim);
-        const int c = (int)(e - (long long)seg * convDim);
-        const long long stateBase = ((long long)slots[seg] * convDim + c) * (k - 1);
-        float w[kMaxConvKernel], win[kMaxConvKernel];
+    const int tiles = (convDim + kConvChannels - 1) / kConvChannels;
+    const int seg = blockIdx.x / tiles;
+    const int c = (blockIdx.x - seg * tiles) * kConvChannels + threadIdx.x % kConvChannels;
+    const int g = threadIdx.x / kConvChannels;
+    const bool active = c < convDim;
+    const int start = starts[seg], end = starts[seg + 1], len = end - start;
+    const int run = (len + kConvGroups - 1) / kConvGroups;
+    const int first = start + min(len, g * run), last = start + min(len, (g + 1) * run);
+    const long long stateBase = ((long long)slots[seg] * convDim + c) * (k - 1);
+    float w[kMaxConvKernel], win[kMaxConvKernel], old[kMaxConvKernel];
+    float b = 0.f;
+    if (active) {
         for (int j = 0; j < k; j++) w[j] = load_f(weight, wDt, (long long)c * k + j);
-        for (int j = 0; j < k - 1; j++) win[j] = load_f(states, stDt, stateBase + j);
-        const float b = bias == nullptr ? 0.f : load_f(bias, biasDt, c);
-        for (int t = starts[seg]; t < starts[seg + 1]; t++) {
-            const float in = load_f(proj, projDt, (long long)t * width + xbcCol + c);
-            float acc = b;
-            for (int j = 0; j < k - 1; j++) acc += w[j] * win[j];
-            acc += w[k - 1] * in;
-            store_f(xbc, outDt, (long long)t * convDim + c, silu_f(acc));
-            for (int j = 0; j < k - 2; j++) win[j] = win[j + 1];
-            win[k - 2] = in;
+        b = bias == nullptr ? 0.f : load_f(bias, biasDt, c);
+        for (int j = 0; j < k - 1; j++) {
+            const int u = first - (k - 1) + j;
+            win[j] = u >= start ? load_f(proj, projDt, (long long)u * width + xbcCol + c)
+                                : load_f(states, stDt, stateBase + (u - start) + (k - 1));
+            if (g == 0) old[j] = win[j];
         }
-        for (int j = 0; j < k - 1; j++) store_f(states, stDt, stateBase + j, win[j]);
+    }
+    __syncthreads();  // every run has read the state before run 0 rewrites it
+    if (!active) return;
+    for (int t = first; t < last; t++) {
+        const float in = load_f(proj, projDt, (long long)t * width + xbcCol + c);
+        float acc = b;
+        for (int j = 0; j < k - 1; j++) acc += w[j] * win[j];
+        acc += w[k - 1] * in;
+        store_f(xbc, outDt, (long long)t * convDim + c, silu_f(acc));
+        for (int j = 0; j < k - 2; j++) win[j] = win[j + 1];
+        win[k - 2] = in;
+    }
+    if (g == 0) {
+        // the new window: the segment's last k - 1 inputs, the older ones from the old window when it is short
+        for (int j = 0; j < k - 1; j++) {
+            const int u = end - (k - 1) + j;
+            store_f(states, stDt, stateBase + j, u >= start ? load_f(proj, projDt, (long long)u * width + xbcCol + c)
+                                                            : old[len + j]);
+        }
     }
 }
 
-// One block per (segment, head), chunk by chunk. With cum the inclusive prefix sum of dt·A over the chunk and h0 the
-// state before it:
-//   y_t = exp(cum_t)·(C_t·h0) + Σ_{s≤t} (C_t·B_s)·exp(cum_t − cum_s)·dt_s·x_s + D·x_t
-//   h   = exp(cum_last)·h0 + Σ_s exp(cum_last − cum_s)·dt_s·x_s ⊗ B_s
-// The state stays in the slot (global memory): read by the outputs, then updated once every output has read it.
-extern "C" __global__ void __launch_bounds__(kSsdThreads) mamba_ssd_scan(
+// Chunked SSD scan. Block ((segment, head), channel tile) = blockIdx.x: channels p0 .. p0 + 31 of the head, thread
+// (channel c, lane q) holding state values n = q, q + 8, ... of channel p0 + c in registers from the segment's start
+// to its end. Per chunk of L tokens, with cum the inclusive prefix sum of dt·A over the chunk and h the state before:
+//   y_t = exp(cum_t)·(C_t·h) + Σ_{s≤t} W[t][s]·x_s + D·x_t,   W[t][s] = (C_t·B_s)·exp(cum_t − cum_s)·dt_s
+//   h  ← exp(cum_L)·h + Σ_s exp(cum_L − cum_s)·dt_s·x_s·B_s
+// W is computed once per block and chunk (the matmul-shaped part, shared by the block's channels); C_t·h is a sum
+// over the 8 lanes of a channel.
+template <int NMAX>
+__device__ __forceinline__ void ssd_scan_body(
     const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias, int dtbDt,
     const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts, void* y, int yDt,
     int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {
-    __shared__ float xs[kSsdChunk * kSsdMaxHeadDim];
-    __shared__ float bs[kSsdChunk * kSsdMaxState];
-    __shared__ float cs[kSsdChunk * kSsdMaxState];
-    __shared__ float cb[kSsdChunk * kSsdChunk];
-    __shared__ float dts[kSsdChunk], cum[kSsdChunk];
+    constexpr int L = 4096 / NMAX < kSsdMaxChunk ? 4096 / NMAX : kSsdMaxChunk;
+    constexpr int PER = NMAX / kSsdLanes;  // state values per thread
+    __shared__ float bs[kSsdBcFloats], cs[kSsdBcFloats];  // [L][N + 1]
+    __shared__ float xs[L * kSsdChannels];                 // [L][32]
+    __shared__ float w[L * L];                             // W[t][s]
+    __shared__ float dts[L], cum[L], tail[L];              // tail[s] = exp(cum_L − cum_s)·dt_s
     await_previous_kernel();
-    const int seg = blockIdx.x / heads, head = blockIdx.x - seg * heads;
+    const int pTiles = (headDim + kSsdChannels - 1) / kSsdChannels;
+    const int sh = blockIdx.x / pTiles, p0 = (blockIdx.x - sh * pTiles) * kSsdChannels;
+    const int seg = sh / heads, head = sh - seg * heads;
+    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes, p = p0 + c;
+    const bool active = p < headDim;
+    const int N = stateDim, stride = N + 1;
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
     const int bCol = inner + head / (heads / groups) * stateDim, cCol = bCol + groupStates;
     const float a = -expf(load_f(aLog, aDt, head));
     const float bias = load_f(dtBias, dtbDt, head), skip = load_f(dSkip, dDt, head);
-    const long long stateBase = ((long long)slots[seg] * heads + head) * headDim * stateDim;
+    const long long stateBase = (((long long)slots[seg] * heads + head) * headDim + p) * stateDim;
+    float h[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int n = q + kSsdLanes * i;
+        h[i] = active && n < N ? load_f(states, stDt, stateBase + n) : 0.f;
+    }
     const int first = starts[seg], end = starts[seg + 1];
-    for (int t0 = first; t0 < end; t0 += kSsdChunk) {
-        const int len = min(kSsdChunk, end - t0);
+    for (int t0 = first; t0 < end; t0 += L) {
+        const int len = min(L, end - t0);
         if (threadIdx.x < len) {
             dts[threadIdx.x] = step_size(load_f(proj, projDt, (long long)(t0 + threadIdx.x) * width + inner + convDim
                                                 + head), bias, dtMin, dtMax);
         }
-        for (int i = threadIdx.x; i < len * headDim; i += blockDim.x) {
-            const int s = i / headDim, p = i - s * headDim;
-            xs[i] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + head * headDim + p);
+        for (int i = threadIdx.x; i < len * N; i += blockDim.x) {
+            const int s = i / N, n = i - s * N;
+            bs[s * stride + n] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + bCol + n);
+            cs[s * stride + n] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + cCol + n);
         }
-        for (int i = threadIdx.x; i < len * stateDim; i += blockDim.x) {
-            const int s = i / stateDim, n = i - s * stateDim;
-            bs[i] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + bCol + n);
-            cs[i] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + cCol + n);
+        for (int i = threadIdx.x; i < len * kSsdChannels; i += blockDim.x) {
+            const int s = i / kSsdChannels, cc = i - s * kSsdChannels;
+            xs[i] = p0 + cc < headDim ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + head * headDim + p0 + cc) : 0.f;
         }
         __syncthreads();
         if (threadIdx.x == 0) {
             float sum = 0.f;
             for (int s = 0; s < len; s++) cum[s] = sum += a * dts[s];
         }
+        __syncthreads();
+        if (threadIdx.x < len) {
+            const int s = threadIdx.x;
+            tail[s] = expf(cum[len - 1] - cum[s]) * dts[s];
+        }
         for (int i = threadIdx.x; i < len * len; i += blockDim.x) {
-            const int t = i / len, s = i - t * len;
+            const int t = i / len, s = i - t * len;  // consecutive threads: consecutive B rows, one C row
             float acc = 0.f;
             if (s <= t) {
-                for (int n = 0; n < stateDim; n++) acc += cs[t * stateDim + n] * bs[s * stateDim + n];
+                for (int n = 0; n < N; n++) acc += cs[t * stride + n] * bs[s * stride + n];
+                acc *= expf(cum[t] - cum[s]) * dts[s];
             }
-            cb[t * kSsdChunk + s] = acc;
+            w[t * L + s] = acc;
         }
         __syncthreads();
-        for (int i = threadIdx.x; i < len * headDim; i += blockDim.x) {
-            const int t = i / headDim, p = i - t * headDim;
-            float carried = 0.f;
-            for (int n = 0; n < stateDim; n++) {
-                carried += cs[t * stateDim + n] * load_f(states, stDt, stateBase + (long long)p * stateDim + n);
+        // outputs: C_t·h summed over the channel's lanes, then lane t % 8 adds the chunk's own tokens
+        for (int t = 0; t < len; t++) {
+            float part = 0.f;
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int n = q + kSsdLanes * i;
+                if (n < N) part += cs[t * stride + n] * h[i];
             }
-            float acc = expf(cum[t]) * carried;
-            for (int s = 0; s <= t; s++) {
-                acc += cb[t * kSsdChunk + s] * expf(cum[t] - cum[s]) * dts[s] * xs[s * headDim + p];
+            part += __shfl_xor_sync(0xffffffffu, part, 1);
+            part += __shfl_xor_sync(0xffffffffu, part, 2);
+            part += __shfl_xor_sync(0xffffffffu, part, 4);
+            if (active && t % kSsdLanes == q) {
+                float acc = expf(cum[t]) * part;
+                for (int s = 0; s <= t; s++) acc += w[t * L + s] * xs[s * kSsdChannels + c];
+                acc += skip * xs[t * kSsdChannels + c];
+                store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p, acc);
             }
-            acc += skip * xs[t * headDim + p];
-            store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p, acc);
         }
-        __syncthreads();
-        const float last = cum[len - 1], decay = expf(last);
-        for (int i = threadIdx.x; i < headDim * stateDim; i += blockDim.x) {
-            const int p = i / stateDim, n = i - p * stateDim;
-            float h = decay * load_f(states, stDt, stateBase + i);
-            for (int s = 0; s < len; s++) {
-                h += expf(last - cum[s]) * dts[s] * xs[s * headDim + p] * bs[s * stateDim + n];
+        const float decay = expf(cum[len - 1]);
+#pragma unroll
+        for (int i = 0; i < PER; i++) h[i] *= decay;
+        for (int s = 0; s < len; s++) {
+            const float coef = tail[s] * xs[s * kSsdChannels + c];
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int n = q + kSsdLanes * i;
+                if (n < N) h[i] += coef * bs[s * stride + n];
             }
-            store_f(states, stDt, stateBase + i, h);
         }
-        __syncthreads();
+        __syncthreads();  // the chunk's shared memory is free for the next
+    }
+    if (!active) return;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int n = q + kSsdLanes * i;
+        if (n < N) store_f(states, stDt, stateBase + n, h[i]);
     }
 }
 
-// The decode step: one thread per (row, head, channel), looping over the state of its channel:
-// h = h·exp(dt·A) + dt·B·x, y = h·C + D·x.
+// The scan at states of up to 64, 128 and 256 values (CudaStateSpace.scanKernel picks the smallest that holds one).
+#define MSTAR_SSD_SCAN(NMAX)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(kSsdThreads) mamba_ssd_scan_n##NMAX(                                 \
+        const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
+        int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts, void* y,   \
+        int yDt, int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {                         \
+        ssd_scan_body<NMAX>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, dSkip, dDt, states, stDt, slots, starts, \
+                            y, yDt, heads, headDim, groups, stateDim, dtMin, dtMax);                                   \
+    }
+MSTAR_SSD_SCAN(64)
+MSTAR_SSD_SCAN(128)
+MSTAR_SSD_SCAN(256)
+
+// The decode step: one warp per (row, head, channel), its lanes striding the channel's state row (coalesced, each
+// value read and written once): h = h·exp(dt·A) + dt·B·x, y = h·C + D·x.
 extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* proj, int projDt, const void* aLog,
                                           int aDt, const void* dtBias, int dtbDt, const void* dSkip, int dDt,
                                           void* states, int stDt, const int* slots, void* y, int yDt, int rows,
@@ -142,7 +218,10 @@ extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* 
     await_previous_kernel();
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
-    MSTAR_GRID_LOOP(e, (long long)rows * inner) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * blockDim.x / 32;
+    for (long long e = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; e < (long long)rows * inner;
+         e += warps) {
         const int row = (int)(e / inner);
         const int channel = (int)(e - (long long)row * inner);
         const int head = channel / headDim, p = channel - head * headDim;
@@ -154,12 +233,13 @@ extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* 
         const float x = load_f(xbc, xDt, xBase + channel);
         const long long stateBase = (((long long)slots[row] * heads + head) * headDim + p) * stateDim;
         float acc = 0.f;
-        for (int n = 0; n < stateDim; n++) {
+        for (int n = lane; n < stateDim; n += 32) {
             const float h = load_f(states, stDt, stateBase + n) * decay + dt * load_f(xbc, xDt, bBase + n) * x;
             store_f(states, stDt, stateBase + n, h);
             acc += h * load_f(xbc, xDt, cBase + n);
         }
-        store_f(y, yDt, e, acc + load_f(dSkip, dDt, head) * x);
+        acc = warp_sum(acc);
+        if (lane == 0) store_f(y, yDt, e, acc + load_f(dSkip, dDt, head) * x);
     }
 }
 

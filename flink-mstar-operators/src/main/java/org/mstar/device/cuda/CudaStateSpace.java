@@ -12,10 +12,15 @@ import org.mstar.device.Mamba2Shape;
 final class CudaStateSpace {
     /** kMaxConvKernel in mamba2.cu: the window a conv thread keeps in registers. */
     private static final int MAX_CONV_KERNEL = 8;
-    /** kSsdMaxHeadDim, kSsdMaxState and kSsdThreads in mamba2.cu: the scan's static shared memory and block. */
-    private static final int MAX_HEAD_DIM = 128;
-    private static final int MAX_STATE = 256;
-    private static final int SCAN_THREADS = 256;
+    /** kConvChannels and kConvGroups: a conv block's channels and the runs of tokens it cuts a segment into. */
+    static final int CONV_CHANNELS = 32;
+    static final int CONV_GROUPS = 8;
+    /** The largest state the scan kernels hold (mamba_ssd_scan_n256), its block and channels per block (kSsdChannels). */
+    static final int MAX_STATE = 256;
+    static final int SCAN_THREADS = 256;
+    static final int SCAN_CHANNELS = 32;
+    /** Threads per warp: the decode step gives each channel a warp. */
+    private static final int WARP = 32;
     private static final int NORM_THREADS = 256;
 
     private final CudaDevice device;
@@ -41,8 +46,12 @@ final class CudaStateSpace {
             throw new IllegalArgumentException("causalConv1d: proj " + proj + ", weight " + weight + ", bias " + bias
                     + ", states " + states + " and xbc " + xbc + " do not fit " + s);
         }
-        device.enter();
-        elementwise.launch("mamba_causal_conv1d", segments * conv, new KernelArgs().tensor(proj).i32(code(proj))
+        if (segments == 0) {
+            return;
+        }
+        long tiles = (conv + CONV_CHANNELS - 1) / CONV_CHANNELS;
+        kernel("mamba_causal_conv1d").launch(device.stream(), Math.toIntExact(segments * tiles), 1, 1,
+                CONV_CHANNELS * CONV_GROUPS, 0, new KernelArgs().tensor(proj).i32(code(proj))
                 .tensor(weight).i32(code(weight)).tensor(bias).i32(bias == null ? 0 : code(bias)).tensor(states)
                 .i32(code(states)).tensor(slots).tensor(starts).tensor(xbc).i32(code(xbc)).i32((int) segments)
                 .i32(conv).i32(k).i32(s.projWidth()).i32(s.xbcColumn()), "causalConv1d");
@@ -52,14 +61,16 @@ final class CudaStateSpace {
                  CudaTensor slots, CudaTensor starts, Mamba2Shape s, CudaTensor y) {
         long segments = checkSegments(slots, starts, states, "ssdScan");
         checkScan(xbc, proj, aLog, dtBias, d, states, s, y, "ssdScan");
-        if (s.headDim() > MAX_HEAD_DIM || s.stateDim() > MAX_STATE) {
-            throw new IllegalArgumentException("ssdScan: heads of " + s.headDim() + " channels and states of "
-                    + s.stateDim() + "; mamba_ssd_scan takes at most " + MAX_HEAD_DIM + " and " + MAX_STATE);
+        if (s.stateDim() > MAX_STATE) {
+            throw new IllegalArgumentException("ssdScan: states of " + s.stateDim() + "; mamba_ssd_scan takes at most "
+                    + MAX_STATE);
         }
         if (segments == 0) {
             return;
         }
-        kernel("mamba_ssd_scan").launch(device.stream(), Math.toIntExact(segments * s.heads()), 1, 1, SCAN_THREADS, 0,
+        long tiles = (s.headDim() + SCAN_CHANNELS - 1) / SCAN_CHANNELS;
+        kernel(scanKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(segments * s.heads() * tiles), 1, 1,
+                SCAN_THREADS, 0,
                 scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(starts).tensor(y).i32(code(y))
                         .i32(s.heads()).i32(s.headDim()).i32(s.groups()).i32(s.stateDim()).f32(s.dtMin())
                         .f32(s.dtMax()), "ssdScan");
@@ -74,7 +85,7 @@ final class CudaStateSpace {
             throw new IllegalArgumentException("ssmStep: proj " + proj + " is not " + rows + " rows of " + s);
         }
         device.enter();
-        elementwise.launch("mamba_ssm_step", rows * s.inner(), scanArgs(xbc, proj, aLog, dtBias, d, states, slots)
+        elementwise.launch("mamba_ssm_step", rows * s.inner() * WARP, scanArgs(xbc, proj, aLog, dtBias, d, states, slots)
                 .tensor(y).i32(code(y)).i32((int) rows).i32(s.heads()).i32(s.headDim()).i32(s.groups())
                 .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssmStep");
     }
@@ -95,6 +106,11 @@ final class CudaStateSpace {
                 new KernelArgs().tensor(y).i32(code(y)).tensor(gate).i32(code(gate)).tensor(weight).i32(code(weight))
                         .tensor(out).i32(code(out)).i32((int) inner).i32((int) gateWidth).i32(groups).f32(eps),
                 "gatedRmsNorm");
+    }
+
+    /** The scan instantiation for states of {@code stateDim}: the smallest of 64, 128 and 256 that holds one. */
+    static String scanKernel(int stateDim) {
+        return "mamba_ssd_scan_n" + (stateDim <= 64 ? 64 : stateDim <= 128 ? 128 : MAX_STATE);
     }
 
     private Kernel kernel(String name) {

@@ -1,0 +1,33 @@
+package org.mstar.device.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+/** The Mamba2 launchers agree with mamba2.cu's blocks and pick the scan that holds the state (no GPU needed). */
+class StateSpaceKernelsTest {
+    @Test
+    void theLauncherAndTheKernelsAgreeOnTheirBlocks() throws IOException {
+        String kernels = Files.readString(Path.of("../kernels/src/main/cuda/mamba2.cu"));
+        assertThat(kernels).contains("constexpr int kConvChannels = " + CudaStateSpace.CONV_CHANNELS + ";")
+                .contains("constexpr int kConvGroups = " + CudaStateSpace.CONV_GROUPS + ";")
+                .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
+                .contains("constexpr int kSsdThreads = kSsdChannels * kSsdLanes;")
+                .contains("constexpr int kSsdLanes = " + CudaStateSpace.SCAN_THREADS / CudaStateSpace.SCAN_CHANNELS + ";");
+        for (int n : new int[] {64, 128, 256}) {
+            assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ")");
+        }
+    }
+
+    @Test
+    void theScanIsTheSmallestInstantiationHoldingTheState() {
+        assertThat(CudaStateSpace.scanKernel(16)).isEqualTo("mamba_ssd_scan_n64");
+        assertThat(CudaStateSpace.scanKernel(64)).isEqualTo("mamba_ssd_scan_n64");
+        assertThat(CudaStateSpace.scanKernel(65)).isEqualTo("mamba_ssd_scan_n128");
+        assertThat(CudaStateSpace.scanKernel(128)).isEqualTo("mamba_ssd_scan_n128");
+        assertThat(CudaStateSpace.scanKernel(256)).isEqualTo("mamba_ssd_scan_n256");
+    }
+}
