@@ -10,10 +10,10 @@ import org.mstar.resources.PagedKVConfig;
  * layer, one shared "head" whose query width {@code qk_nope_head_dim + qk_rope_head_dim} gives the default softmax
  * scale; every head of the model reads it.
  */
-final class LatentKvConfig {
+public final class LatentKvConfig {
     private LatentKvConfig() {}
 
-    static PagedKVConfig of(ModelConfig config, KvCacheOptions kv, int layers, int pages, boolean prefixCache,
+    public static PagedKVConfig of(ModelConfig config, KvCacheOptions kv, int layers, int pages, boolean prefixCache,
                             int offloadPages) {
         LatentAttention m = config.latentAttention().orElseThrow();
         return PagedKVConfig.builder(layers, 1, m.qkHeadDim(), kv.maxSeqLen())

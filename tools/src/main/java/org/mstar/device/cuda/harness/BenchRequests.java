@@ -1,8 +1,8 @@
 package org.mstar.device.cuda.harness;
 
 import java.util.Random;
+import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.GenerationRequest;
-import org.mstar.engine.LlamaEngine;
 import org.mstar.engine.StepResult;
 import org.mstar.model.ModelConfig;
 import org.mstar.resources.SamplingReqConfig;
@@ -13,9 +13,14 @@ final class BenchRequests {
 
     /** {@code tokens} ids drawn uniformly from {@code config}'s vocabulary (an EOS in a prompt stops nothing). */
     static int[] randomPrompt(Random rnd, ModelConfig config, int tokens) {
+        return randomPrompt(rnd, config.vocabSize(), tokens);
+    }
+
+    /** {@code tokens} ids drawn uniformly from a vocabulary of {@code vocabSize}. */
+    static int[] randomPrompt(Random rnd, int vocabSize, int tokens) {
         int[] prompt = new int[tokens];
         for (int j = 0; j < tokens; j++) {
-            prompt[j] = rnd.nextInt(config.vocabSize());
+            prompt[j] = rnd.nextInt(vocabSize);
         }
         return prompt;
     }
@@ -42,7 +47,7 @@ final class BenchRequests {
     }
 
     /** One engine step; a failed request fails the bench. */
-    static StepResult step(LlamaEngine engine) {
+    static StepResult step(GenerationEngine engine) {
         StepResult r = engine.step();
         if (!r.failures().isEmpty()) {
             throw new IllegalStateException("engine failed requests: " + r.failures());

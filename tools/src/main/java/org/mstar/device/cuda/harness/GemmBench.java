@@ -49,7 +49,8 @@ final class GemmBench {
         return rows;
     }
 
-    private Row measure(String name, int m, int n, int k) {
+    /** One GEMM [m, k] x [n, k]ᵀ, graph-replayed over weight copies that rotate past L2. */
+    Row measure(String name, int m, int n, int k) {
         CudaDevice gpu = tw.gpu;
         long weightBytes = 2L * n * k;
         int copies = (int) Math.max(1, Math.min(8, (ROTATION_BYTES + weightBytes - 1) / weightBytes));

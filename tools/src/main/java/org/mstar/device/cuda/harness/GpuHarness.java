@@ -53,6 +53,10 @@ import org.mstar.model.frame.FrameModelConfig;
  * {@code --lora-perf} replaces the tables by engine decode at batch 64 on Llama-3-8B geometry without adapters and with
  * 8 and 64 distinct rank-16 adapters ({@link LoraBench}; {@code --lora-adapters} sets the counts); the checks include the
  * engine with adapters against the CPU ({@link LoraChecks}).
+ * {@code --latent-perf} replaces the tables by MLA decode attention at 4k to 16k keys and batch 1 to 64 against the copy
+ * bandwidth, and the latent pool's bytes per token ({@link LatentBench}); {@code --hybrid-perf} by the Bamba engine on
+ * Bamba-9B geometry ({@code --hybrid-layers} of its 32): decode at batch 1 and 64 against the weights+state+KV bound,
+ * prefill of 2048 tokens against the GEMM rate ({@link HybridBench}).
  * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
  * the KV append in the skinny matmul's epilogue ({@link KernelOptions#qkvRopeInMatmul}). {@code --no-checks} skips
  * the checks. {@link GpuHarnessOptions} reads the switches; {@code --help} lists them.
@@ -61,7 +65,8 @@ import org.mstar.model.frame.FrameModelConfig;
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
  *     --invariance-perf | --skinny-perf] [--attention-only | --moe-only | --state-space-only] [--frame-perf]
  *     [--preplan-perf] [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...]
- *     [--lora-perf [--lora-adapters 8,64]] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
+ *     [--lora-perf [--lora-adapters 8,64]] [--latent-perf] [--hybrid-perf [--hybrid-layers 32]]
+ *     [--no-qkv-rope-in-matmul] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -244,6 +249,12 @@ public final class GpuHarness {
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.loraPerf) {
                 tables.append(loraTables(tablesGpu, seed, options.loraAdapters));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.latentPerf) {
+                tables.append(latentTables(tablesTwin));
+                Files.writeString(out.resolve("perf.md"), tables);
+            } else if (options.perf() && options.hybridPerf) {
+                tables.append(hybridTables(tablesTwin, tablesGpu, seed, options.hybridLayers));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.decodePerf) {
                 tables.append(decodeTables(tablesTwin, tablesGpu, seed, options.decodeModels));
@@ -435,6 +446,53 @@ public final class GpuHarness {
         Double fp8 = millis.get(q);
         Double bf16 = millis.get(WeightQuantization.NONE);
         return fp8 == null || bf16 == null ? Double.NaN : fp8 / bf16;
+    }
+
+    /**
+     * Copy bandwidth, then MLA decode attention ({@link LatentBench}) at its keys and batches against it, and the
+     * latent pool's bytes per token as the engine's KV manager allocates it. torch_latent.py reads the kernel rows.
+     */
+    private static String latentTables(Twin twin) {
+        double[] rate = {PEAK_TB_PER_S};
+        LatentBench latent = new LatentBench(twin);
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        sb.append(section("MLA decode attention (bf16, " + LatentBench.HEADS + " heads, latent " + LatentBench.RANK + " + "
+                + LatentBench.ROPE + ", page " + LatentBench.PAGE + ")", () -> LatentBench.table(
+                        latent.run(LatentBench.CASES), rate[0])));
+        sb.append(section("MLA latent pool", () -> latent.poolBytes(1024)));
+        return sb.toString();
+    }
+
+    /**
+     * Copy bandwidth and the rate of the model's largest GEMM (the bounds' rates), then the Bamba engine on Bamba-9B
+     * geometry cut to {@code layers} ({@link HybridBench}): decode at batch 1 and 64, prefill of 2048 tokens.
+     * torch_hybrid.py reads the engine rows.
+     */
+    private static String hybridTables(Twin twin, CudaDevice gpu, long seed, int layers) {
+        double[] rate = {PEAK_TB_PER_S};
+        double[] gemmRate = {Double.NaN};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        sb.append(section("GEMM rate: the MLP's gate/up at " + HybridBench.PREFILL_TOKENS + " rows (bf16, cuBLAS)", () -> {
+            GemmBench.Row r = new GemmBench(twin).measure("gate/up", HybridBench.PREFILL_TOKENS, 2 * 14_336, 4096);
+            gemmRate[0] = r.tflops();
+            return String.format(java.util.Locale.ROOT, "%.1f µs, %.0f TFLOP/s%n", r.micros(), r.tflops());
+        }));
+        List<HybridBench.DecodeRow> decode = new ArrayList<>();
+        List<HybridBench.PrefillRow> prefill = new ArrayList<>();
+        String title = "(bf16, Bamba-9B geometry, " + layers + " layers, random weights)";
+        String failure = "";
+        try {
+            new HybridBench(gpu, seed).run(HybridBench.bamba9b(layers), new int[] {1, 64}, decode, prefill);
+        } catch (RuntimeException e) {
+            failure = "failed: " + e + "\n";
+        }
+        String note = failure;
+        sb.append(section("Hybrid engine decode " + title + ", " + HybridBench.DECODE_STEPS + " timed steps",
+                () -> HybridBench.decodeTable(decode, rate[0]) + note));
+        sb.append(section("Hybrid engine prefill " + title, () -> HybridBench.prefillTable(prefill, gemmRate[0]) + note));
+        return sb.toString();
     }
 
     /**

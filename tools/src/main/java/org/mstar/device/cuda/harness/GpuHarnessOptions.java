@@ -77,6 +77,18 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "layers of the --parallel-perf geometries (default: 8B 32, 70B 16, moe 16)")
     int parallelLayers;
 
+    @Option(names = "--latent-perf", description = "instead of the tables: MLA decode attention at 4k-16k keys, batch "
+            + "1-64, against copy bandwidth; latent pool bytes")
+    boolean latentPerf;
+
+    @Option(names = "--hybrid-perf", description = "instead of the tables: Bamba-9B engine decode (batch 1, 64) and "
+            + "prefill (2048 tokens) against their bounds")
+    boolean hybridPerf;
+
+    @Option(names = "--hybrid-layers", paramLabel = "N", defaultValue = "32",
+            description = "layers of the --hybrid-perf model, its first N of Bamba-9B's 32 (default: ${DEFAULT-VALUE})")
+    int hybridLayers;
+
     @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")
     boolean fp8Only;
 
@@ -133,7 +145,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
         return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || fp8GemmPerf || !parallelPerf.isEmpty();
+                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf;
     }
 
     /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
@@ -153,11 +165,16 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
                     + "one family of checks alone: give one of them");
         }
         if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || fp8GemmPerf || !parallelPerf.isEmpty())) {
+                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf)) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, "
-                    + "--lora-perf, --fp8-perf, --fp8-gemm-perf and --parallel-perf are performance tables: drop "
-                    + "--no-perf (and --attention-only, --moe-only, --state-space-only, --fp8-only) to run them");
+                    + "--lora-perf, --fp8-perf, --fp8-gemm-perf, --parallel-perf, --latent-perf and --hybrid-perf are "
+                    + "performance tables: drop --no-perf (and --attention-only, --moe-only, --state-space-only, "
+                    + "--fp8-only) to run them");
+        }
+        if (hybridLayers < 1 || hybridLayers > HybridBench.BAMBA_9B_LAYERS) {
+            throw new ParameterException(line, "--hybrid-layers must be 1.." + HybridBench.BAMBA_9B_LAYERS + ", got "
+                    + hybridLayers);
         }
         for (String g : parallelPerf) {
             try {

@@ -125,6 +125,24 @@ class HarnessCommandLineTest {
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--fp8-only", "--fp8-gemm-perf");
         assertRefused(new GpuHarnessOptions(), "give one of them", "--moe-only", "--fp8-only");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--parallel-perf", "8B");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--latent-perf");
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--state-space-only", "--hybrid-perf");
+        assertRefused(new GpuHarnessOptions(), "--hybrid-layers must be 1..32, got 33", "--hybrid-perf",
+                "--hybrid-layers", "33");
+    }
+
+    @Test
+    void latentAndHybridPerfReplaceTheDefaultTables() {
+        GpuHarnessOptions latent = new GpuHarnessOptions();
+        HarnessCommandLine.parse(latent, "--latent-perf");
+        assertThat(latent.latentPerf).isTrue();
+        assertThat(latent.replacesTables()).isTrue();
+        GpuHarnessOptions hybrid = new GpuHarnessOptions();
+        HarnessCommandLine.parse(hybrid, "--hybrid-perf", "--hybrid-layers", "8", "--no-checks");
+        assertThat(hybrid.hybridPerf).isTrue();
+        assertThat(hybrid.hybridLayers).isEqualTo(8);
+        assertThat(hybrid.replacesTables()).isTrue();
+        assertThat(hybrid.runs(false)).isFalse();
     }
 
     @Test
@@ -134,7 +152,8 @@ class HarnessCommandLineTest {
         assertThat(line.getCommandSpec().options()).extracting(OptionSpec::longestName).containsExactly(
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
                 "--decode-models", "--invariance-perf", "--skinny-perf", "--fp8-perf", "--fp8-gemm-perf",
-                "--parallel-perf", "--tensor-parallel", "--parallel-layers", "--fp8-only", "--attention-only",
+                "--parallel-perf", "--tensor-parallel", "--parallel-layers", "--latent-perf", "--hybrid-perf",
+                "--hybrid-layers", "--fp8-only", "--attention-only",
                 "--moe-only", "--state-space-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
                 "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
                 "--help");
