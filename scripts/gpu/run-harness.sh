@@ -3,9 +3,10 @@
 # the runtime and jars, so the bundle is all the machine needs). Everything it prints also lands under
 # $OUT (default /tmp/mstar-gpu): nvidia-smi state, the harness log and
 # tables, and the torch comparison (GEMMs; with --prefill-perf, the prefill forward instead; with --decode-perf,
-# the CUDA-graph decode loop; with --fp8-perf or --fp8-gemm-perf, torch._scaled_mm at the W8A8 GEMM table's shapes).
+# the CUDA-graph decode loop; with --fp8-perf or --fp8-gemm-perf, torch._scaled_mm at the W8A8 GEMM table's shapes;
+# with --latent-perf, the MLA decode attention; with --hybrid-perf, the Bamba-9B-geometry decode step and prefill).
 # Arguments go to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf,
-# --decode-perf, --skinny-perf, --perf-table, --no-checks, --preplan-perf, --engine-layers 8,32, --seed N); with
+# --decode-perf, --latent-perf, --hybrid-perf, --skinny-perf, --perf-table, --no-checks, --preplan-perf, --engine-layers 8,32, --seed N); with
 # --perf-table, perf_table.py joins the engine rows with the PyTorch peer into the one-call table;
 # --no-perf --no-checks --preplan-perf gives the pre-planned decode steps table alone;
 # --no-perf, --no-kernel-perf, --skinny-perf and --lora-perf also skip the torch comparison.
@@ -32,6 +33,8 @@ case " $* " in
     *" --fp8-perf "*|*" --fp8-gemm-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_fp8.py" 2>&1 | tee "$OUT/torch.log" ;;
     *" --prefill-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_prefill.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *" --decode-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_decode.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
+    *" --latent-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_latent.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
+    *" --hybrid-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_hybrid.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;
     *) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_gemm.py" 2>&1 | tee "$OUT/torch.log" ;;
 esac
 exit "$status"
