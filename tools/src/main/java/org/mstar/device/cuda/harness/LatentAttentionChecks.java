@@ -15,8 +15,10 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * The latent (MLA) attention ops, CUDA vs CPU, at DeepSeek-V2-Lite's geometry (16 heads, kv_lora_rank 512, a RoPE part
  * of 64, query nope 128, value 128; latent pages of 64 tokens): the latent append of 64 tokens, the absorbed query and
  * the value up-projection of 64 rows, and attention over the latent pool at decode (batch 1 and 64, 4096 keys each),
- * at prefill (one 512-token prompt, causal) and for a 256-token chunk over a cached 3840; fp32 and bf16. Each op runs
- * once on poisoned outputs and is compared, then timed.
+ * at prefill (one 512-token prompt, causal) and for a 256-token chunk over a cached 3840; fp32 and bf16 (bf16 decode
+ * runs the tensor-core kernel, its keys split into slices and merged); and bf16 decode of sequences of unequal lengths
+ * (one slice for the short ones, many for the long). Each op runs once on poisoned outputs and is compared, then
+ * timed.
  */
 final class LatentAttentionChecks {
     private static final int HEADS = 16;
@@ -48,7 +50,18 @@ final class LatentAttentionChecks {
             attempt("latentAttention prefill", () -> attention("prefill", dt, 1, 512, 512));
             attempt("latentAttention chunk", () -> attention("chunk over cache", dt, 1, 256, 4096));
         }
+        attempt("latentAttention decode ragged", () -> attention("decode ragged", DType.BF16, new int[] {1, 1, 1, 1, 1},
+                new int[] {1, 70, 700, 4096, 130}));
         return results;
+    }
+
+    /** {@code rows} sequences of {@code qLen} queries each (causal) over {@code kvLen} keys, pages in reverse order. */
+    private void attention(String name, DType dt, int rows, int qLen, int kvLen) {
+        int[] qLens = new int[rows];
+        int[] kvLens = new int[rows];
+        java.util.Arrays.fill(qLens, qLen);
+        java.util.Arrays.fill(kvLens, kvLen);
+        attention(name, dt, qLens, kvLens);
     }
 
     private void attempt(String name, Runnable check) {
@@ -131,23 +144,29 @@ final class LatentAttentionChecks {
                 () -> tw.gpu.ops().latentValues(latent.gpu(), kvB.gpu(), out.gpu()));
     }
 
-    /** {@code rows} sequences of {@code qLen} queries each (causal) over {@code kvLen} keys, pages in reverse order. */
-    private void attention(String name, DType dt, int rows, int qLen, int kvLen) {
-        int pagesPer = (kvLen + PAGE - 1) / PAGE;
-        int pages = rows * pagesPer + 1;
+    /** Sequence r of {@code qLens[r]} queries (causal) over {@code kvLens[r]} keys, pages in reverse order. */
+    private void attention(String name, DType dt, int[] qLens, int[] kvLens) {
+        int rows = qLens.length;
         int[] qoIndptr = new int[rows + 1];
         int[] kvIndptr = new int[rows + 1];
-        int[] indices = new int[rows * pagesPer];
         int[] last = new int[rows];
+        int maxQ = 0;
+        int maxKv = 0;
         for (int r = 0; r < rows; r++) {
-            qoIndptr[r + 1] = qoIndptr[r] + qLen;
-            kvIndptr[r + 1] = kvIndptr[r] + pagesPer;
-            last[r] = kvLen - (pagesPer - 1) * PAGE;
-            for (int p = 0; p < pagesPer; p++) {
-                indices[r * pagesPer + p] = pages - 1 - (r * pagesPer + p);
-            }
+            int pagesOf = (kvLens[r] + PAGE - 1) / PAGE;
+            qoIndptr[r + 1] = qoIndptr[r] + qLens[r];
+            kvIndptr[r + 1] = kvIndptr[r] + pagesOf;
+            last[r] = kvLens[r] - (pagesOf - 1) * PAGE;
+            maxQ = Math.max(maxQ, qLens[r]);
+            maxKv = Math.max(maxKv, kvLens[r]);
         }
-        int totalQo = rows * qLen;
+        int used = kvIndptr[rows];
+        int pages = used + 1;
+        int[] indices = new int[used];
+        for (int i = 0; i < used; i++) {
+            indices[i] = pages - 1 - i;
+        }
+        int totalQo = qoIndptr[rows];
         Pair q = random(dt, 1f, totalQo, HEADS, WIDTH);
         Pair pool = random(dt, 1f, 1, pages, 1, PAGE, 1, WIDTH);
         Pair out = keep(tw.poisoned(dt, totalQo, HEADS, RANK));
@@ -155,10 +174,13 @@ final class LatentAttentionChecks {
         Pair kv = keep(tw.ints(kvIndptr, rows + 1));
         Pair idx = keep(tw.ints(indices, indices.length));
         Pair lastLen = keep(tw.ints(last, rows));
-        PagedAttentionPlan cpuPlan = plan(qo.cpu(), kv.cpu(), idx.cpu(), lastLen.cpu(), rows, totalQo, qLen, kvLen);
-        PagedAttentionPlan gpuPlan = plan(qo.gpu(), kv.gpu(), idx.gpu(), lastLen.gpu(), rows, totalQo, qLen, kvLen);
+        PagedAttentionPlan cpuPlan = plan(qo.cpu(), kv.cpu(), idx.cpu(), lastLen.cpu(), rows, totalQo, maxQ, maxKv);
+        PagedAttentionPlan gpuPlan = plan(qo.gpu(), kv.gpu(), idx.gpu(), lastLen.gpu(), rows, totalQo, maxQ, maxKv);
         tw.cpu.ops().latentAttention(q.cpu(), pool.cpu(), 0, cpuPlan, out.cpu());
-        compare("latentAttention " + name, rows + " x q" + qLen + " kv" + kvLen + " h" + HEADS + " w" + WIDTH, dt, out,
+        int longest = maxKv;
+        String keys = java.util.Arrays.stream(kvLens).allMatch(k -> k == longest) ? "kv" + maxKv : "kv≤" + maxKv;
+        String shape = rows + " x q" + maxQ + " " + keys + " h" + HEADS + " w" + WIDTH;
+        compare("latentAttention " + name, shape, dt, out,
                 () -> tw.gpu.ops().latentAttention(q.gpu(), pool.gpu(), 0, gpuPlan, out.gpu()));
     }
 

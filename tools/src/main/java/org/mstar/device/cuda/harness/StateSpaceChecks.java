@@ -16,10 +16,13 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * the gated norm at decode (1 and 64 rows) and prefill (one 512-token prompt, and a mixed step of prompt chunks and
  * decode rows) shapes, each continuing from random stored states; the decode step at 1 and 64 rows. Outputs and the
  * states the ops leave are both compared. Inputs are drawn as a checkpoint's are: A from 1 to 16, step sizes from
- * 0.001 to 0.1.
+ * 0.001 to 0.1. The scan also at states of 64 and 256 (its other two instantiations), the step at 256.
  */
 final class StateSpaceChecks {
     private static final Mamba2Shape BAMBA_9B = new Mamba2Shape(128, 64, 1, 128, 4, 256, 0f, Float.POSITIVE_INFINITY);
+    /** Mixers of states 64 (two groups) and 256 (transformers' BambaConfig default), heads of 80 (three channel tiles). */
+    private static final Mamba2Shape STATE_64 = new Mamba2Shape(16, 80, 2, 64, 4, 256, 0f, Float.POSITIVE_INFINITY);
+    private static final Mamba2Shape STATE_256 = new Mamba2Shape(16, 64, 1, 256, 4, 256, 0f, Float.POSITIVE_INFINITY);
 
     private final Twin tw;
     private final List<CheckResult> results = new ArrayList<>();
@@ -33,11 +36,16 @@ final class StateSpaceChecks {
             for (int[] lengths : new int[][] {{1}, ones(64), {512}, {200, 1, 1, 37, 1, 130}}) {
                 String name = lengths.length + " segments of " + sum(lengths) + " tokens";
                 CheckResult.attempt(results, "causalConv1d " + name, () -> conv(dt, lengths));
-                CheckResult.attempt(results, "ssdScan " + name, () -> scan(dt, lengths, false));
+                CheckResult.attempt(results, "ssdScan " + name, () -> scan(BAMBA_9B, dt, lengths, false));
                 CheckResult.attempt(results, "gatedRmsNorm " + name, () -> norm(dt, sum(lengths)));
             }
             for (int rows : new int[] {1, 64}) {
-                CheckResult.attempt(results, "ssmStep " + rows, () -> scan(dt, ones(rows), true));
+                CheckResult.attempt(results, "ssmStep " + rows, () -> scan(BAMBA_9B, dt, ones(rows), true));
+            }
+            for (Mamba2Shape other : List.of(STATE_64, STATE_256)) {
+                String state = "state " + other.stateDim();
+                CheckResult.attempt(results, "ssdScan " + state, () -> scan(other, dt, new int[] {300, 1, 45}, false));
+                CheckResult.attempt(results, "ssmStep " + state, () -> scan(other, dt, ones(3), true));
             }
         }
         return results;
@@ -82,8 +90,7 @@ final class StateSpaceChecks {
         close(proj, w, b, states, out, seg[0], seg[1]);
     }
 
-    private void scan(DType dt, int[] lengths, boolean step) {
-        Mamba2Shape s = BAMBA_9B;
+    private void scan(Mamba2Shape s, DType dt, int[] lengths, boolean step) {
         int tokens = sum(lengths);
         Pair[] seg = segments(lengths);
         Pair xbc = tw.floats(tw.randomFloats(tokens * s.convDim(), 1f, dt), dt, tokens, s.convDim());
@@ -115,7 +122,8 @@ final class StateSpaceChecks {
             gpu = () -> tw.gpu.ops().ssdScan(xbc.gpu(), proj.gpu(), a.gpu(), bias.gpu(), d.gpu(), states.gpu(),
                     seg[0].gpu(), seg[1].gpu(), s, y.gpu());
         }
-        record(step ? "ssmStep" : "ssdScan", lengths, dt, gpu, y, states);
+        record((step ? "ssmStep" : "ssdScan") + (s == BAMBA_9B ? "" : " state " + s.stateDim()), lengths, dt, gpu, y,
+                states);
         close(xbc, proj, a, bias, d, states, y, seg[0], seg[1]);
     }
 
