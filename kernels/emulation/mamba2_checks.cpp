@@ -49,9 +49,10 @@ static void conv_check(const char* name, int dt, Shape s, std::vector<int> lengt
     Buffer proj(dt, (size_t)tokens * s.width(), 1.f), w(dt, (size_t)conv * k, 0.5f), b(dt, conv, 0.5f);
     Buffer states(DT_F32, (size_t)slotCount * conv * (k - 1), 1.f), out(dt, (size_t)tokens * conv, 1.f);
     const Buffer before = states;
-    launch(segs * ((conv + kConvChannels - 1) / kConvChannels), kConvChannels * kConvGroups, [&] {
+    const int runs = tokens > segs ? kConvRuns : 1, channels = kConvThreads / runs;  // as CudaStateSpace picks
+    launch(segs * ((conv + channels - 1) / channels), kConvThreads, [&] {
         mamba_causal_conv1d(proj.data(), dt, w.data(), dt, b.data(), dt, states.data(), DT_F32, slots.data(),
-                            starts.data(), out.data(), dt, segs, conv, k, s.width(), s.inner());
+                            starts.data(), out.data(), dt, segs, conv, k, s.width(), s.inner(), runs);
     });
     int wrong = 0;
     double worst = 0;
@@ -204,6 +205,8 @@ int main() {
     conv_check("conv fp32 prefill segments", DT_F32, small, {5, 1, 0, 37, 2}, {3, 1, 5, 2, 4}, 7);
     conv_check("conv bf16 decode rows", DT_BF16, small, {1, 1, 1}, {2, 6, 1}, 7);
     conv_check("conv width 2", DT_F32, Shape{2, 4, 1, 8, 2}, {3, 4}, {1, 2}, 3);
+    conv_check("conv, one run a segment: rows of 0 to 2 tokens", DT_F32, small, {1, 0, 2}, {3, 1, 5}, 7);
+    conv_check("conv, 300 channels in 8 runs", DT_BF16, Shape{4, 32, 2, 22, 4}, {70, 3}, {2, 0}, 3);
     scan_check("scan fp32, within and across chunks", DT_F32, small, {5, 16, 37, 1}, {3, 1, 4, 6}, 7, false, inf);
     scan_check("scan bf16 tensors, fp32 state", DT_BF16, small, {17, 3}, {2, 5}, 7, false, inf);
     scan_check("scan with a step size clamp", DT_F32, Shape{6, 4, 3, 8, 4}, {20}, {1}, 2, false, 0.3f);

@@ -11,9 +11,10 @@ using namespace mstar;
 
 // The widest convolution the conv kernel keeps in registers (Mamba2 checkpoints use 4).
 constexpr int kMaxConvKernel = 8;
-// The conv block: 32 channels by kConvGroups runs of a segment's tokens, each thread one channel over one run.
-constexpr int kConvChannels = 32;
-constexpr int kConvGroups = 8;
+// The conv block: kConvThreads threads, channels by runs of a segment's tokens (kConvRuns runs for prefill, one when
+// every segment is a decode row), each thread one channel over one run.
+constexpr int kConvThreads = 256;
+constexpr int kConvRuns = 8;
 // The scan block: kSsdChannels channels of a head, kSsdLanes threads each (a thread holds every kSsdLanes-th state
 // value of its channel). The largest state (CudaStateSpace.MAX_STATE) and the chunk's B and C share memory: a chunk
 // is 4096 / NMAX tokens, at most kSsdMaxChunk. Any chunk length gives the same result in exact arithmetic, so this
@@ -33,22 +34,23 @@ __device__ __forceinline__ float step_size(float raw, float bias, float dtMin, f
     return fminf(fmaxf(sp, dtMin), dtMax);
 }
 
-// Block (segment, 32 channels) = blockIdx.x, thread (group g, channel c): run g of the segment's tokens cut in
-// kConvGroups. A run's window (the channel's k - 1 inputs before its first token, oldest first) comes from the
+// Block (segment, kConvThreads / runs channels) = blockIdx.x, thread (run g, channel c): run g of the segment's tokens
+// cut in `runs`. A run's window (the channel's k - 1 inputs before its first token, oldest first) comes from the
 // projection or, before the segment, from the state; after every run has read it, run 0 writes the segment's last
 // k - 1 inputs back to the state.
-extern "C" __global__ void __launch_bounds__(kConvChannels * kConvGroups) mamba_causal_conv1d(
+extern "C" __global__ void __launch_bounds__(kConvThreads) mamba_causal_conv1d(
         const void* proj, int projDt, const void* weight, int wDt, const void* bias, int biasDt, void* states,
         int stDt, const int* slots, const int* starts, void* xbc, int outDt, int segments, int convDim, int k,
-        int width, int xbcCol) {
+        int width, int xbcCol, int runs) {
     await_previous_kernel();
-    const int tiles = (convDim + kConvChannels - 1) / kConvChannels;
+    const int channels = blockDim.x / runs;
+    const int tiles = (convDim + channels - 1) / channels;
     const int seg = blockIdx.x / tiles;
-    const int c = (blockIdx.x - seg * tiles) * kConvChannels + threadIdx.x % kConvChannels;
-    const int g = threadIdx.x / kConvChannels;
+    const int c = (blockIdx.x - seg * tiles) * channels + threadIdx.x % channels;
+    const int g = threadIdx.x / channels;
     const bool active = c < convDim;
     const int start = starts[seg], end = starts[seg + 1], len = end - start;
-    const int run = (len + kConvGroups - 1) / kConvGroups;
+    const int run = (len + runs - 1) / runs;
     const int first = start + min(len, g * run), last = start + min(len, (g + 1) * run);
     const long long stateBase = ((long long)slots[seg] * convDim + c) * (k - 1);
     float w[kMaxConvKernel], win[kMaxConvKernel], old[kMaxConvKernel];

@@ -12,9 +12,9 @@ import org.mstar.device.Mamba2Shape;
 final class CudaStateSpace {
     /** kMaxConvKernel in mamba2.cu: the window a conv thread keeps in registers. */
     private static final int MAX_CONV_KERNEL = 8;
-    /** kConvChannels and kConvGroups: a conv block's channels and the runs of tokens it cuts a segment into. */
-    static final int CONV_CHANNELS = 32;
-    static final int CONV_GROUPS = 8;
+    /** kConvThreads and kConvRuns: a conv block, and the runs of tokens it cuts a prefill segment into. */
+    static final int CONV_THREADS = 256;
+    static final int CONV_RUNS = 8;
     /** The largest state the scan kernels hold (mamba_ssd_scan_n256), its block and channels per block (kSsdChannels). */
     static final int MAX_STATE = 256;
     static final int SCAN_THREADS = 256;
@@ -49,12 +49,22 @@ final class CudaStateSpace {
         if (segments == 0) {
             return;
         }
-        long tiles = (conv + CONV_CHANNELS - 1) / CONV_CHANNELS;
-        kernel("mamba_causal_conv1d").launch(device.stream(), Math.toIntExact(segments * tiles), 1, 1,
-                CONV_CHANNELS * CONV_GROUPS, 0, new KernelArgs().tensor(proj).i32(code(proj))
+        int runs = convRuns(proj.numel() / s.projWidth(), segments);
+        long channels = CONV_THREADS / runs;
+        long tiles = (conv + channels - 1) / channels;
+        kernel("mamba_causal_conv1d").launch(device.stream(), Math.toIntExact(segments * tiles), 1, 1, CONV_THREADS, 0,
+                new KernelArgs().tensor(proj).i32(code(proj))
                 .tensor(weight).i32(code(weight)).tensor(bias).i32(bias == null ? 0 : code(bias)).tensor(states)
                 .i32(code(states)).tensor(slots).tensor(starts).tensor(xbc).i32(code(xbc)).i32((int) segments)
-                .i32(conv).i32(k).i32(s.projWidth()).i32(s.xbcColumn()), "causalConv1d");
+                .i32(conv).i32(k).i32(s.projWidth()).i32(s.xbcColumn()).i32(runs), "causalConv1d");
+    }
+
+    /**
+     * Runs a conv thread's channel is cut into per segment: {@link #CONV_RUNS} when a segment may be longer than a
+     * token (prefill), one when the tokens are no more than the segments (decode rows), so no thread idles.
+     */
+    static int convRuns(long tokens, long segments) {
+        return tokens > segments ? CONV_RUNS : 1;
     }
 
     void ssdScan(CudaTensor xbc, CudaTensor proj, CudaTensor aLog, CudaTensor dtBias, CudaTensor d, CudaTensor states,

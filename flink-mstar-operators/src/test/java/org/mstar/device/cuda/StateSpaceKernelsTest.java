@@ -12,14 +12,22 @@ class StateSpaceKernelsTest {
     @Test
     void theLauncherAndTheKernelsAgreeOnTheirBlocks() throws IOException {
         String kernels = Files.readString(Path.of("../kernels/src/main/cuda/mamba2.cu"));
-        assertThat(kernels).contains("constexpr int kConvChannels = " + CudaStateSpace.CONV_CHANNELS + ";")
-                .contains("constexpr int kConvGroups = " + CudaStateSpace.CONV_GROUPS + ";")
+        assertThat(kernels).contains("constexpr int kConvThreads = " + CudaStateSpace.CONV_THREADS + ";")
+                .contains("constexpr int kConvRuns = " + CudaStateSpace.CONV_RUNS + ";")
                 .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
                 .contains("constexpr int kSsdThreads = kSsdChannels * kSsdLanes;")
                 .contains("constexpr int kSsdLanes = " + CudaStateSpace.SCAN_THREADS / CudaStateSpace.SCAN_CHANNELS + ";");
         for (int n : new int[] {64, 128, 256}) {
             assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ")");
         }
+    }
+
+    @Test
+    void decodeRowsGiveTheConvOneRunAndPrefillEight() {
+        assertThat(CudaStateSpace.convRuns(64, 64)).isEqualTo(1);
+        assertThat(CudaStateSpace.convRuns(3, 4)).isEqualTo(1); // a segment of no tokens beside decode rows
+        assertThat(CudaStateSpace.convRuns(2048, 1)).isEqualTo(8);
+        assertThat(CudaStateSpace.convRuns(65, 64)).isEqualTo(8);
     }
 
     @Test
