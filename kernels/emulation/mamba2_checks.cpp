@@ -211,8 +211,10 @@ int main() {
     scan_check("scan bf16 tensors, fp32 state", DT_BF16, small, {17, 3}, {2, 5}, 7, false, inf);
     scan_check("scan with a step size clamp", DT_F32, Shape{6, 4, 3, 8, 4}, {20}, {1}, 2, false, 0.3f);
     scan_check("scan, one group, Bamba-9B head and state", DT_F32, Shape{2, 64, 1, 128, 4}, {19}, {1}, 3, false, inf);
-    scan_check("scan, Bamba-9B head and state, chunks of 32 and two channel tiles", DT_F32, Shape{2, 64, 1, 128, 4},
+    scan_check("scan, Bamba-9B head and state (one channel tile), chunks of 32", DT_F32, Shape{2, 64, 1, 128, 4},
                {70, 33}, {2, 0}, 3, false, inf);
+    scan_check("scan, heads of 80 (a second channel tile, mostly empty)", DT_F32, Shape{2, 80, 1, 64, 4}, {40, 2},
+               {1, 2}, 3, false, inf);
     scan_check("scan, a state of 256 (chunks of 16)", DT_BF16, Shape{2, 40, 2, 256, 4}, {40}, {1}, 2, false, inf);
     scan_check("step, Bamba-9B head and state", DT_F32, Shape{4, 64, 1, 128, 4}, {1, 1, 1}, {2, 0, 3}, 4, true, inf);
     scan_check("step fp32 rows", DT_F32, small, {1, 1, 1, 1}, {4, 2, 6, 1}, 7, true, inf);

@@ -15,13 +15,16 @@ constexpr int kMaxConvKernel = 8;
 // every segment is a decode row), each thread one channel over one run.
 constexpr int kConvThreads = 256;
 constexpr int kConvRuns = 8;
-// The scan block: kSsdChannels channels of a head, kSsdLanes threads each (a thread holds every kSsdLanes-th state
-// value of its channel). The largest state (CudaStateSpace.MAX_STATE) and the chunk's B and C share memory: a chunk
-// is 4096 / NMAX tokens, at most kSsdMaxChunk. Any chunk length gives the same result in exact arithmetic, so this
-// need not be the checkpoint's chunk_size.
-constexpr int kSsdChannels = 32;
+// The scan block: kSsdThreads threads over kSsdChannels channels of a head, kSsdLanes threads a channel (a thread
+// holds every kSsdLanes-th state value of kSsdPerThread channels 32 apart, so each B or C value it reads from shared
+// memory feeds that many FMAs). The largest state (CudaStateSpace.MAX_STATE) and the chunk's B and C share memory:
+// a chunk is 4096 / NMAX tokens, at most kSsdMaxChunk. Any chunk length gives the same result in exact arithmetic,
+// so this need not be the checkpoint's chunk_size.
+constexpr int kSsdChannels = 64;
 constexpr int kSsdLanes = 8;
-constexpr int kSsdThreads = kSsdChannels * kSsdLanes;
+constexpr int kSsdThreads = 256;
+constexpr int kSsdPerThread = kSsdChannels * kSsdLanes / kSsdThreads;
+constexpr int kSsdChannelStride = kSsdThreads / kSsdLanes;
 constexpr int kSsdMaxChunk = 32;
 constexpr int kSsdBcFloats = 4096 + kSsdMaxChunk;  // a chunk's B (or C) rows, padded by one float each
 
@@ -86,9 +89,10 @@ extern "C" __global__ void __launch_bounds__(kConvThreads) mamba_causal_conv1d(
     }
 }
 
-// Chunked SSD scan. Block ((segment, head), channel tile) = blockIdx.x: channels p0 .. p0 + 31 of the head, thread
-// (channel c, lane q) holding state values n = q, q + 8, ... of channel p0 + c in registers from the segment's start
-// to its end. Per chunk of L tokens, with cum the inclusive prefix sum of dt·A over the chunk and h the state before:
+// Chunked SSD scan. Block ((segment, head), channel tile) = blockIdx.x: channels p0 .. p0 + 63 of the head, thread
+// (c, lane q) holding state values n = q, q + 8, ... of channels p0 + c and p0 + c + 32 in registers from the
+// segment's start to its end. Per chunk of L tokens, with cum the inclusive prefix sum of dt·A over the chunk and h the
+// state before:
 //   y_t = exp(cum_t)·(C_t·h) + Σ_{s≤t} W[t][s]·x_s + D·x_t,   W[t][s] = (C_t·B_s)·exp(cum_t − cum_s)·dt_s
 //   h  ← exp(cum_L)·h + Σ_s exp(cum_L − cum_s)·dt_s·x_s·B_s
 // W is computed once per block and chunk (the matmul-shaped part, shared by the block's channels); C_t·h is a sum
@@ -99,29 +103,33 @@ __device__ __forceinline__ void ssd_scan_body(
     const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts, void* y, int yDt,
     int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {
     constexpr int L = 4096 / NMAX < kSsdMaxChunk ? 4096 / NMAX : kSsdMaxChunk;
-    constexpr int PER = NMAX / kSsdLanes;  // state values per thread
+    constexpr int PER = NMAX / kSsdLanes;  // state values per thread and channel
+    constexpr int CPT = kSsdPerThread;
     __shared__ float bs[kSsdBcFloats], cs[kSsdBcFloats];  // [L][N + 1]
-    __shared__ float xs[L * kSsdChannels];                 // [L][32]
+    __shared__ float xs[L * kSsdChannels];                 // [L][64]
     __shared__ float w[L * L];                             // W[t][s]
     __shared__ float dts[L], cum[L], tail[L];              // tail[s] = exp(cum_L − cum_s)·dt_s
     await_previous_kernel();
     const int pTiles = (headDim + kSsdChannels - 1) / kSsdChannels;
     const int sh = blockIdx.x / pTiles, p0 = (blockIdx.x - sh * pTiles) * kSsdChannels;
     const int seg = sh / heads, head = sh - seg * heads;
-    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes, p = p0 + c;
-    const bool active = p < headDim;
+    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes;
     const int N = stateDim, stride = N + 1;
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
     const int bCol = inner + head / (heads / groups) * stateDim, cCol = bCol + groupStates;
     const float a = -expf(load_f(aLog, aDt, head));
     const float bias = load_f(dtBias, dtbDt, head), skip = load_f(dSkip, dDt, head);
-    const long long stateBase = (((long long)slots[seg] * heads + head) * headDim + p) * stateDim;
-    float h[PER];
+    const long long headBase = ((long long)slots[seg] * heads + head) * headDim;
+    float h[CPT][PER];
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int n = q + kSsdLanes * i;
-        h[i] = active && n < N ? load_f(states, stDt, stateBase + n) : 0.f;
+    for (int j = 0; j < CPT; j++) {
+        const int p = p0 + c + kSsdChannelStride * j;
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int n = q + kSsdLanes * i;
+            h[j][i] = p < headDim && n < N ? load_f(states, stDt, (headBase + p) * stateDim + n) : 0.f;
+        }
     }
     const int first = starts[seg], end = starts[seg + 1];
     for (int t0 = first; t0 < end; t0 += L) {
@@ -153,48 +161,84 @@ __device__ __forceinline__ void ssd_scan_body(
             const int t = i / len, s = i - t * len;  // consecutive threads: consecutive B rows, one C row
             float acc = 0.f;
             if (s <= t) {
-                for (int n = 0; n < N; n++) acc += cs[t * stride + n] * bs[s * stride + n];
+                const float* ct = cs + t * stride;
+                const float* bt = bs + s * stride;
+                float part[4] = {0.f, 0.f, 0.f, 0.f};  // four chains, not one 128-long dependency
+                int n = 0;
+                for (; n + 3 < N; n += 4) {
+#pragma unroll
+                    for (int u = 0; u < 4; u++) part[u] += ct[n + u] * bt[n + u];
+                }
+                for (; n < N; n++) part[0] += ct[n] * bt[n];
+                acc = (part[0] + part[1]) + (part[2] + part[3]);
                 acc *= expf(cum[t] - cum[s]) * dts[s];
             }
             w[t * L + s] = acc;
         }
         __syncthreads();
-        // outputs: C_t·h summed over the channel's lanes, then lane t % 8 adds the chunk's own tokens
+        // outputs: C_t·h summed over a channel's lanes, then lane t % 8 adds the chunk's own tokens
         for (int t = 0; t < len; t++) {
-            float part = 0.f;
+            float part[CPT];
+#pragma unroll
+            for (int j = 0; j < CPT; j++) part[j] = 0.f;
 #pragma unroll
             for (int i = 0; i < PER; i++) {
                 const int n = q + kSsdLanes * i;
-                if (n < N) part += cs[t * stride + n] * h[i];
+                if (n < N) {
+                    const float cn = cs[t * stride + n];
+#pragma unroll
+                    for (int j = 0; j < CPT; j++) part[j] += cn * h[j][i];
+                }
             }
-            part += __shfl_xor_sync(0xffffffffu, part, 1);
-            part += __shfl_xor_sync(0xffffffffu, part, 2);
-            part += __shfl_xor_sync(0xffffffffu, part, 4);
-            if (active && t % kSsdLanes == q) {
-                float acc = expf(cum[t]) * part;
-                for (int s = 0; s <= t; s++) acc += w[t * L + s] * xs[s * kSsdChannels + c];
-                acc += skip * xs[t * kSsdChannels + c];
-                store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p, acc);
+#pragma unroll
+            for (int j = 0; j < CPT; j++) {
+                part[j] += __shfl_xor_sync(0xffffffffu, part[j], 1);
+                part[j] += __shfl_xor_sync(0xffffffffu, part[j], 2);
+                part[j] += __shfl_xor_sync(0xffffffffu, part[j], 4);
+            }
+            if (t % kSsdLanes == q) {
+#pragma unroll
+                for (int j = 0; j < CPT; j++) {
+                    const int cc = c + kSsdChannelStride * j, p = p0 + cc;
+                    if (p >= headDim) continue;
+                    float acc = expf(cum[t]) * part[j];
+                    for (int s = 0; s <= t; s++) acc += w[t * L + s] * xs[s * kSsdChannels + cc];
+                    acc += skip * xs[t * kSsdChannels + cc];
+                    store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p, acc);
+                }
             }
         }
         const float decay = expf(cum[len - 1]);
 #pragma unroll
-        for (int i = 0; i < PER; i++) h[i] *= decay;
+        for (int j = 0; j < CPT; j++) {
+#pragma unroll
+            for (int i = 0; i < PER; i++) h[j][i] *= decay;
+        }
         for (int s = 0; s < len; s++) {
-            const float coef = tail[s] * xs[s * kSsdChannels + c];
+            float coef[CPT];
+#pragma unroll
+            for (int j = 0; j < CPT; j++) coef[j] = tail[s] * xs[s * kSsdChannels + c + kSsdChannelStride * j];
 #pragma unroll
             for (int i = 0; i < PER; i++) {
                 const int n = q + kSsdLanes * i;
-                if (n < N) h[i] += coef * bs[s * stride + n];
+                if (n < N) {
+                    const float bn = bs[s * stride + n];
+#pragma unroll
+                    for (int j = 0; j < CPT; j++) h[j][i] += coef[j] * bn;
+                }
             }
         }
         __syncthreads();  // the chunk's shared memory is free for the next
     }
-    if (!active) return;
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-        const int n = q + kSsdLanes * i;
-        if (n < N) store_f(states, stDt, stateBase + n, h[i]);
+    for (int j = 0; j < CPT; j++) {
+        const int p = p0 + c + kSsdChannelStride * j;
+        if (p >= headDim) continue;
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int n = q + kSsdLanes * i;
+            if (n < N) store_f(states, stDt, (headBase + p) * stateDim + n, h[j][i]);
+        }
     }
 }
 

@@ -18,7 +18,7 @@ final class CudaStateSpace {
     /** The largest state the scan kernels hold (mamba_ssd_scan_n256), its block and channels per block (kSsdChannels). */
     static final int MAX_STATE = 256;
     static final int SCAN_THREADS = 256;
-    static final int SCAN_CHANNELS = 32;
+    static final int SCAN_CHANNELS = 64;
     /** Threads per warp: the decode step gives each channel a warp. */
     private static final int WARP = 32;
     private static final int NORM_THREADS = 256;

@@ -15,8 +15,7 @@ class StateSpaceKernelsTest {
         assertThat(kernels).contains("constexpr int kConvThreads = " + CudaStateSpace.CONV_THREADS + ";")
                 .contains("constexpr int kConvRuns = " + CudaStateSpace.CONV_RUNS + ";")
                 .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
-                .contains("constexpr int kSsdThreads = kSsdChannels * kSsdLanes;")
-                .contains("constexpr int kSsdLanes = " + CudaStateSpace.SCAN_THREADS / CudaStateSpace.SCAN_CHANNELS + ";");
+                .contains("constexpr int kSsdThreads = " + CudaStateSpace.SCAN_THREADS + ";");
         for (int n : new int[] {64, 128, 256}) {
             assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ")");
         }

@@ -20,7 +20,7 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  */
 final class StateSpaceChecks {
     private static final Mamba2Shape BAMBA_9B = new Mamba2Shape(128, 64, 1, 128, 4, 256, 0f, Float.POSITIVE_INFINITY);
-    /** Mixers of states 64 (two groups) and 256 (transformers' BambaConfig default), heads of 80 (three channel tiles). */
+    /** Mixers of states 64 (two groups) and 256 (transformers' BambaConfig default), heads of 80 (two channel tiles). */
     private static final Mamba2Shape STATE_64 = new Mamba2Shape(16, 80, 2, 64, 4, 256, 0f, Float.POSITIVE_INFINITY);
     private static final Mamba2Shape STATE_256 = new Mamba2Shape(16, 64, 1, 256, 4, 256, 0f, Float.POSITIVE_INFINITY);
 
