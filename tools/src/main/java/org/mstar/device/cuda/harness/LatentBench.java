@@ -98,7 +98,7 @@ final class LatentBench {
     /** DeepSeek-V2-Lite's geometry, as far as its KV cache goes. */
     static ModelConfig deepseekV2Lite() {
         return ModelConfig.builder(Architecture.DEEPSEEK_V2)
-                .hiddenSize(2048).intermediateSize(10944).numLayers(27).numHeads(HEADS).headDim(128)
+                .hiddenSize(2048).intermediateSize(10944).numLayers(27).numHeads(HEADS).headDim(ROPE)
                 .latentAttention(new LatentAttention(0, RANK, 128, ROPE, 128)).rmsNormEps(1e-6)
                 .maxPositionEmbeddings(163_840).vocabSize(102_400).bosTokenId(100_000).eosTokenId(100_001)
                 .dtype(DType.BF16).build();
