@@ -1,18 +1,21 @@
 // Host emulation checks of the mixture-of-experts kernels (moe.cu), launched as CudaOps.moeRoute, moeExperts and moeLocalIds launch
-// them, on the CPU under cuda_host_shim.h. The router must choose what a plain loop over the same logits chooses
+// them, on the CPU under cuda_host_shim.h and warp_mma_shim.h. The router must choose what a plain loop over the same logits chooses
 // (softmax and sigmoid scores, top k of 2 to 8, normalised or not, DeepSeek-V2's group limit, a routed scaling
 // factor), with weights within fp32 rounding. The experts (sort by expert, grouped gate/up with SiLU·mul, grouped down
 // with the routing weights, combine) must match a double loop over the same stored inputs within fp32 summation error
 // plus, for bf16, the roundings of gate, up, the activation and the output; a row with an expert id outside the stack
-// must come out NaN. Shapes: one row (decode), rows whose experts fill several tiles, widths that are not multiples
-// of the tiles. It checks indexing and arithmetic where no GPU is at hand; it says nothing about speed.
+// must come out NaN. Each of CudaMoe's three ways through the products is checked so: the CUDA-core tiles (fp32 and bf16),
+// the tensor-core decode tiles of 8 and 16 assignments (skinny.cuh's walk; bf16, widths multiples of 64), and the
+// cuBLAS way's gather (runs back to back, or equal slots) and combine around the products, which a host loop stands in
+// for here. Shapes: one
+// row (decode), rows whose experts fill several tiles, widths that are not multiples of the tiles. It checks indexing and arithmetic where no GPU is at hand; it says nothing about speed.
 // Run: ./run.sh moe_checks
-#include "cuda_host_shim.h"
-#include <atomic>
-// the sort's counters are shared by the block's threads, which run concurrently here
-inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
+#define MSTAR_HOST_EMULATION
+#include "warp_mma_shim.h"
 #include <algorithm>
+using std::max;
 using std::min;  // the device min of ints
+#include <vector_functions.h>
 #include "common.cuh"
 #include "moe.cu"
 #include "random_buffer.h"
@@ -96,39 +99,102 @@ static void check_route(const char* name, int rows, int experts, Routing r) {
     }
 }
 
-// As CudaOps.moeExperts: the sort in one block of 1024, the two grouped GEMMs over the largest possible number of
-// tiles (the empty ones exit), the combine over a few blocks of 256 (grid-stride).
-static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vector<int>& ids,
-                        const std::vector<float>& weights, Buffer& out, int rows, int topK, int experts, int hidden,
-                        int inter) {
-    const int assignments = rows * topK;
-    const int maxTiles = std::min(assignments, (assignments + kMoeTileRows - 1) / kMoeTileRows
-                                               + std::min(experts, assignments));
-    std::vector<int> sorted(assignments, -1), tileStart(maxTiles, -1), tileExpert(maxTiles, -1), tiles(2, -1);
-    Buffer h(out.dt, (size_t)assignments * inter, 0.f);
-    std::vector<float> y((size_t)assignments * hidden, 12345.f);
-    launch(1, kMoeSortThreads, [&] {
-        moe_sort(ids.data(), assignments, experts, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data());
-    });
-    const int gateUpTiles = (inter + kMoeGateUpCols - 1) / kMoeGateUpCols;
-    launch(maxTiles * gateUpTiles, kMoeThreads, [&] {
-        moe_gate_up(x.data(), x.dt, gateUp.data(), gateUp.dt, sorted.data(), tileStart.data(), tileExpert.data(),
-                    tiles.data(), h.data(), h.dt, topK, hidden, inter);
-    });
-    const int downTiles = (hidden + kMoeDownCols - 1) / kMoeDownCols;
-    launch(maxTiles * downTiles, kMoeThreads, [&] {
-        moe_down(h.data(), h.dt, down.data(), down.dt, sorted.data(), tileStart.data(), tileExpert.data(),
-                 tiles.data(), weights.data(), y.data(), hidden, inter);
-    });
-    launch(3, 256, [&] {
-        moe_combine(y.data(), ids.data(), experts, out.data(), out.dt, rows, hidden, topK);
-    });
-}
+// CudaMoe's ways through the expert products.
+enum Way { CUDA_CORES, SKINNY_M1, SKINNY_M2, GATHER, GATHER_SLOTS };
 
 static double round_dt(int dt, double v) { return dt == DT_BF16 ? (double)__bfloat162float(__float2bfloat16_rn((float)v)) : (float)v; }
 
+// As CudaMoe.experts: the sort in one block of 1024, the two tiled products over the largest possible number of
+// tiles (the empty ones exit), the combine over a few blocks of 256 (grid-stride). The cuBLAS way gathers, runs each
+// expert's products on its run of sorted rows (here a float loop rounded as cuBLAS into bf16 and silu_mul round) and
+// combines from the sorted rows.
+static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vector<int>& ids,
+                        const std::vector<float>& weights, Buffer& out, int rows, int topK, int experts, int hidden,
+                        int inter, Way way = CUDA_CORES) {
+    const int assignments = rows * topK;
+    const int tileRows = way == SKINNY_M1 ? 8 : kMoeTileRows;
+    const int maxTiles = std::min(assignments, (assignments + tileRows - 1) / tileRows + std::min(experts, assignments));
+    std::vector<int> sorted(assignments, -1), expertStart(experts + 1, -1), tileStart(maxTiles, -1),
+        tileExpert(maxTiles, -1), tiles(2, -1);
+    Buffer h(out.dt, (size_t)assignments * inter, 0.f);
+    std::vector<float> y((size_t)assignments * hidden, 12345.f);
+    launch(1, kMoeSortThreads, [&] {
+        moe_sort(ids.data(), assignments, experts, tileRows, sorted.data(), expertStart.data(), tileStart.data(),
+                 tileExpert.data(), tiles.data());
+    });
+    using bf16 = __nv_bfloat16;
+    const auto* xb = static_cast<const bf16*>(x.data());
+    const auto* gub = static_cast<const bf16*>(gateUp.data());
+    const auto* db = static_cast<const bf16*>(down.data());
+    auto* hb = static_cast<bf16*>(h.data());
+    if (way == CUDA_CORES) {
+        const int gateUpTiles = (inter + kMoeGateUpCols - 1) / kMoeGateUpCols;
+        launch(maxTiles * gateUpTiles, kMoeThreads, [&] {
+            moe_gate_up(x.data(), x.dt, gateUp.data(), gateUp.dt, sorted.data(), tileStart.data(), tileExpert.data(),
+                        tiles.data(), h.data(), h.dt, topK, hidden, inter);
+        });
+        const int downTiles = (hidden + kMoeDownCols - 1) / kMoeDownCols;
+        launch(maxTiles * downTiles, kMoeThreads, [&] {
+            moe_down(h.data(), h.dt, down.data(), down.dt, sorted.data(), tileStart.data(), tileExpert.data(),
+                     tiles.data(), weights.data(), y.data(), hidden, inter);
+        });
+    } else if (way == SKINNY_M1 || way == SKINNY_M2) {
+        const bool m1 = way == SKINNY_M1;
+        launch(maxTiles * ((inter + 7) / 8), 256, [&] {
+            (m1 ? moe_skinny_gate_up_m1 : moe_skinny_gate_up_m2)(xb, gub, sorted.data(), tileStart.data(),
+                                                                 tileExpert.data(), tiles.data(), hb, topK, hidden,
+                                                                 inter);
+        });
+        launch(maxTiles * ((hidden + 15) / 16), 256, [&] {
+            (m1 ? moe_skinny_down_m1 : moe_skinny_down_m2)(hb, db, sorted.data(), tileStart.data(), tileExpert.data(),
+                                                           tiles.data(), weights.data(), y.data(), hidden, inter);
+        });
+    }
+    if (way != GATHER && way != GATHER_SLOTS) {
+        launch(3, 256, [&] {
+            moe_combine(y.data(), ids.data(), experts, out.data(), out.dt, rows, hidden, topK);
+        });
+        return;
+    }
+    // equal slots of the largest run's rows for each expert, or the runs back to back in sorted order
+    int slotRows = 0;
+    for (int e = 0; e < experts && way == GATHER_SLOTS; e++) slotRows = std::max(slotRows, expertStart[e + 1] - expertStart[e]);
+    const int slots = way == GATHER_SLOTS ? experts * slotRows : assignments;
+    Buffer xs(x.dt, (size_t)slots * hidden, 0.f);
+    std::vector<int> pos(assignments, -1);
+    y.assign((size_t)slots * hidden, 12345.f);
+    launch(5, 256, [&] {
+        moe_gather(x.data(), x.dt, ids.data(), sorted.data(), expertStart.data(), tiles.data(), xs.data(), pos.data(),
+                   assignments, hidden, topK, slotRows);
+    });
+    // each expert's run of rows through its gate/up and down products
+    for (int e = 0; e < experts; e++) {
+        const int first = way == GATHER_SLOTS ? e * slotRows : expertStart[e];
+        for (int p = first; p < first + expertStart[e + 1] - expertStart[e]; p++) {
+            std::vector<float> hv(inter);
+            for (int c = 0; c < inter; c++) {
+                float g = 0, u = 0;
+                for (int i = 0; i < hidden; i++) {
+                    g += xs.at((size_t)p * hidden + i) * gateUp.at(((size_t)e * 2 * inter + c) * hidden + i);
+                    u += xs.at((size_t)p * hidden + i) * gateUp.at(((size_t)e * 2 * inter + inter + c) * hidden + i);
+                }
+                hv[c] = (float)round_dt(h.dt, silu_times((float)round_dt(h.dt, g), (float)round_dt(h.dt, u)));
+            }
+            for (int o = 0; o < hidden; o++) {
+                float s = 0;
+                for (int c = 0; c < inter; c++) s += hv[c] * down.at(((size_t)e * hidden + o) * inter + c);
+                y[(size_t)p * hidden + o] = s;
+            }
+        }
+    }
+    launch(3, 256, [&] {
+        moe_combine_sorted(y.data(), pos.data(), ids.data(), weights.data(), experts, out.data(), out.dt, rows, hidden,
+                           topK);
+    });
+}
+
 static void check_experts(const char* name, int dt, int rows, int topK, int experts, int hidden, int inter,
-                          int badRow = -1) {
+                          int badRow = -1, Way way = CUDA_CORES) {
     Buffer x(dt, (size_t)rows * hidden, 1.f), gateUp(dt, (size_t)experts * 2 * inter * hidden, 0.15f),
         down(dt, (size_t)experts * hidden * inter, 0.15f), out(dt, (size_t)rows * hidden, 0.f);
     std::vector<int> ids((size_t)rows * topK);
@@ -143,7 +209,7 @@ static void check_experts(const char* name, int dt, int rows, int topK, int expe
         }
     }
     if (badRow >= 0) ids[(size_t)badRow * topK + topK - 1] = experts;
-    moe_experts(x, gateUp, down, ids, weights, out, rows, topK, experts, hidden, inter);
+    moe_experts(x, gateUp, down, ids, weights, out, rows, topK, experts, hidden, inter, way);
     int wrong = 0;
     double worst = 0;
     for (int r = 0; r < rows; r++) {
@@ -257,6 +323,15 @@ int main() {
     check_experts("an expert id outside the stack", DT_F32, 4, 2, 5, 64, 32, 2);
     check_split("8 experts over 2 devices, top 2", 12, 2, 8, 64, 32);
     check_split("16 experts over 2 devices, a decode row of top 8", 1, 8, 16, 72, 40);
+    check_experts("tensor-core tiles of 8: a decode row, 8 of 16 experts", DT_BF16, 1, 8, 16, 128, 64, -1, SKINNY_M1);
+    check_experts("tensor-core tiles of 8: experts of more than a tile", DT_BF16, 12, 3, 4, 64, 128, -1, SKINNY_M1);
+    check_experts("tensor-core tiles of 16: partial tiles of 3 experts", DT_BF16, 21, 2, 3, 64, 64, -1, SKINNY_M2);
+    check_experts("tensor-core tiles of 16, an expert id outside the stack", DT_BF16, 6, 2, 5, 128, 64, 3, SKINNY_M2);
+    check_experts("cuBLAS way: gather and sorted combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER);
+    check_experts("cuBLAS way, an expert id outside the stack", DT_BF16, 5, 2, 4, 64, 32, 1, GATHER);
+    check_experts("cuBLAS way in equal slots: gather and combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER_SLOTS);
+    check_experts("cuBLAS way in equal slots, an expert id outside the stack", DT_BF16, 5, 2, 4, 64, 32, 1,
+                  GATHER_SLOTS);
     std::printf(fails ? "moe_checks: %d emulated checks failed\n" : "moe_checks: all passed\n", fails);
     return fails != 0;
 }

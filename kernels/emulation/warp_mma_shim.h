@@ -5,6 +5,7 @@
 // MSTAR_HOST_EMULATION defined.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstring>
 #include "cuda_host_shim.h"
 
@@ -12,11 +13,8 @@ alignas(16) inline unsigned char g_dynamic_smem[232448];
 inline std::vector<std::array<uint32_t, 6>> g_warp_operands(1024);
 
 inline void __threadfence() {}
-inline int atomicAdd(int* p, int v) {  // blocks run one at a time, and only thread 0 counts
-    const int old = *p;
-    *p += v;
-    return old;
-}
+// a block's threads run concurrently (the MoE sort's counters are shared by all of them)
+inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
 template <class T>
 inline T __ldcg(const T* p) {
     return *p;

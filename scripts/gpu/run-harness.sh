@@ -8,7 +8,8 @@
 # Arguments go to the harness (e.g. --no-perf, --no-kernel-perf, --prefill-perf,
 # --decode-perf, --latent-perf, --hybrid-perf, --skinny-perf, --perf-table, --no-checks, --preplan-perf, --engine-layers 8,32, --seed N); with
 # --perf-table, perf_table.py joins the engine rows with the PyTorch peer into the one-call table;
-# --no-perf --no-checks --preplan-perf gives the pre-planned decode steps table alone;
+# --no-perf --no-checks --preplan-perf gives the pre-planned decode steps table alone; with --moe-perf (run it with
+# --no-checks; --moe-only runs the MoE checks), torch_moe.py joins the MoE engine rows with its PyTorch peer;
 # --no-perf, --no-kernel-perf, --skinny-perf and --lora-perf also skip the torch comparison.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
@@ -29,6 +30,7 @@ status=${PIPESTATUS[0]}
 # prefill ones.
 case " $* " in
     *" --perf-table "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/perf_table.py" "$OUT" 2>&1 | tee "$OUT/torch.log" ;;
+    *" --moe-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_moe.py" "$OUT" 2>&1 | tee "$OUT/torch.log" ;;
     *" --no-perf "*|*" --no-kernel-perf "*|*" --skinny-perf "*|*" --lora-perf "*) ;;
     *" --fp8-perf "*|*" --fp8-gemm-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_fp8.py" 2>&1 | tee "$OUT/torch.log" ;;
     *" --prefill-perf "*) PYTHONUNBUFFERED=1 python3 "$BUNDLE/torch_prefill.py" "$OUT/perf.md" 2>&1 | tee "$OUT/torch.log" ;;

@@ -19,6 +19,10 @@ typedef int (*gemm_ex_fn)(void *handle, int transa, int transb, int m, int n, in
                           const void *a, int aType, int lda, const void *b, int bType, int ldb, const void *beta,
                           void *c, int cType, int ldc, int computeType, int algo);
 
+typedef int (*gemm_strided_batched_ex_fn)(void *handle, int transa, int transb, int m, int n, int k, const void *alpha,
+                                         const void *a, int aType, int lda, long long strideA, const void *b,
+                                         int bType, int ldb, long long strideB, const void *beta, void *c, int cType,
+                                         int ldc, long long strideC, int batchCount, int computeType, int algo);
 enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_GEMM_DEFAULT = -1, CUBLAS_OP_N_CODE = 0, CUBLAS_OP_T_CODE = 1 };
 
 static create_fn p_create;
@@ -27,6 +31,7 @@ static set_stream_fn p_set_stream;
 static set_workspace_fn p_set_workspace;
 static get_version_fn p_get_version;
 static gemm_ex_fn p_gemm_ex;
+static gemm_strided_batched_ex_fn p_gemm_strided_batched_ex;
 
 static jfieldID f_native_pointer;
 static jfieldID f_byte_offset;
@@ -77,7 +82,9 @@ static int cublas_bind(void *lib) {
     p_set_workspace = (set_workspace_fn)dlsym(lib, "cublasSetWorkspace_v2");
     p_get_version = (get_version_fn)dlsym(lib, "cublasGetVersion_v2");
     p_gemm_ex = (gemm_ex_fn)dlsym(lib, "cublasGemmEx");
-    return p_create && p_destroy && p_set_stream && p_set_workspace && p_get_version && p_gemm_ex;
+    p_gemm_strided_batched_ex = (gemm_strided_batched_ex_fn)dlsym(lib, "cublasGemmStridedBatchedEx");
+    return p_create && p_destroy && p_set_stream && p_set_workspace && p_get_version && p_gemm_ex
+           && p_gemm_strided_batched_ex;
 }
 
 /*
@@ -167,6 +174,19 @@ JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_gemmEx(JNIEnv *en
           p_gemm_ex((void *)handle, transa, transb, m, n, k, &al, address(env, a), aType, lda, address(env, b), bType,
                     ldb, &be, address(env, c), cType, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
+}
+
+JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_gemmStridedBatchedEx(
+    JNIEnv *env, jclass cls, jlong handle, jint transa, jint transb, jint m, jint n, jint k, jfloat alpha, jobject a,
+    jint aType, jint lda, jlong strideA, jobject b, jint bType, jint ldb, jlong strideB, jfloat beta, jobject c,
+    jint cType, jint ldc, jlong strideC, jint batchCount) {
+    (void)cls;
+    float al = alpha, be = beta;
+    check(env,
+          p_gemm_strided_batched_ex((void *)handle, transa, transb, m, n, k, &al, address(env, a), aType, lda, strideA,
+                                    address(env, b), bType, ldb, strideB, &be, address(env, c), cType, ldc, strideC,
+                                    batchCount, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx");
 }
 
 /*

@@ -1,19 +1,32 @@
 // Mixture-of-experts layers (MoeOps): the router, then the routed experts' gated MLPs grouped by expert.
 //   moe_route      one warp per row: scores (softmax or sigmoid), DeepSeek-V2's group limit, top k, normalise, scale
-//   moe_sort       one block: the row-choices ("assignments", a = row·k + j) sorted by expert, and the list of
-//                  row tiles (each kMoeTileRows assignments of one expert) the grouped GEMMs run over
-//   moe_gate_up    grouped GEMM: a tile of one expert's assignments × a tile of its gate and up rows, SiLU·mul in
+//   moe_sort       one block: the row-choices ("assignments", a = row·k + j) sorted by expert, each expert's first
+//                  sorted position, and the list of row tiles (each up to tileRows assignments of one expert) the
+//                  tiled products run over
+// Then one of three ways through the experts' products (CudaMoe chooses):
+//   fp32 and odd widths, on the CUDA cores:
+//     moe_gate_up  grouped GEMM: a tile of one expert's assignments × a tile of its gate and up rows, SiLU·mul in
 //                  the epilogue, into h [assignments, I] in sorted order
-//   moe_down       grouped GEMM: h × the expert's down rows, the routing weight applied in the epilogue, into
+//     moe_down     grouped GEMM: h × the expert's down rows, the routing weight applied in the epilogue, into
 //                  y [assignments, H] (fp32) at each assignment's own place
+//   bf16 at few rows (decode), on the tensor cores as streams over the chosen experts' weights (skinny.cuh):
+//     moe_skinny_gate_up_m*, moe_skinny_down_m*  the same two products and epilogues, a block taking one tile of
+//                  8 or 16 assignments and 16 weight rows of its expert, so each chosen expert's weights are read once
+//                  for all the rows of a tile
+//   bf16 at many rows (prefill), on cuBLAS: moe_gather copies the assignments' rows of x into expert order (each
+//                  expert's run of rows in sorted order, or in equal slots), the host runs the gate/up and down GEMMs
+//                  over the runs (one strided batched GEMM over the slots, or one GEMM per expert; silu_mul between),
+//                  and moe_combine_sorted weighs and sums them back
 //   moe_combine    out[row] = Σ_j y[row·k + j], in the order of the row's choices
+//   moe_local_ids  expert parallelism: the router's ids renumbered for one device's experts (-1 for another's)
 // The reduction over a row's k experts is a pass of its own rather than atomics in moe_down's epilogue, so that the
-// result does not depend on which tile finishes first (the engine's batch-invariance promise). Every launch size is a
-// function of the row count alone (empty tiles exit at once), so a recorded decode graph serves any routing.
-// Correctness first: the GEMMs run on the CUDA cores in fp32 from shared-memory tiles; each output element is one
-// thread's sum in index order.
+// result does not depend on which tile finishes first (the engine's batch-invariance promise). Every launch size of
+// the first two ways is a function of the row count alone (empty tiles exit at once), so a recorded decode graph
+// serves any routing; the cuBLAS way reads the experts' row counts back to the host and never runs in a graph.
+// The CUDA-core GEMMs run in fp32 from shared-memory tiles; each output element is one thread's sum in index order.
 #include "common.cuh"
 #include "activations.cuh"
+#include "skinny.cuh"
 
 using namespace mstar;
 
@@ -121,12 +134,14 @@ extern "C" __global__ void moe_route(const float* logits, int experts, int sigmo
 }
 
 // One block of kMoeSortThreads. sorted[p] = the assignment at sorted position p, grouped by expert in expert order
-// (within an expert in any order: each output row's sums do not depend on its neighbours in a tile). tileStart[t] is
-// the sorted position of tile t's first row and tileExpert[t] its expert; tiles[0] is their number and tiles[1] the
-// number of sorted assignments. Ids outside [0, experts) are left out (moe_combine makes their rows NaN).
+// (within an expert in any order: each output row's sums do not depend on its neighbours in a tile), and
+// expertStart[e] the sorted position of expert e's first assignment (expertStart[experts]: the number sorted).
+// tileStart[t] is the sorted position of tile t's first row (tiles of up to tileRows rows) and tileExpert[t] its
+// expert; tiles[0] is their number and tiles[1] the number of sorted assignments. Ids outside [0, experts) are left
+// out (the combines make their rows NaN).
 extern "C" __global__ void __launch_bounds__(kMoeSortThreads) moe_sort(const int* ids, int assignments, int experts,
-                                                                       int* sorted, int* tileStart, int* tileExpert,
-                                                                       int* tiles) {
+                                                                       int tileRows, int* sorted, int* expertStart,
+                                                                       int* tileStart, int* tileExpert, int* tiles) {
     await_previous_kernel();
     __shared__ int count[kMoeMaxExperts];
     __shared__ int cursor[kMoeMaxExperts];
@@ -141,12 +156,14 @@ extern "C" __global__ void __launch_bounds__(kMoeSortThreads) moe_sort(const int
         int start = 0, t = 0;
         for (int e = 0; e < experts; e++) {
             cursor[e] = start;
-            for (int r = 0; r < count[e]; r += kMoeTileRows, t++) {
+            expertStart[e] = start;
+            for (int r = 0; r < count[e]; r += tileRows, t++) {
                 tileStart[t] = start + r;
                 tileExpert[t] = e;
             }
             start += count[e];
         }
+        expertStart[experts] = start;
         tiles[0] = t;
         tiles[1] = start;
     }
@@ -157,10 +174,10 @@ extern "C" __global__ void __launch_bounds__(kMoeSortThreads) moe_sort(const int
     }
 }
 
-// Rows of tile `tile`: up to kMoeTileRows, fewer in an expert's last tile (the next tile starts at the next expert).
-__device__ __forceinline__ int moe_tile_rows(const int* tileStart, const int* tiles, int tile) {
+// Rows of tile `tile`: up to tileRows, fewer in an expert's last tile (the next tile starts at the next expert).
+__device__ __forceinline__ int moe_tile_rows(const int* tileStart, const int* tiles, int tile, int tileRows) {
     const int end = tile + 1 < tiles[0] ? tileStart[tile + 1] : tiles[1];
-    return min(kMoeTileRows, end - tileStart[tile]);
+    return min(tileRows, end - tileStart[tile]);
 }
 
 // Grouped gate/up GEMM with SiLU·mul: blockIdx.x = tile · colTiles + colTile. Thread t owns weight row c = t % 64 of
@@ -176,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(kMoeThreads) moe_gate_up(const void
     const int tile = blockIdx.x / colTiles;
     const int col0 = (blockIdx.x - tile * colTiles) * kMoeGateUpCols;
     if (tile >= tiles[0]) return;
-    const int rows = moe_tile_rows(tileStart, tiles, tile);
+    const int rows = moe_tile_rows(tileStart, tiles, tile, kMoeTileRows);
     const int first = tileStart[tile];
     const long long expert = tileExpert[tile];
     __shared__ float xs[kMoeTileRows][kMoeDepth];
@@ -232,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(kMoeThreads) moe_down(const void* h
     const int tile = blockIdx.x / colTiles;
     const int col0 = (blockIdx.x - tile * colTiles) * kMoeDownCols;
     if (tile >= tiles[0]) return;
-    const int rows = moe_tile_rows(tileStart, tiles, tile);
+    const int rows = moe_tile_rows(tileStart, tiles, tile, kMoeTileRows);
     const int first = tileStart[tile];
     const long long expert = tileExpert[tile];
     __shared__ float hs[kMoeTileRows][kMoeDepth];
@@ -294,5 +311,154 @@ extern "C" __global__ void moe_local_ids(const int* ids, int first, int count, i
     MSTAR_GRID_LOOP(i, n) {
         const int e = ids[i];
         local[i] = e >= first && e < first + count ? e - first : -1;
+    }
+}
+
+// The decode products on the tensor cores. A block takes tile `tile` of up to 8·MT assignments of one expert (moe_sort
+// with tileRows = 8·MT) as the walk's x columns and 16 rows of the expert's weight, so a chosen expert's weights are
+// read once for all the rows of a tile. bf16 x, weights and h; hidden and inter multiples of 64; 16-byte aligned.
+// Each sum visits K as the skinny matmul's, and the epilogues are moe_gate_up's and moe_down's.
+
+// The walk's x pointers for a tile whose columns are rows `first + p` (p < rows) of `x` through `row(p)`.
+template <int MT, typename Row>
+__device__ __forceinline__ void moe_tile_columns(const __nv_bfloat16* x, int K, int rows, Row row,
+                                                 const uint4* (&xr)[MT], bool (&xLive)[MT]) {
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        const int p = mt * 8 + g;
+        xLive[mt] = p < rows;
+        xr[mt] = reinterpret_cast<const uint4*>(x + row(min(p, rows - 1)) * K) + 2 * t;
+    }
+}
+
+// gate/up: blockIdx.x = tile · ceil(inter / 8) + colTile; the tile's weight rows 0-7 are gate rows c0 .. c0 + 7 and
+// rows 8-15 the up rows of the same columns (as the skinny matmul's gated tiles). h [assignments, inter] in sorted
+// order, gate and up rounded to bf16 before SiLU·mul.
+template <int MT, int U>
+__device__ __forceinline__ void moe_skinny_gate_up_body(const __nv_bfloat16* x, const __nv_bfloat16* gateUp,
+                                                        const int* sorted, const int* tileStart, const int* tileExpert,
+                                                        const int* tiles, __nv_bfloat16* h, int topK, int hidden,
+                                                        int inter) {
+    __shared__ float partial[kSkinnyWarps][MT * 4][32];
+    await_previous_kernel();
+    const int colTiles = (inter + 7) / 8;
+    const int tile = blockIdx.x / colTiles;
+    const int c0 = (blockIdx.x - tile * colTiles) * 8;
+    if (tile >= tiles[0]) return;
+    const int rows = moe_tile_rows(tileStart, tiles, tile, 8 * MT);
+    const int first = tileStart[tile];
+    const __nv_bfloat16* w = gateUp + (long long)tileExpert[tile] * 2 * inter * hidden;
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+    const int col = min(c0 + g, inter - 1);
+    const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)col * hidden) + 2 * t;
+    const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)(inter + col) * hidden) + 2 * t;
+    const uint4* xr[MT];
+    bool xLive[MT];
+    moe_tile_columns<MT>(x, hidden, rows, [&](int p) { return (long long)(sorted[first + p] / topK); }, xr, xLive);
+    skinny_walk<MT, U, true>(w0, w1, xr, xLive, hidden, partial);
+    // element i < 2 is the gate sum of column c0 + g for tile row 2t + i, element i + 2 the up sum of the same column
+    for (int e = threadIdx.x; e < MT * 2 * 32; e += blockDim.x) {
+        const int l = e & 31, j2 = e >> 5, mt = j2 >> 1, i = j2 & 1;
+        const int n = c0 + (l >> 2);
+        const int m = mt * 8 + 2 * (l & 3) + i;
+        if (m < rows && n < inter) {
+            const float gate = round_to(DT_BF16, warp_order_sum<MT>(partial, mt * 4 + i, l));
+            const float up = round_to(DT_BF16, warp_order_sum<MT>(partial, mt * 4 + i + 2, l));
+            h[(long long)(first + m) * inter + n] = __float2bfloat16_rn(silu_times(gate, up));
+        }
+    }
+}
+
+// down: blockIdx.x = tile · ceil(hidden / 16) + colTile: output columns n0 .. n0 + 15 of the tile's rows of h; the
+// epilogue multiplies by the assignment's routing weight and stores fp32 at the assignment's place in y.
+template <int MT, int U>
+__device__ __forceinline__ void moe_skinny_down_body(const __nv_bfloat16* h, const __nv_bfloat16* down,
+                                                     const int* sorted, const int* tileStart, const int* tileExpert,
+                                                     const int* tiles, const float* weights, float* y, int hidden,
+                                                     int inter) {
+    __shared__ float partial[kSkinnyWarps][MT * 4][32];
+    await_previous_kernel();
+    const int colTiles = (hidden + 15) / 16;
+    const int tile = blockIdx.x / colTiles;
+    const int n0 = (blockIdx.x - tile * colTiles) * 16;
+    if (tile >= tiles[0]) return;
+    const int rows = moe_tile_rows(tileStart, tiles, tile, 8 * MT);
+    const int first = tileStart[tile];
+    const __nv_bfloat16* w = down + (long long)tileExpert[tile] * hidden * inter;
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+    const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g, hidden - 1) * inter) + 2 * t;
+    const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g + 8, hidden - 1) * inter) + 2 * t;
+    const uint4* xr[MT];
+    bool xLive[MT];
+    moe_tile_columns<MT>(h, inter, rows, [&](int p) { return (long long)(first + p); }, xr, xLive);
+    skinny_walk<MT, U, true>(w0, w1, xr, xLive, inter, partial);
+    for (int e = threadIdx.x; e < MT * 4 * 32; e += blockDim.x) {
+        const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
+        const int n = n0 + (l >> 2) + 8 * (i >> 1);
+        const int m = mt * 8 + 2 * (l & 3) + (i & 1);
+        if (m < rows && n < hidden) {
+            const int a = sorted[first + m];
+            y[(long long)a * hidden + n] = weights[a] * warp_order_sum<MT>(partial, j, l);
+        }
+    }
+}
+
+// Grid: maxTiles · ceil(inter / 8) blocks (gate/up) or maxTiles · ceil(hidden / 16) (down) of 32·kSkinnyWarps
+// threads; the tiles of moe_sort with tileRows = 8·MT. The pipelined walk: K is short here (a few chunks a warp).
+#define MSTAR_MOE_SKINNY_KERNELS(SUFFIX, MT, U)                                                                    \
+    extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) moe_skinny_gate_up_##SUFFIX(                  \
+        const __nv_bfloat16* x, const __nv_bfloat16* gateUp, const int* sorted, const int* tileStart,              \
+        const int* tileExpert, const int* tiles, __nv_bfloat16* h, int topK, int hidden, int inter) {              \
+        moe_skinny_gate_up_body<MT, U>(x, gateUp, sorted, tileStart, tileExpert, tiles, h, topK, hidden, inter);   \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(32 * kSkinnyWarps) moe_skinny_down_##SUFFIX(                     \
+        const __nv_bfloat16* h, const __nv_bfloat16* down, const int* sorted, const int* tileStart,                \
+        const int* tileExpert, const int* tiles, const float* weights, float* y, int hidden, int inter) {          \
+        moe_skinny_down_body<MT, U>(h, down, sorted, tileStart, tileExpert, tiles, weights, y, hidden, inter);     \
+    }
+MSTAR_MOE_SKINNY_KERNELS(m1, 1, 2)
+MSTAR_MOE_SKINNY_KERNELS(m2, 2, 1)
+
+// The cuBLAS way's gather: the p < tiles[1] sorted assignments' rows of x into xs, and pos[a], the row of xs that
+// assignment a went to, for moe_combine_sorted. With slotRows = 0 the rows stay in sorted order (xs row p: each
+// expert's run from expertStart[e] on); with slotRows > 0 expert e's run starts at row e·slotRows (equal slots, for one
+// strided batched GEMM over all experts; the rows past a run are left as they were). Launched over all assignments'
+// elements.
+extern "C" __global__ void moe_gather(const void* x, int xDt, const int* ids, const int* sorted,
+                                      const int* expertStart, const int* tiles, void* xs, int* pos,
+                                      long long assignments, int hidden, int topK, int slotRows) {
+    await_previous_kernel();
+    const long long count = tiles[1];
+    MSTAR_GRID_LOOP(i, assignments * hidden) {
+        const long long p = i / hidden;
+        if (p >= count) continue;
+        const int o = (int)(i - p * hidden);
+        const int a = sorted[p];
+        const int e = ids[a];
+        const long long row = slotRows > 0 ? (long long)e * slotRows + (p - expertStart[e]) : p;
+        if (o == 0) pos[a] = (int)row;
+        store_f(xs, xDt, row * hidden + o, load_f(x, xDt, (long long)(a / topK) * hidden + o));
+    }
+}
+
+// out[row, o] = Σ_j weights[row·k + j] · ys[pos[row·k + j], o] in choice order, rounded once to out's dtype: the
+// products and sums of moe_down's epilogue and moe_combine, over the down GEMMs' fp32 rows where moe_gather put each
+// assignment. An id of -1 (an expert on another device) adds nothing; NaN for a row with another id outside
+// [0, experts).
+extern "C" __global__ void moe_combine_sorted(const float* ys, const int* pos, const int* ids, const float* weights,
+                                              int experts, void* out, int outDt, long long rows, int hidden,
+                                              int topK) {
+    await_previous_kernel();
+    MSTAR_GRID_LOOP(e, rows * hidden) {
+        const long long row = e / hidden;
+        const int o = (int)(e - row * hidden);
+        float acc = 0.f;
+        for (int j = 0; j < topK; j++) {
+            const long long a = row * topK + j;
+            const int id = ids[a];
+            acc += id == -1 ? 0.f : id >= 0 && id < experts ? weights[a] * ys[(long long)pos[a] * hidden + o] : NAN;
+        }
+        store_f(out, outDt, e, acc);
     }
 }

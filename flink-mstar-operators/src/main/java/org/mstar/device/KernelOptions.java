@@ -17,6 +17,10 @@ package org.mstar.device;
  *                        same bits, one launch a layer fewer (docs/architecture/decode-fusions.md)
  * @param skinnyMatmulRows bf16 matmuls of at most this many rows (decode steps; 0 for none) run on the skinny-matmul
  *                         kernel instead of cuBLAS
+ * @param moeGemmRows mixture-of-experts layers of at least this many rows run their experts' bf16 products on
+ *                    cuBLAS GEMMs over each expert's rows (the experts' row counts read back to the host first), fewer
+ *                    rows on tensor-core tiles that stream each chosen expert's weights; a step being recorded into a
+ *                    CUDA graph always takes the tiles, which read nothing back
  * @param batchInvariant a row's results are independent of the other rows of its step: on a GPU, matmuls through
  *                       split-free cuBLASLt algorithms and bf16 attention at the tensor-core head dims through one
  *                       kernel for prefill and decode rows alike. A request's tokens then do not depend on what it
@@ -27,46 +31,65 @@ package org.mstar.device;
  *                       invariant either way ({@link Device#batchInvariant()}).
  */
 public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunch, boolean qkvRopeInMatmul,
-                            int skinnyMatmulRows, boolean batchInvariant) {
+                            int skinnyMatmulRows, int moeGemmRows, boolean batchInvariant) {
     /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/results/perf.md). */
     public static final int DEFAULT_SKINNY_MATMUL_ROWS = 16;
     /** Most rows the skinny-matmul kernel serves: four 8-row tiles of x in its largest instantiation. */
     public static final int MAX_SKINNY_MATMUL_ROWS = 32;
 
-    private static final KernelOptions DEFAULTS = new KernelOptions(true, true, true, DEFAULT_SKINNY_MATMUL_ROWS,
-            false);
+    /**
+     * Rows from which mixture-of-experts layers run their experts on cuBLAS GEMMs by default: a first
+     * choice between decode batches (tiles) and prefill chunks (GEMMs), not yet measured on a GPU; the GPU harness's
+     * {@code --moe-perf} sweeps it.
+     */
+    public static final int DEFAULT_MOE_GEMM_ROWS = 256;
 
-    /** @throws IllegalArgumentException when {@code skinnyMatmulRows} is outside 0..{@value #MAX_SKINNY_MATMUL_ROWS} */
+    private static final KernelOptions DEFAULTS = new KernelOptions(true, true, true, DEFAULT_SKINNY_MATMUL_ROWS,
+            DEFAULT_MOE_GEMM_ROWS, false);
+
+    /**
+     * @throws IllegalArgumentException when {@code skinnyMatmulRows} is outside 0..{@value #MAX_SKINNY_MATMUL_ROWS}
+     *     or {@code moeGemmRows} is below 1
+     */
     public KernelOptions {
         if (skinnyMatmulRows < 0 || skinnyMatmulRows > MAX_SKINNY_MATMUL_ROWS) {
             throw new IllegalArgumentException("skinny matmul rows must be 0.." + MAX_SKINNY_MATMUL_ROWS + ", got "
                     + skinnyMatmulRows);
         }
+        if (moeGemmRows < 1) {
+            throw new IllegalArgumentException("MoE GEMM rows must be at least 1, got " + moeGemmRows);
+        }
     }
 
     /** Every variant at its default: tensor-core prefill, programmatic launch, RoPE in the qkv matmul, skinny
-     *  matmuls up to {@value #DEFAULT_SKINNY_MATMUL_ROWS} rows, batch invariance off. */
+     *  matmuls up to {@value #DEFAULT_SKINNY_MATMUL_ROWS} rows, MoE experts on cuBLAS from
+     *  {@value #DEFAULT_MOE_GEMM_ROWS} rows, batch invariance off. */
     public static KernelOptions defaults() {
         return DEFAULTS;
     }
 
     public KernelOptions withTensorCorePrefill(boolean on) {
-        return new KernelOptions(on, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, batchInvariant);
+        return new KernelOptions(on, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmRows, batchInvariant);
     }
 
     public KernelOptions withProgrammaticLaunch(boolean on) {
-        return new KernelOptions(tensorCorePrefill, on, qkvRopeInMatmul, skinnyMatmulRows, batchInvariant);
+        return new KernelOptions(tensorCorePrefill, on, qkvRopeInMatmul, skinnyMatmulRows, moeGemmRows, batchInvariant);
     }
 
     public KernelOptions withQkvRopeInMatmul(boolean on) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, on, skinnyMatmulRows, batchInvariant);
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, on, skinnyMatmulRows, moeGemmRows, batchInvariant);
     }
 
     public KernelOptions withSkinnyMatmulRows(int rows) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, rows, batchInvariant);
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, rows, moeGemmRows, batchInvariant);
+    }
+
+    public KernelOptions withMoeGemmRows(int rows) {
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, rows,
+                batchInvariant);
     }
 
     public KernelOptions withBatchInvariant(boolean on) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, on);
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmRows, on);
     }
 }

@@ -48,6 +48,16 @@ final class Cublas implements AutoCloseable {
                 a.pointer(), aType, k, 0f, c.pointer(), cType, cols);
     }
 
+    /**
+     * {@link #gemmRowsByWeightT} for {@code batches} products at once: product i reads {@code a} and {@code b} and
+     * writes {@code c} from element {@code i·aStride}, {@code i·bStride} and {@code i·cStride} on.
+     */
+    void gemmRowsByWeightTBatched(CudaTensor a, int aType, long aStride, CudaTensor b, int bType, long bStride,
+                                  CudaTensor c, int cType, long cStride, int rows, int cols, int k, int batches) {
+        CublasNative.gemmStridedBatchedEx(handle, CublasNative.OP_T, CublasNative.OP_N, cols, rows, k, 1f, b.pointer(),
+                bType, k, bStride, a.pointer(), aType, k, aStride, 0f, c.pointer(), cType, cols, cStride, batches);
+    }
+
     @Override
     public void close() {
         CublasNative.destroy(handle);

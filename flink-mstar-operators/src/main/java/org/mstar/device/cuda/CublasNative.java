@@ -36,6 +36,12 @@ final class CublasNative {
                               int aType, int lda, Pointer b, int bType, int ldb, float beta, Pointer c, int cType,
                               int ldc);
 
+    /** cublasGemmStridedBatchedEx with fp32 compute: batchCount products, each operand advanced by its stride. */
+    static native void gemmStridedBatchedEx(long handle, int transa, int transb, int m, int n, int k, float alpha,
+                                            Pointer a, int aType, int lda, long strideA, Pointer b, int bType, int ldb,
+                                            long strideB, float beta, Pointer c, int cType, int ldc, long strideC,
+                                            int batchCount);
+
     /** dlopens the first loadable cuBLASLt candidate exporting the needed symbols; UnsatisfiedLinkError when none. */
     static native String ltOpen(String[] candidates);
 

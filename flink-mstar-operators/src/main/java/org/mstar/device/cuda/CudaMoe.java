@@ -8,10 +8,24 @@ import org.mstar.device.MoeRouting;
 
 /**
  * Launchers of the mixture-of-experts kernels (moe.cu): {@code moe_route}, then for the experts {@code moe_sort}
- * (assignments grouped by expert, the tile list), the grouped {@code moe_gate_up} GEMM with SiLU·mul in its epilogue,
- * the grouped {@code moe_down} GEMM with the routing weights in its epilogue, and {@code moe_combine}; and under expert
- * parallelism {@code moe_local_ids}. Launch sizes
- * depend on the row count only, never on the routing, so the ops can be captured into a graph.
+ * (assignments grouped by expert, each expert's first sorted place, the tile list) and the two products (gate/up with
+ * SiLU·mul, down with the routing weights) one of three ways:
+ * <ul>
+ *   <li>bf16 with the widths multiples of 64, fewer rows than the device's
+ *       {@link org.mstar.device.KernelOptions#moeGemmRows()} or while a graph is recorded: tensor-core tiles that
+ *       stream each chosen expert's weights once per tile of 8 or 16 of its assignments ({@code moe_skinny_*}), then
+ *       {@code moe_combine};</li>
+ *   <li>bf16 with those widths and at least that many rows: the experts' row counts read back to the host (one
+ *       wait for the stream, {@code E + 1} ints), {@code moe_gather} into expert order, the gate/up GEMMs into bf16,
+ *       {@code silu_mul}, the down GEMMs into fp32 (cuBLAS: one strided batched GEMM over equal expert slots, or one
+ *       GEMM per expert where the routing is uneven), then {@code moe_combine_sorted};</li>
+ *   <li>otherwise (fp32, odd widths, batch-invariant numerics): the grouped CUDA-core GEMMs {@code moe_gate_up} and
+ *       {@code moe_down} over tiles of 16, then {@code moe_combine}.</li>
+ * </ul>
+ * Under expert parallelism {@code moe_local_ids} renumbers the router's ids for the device's experts first.
+ * The tiled ways' launch sizes depend on the row count only, never on the routing, so they can be captured into a
+ * graph. Every way rounds as {@link org.mstar.device.MoeOps#moeExperts} states; the cuBLAS and tensor-core sums visit
+ * K in another order than the CUDA-core ones, so their bits differ within bf16 rounding.
  */
 final class CudaMoe {
     /** kMoeMaxExperts, kMoeTileRows, kMoeGateUpCols, kMoeDownCols, kMoeThreads and kMoeSortThreads in moe.cu. */
@@ -23,13 +37,30 @@ final class CudaMoe {
     private static final int SORT_THREADS = 1024;
     /** A warp per row. */
     private static final int ROUTE_THREADS = 32;
+    /** The skinny walk's 8 warps; it consumes K in chunks of 64. */
+    private static final int SKINNY_THREADS = 256;
+    private static final int SKINNY_K_MULTIPLE = 64;
+    /**
+     * Mean assignments per expert up to which the tensor-core tiles hold 8 of them (moe_skinny_*_m1), above it 16
+     * (m2): the smaller tile does half the mma work per weight byte, the larger reads an expert's weights once for up
+     * to 16 rows.
+     */
+    private static final double SMALL_TILE_MEAN_ROWS = 2;
+    /**
+     * How many times the rows the cuBLAS way's equal expert slots may hold before it runs a GEMM per expert instead
+     * of one strided batched GEMM: routing about even (random, or a trained router over many rows) leaves the
+     * largest run a little above the mean; a few crowded experts would make every slot that large.
+     */
+    private static final int SLOT_PADDING = 2;
 
     private final CudaDevice device;
     private final Elementwise elementwise;
+    private final SharedOpState shared;
 
-    CudaMoe(CudaDevice device, Elementwise elementwise) {
+    CudaMoe(CudaDevice device, Elementwise elementwise, SharedOpState shared) {
         this.device = device;
         this.elementwise = elementwise;
+        this.shared = shared;
     }
 
     void route(CudaTensor logits, MoeRouting routing, CudaTensor ids, CudaTensor weights) {
@@ -50,40 +81,177 @@ final class CudaMoe {
     void experts(CudaTensor x, CudaTensor gateUp, CudaTensor down, CudaTensor ids, CudaTensor weights,
                  CudaTensor out) {
         MoeExpertsShape shape = MoeExpertsShape.of(x, gateUp, down, ids, weights, out);
-        int experts = shape.experts();
-        int inter = shape.inter();
-        int hidden = shape.hidden();
-        int k = shape.topK();
-        long rows = shape.rows();
-        requireExperts(experts, "moeExperts");
-        if (rows == 0) {
+        requireExperts(shape.experts(), "moeExperts");
+        if (shape.rows() == 0) {
             return;
         }
-        int assignments = Math.toIntExact(rows * k);
-        // every tile holds at least one assignment, and only an expert's last tile is partial
-        int maxTiles = Math.min(assignments, (assignments + TILE_ROWS - 1) / TILE_ROWS + Math.min(experts, assignments));
         device.enter();
-        CudaTensor sorted = device.scratch("moe.sorted", DType.I32, assignments);
-        CudaTensor tileStart = device.scratch("moe.tileStart", DType.I32, maxTiles);
-        CudaTensor tileExpert = device.scratch("moe.tileExpert", DType.I32, maxTiles);
-        CudaTensor tiles = device.scratch("moe.tiles", DType.I32, 2);
-        CudaTensor h = device.scratch("moe.h", out.dtype(), assignments, inter);
-        CudaTensor y = device.scratch("moe.y", DType.F32, assignments, hidden);
+        Way way = way(shape, x, gateUp, down, out);
+        int tileRows = switch (way) {
+            case TENSOR_CORE_TILES -> smallTiles(shape) ? 8 : 16;
+            case CUDA_CORES, CUBLAS -> TILE_ROWS;
+        };
+        Sorted s = sort(shape, ids, tileRows);
+        if (way == Way.CUBLAS) {
+            cublas(shape, s, x, gateUp, down, ids, weights, out);
+            return;
+        }
+        // the tiled ways' down products: fp32 [assignments, H], each at its assignment's place
+        CudaTensor y = device.scratch("moe.y", DType.F32, s.assignments, shape.hidden());
+        if (way == Way.TENSOR_CORE_TILES) {
+            tensorCoreTiles(shape, s, x, gateUp, down, weights, y);
+        } else {
+            cudaCores(shape, s, x, gateUp, down, weights, y, out.dtype());
+        }
+        elementwise.launch("moe_combine", (long) shape.rows() * shape.hidden(), new KernelArgs().tensor(y)
+                .tensor(ids).i32(shape.experts()).tensor(out).i32(code(out)).i64(shape.rows()).i32(shape.hidden())
+                .i32(shape.topK()), "moeExperts combine");
+    }
+
+    /** How moeExperts computes the products (the class comment says when each applies). */
+    enum Way {
+        CUDA_CORES, TENSOR_CORE_TILES, CUBLAS
+    }
+
+    Way way(MoeExpertsShape shape, CudaTensor x, CudaTensor gateUp, CudaTensor down, CudaTensor out) {
+        boolean bf16 = x.dtype() == DType.BF16 && gateUp.dtype() == DType.BF16 && down.dtype() == DType.BF16
+                && out.dtype() == DType.BF16 && x.alignedTo(16) && gateUp.alignedTo(16) && down.alignedTo(16);
+        if (device.batchInvariant() || !bf16 || shape.hidden() % SKINNY_K_MULTIPLE != 0
+                || shape.inter() % SKINNY_K_MULTIPLE != 0) {
+            return Way.CUDA_CORES;
+        }
+        return shape.rows() >= device.options().moeGemmRows() && !device.stream().capturing() ? Way.CUBLAS
+                : Way.TENSOR_CORE_TILES;
+    }
+
+    private static boolean smallTiles(MoeExpertsShape shape) {
+        return (double) shape.rows() * shape.topK() / shape.experts() <= SMALL_TILE_MEAN_ROWS;
+    }
+
+    /** moe_sort's outputs. */
+    private record Sorted(int assignments, int maxTiles, CudaTensor sorted, CudaTensor expertStart,
+                          CudaTensor tileStart, CudaTensor tileExpert, CudaTensor tiles) {}
+
+    private Sorted sort(MoeExpertsShape shape, CudaTensor ids, int tileRows) {
+        int experts = shape.experts();
+        int assignments = Math.toIntExact((long) shape.rows() * shape.topK());
+        // every tile holds at least one assignment, and only an expert's last tile is partial
+        int maxTiles = Math.min(assignments, (assignments + tileRows - 1) / tileRows + Math.min(experts, assignments));
+        Sorted s = new Sorted(assignments, maxTiles, device.scratch("moe.sorted", DType.I32, assignments),
+                device.scratch("moe.expertStart", DType.I32, experts + 1L),
+                device.scratch("moe.tileStart", DType.I32, maxTiles), device.scratch("moe.tileExpert", DType.I32, maxTiles),
+                device.scratch("moe.tiles", DType.I32, 2));
         device.kernel("moe_sort").launch(device.stream(), 1, 1, 1, SORT_THREADS, 0, new KernelArgs().tensor(ids)
-                .i32(assignments).i32(experts).tensor(sorted).tensor(tileStart).tensor(tileExpert).tensor(tiles),
-                "moeExperts sort");
+                .i32(assignments).i32(experts).i32(tileRows).tensor(s.sorted).tensor(s.expertStart).tensor(s.tileStart)
+                .tensor(s.tileExpert).tensor(s.tiles), "moeExperts sort");
+        return s;
+    }
+
+    /** The CUDA-core GEMMs, gate, up and the activation rounded to {@code hDtype} (out's) in h. */
+    private void cudaCores(MoeExpertsShape shape, Sorted s, CudaTensor x, CudaTensor gateUp, CudaTensor down,
+                           CudaTensor weights, CudaTensor y, DType hDtype) {
+        int hidden = shape.hidden();
+        int inter = shape.inter();
+        CudaTensor h = device.scratch("moe.h", hDtype, s.assignments, inter);
         int gateUpTiles = (inter + GATE_UP_COLS - 1) / GATE_UP_COLS;
-        device.kernel("moe_gate_up").launch(device.stream(), maxTiles * gateUpTiles, 1, 1, THREADS, 0,
-                new KernelArgs().tensor(x).i32(code(x)).tensor(gateUp).i32(code(gateUp)).tensor(sorted).tensor(tileStart)
-                        .tensor(tileExpert).tensor(tiles).tensor(h).i32(code(h)).i32(k).i32(hidden).i32(inter),
-                "moeExperts gate/up");
+        device.kernel("moe_gate_up").launch(device.stream(), s.maxTiles * gateUpTiles, 1, 1, THREADS, 0,
+                new KernelArgs().tensor(x).i32(code(x)).tensor(gateUp).i32(code(gateUp)).tensor(s.sorted)
+                        .tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles).tensor(h).i32(code(h))
+                        .i32(shape.topK()).i32(hidden).i32(inter), "moeExperts gate/up");
         int downTiles = (hidden + DOWN_COLS - 1) / DOWN_COLS;
-        device.kernel("moe_down").launch(device.stream(), maxTiles * downTiles, 1, 1, THREADS, 0,
-                new KernelArgs().tensor(h).i32(code(h)).tensor(down).i32(code(down)).tensor(sorted).tensor(tileStart)
-                        .tensor(tileExpert).tensor(tiles).tensor(weights).tensor(y).i32(hidden).i32(inter),
+        device.kernel("moe_down").launch(device.stream(), s.maxTiles * downTiles, 1, 1, THREADS, 0,
+                new KernelArgs().tensor(h).i32(code(h)).tensor(down).i32(code(down)).tensor(s.sorted)
+                        .tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles).tensor(weights).tensor(y)
+                        .i32(hidden).i32(inter), "moeExperts down");
+    }
+
+    private void tensorCoreTiles(MoeExpertsShape shape, Sorted s, CudaTensor x, CudaTensor gateUp, CudaTensor down,
+                                 CudaTensor weights, CudaTensor y) {
+        int hidden = shape.hidden();
+        int inter = shape.inter();
+        String size = smallTiles(shape) ? "_m1" : "_m2";
+        CudaTensor h = device.scratch("moe.h", DType.BF16, s.assignments, inter);
+        device.stream().counters().gemm();
+        device.kernel("moe_skinny_gate_up" + size).launch(device.stream(), s.maxTiles * ((inter + 7) / 8), 1, 1,
+                SKINNY_THREADS, 0, new KernelArgs().tensor(x).tensor(gateUp).tensor(s.sorted).tensor(s.tileStart)
+                        .tensor(s.tileExpert).tensor(s.tiles).tensor(h).i32(shape.topK()).i32(hidden).i32(inter),
+                "moeExperts gate/up");
+        device.stream().counters().gemm();
+        device.kernel("moe_skinny_down" + size).launch(device.stream(), s.maxTiles * ((hidden + 15) / 16), 1, 1,
+                SKINNY_THREADS, 0, new KernelArgs().tensor(h).tensor(down).tensor(s.sorted).tensor(s.tileStart)
+                        .tensor(s.tileExpert).tensor(s.tiles).tensor(weights).tensor(y).i32(hidden).i32(inter),
                 "moeExperts down");
-        elementwise.launch("moe_combine", rows * hidden, new KernelArgs().tensor(y).tensor(ids).i32(experts).tensor(out)
-                .i32(code(out)).i64(rows).i32(hidden).i32(k), "moeExperts combine");
+    }
+
+    /**
+     * Reads the experts' first sorted places back (waiting for the stream), gathers the assignments' rows into expert
+     * order, runs the experts' gate/up and down GEMMs over their runs of rows and combines from those rows. When equal
+     * slots of the largest run's rows for every expert are at most {@link #SLOT_PADDING} times the rows, the runs go
+     * into such slots and each product is one strided batched GEMM over all experts (a launch instead of one per
+     * expert; the slots' spare rows are computed and never read); otherwise the runs lie back to back and each
+     * expert with rows gets a GEMM of its own.
+     */
+    private void cublas(MoeExpertsShape shape, Sorted s, CudaTensor x, CudaTensor gateUp, CudaTensor down,
+                        CudaTensor ids, CudaTensor weights, CudaTensor out) {
+        int experts = shape.experts();
+        int hidden = shape.hidden();
+        int inter = shape.inter();
+        int bf16 = CublasNative.R_16BF;
+        int[] start = device.readIntsLater(s.expertStart).get();
+        int slotRows = 0;
+        for (int e = 0; e < experts; e++) {
+            slotRows = Math.max(slotRows, start[e + 1] - start[e]);
+        }
+        int sorted = start[experts];
+        boolean slots = slotRows > 0 && (long) experts * slotRows <= (long) SLOT_PADDING * sorted;
+        int rows = slots ? experts * slotRows : s.assignments;
+        CudaTensor xs = device.scratch("moe.xs", DType.BF16, rows, hidden);
+        CudaTensor pos = device.scratch("moe.pos", DType.I32, s.assignments);
+        CudaTensor gu = device.scratch("moe.gateUp", DType.BF16, rows, 2L * inter);
+        CudaTensor h = device.scratch("moe.h", DType.BF16, rows, inter);
+        CudaTensor ys = device.scratch("moe.ys", DType.F32, rows, hidden);
+        elementwise.launch("moe_gather", (long) s.assignments * hidden, new KernelArgs().tensor(x).i32(code(x))
+                .tensor(ids).tensor(s.sorted).tensor(s.expertStart).tensor(s.tiles).tensor(xs).tensor(pos)
+                .i64(s.assignments).i32(hidden).i32(shape.topK()).i32(slots ? slotRows : 0), "moeExperts gather");
+        Cublas cublas = shared.cublas();
+        if (slots) {
+            device.stream().counters().gemm();
+            cublas.gemmRowsByWeightTBatched(xs, bf16, (long) slotRows * hidden, gateUp, bf16, 2L * inter * hidden, gu,
+                    bf16, (long) slotRows * 2 * inter, slotRows, 2 * inter, hidden, experts);
+        } else {
+            for (int e = 0; e < experts; e++) {
+                int n = start[e + 1] - start[e];
+                if (n > 0) {
+                    device.stream().counters().gemm();
+                    cublas.gemmRowsByWeightT(rowsOf(xs, start[e], n), bf16, rowsOf(gateUp, e, 1), bf16,
+                            rowsOf(gu, start[e], n), bf16, n, 2 * inter, hidden);
+                }
+            }
+        }
+        int used = slots ? rows : sorted;
+        elementwise.launch("silu_mul", (long) used * inter, new KernelArgs().tensor(gu).i32(code(gu)).tensor(h)
+                .i32(code(h)).i64(used).i32(inter), "moeExperts activation");
+        if (slots) {
+            device.stream().counters().gemm();
+            cublas.gemmRowsByWeightTBatched(h, bf16, (long) slotRows * inter, down, bf16, (long) hidden * inter, ys,
+                    CublasNative.R_32F, (long) slotRows * hidden, slotRows, hidden, inter, experts);
+        } else {
+            for (int e = 0; e < experts; e++) {
+                int n = start[e + 1] - start[e];
+                if (n > 0) {
+                    device.stream().counters().gemm();
+                    cublas.gemmRowsByWeightT(rowsOf(h, start[e], n), bf16, rowsOf(down, e, 1), bf16,
+                            rowsOf(ys, start[e], n), CublasNative.R_32F, n, hidden, inter);
+                }
+            }
+        }
+        elementwise.launch("moe_combine_sorted", (long) shape.rows() * hidden, new KernelArgs().tensor(ys)
+                .tensor(pos).tensor(ids).tensor(weights).i32(experts).tensor(out).i32(code(out))
+                .i64(shape.rows()).i32(hidden).i32(shape.topK()), "moeExperts combine");
+    }
+
+    private static CudaTensor rowsOf(CudaTensor t, int first, int rows) {
+        return (CudaTensor) t.rows(first, rows);
     }
 
     void localIds(CudaTensor ids, int first, int count, CudaTensor local) {

@@ -47,7 +47,7 @@ public final class CudaOps implements ComputeOps {
         this.attention = new CudaAttention(device);
         this.raggedAttention = new CudaRaggedAttention(device);
         this.ropeTables = shared.ropeTables();
-        this.moe = new CudaMoe(device, elementwise);
+        this.moe = new CudaMoe(device, elementwise, shared);
         this.stateSpace = new CudaStateSpace(device, elementwise);
         this.latentAttention = new CudaLatentAttention(device, ropeTables);
     }

@@ -2,10 +2,12 @@ package org.mstar.device.cuda;
 
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
+import static jcuda.driver.JCudaDriver.cuStreamIsCapturing;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 import static org.mstar.device.cuda.CudaCheck.check;
 
 import jcuda.driver.CUstream;
+import jcuda.driver.CUstreamCaptureStatus;
 import jcuda.driver.CUstream_flags;
 import org.mstar.device.DeviceStream;
 
@@ -29,6 +31,13 @@ public final class CudaStream implements DeviceStream, AutoCloseable {
     /** What has been asked of this stream so far. */
     public StreamCounters counters() {
         return counters;
+    }
+
+    /** Whether work enqueued now is being recorded into a graph rather than run (nothing may be read back). */
+    public boolean capturing() {
+        int[] status = new int[1];
+        check(cuStreamIsCapturing(stream, status), "cuStreamIsCapturing");
+        return status[0] != CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE;
     }
 
     @Override

@@ -16,6 +16,7 @@ import org.mstar.engine.LlamaEngine;
 import org.mstar.model.Architecture;
 import org.mstar.model.GenerationConfig;
 import org.mstar.model.ModelConfig;
+import org.mstar.model.ModelCost;
 import org.mstar.model.RopeScaling;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
@@ -198,7 +199,7 @@ final class DecodeBench {
         // keys a timed step attends per request: the prompt and every token drawn before the step (the newest is
         // appended and attended in it), averaged over the timed steps
         double meanContext = c.context + (double) prefillTokens / c.batch + WARMUP_STEPS + (timedSteps - 1) / 2.0;
-        long kvBytes = (long) (c.batch * meanContext * config.numLayers() * 2L * config.kvSize() * DType.BF16.bytes());
+        long kvBytes = (long) (c.batch * meanContext * ModelCost.kvBytesPerToken(config));
         return new Row(name, c, millis, streamed, kvBytes, graphBytes, growth);
     }
 

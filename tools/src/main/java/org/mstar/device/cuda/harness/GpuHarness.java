@@ -57,6 +57,10 @@ import org.mstar.model.frame.FrameModelConfig;
  * bandwidth, and the latent pool's bytes per token ({@link LatentBench}); {@code --hybrid-perf} by the Bamba engine on
  * Bamba-9B geometry ({@code --hybrid-layers} of its 32): decode at batch 1 and 64 against the weights+state+KV bound,
  * prefill of 2048 tokens against the GEMM rate ({@link HybridBench}).
+ * {@code --moe-perf} replaces the tables by the mixture-of-experts ones ({@link MoePerf}): moeExperts alone on tiles and
+ * on cuBLAS at a sweep of rows, and engine decode and prefill rows on Qwen3-30B-A3B and DeepSeek-V2-Lite geometry
+ * (the first of {@code --engine-layers} cuts their layers), written as {@code perf-table.tsv} for
+ * {@code torch_moe.py}; {@code --moe-gemm-rows} sets the rows from which the tables' MoE layers take cuBLAS.
  * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
  * the KV append in the skinny matmul's epilogue ({@link KernelOptions#qkvRopeInMatmul}). {@code --no-checks} skips
  * the checks. {@link GpuHarnessOptions} reads the switches; {@code --help} lists them.
@@ -66,7 +70,7 @@ import org.mstar.model.frame.FrameModelConfig;
  *     --invariance-perf | --skinny-perf] [--attention-only | --moe-only | --state-space-only] [--frame-perf]
  *     [--preplan-perf] [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...]
  *     [--lora-perf [--lora-adapters 8,64]] [--latent-perf] [--hybrid-perf [--hybrid-layers 32]]
- *     [--no-qkv-rope-in-matmul] [--no-checks]</pre>
+ *     [--moe-perf] [--moe-gemm-rows N] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -190,7 +194,8 @@ public final class GpuHarness {
             allPassed = failed == 0;
 
             // the checks compare the fused qkv epilogue with the pair themselves; this choice is for the tables
-            CudaDevice tablesGpu = gpu.withOptions(gpu.options().withQkvRopeInMatmul(!options.noQkvRopeInMatmul));
+            CudaDevice tablesGpu = gpu.withOptions(gpu.options().withQkvRopeInMatmul(!options.noQkvRopeInMatmul)
+                    .withMoeGemmRows(options.moeGemmRows));
             Twin tablesTwin = twin.on(tablesGpu);
             StringBuilder tables = new StringBuilder(header);
             if (options.noQkvRopeInMatmul) {
@@ -237,6 +242,8 @@ public final class GpuHarness {
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && !options.parallelPerf.isEmpty()) {
                 tables.append(parallelTables(tablesTwin, seed, options));
+            } else if (options.perf() && options.moePerf) {
+                tables.append(moeTables(tablesTwin, tablesGpu, seed, options.moeLayers(), out));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && options.fp8Perf) {
                 tables.append(fp8Tables(tablesTwin, tablesGpu, seed));
@@ -279,7 +286,7 @@ public final class GpuHarness {
                                     256, 1024, 4096}))));
             }
             if (options.perf() && !options.replacesTables()) {
-                int[] layers = options.engineLayers;
+                int[] layers = options.engineLayers();
                 long benchSeed = seed;
                 tables.append(section("Engine throughput (bf16, Llama-3-8B geometry, random weights, "
                         + EngineBench.PROMPT + "-token prompts)", () -> {
@@ -429,6 +436,37 @@ public final class GpuHarness {
                     + ParallelBench.DECODE_STEPS + " timed eager steps)", () -> ParallelBench.table(
                             bench.run(g, layers, options.tensorParallel), rate[0])));
         }
+        return sb.toString();
+    }
+
+    /**
+     * Copy bandwidth (first: torch_moe.py reads it), moeExperts alone at a sweep of rows on the tensor-core tiles and
+     * on cuBLAS GEMMs for each geometry's sparse layer, then the engine rows of both MoE geometries
+     * ({@link MoePerf}) into perf-table.tsv, and the MoE threshold the tables ran with.
+     */
+    private static String moeTables(Twin twin, CudaDevice gpu, long seed, int layers, Path out) {
+        double[] rate = {PEAK_TB_PER_S};
+        StringBuilder sb = new StringBuilder("\n");
+        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        List<PerfTable.Geometry> geometries = MoePerf.geometries(layers);
+        sb.append(section("MoE experts alone: tensor-core tiles against cuBLAS GEMMs (bf16, one sparse "
+                + "layer, random experts and routing)", () -> {
+                    StringBuilder t = new StringBuilder();
+                    for (PerfTable.Geometry g : geometries) {
+                        t.append(MoePerf.expertsTable(gpu, seed, g.name(), g.config(), rate[0])).append('\n');
+                    }
+                    return t.toString();
+                }));
+        sb.append(section("MoE engine rows (bf16, random weights; MoE experts on cuBLAS from "
+                + gpu.options().moeGemmRows() + " rows; joined with the PyTorch peer by torch_moe.py)", () -> {
+                    String rows = MoePerf.measure(gpu, seed, geometries);
+                    try {
+                        Files.writeString(out.resolve("perf-table.tsv"), rows);
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                    return "```\n" + rows + "```\n";
+                }));
         return sb.toString();
     }
 

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.mstar.device.KernelOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
@@ -33,9 +34,9 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "no kernel tables (attention, GEMMs, GEMM batch invariance); the engine throughput stays")
     boolean noKernelPerf;
 
-    @Option(names = "--engine-layers", paramLabel = "LAYERS", split = ",", defaultValue = "8,32",
-            description = "layer counts of the engine throughput (default: ${DEFAULT-VALUE})")
-    int[] engineLayers;
+    @Option(names = "--engine-layers", paramLabel = "LAYERS", split = ",",
+            description = "layer counts of the engine throughput (default: 8,32); the first cuts --moe-perf's models")
+    int[] engineLayers = {};
 
     @Option(names = "--prefill-perf",
             description = "instead of the tables: prefill attention and engine prefill at 512, 2048 and 16384-token prompts")
@@ -89,6 +90,15 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "layers of the --hybrid-perf model, its first N of Bamba-9B's 32 (default: ${DEFAULT-VALUE})")
     int hybridLayers;
 
+    @Option(names = "--moe-perf",
+            description = "instead of the tables: MoE experts alone and Qwen3-30B-A3B / DeepSeek-V2-Lite engine rows")
+    boolean moePerf;
+
+    @Option(names = "--moe-gemm-rows", paramLabel = "ROWS",
+            description = "rows from which MoE experts run on cuBLAS GEMMs (default: "
+                    + KernelOptions.DEFAULT_MOE_GEMM_ROWS + ")")
+    int moeGemmRows = KernelOptions.DEFAULT_MOE_GEMM_ROWS;
+
     @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")
     boolean fp8Only;
 
@@ -137,6 +147,16 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--help", usageHelp = true, description = "print these options and exit")
     boolean help;
 
+    /** The engine throughput's layer counts: --engine-layers, or 8 and 32. */
+    int[] engineLayers() {
+        return engineLayers.length > 0 ? engineLayers : new int[] {8, 32};
+    }
+
+    /** Layers of both --moe-perf geometries: the first of --engine-layers, or 0 for their published counts. */
+    int moeLayers() {
+        return engineLayers.length > 0 ? engineLayers[0] : 0;
+    }
+
     /** Whether performance tables run: neither --no-perf nor a switch running one family of checks alone. */
     boolean perf() {
         return !noPerf && !oneFamily();
@@ -145,7 +165,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
         return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf;
+                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf || moePerf;
     }
 
     /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
@@ -165,12 +185,12 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
                     + "one family of checks alone: give one of them");
         }
         if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf)) {
+                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf || moePerf)) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, "
-                    + "--lora-perf, --fp8-perf, --fp8-gemm-perf, --parallel-perf, --latent-perf and --hybrid-perf are "
-                    + "performance tables: drop --no-perf (and --attention-only, --moe-only, --state-space-only, "
-                    + "--fp8-only) to run them");
+                    + "--lora-perf, --fp8-perf, --fp8-gemm-perf, --parallel-perf, --latent-perf, --hybrid-perf and "
+                    + "--moe-perf are performance tables: drop --no-perf (and --attention-only, --moe-only, "
+                    + "--state-space-only, --fp8-only) to run them");
         }
         if (hybridLayers < 1 || hybridLayers > HybridBench.BAMBA_9B_LAYERS) {
             throw new ParameterException(line, "--hybrid-layers must be 1.." + HybridBench.BAMBA_9B_LAYERS + ", got "
@@ -186,6 +206,14 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
         if (tensorParallel < 2 && !parallelPerf.isEmpty()) {
             throw new ParameterException(line, "--parallel-perf compares one GPU with --tensor-parallel N >= 2, got "
                     + tensorParallel);
+        }
+        if (moeGemmRows < 1) {
+            throw new ParameterException(line, "--moe-gemm-rows must be at least 1, got " + moeGemmRows);
+        }
+        for (int n : engineLayers) {
+            if (n < 1) {
+                throw new ParameterException(line, "--engine-layers counts must be at least 1, got " + n);
+            }
         }
         for (int n : loraAdapters) {
             if (n < 1 || n > LORA_BATCH) {

@@ -48,8 +48,9 @@ final class PerfTable {
         }
     }
 
-    static double weightBytes(ModelConfig c) {
-        return ModelCost.weightBytes(c);
+    /** Bytes of the weights a step of {@code rows} rows reads (all of a dense model's; a mixture of experts' routed). */
+    static double weightBytes(ModelConfig c, double rows) {
+        return ModelCost.weightBytesRead(c, rows);
     }
 
     static double kvBytesPerToken(ModelConfig c) {
@@ -65,7 +66,7 @@ final class PerfTable {
             double tokens = (double) r.prompt() * r.batch();
             double keys = r.batch() * (double) r.prompt() * (r.prompt() + 1) / 2;
             return new Line("prefill", model, r.batch(), 0, r.prompt(), PrefillBench.TOKEN_BUDGET, r.steps(),
-                    r.millis(), tokens, weightBytes(c) * r.steps() + kvBytesPerToken(c) * tokens,
+                    r.millis(), tokens, weightBytes(c, tokens / r.steps()) * r.steps() + kvBytesPerToken(c) * tokens,
                     flops(c, tokens, r.batch(), keys));
         }).toList();
     }
@@ -74,7 +75,7 @@ final class PerfTable {
         return rows.stream().map(r -> {
             double keys = r.kvBytes() / kvBytesPerToken(c);
             return new Line("decode", model, r.c().batch(), r.c().context(), 0, 0, 1, r.millisPerStep(), r.c().batch(),
-                    weightBytes(c) + r.kvBytes(), flops(c, r.c().batch(), r.c().batch(), keys));
+                    weightBytes(c, r.c().batch()) + r.kvBytes(), flops(c, r.c().batch(), r.c().batch(), keys));
         }).toList();
     }
 
@@ -85,7 +86,7 @@ final class PerfTable {
             double meanPrefix = (r.c().prompt() - chunk) / 2;
             double chunkKeys = chunk * (meanPrefix + (chunk + 1) / 2);
             double decodeKeys = r.c().decoders() * r.meanDecodeKeys();
-            double bytes = weightBytes(c) + kvBytesPerToken(c) * (decodeKeys + meanPrefix + chunk);
+            double bytes = weightBytes(c, r.tokensPerStep()) + kvBytesPerToken(c) * (decodeKeys + meanPrefix + chunk);
             return new Line("mixed", model, r.c().decoders(), r.c().context(), r.c().prompt(), r.c().chunk(), 1,
                     r.millisPerStep(), r.tokensPerStep(), bytes,
                     flops(c, r.tokensPerStep(), r.c().decoders(), decodeKeys + chunkKeys));

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.mstar.device.KernelOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.ParameterException;
@@ -22,7 +23,10 @@ class HarnessCommandLineTest {
         assertThat(options.noChecks).isFalse();
         assertThat(options.noKernelPerf).isFalse();
         assertThat(options.noQkvRopeInMatmul).isFalse();
-        assertThat(options.engineLayers).containsExactly(8, 32);
+        assertThat(options.engineLayers()).containsExactly(8, 32);
+        assertThat(options.moeLayers()).isZero();
+        assertThat(options.moePerf).isFalse();
+        assertThat(options.moeGemmRows).isEqualTo(KernelOptions.DEFAULT_MOE_GEMM_ROWS);
         assertThat(options.decodeModels).containsExactly("8B", "1B");
         assertThat(options.profiled).isEmpty();
         assertThat(options.loraPerf).isFalse();
@@ -50,7 +54,8 @@ class HarnessCommandLineTest {
         assertThat(options.out).isEqualTo(Path.of("/tmp/o"));
         assertThat(options.seed).isEqualTo(42);
         assertThat(options.noKernelPerf).isTrue();
-        assertThat(options.engineLayers).containsExactly(4, 16);
+        assertThat(options.engineLayers()).containsExactly(4, 16);
+        assertThat(options.moeLayers()).isEqualTo(4);
         assertThat(options.decodePerf).isTrue();
         assertThat(options.replacesTables()).isTrue();
         assertThat(options.decodeModels).containsExactly("1B");
@@ -146,6 +151,19 @@ class HarnessCommandLineTest {
     }
 
     @Test
+    void moePerfReplacesTheTablesAndTakesItsThreshold() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options, "--moe-perf", "--moe-gemm-rows", "1024", "--engine-layers", "24");
+        assertThat(options.moePerf).isTrue();
+        assertThat(options.replacesTables()).isTrue();
+        assertThat(options.moeGemmRows).isEqualTo(1024);
+        assertThat(options.moeLayers()).isEqualTo(24);
+        assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--moe-perf");
+        assertRefused(new GpuHarnessOptions(), "--moe-gemm-rows must be at least 1, got 0", "--moe-gemm-rows", "0");
+        assertRefused(new GpuHarnessOptions(), "--engine-layers counts must be at least 1, got 0", "--engine-layers", "0");
+    }
+
+    @Test
     void gpuHarnessHelpNamesEveryOptionWithOneLine() {
         CommandLine line = HarnessCommandLine.parse(new GpuHarnessOptions(), "--help");
         assertThat(line.isUsageHelpRequested()).isTrue();
@@ -153,7 +171,7 @@ class HarnessCommandLineTest {
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
                 "--decode-models", "--invariance-perf", "--skinny-perf", "--fp8-perf", "--fp8-gemm-perf",
                 "--parallel-perf", "--tensor-parallel", "--parallel-layers", "--latent-perf", "--hybrid-perf",
-                "--hybrid-layers", "--fp8-only", "--attention-only",
+                "--hybrid-layers", "--moe-perf", "--moe-gemm-rows", "--fp8-only", "--attention-only",
                 "--moe-only", "--state-space-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
                 "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
                 "--help");

@@ -51,8 +51,20 @@ class PerfTableTest {
     void boundsCountEveryWeightAndEveryAttendedKey() {
         ModelConfig c = TINY;
         double layer = 64.0 * (4 + 2 * 2) * 16 + 4 * 16 * 64 + 3 * 64 * 128;
-        assertThat(PerfTable.weightBytes(c)).isEqualTo((2 * layer + 512 * 64) * 2);
+        assertThat(PerfTable.weightBytes(c, 10)).isEqualTo((2 * layer + 512 * 64) * 2);
         assertThat(PerfTable.kvBytesPerToken(c)).isEqualTo(2.0 * 2 * 2 * 16 * 2);
         assertThat(PerfTable.flops(c, 10, 1, 100)).isEqualTo(2 * 2 * layer * 10 + 2.0 * 512 * 64 + 4.0 * 2 * 4 * 16 * 100);
+    }
+
+    @Test
+    void aMixtureOfExpertsDecodeRowReadsOnlyItsRowsExperts() {
+        ModelConfig c = MoePerf.qwen3_30b_a3b(48);
+        DecodeBench.Row row = new DecodeBench.Row("q", new DecodeBench.Case(1, 512, true), 10, 0, 1000, -1, -1);
+        // per layer: q/k/v/o, the router and the one row's 8 experts; then the LM head
+        double layer = 2048.0 * (32 + 8) * 128 + 32 * 128 * 2048 + 2048 * 128 + 8 * 3.0 * 2048 * 768;
+        double bytes = (48 * layer + 151_936.0 * 2048) * 2;
+
+        assertThat(PerfTable.decodeLines("q", c, List.of(row)).get(0).bytes()).isCloseTo(bytes + 1000, within(1.0));
+        assertThat(bytes).isLessThan(PerfTable.weightBytes(c, Double.POSITIVE_INFINITY) / 8);
     }
 }
