@@ -1,7 +1,8 @@
 // Paged-KV geometry and masks shared by the decode and prefill attention kernels.
 // Plan layout (FlashInfer's): sequence r owns query rows [qoIndptr[r], qoIndptr[r+1]) and pages
 // kvIndices[kvIndptr[r] .. kvIndptr[r+1]), the last holding lastPageLen[r] tokens. Query i of r sits at
-// position kvLen - qLen + i. The pool is [layers, pages, 2, pageSize, kvHeads, headDim].
+// position kvLen - qLen + i. The pool is [layers, pages, 2, pageSize, kvHeads, headDim], of the queries' type or of
+// E4M3 codes (E4m3).
 #pragma once
 
 #include "common.cuh"
@@ -48,6 +49,12 @@ struct Mask {
     }
 };
 
+// An element of an FP8 KV pool: one E4M3 code (common.cuh's e4m3_value), a distinct type so that the row loads and
+// element loads below widen it as such.
+struct E4m3 {
+    unsigned char code;
+};
+
 // N consecutive elements of T from 16-byte-aligned memory, widened to fp32.
 template <typename T, int N>
 __device__ __forceinline__ void load_row(const T* src, float (&dst)[N]);
@@ -77,6 +84,28 @@ __device__ __forceinline__ void load_row(const __nv_bfloat16* src, float (&dst)[
             const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[j]));
             dst[i + 2 * j] = f.x;
             dst[i + 2 * j + 1] = f.y;
+        }
+    }
+}
+
+template <int N>
+__device__ __forceinline__ void load_row(const E4m3* src, float (&dst)[N]) {
+    static_assert(N % 16 == 0, "E4M3 rows load in 16-byte vectors");
+#pragma unroll
+    for (int i = 0; i < N; i += 16) {
+        const uint4 v = *reinterpret_cast<const uint4*>(src + i);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            // two codes a conversion (cvt.rn.f16x2.e4m3x2 on sm_89+): exact in fp16
+#pragma unroll
+            for (int p = 0; p < 2; ++p) {
+                const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+                    static_cast<__nv_fp8x2_storage_t>((w[j] >> (16 * p)) & 0xFFFFu), __NV_E4M3);
+                const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+                dst[i + 4 * j + 2 * p] = f.x;
+                dst[i + 4 * j + 2 * p + 1] = f.y;
+            }
         }
     }
 }
@@ -127,6 +156,11 @@ __device__ __forceinline__ float load_elem<float>(const float* src, long long i)
 template <>
 __device__ __forceinline__ float load_elem<__nv_bfloat16>(const __nv_bfloat16* src, long long i) {
     return __bfloat162float(src[i]);
+}
+
+template <>
+__device__ __forceinline__ float load_elem<E4m3>(const E4m3* src, long long i) {
+    return e4m3_value(src[i].code);
 }
 
 }  // namespace mstar

@@ -38,11 +38,11 @@ __device__ __forceinline__ int slice_keys(int span, int splits, int pageSize) {
     return min(min(cap, kMaxSliceKeys), max(kMinSplitKeys, (span + splits - 1) / splits));
 }
 
-// Launch geometry of one instantiation. A lane owns EPL consecutive elements of a head; LPT lanes cover one
-// token's head; a warp covers TPW tokens side by side and each lane walks U of them per step.
-template <typename T, int D, int GH>
+// Launch geometry of one instantiation over a pool of KT. A lane owns EPL consecutive elements of a head; LPT lanes
+// cover one token's head; a warp covers TPW tokens side by side and each lane walks U of them per step.
+template <typename KT, int D, int GH>
 struct DecodeShape {
-    static constexpr int VEC = 16 / sizeof(T);              // elements per 16-byte copy
+    static constexpr int VEC = 16 / sizeof(KT);             // elements per 16-byte copy
     static constexpr int EPL = D / 32 > VEC ? D / 32 : VEC;  // elements per lane
     static constexpr int CHUNKS = EPL / VEC;                // 16-byte copies per lane per K or V row
     static constexpr int LPT = D / EPL;
@@ -233,12 +233,12 @@ __device__ __forceinline__ void merge_slices(const DecodeBlock& b, int qoHeads, 
 // K and V are staged through shared memory with cp.async, STAGES deep per warp: the copies of the next step
 // are in flight while this step computes. Each lane copies exactly the bytes it later reads, so a lane's own
 // wait_group orders them and no barrier is needed inside the loop. The page ids of a slice's keys are read
-// once into shared memory.
-template <typename T, int D, int GH>
+// once into shared memory. The pool holds KT: T (the queries' type), or E4M3 codes widened as they are read.
+template <typename T, typename KT, int D, int GH>
 __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, const int* qoIndptr, int qoHeads,
                                             float smScale, int splits, int sliceStride, T* out, float* partialO,
                                             float* partialLse, int* splitDone) {
-    using S = DecodeShape<T, D, GH>;
+    using S = DecodeShape<KT, D, GH>;
     constexpr int EPL = S::EPL, CHUNKS = S::CHUNKS, LPT = S::LPT, TPW = S::TPW, SLOTS = S::SLOTS, U = S::U;
     constexpr int STAGES = S::STAGES;
     using Combine = SliceCombine<D, GH, SLOTS>;
@@ -261,7 +261,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
         for (int e = 0; e < EPL; ++e) qf[j][e] *= smScale * kLog2e;
     }
     const long long pageElems = (long long)kv.pageSize * kv.kvHeads * D;  // one K or V block of a page
-    const T* pool = static_cast<const T*>(kv.pool);
+    const KT* pool = static_cast<const KT*>(kv.pool);
     const int laneOffset = b.g * D + sub * EPL;  // within a token's row of heads
     unsigned char* warpStaging = smem + warp * STAGES * S::WARP_STAGE_BYTES;
     const Combine combine(smem);
@@ -297,7 +297,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
             for (int u = 0; u < U; ++u) {
                 const int t = t0 + u;
                 const bool valid = t < kEnd;
-                const T* k = pool;
+                const KT* k = pool;
                 if (valid) {
                     k = pool + pageBase[page] + slotInPage * kv.kvHeads * D + laneOffset;
                 }
@@ -333,7 +333,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 float kf[EPL];
-                load_staged<T, EPL, CHUNKS>(stage + (u * 2 + 0) * CHUNKS * 32 * 16, lane, kf);
+                load_staged<KT, EPL, CHUNKS>(stage + (u * 2 + 0) * CHUNKS * 32 * 16, lane, kf);
 #pragma unroll
                 for (int j = 0; j < GH; ++j) {
                     float d = 0.f;
@@ -365,7 +365,7 @@ __device__ __forceinline__ void decode_body(const T* q, PagedKv kv, Mask mask, c
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 float vf[EPL];
-                load_staged<T, EPL, CHUNKS>(stage + (u * 2 + 1) * CHUNKS * 32 * 16, lane, vf);
+                load_staged<KT, EPL, CHUNKS>(stage + (u * 2 + 1) * CHUNKS * 32 * 16, lane, vf);
 #pragma unroll
                 for (int j = 0; j < GH; ++j) {
 #pragma unroll
@@ -619,23 +619,31 @@ __device__ __forceinline__ void decode_mma_body(const __nv_bfloat16* q, PagedKv 
 
 // Up to four query heads per block, registers are capped at what lets four blocks share an SM (128 per
 // thread; the compiler would otherwise take ~167 for the slice loop and fit three); eight heads need more.
-#define MSTAR_DECODE(NAME, T, D, GH)                                                                            \
+#define MSTAR_DECODE(NAME, T, KT, D, GH)                                                                        \
     extern "C" __global__ void __launch_bounds__(kDecodeWarps * 32, GH <= 4 ? 4 : 1)                            \
         NAME(const T* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,     \
              const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal, \
              int windowLeft, int contextOnly, float smScale, int splits, int sliceStride, T* out,              \
              float* partialO, float* partialLse, int* splitDone) {                                             \
         mstar::await_previous_kernel();                                                                        \
-        decode_body<T, D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
+        decode_body<T, KT, D, GH>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
                               Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, splits, sliceStride, \
                               out, partialO, partialLse, splitDone);                                           \
     }
 
 #define MSTAR_DECODE_GROUPS(TN, T, D)           \
-    MSTAR_DECODE(attn_decode_##TN##_d##D##_g1, T, D, 1) \
-    MSTAR_DECODE(attn_decode_##TN##_d##D##_g2, T, D, 2) \
-    MSTAR_DECODE(attn_decode_##TN##_d##D##_g4, T, D, 4) \
-    MSTAR_DECODE(attn_decode_##TN##_d##D##_g8, T, D, 8)
+    MSTAR_DECODE(attn_decode_##TN##_d##D##_g1, T, T, D, 1) \
+    MSTAR_DECODE(attn_decode_##TN##_d##D##_g2, T, T, D, 2) \
+    MSTAR_DECODE(attn_decode_##TN##_d##D##_g4, T, T, D, 4) \
+    MSTAR_DECODE(attn_decode_##TN##_d##D##_g8, T, T, D, 8)
+
+// FP8 (E4M3) pools under bf16 queries. A lane widens 16 codes (one 16-byte copy), twice a bf16 lane's 8, so a block
+// holds twice the softmax states; at eight heads their combine would outgrow the 48 KB of static shared memory, so
+// at most four heads share a block (CudaAttention.FP8_DECODE_MAX_HEADS): a group of eight takes two blocks.
+#define MSTAR_DECODE_E4M3_GROUPS(D)                                              \
+    MSTAR_DECODE(attn_decode_e4m3_d##D##_g1, __nv_bfloat16, E4m3, D, 1) \
+    MSTAR_DECODE(attn_decode_e4m3_d##D##_g2, __nv_bfloat16, E4m3, D, 2) \
+    MSTAR_DECODE(attn_decode_e4m3_d##D##_g4, __nv_bfloat16, E4m3, D, 4)
 
 MSTAR_DECODE_GROUPS(f32, float, 32)
 MSTAR_DECODE_GROUPS(f32, float, 64)
@@ -645,6 +653,10 @@ MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 32)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 64)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 128)
 MSTAR_DECODE_GROUPS(bf16, __nv_bfloat16, 256)
+MSTAR_DECODE_E4M3_GROUPS(32)
+MSTAR_DECODE_E4M3_GROUPS(64)
+MSTAR_DECODE_E4M3_GROUPS(128)
+MSTAR_DECODE_E4M3_GROUPS(256)
 
 // Dynamic shared memory: TcDecodeShape<D>::STAGING_BYTES. Four blocks per SM bound the registers at 170.
 #define MSTAR_DECODE_TC(D, GH)                                                                                  \

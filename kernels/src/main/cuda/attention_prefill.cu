@@ -1,7 +1,8 @@
 // Paged prefill / append attention: ragged query rows per sequence, causal or full, sliding window,
 // context-only, grouped-query heads. Block (query tile, query head, sequence) walks the union of its
 // queries' visible keys in tiles staged through shared memory, with an online softmax per query row.
-// fp32 arithmetic on the CUDA cores; bf16 and fp32 storage.
+// fp32 arithmetic on the CUDA cores; bf16 and fp32 storage, and FP8 (E4M3) pools under bf16 queries, their codes
+// widened as a tile is staged.
 #include "attention.cuh"
 
 using namespace mstar;
@@ -12,7 +13,7 @@ constexpr int kPrefillThreads = 128;
 constexpr int kBq = 32;  // query rows per block: 4 threads per row
 constexpr int kBk = 32;  // keys per tile: 8 per thread
 
-template <typename T, int D>
+template <typename T, typename KT, int D>
 __device__ __forceinline__ void prefill_body(const T* q, PagedKv kv, Mask mask, const int* qoIndptr, int qoHeads,
                                              float smScale, T* out) {
     constexpr int OPT = D / 4;  // output columns per thread: part, part + 4, ...
@@ -50,7 +51,7 @@ __device__ __forceinline__ void prefill_body(const T* q, PagedKv kv, Mask mask, 
 #pragma unroll
     for (int c = 0; c < OPT; ++c) o[c] = 0.f;
 
-    const T* pool = static_cast<const T*>(kv.pool);
+    const KT* pool = static_cast<const KT*>(kv.pool);
     const long long vDelta = (long long)kv.pageSize * kv.kvHeads * D;
     for (int kt = lo; kt < hi; kt += kBk) {
         __syncthreads();  // the previous tile is fully consumed
@@ -62,8 +63,8 @@ __device__ __forceinline__ void prefill_body(const T* q, PagedKv kv, Mask mask, 
         for (int idx = threadIdx.x; idx < kBk * D; idx += kPrefillThreads) {
             const int j = idx / D, d = idx - j * D;
             const long long off = keyOffset[j];
-            ks[j][d] = off >= 0 ? load_elem<T>(pool, off + d) : 0.f;
-            vs[j][d] = off >= 0 ? load_elem<T>(pool, off + vDelta + d) : 0.f;
+            ks[j][d] = off >= 0 ? load_elem<KT>(pool, off + d) : 0.f;
+            vs[j][d] = off >= 0 ? load_elem<KT>(pool, off + vDelta + d) : 0.f;
         }
         __syncthreads();
 
@@ -115,21 +116,25 @@ __device__ __forceinline__ void prefill_body(const T* q, PagedKv kv, Mask mask, 
 
 }  // namespace
 
-#define MSTAR_PREFILL(NAME, T, D)                                                                              \
+#define MSTAR_PREFILL(NAME, T, KT, D)                                                                            \
     extern "C" __global__ void __launch_bounds__(kPrefillThreads)                                              \
         NAME(const T* q, const void* pool, const int* qoIndptr, const int* kvIndptr, const int* kvIndices,    \
              const int* lastPageLen, int layer, int numPages, int pageSize, int qoHeads, int kvHeads, int causal, \
              int windowLeft, int contextOnly, float smScale, T* out) {                                        \
         mstar::await_previous_kernel();                                                                       \
-        prefill_body<T, D>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
+        prefill_body<T, KT, D>(q, PagedKv{pool, kvIndptr, kvIndices, lastPageLen, layer, numPages, pageSize, kvHeads}, \
                            Mask{causal, windowLeft, contextOnly}, qoIndptr, qoHeads, smScale, out);          \
     }
 
-MSTAR_PREFILL(attn_prefill_f32_d32, float, 32)
-MSTAR_PREFILL(attn_prefill_f32_d64, float, 64)
-MSTAR_PREFILL(attn_prefill_f32_d128, float, 128)
-MSTAR_PREFILL(attn_prefill_f32_d256, float, 256)
-MSTAR_PREFILL(attn_prefill_bf16_d32, __nv_bfloat16, 32)
-MSTAR_PREFILL(attn_prefill_bf16_d64, __nv_bfloat16, 64)
-MSTAR_PREFILL(attn_prefill_bf16_d128, __nv_bfloat16, 128)
-MSTAR_PREFILL(attn_prefill_bf16_d256, __nv_bfloat16, 256)
+MSTAR_PREFILL(attn_prefill_f32_d32, float, float, 32)
+MSTAR_PREFILL(attn_prefill_f32_d64, float, float, 64)
+MSTAR_PREFILL(attn_prefill_f32_d128, float, float, 128)
+MSTAR_PREFILL(attn_prefill_f32_d256, float, float, 256)
+MSTAR_PREFILL(attn_prefill_bf16_d32, __nv_bfloat16, __nv_bfloat16, 32)
+MSTAR_PREFILL(attn_prefill_bf16_d64, __nv_bfloat16, __nv_bfloat16, 64)
+MSTAR_PREFILL(attn_prefill_bf16_d128, __nv_bfloat16, __nv_bfloat16, 128)
+MSTAR_PREFILL(attn_prefill_bf16_d256, __nv_bfloat16, __nv_bfloat16, 256)
+MSTAR_PREFILL(attn_prefill_e4m3_d32, __nv_bfloat16, E4m3, 32)
+MSTAR_PREFILL(attn_prefill_e4m3_d64, __nv_bfloat16, E4m3, 64)
+MSTAR_PREFILL(attn_prefill_e4m3_d128, __nv_bfloat16, E4m3, 128)
+MSTAR_PREFILL(attn_prefill_e4m3_d256, __nv_bfloat16, E4m3, 256)

@@ -3,27 +3,40 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 namespace mstar {
 
 // Codes are the ordinals of org.mstar.device.DType, passed as plain ints by the launchers.
-enum DTypeCode : int { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2, DT_I32 = 3, DT_I64 = 4, DT_U8 = 5 };
+enum DTypeCode : int { DT_F32 = 0, DT_BF16 = 1, DT_F16 = 2, DT_I32 = 3, DT_I64 = 4, DT_U8 = 5, DT_F8_E4M3 = 6 };
+
+// The value of an E4M3 code (Float8E4m3.decode): exact in fp16, hence in fp32.
+__device__ __forceinline__ float e4m3_value(unsigned char code) {
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3)));
+}
+
+// The E4M3 code nearest v, ties to even, saturating at ±448 (Float8E4m3.encode): how an FP8 KV pool is written.
+__device__ __forceinline__ unsigned char e4m3_code(float v) {
+    return static_cast<unsigned char>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+}
 
 // The dtype branch is uniform across a launch, so it costs a predicted branch, not divergence.
 __device__ __forceinline__ float load_f(const void* p, int dt, long long i) {
     switch (dt) {
         case DT_BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
         case DT_F16: return __half2float(static_cast<const __half*>(p)[i]);
+        case DT_F8_E4M3: return e4m3_value(static_cast<const unsigned char*>(p)[i]);
         default: return static_cast<const float*>(p)[i];
     }
 }
 
-// Rounds to nearest even for the 16-bit types, as HalfFloats does on the host.
+// Rounds to nearest even for the 16-bit types, as HalfFloats does on the host, and for E4M3 as Float8E4m3 does.
 __device__ __forceinline__ void store_f(void* p, int dt, long long i, float v) {
     switch (dt) {
         case DT_BF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
         case DT_F16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+        case DT_F8_E4M3: static_cast<unsigned char*>(p)[i] = e4m3_code(v); break;
         default: static_cast<float*>(p)[i] = v; break;
     }
 }
@@ -33,6 +46,7 @@ __device__ __forceinline__ float round_to(int dt, float v) {
     switch (dt) {
         case DT_BF16: return __bfloat162float(__float2bfloat16_rn(v));
         case DT_F16: return __half2float(__float2half_rn(v));
+        case DT_F8_E4M3: return e4m3_value(e4m3_code(v));
         default: return v;
     }
 }

@@ -92,7 +92,7 @@ final class EngineCore implements GenerationEngine {
 
     /**
      * @param tokenizer null when requests always carry token ids (text deltas are then empty)
-     * @param kvDType element type of the KV pages
+     * @param kvDType the model's element type: the KV pages', unless the options' cache dtype says otherwise
      */
     EngineCore(ModelRunner model, TextTokenizer tokenizer, GenerationConfig generation, EngineOptions options,
                DType kvDType) {
@@ -111,8 +111,8 @@ final class EngineCore implements GenerationEngine {
         this.checks = new RequestChecks(model.vocabSize(), maxSeqLen, pageSize, usablePages, heldPagesBound,
                 tokenizer);
         this.role = options.role();
-        this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(model.kvPageBytes(pageSize, kvDType),
-                pageSize) : Integer.MAX_VALUE;
+        this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(model.kvPageBytes(pageSize,
+                options.kvCache().cacheDType().poolDType(kvDType)), pageSize) : Integer.MAX_VALUE;
         var built = new ResourceFactory(StandardBuilders.all()).buildAll(specs,
                 EngineResourceInfo.singleRank(model.device(), kvDType), Set.of());
         model.bind(built);

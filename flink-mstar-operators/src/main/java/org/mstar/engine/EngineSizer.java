@@ -70,7 +70,7 @@ public final class EngineSizer {
         memory = device.memory().orElseThrow();
         ModelConfig c = weights.config();
         int pageSize = defaults.kvCache().pageSize();
-        long pageBytes = ModelCost.kvPageBytes(c, pageSize, weights.dtype());
+        long pageBytes = ModelCost.kvPageBytes(c, pageSize, defaults.kvCache().cacheDType().poolDType(weights.dtype()));
         String key = device.name();
         int toBuild = Math.max(1, enginesOnDevice - OPEN.getOrDefault(key, 0));
         EngineSizing sizing = EngineSizing.size(request, new EngineSizing.Device(memory.totalBytes(),

@@ -95,9 +95,9 @@ public record EngineSizing(int maxBatchRows, int tokenBudget, int pages, String 
             }
             pages = (int) Math.min(Integer.MAX_VALUE, fit);
         }
-        String reason = String.format(Locale.ROOT, "%s; KV %s %d pages = %d tokens (%s)%s", memory,
+        String reason = String.format(Locale.ROOT, "%s; KV %s %d pages = %d tokens (%s, %d bytes a token)%s", memory,
                 request.pages().isPresent() ? "set to" : "sized to", pages, (long) pages * d.pageSize(),
-                gib((long) pages * d.pageBytes()),
+                gib((long) pages * d.pageBytes()), d.pageBytes() / d.pageSize(),
                 request.maxBatchRows().isPresent() || request.tokenBudget().isPresent() ? "; rows or budget set" : "")
                 + (d.kvShare() < 1 && request.pages().isEmpty() ? String.format(Locale.ROOT,
                         "; %.0f %% of the room left, the rest for the other engines of the job on this device",

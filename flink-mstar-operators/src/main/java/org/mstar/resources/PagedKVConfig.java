@@ -6,7 +6,7 @@ import java.util.Set;
 /** Fixed-size pages, appended to as a sequence grows. The default KV storage. */
 public final class PagedKVConfig extends KVConfig {
     private static final Set<String> TUNABLES = Set.of("max_num_pages", "page_size", "max_seq_len",
-            "cpu_offload_pages", "prefix_cache_salt", "prefix_cache", "prefix_cache_tp");
+            "cpu_offload_pages", "prefix_cache_salt", "prefix_cache", "prefix_cache_tp", "cache_dtype");
 
     private int maxSeqLen;
     private int maxNumPages;
@@ -18,6 +18,7 @@ public final class PagedKVConfig extends KVConfig {
     private boolean prefixCacheTp;
     private final Integer kvLoraRank;
     private final Integer qkRopeHeadDim;
+    private KVCacheDType cacheDType;
 
     private PagedKVConfig(Builder b) {
         super(b.numLayers, b.numKvHeads, b.headDim, b.numQoHeads);
@@ -31,6 +32,7 @@ public final class PagedKVConfig extends KVConfig {
         this.prefixCacheTp = b.prefixCacheTp;
         this.kvLoraRank = b.kvLoraRank;
         this.qkRopeHeadDim = b.qkRopeHeadDim;
+        this.cacheDType = b.cacheDType;
         check();
     }
 
@@ -39,6 +41,11 @@ public final class PagedKVConfig extends KVConfig {
         if (pageSize <= 0) throw new IllegalArgumentException("page_size must be > 0, got " + pageSize);
         if (maxNumPages < 2) throw new IllegalArgumentException("max_num_pages must be >= 2 (page 0 is the sink), got " + maxNumPages);
         if (cpuOffloadPages < 0) throw new IllegalArgumentException("cpu_offload_pages must be >= 0, got " + cpuOffloadPages);
+        if (cacheDType != KVCacheDType.AUTO && layout == KVLayout.MLA) {
+            // the latent attention kernels read their pool in the model's dtype
+            throw new IllegalArgumentException("KV cache dtype " + cacheDType.optionValue()
+                    + " does not cover latent (MLA) pages: use 'auto'");
+        }
     }
 
     public static Builder builder(int numLayers, int numKvHeads, int headDim, int maxSeqLen) {
@@ -55,6 +62,8 @@ public final class PagedKVConfig extends KVConfig {
     public boolean prefixCacheTp() { return prefixCacheTp; }
     public Integer kvLoraRank() { return kvLoraRank; }
     public Integer qkRopeHeadDim() { return qkRopeHeadDim; }
+    /** What the pool stores K and V in. */
+    public KVCacheDType cacheDType() { return cacheDType; }
 
     /** Per-token cache width under MLA. */
     public int latentDim() {
@@ -75,6 +84,7 @@ public final class PagedKVConfig extends KVConfig {
         if (o.containsKey("prefix_cache_salt")) prefixCacheSalt = YamlValues.asString("prefix_cache_salt", o.get("prefix_cache_salt"));
         if (o.containsKey("prefix_cache")) prefixCache = YamlValues.asBool("prefix_cache", o.get("prefix_cache"));
         if (o.containsKey("prefix_cache_tp")) prefixCacheTp = YamlValues.asBool("prefix_cache_tp", o.get("prefix_cache_tp"));
+        if (o.containsKey("cache_dtype")) cacheDType = KVCacheDType.parse(YamlValues.asString("cache_dtype", o.get("cache_dtype")));
         check();
     }
 
@@ -93,6 +103,7 @@ public final class PagedKVConfig extends KVConfig {
         private boolean prefixCacheTp = false;
         private Integer kvLoraRank;
         private Integer qkRopeHeadDim;
+        private KVCacheDType cacheDType = KVCacheDType.AUTO;
 
         private Builder(int numLayers, int numKvHeads, int headDim, int maxSeqLen) {
             this.numLayers = numLayers;
@@ -111,6 +122,7 @@ public final class PagedKVConfig extends KVConfig {
         public Builder prefixCacheTp(boolean v) { prefixCacheTp = v; return this; }
         public Builder kvLoraRank(int v) { kvLoraRank = v; return this; }
         public Builder qkRopeHeadDim(int v) { qkRopeHeadDim = v; return this; }
+        public Builder cacheDType(KVCacheDType v) { cacheDType = v; return this; }
 
         public PagedKVConfig build() { return new PagedKVConfig(this); }
     }

@@ -138,7 +138,7 @@ public final class CpuDevice implements Device {
             case BF16, F16 -> b.asShortBuffer().get(d.half(), off, n);
             case I32 -> b.asIntBuffer().get(d.i32(), off, n);
             case I64 -> b.asLongBuffer().get(d.i64(), off, n);
-            case U8 -> b.get(d.u8(), off, n);
+            case U8, F8_E4M3 -> b.get(d.u8(), off, n);
         }
     }
 
@@ -153,7 +153,7 @@ public final class CpuDevice implements Device {
             case BF16, F16 -> b.asShortBuffer().put(s.half(), off, n);
             case I32 -> b.asIntBuffer().put(s.i32(), off, n);
             case I64 -> b.asLongBuffer().put(s.i64(), off, n);
-            case U8 -> b.put(s.u8(), off, n);
+            case U8, F8_E4M3 -> b.put(s.u8(), off, n);
         }
     }
 

@@ -3,12 +3,13 @@ package org.mstar.device.cpu;
 import java.util.Arrays;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
+import org.mstar.device.Float8E4m3;
 import org.mstar.device.HalfFloats;
 import org.mstar.device.Tensor;
 
 /**
  * A tensor in Java heap arrays: F32 in {@code float[]}, BF16/F16 in {@code short[]} (raw bits), I32 in
- * {@code int[]}, I64 in {@code long[]}, U8 in {@code byte[]}. Views share the array and carry an
+ * {@code int[]}, I64 in {@code long[]}, U8 and F8_E4M3 (codes) in {@code byte[]}. Views share the array and carry an
  * element offset. Ops on hot paths read the arrays directly; the element accessors are for the rest.
  */
 public final class CpuTensor implements Tensor {
@@ -34,7 +35,7 @@ public final class CpuTensor implements Tensor {
             case BF16, F16 -> new short[n];
             case I32 -> new int[n];
             case I64 -> new long[n];
-            case U8 -> new byte[n];
+            case U8, F8_E4M3 -> new byte[n];
         };
     }
 
@@ -76,6 +77,7 @@ public final class CpuTensor implements Tensor {
             case I32 -> ((int[]) storage)[j];
             case I64 -> ((long[]) storage)[j];
             case U8 -> ((byte[]) storage)[j] & 0xFF;
+            case F8_E4M3 -> Float8E4m3.decode(((byte[]) storage)[j]);
         };
     }
 
@@ -86,6 +88,7 @@ public final class CpuTensor implements Tensor {
             case F32 -> ((float[]) storage)[j] = v;
             case BF16 -> ((short[]) storage)[j] = HalfFloats.floatToBf16(v);
             case F16 -> ((short[]) storage)[j] = HalfFloats.floatToF16(v);
+            case F8_E4M3 -> ((byte[]) storage)[j] = Float8E4m3.encode(v);
             default -> throw new IllegalStateException("setFloat on a " + dtype + " tensor");
         }
     }

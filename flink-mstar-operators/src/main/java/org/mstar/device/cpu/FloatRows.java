@@ -1,11 +1,14 @@
 package org.mstar.device.cpu;
 
+import org.mstar.device.DType;
+import org.mstar.device.Float8E4m3;
 import org.mstar.device.HalfFloats;
 
 /**
  * Bulk moves between float tensors and fp32 arrays, with one dtype switch per run of elements rather
  * than per element (the per-element accessors of {@link CpuTensor} dispatch on every call). Offsets are
- * element offsets relative to the view, like {@link CpuTensor#getFloat}.
+ * element offsets relative to the view, like {@link CpuTensor#getFloat}. An F8_E4M3 tensor (a KV pool) reads as its codes'
+ * values and takes writes rounded to the nearest code, saturating at ±448: the same rounding as the CUDA kernels.
  */
 final class FloatRows {
     private FloatRows() {}
@@ -25,6 +28,12 @@ final class FloatRows {
                 short[] h = t.half();
                 for (int i = 0; i < n; i++) {
                     dst[dstOff + i] = HalfFloats.f16ToFloat(h[src + i]);
+                }
+            }
+            case F8_E4M3 -> {
+                byte[] b = t.u8();
+                for (int i = 0; i < n; i++) {
+                    dst[dstOff + i] = Float8E4m3.decode(b[src + i]);
                 }
             }
             default -> throw new IllegalArgumentException("expected a float tensor, got " + t);
@@ -55,6 +64,12 @@ final class FloatRows {
                     h[dst + i] = HalfFloats.floatToF16(src[srcOff + i]);
                 }
             }
+            case F8_E4M3 -> {
+                byte[] b = t.u8();
+                for (int i = 0; i < n; i++) {
+                    b[dst + i] = Float8E4m3.encode(src[srcOff + i]);
+                }
+            }
             default -> throw new IllegalArgumentException("expected a float tensor, got " + t);
         }
     }
@@ -65,7 +80,7 @@ final class FloatRows {
      */
     static void copy(CpuTensor src, int srcFrom, CpuTensor dst, int dstFrom, int n) {
         if (src.dtype() == dst.dtype()) {
-            if (!src.dtype().isFloat()) {
+            if (!src.dtype().isFloat() && src.dtype() != DType.F8_E4M3) {
                 throw new IllegalArgumentException("expected a float tensor, got " + src);
             }
             System.arraycopy(src.storage(), src.offset() + srcFrom, dst.storage(), dst.offset() + dstFrom, n);

@@ -1,5 +1,7 @@
 package org.mstar.device.cpu;
 
+import org.mstar.device.DType;
+
 /**
  * Element offsets into a KV pool {@code [layers, pages, planes, pageSize, kvHeads, headDim]}, relative to the
  * pool view (as {@link FloatRows} and {@link CpuTensor#getFloat} take them). An NHD pool has two planes (K, V); a
@@ -18,8 +20,8 @@ final class KvPoolGeometry {
             throw new IllegalArgumentException("KV pool must be [layers, pages, 1 or 2, pageSize, kvHeads, headDim], got "
                     + pool);
         }
-        if (!pool.dtype().isFloat()) {
-            throw new IllegalArgumentException("KV pool must hold floats, got " + pool);
+        if (!pool.dtype().isFloat() && pool.dtype() != DType.F8_E4M3) {
+            throw new IllegalArgumentException("KV pool must hold floats or FP8 codes, got " + pool);
         }
         this.layers = (int) pool.dim(0);
         this.pages = (int) pool.dim(1);

@@ -21,7 +21,10 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * fewer rows per block): the kernel's result for a row depends only on that row's query and keys (its key
  * tiles start at multiples of the tile size), so a token computed as a decode row and recomputed inside a
  * prefill chunk gets the same bits. fp32
- * plans use the CUDA-core prefill kernel (32 queries of one head per block). The
+ * plans use the CUDA-core prefill kernel (32 queries of one head per block). FP8 (E4M3) pools, read by bf16 queries,
+ * take the CUDA-core kernels of both kinds, with the codes staged as bytes and widened where they are used (kernels
+ * {@code attn_decode_e4m3_*}, {@code attn_prefill_e4m3_*}): half the bytes a key of a bf16 pool moves. Their decode
+ * cuts slices by the batch as the bf16 one does, so batch-invariant numerics refuse an FP8 pool. The
  * plan's {@code maxKvLen} and {@code maxQoLen} must bound every sequence's key and query counts: they size
  * the grids (slices per sequence, query tiles per sequence).
  */
@@ -58,7 +61,15 @@ final class CudaAttention {
     static final int TC_DECODE_WARPS = 3;
     static final int TC_DECODE_KEYS = 16;
     static final int TC_DECODE_STAGES = 2;
-    /** Head dims of the CUDA-core kernels, fp32 and bf16, prefill and decode (MSTAR_PREFILL, MSTAR_DECODE_GROUPS). */
+    /**
+     * Query heads of an FP8 pool's decode block (MSTAR_DECODE_E4M3_GROUPS in attention_decode.cu): its lanes widen
+     * 16 codes each, twice a bf16 lane's elements, and eight heads' combine would outgrow the static shared memory.
+     */
+    static final int FP8_DECODE_MAX_HEADS = 4;
+    /**
+     * Head dims of the CUDA-core kernels, fp32, bf16 and FP8 pools, prefill and decode (MSTAR_PREFILL,
+     * MSTAR_DECODE_GROUPS, MSTAR_DECODE_E4M3_GROUPS).
+     */
     static final List<Integer> SIMT_HEAD_DIMS = List.of(32, 64, 128, 256);
     /**
      * Head dims of the bf16 tensor-core prefill kernel (attention_prefill_mma.cu), which also runs the decode rows
@@ -103,16 +114,23 @@ final class CudaAttention {
             throw new IllegalArgumentException("pagedAttention: " + qoHeads + " query heads do not group over "
                     + kvHeads + " KV heads");
         }
-        if (q.dtype() != pool.dtype() || out.dtype() != pool.dtype() || out.numel() != q.numel()) {
+        boolean fp8 = pool.dtype() == DType.F8_E4M3;
+        DType qType = fp8 ? DType.BF16 : pool.dtype();
+        if (q.dtype() != qType || out.dtype() != qType || out.numel() != q.numel()) {
             throw new IllegalArgumentException("pagedAttention: q " + q + ", pool " + pool + " and out " + out
-                    + " must share one dtype and q's shape");
+                    + " must share one dtype (bf16 q and out over an FP8 pool) and q's shape");
         }
         String type = switch (pool.dtype()) {
             case F32 -> "f32";
             case BF16 -> "bf16";
-            default -> throw new IllegalArgumentException("pagedAttention supports F32 and BF16, got " + pool.dtype());
+            case F8_E4M3 -> "e4m3";
+            default -> throw new IllegalArgumentException("pagedAttention supports F32, BF16 and F8_E4M3 pools, got "
+                    + pool.dtype());
         };
         requireHeadDim(headDim, pool.dtype());
+        if (fp8 && device.batchInvariant()) {
+            throw new UnsupportedOnDeviceException("pagedAttention: an FP8 KV pool has no batch-invariant decode kernel");
+        }
         boolean simtDim = SIMT_HEAD_DIMS.contains(headDim);
         CudaTensor qoIndptr = CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr");
         CudaTensor kvIndptr = CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr");
@@ -147,7 +165,7 @@ final class CudaAttention {
     static void requireHeadDim(int headDim, DType dtype) {
         if (!(dtype == DType.BF16 ? BF16_HEAD_DIMS : SIMT_HEAD_DIMS).contains(headDim)) {
             throw new UnsupportedOnDeviceException("attention head dim " + headDim + " has no CUDA kernels for "
-                    + dtype + " (bf16: " + BF16_HEAD_DIMS + "; fp32: " + SIMT_HEAD_DIMS + ")");
+                    + dtype + " (bf16: " + BF16_HEAD_DIMS + "; fp32 and FP8 KV: " + SIMT_HEAD_DIMS + ")");
         }
     }
 
@@ -165,7 +183,7 @@ final class CudaAttention {
     private void decode(String type, int headDim, int qoHeads, int kvHeads, PagedAttentionPlan plan, KernelArgs common,
                         CudaTensor out) {
         int group = qoHeads / kvHeads;
-        int heads = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+        int heads = decodeHeads(type, group);
         int blocksPerRow = kvHeads * (group / heads);
         int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
         int sms = device.context().multiprocessors();
@@ -189,6 +207,12 @@ final class CudaAttention {
         kernel.launch(device.stream(), width, blocksPerRow, plan.rows(), threads, smem,
                 common.i32(splits).i32(slices).tensor(out).tensor(partialO).tensor(partialLse).tensor(splitDone),
                 "pagedAttention decode");
+    }
+
+    /** Query heads one decode block serves: the largest of 8, 4, 2, 1 that divides the group (4 for an FP8 pool). */
+    static int decodeHeads(String type, int group) {
+        int heads = group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+        return type.equals("e4m3") ? Math.min(heads, FP8_DECODE_MAX_HEADS) : heads;
     }
 
     static boolean tensorCoreDecode(String type, int headDim) {

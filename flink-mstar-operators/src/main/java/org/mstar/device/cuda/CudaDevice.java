@@ -17,6 +17,7 @@ import jcuda.Pointer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceMemory;
+import org.mstar.device.Float8E4m3;
 import org.mstar.device.HalfFloats;
 import org.mstar.device.KernelOptions;
 import org.mstar.device.PendingInts;
@@ -168,8 +169,8 @@ public final class CudaDevice implements Device {
 
     @Override
     public CudaTensor fromFloats(float[] data, DType dtype, long... shape) {
-        if (!dtype.isFloat()) {
-            throw new IllegalArgumentException("fromFloats needs a float dtype, got " + dtype);
+        if (!dtype.isFloat() && dtype != DType.F8_E4M3) {
+            throw new IllegalArgumentException("fromFloats needs a float or FP8 dtype, got " + dtype);
         }
         CudaTensor t = allocate(dtype, shape);
         checkCount(data.length, t);
@@ -178,6 +179,7 @@ public final class CudaDevice implements Device {
             switch (dtype) {
                 case F32 -> b.putFloat(f);
                 case BF16 -> b.putShort(HalfFloats.floatToBf16(f));
+                case F8_E4M3 -> b.put(Float8E4m3.encode(f));
                 default -> b.putShort(HalfFloats.floatToF16(f));
             }
         }
@@ -214,8 +216,8 @@ public final class CudaDevice implements Device {
     @Override
     public float[] toFloats(Tensor t) {
         CudaTensor c = CudaTensor.of(t, "toFloats");
-        if (!c.dtype().isFloat()) {
-            throw new IllegalArgumentException("toFloats needs a float tensor, got " + c.dtype());
+        if (!c.dtype().isFloat() && c.dtype() != DType.F8_E4M3) {
+            throw new IllegalArgumentException("toFloats needs a float or FP8 tensor, got " + c.dtype());
         }
         ByteBuffer b = download(c);
         float[] out = new float[Math.toIntExact(c.numel())];
@@ -223,6 +225,7 @@ public final class CudaDevice implements Device {
             out[i] = switch (c.dtype()) {
                 case F32 -> b.getFloat();
                 case BF16 -> HalfFloats.bf16ToFloat(b.getShort());
+                case F8_E4M3 -> Float8E4m3.decode(b.get());
                 default -> HalfFloats.f16ToFloat(b.getShort());
             };
         }

@@ -1,5 +1,8 @@
 package org.mstar.model.llama;
 
+import java.util.Objects;
+import org.mstar.resources.KVCacheDType;
+
 /**
  * How much KV cache a deployment gives the model and how it is cut up; build one with {@link #builder()}. The
  * compact constructor is the one place these are checked, so every engine and model sees options that passed it.
@@ -14,10 +17,13 @@ package org.mstar.model.llama;
  *     every layer is windowed (Mistral, Phi-3) has no second cache: any value here puts its one cache under that
  *     retention. 0 = windowed layers keep every token. Needs the prefix cache off: its shared pages would hold no
  *     windowed layers, and a retained stream indexes none
+ * @param cacheDType what the pages store K and V in: the model's dtype, or FP8 E4M3 codes (half the bytes a token
+ *     of bf16 pages)
  */
 public record KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int cpuOffloadPages, boolean prefixCache,
-                             int windowedLayerPages) {
+                             int windowedLayerPages, KVCacheDType cacheDType) {
     public KvCacheOptions {
+        Objects.requireNonNull(cacheDType, "cacheDType");
         if (maxSeqLen < 1 || maxNumPages < 2 || pageSize < 1 || cpuOffloadPages < 0) {
             throw new IllegalArgumentException("invalid KV cache options " + maxSeqLen + "/" + maxNumPages + "/"
                     + pageSize + "/" + cpuOffloadPages);
@@ -32,7 +38,8 @@ public record KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int c
 
     /**
      * Options that set {@code maxSeqLen} and {@code maxNumPages}; the rest default to the deployment's defaults
-     * ({@code mstar.kv.*}): pages of 16 tokens, no host pages, the prefix cache on, one cache for every layer.
+     * ({@code mstar.kv.*}): pages of 16 tokens, no host pages, the prefix cache on, one cache for every layer, pages in
+     * the model's dtype.
      */
     public static Builder builder() {
         return new Builder();
@@ -41,7 +48,8 @@ public record KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int c
     /** A builder holding these options, to build options that differ in some. */
     public Builder toBuilder() {
         return builder().maxSeqLen(maxSeqLen).maxNumPages(maxNumPages).pageSize(pageSize)
-                .cpuOffloadPages(cpuOffloadPages).prefixCache(prefixCache).windowedLayerPages(windowedLayerPages);
+                .cpuOffloadPages(cpuOffloadPages).prefixCache(prefixCache).windowedLayerPages(windowedLayerPages)
+                .cacheDType(cacheDType);
     }
 
     /** These options with a separate cache of {@code pages} pages for the windowed layers (prefix cache off). */
@@ -57,6 +65,7 @@ public record KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int c
         private int cpuOffloadPages;
         private boolean prefixCache = true;
         private int windowedLayerPages;
+        private KVCacheDType cacheDType = KVCacheDType.AUTO;
 
         private Builder() {
         }
@@ -91,10 +100,15 @@ public record KvCacheOptions(int maxSeqLen, int maxNumPages, int pageSize, int c
             return this;
         }
 
+        public Builder cacheDType(KVCacheDType dtype) {
+            this.cacheDType = dtype;
+            return this;
+        }
+
         /** @throws IllegalArgumentException for sizes out of range or a combination that cannot work */
         public KvCacheOptions build() {
             return new KvCacheOptions(maxSeqLen, maxNumPages, pageSize, cpuOffloadPages, prefixCache,
-                    windowedLayerPages);
+                    windowedLayerPages, cacheDType);
         }
     }
 }

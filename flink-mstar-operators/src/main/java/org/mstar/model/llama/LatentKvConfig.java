@@ -25,6 +25,7 @@ public final class LatentKvConfig {
                 .pageSize(kv.pageSize())
                 .cpuOffloadPages(offloadPages)
                 .prefixCache(prefixCache)
+                .cacheDType(kv.cacheDType())
                 .build();
     }
 }

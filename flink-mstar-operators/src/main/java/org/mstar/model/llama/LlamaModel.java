@@ -174,6 +174,7 @@ public final class LlamaModel implements AutoCloseable {
                 .pageSize(kv.pageSize())
                 .cpuOffloadPages(offloadPages)
                 .prefixCache(prefixCache)
+                .cacheDType(kv.cacheDType())
                 .build();
     }
 

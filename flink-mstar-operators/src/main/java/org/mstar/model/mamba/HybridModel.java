@@ -11,6 +11,7 @@ import org.mstar.device.Mamba2Shape;
 import org.mstar.device.Tensor;
 import org.mstar.model.HybridConfig;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.resources.KVCacheDType;
 import org.mstar.resources.AttentionConfig;
 import org.mstar.resources.AttentionSpec;
 import org.mstar.resources.AttentionStep;
@@ -119,6 +120,10 @@ public final class HybridModel {
             throw new IllegalArgumentException(c.family().hfName() + " keeps a recurrent state per request: it has no"
                     + " host offload or windowed-layer cache (asked: offload pages " + kv.cpuOffloadPages()
                     + ", windowed-layer pages " + kv.windowedLayerPages() + ")");
+        }
+        if (kv.cacheDType() != KVCacheDType.AUTO) {
+            throw new IllegalArgumentException(c.family().hfName() + " has no FP8 KV cache: KV cache dtype "
+                    + kv.cacheDType().optionValue() + " covers the Llama family's paged attention; use 'auto'");
         }
         Set<String> nodes = Set.of(NODE);
         List<NodeResourceSpec> specs = new ArrayList<>();

@@ -2,6 +2,7 @@ package org.mstar.resources.attn;
 
 import org.mstar.resources.AttentionConfig;
 import org.mstar.resources.AttentionSpec;
+import org.mstar.resources.KVLayout;
 import org.mstar.resources.KVSpec;
 import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.PagedKVConfig;
@@ -47,6 +48,10 @@ public final class AttentionManagerBuilder implements ResourceBuilder {
                     + " is not supported by this build; supported: AUTO, FLASHINFER, DENSE (all run paged attention)");
         }
         kv.shard(info.worldSize()); // idempotent: KV shards the same shared config
+        if (kv.layout() != KVLayout.MLA) {
+            // an FP8 pool has fewer head dims with kernels than the model's dtype, which the weights checked
+            info.device().ops().requireAttentionHeadDim(kv.headDim(), kv.cacheDType().poolDType(info.kvDType()));
+        }
         return new AttentionManager(config, kv.headDim(), kv.maxSeqLen(), info.device());
     }
 }

@@ -62,6 +62,7 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
         Publication<PublishedKVInfo>, PrefixCaching, Offload {
     // ---------------------------------------------------------------- configuration
     private final PagedKVConfig config;
+    /** The pool's element type. */
     private final DType kvDType;
     private final int worldSize;
 
@@ -88,7 +89,7 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
     /**
      * @param config    the pool; sharded here to this rank's head slice ({@code shard} is idempotent)
      * @param device    where the pool lives
-     * @param kvDType   the pool's element type
+     * @param kvDType   the model's element type: the pool's unless the config's cache dtype says otherwise
      * @param worldSize ranks of the TP×SP group this cache is one shard of
      * @param rank      this shard's rank in that group
      * @param transport moves pages to and from other caches; null for a cache that never retrieves
@@ -100,9 +101,9 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
         }
         config.shard(worldSize);
         this.config = config;
-        this.kvDType = kvDType;
         this.worldSize = worldSize;
         KvPool pool = KvPool.forConfig(config, device, kvDType);
+        this.kvDType = pool.dtype();
         this.st = new KVState(config, pool);
         this.admission = new KVAdmission(st);
         this.leases = new PrefixLeases(st);

@@ -37,10 +37,12 @@ final class KvPool {
     }
 
     /**
-     * The pool {@code config} asks for: NHD pages of its (sharded) KV heads, or latent rows of
-     * {@link PagedKVConfig#latentDim()} values, which every rank holds whole.
+     * The pool {@code config} asks for: NHD pages of its (sharded) KV heads in its {@link PagedKVConfig#cacheDType()}
+     * over the model's {@code modelDType}, or latent rows of {@link PagedKVConfig#latentDim()} values, which every rank
+     * holds whole.
      */
-    static KvPool forConfig(PagedKVConfig config, Device device, DType dtype) {
+    static KvPool forConfig(PagedKVConfig config, Device device, DType modelDType) {
+        DType dtype = config.cacheDType().poolDType(modelDType);
         if (config.layout() == KVLayout.MLA) {
             return new KvPool(device, dtype, config.numLayers(), config.maxNumPages(), 1, config.pageSize(), 1,
                     config.latentDim());
