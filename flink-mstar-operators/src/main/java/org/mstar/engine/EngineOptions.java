@@ -96,6 +96,11 @@ public record EngineOptions(int maxBatchRows, int tokenBudget, KvCacheOptions kv
                 adapters);
     }
 
+    public EngineOptions withKvCache(KvCacheOptions kv) {
+        return new EngineOptions(maxBatchRows, tokenBudget, kv, decodeGraphs, scheduling, role, preplan, launchAhead,
+                adapters);
+    }
+
     public EngineOptions withAdapters(AdapterOptions a) {
         return new EngineOptions(maxBatchRows, tokenBudget, kvCache, decodeGraphs, scheduling, role, preplan,
                 launchAhead, a);

@@ -11,6 +11,7 @@ import org.mstar.engine.HybridEngineLoader;
 import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.mamba.StateSnapshots;
+import org.mstar.resources.KVCacheDType;
 
 /**
  * Builds a {@code HybridEngine} (Mamba2 and Bamba checkpoints in Hugging Face layout, whose config.json names
@@ -53,6 +54,8 @@ public final class HybridEngineFactory implements EngineFactory {
         refuse(config.get(LlamaEngineOptions.WINDOWED_LAYER_PAGES) > 0, LlamaEngineOptions.WINDOWED_LAYER_PAGES.key());
         refuse(WeightQuantization.parse(config.get(LlamaEngineOptions.QUANTIZATION)) != WeightQuantization.NONE,
                 LlamaEngineOptions.QUANTIZATION.key() + "=" + config.get(LlamaEngineOptions.QUANTIZATION));
+        refuse(KVCacheDType.parse(config.get(LlamaEngineOptions.KV_CACHE_DTYPE)) != KVCacheDType.AUTO,
+                LlamaEngineOptions.KV_CACHE_DTYPE.key() + "=" + config.get(LlamaEngineOptions.KV_CACHE_DTYPE));
         refuse(config.getOptional(LlamaEngineOptions.ADAPTERS_DIR).isPresent(),
                 "LoRA adapters (" + LlamaEngineOptions.ADAPTERS_DIR.key() + ")");
         refuse(config.get(DisaggregationOptions.ENGINE_ROLE) != EngineRole.COLOCATED

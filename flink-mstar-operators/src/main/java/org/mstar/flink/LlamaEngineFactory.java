@@ -27,6 +27,7 @@ import org.mstar.model.WeightQuantization;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LoadProgress;
 import org.mstar.model.whisper.WhisperConfig;
+import org.mstar.resources.KVCacheDType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,6 +62,7 @@ public final class LlamaEngineFactory implements EngineFactory {
     private final boolean preplan;
     private final boolean launchAhead;
     private final boolean batchInvariant;
+    private final KVCacheDType kvCacheDType;
     private final WeightQuantization quantization;
     private final int tensorParallel;
     private final SchedulingPolicy schedulingPolicy;
@@ -102,6 +104,13 @@ public final class LlamaEngineFactory implements EngineFactory {
         this.preplan = config.get(LlamaEngineOptions.PREPLAN);
         this.launchAhead = config.get(LlamaEngineOptions.LAUNCH_AHEAD);
         this.batchInvariant = config.get(LlamaEngineOptions.BATCH_INVARIANT);
+        this.kvCacheDType = KVCacheDType.parse(config.get(LlamaEngineOptions.KV_CACHE_DTYPE));
+        if (kvCacheDType != KVCacheDType.AUTO && batchInvariant) {
+            // the FP8 pool's decode kernel cuts its slices by the batch, as the bf16 CUDA-core one does
+            throw new IllegalArgumentException("'" + LlamaEngineOptions.KV_CACHE_DTYPE.key() + "' = "
+                    + kvCacheDType.optionValue() + " has no batch-invariant attention kernels: it cannot be set with '"
+                    + LlamaEngineOptions.BATCH_INVARIANT.key() + "'");
+        }
         this.quantization = WeightQuantization.parse(config.get(LlamaEngineOptions.QUANTIZATION));
         this.tensorParallel = config.get(LlamaEngineOptions.TENSOR_PARALLEL);
         this.schedulingPolicy = config.get(LlamaEngineOptions.SCHEDULING_POLICY);
@@ -231,7 +240,7 @@ public final class LlamaEngineFactory implements EngineFactory {
         return new EngineOptions(maxBatchRows, tokenBudget,
                 KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize)
                         .cpuOffloadPages(cpuOffloadPages).prefixCache(prefixCache)
-                        .windowedLayerPages(windowedLayerPages).build(), false,
+                        .windowedLayerPages(windowedLayerPages).cacheDType(kvCacheDType).build(), false,
                 new SchedulerOptions(schedulingPolicy, priorityAging, maxPrefillStall,
                         SchedulerOptions.DEFAULTS.minPrefillChunk()), role, preplan, launchAhead,
                 adaptersDir == null ? null : new AdapterOptions(Path.of(adaptersDir), adapterSlots));

@@ -7,6 +7,7 @@ import org.apache.flink.configuration.ConfigOptions;
 import org.mstar.model.WeightQuantization;
 import org.mstar.engine.AdapterOptions;
 import org.mstar.engine.SchedulingPolicy;
+import org.mstar.resources.KVCacheDType;
 
 /** Scheduling, KV-cache and adapter knobs of the engine {@link LlamaEngineFactory} builds on each subtask. */
 @PublicEvolving
@@ -67,6 +68,15 @@ public final class LlamaEngineOptions {
             .booleanType()
             .defaultValue(true)
             .withDescription("Whether requests share the KV of equal prompt prefixes (whole pages).");
+
+    public static final ConfigOption<String> KV_CACHE_DTYPE = ConfigOptions.key("mstar.kv.cache-dtype")
+            .stringType()
+            .defaultValue(KVCacheDType.AUTO.optionValue())
+            .withDescription("What KV pages store keys and values in: 'auto' (the model's dtype: bf16 on a GPU) or"
+                    + " 'fp8_e4m3' (E4M3 codes, per-tensor scale 1: half the bytes a token, so a pool of the same"
+                    + " memory holds twice the tokens). FP8 covers the Llama family's paged attention, not latent"
+                    + " (MLA) pages, Mamba2/Bamba, Whisper or batch-invariant numerics; docs/guides/models.md, FP8 KV"
+                    + " cache.");
 
     public static final ConfigOption<Integer> WINDOWED_LAYER_PAGES = ConfigOptions.key("mstar.kv.windowed-layer-pages")
             .intType()

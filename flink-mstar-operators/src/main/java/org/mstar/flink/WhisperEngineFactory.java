@@ -7,6 +7,7 @@ import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.engine.WhisperEngineLoader;
 import org.mstar.engine.whisper.WhisperEngineOptions;
+import org.mstar.resources.KVCacheDType;
 
 /**
  * Builds a {@code WhisperEngine} (speech to text; a Hugging Face folder whose config.json says
@@ -31,6 +32,11 @@ public final class WhisperEngineFactory implements EngineFactory {
         this.options = new WhisperEngineOptions(config.get(LlamaEngineOptions.MAX_BATCH_ROWS),
                 config.get(LlamaEngineOptions.PAGES), config.get(LlamaEngineOptions.PAGE_SIZE));
         this.decodeGraphs = config.get(LlamaEngineOptions.DECODE_GRAPHS);
+        if (KVCacheDType.parse(config.get(LlamaEngineOptions.KV_CACHE_DTYPE)) != KVCacheDType.AUTO) {
+            throw new IllegalArgumentException("Model " + modelDir + " is served with KV pages in its own dtype: '"
+                    + LlamaEngineOptions.KV_CACHE_DTYPE.key() + "' = "
+                    + config.get(LlamaEngineOptions.KV_CACHE_DTYPE) + " covers the Llama family only.");
+        }
     }
 
     /**

@@ -25,6 +25,7 @@ import org.mstar.engine.StepResult;
 import org.mstar.flink.DeviceTurn;
 import org.mstar.flink.EngineFactory;
 import org.mstar.model.llama.KvCacheOptions;
+import org.mstar.resources.KVCacheDType;
 
 /**
  * The pipeline benchmark's engines: each over the weights of {@link BenchModels} (made once per process), taking
@@ -49,6 +50,7 @@ final class BenchEngineFactory implements EngineFactory {
     private final int maxSeqLen;
     private final int pages;
     private final int pageSize;
+    private final KVCacheDType kvCacheDType;
     private final EngineRole role;
     private final Set<Long> failAtSteps;
     /** Rows, budget and pages set for a sized engine (null: sized from the device); unused unless {@link #sized}. */
@@ -90,6 +92,7 @@ final class BenchEngineFactory implements EngineFactory {
         this.maxSeqLen = options.kvCache().maxSeqLen();
         this.pages = options.kvCache().maxNumPages();
         this.pageSize = options.kvCache().pageSize();
+        this.kvCacheDType = options.kvCache().cacheDType();
         this.role = options.role();
         this.failAtSteps = Set.copyOf(failAtSteps);
         this.setRows = sized ? boxed(sizing.maxBatchRows()) : null;
@@ -134,7 +137,8 @@ final class BenchEngineFactory implements EngineFactory {
         Device view = turn.device().withOptions(turn.device().options().withBatchInvariant(batchInvariant));
         long before = turn.call(() -> BenchModels.memoryInUse(turn));
         EngineOptions options = new EngineOptions(maxBatchRows, tokenBudget,
-                KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize).build())
+                KvCacheOptions.builder().maxSeqLen(maxSeqLen).maxNumPages(pages).pageSize(pageSize)
+                        .cacheDType(kvCacheDType).build())
                 .withDecodeGraphs(view.isCuda())
                 .withRole(role)
                 .withAdapters(adaptersDir == null ? null : new AdapterOptions(Path.of(adaptersDir), adapterSlots));

@@ -90,6 +90,11 @@ final class BenchServingCommand implements Callable<Integer> {
             description = "The job's sink: EXACTLY_ONCE or AT_LEAST_ONCE. Default: ${DEFAULT-VALUE}.")
     String delivery = "EXACTLY_ONCE";
 
+    @Option(names = "--kv-cache-dtype", paramLabel = "auto|fp8_e4m3",
+            description = "What the engines' KV pages store: the model's dtype, or FP8 E4M3 codes (half the bytes a"
+                    + " token; the sized pool holds twice the tokens). Default: ${DEFAULT-VALUE}.")
+    String kvCacheDType = "auto";
+
     @Option(names = "-D", paramLabel = "KEY=VALUE",
             description = "A Flink or mstar.* option of the Flink job, over the bench's own, e.g."
                     + " -Dstate.changelog.enabled=false.")

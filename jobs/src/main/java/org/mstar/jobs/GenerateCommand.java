@@ -23,6 +23,7 @@ import org.mstar.model.WeightQuantization;
 import org.mstar.model.chat.ChatMessage;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LoadProgressLines;
+import org.mstar.resources.KVCacheDType;
 import org.mstar.resources.RequestValidationException;
 import org.mstar.resources.SamplingReqConfig;
 import picocli.CommandLine.Command;
@@ -95,6 +96,11 @@ final class GenerateCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE}).")
     String quantization;
 
+    @Option(names = "--kv-cache-dtype", defaultValue = "auto", paramLabel = "auto|fp8_e4m3",
+            description = "What the KV pages store: the model's dtype, or FP8 E4M3 codes (half the bytes a token)"
+                    + " (default: ${DEFAULT-VALUE}).")
+    String kvCacheDType;
+
     @Option(names = "--chat", description = "Send the prompt as a user message, rendered by the model folder's chat template.")
     boolean chat;
 
@@ -137,7 +143,7 @@ final class GenerateCommand implements Callable<Integer> {
         // decode steps replay as CUDA graphs on one GPU; the CPU and a tensor-parallel group run them eagerly
         EngineOptions options = new EngineOptions(1, 512, KvCacheOptions.builder().maxSeqLen(maxSeqLen)
                 .maxNumPages(pages).pageSize(pageSize).prefixCache(false).windowedLayerPages(windowedLayerPages)
-                .build(),
+                .cacheDType(KVCacheDType.parse(kvCacheDType)).build(),
                 degree == 1 && !device.trim().equalsIgnoreCase("cpu"));
         if (adapters != null) {
             // one request: one slot holds its adapter

@@ -98,6 +98,12 @@ final class ServeCommand implements Callable<Integer> {
                     + " mstar.engine.tensor-parallel (default 1).")
     Integer tensorParallel;
 
+    @Option(names = "--kv-cache-dtype", paramLabel = "auto|fp8_e4m3",
+            description = "What the KV pages store: the model's dtype (bf16 on a GPU), or FP8 E4M3 codes (half the"
+                    + " bytes a token: the sized pool holds twice the tokens); sets mstar.kv.cache-dtype (default"
+                    + " auto).")
+    String kvCacheDType;
+
     @Option(names = "--delivery", paramLabel = "GUARANTEE", description = "EXACTLY_ONCE (default) or AT_LEAST_ONCE.")
     String delivery;
 

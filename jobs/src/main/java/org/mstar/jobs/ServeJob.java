@@ -290,6 +290,7 @@ final class ServeJob {
                 flags.adaptersDir == null ? null : flags.adaptersDir.toAbsolutePath().normalize().toString());
         setIfGiven(conf, LlamaEngineOptions.QUANTIZATION, flags.quantization);
         setIfGiven(conf, LlamaEngineOptions.TENSOR_PARALLEL, flags.tensorParallel);
+        setIfGiven(conf, LlamaEngineOptions.KV_CACHE_DTYPE, flags.kvCacheDType);
         if (flags.disaggregated) {
             conf.set(DisaggregationOptions.ENABLED, true);
         }

@@ -22,6 +22,7 @@ import org.mstar.engine.EngineSizing;
 import org.mstar.engine.GenerationEngine;
 import org.mstar.flink.DeviceTurn;
 import org.mstar.model.ModelConfig;
+import org.mstar.resources.KVCacheDType;
 import picocli.CommandLine;
 
 /**
@@ -79,7 +80,10 @@ final class ServingBench {
             long t = System.nanoTime();
             BenchModels.Loaded shared = BenchModels.get(modelDir, seed, flags.modelFlags.device);
             DeviceTurn turn = shared.turn();
-            EngineOptions defaults = EngineOptions.cpuDefaults(maxSeqLen).withDecodeGraphs(turn.device().isCuda())
+            EngineOptions cpuDefaults = EngineOptions.cpuDefaults(maxSeqLen);
+            EngineOptions defaults = cpuDefaults.withKvCache(cpuDefaults.kvCache().toBuilder()
+                            .cacheDType(KVCacheDType.parse(flags.kvCacheDType)).build())
+                    .withDecodeGraphs(turn.device().isCuda())
                     .withAdapters(adapters == 0 ? null : new AdapterOptions(ModelSource.randomAdapters(modelDir,
                             adapters), adapters));
             // the warm-up loads every adapter, so that no row times a load
@@ -98,6 +102,7 @@ final class ServingBench {
             report.put("device", turn.device().name());
             report.put("model", flags.modelFlags.describe());
             report.put("adapters", adapters);
+            report.put("kvCacheDType", flags.kvCacheDType);
             report.put("copyBandwidthBytesPerSecond", rates.bytesPerSecond());
             report.put("matmulFlopsPerSecond", rates.flopsPerSecond());
             List<ServingResult> results = new ArrayList<>();

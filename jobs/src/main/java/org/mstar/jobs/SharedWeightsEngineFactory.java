@@ -14,6 +14,7 @@ import org.mstar.flink.DeviceTurn;
 import org.mstar.flink.EngineFactory;
 import org.mstar.flink.GenerateOptions;
 import org.mstar.flink.LlamaEngineOptions;
+import org.mstar.resources.KVCacheDType;
 
 /**
  * The serving benchmark's engines ({@link BenchEngineFactory}: over {@link BenchModels}' one copy of the weights,
@@ -30,7 +31,10 @@ public final class SharedWeightsEngineFactory implements EngineFactory {
     private final Long randomSeed;
     private final BenchEngineFactory engines;
 
-    /** Reads {@code mstar.model.dir}, {@code mstar.kv.max-seq-len} and the sizing options that are set. */
+    /**
+     * Reads {@code mstar.model.dir}, {@code mstar.kv.max-seq-len}, {@code mstar.kv.cache-dtype} and the sizing options
+     * that are set.
+     */
     public SharedWeightsEngineFactory(ReadableConfig config) {
         Path dir = Path.of(config.getOptional(GenerateOptions.MODEL_DIR).orElseThrow(() -> new IllegalArgumentException(
                 "no '" + GenerateOptions.MODEL_DIR.key() + "'")));
@@ -41,8 +45,9 @@ public final class SharedWeightsEngineFactory implements EngineFactory {
                 config.getOptional(LlamaEngineOptions.TOKEN_BUDGET).orElse(null),
                 config.getOptional(LlamaEngineOptions.PAGES).orElse(null),
                 config.get(LlamaEngineOptions.GPU_MEMORY_FRACTION));
-        this.engines = new BenchEngineFactory(dir, randomSeed, EngineOptions.cpuDefaults(
-                config.get(LlamaEngineOptions.MAX_SEQ_LEN)), sizing);
+        EngineOptions defaults = EngineOptions.cpuDefaults(config.get(LlamaEngineOptions.MAX_SEQ_LEN));
+        this.engines = new BenchEngineFactory(dir, randomSeed, defaults.withKvCache(defaults.kvCache().toBuilder()
+                .cacheDType(KVCacheDType.parse(config.get(LlamaEngineOptions.KV_CACHE_DTYPE))).build()), sizing);
     }
 
     @Override
