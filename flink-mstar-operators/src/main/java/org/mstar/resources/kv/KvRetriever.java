@@ -202,7 +202,8 @@ final class KvRetriever {
                 || p.numPages() != s.readPages.length) {
             throw new IllegalArgumentException("payload layout [" + p.layers() + " layers, " + p.numPages() + " pages of "
                     + p.pageSize() + ", " + p.planes() + "x" + p.kvHeads() + "x" + p.headDim() + " " + p.dtype()
-                    + "] does not match this cache");
+                    + "] does not match this cache's [" + pool.layers() + " layers, pages of " + pool.pageSize() + ", "
+                    + pool.planes() + "x" + pool.kvHeads() + "x" + pool.headDim() + " " + pool.dtype() + "]");
         }
         land(s, ByteBuffer.wrap(p.data()));
     }

@@ -26,6 +26,7 @@ import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.AllocationFailed;
 import org.mstar.resources.CachedPrefix;
 import org.mstar.resources.Fork;
+import org.mstar.resources.KVCacheDType;
 import org.mstar.resources.KVStep;
 import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.RetentionPolicy;
@@ -59,13 +60,22 @@ class KVManagerPropertiesTest {
 
     @Property(tries = 100)
     void randomOperationsKeepEveryInvariant(@ForAll("ops") List<Op> ops) {
-        new World(false).run(ops);
+        new World(false, KVCacheDType.AUTO).run(ops);
     }
 
     /** The same operations over latent (MLA) pages: one row per token, through the same arena, index and offload. */
     @Property(tries = 50)
     void randomOperationsOnLatentPagesKeepEveryInvariant(@ForAll("ops") List<Op> ops) {
-        new World(true).run(ops);
+        new World(true, KVCacheDType.AUTO).run(ops);
+    }
+
+    /**
+     * The same operations over FP8 (E4M3) pages: pages move as bytes, so every move (fork, offload, reload, retrieve)
+     * keeps the codes written, and each stream reads back its values' nearest codes.
+     */
+    @Property(tries = 50)
+    void randomOperationsOnFp8PagesKeepEveryInvariant(@ForAll("ops") List<Op> ops) {
+        new World(false, KVCacheDType.FP8_E4M3).run(ops);
     }
 
     private static int[] concat(int[] a, int[] b) {
@@ -86,9 +96,10 @@ class KVManagerPropertiesTest {
         final Map<String, Long> retrievedEpoch = new HashMap<>();
         int nextId = 10_000;
 
-        World(boolean latent) {
-            p = new KvHarness(config(latent, 14).cpuOffloadPages(10).build(), new InProcessKvTransport(hub, "producer"));
-            c = new KvHarness(config(latent, 20).build(), new InProcessKvTransport(hub, "consumer"));
+        World(boolean latent, KVCacheDType dtype) {
+            p = new KvHarness(config(latent, 14).cpuOffloadPages(10).cacheDType(dtype).build(),
+                    new InProcessKvTransport(hub, "producer"));
+            c = new KvHarness(config(latent, 20).cacheDType(dtype).build(), new InProcessKvTransport(hub, "consumer"));
             byte[] root = {4, 2};
             assertThat(p.kv.enablePrefixCache(root, Set.of(PREFILL, DECODE))).isTrue();
             assertThat(c.kv.enablePrefixCache(root, Set.of(PREFILL, DECODE))).isTrue();

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.mstar.device.DType;
+import org.mstar.device.Float8E4m3;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cpu.CpuTensor;
@@ -267,14 +268,19 @@ final class KvHarness {
             float[] wantV = new float[expected.size() * TOKEN_ELEMS];
             for (int t = 0; t < expected.size(); t++) {
                 for (int e = 0; e < TOKEN_ELEMS; e++) {
-                    wantK[t * TOKEN_ELEMS + e] = value(expected.get(t)[0], expected.get(t)[1], l, 0, e);
-                    wantV[t * TOKEN_ELEMS + e] = value(expected.get(t)[0], expected.get(t)[1], l, 1, e);
+                    wantK[t * TOKEN_ELEMS + e] = stored(m, value(expected.get(t)[0], expected.get(t)[1], l, 0, e));
+                    wantV[t * TOKEN_ELEMS + e] = stored(m, value(expected.get(t)[0], expected.get(t)[1], l, 1, e));
                 }
             }
             assertThat(got[0]).as("K of %s/%s layer %d", rid, label, l).containsExactly(wantK);
             assertThat(got[1]).as("V of %s/%s layer %d", rid, label, l)
                     .containsExactly(latent(m) ? new float[0] : wantV);
         }
+    }
+
+    /** What {@code m}'s pool holds of a written value: the value, or in an FP8 pool its nearest E4M3 code's. */
+    static float stored(KVManager m, float v) {
+        return m.pool().dtype() == DType.F8_E4M3 ? Float8E4m3.decode(Float8E4m3.encode(v)) : v;
     }
 
     /** Every live, device-resident stream against the oracle. */

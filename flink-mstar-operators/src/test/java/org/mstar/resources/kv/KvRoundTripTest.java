@@ -14,11 +14,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.mstar.device.DType;
 import org.mstar.device.Tensor;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.resources.AdmitOutcome;
 import org.mstar.resources.Fork;
+import org.mstar.resources.KVCacheDType;
 import org.mstar.resources.KVStep;
 import org.mstar.resources.RetentionPolicy;
 import org.mstar.resources.Segment;
@@ -27,7 +30,8 @@ import org.mstar.resources.StreamLabel;
 
 /**
  * Random K/V written through {@link KVManager#writeKv} and read back through the page tables is
- * exactly what was written, after forks, retention, offload/reload and a publish → retrieve.
+ * exactly what was written, after forks, retention, offload/reload and a publish → retrieve; in an FP8 (E4M3) pool,
+ * exactly each value's nearest code, whose bytes every move keeps.
  */
 class KvRoundTripTest {
     private final Random rnd = new Random(20240611);
@@ -35,9 +39,9 @@ class KvRoundTripTest {
     /** Per stream, per resident token: [layer][K | V elements]. */
     private final Map<String, List<float[][]>> written = new HashMap<>();
 
-    private KVManager manager(String name, InProcessKvTransport.Hub hub) {
-        return new KVManager(KvHarness.config(24, 4).cpuOffloadPages(16).build(), device, DType.F32, 1, 0,
-                new InProcessKvTransport(hub, name));
+    private KVManager manager(String name, InProcessKvTransport.Hub hub, KVCacheDType dtype) {
+        return new KVManager(KvHarness.config(24, 4).cpuOffloadPages(16).cacheDType(dtype).build(), device, DType.F32,
+                1, 0, new InProcessKvTransport(hub, name));
     }
 
     /** One step of {@code span} random tokens on a's {@code label}; {@code b} carries the rest of the step. */
@@ -58,6 +62,9 @@ class KvRoundTripTest {
                 }
                 System.arraycopy(tok[l], 0, k[l], t * TOKEN_ELEMS, TOKEN_ELEMS);
                 System.arraycopy(tok[l], TOKEN_ELEMS, v[l], t * TOKEN_ELEMS, TOKEN_ELEMS);
+                for (int e = 0; e < 2 * TOKEN_ELEMS; e++) {
+                    tok[l][e] = KvHarness.stored(kv, tok[l][e]);
+                }
             }
             tokens.add(tok);
         }
@@ -96,10 +103,11 @@ class KvRoundTripTest {
         }
     }
 
-    @Test
-    void writtenKvReadsBackExactlyThroughEveryMove() {
+    @ParameterizedTest
+    @EnumSource(KVCacheDType.class)
+    void writtenKvReadsBackExactlyThroughEveryMove(KVCacheDType dtype) {
         InProcessKvTransport.Hub hub = new InProcessKvTransport.Hub();
-        KVManager kv = manager("producer", hub);
+        KVManager kv = manager("producer", hub, dtype);
         kv.ingestRequest("a", null);
 
         step(kv, "main", 9, KVStep.builder());
@@ -123,12 +131,29 @@ class KvRoundTripTest {
         assertReadsBack(kv, "cfg");
         kv.assertPagesConserved();
 
-        KVManager decode = manager("decode", hub);
+        KVManager decode = manager("decode", hub, dtype);
         decode.ingestRequest("a", null);
         assertThat(decode.admitRetrieve("a", NODE, DECODE, kv.publish("a"))).isEqualTo(AdmitOutcome.OK);
         assertReadsBack(decode, "main");
         step(decode, "main", 1, KVStep.builder());
         assertReadsBack(decode, "main");
         decode.assertPagesConserved();
+    }
+
+    /** Pages of one element type are not read as another's: a retrieve across them is refused, naming both. */
+    @Test
+    void fp8PagesAreNotRetrievedIntoAPoolOfTheModelsDtype() {
+        InProcessKvTransport.Hub hub = new InProcessKvTransport.Hub();
+        KVManager kv = manager("producer", hub, KVCacheDType.FP8_E4M3);
+        kv.ingestRequest("a", null);
+        step(kv, "main", 9, KVStep.builder());
+        KVManager decode = manager("decode", hub, KVCacheDType.AUTO);
+        decode.ingestRequest("a", null);
+        AdmitOutcome refused = decode.admitRetrieve("a", NODE, DECODE, kv.publish("a"));
+        assertThat(refused.ok()).isFalse();
+        assertThat(refused.reason().terminal()).isTrue();
+        assertThat(refused.reason().message()).contains("F8_E4M3").contains("F32");
+        decode.assertPagesConserved();
+        kv.assertPagesConserved();
     }
 }
