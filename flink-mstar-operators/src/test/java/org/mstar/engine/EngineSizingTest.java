@@ -4,6 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import org.junit.jupiter.api.Test;
+import org.mstar.device.DType;
+import org.mstar.model.Architecture;
+import org.mstar.model.ModelConfig;
+import org.mstar.model.ModelCost;
+import org.mstar.resources.KVCacheDType;
 
 class EngineSizingTest {
     private static final long GIB = 1L << 30;
@@ -24,6 +29,23 @@ class EngineSizingTest {
         assertThat(s.tokenBudget()).isEqualTo(16384);
         assertThat(s.reason()).contains("90 % of 140.0 GiB", "16.0 GiB in use (weights 15.0 GiB)",
                 "activation reserve 3.0 GiB", "KV sized to 54784 pages = 876544 tokens");
+    }
+
+    @Test
+    void fp8KvPagesHoldTwiceTheTokensInTheSameRoom() {
+        ModelConfig llama8b = ModelConfig.builder(Architecture.LLAMA).hiddenSize(4096).intermediateSize(14336)
+                .numLayers(32).numHeads(32).numKvHeads(8).headDim(128).maxPositionEmbeddings(8192).vocabSize(128256)
+                .build();
+        long bf16 = ModelCost.kvPageBytes(llama8b, 16, KVCacheDType.AUTO.poolDType(DType.BF16));
+        long fp8 = ModelCost.kvPageBytes(llama8b, 16, KVCacheDType.FP8_E4M3.poolDType(DType.BF16));
+        assertThat(bf16).isEqualTo(PAGE_8B);
+        assertThat(fp8).isEqualTo(PAGE_8B / 2);
+        EngineSizing wide = EngineSizing.size(EngineSizing.Request.sizedByDevice(), H200);
+        EngineSizing narrow = EngineSizing.size(EngineSizing.Request.sizedByDevice(),
+                new EngineSizing.Device(140 * GIB, 16 * GIB, 15 * GIB, 3 * GIB, fp8, 16, 1));
+        assertThat(narrow.pages()).isEqualTo(2 * wide.pages()).isEqualTo(109_568);
+        assertThat(wide.reason()).contains("876544 tokens (107.0 GiB, 131072 bytes a token)");
+        assertThat(narrow.reason()).contains("1753088 tokens (107.0 GiB, 65536 bytes a token)");
     }
 
     @Test

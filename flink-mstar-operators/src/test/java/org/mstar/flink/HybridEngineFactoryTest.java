@@ -98,6 +98,7 @@ class HybridEngineFactoryTest {
         refused(c -> c.set(LlamaEngineOptions.CPU_OFFLOAD_PAGES, 8), "mstar.kv.cpu-offload-pages");
         refused(c -> c.set(LlamaEngineOptions.QUANTIZATION, "fp8"), "mstar.engine.quantization=fp8");
         refused(c -> c.set(LlamaEngineOptions.ADAPTERS_DIR, "/adapters"), "LoRA adapters");
+        refused(c -> c.set(LlamaEngineOptions.KV_CACHE_DTYPE, "fp8_e4m3"), "mstar.kv.cache-dtype=fp8_e4m3");
         refused(c -> c.set(DisaggregationOptions.ENGINE_ROLE, EngineRole.PREFILL), "disaggregated prefill and decode");
     }
 

@@ -118,4 +118,13 @@ class WhisperEngineFactoryTest {
             Files.copy(FIXTURE.resolve(f), dir.resolve(f));
         }
     }
+
+    @Test
+    void fp8KvPagesAreRefusedByName() {
+        Configuration conf = new Configuration();
+        conf.set(GenerateOptions.MODEL_DIR, FIXTURE.toString());
+        conf.set(LlamaEngineOptions.KV_CACHE_DTYPE, "fp8_e4m3");
+        assertThatThrownBy(() -> new LlamaEngineFactory(conf)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'mstar.kv.cache-dtype' = fp8_e4m3 covers the Llama family only");
+    }
 }
