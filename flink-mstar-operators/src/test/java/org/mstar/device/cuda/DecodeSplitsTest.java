@@ -91,6 +91,23 @@ class DecodeSplitsTest {
     }
 
     @Test
+    void fp8PoolsDecodeOnTheCudaCoresAtMostFourHeadsABlock() throws IOException {
+        assertThat(CudaAttention.decodeKernel("e4m3", 128, CudaAttention.decodeHeads("e4m3", 8)))
+                .isEqualTo("attn_decode_e4m3_d128_g4");
+        assertThat(CudaAttention.decodeHeads("e4m3", 2)).isEqualTo(2);
+        assertThat(CudaAttention.decodeHeads("bf16", 8)).isEqualTo(8);
+        assertThat(CudaAttention.decodeHeads("bf16", 6)).isEqualTo(2);
+        String decode = Files.readString(Path.of("../kernels/src/main/cuda/attention_decode.cu"));
+        String prefill = Files.readString(Path.of("../kernels/src/main/cuda/attention_prefill.cu"));
+        for (int d : CudaAttention.SIMT_HEAD_DIMS) {
+            assertThat(decode).contains("MSTAR_DECODE_E4M3_GROUPS(" + d + ")");
+            assertThat(prefill).contains("MSTAR_PREFILL(attn_prefill_e4m3_d" + d + ", __nv_bfloat16, E4m3, " + d + ")");
+        }
+        assertThat(decode).contains("MSTAR_DECODE(attn_decode_e4m3_d##D##_g" + CudaAttention.FP8_DECODE_MAX_HEADS)
+                .doesNotContain("attn_decode_e4m3_d##D##_g" + 2 * CudaAttention.FP8_DECODE_MAX_HEADS);
+    }
+
+    @Test
     void tensorCoreBlocksStageTwoChunksOfSixteenPaddedRowsPerWarp() {
         // 3 warps x 2 stages x (K + V) x 16 rows x (128 + 8) bf16
         assertThat(CudaAttention.tcDecodeSmemBytes(128)).isEqualTo(52224);
