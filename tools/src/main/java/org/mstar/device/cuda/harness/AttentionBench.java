@@ -11,8 +11,9 @@ import org.mstar.device.cuda.CudaDevice;
 /**
  * Paged attention at Llama-3-8B's geometry (32 query heads, 8 KV heads, head dim 128, bf16, 16-token pages
  * scattered through the pool). Decode: bytes that must move (every visible K and V once, plus q and out)
- * over the median time of graph-replayed calls, against the copy bandwidth of the card. Prefill: equal
- * causal prompts, FLOPs of the visible score and value products over the median time.
+ * over the median time of graph-replayed calls, against the copy bandwidth of the card; over a bf16 pool, or over an
+ * FP8 (E4M3) one, whose keys and values move one byte an element. Prefill: equal causal prompts, FLOPs of the visible
+ * score and value products over the median time.
  */
 final class AttentionBench {
     private static final int QO_HEADS = 32;
@@ -26,17 +27,22 @@ final class AttentionBench {
         this.tw = twin;
     }
 
-    record Row(int context, int batch, double megabytes, double micros, double terabytesPerSecond) {}
+    record Row(DType kv, int context, int batch, double megabytes, double micros, double terabytesPerSecond) {}
 
     /** @param cases {context, batch} pairs */
     List<Row> run(int[][] cases) {
+        return run(cases, DType.BF16);
+    }
+
+    /** @param cases {context, batch} pairs, over a pool of {@code kv} (BF16 or F8_E4M3) */
+    List<Row> run(int[][] cases, DType kv) {
         int maxTokens = 0;
         for (int[] c : cases) {
             maxTokens = Math.max(maxTokens, c[0] * c[1]);
         }
         int pages = maxTokens / PAGE + 16;
         List<Row> rows = new ArrayList<>();
-        try (Tensor pool = randomBf16(tw, 1, pages, 2, PAGE, KV_HEADS, HEAD_DIM)) {
+        try (Tensor pool = random(tw, kv, 1, pages, 2, PAGE, KV_HEADS, HEAD_DIM)) {
             for (int[] c : cases) {
                 rows.add(measure(pool, pages, c[0], c[1]));
             }
@@ -67,8 +73,9 @@ final class AttentionBench {
             PagedAttentionPlan plan = new PagedAttentionPlan(batch, qo, kv, idx, lastT, PAGE, batch, 1, context, true,
                     -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
             double ms = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().pagedAttention(q, pool, 0, plan, out));
-            double bytes = (double) batch * context * KV_HEADS * HEAD_DIM * 2 * 2 + 2.0 * batch * QO_HEADS * HEAD_DIM * 2;
-            return new Row(context, batch, bytes / 1e6, ms * 1e3, bytes / (ms * 1e-3) / 1e12);
+            double bytes = (double) batch * context * KV_HEADS * HEAD_DIM * 2 * pool.dtype().bytes()
+                    + 2.0 * batch * QO_HEADS * HEAD_DIM * 2;
+            return new Row(pool.dtype(), context, batch, bytes / 1e6, ms * 1e3, bytes / (ms * 1e-3) / 1e12);
         }
     }
 
@@ -139,12 +146,17 @@ final class AttentionBench {
 
     /** A bf16 tensor of random values, filled by tiling one uploaded random block on the device. */
     static Tensor randomBf16(Twin tw, long... shape) {
+        return random(tw, DType.BF16, shape);
+    }
+
+    /** A tensor of {@code dt} (a float type or FP8 codes) of random values, tiled as {@link #randomBf16}. */
+    static Tensor random(Twin tw, DType dt, long... shape) {
         CudaDevice gpu = tw.gpu;
-        Tensor t = gpu.allocate(DType.BF16, shape);
+        Tensor t = gpu.allocate(dt, shape);
         long n = t.numel();
         Tensor flat = t.reshape(n);
         int tileLen = (int) Math.min(n, 4L << 20);
-        try (Tensor tile = gpu.fromFloats(tw.randomFloats(tileLen, 1f, DType.BF16), DType.BF16, tileLen)) {
+        try (Tensor tile = gpu.fromFloats(tw.randomFloats(tileLen, 1f, DType.BF16), dt, tileLen)) {
             for (long off = 0; off < n; off += tileLen) {
                 long len = Math.min(tileLen, n - off);
                 gpu.copy(tile.rows(0, len), flat.rows(off, len));
@@ -160,6 +172,26 @@ final class AttentionBench {
         for (Row r : rows) {
             sb.append(String.format(Locale.ROOT, "| %d | %d | %.1f | %.1f | %.2f | %.0f%% |%n", r.context, r.batch,
                     r.megabytes, r.micros, r.terabytesPerSecond, 100 * r.terabytesPerSecond / peakTbPerS));
+        }
+        return sb.toString();
+    }
+
+    /**
+     * Rows of the same cases over a bf16 and an FP8 pool side by side, by case: the FP8 row's time over the bf16 one's
+     * is what the smaller reads buy once the kernel widens the codes.
+     */
+    static String kvDTypeTable(List<Row> bf16, List<Row> fp8, double peakTbPerS) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "| context | batch | KV | MB moved | µs | TB/s | of %.2f TB/s | FP8 / bf16 "
+                + "time |%n", peakTbPerS));
+        sb.append("|---|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < bf16.size(); i++) {
+            for (Row r : List.of(bf16.get(i), fp8.get(i))) {
+                sb.append(String.format(Locale.ROOT, "| %d | %d | %s | %.1f | %.1f | %.2f | %.0f%% | %s |%n", r.context,
+                        r.batch, r.kv == DType.F8_E4M3 ? "fp8_e4m3" : "bf16", r.megabytes, r.micros,
+                        r.terabytesPerSecond, 100 * r.terabytesPerSecond / peakTbPerS, r == bf16.get(i) ? ""
+                                : String.format(Locale.ROOT, "%.3f", r.micros / bf16.get(i).micros)));
+            }
         }
         return sb.toString();
     }

@@ -162,11 +162,11 @@ final class AttentionChecks {
         final PagedAttentionPlan plan;
         private final List<Tensor> owned = new ArrayList<>();
 
-        OnDevice(Device d, AttentionCase c, DType dt, int maxKvBound) {
+        OnDevice(Device d, AttentionCase c, DType dt, DType poolDt, int maxKvBound) {
             int totalQo = c.qoIndptr()[c.qoIndptr().length - 1];
             int rows = c.qoIndptr().length - 1;
             q = keep(d.fromFloats(c.q(), dt, totalQo, c.qoHeads(), c.headDim()));
-            pool = keep(d.fromFloats(c.pool(), dt, 2, c.pages(), 2, c.pageSize(), c.kvHeads(), c.headDim()));
+            pool = keep(d.fromFloats(c.pool(), poolDt, 2, c.pages(), 2, c.pageSize(), c.kvHeads(), c.headDim()));
             out = keep(Twin.poison(d, d.allocate(dt, totalQo, c.qoHeads(), c.headDim())));
             int maxQo = 0;
             int maxKv = 0;
@@ -201,17 +201,52 @@ final class AttentionChecks {
     /** @param maxKvBound the plan's bound on key counts when above the batch's longest (0: the longest) */
     private void check(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly,
                        int maxKvBound) {
-        CheckResult.attempt(results, "attention " + name + " " + dt, () -> compare(name, dt, g, b, causal, windowLeft,
-                contextOnly, maxKvBound));
+        check(name, dt, dt, g, b, causal, windowLeft, contextOnly, maxKvBound);
     }
 
-    private void compare(String name, DType dt, Geometry g, Batch b, boolean causal, int windowLeft, boolean contextOnly,
-                         int maxKvBound) {
+    /** @param poolDt the pool's dtype: {@code dt}, or F8_E4M3 under bf16 queries */
+    private void check(String name, DType dt, DType poolDt, Geometry g, Batch b, boolean causal, int windowLeft,
+                       boolean contextOnly, int maxKvBound) {
+        String kv = poolDt == dt ? "" : " " + poolDt + " KV";
+        CheckResult.attempt(results, "attention " + name + " " + dt + kv, () -> compare(name + kv, dt, poolDt, g, b,
+                causal, windowLeft, contextOnly, maxKvBound));
+    }
+
+    /**
+     * Decode and prefill over FP8 (E4M3) pages under bf16 queries, against the CPU over the same codes: Llama-3-8B's
+     * heads (decode a group of 4; prefill causal, windowed, context-only, after a cached prefix), a group of 8 (two
+     * blocks of 4 heads each in decode), every head dim the CUDA-core kernels take, and decode cut into many slices.
+     */
+    List<CheckResult> fp8Kv() {
+        Geometry llama = new Geometry(32, 8, 128, 16);
+        Batch decode = new Batch(new int[] {1, 1, 1, 1, 1}, new int[] {1, 17, 300, 3000, 5000});
+        Batch prefill = new Batch(new int[] {37, 5, 64, 1, 0, 100}, new int[] {37, 100, 64, 50, 20, 1000});
+        DType bf16 = DType.BF16;
+        DType fp8 = DType.F8_E4M3;
+        check("decode", bf16, fp8, llama, decode, true, -1, false, 0);
+        check("decode window=100", bf16, fp8, llama, decode, true, 100, false, 0);
+        check("prefill causal", bf16, fp8, llama, prefill, true, -1, false, 0);
+        check("prefill causal window=20", bf16, fp8, llama, prefill, true, 20, false, 0);
+        check("prefill contextOnly", bf16, fp8, llama, prefill, true, -1, true, 0);
+        check("decode d64 group8", bf16, fp8, new Geometry(16, 2, 64, 8), decode, true, -1, false, 0);
+        check("decode group6", bf16, fp8, new Geometry(24, 4, 128, 16), decode, true, -1, false, 0);
+        for (int d : new int[] {32, 64, 256}) {
+            check("decode d" + d, bf16, fp8, new Geometry(8, 4, d, 16), decode, true, -1, false, 0);
+            check("prefill d" + d, bf16, fp8, new Geometry(8, 4, d, 16), prefill, true, -1, false, 0);
+        }
+        check("decode split 1 x 16k", bf16, fp8, llama, Batch.decode(1, 16384, 16384), true, -1, false, 0);
+        check("decode 256, one of 9000 keys", bf16, fp8, llama, Batch.decode(256, 300, 9000), true, -1, false, 0);
+        return results;
+    }
+
+    private void compare(String name, DType dt, DType poolDt, Geometry g, Batch b, boolean causal, int windowLeft,
+                         boolean contextOnly, int maxKvBound) {
         AttentionCase c = build(dt, g, b, causal, windowLeft, contextOnly);
         String shape = "q" + g.qoHeads + "/kv" + g.kvHeads + " d" + g.headDim + " page" + g.pageSize + " "
                 + (b.qLens.length > 8 ? b.qLens.length + " rows, kv " + b.kvLens[0] + " then " + b.kvLens[1]
                         : "q" + Arrays.toString(b.qLens).replace(" ", "") + " kv" + Arrays.toString(b.kvLens).replace(" ", ""));
-        try (OnDevice gpu = new OnDevice(tw.gpu, c, dt, maxKvBound); OnDevice cpu = new OnDevice(tw.cpu, c, dt, maxKvBound)) {
+        try (OnDevice gpu = new OnDevice(tw.gpu, c, dt, poolDt, maxKvBound);
+             OnDevice cpu = new OnDevice(tw.cpu, c, dt, poolDt, maxKvBound)) {
             tw.cpu.ops().pagedAttention(cpu.q, cpu.pool, c.layer(), cpu.plan, cpu.out);
             Runnable gpuOp = () -> tw.gpu.ops().pagedAttention(gpu.q, gpu.pool, c.layer(), gpu.plan, gpu.out);
             gpuOp.run();

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
+import org.mstar.device.DType;
 import org.mstar.device.KernelOptions;
 import org.mstar.device.cpu.CpuDevice;
 import org.mstar.device.cuda.CudaDevice;
@@ -163,6 +164,7 @@ public final class GpuHarness {
             }
             if (options.runs(options.fp8Only)) {
                 checks.addAll(new Fp8Checks(twin).run());
+                checks.addAll(new Fp8KvChecks(twin).run());
             }
             if (options.runs(options.moeOnly)) {
                 checks.addAll(new MoeChecks(twin).run());
@@ -375,15 +377,21 @@ public final class GpuHarness {
     }
 
     /**
-     * Copy bandwidth, the W8A8 GEMMs at prefill rows ({@link Fp8GemmBench}), then the engine on the 8B geometry (32
-     * layers, random weights) with bf16 weights and with the same weights kept in FP8 (quantised at load, one scale a
-     * row), weight-only and W8A8: decode steps at batch 1 and 64 (512-token prompts, graphs on) against the
-     * weights+KV bound, prefill of 16 prompts of 512 tokens, and the FP8 / bf16 ratio of each.
+     * Copy bandwidth, decode attention over bf16 and FP8 KV pages at the same cases, the W8A8 GEMMs at prefill rows
+     * ({@link Fp8GemmBench}), then the engine on the 8B geometry (32 layers, random weights) with bf16 weights and with
+     * the same weights kept in FP8 (quantised at load, one scale a row), weight-only and W8A8: decode steps at batch 1
+     * and 64 (512-token prompts, graphs on) against the weights+KV bound, prefill of 16 prompts of 512 tokens, and the
+     * FP8 / bf16 ratio of each.
      */
     private static String fp8Tables(Twin twin, CudaDevice gpu, long seed) {
         double[] rate = {PEAK_TB_PER_S};
         StringBuilder sb = new StringBuilder("\n");
-        sb.append(copyBandwidth(new AttentionBench(twin), rate));
+        AttentionBench attention = new AttentionBench(twin);
+        sb.append(copyBandwidth(attention, rate));
+        int[][] attentionCases = {{1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {8192, 64}};
+        sb.append(section("Paged decode attention, bf16 against FP8 (E4M3) KV pages (32/8 heads, d128, page 16)",
+                () -> AttentionBench.kvDTypeTable(attention.run(attentionCases, DType.BF16),
+                        attention.run(attentionCases, DType.F8_E4M3), rate[0])));
         sb.append(fp8GemmTable(twin, seed));
         Map<WeightQuantization, Double> decode1 = new EnumMap<>(WeightQuantization.class);
         Map<WeightQuantization, Double> decode64 = new EnumMap<>(WeightQuantization.class);

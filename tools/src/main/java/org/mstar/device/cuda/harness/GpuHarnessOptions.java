@@ -58,8 +58,8 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "steps, on cuBLAS and on the skinny-matmul kernel")
     boolean skinnyPerf;
 
-    @Option(names = "--fp8-perf", description = "instead of the tables: the W8A8 GEMMs, 8B engine decode and "
-            + "prefill, fp8 and fp8-w8a8 against bf16")
+    @Option(names = "--fp8-perf", description = "instead of the tables: decode attention on FP8 KV, the W8A8 GEMMs, 8B "
+            + "engine decode and prefill, fp8 and fp8-w8a8 against bf16")
     boolean fp8Perf;
 
     @Option(names = "--fp8-gemm-perf", description = "instead of the tables: the W8A8 GEMMs at 8B prefill shapes "
@@ -99,7 +99,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
                     + KernelOptions.DEFAULT_MOE_GEMM_ROWS + ")")
     int moeGemmRows = KernelOptions.DEFAULT_MOE_GEMM_ROWS;
 
-    @Option(names = "--fp8-only", description = "the FP8-weight checks alone, no performance table")
+    @Option(names = "--fp8-only", description = "the FP8-weight and FP8-KV checks alone, no performance table")
     boolean fp8Only;
 
     @Option(names = "--attention-only", description = "the attention checks (paged, ragged, cross) alone, no performance table")
