@@ -11,6 +11,9 @@
 // bf16 pools at head dims 64 and 128 run the slices on the tensor cores (decode_mma_body): the CUDA-core body
 // spends ~60 warp instructions per key and KV head (bf16 widening, 16-lane shuffles, fp32 FMAs), which bounds
 // it below the memory's bandwidth once many sequences share a step; mma.sync does a 16-key chunk in ~100.
+//
+// FP8 (E4M3) pools run the CUDA-core body with bf16 queries: a lane's 16-byte copy holds 16 codes, widened two at a
+// time (cvt e4m3x2 → f16x2) as the slice is read, so a key moves half the bytes of a bf16 one.
 #include "attention.cuh"
 #include "mma.cuh"
 
