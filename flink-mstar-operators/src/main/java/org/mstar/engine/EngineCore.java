@@ -20,6 +20,7 @@ import org.mstar.resources.kv.KvBytesServer;
 import org.mstar.resources.kv.KvShelf;
 import org.mstar.resources.lora.AdapterManager;
 import org.mstar.resources.runner.EngineResourceInfo;
+import org.mstar.resources.runner.KvPoolDType;
 import org.mstar.resources.runner.ResourceFactory;
 import org.mstar.resources.runner.StepRunner;
 import org.mstar.resources.sampler.SamplerResource;
@@ -112,7 +113,7 @@ final class EngineCore implements GenerationEngine {
                 tokenizer);
         this.role = options.role();
         this.maxHandoffPrompt = role == EngineRole.PREFILL ? maxHandoffTokens(model.kvPageBytes(pageSize,
-                options.kvCache().cacheDType().poolDType(kvDType)), pageSize) : Integer.MAX_VALUE;
+                KvPoolDType.of(options.kvCache().cacheDType(), kvDType)), pageSize) : Integer.MAX_VALUE;
         var built = new ResourceFactory(StandardBuilders.all()).buildAll(specs,
                 EngineResourceInfo.singleRank(model.device(), kvDType), Set.of());
         model.bind(built);

@@ -13,6 +13,7 @@ import org.mstar.model.ModelCost;
 import org.mstar.model.llama.KvCacheOptions;
 import org.mstar.model.llama.LlamaWeights;
 import org.mstar.resources.SamplingReqConfig;
+import org.mstar.resources.runner.KvPoolDType;
 
 /**
  * Builds a Llama-family engine sized for its device ({@link EngineSizing}). On a GPU the activation reserve is
@@ -70,7 +71,7 @@ public final class EngineSizer {
         memory = device.memory().orElseThrow();
         ModelConfig c = weights.config();
         int pageSize = defaults.kvCache().pageSize();
-        long pageBytes = ModelCost.kvPageBytes(c, pageSize, defaults.kvCache().cacheDType().poolDType(weights.dtype()));
+        long pageBytes = ModelCost.kvPageBytes(c, pageSize, KvPoolDType.of(defaults.kvCache().cacheDType(), weights.dtype()));
         String key = device.name();
         int toBuild = Math.max(1, enginesOnDevice - OPEN.getOrDefault(key, 0));
         EngineSizing sizing = EngineSizing.size(request, new EngineSizing.Device(memory.totalBytes(),

@@ -1,14 +1,13 @@
 package org.mstar.resources;
 
 import java.util.Locale;
-import org.mstar.device.DType;
 
 /**
  * What a paged KV pool stores its keys and values in: the model's activation dtype ({@link #AUTO}: bf16 on a GPU),
  * or FP8 E4M3 codes ({@link #FP8_E4M3}), one byte an element, so a pool of the same bytes holds twice the tokens of a
  * bf16 one. FP8 pages are quantised as they are written (round to nearest, saturating at ±448) with a per-tensor scale
  * of 1, and widened to fp32 where attention reads them. Storage policy, like the page size: the checkpoint does not
- * decide it.
+ * decide it. Declared without the device layer; {@code KvPoolDType} gives the device's element type.
  */
 public enum KVCacheDType {
     AUTO("auto"), FP8_E4M3("fp8_e4m3");
@@ -22,11 +21,6 @@ public enum KVCacheDType {
     /** As {@code mstar.kv.cache-dtype} and {@code --kv-cache-dtype} spell it. */
     public String optionValue() {
         return optionValue;
-    }
-
-    /** The pool's element type for a model computing in {@code modelDType}. */
-    public DType poolDType(DType modelDType) {
-        return this == FP8_E4M3 ? DType.F8_E4M3 : modelDType;
     }
 
     /** @throws IllegalArgumentException naming the values taken */

@@ -9,6 +9,7 @@ import org.mstar.model.Architecture;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.ModelCost;
 import org.mstar.resources.KVCacheDType;
+import org.mstar.resources.runner.KvPoolDType;
 
 class EngineSizingTest {
     private static final long GIB = 1L << 30;
@@ -36,8 +37,8 @@ class EngineSizingTest {
         ModelConfig llama8b = ModelConfig.builder(Architecture.LLAMA).hiddenSize(4096).intermediateSize(14336)
                 .numLayers(32).numHeads(32).numKvHeads(8).headDim(128).maxPositionEmbeddings(8192).vocabSize(128256)
                 .build();
-        long bf16 = ModelCost.kvPageBytes(llama8b, 16, KVCacheDType.AUTO.poolDType(DType.BF16));
-        long fp8 = ModelCost.kvPageBytes(llama8b, 16, KVCacheDType.FP8_E4M3.poolDType(DType.BF16));
+        long bf16 = ModelCost.kvPageBytes(llama8b, 16, KvPoolDType.of(KVCacheDType.AUTO, DType.BF16));
+        long fp8 = ModelCost.kvPageBytes(llama8b, 16, KvPoolDType.of(KVCacheDType.FP8_E4M3, DType.BF16));
         assertThat(bf16).isEqualTo(PAGE_8B);
         assertThat(fp8).isEqualTo(PAGE_8B / 2);
         EngineSizing wide = EngineSizing.size(EngineSizing.Request.sizedByDevice(), H200);

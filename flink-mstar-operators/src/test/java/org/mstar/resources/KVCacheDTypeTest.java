@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
+import org.mstar.resources.runner.KvPoolDType;
 
 /**
  * The paged KV config's cache dtype: FP8 E4M3 pages or the model's dtype, set by builder or deployment override; latent
@@ -14,9 +15,9 @@ import org.mstar.device.DType;
 class KVCacheDTypeTest {
     @Test
     void thePoolTakesFp8CodesOrTheModelsDtype() {
-        assertThat(KVCacheDType.AUTO.poolDType(DType.BF16)).isEqualTo(DType.BF16);
-        assertThat(KVCacheDType.AUTO.poolDType(DType.F32)).isEqualTo(DType.F32);
-        assertThat(KVCacheDType.FP8_E4M3.poolDType(DType.BF16)).isEqualTo(DType.F8_E4M3);
+        assertThat(KvPoolDType.of(KVCacheDType.AUTO, DType.BF16)).isEqualTo(DType.BF16);
+        assertThat(KvPoolDType.of(KVCacheDType.AUTO, DType.F32)).isEqualTo(DType.F32);
+        assertThat(KvPoolDType.of(KVCacheDType.FP8_E4M3, DType.BF16)).isEqualTo(DType.F8_E4M3);
         assertThat(DType.F8_E4M3.bytes()).isEqualTo(1);
         assertThat(DType.F8_E4M3.isFloat()).as("not a dtype general ops take").isFalse();
     }

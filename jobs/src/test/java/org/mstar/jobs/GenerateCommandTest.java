@@ -19,7 +19,8 @@ import picocli.CommandLine;
 
 /**
  * {@code mstar generate --adapter NAME}: one prompt through one LoRA adapter of a folder, or a 400 naming it;
- * {@code --quantization fp8}, the same prompt with the projections kept in FP8; and a Bamba folder, served by the
+ * {@code --quantization fp8}, the same prompt with the projections kept in FP8; {@code --kv-cache-dtype fp8_e4m3}, with
+ * FP8 KV pages; and a Bamba folder, served by the
  * hybrid engine, printing transformers' continuation.
  */
 class GenerateCommandTest {
@@ -93,6 +94,16 @@ class GenerateCommandTest {
                 "support");
         assertThat(adapted.status()).as(adapted.err()).isZero();
         assertThat(adapted.out()).isNotEqualTo(fp8.out());
+    }
+
+    @Test
+    void fp8KvPagesGenerateAndUnknownCacheDTypesAreRefusedByName() {
+        Run fp8 = generate("--kv-cache-dtype", "fp8_e4m3");
+        assertThat(fp8.status()).as(fp8.err()).isZero();
+        assertThat(fp8.out()).isNotBlank();
+        Run unknown = generate("--kv-cache-dtype", "int4");
+        assertThat(unknown.status()).isNotZero();
+        assertThat(unknown.err()).contains("'fp8_e4m3'").contains("'int4'");
     }
 
     @Test

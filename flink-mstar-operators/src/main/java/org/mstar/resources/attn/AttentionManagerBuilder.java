@@ -8,6 +8,7 @@ import org.mstar.resources.NodeResourceSpec;
 import org.mstar.resources.PagedKVConfig;
 import org.mstar.resources.Resource;
 import org.mstar.resources.runner.EngineResourceInfo;
+import org.mstar.resources.runner.KvPoolDType;
 import org.mstar.resources.runner.ResourceBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,7 +51,7 @@ public final class AttentionManagerBuilder implements ResourceBuilder {
         kv.shard(info.worldSize()); // idempotent: KV shards the same shared config
         if (kv.layout() != KVLayout.MLA) {
             // an FP8 pool has fewer head dims with kernels than the model's dtype, which the weights checked
-            info.device().ops().requireAttentionHeadDim(kv.headDim(), kv.cacheDType().poolDType(info.kvDType()));
+            info.device().ops().requireAttentionHeadDim(kv.headDim(), KvPoolDType.of(kv.cacheDType(), info.kvDType()));
         }
         return new AttentionManager(config, kv.headDim(), kv.maxSeqLen(), info.device());
     }

@@ -7,6 +7,7 @@ import org.mstar.device.Device;
 import org.mstar.device.Tensor;
 import org.mstar.resources.KVLayout;
 import org.mstar.resources.PagedKVConfig;
+import org.mstar.resources.runner.KvPoolDType;
 
 /**
  * The device storage of a paged KV cache: one tensor {@code [layers, pages, planes, pageSize, kvHeads,
@@ -42,7 +43,7 @@ final class KvPool {
      * holds whole.
      */
     static KvPool forConfig(PagedKVConfig config, Device device, DType modelDType) {
-        DType dtype = config.cacheDType().poolDType(modelDType);
+        DType dtype = KvPoolDType.of(config.cacheDType(), modelDType);
         if (config.layout() == KVLayout.MLA) {
             return new KvPool(device, dtype, config.numLayers(), config.maxNumPages(), 1, config.pageSize(), 1,
                     config.latentDim());

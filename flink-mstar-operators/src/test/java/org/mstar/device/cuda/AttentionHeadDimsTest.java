@@ -25,7 +25,7 @@ class AttentionHeadDimsTest {
         assertThatThrownBy(() -> CudaAttention.requireHeadDim(80, DType.F32))
                 .isInstanceOf(UnsupportedOnDeviceException.class)
                 .hasMessage("attention head dim 80 has no CUDA kernels for F32 (bf16: [32, 64, 80, 96, 128, 256];"
-                        + " fp32: [32, 64, 128, 256])");
+                        + " fp32 and FP8 KV: [32, 64, 128, 256])");
         assertThatThrownBy(() -> CudaAttention.requireHeadDim(48, DType.BF16))
                 .isInstanceOf(UnsupportedOnDeviceException.class)
                 .hasMessageStartingWith("attention head dim 48 has no CUDA kernels for BF16");
