@@ -58,8 +58,8 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             + "steps, on cuBLAS and on the skinny-matmul kernel")
     boolean skinnyPerf;
 
-    @Option(names = "--fp8-perf", description = "instead of the tables: decode attention on FP8 KV, the W8A8 GEMMs, 8B "
-            + "engine decode and prefill, fp8 and fp8-w8a8 against bf16")
+    @Option(names = "--fp8-perf", description = "instead of the tables: FP8-KV attention, W8A8 GEMMs, 8B engine "
+            + "decode and prefill, fp8 and w8a8 vs bf16")
     boolean fp8Perf;
 
     @Option(names = "--fp8-gemm-perf", description = "instead of the tables: the W8A8 GEMMs at 8B prefill shapes "
