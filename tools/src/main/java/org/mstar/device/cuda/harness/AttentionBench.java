@@ -56,7 +56,7 @@ final class AttentionBench {
         int[] qoIndptr = new int[batch + 1];
         int[] kvIndptr = new int[batch + 1];
         int[] last = new int[batch];
-        int[] perm = permutation(pages);
+        int[] perm = Twin.permutation(tw.rnd, pages);
         for (int r = 0; r < batch; r++) {
             qoIndptr[r + 1] = r + 1;
             kvIndptr[r + 1] = (r + 1) * perSeq;
@@ -79,18 +79,6 @@ final class AttentionBench {
         }
     }
 
-    private int[] permutation(int n) {
-        int[] p = new int[n];
-        java.util.Arrays.setAll(p, i -> i);
-        for (int i = n - 1; i > 0; i--) {
-            int j = tw.rnd.nextInt(i + 1);
-            int t = p[i];
-            p[i] = p[j];
-            p[j] = t;
-        }
-        return p;
-    }
-
     /** Device-to-device copy of 1 GiB, bytes read plus written per second: the roofline for decode. */
     double copyTerabytesPerSecond() {
         CudaDevice gpu = tw.gpu;
@@ -110,7 +98,7 @@ final class AttentionBench {
         CudaDevice gpu = tw.gpu.withOptions(tw.gpu.options().withTensorCorePrefill(tensorCores));
         int perSeq = (tokens + PAGE - 1) / PAGE;
         int pages = perSeq * batch;
-        int[] indices = permutation(pages);
+        int[] indices = Twin.permutation(tw.rnd, pages);
         int[] qoIndptr = new int[batch + 1];
         int[] kvIndptr = new int[batch + 1];
         int[] last = new int[batch];

@@ -133,25 +133,13 @@ final class AttentionChecks {
             lastPageLen[r] = pages == 0 ? 0 : b.kvLens[r] - (pages - 1) * g.pageSize;
         }
         int totalPages = kvIndptr[rows] + 7; // a few pages nobody owns
-        int[] perm = permutation(totalPages);
+        int[] perm = Twin.permutation(tw.rnd, totalPages);
         int[] kvIndices = Arrays.copyOf(perm, kvIndptr[rows]);
         int layers = 2;
         float[] pool = tw.randomFloats(layers * totalPages * 2 * g.pageSize * g.kvHeads * g.headDim, 1f, dt);
         float[] q = tw.randomFloats(qoIndptr[rows] * g.qoHeads * g.headDim, 1f, dt);
         return new AttentionCase(q, pool, 1, totalPages, g.pageSize, g.kvHeads, g.headDim, g.qoHeads, qoIndptr,
                 kvIndptr, kvIndices, lastPageLen, causal, windowLeft, contextOnly, (float) (1 / Math.sqrt(g.headDim)));
-    }
-
-    private int[] permutation(int n) {
-        int[] p = new int[n];
-        Arrays.setAll(p, i -> i);
-        for (int i = n - 1; i > 0; i--) {
-            int j = tw.rnd.nextInt(i + 1);
-            int t = p[i];
-            p[i] = p[j];
-            p[j] = t;
-        }
-        return p;
     }
 
     /** The plan and tensors of a case on one device; closing releases them. */

@@ -67,7 +67,7 @@ final class LatentBench {
             kvIndptr[r + 1] = (r + 1) * perSeq;
             last[r] = keys - (perSeq - 1) * PAGE;
         }
-        int[] indices = java.util.Arrays.copyOf(permutation(pages), batch * perSeq);
+        int[] indices = java.util.Arrays.copyOf(Twin.permutation(tw.rnd, pages), batch * perSeq);
         try (Tensor q = gpu.fromFloats(tw.randomFloats(batch * HEADS * WIDTH, 1f, DType.BF16), DType.BF16, batch,
                 HEADS, WIDTH);
              Tensor out = gpu.allocate(DType.BF16, batch, HEADS, RANK);
@@ -81,18 +81,6 @@ final class LatentBench {
             double bytes = 2.0 * batch * keys * WIDTH + 2.0 * batch * HEADS * (WIDTH + RANK);
             return new Row(keys, batch, bytes / 1e6, ms * 1e3, bytes / (ms * 1e-3) / 1e12);
         }
-    }
-
-    private int[] permutation(int n) {
-        int[] p = new int[n];
-        java.util.Arrays.setAll(p, i -> i);
-        for (int i = n - 1; i > 0; i--) {
-            int j = tw.rnd.nextInt(i + 1);
-            int t = p[i];
-            p[i] = p[j];
-            p[j] = t;
-        }
-        return p;
     }
 
     /** DeepSeek-V2-Lite's geometry, as far as its KV cache goes. */

@@ -46,6 +46,19 @@ final class Twin {
         return v;
     }
 
+    /** 0 .. n-1 shuffled by {@code rnd} (Fisher-Yates): page ids scattered through a pool as a serving pool's are. */
+    static int[] permutation(Random rnd, int n) {
+        int[] p = new int[n];
+        Arrays.setAll(p, i -> i);
+        for (int i = n - 1; i > 0; i--) {
+            int j = rnd.nextInt(i + 1);
+            int t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        return p;
+    }
+
     static float rounded(float v, DType dt) {
         return switch (dt) {
             case BF16 -> HalfFloats.roundBf16(v);
