@@ -13,10 +13,10 @@ import java.util.Arrays;
  * one step where the value lies on a rounding boundary.
  *
  * <p>{@link NormOps#rmsNorm} and {@link ElementwiseOps#siluMul} write one directly (their fp32 results quantised,
- * not rounded to an activation dtype first), {@link ProjectionOps#quantizeRows} quantises a tensor. As a
- * {@link Tensor} it has the activations' shape {@code [rows, K]} and dtype {@link DType#U8} (the codes).
+ * not rounded to an activation dtype first), {@link ProjectionOps#quantizeRows} quantises a tensor. As an
+ * {@link Fp8Tensor} it has the activations' shape {@code [rows, K]}.
  */
-public final class Fp8Rows implements Tensor {
+public final class Fp8Rows implements Fp8Tensor {
     private final Tensor codes;
     private final Tensor scales;
 
@@ -62,33 +62,15 @@ public final class Fp8Rows implements Tensor {
     }
 
     /** U8 {@code [rows, K]}: the E4M3 codes. */
+    @Override
     public Tensor codes() {
         return codes;
     }
 
     /** F32 {@code [rows]}: each row's scale. */
+    @Override
     public Tensor scales() {
         return scales;
-    }
-
-    @Override
-    public DType dtype() {
-        return DType.U8;
-    }
-
-    @Override
-    public long[] shape() {
-        return codes.shape();
-    }
-
-    @Override
-    public Device device() {
-        return codes.device();
-    }
-
-    @Override
-    public long byteSize() {
-        return codes.byteSize() + scales.byteSize();
     }
 
     @Override
@@ -106,12 +88,6 @@ public final class Fp8Rows implements Tensor {
                     + Arrays.toString(shape));
         }
         return this;
-    }
-
-    @Override
-    public void close() {
-        codes.close();
-        scales.close();
     }
 
     @Override

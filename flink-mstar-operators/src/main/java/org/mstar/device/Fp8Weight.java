@@ -10,10 +10,9 @@ import java.util.Arrays;
  * {@link ProjectionOps#matmul} takes it as its weight. A weight that {@link #quantisesActivations() quantises
  * activations} (W8A8) has its products take their input rows quantised per token ({@link Fp8Rows}) as well.
  *
- * <p>As a {@link Tensor} it has the weight's shape, dtype {@link DType#U8} (the codes) and the byte size of codes and
- * scales together. {@link #rows} views whole blocks of rows; {@link #close()} frees codes and scales.
+ * <p>As an {@link Fp8Tensor} it has the weight's shape; {@link #rows} views whole blocks of rows.
  */
-public final class Fp8Weight implements Tensor {
+public final class Fp8Weight implements Fp8Tensor {
     private final Tensor codes;
     private final Tensor scales;
     private final int blockRows;
@@ -86,11 +85,13 @@ public final class Fp8Weight implements Tensor {
     }
 
     /** U8 {@code [N, K]}: the E4M3 codes. */
+    @Override
     public Tensor codes() {
         return codes;
     }
 
     /** F32 {@code [ceil(N / blockRows), ceil(K / blockCols)]}: the scales. */
+    @Override
     public Tensor scales() {
         return scales;
     }
@@ -101,26 +102,6 @@ public final class Fp8Weight implements Tensor {
 
     public int blockCols() {
         return blockCols;
-    }
-
-    @Override
-    public DType dtype() {
-        return DType.U8;
-    }
-
-    @Override
-    public long[] shape() {
-        return codes.shape();
-    }
-
-    @Override
-    public Device device() {
-        return codes.device();
-    }
-
-    @Override
-    public long byteSize() {
-        return codes.byteSize() + scales.byteSize();
     }
 
     /**
@@ -143,12 +124,6 @@ public final class Fp8Weight implements Tensor {
     @Override
     public Tensor reshape(long... shape) {
         throw new UnsupportedOperationException("an FP8 weight keeps its shape " + Arrays.toString(shape()));
-    }
-
-    @Override
-    public void close() {
-        codes.close();
-        scales.close();
     }
 
     @Override
