@@ -332,7 +332,32 @@ __device__ __forceinline__ void moe_tile_columns(const __nv_bfloat16* x, int K, 
     }
 }
 
-// gate/up: blockIdx.x = tile · ceil(inter / 8) + colTile; the tile's weight rows 0-7 are gate rows c0 .. c0 + 7 and
+// What a block of a skinny product serves, blockIdx.x = tile · colTiles + colTile: columns col0 .. col0 + cols - 1 of
+// the tile's `rows` assignments from sorted position `first`, and its expert's weights `w` (`expertSize` elements an
+// expert from `weights`).
+struct MoeSkinnyTile {
+    int col0, rows, first;
+    const __nv_bfloat16* w;
+    bool live;  // false: a block past the sorted tiles (the grid is sized for the most a call can have)
+
+    template <int MT>
+    __device__ __forceinline__ static MoeSkinnyTile of(const int* tileStart, const int* tileExpert, const int* tiles,
+                                                       int width, int cols, const __nv_bfloat16* weights,
+                                                       long long expertSize) {
+        MoeSkinnyTile b;
+        const int colTiles = (width + cols - 1) / cols;
+        const int tile = blockIdx.x / colTiles;
+        b.col0 = (blockIdx.x - tile * colTiles) * cols;
+        b.live = tile < tiles[0];
+        if (!b.live) return b;
+        b.rows = moe_tile_rows(tileStart, tiles, tile, 8 * MT);
+        b.first = tileStart[tile];
+        b.w = weights + tileExpert[tile] * expertSize;
+        return b;
+    }
+};
+
+// gate/up: blockIdx.x = tile · ceil(inter / 8) + colTile; the tile's weight rows 0-7 are gate rows col0 .. col0 + 7 and
 // rows 8-15 the up rows of the same columns (as the skinny matmul's gated tiles). h [assignments, inter] in sorted
 // order, gate and up rounded to bf16 before SiLU·mul.
 template <int MT, int U>
@@ -342,35 +367,31 @@ __device__ __forceinline__ void moe_skinny_gate_up_body(const __nv_bfloat16* x, 
                                                         int inter) {
     __shared__ float partial[kSkinnyWarps][MT * 4][32];
     await_previous_kernel();
-    const int colTiles = (inter + 7) / 8;
-    const int tile = blockIdx.x / colTiles;
-    const int c0 = (blockIdx.x - tile * colTiles) * 8;
-    if (tile >= tiles[0]) return;
-    const int rows = moe_tile_rows(tileStart, tiles, tile, 8 * MT);
-    const int first = tileStart[tile];
-    const __nv_bfloat16* w = gateUp + (long long)tileExpert[tile] * 2 * inter * hidden;
+    const auto tile = MoeSkinnyTile::of<MT>(tileStart, tileExpert, tiles, inter, 8, gateUp, 2LL * inter * hidden);
+    if (!tile.live) return;
     const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-    const int col = min(c0 + g, inter - 1);
-    const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)col * hidden) + 2 * t;
-    const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)(inter + col) * hidden) + 2 * t;
+    const int col = min(tile.col0 + g, inter - 1);
+    const uint4* w0 = reinterpret_cast<const uint4*>(tile.w + (long long)col * hidden) + 2 * t;
+    const uint4* w1 = reinterpret_cast<const uint4*>(tile.w + (long long)(inter + col) * hidden) + 2 * t;
     const uint4* xr[MT];
     bool xLive[MT];
-    moe_tile_columns<MT>(x, hidden, rows, [&](int p) { return (long long)(sorted[first + p] / topK); }, xr, xLive);
+    moe_tile_columns<MT>(x, hidden, tile.rows, [&](int p) { return (long long)(sorted[tile.first + p] / topK); }, xr,
+                         xLive);
     skinny_walk<MT, U, true>(w0, w1, xr, xLive, hidden, partial);
-    // element i < 2 is the gate sum of column c0 + g for tile row 2t + i, element i + 2 the up sum of the same column
+    // element i < 2 is the gate sum of column col0 + g for tile row 2t + i, element i + 2 the up sum of the same column
     for (int e = threadIdx.x; e < MT * 2 * 32; e += blockDim.x) {
         const int l = e & 31, j2 = e >> 5, mt = j2 >> 1, i = j2 & 1;
-        const int n = c0 + (l >> 2);
+        const int n = tile.col0 + (l >> 2);
         const int m = mt * 8 + 2 * (l & 3) + i;
-        if (m < rows && n < inter) {
+        if (m < tile.rows && n < inter) {
             const float gate = round_to(DT_BF16, warp_order_sum<MT>(partial, mt * 4 + i, l));
             const float up = round_to(DT_BF16, warp_order_sum<MT>(partial, mt * 4 + i + 2, l));
-            h[(long long)(first + m) * inter + n] = __float2bfloat16_rn(silu_times(gate, up));
+            h[(long long)(tile.first + m) * inter + n] = __float2bfloat16_rn(silu_times(gate, up));
         }
     }
 }
 
-// down: blockIdx.x = tile · ceil(hidden / 16) + colTile: output columns n0 .. n0 + 15 of the tile's rows of h; the
+// down: blockIdx.x = tile · ceil(hidden / 16) + colTile: output columns col0 .. col0 + 15 of the tile's rows of h; the
 // epilogue multiplies by the assignment's routing weight and stores fp32 at the assignment's place in y.
 template <int MT, int U>
 __device__ __forceinline__ void moe_skinny_down_body(const __nv_bfloat16* h, const __nv_bfloat16* down,
@@ -379,26 +400,23 @@ __device__ __forceinline__ void moe_skinny_down_body(const __nv_bfloat16* h, con
                                                      int inter) {
     __shared__ float partial[kSkinnyWarps][MT * 4][32];
     await_previous_kernel();
-    const int colTiles = (hidden + 15) / 16;
-    const int tile = blockIdx.x / colTiles;
-    const int n0 = (blockIdx.x - tile * colTiles) * 16;
-    if (tile >= tiles[0]) return;
-    const int rows = moe_tile_rows(tileStart, tiles, tile, 8 * MT);
-    const int first = tileStart[tile];
-    const __nv_bfloat16* w = down + (long long)tileExpert[tile] * hidden * inter;
+    const auto tile = MoeSkinnyTile::of<MT>(tileStart, tileExpert, tiles, hidden, 16, down, (long long)hidden * inter);
+    if (!tile.live) return;
     const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-    const uint4* w0 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g, hidden - 1) * inter) + 2 * t;
-    const uint4* w1 = reinterpret_cast<const uint4*>(w + (long long)min(n0 + g + 8, hidden - 1) * inter) + 2 * t;
+    const uint4* w0 =
+        reinterpret_cast<const uint4*>(tile.w + (long long)min(tile.col0 + g, hidden - 1) * inter) + 2 * t;
+    const uint4* w1 =
+        reinterpret_cast<const uint4*>(tile.w + (long long)min(tile.col0 + g + 8, hidden - 1) * inter) + 2 * t;
     const uint4* xr[MT];
     bool xLive[MT];
-    moe_tile_columns<MT>(h, inter, rows, [&](int p) { return (long long)(first + p); }, xr, xLive);
+    moe_tile_columns<MT>(h, inter, tile.rows, [&](int p) { return (long long)(tile.first + p); }, xr, xLive);
     skinny_walk<MT, U, true>(w0, w1, xr, xLive, inter, partial);
     for (int e = threadIdx.x; e < MT * 4 * 32; e += blockDim.x) {
         const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
-        const int n = n0 + (l >> 2) + 8 * (i >> 1);
+        const int n = tile.col0 + (l >> 2) + 8 * (i >> 1);
         const int m = mt * 8 + 2 * (l & 3) + (i & 1);
-        if (m < rows && n < hidden) {
-            const int a = sorted[first + m];
+        if (m < tile.rows && n < hidden) {
+            const int a = sorted[tile.first + m];
             y[(long long)a * hidden + n] = weights[a] * warp_order_sum<MT>(partial, j, l);
         }
     }
