@@ -32,7 +32,7 @@ jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --str
 cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
     tools/target/mstar-tools-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
-cp scripts/gpu/run-harness.sh scripts/gpu/ab-harness.sh scripts/gpu/cublas-path.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_gemm.py scripts/gpu/torch_fp8.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/torch_latent.py scripts/gpu/torch_hybrid.py scripts/gpu/perf_table.py scripts/gpu/torch_moe.py \
+cp scripts/gpu/run-harness.sh scripts/gpu/ab-harness.sh scripts/gpu/cublas-path.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_timing.py scripts/gpu/torch_gemm.py scripts/gpu/torch_fp8.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/torch_latent.py scripts/gpu/torch_hybrid.py scripts/gpu/perf_table.py scripts/gpu/torch_moe.py \
     scripts/gpu/whisper_reference.py scripts/gpu/run-whisper.sh scripts/fixtures/write_whisper_fixtures.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the

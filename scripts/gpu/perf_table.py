@@ -20,7 +20,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.bias import causal_lower_right
 
 import torch_decode
-from torch_prefill import gemm_tflops, median_ms
+from torch_prefill import gemm_tflops
+from torch_timing import median_ms
 
 
 def attend(q, k, v, prefix):

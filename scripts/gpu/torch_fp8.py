@@ -5,41 +5,16 @@ times them (ten calls captured in a CUDA graph, median of event-timed replays, o
 dense rate of one 8192^3 product measured in the same run. The quantise+FP8 column adds per-token quantisation of
 bf16 rows in eager torch ops (amax / 448, divide, cast). torch's row-wise scaling writes bf16 only, so its LM head
 row writes bf16 where the harness writes fp32 logits."""
-import statistics
-
 import torch
+
+from torch_timing import graphed_us
 
 SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 28672, 4096), ("down", 4096, 14336),
           ("lm_head", 128256, 4096)]
 ROWS = [2048, 8192]
 SQUARE = 8192
-CALLS_PER_GRAPH = 10
 E4M3 = torch.float8_e4m3fn
 E4M3_MAX = 448.0
-
-
-def median_us(fn, warmups=2, reps=15):
-    for _ in range(warmups):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
-
-
-def graphed_us(call):
-    call()  # first use (library loading, workspace) stays out of the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(CALLS_PER_GRAPH):
-            call()
-    return median_us(graph.replay) / CALLS_PER_GRAPH
 
 
 def quantise_rows(x):
@@ -70,7 +45,8 @@ def main():
     _, sq_codes, sq_scale = weight(SQUARE, SQUARE)
     sq_x, sq_x_scale = quantise_rows(torch.randn(SQUARE, SQUARE, device="cuda", dtype=torch.bfloat16))
     sq_out = torch.empty(SQUARE, SQUARE, device="cuda", dtype=torch.bfloat16)
-    square = tflops(SQUARE, SQUARE, SQUARE, graphed_us(lambda: scaled_mm(sq_x, sq_x_scale, sq_codes, sq_scale, sq_out)))
+    square = tflops(SQUARE, SQUARE, SQUARE,
+                    graphed_us(lambda _: scaled_mm(sq_x, sq_x_scale, sq_codes, sq_scale, sq_out)))
     del sq_codes, sq_x, sq_out
     print(f"\n## torch._scaled_mm, W8A8 GEMMs at prefill rows (row-wise scales, Llama-3.1-8B shapes)\n")
     print(f"FP8 dense rate measured in this run: {square:.0f} TFLOP/s ({SQUARE}³, torch._scaled_mm row-wise, bf16 out)\n")
@@ -82,9 +58,9 @@ def main():
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             xq, x_scale = quantise_rows(x)
             out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-            bf16 = graphed_us(lambda: torch.matmul(x, w.t(), out=out))
-            fp8 = graphed_us(lambda: scaled_mm(xq, x_scale, w_codes, w_scale, out))
-            quantised = graphed_us(lambda: scaled_mm(*quantise_rows(x), w_codes, w_scale, out))
+            bf16 = graphed_us(lambda _: torch.matmul(x, w.t(), out=out))
+            fp8 = graphed_us(lambda _: scaled_mm(xq, x_scale, w_codes, w_scale, out))
+            quantised = graphed_us(lambda _: scaled_mm(*quantise_rows(x), w_codes, w_scale, out))
             print(f"| {name} | {m} | {n} | {k} | {bf16:.1f} | {tflops(m, n, k, bf16):.0f} | {fp8:.1f} "
                   f"| {tflops(m, n, k, fp8):.0f} | {100 * tflops(m, n, k, fp8) / square:.0f}% | {quantised:.1f} "
                   f"| {bf16 / fp8:.2f} |", flush=True)

@@ -1,28 +1,13 @@
 """The GEMMs of a Llama-3-8B layer through torch.matmul, timed like GpuHarness's GemmBench (bf16, weights
 rotated over enough copies to exceed L2, ten calls captured in a CUDA graph, median of event-timed
 replays), plus the same batch-invariance probe: is row r of x[:M] @ w.T bit-identical to x[r:r+1] @ w.T?"""
-import statistics
-
 import torch
+
+from torch_timing import graphed_us
 
 SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 28672, 4096), ("down", 4096, 14336)]
 TOKENS = [1, 16, 128, 1024, 4096]
 ROTATION_BYTES = 256 << 20
-CALLS_PER_GRAPH = 10
-
-
-def median_us(fn, warmups=2, reps=15):
-    for _ in range(warmups):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
 
 
 def gemm_row(name, m, n, k):
@@ -30,14 +15,8 @@ def gemm_row(name, m, n, k):
     weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     outs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
-    for i in range(copies):  # warm cuBLAS up outside the capture
-        torch.matmul(x, weights[i].t(), out=outs[i])
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(CALLS_PER_GRAPH):
-            torch.matmul(x, weights[i % copies].t(), out=outs[i % copies])
-    us = median_us(graph.replay) / CALLS_PER_GRAPH
+    # each copy's first use stays out of the capture
+    us = graphed_us(lambda i: torch.matmul(x, weights[i % copies].t(), out=outs[i % copies]), warm=copies)
     print(f"| {name} | {m} | {n} | {k} | {us:.1f} | {2 * m * n * k / us / 1e6:.1f} | {2 * n * k / us / 1e6:.2f} |",
           flush=True)
 

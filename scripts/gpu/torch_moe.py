@@ -25,7 +25,8 @@ import torch.nn.functional as F
 
 from perf_table import read_rows
 from torch_decode import MEAN_EXTRA, STEPS
-from torch_prefill import gemm_tflops, median_ms
+from torch_prefill import gemm_tflops
+from torch_timing import median_ms
 
 GEOMETRIES = {
     "Qwen3-30B-A3B": dict(hidden=2048, heads=32, kv=4, d=128, experts=128, top_k=8, norm_topk=True, expert_inter=768,

@@ -6,29 +6,16 @@ prompts. With the harness's perf.md as argument it also prints the engine agains
 against the GEMM rate: FLOPs per prompt token (the weight GEMMs plus the causal attention products) times
 tokens/s over the measured GEMM rate."""
 import re
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from torch_timing import median_ms
+
 HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, HEAD_DIM, VOCAB = 4096, 14336, 32, 32, 8, 128, 128256
 CASES = [(512, 16), (2048, 4), (16384, 1)]  # (prompt tokens, prompts): GpuHarness.PREFILL_CASES
-
-
-def median_ms(fn, warmups=2, reps=7):
-    for _ in range(warmups):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def gemm_tflops():
