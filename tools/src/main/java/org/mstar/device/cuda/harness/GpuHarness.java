@@ -64,7 +64,8 @@ import org.mstar.model.frame.FrameModelConfig;
  * {@code torch_moe.py}; {@code --moe-gemm-rows} sets the rows from which the tables' MoE layers take cuBLAS.
  * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
  * the KV append in the skinny matmul's epilogue ({@link KernelOptions#qkvRopeInMatmul}). {@code --no-checks} skips
- * the checks. {@link GpuHarnessOptions} reads the switches; {@code --help} lists them.
+ * the checks. {@link GpuHarnessOptions} reads the switches ({@link PerfSwitch} those that replace the tables);
+ * {@code --help} lists them.
  *
  * <pre>java -cp 'jars/*' org.mstar.device.cuda.harness.GpuHarness --out /tmp/out [--seed N] [--no-perf]
  *     [--no-kernel-perf] [--engine-layers 8,32] [--prefill-perf | --decode-perf [--decode-models 8B,1B] |
@@ -131,7 +132,7 @@ public final class GpuHarness {
 
     public static void main(String[] args) throws IOException {
         GpuHarnessOptions options = HarnessCommandLine.parseOrExit(new GpuHarnessOptions(), args);
-        if (options.perf() && !options.parallelPerf.isEmpty()) {
+        if (options.perf() && !options.parallelGeometries().isEmpty()) {
             try {
                 ParallelBench.requireDevices(options.tensorParallel);
             } catch (IllegalArgumentException e) {
@@ -209,64 +210,8 @@ public final class GpuHarness {
                 Files.writeString(out.resolve("perf-table.tsv"), rows);
                 System.out.print(rows);
                 Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.invariancePerf) {
-                long benchSeed = seed;
-                for (boolean invariant : new boolean[] {false, true}) {
-                    String mode = "batch-invariant numerics " + (invariant ? "on" : "off");
-                    CudaDevice modeGpu = tablesGpu.withOptions(tablesGpu.options().withBatchInvariant(invariant));
-                    Twin modeTwin = tablesTwin.on(modeGpu);
-                    GemmBench gemm = new GemmBench(modeTwin);
-                    AttentionBench attention = new AttentionBench(modeTwin);
-                    tables.append(section("Llama-3-8B layer GEMMs, " + mode, () ->
-                                    GemmBench.table(gemm.run(new int[] {1, 16, 64, 128, 1024}))))
-                            .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16), " + mode, () ->
-                                    AttentionBench.table(attention.run(new int[][] {
-                                        {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}}), PEAK_TB_PER_S)))
-                            .append(section("Engine throughput, " + mode + " (bf16, Llama-3-8B geometry, 32 layers, "
-                                    + "random weights, " + EngineBench.PROMPT + "-token prompts)", () ->
-                                    EngineBench.table(new EngineBench(modeGpu, benchSeed).run(EngineBench.llama3_8b(),
-                                            new int[] {32}, new int[] {1, 64}), PEAK_TB_PER_S)));
-                }
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.prefillPerf) {
-                AttentionBench attention = new AttentionBench(tablesTwin);
-                long benchSeed = seed;
-                tables.append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
-                    List<AttentionBench.PrefillRow> rows = new ArrayList<>();
-                    for (int[] c : PREFILL_CASES) {
-                        rows.add(attention.prefill(c[0], c[1], true));
-                        rows.add(attention.prefill(c[0], c[1], false));
-                    }
-                    return AttentionBench.prefillTable(rows);
-                })).append(section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
-                        + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
-                                new PrefillBench(tablesGpu, benchSeed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES))));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && !options.parallelPerf.isEmpty()) {
-                tables.append(parallelTables(tablesTwin, seed, options));
-            } else if (options.perf() && options.moePerf) {
-                tables.append(moeTables(tablesTwin, tablesGpu, seed, options.moeLayers(), out));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.fp8Perf) {
-                tables.append(fp8Tables(tablesTwin, tablesGpu, seed));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.fp8GemmPerf) {
-                tables.append("\n").append(fp8GemmTable(tablesTwin, seed));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.skinnyPerf) {
-                tables.append(skinnyTables(tablesTwin, tablesGpu, seed));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.loraPerf) {
-                tables.append(loraTables(tablesGpu, seed, options.loraAdapters));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.latentPerf) {
-                tables.append(latentTables(tablesTwin));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.hybridPerf) {
-                tables.append(hybridTables(tablesTwin, tablesGpu, seed, options.hybridLayers));
-                Files.writeString(out.resolve("perf.md"), tables);
-            } else if (options.perf() && options.decodePerf) {
-                tables.append(decodeTables(tablesTwin, tablesGpu, seed, options.decodeModels));
+            } else if (options.perf() && options.tables().isPresent()) {
+                tables.append(switchTables(options.tables().get(), options, tablesTwin, tablesGpu, seed, out));
                 Files.writeString(out.resolve("perf.md"), tables);
             } else if (options.perf() && !options.noKernelPerf) {
                 GemmBench gemm = new GemmBench(tablesTwin);
@@ -324,6 +269,61 @@ public final class GpuHarness {
             }
         }
         System.exit(allPassed ? 0 : 1);
+    }
+
+    /** The tables of switch {@code s}, which replace the default ones. */
+    private static String switchTables(PerfSwitch s, GpuHarnessOptions options, Twin twin, CudaDevice gpu, long seed,
+                                       Path out) {
+        return switch (s) {
+            case INVARIANCE -> invarianceTables(twin, gpu, seed);
+            case PREFILL -> prefillTables(twin, gpu, seed);
+            case PARALLEL -> parallelTables(twin, seed, options);
+            case MOE -> moeTables(twin, gpu, seed, options.moeLayers(), out);
+            case FP8 -> fp8Tables(twin, gpu, seed);
+            case FP8_GEMM -> "\n" + fp8GemmTable(twin, seed);
+            case SKINNY -> skinnyTables(twin, gpu, seed);
+            case LORA -> loraTables(gpu, seed, options.loraAdapters);
+            case LATENT -> latentTables(twin);
+            case HYBRID -> hybridTables(twin, gpu, seed, options.hybridLayers);
+            case DECODE -> decodeTables(twin, gpu, seed, options.decodeModels);
+        };
+    }
+
+    /** The GEMMs, decode attention and engine throughput (32 layers), batch-invariant numerics off and then on. */
+    private static String invarianceTables(Twin twin, CudaDevice gpu, long seed) {
+        StringBuilder sb = new StringBuilder();
+        for (boolean invariant : new boolean[] {false, true}) {
+            String mode = "batch-invariant numerics " + (invariant ? "on" : "off");
+            CudaDevice modeGpu = gpu.withOptions(gpu.options().withBatchInvariant(invariant));
+            Twin modeTwin = twin.on(modeGpu);
+            GemmBench gemm = new GemmBench(modeTwin);
+            AttentionBench attention = new AttentionBench(modeTwin);
+            sb.append(section("Llama-3-8B layer GEMMs, " + mode, () ->
+                            GemmBench.table(gemm.run(new int[] {1, 16, 64, 128, 1024}))))
+                    .append(section("Paged decode attention (bf16, 32/8 heads, d128, page 16), " + mode, () ->
+                            AttentionBench.table(attention.run(new int[][] {
+                                {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}}), PEAK_TB_PER_S)))
+                    .append(section("Engine throughput, " + mode + " (bf16, Llama-3-8B geometry, 32 layers, "
+                            + "random weights, " + EngineBench.PROMPT + "-token prompts)", () ->
+                            EngineBench.table(new EngineBench(modeGpu, seed).run(EngineBench.llama3_8b(),
+                                    new int[] {32}, new int[] {1, 64}), PEAK_TB_PER_S)));
+        }
+        return sb.toString();
+    }
+
+    /** The paged prefill attention kernel on tensor and CUDA cores, and engine prefill, at {@link #PREFILL_CASES}. */
+    private static String prefillTables(Twin twin, CudaDevice gpu, long seed) {
+        AttentionBench attention = new AttentionBench(twin);
+        return section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
+            List<AttentionBench.PrefillRow> rows = new ArrayList<>();
+            for (int[] c : PREFILL_CASES) {
+                rows.add(attention.prefill(c[0], c[1], true));
+                rows.add(attention.prefill(c[0], c[1], false));
+            }
+            return AttentionBench.prefillTable(rows);
+        }) + section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
+                + PrefillBench.TOKEN_BUDGET + "-token step budget)", () -> PrefillBench.table(
+                        new PrefillBench(gpu, seed).run(EngineBench.llama3_8b(), 32, PREFILL_CASES)));
     }
 
     /** The copy bandwidth section; sets {@code rate[0]} to the measured rate, the decode bound's. */
@@ -436,7 +436,7 @@ public final class GpuHarness {
         StringBuilder sb = new StringBuilder("\n");
         sb.append(copyBandwidth(new AttentionBench(twin), rate));
         ParallelBench bench = new ParallelBench(seed);
-        for (String flag : options.parallelPerf) {
+        for (String flag : options.parallelGeometries()) {
             ParallelBench.Geometry g = ParallelBench.Geometry.of(flag);
             int layers = options.parallelLayers > 0 ? options.parallelLayers : g.layers;
             sb.append(section("Tensor parallel " + options.tensorParallel + " against one GPU (bf16, " + g.flag

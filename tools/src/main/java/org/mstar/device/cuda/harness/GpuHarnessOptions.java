@@ -1,14 +1,17 @@
 package org.mstar.device.cuda.harness;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.mstar.device.KernelOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.TypeConversionException;
@@ -38,37 +41,9 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "layer counts of the engine throughput (default: 8,32); the first cuts --moe-perf's models")
     int[] engineLayers = {};
 
-    @Option(names = "--prefill-perf",
-            description = "instead of the tables: prefill attention and engine prefill at 512, 2048 and 16384-token prompts")
-    boolean prefillPerf;
-
-    @Option(names = "--decode-perf", description = "instead of the tables: decode attention, projections and engine "
-            + "decode steps against the weights+KV bound")
-    boolean decodePerf;
-
     @Option(names = "--decode-models", paramLabel = "MODEL", split = ",", defaultValue = "8B,1B",
             description = "the geometries whose engine rows --decode-perf runs (default: ${DEFAULT-VALUE})")
     List<String> decodeModels;
-
-    @Option(names = "--invariance-perf",
-            description = "instead of the tables: GEMMs, decode attention and engine throughput, batch invariance off and on")
-    boolean invariancePerf;
-
-    @Option(names = "--skinny-perf", description = "instead of the tables: decode projections and few-request decode "
-            + "steps, on cuBLAS and on the skinny-matmul kernel")
-    boolean skinnyPerf;
-
-    @Option(names = "--fp8-perf", description = "instead of the tables: FP8-KV attention, W8A8 GEMMs, 8B engine "
-            + "decode and prefill, fp8 and w8a8 vs bf16")
-    boolean fp8Perf;
-
-    @Option(names = "--fp8-gemm-perf", description = "instead of the tables: the W8A8 GEMMs at 8B prefill shapes "
-            + "against bf16, and the FP8 dense rate")
-    boolean fp8GemmPerf;
-
-    @Option(names = "--parallel-perf", paramLabel = "G", split = ",",
-            description = "instead of the tables: geometries G (8B, 70B, moe) on 1 GPU and on --tensor-parallel GPUs")
-    List<String> parallelPerf = new ArrayList<>();
 
     @Option(names = "--tensor-parallel", paramLabel = "N", defaultValue = "2",
             description = "GPUs of the --parallel-perf rows, cuda:0 on (default: ${DEFAULT-VALUE})")
@@ -78,21 +53,9 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "layers of the --parallel-perf geometries (default: 8B 32, 70B 16, moe 16)")
     int parallelLayers;
 
-    @Option(names = "--latent-perf", description = "instead of the tables: MLA decode attention at 4k-16k keys, batch "
-            + "1-64, against copy bandwidth; latent pool bytes")
-    boolean latentPerf;
-
-    @Option(names = "--hybrid-perf", description = "instead of the tables: Bamba-9B engine decode (batch 1, 64) and "
-            + "prefill (2048 tokens) against their bounds")
-    boolean hybridPerf;
-
     @Option(names = "--hybrid-layers", paramLabel = "N", defaultValue = "32",
             description = "layers of the --hybrid-perf model, its first N of Bamba-9B's 32 (default: ${DEFAULT-VALUE})")
     int hybridLayers;
-
-    @Option(names = "--moe-perf",
-            description = "instead of the tables: MoE experts alone and Qwen3-30B-A3B / DeepSeek-V2-Lite engine rows")
-    boolean moePerf;
 
     @Option(names = "--moe-gemm-rows", paramLabel = "ROWS",
             description = "rows from which MoE experts run on cuBLAS GEMMs (default: "
@@ -133,10 +96,6 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "tables with qkv_rope_append after the qkv projection, not in the skinny matmul's epilogue")
     boolean noQkvRopeInMatmul;
 
-    @Option(names = "--lora-perf", description = "instead of the tables: engine decode at batch 64 without and with "
-            + "rank-16 LoRA adapters")
-    boolean loraPerf;
-
     @Option(names = "--lora-adapters", paramLabel = "N", split = ",", defaultValue = "8,64",
             description = "distinct adapters in the batch of the --lora-perf rows (default: ${DEFAULT-VALUE})")
     int[] loraAdapters;
@@ -146,6 +105,14 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     @Option(names = "--help", usageHelp = true, description = "print these options and exit")
     boolean help;
+
+    /** The options of the table switches, in precedence order, once {@link #addOptions} made them. */
+    private Map<PerfSwitch, OptionSpec> switches = Map.of();
+
+    @Override
+    public void addOptions(CommandSpec spec) {
+        switches = PerfSwitch.addTo(spec);
+    }
 
     /** The engine throughput's layer counts: --engine-layers, or 8 and 32. */
     int[] engineLayers() {
@@ -164,8 +131,26 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     /** Whether a switch that replaces the default performance tables is on. */
     boolean replacesTables() {
-        return perfTable || prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf || moePerf;
+        return perfTable || tables().isPresent();
+    }
+
+    /** The table switch that runs instead of the default tables: the first given in precedence order, if any. */
+    Optional<PerfSwitch> tables() {
+        return switches.keySet().stream().filter(this::given).findFirst();
+    }
+
+    /** Whether switch {@code s} was given (for --parallel-perf, with a geometry). */
+    boolean given(PerfSwitch s) {
+        OptionSpec option = switches.get(s);
+        Object value = option == null ? null : option.getValue();
+        return Boolean.TRUE.equals(value) || value instanceof List<?> list && !list.isEmpty();
+    }
+
+    /** The geometries of --parallel-perf, none when it is not given. */
+    List<String> parallelGeometries() {
+        OptionSpec parallel = switches.get(PerfSwitch.PARALLEL);
+        List<String> geometries = parallel == null ? null : parallel.getValue();
+        return geometries == null ? List.of() : geometries;
     }
 
     /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
@@ -184,26 +169,23 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only and --fp8-only each run "
                     + "one family of checks alone: give one of them");
         }
-        if (!perf() && (prefillPerf || decodePerf || invariancePerf || skinnyPerf || loraPerf || fp8Perf
-                || fp8GemmPerf || !parallelPerf.isEmpty() || latentPerf || hybridPerf || moePerf)) {
+        if (!perf() && tables().isPresent()) {
             // these replace the performance tables, so --no-perf would leave them out without a word
-            throw new ParameterException(line, "--prefill-perf, --decode-perf, --invariance-perf, --skinny-perf, "
-                    + "--lora-perf, --fp8-perf, --fp8-gemm-perf, --parallel-perf, --latent-perf, --hybrid-perf and "
-                    + "--moe-perf are performance tables: drop --no-perf (and --attention-only, --moe-only, "
-                    + "--state-space-only, --fp8-only) to run them");
+            throw new ParameterException(line, PerfSwitch.flags() + " are performance tables: drop --no-perf (and "
+                    + "--attention-only, --moe-only, --state-space-only, --fp8-only) to run them");
         }
         if (hybridLayers < 1 || hybridLayers > HybridBench.BAMBA_9B_LAYERS) {
             throw new ParameterException(line, "--hybrid-layers must be 1.." + HybridBench.BAMBA_9B_LAYERS + ", got "
                     + hybridLayers);
         }
-        for (String g : parallelPerf) {
+        for (String g : parallelGeometries()) {
             try {
                 ParallelBench.Geometry.of(g);
             } catch (IllegalArgumentException e) {
                 throw new ParameterException(line, e.getMessage());
             }
         }
-        if (tensorParallel < 2 && !parallelPerf.isEmpty()) {
+        if (tensorParallel < 2 && !parallelGeometries().isEmpty()) {
             throw new ParameterException(line, "--parallel-perf compares one GPU with --tensor-parallel N >= 2, got "
                     + tensorParallel);
         }

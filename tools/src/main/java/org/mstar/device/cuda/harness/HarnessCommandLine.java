@@ -1,6 +1,7 @@
 package org.mstar.device.cuda.harness;
 
 import picocli.CommandLine;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
 
 /**
@@ -13,8 +14,15 @@ final class HarnessCommandLine {
     private static final int USAGE_WIDTH = 160;
     private static final int LONG_OPTIONS_WIDTH = 40;
 
-    /** A harness's options, which may also refuse combinations that no single option's annotation can. */
+    /**
+     * A harness's options, which may also declare options no annotation can, and refuse combinations that no single
+     * option's annotation can.
+     */
     interface Options {
+        /** Adds to {@code spec}, which holds the annotated options, those that are made in code; none by default. */
+        default void addOptions(CommandSpec spec) {
+        }
+
         /** Throws {@link ParameterException} on {@code line} naming a combination it refuses. */
         void check(CommandLine line);
     }
@@ -25,6 +33,7 @@ final class HarnessCommandLine {
     static CommandLine parse(Options options, String... args) {
         CommandLine line = new CommandLine(options).setUsageHelpWidth(USAGE_WIDTH)
                 .setUsageHelpLongOptionsMaxWidth(LONG_OPTIONS_WIDTH);
+        options.addOptions(line.getCommandSpec());
         line.parseArgs(args);
         if (!line.isUsageHelpRequested()) {
             options.check(line);

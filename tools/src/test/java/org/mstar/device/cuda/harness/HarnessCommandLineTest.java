@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.mstar.device.KernelOptions;
 import picocli.CommandLine;
@@ -25,11 +27,11 @@ class HarnessCommandLineTest {
         assertThat(options.noQkvRopeInMatmul).isFalse();
         assertThat(options.engineLayers()).containsExactly(8, 32);
         assertThat(options.moeLayers()).isZero();
-        assertThat(options.moePerf).isFalse();
+        assertThat(options.tables()).isEmpty();
         assertThat(options.moeGemmRows).isEqualTo(KernelOptions.DEFAULT_MOE_GEMM_ROWS);
         assertThat(options.decodeModels).containsExactly("8B", "1B");
         assertThat(options.profiled).isEmpty();
-        assertThat(options.loraPerf).isFalse();
+        assertThat(options.parallelGeometries()).isEmpty();
         assertThat(options.loraAdapters).containsExactly(8, 64);
     }
 
@@ -37,7 +39,7 @@ class HarnessCommandLineTest {
     void loraPerfReplacesTheTablesWithItsAdapterCounts() {
         GpuHarnessOptions options = new GpuHarnessOptions();
         HarnessCommandLine.parse(options, "--lora-perf", "--lora-adapters", "1,16");
-        assertThat(options.loraPerf).isTrue();
+        assertThat(options.tables()).contains(PerfSwitch.LORA);
         assertThat(options.replacesTables()).isTrue();
         assertThat(options.loraAdapters).containsExactly(1, 16);
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--lora-perf");
@@ -56,7 +58,7 @@ class HarnessCommandLineTest {
         assertThat(options.noKernelPerf).isTrue();
         assertThat(options.engineLayers()).containsExactly(4, 16);
         assertThat(options.moeLayers()).isEqualTo(4);
-        assertThat(options.decodePerf).isTrue();
+        assertThat(options.tables()).contains(PerfSwitch.DECODE);
         assertThat(options.replacesTables()).isTrue();
         assertThat(options.decodeModels).containsExactly("1B");
         assertThat(options.framePerf).isTrue();
@@ -100,11 +102,11 @@ class HarnessCommandLineTest {
     void fp8PerfReplacesTheDefaultTablesAndFp8OnlyRunsItsFamilyAlone() {
         GpuHarnessOptions perf = new GpuHarnessOptions();
         HarnessCommandLine.parse(perf, "--fp8-perf");
-        assertThat(perf.fp8Perf).isTrue();
+        assertThat(perf.tables()).contains(PerfSwitch.FP8);
         assertThat(perf.replacesTables()).isTrue();
         GpuHarnessOptions gemm = new GpuHarnessOptions();
         HarnessCommandLine.parse(gemm, "--fp8-gemm-perf", "--no-checks");
-        assertThat(gemm.fp8GemmPerf).isTrue();
+        assertThat(gemm.tables()).contains(PerfSwitch.FP8_GEMM);
         assertThat(gemm.replacesTables()).isTrue();
         GpuHarnessOptions only = new GpuHarnessOptions();
         HarnessCommandLine.parse(only, "--fp8-only");
@@ -137,14 +139,48 @@ class HarnessCommandLineTest {
     }
 
     @Test
+    void everyTableSwitchReplacesTheTablesAndIsRefusedWithoutThem() {
+        for (PerfSwitch s : PerfSwitch.values()) {
+            String[] given = s == PerfSwitch.PARALLEL ? new String[] {s.flag, "8B"} : new String[] {s.flag};
+            GpuHarnessOptions options = new GpuHarnessOptions();
+            HarnessCommandLine.parse(options, given);
+            assertThat(options.tables()).as(s.flag).contains(s);
+            assertThat(options.given(s)).as(s.flag).isTrue();
+            assertThat(options.replacesTables()).as(s.flag).isTrue();
+            for (String alone : new String[] {"--no-perf", "--attention-only", "--moe-only", "--state-space-only",
+                "--fp8-only"}) {
+                String[] refused = Stream.concat(Stream.of(alone), Arrays.stream(given)).toArray(String[]::new);
+                assertRefused(new GpuHarnessOptions(), s.flag, refused);
+                assertRefused(new GpuHarnessOptions(), "are performance tables: drop --no-perf (and --attention-only, "
+                        + "--moe-only, --state-space-only, --fp8-only) to run them", refused);
+            }
+        }
+        GpuHarnessOptions perfTable = new GpuHarnessOptions();
+        HarnessCommandLine.parse(perfTable, "--no-perf", "--perf-table");
+        assertThat(perfTable.replacesTables()).isTrue();
+        assertThat(perfTable.tables()).isEmpty();
+    }
+
+    @Test
+    void ofSeveralTableSwitchesTheFirstInPrecedenceRuns() {
+        GpuHarnessOptions options = new GpuHarnessOptions();
+        HarnessCommandLine.parse(options, "--decode-perf", "--moe-perf", "--parallel-perf", "8B,70B", "--parallel-perf",
+                "moe");
+        assertThat(options.tables()).contains(PerfSwitch.PARALLEL);
+        assertThat(options.given(PerfSwitch.DECODE)).isTrue();
+        assertThat(options.given(PerfSwitch.PREFILL)).isFalse();
+        assertThat(options.parallelGeometries()).containsExactly("8B", "70B", "moe");
+    }
+
+    @Test
     void latentAndHybridPerfReplaceTheDefaultTables() {
         GpuHarnessOptions latent = new GpuHarnessOptions();
         HarnessCommandLine.parse(latent, "--latent-perf");
-        assertThat(latent.latentPerf).isTrue();
+        assertThat(latent.tables()).contains(PerfSwitch.LATENT);
         assertThat(latent.replacesTables()).isTrue();
         GpuHarnessOptions hybrid = new GpuHarnessOptions();
         HarnessCommandLine.parse(hybrid, "--hybrid-perf", "--hybrid-layers", "8", "--no-checks");
-        assertThat(hybrid.hybridPerf).isTrue();
+        assertThat(hybrid.tables()).contains(PerfSwitch.HYBRID);
         assertThat(hybrid.hybridLayers).isEqualTo(8);
         assertThat(hybrid.replacesTables()).isTrue();
         assertThat(hybrid.runs(false)).isFalse();
@@ -154,7 +190,7 @@ class HarnessCommandLineTest {
     void moePerfReplacesTheTablesAndTakesItsThreshold() {
         GpuHarnessOptions options = new GpuHarnessOptions();
         HarnessCommandLine.parse(options, "--moe-perf", "--moe-gemm-rows", "1024", "--engine-layers", "24");
-        assertThat(options.moePerf).isTrue();
+        assertThat(options.tables()).contains(PerfSwitch.MOE);
         assertThat(options.replacesTables()).isTrue();
         assertThat(options.moeGemmRows).isEqualTo(1024);
         assertThat(options.moeLayers()).isEqualTo(24);

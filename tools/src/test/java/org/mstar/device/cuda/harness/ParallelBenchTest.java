@@ -35,7 +35,7 @@ class ParallelBenchTest {
     void parallelPerfNamesGeometriesAndADegree() {
         GpuHarnessOptions options = new GpuHarnessOptions();
         HarnessCommandLine.parse(options, "--parallel-perf", "8B,70B,moe", "--tensor-parallel", "4");
-        assertThat(options.parallelPerf).containsExactly("8B", "70B", "moe");
+        assertThat(options.parallelGeometries()).containsExactly("8B", "70B", "moe");
         assertThat(options.tensorParallel).isEqualTo(4);
         assertThat(options.replacesTables()).isTrue();
         assertThatThrownBy(() -> HarnessCommandLine.parse(new GpuHarnessOptions(), "--parallel-perf", "13B"))
