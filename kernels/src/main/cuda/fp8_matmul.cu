@@ -1,17 +1,19 @@
 // Products with FP8 weights (ProjectionOps.matmul with an Fp8Weight): w[n, k] is stored as E4M3 codes (OCP E4M3FN,
 // torch.float8_e4m3fn) and a grid of fp32 scales, element (i, j) = decode(codes[i, j]) · scales[i / blockRows,
 // j / blockCols]. Both kernels round that product once to bf16, the dtype the tensor cores multiply:
-// fp8_skinny_matmul for a few rows (decode) dequantises 16 codes a lane in registers straight into the mma's
-// weight fragments, so a step reads one byte a weight; fp8_dequantize_bf16 writes the dequantised weight into a bf16
-// scratch that cuBLAS then multiplies (prefill, where the GEMM is bound by its FLOPs, not by the weight's bytes).
+// fp8_skinny_matmul for up to 16 rows (decode) dequantises 16 codes a lane in registers straight into the mma's
+// weight fragments, so a step reads one byte a weight (fp8_tile_matmul.cu does so for 17 to 64 rows);
+// fp8_dequantize_bf16 writes the dequantised weight into a bf16 scratch that cuBLAS then multiplies (prefill, where
+// the GEMM is bound by its FLOPs, not by the weight's bytes).
 //
 // fp8_skinny_matmul has skinny_matmul.cu's shape: a block of 8 warps takes a tile of 16 weight rows (the mma's A
-// operand) and up to 8·MT rows of x (its B operand), the warps splitting K in 64-element chunks, their partial tiles
-// summed in shared memory in warp order. In each chunk lane (g = lane / 4, t = lane % 4) loads codes 16t .. 16t + 15
-// of weight rows g and g + 8 (one 16-byte load each) and elements 16t .. 16t + 15 of x row g; mma k-step s takes
-// bf16 pairs 2s and 2s + 1 of those 16 elements, as skinny_matmul.cu's fragments do with bf16 weights.
+// operand) and up to 8·MT rows of x (its B operand, MT 1 or 2), the warps splitting K in 64-element chunks, their
+// partial tiles summed in shared memory in warp order. In each chunk lane (g = lane / 4, t = lane % 4) loads codes
+// 16t .. 16t + 15 of weight rows g and g + 8 (one 16-byte load each) and elements 16t .. 16t + 15 of x row g; mma
+// k-step s takes bf16 pairs 2s and 2s + 1 of those 16 elements, as skinny_matmul.cu's fragments do with bf16 weights.
 #include <cuda_fp8.h>
 #include "common.cuh"
+#include "fp8_dequantize.cuh"
 #include "mma.cuh"
 
 using namespace mstar;
@@ -20,34 +22,6 @@ namespace {
 
 constexpr int kFp8Warps = 8;
 constexpr int kFp8Chunk = 64;  // k elements a warp consumes per group of four mma k-steps
-
-// Codes (lo, hi) = bytes 0 and 1 of twoCodes dequantised as one bf16 pair: the E4M3 values (exact in fp16, hence in
-// fp32) times scale, each rounded once to bf16.
-__device__ __forceinline__ uint32_t dequantize_pair(uint32_t twoCodes, float scale) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(twoCodes & 0xFFFFu), __NV_E4M3);
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
-    return pack_bf16(f.x * scale, f.y * scale);
-}
-
-// 16 codes (one 16-byte load) as 8 bf16 pairs: pair i holds codes 2i and 2i + 1.
-__device__ __forceinline__ void dequantize16(const uint4& codes, float scale, uint32_t (&pairs)[8]) {
-    const uint32_t words[4] = {codes.x, codes.y, codes.z, codes.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        pairs[2 * i] = dequantize_pair(words[i], scale);
-        pairs[2 * i + 1] = dequantize_pair(words[i] >> 16, scale);
-    }
-}
-
-__device__ __forceinline__ uint32_t x_word(const uint4 (&half)[2], int i) {
-    const uint4& v = half[i >> 2];
-    switch (i & 3) {
-        case 0: return v.x;
-        case 1: return v.y;
-        case 2: return v.z;
-        default: return v.w;
-    }
-}
 
 // MT 8-row tiles of x (rows ≤ 8·MT), U chunks of k loaded per warp before their mma. Weight rows past n (the last
 // tile of an n that is not a multiple of 16) reread row n - 1 and are not stored; x rows past `rows` read row
@@ -119,7 +93,9 @@ __device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict_
                 for (int s = 0; s < 4; ++s) {
                     const uint32_t w[4] = {p0[2 * s], p1[2 * s], p0[2 * s + 1], p1[2 * s + 1]};
 #pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) mma_bf16(acc[mt], w, x_word(b[u][mt], 2 * s), x_word(b[u][mt], 2 * s + 1));
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_bf16(acc[mt], w, fragment_word(b[u][mt], 2 * s), fragment_word(b[u][mt], 2 * s + 1));
+                    }
                 }
             }
         }
@@ -159,8 +135,6 @@ __device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict_
     }
 MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m1, 1, 4)
 MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m2, 2, 2)
-MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m4, 4, 2)
-MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m8, 8, 1)
 
 // The value of an E4M3 code, exact in fp32. Exponent 0 is subnormal; S.1111.111 is NaN; no infinities.
 __device__ __forceinline__ float e4m3_to_float(unsigned b) {

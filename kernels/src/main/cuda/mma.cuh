@@ -48,6 +48,17 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t a) {
 }
 #endif
 
+// Word i (bf16 pair i) of 32 bytes held as two 16-byte vectors: what a 16-element fragment load hands the mma.
+__device__ __forceinline__ uint32_t fragment_word(const uint4 (&half)[2], int i) {
+    const uint4& v = half[i >> 2];
+    switch (i & 3) {
+        case 0: return v.x;
+        case 1: return v.y;
+        case 2: return v.z;
+        default: return v.w;
+    }
+}
+
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&v);

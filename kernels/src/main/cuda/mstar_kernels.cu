@@ -16,4 +16,5 @@
 #include "mamba2.cu"
 #include "latent_attention.cu"
 #include "fp8_matmul.cu"
+#include "fp8_tile_matmul.cu"
 #include "fp8_activations.cu"

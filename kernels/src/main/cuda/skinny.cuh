@@ -12,16 +12,6 @@ namespace {
 constexpr int kSkinnyWarps = 8;
 constexpr int kSkinnyChunk = 64;  // k elements one warp consumes per group of four mma k-steps
 
-__device__ __forceinline__ uint32_t word(const uint4 (&half)[2], int i) {
-    const uint4& v = half[i >> 2];
-    switch (i & 3) {
-        case 0: return v.x;
-        case 1: return v.y;
-        case 2: return v.z;
-        default: return v.w;
-    }
-}
-
 // U consecutive chunks of k starting at 16-byte vector v of each row: all loads first, then the mma.
 template <int MT, int U>
 __device__ __forceinline__ void skinny_chunks(float (&acc)[MT][4], const uint4* w0, const uint4* w1,
@@ -50,10 +40,12 @@ __device__ __forceinline__ void skinny_chunks(float (&acc)[MT][4], const uint4* 
         }
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-            const uint32_t w[4] = {word(a[u][0], 2 * s), word(a[u][1], 2 * s), word(a[u][0], 2 * s + 1),
-                                   word(a[u][1], 2 * s + 1)};
+            const uint32_t w[4] = {fragment_word(a[u][0], 2 * s), fragment_word(a[u][1], 2 * s),
+                                   fragment_word(a[u][0], 2 * s + 1), fragment_word(a[u][1], 2 * s + 1)};
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) mma_bf16(acc[mt], w, word(b[u][mt], 2 * s), word(b[u][mt], 2 * s + 1));
+            for (int mt = 0; mt < MT; ++mt) {
+                mma_bf16(acc[mt], w, fragment_word(b[u][mt], 2 * s), fragment_word(b[u][mt], 2 * s + 1));
+            }
         }
     }
 }
@@ -101,11 +93,11 @@ __device__ __forceinline__ void skinny_mma_frags(float (&acc)[MT][4], SkinnyFrag
             }
 #pragma unroll
             for (int s = 0; s < 4; ++s) {
-                const uint32_t w[4] = {word(f.a[u][0], 2 * s), word(f.a[u][1], 2 * s), word(f.a[u][0], 2 * s + 1),
-                                       word(f.a[u][1], 2 * s + 1)};
+                const uint32_t w[4] = {fragment_word(f.a[u][0], 2 * s), fragment_word(f.a[u][1], 2 * s),
+                                       fragment_word(f.a[u][0], 2 * s + 1), fragment_word(f.a[u][1], 2 * s + 1)};
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    mma_bf16(acc[mt], w, word(f.b[u][mt], 2 * s), word(f.b[u][mt], 2 * s + 1));
+                    mma_bf16(acc[mt], w, fragment_word(f.b[u][mt], 2 * s), fragment_word(f.b[u][mt], 2 * s + 1));
                 }
             }
         }

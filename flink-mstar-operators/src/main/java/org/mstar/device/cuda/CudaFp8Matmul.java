@@ -6,9 +6,11 @@ import org.mstar.device.Fp8Weight;
 import org.mstar.device.Tensor;
 
 /**
- * Products with FP8 weights ({@link Fp8Weight}), launching fp8_matmul.cu. Up to {@link #SKINNY_ROWS} bf16 rows
- * (decode), fp8_skinny_matmul dequantises the codes in registers into the tensor cores' weight fragments, so a step
- * reads one byte a weight; more rows (prefill), or a product the kernel does not take, dequantise the weight into a
+ * Products with FP8 weights ({@link Fp8Weight}), launching fp8_matmul.cu and fp8_tile_matmul.cu. Up to
+ * {@link #SKINNY_ROWS} bf16 rows (decode), a kernel dequantises the codes in registers into the tensor cores' weight
+ * fragments, so a step reads one byte a weight: fp8_skinny_matmul up to 16 rows, 16 weight rows a block, and
+ * {@link Fp8TileMatmul} from {@value Fp8TileMatmul#MIN_ROWS}, 128 weight rows a block with x staged in shared memory;
+ * more rows (prefill), or a product the kernels do not take, dequantise the weight into a
  * bf16 scratch and multiply it through {@link CudaMatmul} (cuBLAS), which at those rows is bound by its FLOPs, not
  * by the weight's bytes. Both paths multiply the same bf16 weights (code × scale rounded once). The scratch holds the
  * largest weight dequantised (the workspace keeps it). With the device's batch-invariant numerics on, every product
@@ -23,8 +25,8 @@ import org.mstar.device.Tensor;
  * rounded once) on the weight-only paths above.
  */
 final class CudaFp8Matmul {
-    /** The most rows the skinny kernel takes; more go through the bf16 scratch and cuBLAS, or the FP8 GEMM. */
-    static final int SKINNY_ROWS = 64;
+    /** The most rows the decode kernels take; more go through the bf16 scratch and cuBLAS, or the FP8 GEMM. */
+    static final int SKINNY_ROWS = Fp8TileMatmul.MAX_ROWS;
     private static final int THREADS = 256;
     /** Weight rows of one skinny block (its mma tile). */
     private static final int TILE_ROWS = 16;
@@ -38,6 +40,7 @@ final class CudaFp8Matmul {
     private final Elementwise elementwise;
     private final CudaFp8Rows rows;
     private final SharedOpState shared;
+    private final Fp8TileMatmul tile;
 
     CudaFp8Matmul(CudaDevice device, CudaMatmul dense, Elementwise elementwise, CudaFp8Rows rows,
                   SharedOpState shared) {
@@ -46,6 +49,7 @@ final class CudaFp8Matmul {
         this.elementwise = elementwise;
         this.rows = rows;
         this.shared = shared;
+        this.tile = new Fp8TileMatmul(device, elementwise);
     }
 
     /**
@@ -75,29 +79,32 @@ final class CudaFp8Matmul {
         }
     }
 
-    /** The product of x and the weight's dequantised values, by the skinny kernel or the bf16 scratch. */
+    /** The product of x and the weight's dequantised values, by a decode kernel or the bf16 scratch. */
     private void weightOnly(CudaTensor x, Fp8Weight w, CudaTensor bias, CudaTensor out, int m) {
         CudaTensor codes = (CudaTensor) w.codes();
         CudaTensor scales = (CudaTensor) w.scales();
         long n = w.dim(0);
         long k = w.dim(1);
-        if (skinnyTakes(x, w, out, m)) {
+        boolean decode = skinnyTakes(x, w, out, m);
+        if (decode && m >= Fp8TileMatmul.MIN_ROWS) {
+            tile.matmul(x, w, bias, out, m);
+        } else if (decode) {
             int blocks = Math.toIntExact((n + TILE_ROWS - 1) / TILE_ROWS);
-            String kernel = "fp8_skinny_matmul_" + (m <= 8 ? "m1" : m <= 16 ? "m2" : m <= 32 ? "m4" : "m8");
+            String kernel = "fp8_skinny_matmul_" + (m <= 8 ? "m1" : "m2");
             device.stream().counters().gemm();
             device.kernel(kernel).launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs()
                     .tensor(x).tensor(codes).tensor(scales).i32(w.blockRows())
                     .i32(w.blockCols()).tensor(bias).i32(bias == null ? 0 : Elementwise.code(bias)).tensor(out)
                     .i32(Elementwise.code(out)).i32(m).i32(Math.toIntExact(n)).i32(Math.toIntExact(k)), "matmul");
-            return;
+        } else {
+            CudaTensor dequantised = device.scratch("matmul.fp8", DType.BF16, n, k);
+            // a thread of fp8_dequantize_bf16 converts 16 codes where K and the blocks allow, else one
+            long perThread = k % 16 == 0 && w.blockCols() % 16 == 0 ? 16 : 1;
+            elementwise.launch("fp8_dequantize_bf16", n * k / perThread, new KernelArgs().tensor(codes)
+                    .tensor(scales).i32(w.blockRows()).i32(w.blockCols()).tensor(dequantised)
+                    .i32(Math.toIntExact(n)).i32(Math.toIntExact(k)), "matmul");
+            dense.matmul(x, dequantised, bias, out);
         }
-        CudaTensor dequantised = device.scratch("matmul.fp8", DType.BF16, n, k);
-        // a thread of fp8_dequantize_bf16 converts 16 codes where K and the blocks allow, else one
-        long perThread = k % 16 == 0 && w.blockCols() % 16 == 0 ? 16 : 1;
-        elementwise.launch("fp8_dequantize_bf16", n * k / perThread, new KernelArgs().tensor(codes).tensor(scales)
-                .i32(w.blockRows()).i32(w.blockCols()).tensor(dequantised).i32(Math.toIntExact(n))
-                .i32(Math.toIntExact(k)), "matmul");
-        dense.matmul(x, dequantised, bias, out);
     }
 
     /** The W8A8 input as bf16: FP8 rows dequantised, or x's rows quantised and dequantised in one pass. */
@@ -157,9 +164,9 @@ final class CudaFp8Matmul {
     }
 
     /**
-     * Whether fp8_skinny_matmul computes this product: at most {@link #SKINNY_ROWS} bf16 rows into a bf16 or fp32
-     * output, K and the scale blocks' width multiples of 64, 16-byte aligned x and codes, and no batch-invariant
-     * numerics (the instantiation depends on the row count).
+     * Whether a decode kernel (fp8_skinny_matmul, fp8_tile_matmul) computes this product: at most
+     * {@link #SKINNY_ROWS} bf16 rows into a bf16 or fp32 output, K and the scale blocks' width multiples of 64,
+     * 16-byte aligned x and codes, and no batch-invariant numerics (the kernel depends on the row count).
      */
     private boolean skinnyTakes(CudaTensor x, Fp8Weight w, CudaTensor out, int m) {
         CudaTensor codes = (CudaTensor) w.codes();
