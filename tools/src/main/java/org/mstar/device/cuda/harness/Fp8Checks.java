@@ -22,16 +22,17 @@ import org.mstar.model.Fp8Quantizer;
 /**
  * The GPU's products with FP8 weights ({@link Fp8Weight}) against the CPU reference, which dequantises each code
  * times its scale in fp32: Llama-3-8B's projections (qkv 6144 × 4096 in 128 × 128 blocks, gate/up 28672 × 4096 with
- * one scale a row, down 4096 × 14336 with one scale) at decode rows (1, 64: the skinny kernel) and prefill rows (512,
- * 2048: the weight dequantised into bf16 for cuBLAS), bf16 activations and outputs; and the gate/up projection with
+ * one scale a row, down 4096 × 14336 with one scale) at decode rows (1 and 16: the skinny kernel; 17, 23, 32, 33, 48,
+ * 57 and 64: the tile kernel, its two instantiations and odd counts) and prefill rows (512, 2048: the weight
+ * dequantised into bf16 for cuBLAS), bf16 activations and outputs; and the gate/up projection with
  * its activation, which FP8 weights route around the fused skinny epilogue. Each row also gives the weight bytes the
  * product read per millisecond (codes and scales once).
  *
  * <p>W8A8 ({@link Fp8Weight#quantisesActivations()}), against the CPU's definition ({@link Fp8Rows#quantise}: a
  * scale a row, amax / 448): rows quantised alone (codes and scales must equal the CPU's bit for bit), by RMSNorm
  * (with the residual add) and by SiLU·mul (their dequantised rows within 2e-2 of the CPU's: a block reduction may
- * move a code one step where a value lies on a rounding boundary); and the products: at 1 and 64 rows the input's
- * rows dequantised to bf16 into the skinny kernel, above 64 the FP8 × FP8 cuBLASLt GEMM with outer-vector scales
+ * move a code one step where a value lies on a rounding boundary); and the products: at 1, 33 and 64 rows the input's
+ * rows dequantised to bf16 into the skinny or the tile kernel, above 64 the FP8 × FP8 cuBLASLt GEMM with outer-vector scales
  * (per-channel and per-tensor weights, bf16 out, fp32 out for the LM head, a bias, the input given as FP8 rows), and
  * a 128 × 128 block-scaled weight on its bf16 fallback.
  */
@@ -51,14 +52,15 @@ final class Fp8Checks {
         Fp8Quantization blocks = Fp8Quantization.blocks(128, 128, List.of());
         Fp8Quantization channels = Fp8Quantization.channels(List.of());
         Fp8Quantization tensor = Fp8Quantization.perTensor(List.of());
-        for (int rows : new int[] {1, 64, 512, 2048}) {
+        for (int rows : new int[] {1, 16, 17, 23, 32, 33, 48, 57, 64, 512, 2048}) {
             attempt("fp8 matmul qkv, 128x128 blocks", () -> matmul(rows, QKV, HIDDEN, blocks, false));
         }
-        for (int rows : new int[] {1, 64, 512}) {
+        for (int rows : new int[] {1, 17, 48, 64, 512}) {
             attempt("fp8 matmul gate/up, channels", () -> matmul(rows, 2 * INTER, HIDDEN, channels, false));
             attempt("fp8 matmul down, tensor", () -> matmul(rows, HIDDEN, INTER, tensor, false));
         }
         attempt("fp8 matmul+bias, channels", () -> matmul(7, 1000, 576, channels, true));
+        attempt("fp8 matmul+bias, channels", () -> matmul(41, 1000, 576, channels, true));
         for (int rows : new int[] {1, 64}) {
             attempt("fp8 gateUpActivation", () -> gateUpActivation(rows, 1024, HIDDEN));
         }
@@ -67,7 +69,7 @@ final class Fp8Checks {
             attempt("fp8 rmsNorm into FP8 rows", () -> rmsNormRows(rows, HIDDEN));
             attempt("fp8 siluMul into FP8 rows", () -> siluMulRows(rows, INTER));
         }
-        for (int rows : new int[] {1, 64, 128, 2048}) {
+        for (int rows : new int[] {1, 33, 64, 128, 2048}) {
             attempt("w8a8 matmul qkv, channels", () -> w8a8(rows, QKV, HIDDEN, channels, DType.BF16, false, false));
         }
         for (int rows : new int[] {1, 64, 512}) {
@@ -124,7 +126,8 @@ final class Fp8Checks {
             double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
             double ms = tw.median(gpuOp);
             results.add(new CheckResult("fp8 matmul" + (bias ? "+bias" : ""), shape(rows, k) + "·" + shape(n, k) + "ᵀ "
-                    + layout.layout().name().toLowerCase(Locale.ROOT) + ", " + weightRate(w[1], ms), "BF16", err,
+                    + layout.layout().name().toLowerCase(Locale.ROOT) + ", " + weightOnlyPath(rows) + ", "
+                    + weightRate(w[1], ms), "BF16", err,
                     tolerance(DType.BF16), ms, "cpu, dequantised fp32"));
         } finally {
             w[1].close();
@@ -238,7 +241,7 @@ final class Fp8Checks {
             gpuOp.run();
             double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
             double ms = tw.median(gpuOp);
-            String path = rows <= 64 ? "bf16 rows, skinny" : layout.layout() == Fp8Quantization.Layout.BLOCK
+            String path = rows <= 64 ? "bf16 rows, " + weightOnlyPath(rows) : layout.layout() == Fp8Quantization.Layout.BLOCK
                     ? "bf16 fallback" : "FP8 GEMM";
             results.add(new CheckResult("w8a8 matmul" + (bias ? "+bias" : ""), shape(rows, k) + "·" + shape(n, k)
                     + "ᵀ " + layout.layout().name().toLowerCase(Locale.ROOT) + (rowsIn ? ", FP8 rows in" : "") + ", "
@@ -272,6 +275,11 @@ final class Fp8Checks {
             v[i] = Float8E4m3.decode(codes[i]) * scales[i / k];
         }
         return v;
+    }
+
+    /** The kernel CudaFp8Matmul multiplies bf16 rows with: the skinny one, the tile one, or the bf16 scratch. */
+    private static String weightOnlyPath(int rows) {
+        return rows <= 16 ? "skinny" : rows <= 64 ? "tile" : "bf16 scratch";
     }
 
     private static String tflops(int m, int n, int k, double millis) {
