@@ -2,13 +2,14 @@
 // Fp8TileMatmul launch them, on the CPU under cuda_host_shim.h and warp_mma_shim.h. Every E4M3 code must decode to the
 // value of the OCP table (NaN codes to NaN), also through the fp16 conversion the skinny kernel uses;
 // fp8_dequantize_bf16 must write code · scale rounded once to bf16, 16 codes at a time or one; each fp8_skinny_matmul
-// instantiation must match a double loop over the same weights rounded to bf16 within fp32 summation error (plus one
-// rounding to out's dtype), with a bias and without, fp32 and bf16 outputs, for 128 × 128 blocks, one scale a row and
-// one a tensor, weights of a row count that is not a multiple of 16, and row counts that leave x tiles partly empty. So
-// must fp8_tile_matmul (17 to 64 rows: 17, 23, 32, 33, 48, 57, 64) in one slice of K and in several added by
-// fp8_tile_reduce, over weights of a row count that is not a multiple of its 128; and its rows 17 (m4) and 64 (m8) must
-// give the rows they share the same bits. It checks fragment layouts, indexing and arithmetic where no GPU is at hand;
-// it says nothing about speed or the tensor cores' own summation order. Run: ./run.sh fp8_checks
+// instantiation (one or two 16-row weight tiles a block: _r2, which must also give its one-tile twin's bits) must match
+// a double loop over the same weights rounded to bf16 within fp32 summation error (plus one rounding to out's dtype),
+// with a bias and without, fp32 and bf16 outputs, for 128 × 128 blocks, one scale a row and one a tensor, weights of a
+// row count that is not a multiple of 16, and row counts that leave x tiles partly empty. So must fp8_tile_matmul (17
+// to 64 rows: 17, 23, 32, 33, 48, 57, 64) in one slice of K and in several added by fp8_tile_reduce, over weights of a
+// row count that is not a multiple of its 128; and its rows 17 (m4) and 64 (m8) must give the rows they share the same
+// bits. It checks fragment layouts, indexing and arithmetic where no GPU is at hand; it says nothing about speed or the
+// tensor cores' own summation order. Run: ./run.sh fp8_checks
 #define MSTAR_HOST_EMULATION
 #include "warp_mma_shim.h"
 using std::max;
@@ -118,15 +119,32 @@ struct Product {
     }
 };
 
+// out = p's product through a fp8_skinny_matmul kernel of `tiles` 16-row weight tiles a block.
+static std::vector<unsigned char> skinny_product(Fp8Kernel kernel, int tiles, const Product& p, int outDt,
+                                                 bool withBias) {
+    std::vector<unsigned char> out((size_t)p.rows * p.w.n * 4);
+    launch((p.w.n + 16 * tiles - 1) / (16 * tiles), 32 * kFp8Warps, [&] {
+        kernel(p.x.data(), p.w.codes.data(), p.w.scales.data(), p.w.blockRows, p.w.blockCols,
+               withBias ? p.bias.data() : nullptr, DT_F32, out.data(), outDt, p.rows, p.w.n, p.w.k);
+    });
+    return out;
+}
+
 static void check_matmul(Fp8Kernel kernel, const char* name, int outDt, int rows, int n, int k, int br, int bc,
                          bool withBias) {
     Product p(rows, n, k, br, bc);
-    std::vector<unsigned char> out((size_t)rows * n * 4);
-    launch((n + 15) / 16, 32 * kFp8Warps, [&] {
-        kernel(p.x.data(), p.w.codes.data(), p.w.scales.data(), br, bc, withBias ? p.bias.data() : nullptr, DT_F32,
-               out.data(), outDt, rows, n, k);
-    });
-    p.check(name, out, outDt, withBias);
+    p.check(name, skinny_product(kernel, 1, p, outDt, withBias), outDt, withBias);
+}
+
+// A kernel of two weight tiles a block (_r2) must give its one-tile twin's bits.
+static void check_two_tiles(Fp8Kernel one, Fp8Kernel two, const char* name, int rows, int n, int k, int br, int bc) {
+    Product p(rows, n, k, br, bc);
+    const auto a = skinny_product(one, 1, p, DT_F32, true);
+    const auto b = skinny_product(two, 2, p, DT_F32, true);
+    const bool same = a == b;
+    std::printf("%s %s gives its one-tile twin's bits, rows %d, %dx%d blocks %dx%d\n", same ? "ok  " : "FAIL", name,
+                rows, n, k, br, bc);
+    fails += !same;
 }
 
 using TileKernel = void (*)(const __nv_bfloat16*, const unsigned char*, const float*, int, int, const void*, int,
@@ -201,6 +219,10 @@ int main() {
     check_matmul(fp8_skinny_matmul_m1, "m1", DT_F32, 5, 24, 384, 128, 128, true);
     check_matmul(fp8_skinny_matmul_m2, "m2", DT_BF16, 16, 37, 640, 1, 640, true);
     check_matmul(fp8_skinny_matmul_m2, "m2", DT_F32, 9, 19, 192, 1, 192, false);
+    check_matmul(fp8_skinny_matmul_m1_r2, "m1_r2", DT_BF16, 3, 72, 512, 128, 128, true);
+    check_matmul(fp8_skinny_matmul_m2_r2, "m2_r2", DT_F32, 13, 40, 384, 1, 384, false);
+    check_two_tiles(fp8_skinny_matmul_m1, fp8_skinny_matmul_m1_r2, "m1_r2", 1, 80, 640, 128, 128);
+    check_two_tiles(fp8_skinny_matmul_m2, fp8_skinny_matmul_m2_r2, "m2_r2", 11, 37, 256, 1, 256);
     check_tile(fp8_tile_matmul_m4, "tile m4", DT_BF16, 17, 256, 512, 128, 128, 1, true);
     check_tile(fp8_tile_matmul_m4, "tile m4", DT_F32, 32, 200, 640, 1, 640, 3, false);
     check_tile(fp8_tile_matmul_m4, "tile m4", DT_F32, 23, 130, 448, 130, 448, 2, true);

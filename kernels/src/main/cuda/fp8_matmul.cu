@@ -23,25 +23,34 @@ namespace {
 constexpr int kFp8Warps = 8;
 constexpr int kFp8Chunk = 64;  // k elements a warp consumes per group of four mma k-steps
 
-// MT 8-row tiles of x (rows ≤ 8·MT), U chunks of k loaded per warp before their mma. Weight rows past n (the last
-// tile of an n that is not a multiple of 16) reread row n - 1 and are not stored; x rows past `rows` read row
-// rows - 1 and contribute zeros to their own columns. The bias joins the fp32 sum before its one rounding.
-template <int MT, int U>
+// MT 8-row tiles of x (rows ≤ 8·MT), U chunks of k loaded per warp before their mma, RT 16-row tiles of weight rows a
+// block (each warp takes the same chunks of every tile, so a column's sum visits k in the same order whatever RT is:
+// RT only makes blocks longer). Weight rows past n (the last tile of an n that is not a multiple of 16·RT) reread
+// row n - 1 and are not stored; x rows past `rows` read row rows - 1 and contribute zeros to their own columns. The
+// bias joins the fp32 sum before its one rounding.
+template <int MT, int U, int RT>
 __device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict__ x,
                                                 const unsigned char* __restrict__ codes,
                                                 const float* __restrict__ scales, int blockRows, int blockCols,
                                                 const void* bias, int biasDt, void* out, int outDt, int rows, int n,
                                                 int k) {
-    __shared__ float partial[kFp8Warps][MT * 4][32];
+    __shared__ float partial[kFp8Warps][RT * MT * 4][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int n0 = blockIdx.x * 16;
-    const int row0 = min(n0 + g, n - 1), row1 = min(n0 + g + 8, n - 1);
+    const int n0 = blockIdx.x * 16 * RT;
     const int scaleCols = (k + blockCols - 1) / blockCols;
-    const float* s0 = scales + (long long)(row0 / blockRows) * scaleCols;
-    const float* s1 = scales + (long long)(row1 / blockRows) * scaleCols;
-    const uint4* w0 = reinterpret_cast<const uint4*>(codes + (long long)row0 * k) + t;
-    const uint4* w1 = reinterpret_cast<const uint4*>(codes + (long long)row1 * k) + t;
+    // tile rt's weight rows g (h = 0) and g + 8 (h = 1) of this lane: their scales' row and their codes at 16t
+    const float* s[RT][2];
+    const uint4* w[RT][2];
+#pragma unroll
+    for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = min(n0 + 16 * rt + 8 * h + g, n - 1);
+            s[rt][h] = scales + (long long)(row / blockRows) * scaleCols;
+            w[rt][h] = reinterpret_cast<const uint4*>(codes + (long long)row * k) + t;
+        }
+    }
     const uint4* xr[MT];
     bool xLive[MT];
 #pragma unroll
@@ -55,22 +64,29 @@ __device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict_
 
     await_previous_kernel();
 
-    float acc[MT][4];
+    float acc[RT][MT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+    for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) acc[rt][mt][0] = acc[rt][mt][1] = acc[rt][mt][2] = acc[rt][mt][3] = 0.f;
+    }
 
     const uint4 zero = make_uint4(0, 0, 0, 0);
     for (int c0 = warp * U; c0 < chunks; c0 += kFp8Warps * U) {
-        uint4 a[U][2], b[U][MT][2];
-        float sc[U][2];
+        uint4 a[U][RT][2], b[U][MT][2];
+        float sc[U][RT][2];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             if (c0 + u < chunks) {
-                // the codes are read once per step: stream them past L1 (evict-first)
-                a[u][0] = __ldcs(w0 + (c0 + u) * kCodeVecs);
-                a[u][1] = __ldcs(w1 + (c0 + u) * kCodeVecs);
-                sc[u][0] = s0[(c0 + u) * kFp8Chunk / blockCols];
-                sc[u][1] = s1[(c0 + u) * kFp8Chunk / blockCols];
+#pragma unroll
+                for (int rt = 0; rt < RT; ++rt) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        // the codes are read once per step: stream them past L1 (evict-first)
+                        a[u][rt][h] = __ldcs(w[rt][h] + (c0 + u) * kCodeVecs);
+                        sc[u][rt][h] = s[rt][h][(c0 + u) * kFp8Chunk / blockCols];
+                    }
+                }
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     b[u][mt][0] = __ldg(xr[mt] + (c0 + u) * kXVecs);
@@ -81,20 +97,24 @@ __device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict_
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             if (c0 + u < chunks) {
-                uint32_t p0[8], p1[8];
-                dequantize16(a[u][0], sc[u][0], p0);
-                dequantize16(a[u][1], sc[u][1], p1);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     b[u][mt][0] = xLive[mt] ? b[u][mt][0] : zero;
                     b[u][mt][1] = xLive[mt] ? b[u][mt][1] : zero;
                 }
 #pragma unroll
-                for (int s = 0; s < 4; ++s) {
-                    const uint32_t w[4] = {p0[2 * s], p1[2 * s], p0[2 * s + 1], p1[2 * s + 1]};
+                for (int rt = 0; rt < RT; ++rt) {
+                    uint32_t p0[8], p1[8];
+                    dequantize16(a[u][rt][0], sc[u][rt][0], p0);
+                    dequantize16(a[u][rt][1], sc[u][rt][1], p1);
 #pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        mma_bf16(acc[mt], w, fragment_word(b[u][mt], 2 * s), fragment_word(b[u][mt], 2 * s + 1));
+                    for (int ks = 0; ks < 4; ++ks) {
+                        const uint32_t wf[4] = {p0[2 * ks], p1[2 * ks], p0[2 * ks + 1], p1[2 * ks + 1]};
+#pragma unroll
+                        for (int mt = 0; mt < MT; ++mt) {
+                            mma_bf16(acc[rt][mt], wf, fragment_word(b[u][mt], 2 * ks),
+                                     fragment_word(b[u][mt], 2 * ks + 1));
+                        }
                     }
                 }
             }
@@ -102,15 +122,19 @@ __device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict_
     }
 
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
+    for (int rt = 0; rt < RT; ++rt) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) partial[warp][mt * 4 + i][lane] = acc[mt][i];
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) partial[warp][(rt * MT + mt) * 4 + i][lane] = acc[rt][mt][i];
+        }
     }
     __syncthreads();
-    // fragment element i of lane (g, t) in tile mt is weight row g + 8·(i / 2) and x row 8·mt + 2t + i % 2
-    for (int e = threadIdx.x; e < MT * 4 * 32; e += blockDim.x) {
-        const int l = e & 31, j = e >> 5, mt = j >> 2, i = j & 3;
-        const int col = n0 + (l >> 2) + 8 * (i >> 1);
+    // fragment element i of lane (g, t) in tiles (rt, mt) is weight row 16·rt + g + 8·(i / 2) and x row
+    // 8·mt + 2t + i % 2
+    for (int e = threadIdx.x; e < RT * MT * 4 * 32; e += blockDim.x) {
+        const int l = e & 31, j = e >> 5, rt = j / (MT * 4), mt = (j >> 2) % MT, i = j & 3;
+        const int col = n0 + 16 * rt + (l >> 2) + 8 * (i >> 1);
         const int m = mt * 8 + 2 * (l & 3) + (i & 1);
         if (m < rows && col < n) {
             float sum = 0.f;
@@ -124,17 +148,19 @@ __device__ __forceinline__ void fp8_skinny_body(const __nv_bfloat16* __restrict_
 
 }  // namespace
 
-// Grid: ceil(n / 16) blocks of 32·kFp8Warps threads. x bf16 [rows, k] and codes 16-byte aligned, k and blockCols
-// multiples of 64 (CudaFp8Matmul checks); scales F32 [ceil(n / blockRows), ceil(k / blockCols)]; bias [n] of dtype
-// biasDt or null; outDt fp32 or bf16.
-#define MSTAR_FP8_SKINNY_KERNEL(NAME, MT, U)                                                                      \
+// Grid: ceil(n / (16·RT)) blocks of 32·kFp8Warps threads. x bf16 [rows, k] and codes 16-byte aligned, k and
+// blockCols multiples of 64 (CudaFp8Matmul checks); scales F32 [ceil(n / blockRows), ceil(k / blockCols)]; bias [n]
+// of dtype biasDt or null; outDt fp32 or bf16. The _r2 kernels give the same bits as their one-tile twins.
+#define MSTAR_FP8_SKINNY_KERNEL(NAME, MT, U, RT)                                                                  \
     extern "C" __global__ void __launch_bounds__(32 * kFp8Warps) NAME(                                            \
         const __nv_bfloat16* x, const unsigned char* codes, const float* scales, int blockRows, int blockCols,    \
         const void* bias, int biasDt, void* out, int outDt, int rows, int n, int k) {                             \
-        fp8_skinny_body<MT, U>(x, codes, scales, blockRows, blockCols, bias, biasDt, out, outDt, rows, n, k);      \
+        fp8_skinny_body<MT, U, RT>(x, codes, scales, blockRows, blockCols, bias, biasDt, out, outDt, rows, n, k);  \
     }
-MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m1, 1, 4)
-MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m2, 2, 2)
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m1, 1, 4, 1)
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m2, 2, 2, 1)
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m1_r2, 1, 4, 2)
+MSTAR_FP8_SKINNY_KERNEL(fp8_skinny_matmul_m2_r2, 2, 2, 2)
 
 // The value of an E4M3 code, exact in fp32. Exponent 0 is subnormal; S.1111.111 is NaN; no infinities.
 __device__ __forceinline__ float e4m3_to_float(unsigned b) {

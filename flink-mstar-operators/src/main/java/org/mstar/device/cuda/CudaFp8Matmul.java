@@ -89,8 +89,10 @@ final class CudaFp8Matmul {
         if (decode && m >= Fp8TileMatmul.MIN_ROWS) {
             tile.matmul(x, w, bias, out, m);
         } else if (decode) {
-            int blocks = Math.toIntExact((n + TILE_ROWS - 1) / TILE_ROWS);
-            String kernel = "fp8_skinny_matmul_" + (m <= 8 ? "m1" : "m2");
+            boolean twoTiles = twoTiles(n, device.context().multiprocessors());
+            long blockRows = twoTiles ? 2 * TILE_ROWS : TILE_ROWS;
+            int blocks = Math.toIntExact((n + blockRows - 1) / blockRows);
+            String kernel = "fp8_skinny_matmul_" + (m <= 8 ? "m1" : "m2") + (twoTiles ? "_r2" : "");
             device.stream().counters().gemm();
             device.kernel(kernel).launch(device.stream(), blocks, 1, 1, THREADS, 0, new KernelArgs()
                     .tensor(x).tensor(codes).tensor(scales).i32(w.blockRows())
@@ -105,6 +107,16 @@ final class CudaFp8Matmul {
                     .i32(Math.toIntExact(n)).i32(Math.toIntExact(k)), "matmul");
             dense.matmul(x, dequantised, bias, out);
         }
+    }
+
+    /**
+     * Whether fp8_skinny_matmul gives a block two 16-row weight tiles (its _r2 kernels, the same bits): half the
+     * blocks, each twice as long, so a block's fixed costs (its epilogue's sum over warps, its start) weigh half as
+     * much; taken where the 32-row blocks still give every SM at least two, as the one resident block of m1_r2 (172
+     * registers a thread) then has a next one to run.
+     */
+    static boolean twoTiles(long n, int sms) {
+        return (n + 2 * TILE_ROWS - 1) / (2 * TILE_ROWS) >= 2L * sms;
     }
 
     /** The W8A8 input as bf16: FP8 rows dequantised, or x's rows quantised and dequantised in one pass. */

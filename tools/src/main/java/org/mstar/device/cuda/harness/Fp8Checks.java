@@ -22,10 +22,10 @@ import org.mstar.model.Fp8Quantizer;
 /**
  * The GPU's products with FP8 weights ({@link Fp8Weight}) against the CPU reference, which dequantises each code
  * times its scale in fp32: Llama-3-8B's projections (qkv 6144 × 4096 in 128 × 128 blocks, gate/up 28672 × 4096 with
- * one scale a row, down 4096 × 14336 with one scale) at decode rows (1 and 16: the skinny kernel; 17, 23, 32, 33, 48,
- * 57 and 64: the tile kernel, its two instantiations and odd counts) and prefill rows (512, 2048: the weight
- * dequantised into bf16 for cuBLAS), bf16 activations and outputs; and the gate/up projection with
- * its activation, which FP8 weights route around the fused skinny epilogue. Each row also gives the weight bytes the
+ * one scale a row, down 4096 × 14336 with one scale) at decode rows (1, 9 and 16: the skinny kernel, with two weight
+ * tiles a block for gate/up; 17, 23, 32, 33, 48, 57 and 64: the tile kernel, its two instantiations and odd counts)
+ * and prefill rows (512, 2048: the weight dequantised into bf16 for cuBLAS), bf16 activations and outputs; and the
+ * gate/up projection with its activation, which FP8 weights route around the fused skinny epilogue. Each row also gives the weight bytes the
  * product read per millisecond (codes and scales once).
  *
  * <p>W8A8 ({@link Fp8Weight#quantisesActivations()}), against the CPU's definition ({@link Fp8Rows#quantise}: a
@@ -55,7 +55,7 @@ final class Fp8Checks {
         for (int rows : new int[] {1, 16, 17, 23, 32, 33, 48, 57, 64, 512, 2048}) {
             attempt("fp8 matmul qkv, 128x128 blocks", () -> matmul(rows, QKV, HIDDEN, blocks, false));
         }
-        for (int rows : new int[] {1, 17, 48, 64, 512}) {
+        for (int rows : new int[] {1, 9, 17, 48, 64, 512}) {
             attempt("fp8 matmul gate/up, channels", () -> matmul(rows, 2 * INTER, HIDDEN, channels, false));
             attempt("fp8 matmul down, tensor", () -> matmul(rows, HIDDEN, INTER, tensor, false));
         }
