@@ -25,8 +25,8 @@ import org.mstar.model.Fp8Quantizer;
  * one scale a row, down 4096 × 14336 with one scale) at decode rows (1, 9 and 16: the skinny kernel, with two weight
  * tiles a block for gate/up; 17, 23, 32, 33, 48, 57 and 64: the tile kernel, its two instantiations and odd counts)
  * and prefill rows (512, 2048: the weight dequantised into bf16 for cuBLAS), bf16 activations and outputs; and the
- * gate/up projection with its activation, which FP8 weights route around the fused skinny epilogue. Each row also gives the weight bytes the
- * product read per millisecond (codes and scales once).
+ * gate/up projection with its activation, which FP8 weights route around the fused skinny epilogue. Each row also
+ * gives the weight bytes the product read per millisecond (codes and scales once).
  *
  * <p>W8A8 ({@link Fp8Weight#quantisesActivations()}), against the CPU's definition ({@link Fp8Rows#quantise}: a
  * scale a row, amax / 448): rows quantised alone (codes and scales must equal the CPU's bit for bit), by RMSNorm
