@@ -39,7 +39,9 @@ import picocli.CommandLine;
  * records ({@link HandoffRecords}, Avro, Flink's network) and joined on the decode side. {@link Transport#TICKET}: the
  * payload offered on the sending TaskManager's {@link KvBytesServer}, one record with the ticket, the decode side
  * pulling the bytes over TCP and checking their CRC32C. Latency: from the sender's clock before cutting or offering to
- * the receiver's once the bytes are whole (one host: one clock). Device copies and engine steps are outside it.
+ * the receiver's once the bytes are whole (one host: one clock); within it, the sender's offer (or cutting into
+ * records) and the receiver's pull (or joining the records) are timed too, the rest being Flink's delivery of the
+ * records. Device copies and engine steps are outside it.
  */
 final class HandoffTransportBench {
     private static final String KV = "kv";
@@ -52,7 +54,7 @@ final class HandoffTransportBench {
         PrintWriter out = cli.getOut();
         List<String> rows = new ArrayList<>();
         for (Transport transport : flags.transports) {
-            Map<Integer, List<Long>> latencies = new TreeMap<>();
+            Map<Integer, List<long[]>> timings = new TreeMap<>();
             Map<Integer, List<Double>> memcpy = new TreeMap<>();
             // run locally (no cluster), the two slot sharing groups need a slot each; a cluster has its own slots
             Configuration local = new Configuration();
@@ -62,29 +64,36 @@ final class HandoffTransportBench {
                     .executeAndCollect("mstar bench-handoff " + transport.name().toLowerCase())) {
                 results.forEachRemaining(line -> {
                     String[] f = line.split(" ");
-                    latencies.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Long.parseLong(f[1]));
-                    memcpy.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Double.parseDouble(f[2]));
+                    timings.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(new long[] {
+                            Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3])});
+                    memcpy.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Double.parseDouble(f[4]));
                 });
             }
-            latencies.forEach((tokens, micros) -> rows.add(row(transport, tokens, micros, flags.kvBytesPerToken,
+            timings.forEach((tokens, micros) -> rows.add(row(transport, tokens, micros, flags.kvBytesPerToken,
                     memcpy.get(tokens))));
         }
         out.println("| transport | prompt tokens | hand-off MiB | hand-offs | GB/s (total bytes / total latency)"
-                + " | latency p50 / p99 ms | memcpy GB/s on the receiver, median |");
-        out.println("|---|---:|---:|---:|---:|---:|---:|");
+                + " | latency p50 / p99 ms | offer p50 ms | pull p50 ms | memcpy GB/s on the receiver, median |");
+        out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         rows.forEach(out::println);
         out.flush();
         return 0;
     }
 
-    private static String row(Transport t, int tokens, List<Long> micros, int bytesPerToken, List<Double> memcpy) {
+    /** {@code micros}: per hand-off its latency, the sender's offer (or cut) and the receiver's pull (or join). */
+    private static String row(Transport t, int tokens, List<long[]> micros, int bytesPerToken, List<Double> memcpy) {
         double[] copies = memcpy.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-        long[] sorted = micros.stream().mapToLong(Long::longValue).sorted().toArray();
+        long[] sorted = sorted(micros, 0);
         long bytes = (long) tokens * bytesPerToken;
         double seconds = Arrays.stream(sorted).sum() / 1e6;
-        return String.format("| %s | %d | %.0f | %d | %.2f | %.1f / %.1f | %.2f |", t.name().toLowerCase(), tokens,
-                bytes / 1048576.0, sorted.length, bytes * sorted.length / seconds / 1e9, pct(sorted, 0.50) / 1e3,
-                pct(sorted, 0.99) / 1e3, copies[copies.length / 2]);
+        return String.format("| %s | %d | %.0f | %d | %.2f | %.1f / %.1f | %.1f | %.1f | %.2f |",
+                t.name().toLowerCase(), tokens, bytes / 1048576.0, sorted.length, bytes * sorted.length / seconds / 1e9,
+                pct(sorted, 0.50) / 1e3, pct(sorted, 0.99) / 1e3, pct(sorted(micros, 1), 0.5) / 1e3,
+                pct(sorted(micros, 2), 0.5) / 1e3, copies[copies.length / 2]);
+    }
+
+    private static long[] sorted(List<long[]> rows, int column) {
+        return rows.stream().mapToLong(r -> r[column]).sorted().toArray();
     }
 
     /** Nearest-rank percentile. */
@@ -138,10 +147,16 @@ final class HandoffTransportBench {
             Thread.sleep(intervalMillis); // pacing: one hand-off at a time, as a prompt's prefill would space them
             long sentMicros = nowMicros();
             ByteBuffer state = transport == Transport.RECORDS ? kv.duplicate() : ticket(server.offer(kv.duplicate()));
-            String id = tokens + "-" + i + "-" + sentMicros;
+            String id = tokens + "-" + i + "-" + sentMicros + "-";
             PrefillHandoff h = new PrefillHandoff(id, new int[0], new int[] {0}, Map.of(KV, state));
             GenerateRequest request = GenerateRequest.newBuilder().setRequestId(id).build();
-            HandoffRecords.split(h, request, recordBytes, System.currentTimeMillis()).forEach(out::collect);
+            List<KvHandoff> records = HandoffRecords.split(h, request, recordBytes, System.currentTimeMillis());
+            // the sender's own part: offering (the ticket's checksum) or cutting into records, before any is sent
+            String timed = id + (nowMicros() - sentMicros);
+            records.forEach(r -> {
+                r.setRequestId(timed);
+                out.collect(r);
+            });
         }
 
         private static ByteBuffer ticket(KvBytesTicket t) {
@@ -167,8 +182,9 @@ final class HandoffTransportBench {
     }
 
     /**
-     * Joins a hand-off's records, or pulls its ticket's bytes; emits "prompt-tokens latency-micros memcpy-GB/s", the
-     * last a copy of the bytes just received, as a yardstick for how much memory bandwidth the host had then.
+     * Joins a hand-off's records, or pulls its ticket's bytes; emits "prompt-tokens latency-micros offer-micros
+     * pull-micros memcpy-GB/s": the sender's offer (or cut), the receiver's pull (or join), and a copy of the bytes
+     * just received, as a yardstick for how much memory bandwidth the host had then.
      */
     private static final class Receiver extends KeyedProcessFunction<String, KvHandoff, String> {
         private final Transport transport;
@@ -191,6 +207,7 @@ final class HandoffTransportBench {
                 return;
             }
             parts.remove(id);
+            long receivedMicros = nowMicros();
             ByteBuffer state = HandoffRecords.assemble(got).states().get(KV);
             if (transport == Transport.TICKET) {
                 try {
@@ -200,8 +217,9 @@ final class HandoffTransportBench {
                 }
             }
             String[] f = id.split("-");
-            long micros = nowMicros() - Long.parseLong(f[2]);
-            out.collect(f[0] + " " + micros + " " + memcpyGbPerSecond(state));
+            long now = nowMicros();
+            out.collect(f[0] + " " + (now - Long.parseLong(f[2])) + " " + f[3] + " " + (now - receivedMicros) + " "
+                    + memcpyGbPerSecond(state));
         }
 
         /** A copy of (up to) 128 MiB of the bytes received, in GB/s: what this process's memory gives right now. */

@@ -182,8 +182,8 @@ public final class KvBytesServer implements AutoCloseable {
         return overSocket(ticket);
     }
 
-    /** {@link #pull} over TCP, also from a server of this process. */
-    static ByteBuffer overSocket(KvBytesTicket ticket) throws KvBytesGone {
+    /** {@link #pull} over TCP, also from a server of this process (tests and benchmarks of the transport). */
+    public static ByteBuffer overSocket(KvBytesTicket ticket) throws KvBytesGone {
         String where = "KV bytes " + ticket.id() + " of " + ticket.host() + ":" + ticket.port();
         try (SocketChannel c = SocketChannel.open()) {
             Socket s = c.socket();
