@@ -73,7 +73,7 @@ public final class DisaggregationOptions {
                     .defaultValue(false)
                     .withDescription("Hand KV off by ticket between TaskManagers: the prefill engine offers the KV"
                             + " bytes on a TCP server of its TaskManager, a record carries the ticket (address, id,"
-                            + " length, checksum), and the decode engine pulls the bytes, checks them and copies them"
+                            + " length), and the decode engine pulls the bytes, checks their checksum and copies them"
                             + " into its pool; bytes that cannot be pulled (the prefill TaskManager died) are"
                             + " recomputed. Not with 'mstar.disaggregation.same-device-handoff'.");
 

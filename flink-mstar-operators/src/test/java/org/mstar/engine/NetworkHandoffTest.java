@@ -26,9 +26,9 @@ import org.mstar.resources.kv.KvBytesServer;
  * A prefill and a decode engine handing off by ticket ({@link LlamaEngine#handOffOverNetwork}), each with its own
  * server as in two TaskManagers, or both on one server with the engines on two CPU devices (as cuda:0 and cuda:1 of one
  * TaskManager): the records carry about 100 bytes whatever the prompt, the decode side pulls the KV and generates the
- * colocated engine's tokens; when the bytes cannot be pulled (the prefill side's server is gone, or the ticket's
- * checksum is not the bytes') it recomputes the prompt, with the same tokens. In one JVM the pulls take the bytes
- * without a socket; {@code KvBytesServerTest} covers the TCP path.
+ * colocated engine's tokens; when the bytes cannot be pulled (the prefill side's server is gone, the ticket's length
+ * is not the bytes', or the ticket is of the first format) it recomputes the prompt, with the same tokens. In one JVM
+ * the pulls take the bytes without a socket; {@code KvBytesServerTest} covers the TCP path.
  */
 class NetworkHandoffTest {
     @TempDir
@@ -138,23 +138,38 @@ class NetworkHandoffTest {
     }
 
     @Test
-    void bytesWithAnotherChecksumAreRecomputedWithTheSameTokens() throws Exception {
-        List<GenerationRequest> requests = workload(11, 5);
+    void bytesOfAnotherLengthThanTheTicketsAreRecomputedWithTheSameTokens() throws Exception {
+        long failedBefore = KvBytesServer.pullCounts().failed();
+        int requests = recomputedWithTheSameTokens(11, h -> altered(h, -4, 1)); // the ticket ends with the length
+        assertThat(KvBytesServer.pullCounts().failed() - failedBefore).as("failed pulls")
+                .isGreaterThanOrEqualTo(requests);
+    }
+
+    @Test
+    void aTicketOfTheFirstFormatIsRecomputedWithTheSameTokens() throws Exception {
+        recomputedWithTheSameTokens(17, h -> altered(h, 3, -1)); // "KVN1" for "KVN2": the magic's top byte, one less
+    }
+
+    /** Runs a workload with each hand-off altered by {@code onTheWay}; returns how many requests it had. */
+    private static int recomputedWithTheSameTokens(long seed, UnaryOperator<PrefillHandoff> onTheWay) throws Exception {
+        List<GenerationRequest> requests = workload(seed, 4);
         long[] kvBytes = new long[1];
         try (KvBytesServer prefillSide = KvBytesServer.start("127.0.0.1", 1L << 30);
              KvBytesServer decodeSide = KvBytesServer.start("127.0.0.1", 1L << 30)) {
-            assertThat(disaggregated(requests, prefillSide, decodeSide, NetworkHandoffTest::otherChecksum, kvBytes))
+            assertThat(disaggregated(requests, prefillSide, decodeSide, onTheWay, kvBytes))
                     .isEqualTo(colocated(model, requests));
             assertThat(kvBytes[0]).as("nothing imported: every prompt recomputed").isZero();
         }
+        return requests.size();
     }
 
-    /** {@code h} with its KV ticket's checksum (its last 4 bytes) altered. */
-    private static PrefillHandoff otherChecksum(PrefillHandoff h) {
+    /** {@code h} with byte {@code at} of its KV ticket (from the end when negative) changed by {@code delta}. */
+    private static PrefillHandoff altered(PrefillHandoff h, int at, int delta) {
         Map<String, ByteBuffer> states = new LinkedHashMap<>(h.states());
         ByteBuffer kv = states.get(LlamaModel.KV);
         ByteBuffer altered = ByteBuffer.allocate(kv.remaining()).put(kv.duplicate()).flip();
-        altered.put(altered.limit() - 1, (byte) (altered.get(altered.limit() - 1) ^ 1));
+        int i = at < 0 ? altered.limit() + at : at;
+        altered.put(i, (byte) (altered.get(i) + delta));
         states.put(LlamaModel.KV, altered);
         return new PrefillHandoff(h.requestId(), h.prompt(), h.generated(), states);
     }

@@ -118,8 +118,17 @@ public final class FlinkSessionCluster {
 
     /** The JobManagers' log files, in name order. */
     public List<Path> jobManagerLogs() throws IOException {
+        return logs("jobmanager");
+    }
+
+    /** The TaskManagers' log files (a killed one's lines included: its replacement appends to them), in name order. */
+    public List<Path> taskManagerLogs() throws IOException {
+        return logs("taskmanager");
+    }
+
+    private List<Path> logs(String process) throws IOException {
         try (Stream<Path> files = Files.list(dir.resolve("log"))) {
-            return files.filter(f -> f.getFileName().toString().matches("jobmanager.*\\.log")).sorted().toList();
+            return files.filter(f -> f.getFileName().toString().matches(process + ".*\\.log")).sorted().toList();
         }
     }
 

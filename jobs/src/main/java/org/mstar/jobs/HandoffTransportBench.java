@@ -38,7 +38,8 @@ import picocli.CommandLine;
  * request id, as the disaggregated operators do. {@link Transport#RECORDS}: the payload cut into {@link KvHandoff}
  * records ({@link HandoffRecords}, Avro, Flink's network) and joined on the decode side. {@link Transport#TICKET}: the
  * payload offered on the sending TaskManager's {@link KvBytesServer}, one record with the ticket, the decode side
- * pulling the bytes over TCP and checking their CRC32C. Latency: from the sender's clock before cutting or offering to
+ * pulling the bytes over TCP and checking their CRC32C; the table is followed by the receiving TaskManager's pull
+ * counts ({@link KvBytesServer#pullCounts}), which show the pulls went over TCP and none failed. Latency: from the sender's clock before cutting or offering to
  * the receiver's once the bytes are whole (one host: one clock); within it, the sender's offer (or cutting into
  * records) and the receiver's pull (or joining the records) are timed too, the rest being Flink's delivery of the
  * records. Device copies and engine steps are outside it.
@@ -53,9 +54,11 @@ final class HandoffTransportBench {
     static int run(BenchHandoffCommand flags, CommandLine cli) throws Exception {
         PrintWriter out = cli.getOut();
         List<String> rows = new ArrayList<>();
+        List<String> notes = new ArrayList<>();
         for (Transport transport : flags.transports) {
             Map<Integer, List<long[]>> timings = new TreeMap<>();
             Map<Integer, List<Double>> memcpy = new TreeMap<>();
+            String[] pulls = {null};
             // run locally (no cluster), the two slot sharing groups need a slot each; a cluster has its own slots
             Configuration local = new Configuration();
             local.set(TaskManagerOptions.NUM_TASK_SLOTS, 2);
@@ -67,7 +70,11 @@ final class HandoffTransportBench {
                     timings.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(new long[] {
                             Long.parseLong(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3])});
                     memcpy.computeIfAbsent(Integer.parseInt(f[0]), k -> new ArrayList<>()).add(Double.parseDouble(f[4]));
+                    pulls[0] = f[5];
                 });
+            }
+            if (transport == Transport.TICKET) {
+                notes.add("ticket: the receiving TaskManager's pulls (brought / failed), " + pulls[0]);
             }
             timings.forEach((tokens, micros) -> rows.add(row(transport, tokens, micros, flags.kvBytesPerToken,
                     memcpy.get(tokens))));
@@ -76,6 +83,7 @@ final class HandoffTransportBench {
                 + " | latency p50 / p99 ms | offer p50 ms | pull p50 ms | memcpy GB/s on the receiver, median |");
         out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         rows.forEach(out::println);
+        notes.forEach(out::println);
         out.flush();
         return 0;
     }
@@ -151,7 +159,7 @@ final class HandoffTransportBench {
             PrefillHandoff h = new PrefillHandoff(id, new int[0], new int[] {0}, Map.of(KV, state));
             GenerateRequest request = GenerateRequest.newBuilder().setRequestId(id).build();
             List<KvHandoff> records = HandoffRecords.split(h, request, recordBytes, System.currentTimeMillis());
-            // the sender's own part: offering (the ticket's checksum) or cutting into records, before any is sent
+            // the sender's own part: offering or cutting into records, before any is sent
             String timed = id + (nowMicros() - sentMicros);
             records.forEach(r -> {
                 r.setRequestId(timed);
@@ -183,8 +191,9 @@ final class HandoffTransportBench {
 
     /**
      * Joins a hand-off's records, or pulls its ticket's bytes; emits "prompt-tokens latency-micros offer-micros
-     * pull-micros memcpy-GB/s": the sender's offer (or cut), the receiver's pull (or join), and a copy of the bytes
-     * just received, as a yardstick for how much memory bandwidth the host had then.
+     * pull-micros memcpy-GB/s pulled/failed": the sender's offer (or cut), the receiver's pull (or join), a copy of
+     * the bytes just received, as a yardstick for how much memory bandwidth the host had then, and this process's pull
+     * counts so far.
      */
     private static final class Receiver extends KeyedProcessFunction<String, KvHandoff, String> {
         private final Transport transport;
@@ -218,8 +227,9 @@ final class HandoffTransportBench {
             }
             String[] f = id.split("-");
             long now = nowMicros();
+            KvBytesServer.PullCounts pulls = KvBytesServer.pullCounts();
             out.collect(f[0] + " " + (now - Long.parseLong(f[2])) + " " + f[3] + " " + (now - receivedMicros) + " "
-                    + memcpyGbPerSecond(state));
+                    + memcpyGbPerSecond(state) + " " + pulls.pulled() + "/" + pulls.failed());
         }
 
         /** A copy of (up to) 128 MiB of the bytes received, in GB/s: what this process's memory gives right now. */

@@ -163,6 +163,18 @@ class FlinkClusterKillITCase {
         String decode = killTaskManagerMidGeneration(job, jobId, "mstar decode");
         cluster.script("start-taskmanager", decode);
         job.assertExactlyOnceAndComplete();
+
+        // the KV went over TCP (not every hand-off recomputed): the decode side logs each pull and each recompute
+        long pulled = 0;
+        long recomputed = 0;
+        for (Path file : cluster.taskManagerLogs()) {
+            for (String line : Files.readAllLines(file)) {
+                pulled += line.contains("Pulled KV bytes") && line.contains("over TCP") ? 1 : 0;
+                recomputed += line.contains("Hand-off KV not pulled") ? 1 : 0;
+            }
+        }
+        notes.add("network hand-offs: " + pulled + " pulled over TCP, " + recomputed + " recomputed");
+        assertThat(pulled).as("hand-offs whose KV was pulled over TCP").isPositive();
     }
 
     /**
