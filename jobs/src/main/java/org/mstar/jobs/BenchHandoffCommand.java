@@ -32,8 +32,9 @@ final class BenchHandoffCommand implements Callable<Integer> {
     int repeats = 10;
 
     @Option(names = "--interval", paramLabel = "MILLIS",
-            description = "Pause before each hand-off, so that they do not queue behind each other."
-                    + " Default: ${DEFAULT-VALUE}.")
+            description = "Pause before each hand-off, so that they do not queue behind each other: a hand-off that"
+                    + " arrives while the receiver still pulls the previous one waits, and the wait is in its latency"
+                    + " (not in its pull). Default: ${DEFAULT-VALUE}.")
     long intervalMillis = 300;
 
     @Option(names = "--record-size", paramLabel = "BYTES",

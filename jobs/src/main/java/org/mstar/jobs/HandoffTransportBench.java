@@ -80,8 +80,9 @@ final class HandoffTransportBench {
                     memcpy.get(tokens))));
         }
         out.println("| transport | prompt tokens | hand-off MiB | hand-offs | GB/s (total bytes / total latency)"
-                + " | latency p50 / p99 ms | offer p50 ms | pull p50 ms | memcpy GB/s on the receiver, median |");
-        out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+                + " | latency p50 / p99 ms | offer p50 ms | pull p50 ms | GB/s (bytes / pull p50)"
+                + " | memcpy GB/s on the receiver, median |");
+        out.println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         rows.forEach(out::println);
         notes.forEach(out::println);
         out.flush();
@@ -94,10 +95,11 @@ final class HandoffTransportBench {
         long[] sorted = sorted(micros, 0);
         long bytes = (long) tokens * bytesPerToken;
         double seconds = Arrays.stream(sorted).sum() / 1e6;
-        return String.format("| %s | %d | %.0f | %d | %.2f | %.1f / %.1f | %.1f | %.1f | %.2f |",
+        long pull = pct(sorted(micros, 2), 0.5);
+        return String.format("| %s | %d | %.0f | %d | %.2f | %.1f / %.1f | %.1f | %.1f | %.2f | %.2f |",
                 t.name().toLowerCase(), tokens, bytes / 1048576.0, sorted.length, bytes * sorted.length / seconds / 1e9,
-                pct(sorted, 0.50) / 1e3, pct(sorted, 0.99) / 1e3, pct(sorted(micros, 1), 0.5) / 1e3,
-                pct(sorted(micros, 2), 0.5) / 1e3, copies[copies.length / 2]);
+                pct(sorted, 0.50) / 1e3, pct(sorted, 0.99) / 1e3, pct(sorted(micros, 1), 0.5) / 1e3, pull / 1e3,
+                bytes / (pull * 1e3), copies[copies.length / 2]);
     }
 
     private static long[] sorted(List<long[]> rows, int column) {

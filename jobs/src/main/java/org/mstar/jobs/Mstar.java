@@ -42,6 +42,7 @@ public final class Mstar implements Runnable {
      */
     public static CommandLine commandLine() {
         CommandLine cli = new CommandLine(new Mstar());
+        cli.setCaseInsensitiveEnumValuesAllowed(true); // help texts name enum values in lower case (bench-handoff)
         cli.setExecutionExceptionHandler((e, command, parsed) -> {
             String prefix = "mstar " + command.getCommandName() + ": ";
             if (e instanceof IllegalArgumentException) {

@@ -7,6 +7,8 @@ import java.io.StringWriter;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
@@ -127,6 +129,18 @@ class MstarCliTest {
                 .containsPattern("\\| records \\| 8 \\| 0 \\| 2 \\|")
                 .containsPattern("\\| ticket \\| 4 \\| 0 \\| 2 \\|")
                 .containsPattern("\\| ticket \\| 8 \\| 0 \\| 2 \\|");
+    }
+
+    @Test
+    void benchHandoffTakesATransportInLowerCaseAndCountsThePulls() {
+        assertThat(run("bench-handoff", "--transport", "ticket", "--prompt-lens", "4", "--kv-bytes-per-token", "3000",
+                "--repeats", "3", "--interval", "0")).isZero();
+        assertThat(out.toString()).doesNotContain("| records |").containsPattern("\\| ticket \\| 4 \\| 0 \\| 3 \\|");
+        // the pulls of this process so far (other tests' included): these three at least
+        Matcher pulls = Pattern.compile("pulls \\(brought / failed\\), (\\d+)/\\d+")
+                .matcher(out.toString());
+        assertThat(pulls.find()).isTrue();
+        assertThat(Long.parseLong(pulls.group(1))).isGreaterThanOrEqualTo(3);
     }
 
     @Test
