@@ -164,7 +164,7 @@ public final class KvBytesServer implements AutoCloseable {
             writeFully(c, littleEndianInt(bytes == null ? -1 : bytes.remaining()));
             if (bytes != null) {
                 c.socket().setSendBufferSize(SOCKET_BUFFER);
-                ByteBuffer chunk = ByteBuffer.allocateDirect(CHUNK);
+                ByteBuffer chunk = ByteBuffer.allocateDirect(Math.min(CHUNK, bytes.limit()));
                 CRC32C crc = new CRC32C();
                 for (int at = 0; at < bytes.limit(); at += CHUNK) {
                     chunk.clear().put(bytes.slice(at, Math.min(CHUNK, bytes.limit() - at))).flip();
