@@ -100,7 +100,7 @@ static void check_route(const char* name, int rows, int experts, Routing r) {
 }
 
 // CudaMoe's ways through the expert products.
-enum Way { CUDA_CORES, SKINNY_M1, SKINNY_M2, GATHER, GATHER_SLOTS };
+enum Way { CUDA_CORES, SKINNY_M1, SKINNY_M2, GROUPED, GATHER, GATHER_SLOTS };
 
 static double round_dt(int dt, double v) { return dt == DT_BF16 ? (double)__bfloat162float(__float2bfloat16_rn((float)v)) : (float)v; }
 
@@ -112,7 +112,7 @@ static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vect
                         const std::vector<float>& weights, Buffer& out, int rows, int topK, int experts, int hidden,
                         int inter, Way way = CUDA_CORES) {
     const int assignments = rows * topK;
-    const int tileRows = way == SKINNY_M1 ? 8 : kMoeTileRows;
+    const int tileRows = way == SKINNY_M1 ? 8 : way == GROUPED ? kMoeGroupRows : kMoeTileRows;
     const int maxTiles = std::min(assignments, (assignments + tileRows - 1) / tileRows + std::min(experts, assignments));
     std::vector<int> sorted(assignments, -1), expertStart(experts + 1, -1), tileStart(maxTiles, -1),
         tileExpert(maxTiles, -1), tiles(2, -1);
@@ -148,6 +148,15 @@ static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vect
         launch(maxTiles * ((hidden + 15) / 16), 256, [&] {
             (m1 ? moe_skinny_down_m1 : moe_skinny_down_m2)(hb, db, sorted.data(), tileStart.data(), tileExpert.data(),
                                                            tiles.data(), weights.data(), y.data(), hidden, inter);
+        });
+    } else if (way == GROUPED) {
+        launch(maxTiles * ((inter + 63) / 64), kMoeGroupThreads, [&] {
+            moe_grouped_gate_up(xb, gub, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(), hb, topK,
+                                hidden, inter);
+        });
+        launch(maxTiles * ((hidden + 127) / 128), kMoeGroupThreads, [&] {
+            moe_grouped_down(hb, db, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(), weights.data(),
+                             y.data(), hidden, inter);
         });
     }
     if (way != GATHER && way != GATHER_SLOTS) {
@@ -193,8 +202,10 @@ static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vect
     });
 }
 
+// skewed: every row's first choice is expert 0 and the others are drawn from experts 1 .. experts - 2, so expert 0
+// gets a row per row and the last expert none.
 static void check_experts(const char* name, int dt, int rows, int topK, int experts, int hidden, int inter,
-                          int badRow = -1, Way way = CUDA_CORES) {
+                          int badRow = -1, Way way = CUDA_CORES, bool skewed = false) {
     Buffer x(dt, (size_t)rows * hidden, 1.f), gateUp(dt, (size_t)experts * 2 * inter * hidden, 0.15f),
         down(dt, (size_t)experts * hidden * inter, 0.15f), out(dt, (size_t)rows * hidden, 0.f);
     std::vector<int> ids((size_t)rows * topK);
@@ -202,7 +213,11 @@ static void check_experts(const char* name, int dt, int rows, int topK, int expe
     for (int r = 0; r < rows; r++) {
         std::vector<int> perm(experts);
         std::iota(perm.begin(), perm.end(), 0);
-        std::shuffle(perm.begin(), perm.end(), rng);
+        if (skewed) {
+            std::shuffle(perm.begin() + 1, perm.end() - 1, rng);
+        } else {
+            std::shuffle(perm.begin(), perm.end(), rng);
+        }
         for (int j = 0; j < topK; j++) {
             ids[(size_t)r * topK + j] = perm[j];
             weights[(size_t)r * topK + j] = std::uniform_real_distribution<float>(0.05f, 1.f)(rng);
@@ -327,6 +342,16 @@ int main() {
     check_experts("tensor-core tiles of 8: experts of more than a tile", DT_BF16, 12, 3, 4, 64, 128, -1, SKINNY_M1);
     check_experts("tensor-core tiles of 16: partial tiles of 3 experts", DT_BF16, 21, 2, 3, 64, 64, -1, SKINNY_M2);
     check_experts("tensor-core tiles of 16, an expert id outside the stack", DT_BF16, 6, 2, 5, 128, 64, 3, SKINNY_M2);
+    check_experts("grouped GEMM: partial tiles of 3 experts, output columns past a 128-column block", DT_BF16, 70,
+                  2, 3, 192, 128, -1, GROUPED);
+    check_experts("grouped GEMM, skewed: an expert of more than a tile, one of none", DT_BF16, 90, 2, 5, 128, 64, -1,
+                  GROUPED, true);
+    check_experts("grouped GEMM, an expert id outside the stack", DT_BF16, 33, 2, 4, 64, 64, 5, GROUPED);
+    // the models' widths with few tiles: the emulation runs a block at a time
+    check_experts("grouped GEMM at Qwen3-30B-A3B's widths 2048/768: 70 rows of one expert, none of the other",
+                  DT_BF16, 70, 1, 2, 2048, 768, -1, GROUPED, true);
+    check_experts("grouped GEMM at DeepSeek-V2-Lite's widths 2048/1408: 6 rows", DT_BF16, 6, 1, 1, 2048, 1408, -1,
+                  GROUPED);
     check_experts("cuBLAS way: gather and sorted combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER);
     check_experts("cuBLAS way, an expert id outside the stack", DT_BF16, 5, 2, 4, 64, 32, 1, GATHER);
     check_experts("cuBLAS way in equal slots: gather and combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER_SLOTS);

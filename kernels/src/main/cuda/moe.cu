@@ -26,6 +26,8 @@
 // The CUDA-core GEMMs run in fp32 from shared-memory tiles; each output element is one thread's sum in index order.
 #include "common.cuh"
 #include "activations.cuh"
+#include "attention.cuh"
+#include "mma.cuh"
 #include "skinny.cuh"
 
 using namespace mstar;
@@ -332,7 +334,7 @@ __device__ __forceinline__ void moe_tile_columns(const __nv_bfloat16* x, int K, 
     }
 }
 
-// What a block of a skinny product serves, blockIdx.x = tile · colTiles + colTile: columns col0 .. col0 + cols - 1 of
+// What a block of a skinny or grouped product serves, blockIdx.x = tile · colTiles + colTile: columns col0 .. col0 + cols - 1 of
 // the tile's `rows` assignments from sorted position `first`, and its expert's weights `w` (`expertSize` elements an
 // expert from `weights`).
 struct MoeSkinnyTile {
@@ -437,6 +439,171 @@ __device__ __forceinline__ void moe_skinny_down_body(const __nv_bfloat16* h, con
     }
 MSTAR_MOE_SKINNY_KERNELS(m1, 1, 2)
 MSTAR_MOE_SKINNY_KERNELS(m2, 2, 1)
+
+// The prefill products on the tensor cores, a grouped GEMM over moe_sort's tiles of up to kMoeGroupRows assignments
+// of one expert (tileRows = kMoeGroupRows): a block of 4 warps multiplies a tile's gathered rows by kMoeGroupCols
+// rows of its expert's weight, so an expert's weights cross L2 once per 64 of its assignments instead of once per 16
+// (the skinny tiles). Each 64-element chunk of K is a stage: the tile's rows and the weight rows are copied to shared
+// memory with cp.async, kMoeGroupStages - 1 stages in flight while one is multiplied; the warps (2 × 2) each take 32
+// rows × 64 weight rows as mma.sync m16n8k16 tiles fed by ldmatrix. The tile list lives on the device and the grid is
+// sized for the most tiles a row count can have (blocks past the list exit), so nothing is read back and the launch
+// can be captured into a graph. bf16 x, weights and h; hidden and inter multiples of 64; 16-byte aligned.
+//
+// A sum visits K in chunks in increasing order, each chunk as four mma k-steps: every output element is the same
+// sequence of fp32 operations whatever the tile's other rows, the row's place in its tile, or the row count, so a row
+// gets the same bits from any routing of the other rows and any batch it is part of. The epilogues are moe_gate_up's
+// (gate and up rounded to bf16 before SiLU·mul) and moe_down's (the routing weight times the fp32 sum into y).
+constexpr int kMoeGroupRows = 64;
+constexpr int kMoeGroupCols = 128;
+constexpr int kMoeGroupChunk = 64;
+constexpr int kMoeGroupStages = 3;
+constexpr int kMoeGroupThreads = 128;
+// Bytes of a staged row: its 128 plus 16, so that the 8 rows an ldmatrix reads start in different banks.
+constexpr int kMoeGroupPitch = 2 * kMoeGroupChunk + 16;
+constexpr int kMoeGroupStageBytes = (kMoeGroupRows + kMoeGroupCols) * kMoeGroupPitch;
+// The rows and weight rows each thread copies of a stage (8 16-byte pieces a row).
+constexpr int kMoeGroupXCopies = kMoeGroupRows * 8 / kMoeGroupThreads;
+constexpr int kMoeGroupWCopies = kMoeGroupCols * 8 / kMoeGroupThreads;
+
+// gate/up (GateUp): a block takes 64 intermediate columns col0 .. col0 + 63; warp column wn's 64 weight rows are the
+// gate rows of columns col0 + 32·wn .. + 31 then the up rows of the same columns, so a lane holds a column's gate and
+// up sums side by side (n-tiles j and j + 4). down: 128 output columns, warp column wn's the 64 from col0 + 64·wn.
+template <bool GateUp>
+__device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict__ x,
+                                                 const __nv_bfloat16* __restrict__ weightStack, const int* sorted,
+                                                 const int* tileStart, const int* tileExpert, const int* tiles,
+                                                 int topK, const float* weights, __nv_bfloat16* h, float* y, int hidden,
+                                                 int inter) {
+    await_previous_kernel();
+    const int k = GateUp ? hidden : inter, width = GateUp ? inter : hidden;
+    const auto tile = MoeSkinnyTile::of<kMoeGroupRows / 8>(tileStart, tileExpert, tiles, width,
+                                                           GateUp ? kMoeGroupCols / 2 : kMoeGroupCols, weightStack,
+                                                           (GateUp ? 2LL * inter : hidden) * k);
+    if (!tile.live) return;
+    unsigned char* smem = dynamic_smem();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wm = warp & 1, wn = warp >> 1;
+    const int piece = threadIdx.x & 7;
+    // the sources of this thread's copies: rows past the tile or the width read a valid row and are zero-filled
+    const __nv_bfloat16* xSrc[kMoeGroupXCopies];
+    bool xLive[kMoeGroupXCopies];
+#pragma unroll
+    for (int i = 0; i < kMoeGroupXCopies; ++i) {
+        const int r = (threadIdx.x >> 3) + 16 * i;
+        const int p = tile.first + min(r, tile.rows - 1);
+        xSrc[i] = x + (GateUp ? (long long)(sorted[p] / topK) : (long long)p) * k + 8 * piece;
+        xLive[i] = r < tile.rows;
+    }
+    const __nv_bfloat16* wSrc[kMoeGroupWCopies];
+    bool wLive[kMoeGroupWCopies];
+#pragma unroll
+    for (int i = 0; i < kMoeGroupWCopies; ++i) {
+        const int r = (threadIdx.x >> 3) + 16 * i;
+        const int q = r & 63;
+        const int col = GateUp ? tile.col0 + 32 * (r >> 6) + (q & 31) : tile.col0 + r;
+        const int row = GateUp && q >= 32 ? inter + col : col;
+        wLive[i] = col < width;
+        wSrc[i] = tile.w + (long long)(wLive[i] ? row : 0) * k + 8 * piece;
+    }
+    auto load = [&](int c) {
+        unsigned char* stage = smem + (c % kMoeGroupStages) * kMoeGroupStageBytes;
+#pragma unroll
+        for (int i = 0; i < kMoeGroupXCopies; ++i) {
+            const int r = (threadIdx.x >> 3) + 16 * i;
+            cp_async16(stage + r * kMoeGroupPitch + 16 * piece, xSrc[i] + c * kMoeGroupChunk, xLive[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < kMoeGroupWCopies; ++i) {
+            const int r = kMoeGroupRows + (threadIdx.x >> 3) + 16 * i;
+            cp_async16(stage + r * kMoeGroupPitch + 16 * piece, wSrc[i] + c * kMoeGroupChunk, wLive[i]);
+        }
+    };
+    float acc[2][8][4];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi) {
+#pragma unroll
+        for (int nj = 0; nj < 8; ++nj) acc[mi][nj][0] = acc[mi][nj][1] = acc[mi][nj][2] = acc[mi][nj][3] = 0.f;
+    }
+    const int chunks = k / kMoeGroupChunk;
+    // every iteration commits one group (empty past the end), so waiting for all but kMoeGroupStages - 2 groups
+    // always means the oldest stage has landed
+#pragma unroll
+    for (int i = 0; i < kMoeGroupStages - 1; ++i) {
+        if (i < chunks) load(i);
+        cp_async_commit();
+    }
+    // ldmatrix rows: lane l addresses x row 16·mi + l % 16 at k 8·(l / 16) (the a fragment's four 8 × 8 matrices)
+    // and weight row 16·jj + l % 8 + 8·(l / 16) at k 8·(l / 8 % 2) (the b fragments of n-tiles 2·jj and 2·jj + 1)
+    const int xRow = 32 * wm + (lane & 15), xCol = 16 * (lane >> 4);
+    const int wRow = kMoeGroupRows + 64 * wn + (lane & 7) + ((lane >> 4) << 3), wCol = 16 * ((lane >> 3) & 1);
+    for (int c = 0; c < chunks; ++c) {
+        cp_async_wait<kMoeGroupStages - 2>();
+        __syncthreads();  // chunk c landed for every thread; the stage refilled next was read last iteration
+        if (c + kMoeGroupStages - 1 < chunks) load(c + kMoeGroupStages - 1);
+        cp_async_commit();
+        const uint32_t stage = smem_addr(smem + (c % kMoeGroupStages) * kMoeGroupStageBytes);
+#pragma unroll
+        for (int ks = 0; ks < kMoeGroupChunk / 16; ++ks) {
+            uint32_t a[2][4];
+#pragma unroll
+            for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(a[mi], stage + (xRow + 16 * mi) * kMoeGroupPitch + xCol + 32 * ks);
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj) {
+                uint32_t b[4];
+                ldmatrix_x4(b, stage + (wRow + 16 * jj) * kMoeGroupPitch + wCol + 32 * ks);
+#pragma unroll
+                for (int mi = 0; mi < 2; ++mi) {
+                    mma_bf16(acc[mi][2 * jj], a[mi], b[0], b[1]);
+                    mma_bf16(acc[mi][2 * jj + 1], a[mi], b[2], b[3]);
+                }
+            }
+        }
+    }
+    // accumulator element i of lane (g, t) in tiles (mi, nj) is tile row 32·wm + 16·mi + g + 8·(i / 2) and the warp's
+    // weight row 8·nj + 2t + i % 2
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int m = 32 * wm + 16 * mi + g + 8 * (i >> 1);
+            if (m >= tile.rows) continue;
+            if (GateUp) {
+#pragma unroll
+                for (int nj = 0; nj < 4; ++nj) {
+                    const int col = tile.col0 + 32 * wn + 8 * nj + 2 * t + (i & 1);
+                    if (col >= inter) continue;
+                    const float gate = round_to(DT_BF16, acc[mi][nj][i]), up = round_to(DT_BF16, acc[mi][nj + 4][i]);
+                    h[(long long)(tile.first + m) * inter + col] = __float2bfloat16_rn(silu_times(gate, up));
+                }
+            } else {
+                const int a = sorted[tile.first + m];
+                const float rw = weights[a];
+#pragma unroll
+                for (int nj = 0; nj < 8; ++nj) {
+                    const int col = tile.col0 + 64 * wn + 8 * nj + 2 * t + (i & 1);
+                    if (col < hidden) y[(long long)a * hidden + col] = rw * acc[mi][nj][i];
+                }
+            }
+        }
+    }
+}
+
+// Grid: maxTiles · ceil(inter / 64) blocks (gate/up) or maxTiles · ceil(hidden / 128) (down) of kMoeGroupThreads
+// threads, kMoeGroupStages · kMoeGroupStageBytes bytes of dynamic shared memory; the tiles of moe_sort with
+// tileRows = kMoeGroupRows. h [assignments, inter] in sorted order; y fp32 [assignments, hidden] at each assignment's
+// place, for moe_combine.
+extern "C" __global__ void __launch_bounds__(kMoeGroupThreads) moe_grouped_gate_up(
+    const __nv_bfloat16* x, const __nv_bfloat16* gateUp, const int* sorted, const int* tileStart,
+    const int* tileExpert, const int* tiles, __nv_bfloat16* h, int topK, int hidden, int inter) {
+    moe_grouped_body<true>(x, gateUp, sorted, tileStart, tileExpert, tiles, topK, nullptr, h, nullptr, hidden, inter);
+}
+
+extern "C" __global__ void __launch_bounds__(kMoeGroupThreads) moe_grouped_down(
+    const __nv_bfloat16* h, const __nv_bfloat16* down, const int* sorted, const int* tileStart, const int* tileExpert,
+    const int* tiles, const float* weights, float* y, int hidden, int inter) {
+    moe_grouped_body<false>(h, down, sorted, tileStart, tileExpert, tiles, 0, weights, nullptr, y, hidden, inter);
+}
 
 // The cuBLAS way's gather: the p < tiles[1] sorted assignments' rows of x into xs, and pos[a], the row of xs that
 // assignment a went to, for moe_combine_sorted. With slotRows = 0 the rows stay in sorted order (xs row p: each

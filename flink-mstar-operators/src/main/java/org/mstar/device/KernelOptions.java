@@ -19,8 +19,8 @@ package org.mstar.device;
  *                         kernel instead of cuBLAS
  * @param moeGemmRows mixture-of-experts layers of at least this many rows run their experts' bf16 products on
  *                    cuBLAS GEMMs over each expert's rows (the experts' row counts read back to the host first), fewer
- *                    rows on tensor-core tiles that stream each chosen expert's weights; a step being recorded into a
- *                    CUDA graph always takes the tiles, which read nothing back
+ *                    rows on tensor-core tiles (skinny tiles at few assignments an expert, the grouped GEMM at more)
+ *                    that read nothing back; a step being recorded into a CUDA graph always takes the tiles
  * @param batchInvariant a row's results are independent of the other rows of its step: on a GPU, matmuls through
  *                       split-free cuBLASLt algorithms and bf16 attention at the tensor-core head dims through one
  *                       kernel for prefill and decode rows alike. A request's tokens then do not depend on what it
@@ -38,11 +38,12 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
     public static final int MAX_SKINNY_MATMUL_ROWS = 32;
 
     /**
-     * Rows from which mixture-of-experts layers run their experts on cuBLAS GEMMs by default: a first
-     * choice between decode batches (tiles) and prefill chunks (GEMMs), not yet measured on a GPU; the GPU harness's
+     * Rows from which mixture-of-experts layers run their experts on cuBLAS GEMMs by default: below it the grouped
+     * tensor-core GEMM serves prefill chunks with nothing read back; from it (256 rows an expert of Qwen3-30B-A3B)
+     * cuBLAS's GEMMs may gain more than the read-back costs. Not yet measured on a GPU; the GPU harness's
      * {@code --moe-perf} sweeps it.
      */
-    public static final int DEFAULT_MOE_GEMM_ROWS = 256;
+    public static final int DEFAULT_MOE_GEMM_ROWS = 4096;
 
     private static final KernelOptions DEFAULTS = new KernelOptions(true, true, true, DEFAULT_SKINNY_MATMUL_ROWS,
             DEFAULT_MOE_GEMM_ROWS, false);

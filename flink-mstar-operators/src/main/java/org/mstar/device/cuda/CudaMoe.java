@@ -9,23 +9,30 @@ import org.mstar.device.MoeRouting;
 /**
  * Launchers of the mixture-of-experts kernels (moe.cu): {@code moe_route}, then for the experts {@code moe_sort}
  * (assignments grouped by expert, each expert's first sorted place, the tile list) and the two products (gate/up with
- * SiLU·mul, down with the routing weights) one of three ways:
+ * SiLU·mul, down with the routing weights) one of four ways:
  * <ul>
- *   <li>bf16 with the widths multiples of 64, fewer rows than the device's
- *       {@link org.mstar.device.KernelOptions#moeGemmRows()} or while a graph is recorded: tensor-core tiles that
- *       stream each chosen expert's weights once per tile of 8 or 16 of its assignments ({@code moe_skinny_*}), then
- *       {@code moe_combine};</li>
- *   <li>bf16 with those widths and at least that many rows: the experts' row counts read back to the host (one
- *       wait for the stream, {@code E + 1} ints), {@code moe_gather} into expert order, the gate/up GEMMs into bf16,
- *       {@code silu_mul}, the down GEMMs into fp32 (cuBLAS: one strided batched GEMM over equal expert slots, or one
- *       GEMM per expert where the routing is uneven), then {@code moe_combine_sorted};</li>
+ *   <li>bf16 with the widths multiples of 64 and at most {@value MoeTiles#GROUPED_MEAN_ROWS} assignments an expert
+ *       on average (decode): tensor-core tiles that stream each chosen expert's weights once per tile of 8 or 16 of
+ *       its assignments ({@code moe_skinny_*}), then {@code moe_combine};</li>
+ *   <li>the same bf16 shapes with more assignments an expert (prefill, large decode batches): the grouped
+ *       tensor-core GEMM ({@code moe_grouped_gate_up}, {@code moe_grouped_down}) over tiles of up to 64 of an
+ *       expert's assignments, reading its weights once per 64, then {@code moe_combine};</li>
+ *   <li>the same bf16 shapes at {@link org.mstar.device.KernelOptions#moeGemmRows()} rows or more, outside graph
+ *       capture: the experts' row counts read back to the host (one wait for the stream, {@code E + 1} ints),
+ *       {@code moe_gather} into expert order, the gate/up GEMMs into bf16, {@code silu_mul}, the down GEMMs into fp32
+ *       (cuBLAS: one strided batched GEMM over equal expert slots, or one GEMM per expert where the routing is
+ *       uneven), then {@code moe_combine_sorted}. Kept for the largest prefill chunks, where cuBLAS's Hopper GEMMs
+ *       may outrun the mma.sync tiles by more than the wait costs ({@code --moe-perf} measures where);</li>
  *   <li>otherwise (fp32, odd widths, batch-invariant numerics): the grouped CUDA-core GEMMs {@code moe_gate_up} and
  *       {@code moe_down} over tiles of 16, then {@code moe_combine}.</li>
  * </ul>
  * Under expert parallelism {@code moe_local_ids} renumbers the router's ids for the device's experts first.
  * The tiled ways' launch sizes depend on the row count only, never on the routing, so they can be captured into a
- * graph. Every way rounds as {@link org.mstar.device.MoeOps#moeExperts} states; the cuBLAS and tensor-core sums visit
- * K in another order than the CUDA-core ones, so their bits differ within bf16 rounding.
+ * graph. Every way rounds as {@link org.mstar.device.MoeOps#moeExperts} states. Bits: the grouped GEMM gives a row
+ * the same bits whatever the other rows and their routing, at any row count (each output element is the same
+ * sequence of fp32 mma steps over K); the skinny tiles, cuBLAS and the CUDA-core GEMMs each visit K in another order,
+ * so the ways' bits differ from one another within bf16 rounding, and a row crossing from one way to another (the
+ * batch growing past a threshold) may change in its last bits.
  */
 final class CudaMoe {
     /** kMoeMaxExperts, kMoeTileRows, kMoeGateUpCols, kMoeDownCols, kMoeThreads and kMoeSortThreads in moe.cu. */
@@ -37,15 +44,9 @@ final class CudaMoe {
     private static final int SORT_THREADS = 1024;
     /** A warp per row. */
     private static final int ROUTE_THREADS = 32;
-    /** The skinny walk's 8 warps; it consumes K in chunks of 64. */
+    /** The skinny walk's 8 warps; it and the grouped GEMM consume K in chunks of 64. */
     private static final int SKINNY_THREADS = 256;
     private static final int SKINNY_K_MULTIPLE = 64;
-    /**
-     * Mean assignments per expert up to which the tensor-core tiles hold 8 of them (moe_skinny_*_m1), above it 16
-     * (m2): the smaller tile does half the mma work per weight byte, the larger reads an expert's weights once for up
-     * to 16 rows.
-     */
-    private static final double SMALL_TILE_MEAN_ROWS = 2;
     /**
      * How many times the rows the cuBLAS way's equal expert slots may hold before it runs a GEMM per expert instead
      * of one strided batched GEMM: routing about even (random, or a trained router over many rows) leaves the
@@ -88,7 +89,7 @@ final class CudaMoe {
         device.enter();
         Way way = way(shape, x, gateUp, down, out);
         int tileRows = switch (way) {
-            case TENSOR_CORE_TILES -> smallTiles(shape) ? 8 : 16;
+            case SKINNY_TILES, GROUPED_GEMM -> MoeTiles.tileRows(shape.rows(), shape.topK(), shape.experts());
             case CUDA_CORES, CUBLAS -> TILE_ROWS;
         };
         Sorted s = sort(shape, ids, tileRows);
@@ -98,8 +99,10 @@ final class CudaMoe {
         }
         // the tiled ways' down products: fp32 [assignments, H], each at its assignment's place
         CudaTensor y = device.scratch("moe.y", DType.F32, s.assignments, shape.hidden());
-        if (way == Way.TENSOR_CORE_TILES) {
-            tensorCoreTiles(shape, s, x, gateUp, down, weights, y);
+        if (way == Way.SKINNY_TILES) {
+            skinnyTiles(shape, s, x, gateUp, down, weights, y);
+        } else if (way == Way.GROUPED_GEMM) {
+            groupedGemm(shape, s, x, gateUp, down, weights, y);
         } else {
             cudaCores(shape, s, x, gateUp, down, weights, y, out.dtype());
         }
@@ -110,7 +113,7 @@ final class CudaMoe {
 
     /** How moeExperts computes the products (the class comment says when each applies). */
     enum Way {
-        CUDA_CORES, TENSOR_CORE_TILES, CUBLAS
+        CUDA_CORES, SKINNY_TILES, GROUPED_GEMM, CUBLAS
     }
 
     Way way(MoeExpertsShape shape, CudaTensor x, CudaTensor gateUp, CudaTensor down, CudaTensor out) {
@@ -120,12 +123,10 @@ final class CudaMoe {
                 || shape.inter() % SKINNY_K_MULTIPLE != 0) {
             return Way.CUDA_CORES;
         }
-        return shape.rows() >= device.options().moeGemmRows() && !device.stream().capturing() ? Way.CUBLAS
-                : Way.TENSOR_CORE_TILES;
-    }
-
-    private static boolean smallTiles(MoeExpertsShape shape) {
-        return (double) shape.rows() * shape.topK() / shape.experts() <= SMALL_TILE_MEAN_ROWS;
+        if (shape.rows() >= device.options().moeGemmRows() && !device.stream().capturing()) {
+            return Way.CUBLAS;
+        }
+        return MoeTiles.grouped(shape.rows(), shape.topK(), shape.experts()) ? Way.GROUPED_GEMM : Way.SKINNY_TILES;
     }
 
     /** moe_sort's outputs. */
@@ -135,8 +136,7 @@ final class CudaMoe {
     private Sorted sort(MoeExpertsShape shape, CudaTensor ids, int tileRows) {
         int experts = shape.experts();
         int assignments = Math.toIntExact((long) shape.rows() * shape.topK());
-        // every tile holds at least one assignment, and only an expert's last tile is partial
-        int maxTiles = Math.min(assignments, (assignments + tileRows - 1) / tileRows + Math.min(experts, assignments));
+        int maxTiles = MoeTiles.maxTiles(assignments, experts, tileRows);
         Sorted s = new Sorted(assignments, maxTiles, device.scratch("moe.sorted", DType.I32, assignments),
                 device.scratch("moe.expertStart", DType.I32, experts + 1L),
                 device.scratch("moe.tileStart", DType.I32, maxTiles), device.scratch("moe.tileExpert", DType.I32, maxTiles),
@@ -165,11 +165,11 @@ final class CudaMoe {
                         .i32(hidden).i32(inter), "moeExperts down");
     }
 
-    private void tensorCoreTiles(MoeExpertsShape shape, Sorted s, CudaTensor x, CudaTensor gateUp, CudaTensor down,
-                                 CudaTensor weights, CudaTensor y) {
+    private void skinnyTiles(MoeExpertsShape shape, Sorted s, CudaTensor x, CudaTensor gateUp, CudaTensor down,
+                             CudaTensor weights, CudaTensor y) {
         int hidden = shape.hidden();
         int inter = shape.inter();
-        String size = smallTiles(shape) ? "_m1" : "_m2";
+        String size = MoeTiles.tileRows(shape.rows(), shape.topK(), shape.experts()) == 8 ? "_m1" : "_m2";
         CudaTensor h = device.scratch("moe.h", DType.BF16, s.assignments, inter);
         device.stream().counters().gemm();
         device.kernel("moe_skinny_gate_up" + size).launch(device.stream(), s.maxTiles * ((inter + 7) / 8), 1, 1,
@@ -181,6 +181,23 @@ final class CudaMoe {
                 SKINNY_THREADS, 0, new KernelArgs().tensor(h).tensor(down).tensor(s.sorted).tensor(s.tileStart)
                         .tensor(s.tileExpert).tensor(s.tiles).tensor(weights).tensor(y).i32(hidden).i32(inter),
                 "moeExperts down");
+    }
+
+    private void groupedGemm(MoeExpertsShape shape, Sorted s, CudaTensor x, CudaTensor gateUp, CudaTensor down,
+                             CudaTensor weights, CudaTensor y) {
+        int hidden = shape.hidden();
+        int inter = shape.inter();
+        CudaTensor h = device.scratch("moe.h", DType.BF16, s.assignments, inter);
+        device.stream().counters().gemm();
+        device.kernel("moe_grouped_gate_up").launch(device.stream(), MoeTiles.groupedGateUpBlocks(s.maxTiles, inter),
+                1, 1, MoeTiles.GROUP_THREADS, MoeTiles.GROUP_SMEM_BYTES, new KernelArgs().tensor(x).tensor(gateUp)
+                        .tensor(s.sorted).tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles).tensor(h)
+                        .i32(shape.topK()).i32(hidden).i32(inter), "moeExperts gate/up");
+        device.stream().counters().gemm();
+        device.kernel("moe_grouped_down").launch(device.stream(), MoeTiles.groupedDownBlocks(s.maxTiles, hidden), 1, 1,
+                MoeTiles.GROUP_THREADS, MoeTiles.GROUP_SMEM_BYTES, new KernelArgs().tensor(h).tensor(down)
+                        .tensor(s.sorted).tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles).tensor(weights)
+                        .tensor(y).i32(hidden).i32(inter), "moeExperts down");
     }
 
     /**

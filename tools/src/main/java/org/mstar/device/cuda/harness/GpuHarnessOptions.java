@@ -58,7 +58,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     int hybridLayers;
 
     @Option(names = "--moe-gemm-rows", paramLabel = "ROWS",
-            description = "rows from which MoE experts run on cuBLAS GEMMs (default: "
+            description = "rows from which MoE experts run on cuBLAS GEMMs instead of tensor-core tiles (default: "
                     + KernelOptions.DEFAULT_MOE_GEMM_ROWS + ")")
     int moeGemmRows = KernelOptions.DEFAULT_MOE_GEMM_ROWS;
 

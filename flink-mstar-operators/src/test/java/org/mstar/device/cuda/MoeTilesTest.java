@@ -1,0 +1,79 @@
+package org.mstar.device.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
+
+/** Which tensor-core way a MoE call takes and how many tiles its grids are sized for (no GPU needed to check). */
+class MoeTilesTest {
+    @Test
+    void qwen3MoeTakesTheGroupedGemmAbove256Rows() {
+        // 128 experts, top 8: 16 assignments an expert at 256 rows
+        assertThat(MoeTiles.grouped(256, 8, 128)).isFalse();
+        assertThat(MoeTiles.grouped(257, 8, 128)).isTrue();
+        assertThat(MoeTiles.tileRows(1, 8, 128)).isEqualTo(8);
+        assertThat(MoeTiles.tileRows(64, 8, 128)).isEqualTo(16);
+        assertThat(MoeTiles.tileRows(2048, 8, 128)).isEqualTo(MoeTiles.GROUP_ROWS);
+    }
+
+    @Test
+    void deepSeekV2LiteTakesItFrom171Rows() {
+        // 64 experts, top 6
+        assertThat(MoeTiles.grouped(170, 6, 64)).isFalse();
+        assertThat(MoeTiles.grouped(171, 6, 64)).isTrue();
+    }
+
+    @Test
+    void qwen3PrefillOf2048RowsLaunchesItsTileBound() {
+        // 16384 assignments: 256 full tiles, plus at most one partial tile an expert
+        int tiles = MoeTiles.maxTiles(2048 * 8, 128, MoeTiles.GROUP_ROWS);
+        assertThat(tiles).isEqualTo(256 + 128);
+        assertThat(MoeTiles.groupedGateUpBlocks(tiles, 768)).isEqualTo(tiles * 12);
+        assertThat(MoeTiles.groupedDownBlocks(tiles, 2048)).isEqualTo(tiles * 16);
+        // DeepSeek-V2-Lite's width 1408: 22 blocks of 64 columns; a hidden size not a multiple of 128 rounds up
+        assertThat(MoeTiles.groupedGateUpBlocks(1, 1408)).isEqualTo(22);
+        assertThat(MoeTiles.groupedDownBlocks(1, 192)).isEqualTo(2);
+    }
+
+    /** However the assignments fall on the experts, moe_sort lists no more tiles than the grid holds. */
+    @Property
+    void noRoutingListsMoreTilesThanTheBound(@ForAll @IntRange(min = 1, max = 3000) int assignments,
+                                             @ForAll @IntRange(min = 1, max = 160) int experts,
+                                             @ForAll @IntRange(min = 0, max = 1000) int skew) {
+        int[] counts = new int[experts];
+        // a skewed deal: expert e gets about skew/1000 of what is left
+        int left = assignments;
+        for (int e = 0; e < experts - 1 && left > 0; e++) {
+            counts[e] = (int) ((long) left * skew / 1000);
+            left -= counts[e];
+        }
+        counts[experts - 1] += left;
+        for (int tileRows : new int[] {8, 16, MoeTiles.GROUP_ROWS}) {
+            int tiles = 0;
+            for (int n : counts) {
+                tiles += (n + tileRows - 1) / tileRows;
+            }
+            assertThat(tiles).isLessThanOrEqualTo(MoeTiles.maxTiles(assignments, experts, tileRows));
+        }
+    }
+
+    @Test
+    void theLauncherAgreesWithTheKernel() throws IOException {
+        String kernel = Files.readString(Path.of("../kernels/src/main/cuda/moe.cu"));
+        assertThat(kernel).contains("constexpr int kMoeGroupRows = " + MoeTiles.GROUP_ROWS + ";")
+                .contains("constexpr int kMoeGroupCols = " + MoeTiles.GROUP_DOWN_COLS + ";")
+                .contains("constexpr int kMoeGroupChunk = 64;")
+                .contains("constexpr int kMoeGroupStages = 3;")
+                .contains("constexpr int kMoeGroupThreads = " + MoeTiles.GROUP_THREADS + ";")
+                .contains("constexpr int kMoeGroupPitch = 2 * kMoeGroupChunk + 16;")
+                .contains("GateUp ? kMoeGroupCols / 2 : kMoeGroupCols");
+        assertThat(MoeTiles.GROUP_GATE_UP_COLS).isEqualTo(MoeTiles.GROUP_DOWN_COLS / 2);
+        assertThat(MoeTiles.GROUP_SMEM_BYTES).isEqualTo(3 * (64 + 128) * (2 * 64 + 16));
+    }
+}
