@@ -11,22 +11,24 @@ import org.mstar.device.DeviceGraph;
 import org.mstar.device.MoeRouting;
 import org.mstar.device.Tensor;
 import org.mstar.device.cuda.CudaDevice;
+import org.mstar.device.cuda.MoeTiles;
 import org.mstar.device.cuda.harness.Twin.Pair;
 
 /**
  * CUDA vs CPU for the mixture-of-experts ops: the router (Qwen3-MoE's softmax top-8 of 128 normalised, OLMoE's top-8
  * of 64 unnormalised, DeepSeek-V2's group-limited top-6 of 160 scaled by 16, and sigmoid scores), then the routed
- * experts at decode (1 and 64 rows) and prefill (512 rows) shapes of Qwen3-30B-A3B (128 experts, top 8, hidden
- * 2048, width 768) and DeepSeek-V2-Lite (64 experts, top 6, width 1408), and once as a device of expert parallelism
- * holding the second half of the experts sees them ({@code moeLocalIds}, then the experts over its half). The experts
- * run on the same ids and weights
- * on both devices (routed once on the CPU), so a near tie in the router cannot make their outputs differ. The bf16
- * experts run each of CudaMoe's bf16 ways at every row count: the tensor-core tiles (a device whose
- * {@link org.mstar.device.KernelOptions#moeGemmRows()} no row count reaches) and the cuBLAS GEMMs (one from
- * which every row count takes them); fp32 runs the CUDA-core GEMMs. The tiles are also recorded into a CUDA graph at
- * 64 rows and replayed with another routing, which must give that routing's result (nothing about the routing is
- * fixed at capture). Each op runs once on poisoned outputs and is compared, then timed (the times are not a
- * performance measurement; {@code --moe-perf} has those).
+ * experts at decode (1 and 64 rows) and prefill (512 and 2048 rows) shapes of Qwen3-30B-A3B (128 experts, top 8,
+ * hidden 2048, width 768) and DeepSeek-V2-Lite (64 experts, top 6, width 1408), 64 rows over 16 experts of
+ * Qwen3-30B-A3B's widths (32 assignments an expert), and once as a device of expert parallelism holding the second
+ * half of the experts sees them ({@code moeLocalIds}, then the experts over its half). The experts run on the same ids
+ * and weights on both devices (routed once on the CPU), so a near tie in the router cannot make their outputs differ.
+ * The bf16 experts run each of CudaMoe's bf16 ways at every row count: the tensor-core tiles (a device whose
+ * {@link org.mstar.device.KernelOptions#moeGemmRows()} no row count reaches; the skinny tiles up to 16 assignments an
+ * expert on average, the grouped GEMM above, as each row's name says) and the cuBLAS GEMMs (one from which every row
+ * count takes them); fp32 runs the CUDA-core GEMMs. The tiles are also recorded into a CUDA graph at 64 rows (skinny)
+ * and 512 rows (grouped) and replayed with another routing, which must give that routing's result (nothing about the
+ * routing is fixed at capture). Each op runs once on poisoned outputs and is compared, then timed (the times are not
+ * a performance measurement; {@code --moe-perf} has those).
  */
 final class MoeChecks {
     private final Twin tw;
@@ -46,11 +48,13 @@ final class MoeChecks {
                 "group-limited"));
         attempt("moeRoute", () -> route(64, 256, new MoeRouting(MoeRouting.Scoring.SIGMOID, 8, true, 8, 4, 2.5f),
                 "sigmoid"));
-        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64, 512}, 128, 2048, 768, qwen3, 64));
-        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64}, 64, 2048, 1408,
-                new MoeRouting(MoeRouting.Scoring.SOFTMAX, 6, false, 1, 1, 1f), 0));
+        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64, 512, 2048}, 128, 2048, 768, qwen3,
+                new int[] {64, 512}));
+        attempt("moeExperts", () -> experts(DType.BF16, new int[] {64}, 16, 2048, 768, qwen3, new int[] {64}));
+        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64, 512}, 64, 2048, 1408,
+                new MoeRouting(MoeRouting.Scoring.SOFTMAX, 6, false, 1, 1, 1f), new int[0]));
         attempt("moeExperts", () -> experts(DType.F32, new int[] {33}, 16, 520, 200, MoeRouting.softmaxTopK(4, false),
-                0));
+                new int[0]));
         return results;
     }
 
@@ -76,10 +80,10 @@ final class MoeChecks {
 
     /**
      * Each of {@code rowCounts} rows through the same {@code experts} experts, routed on the CPU from random logits;
-     * then, when {@code graphRows > 0}, the graph replay ({@link #graphReplay}) at that many rows.
+     * then the graph replay ({@link #graphReplay}) at each of {@code graphRows}.
      */
     private void experts(DType dt, int[] rowCounts, int experts, int hidden, int inter, MoeRouting routing,
-                         int graphRows) {
+                         int[] graphRows) {
         Pair gateUp = tw.floats(tw.randomFloats(experts * 2 * inter * hidden, 0.05f, dt), dt, experts, 2L * inter,
                 hidden);
         Pair down = tw.floats(tw.randomFloats(experts * hidden * inter, 0.05f, dt), dt, experts, hidden, inter);
@@ -88,8 +92,8 @@ final class MoeChecks {
                 experts(dt, rows, gateUp, down, routing);
             }
             secondHalf(dt, rowCounts[rowCounts.length - 1], gateUp, down, routing);
-            if (graphRows > 0) {
-                attempt("moeExperts graph", () -> graphReplay(graphRows, gateUp, down, routing));
+            for (int rows : graphRows) {
+                attempt("moeExperts graph", () -> graphReplay(rows, gateUp, down, routing));
             }
         } finally {
             // the expert stacks are the large ones: 1.2 GB on each device at Qwen3-30B-A3B's geometry
@@ -117,8 +121,8 @@ final class MoeChecks {
                     poisoned.gpu());
             gpuOp.run();
             double err = relErr(want, tw.gpu.toFloats(poisoned.gpu()));
-            results.add(new CheckResult(way.label.isEmpty() ? "moeExperts" : "moeExperts " + way.label, shape, dt.toString(), err, tolerance(dt),
-                    tw.median(gpuOp), "cpu"));
+            results.add(new CheckResult("moeExperts" + way.label(rows, k, experts), shape, dt.toString(), err,
+                    tolerance(dt), tw.median(gpuOp), "cpu"));
             close(poisoned);
         }
         close(x, ids, weights, out);
@@ -196,7 +200,8 @@ final class MoeChecks {
             graph.replay();
             tw.cpu.ops().moeExperts(x.cpu(), gateUp.cpu(), down.cpu(), otherIds.cpu(), otherWeights.cpu(), out.cpu());
             double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
-            results.add(new CheckResult("moeExperts tiles, graph replayed with another routing",
+            results.add(new CheckResult("moeExperts" + Way.TILES.label(rows, routing.topK(), experts)
+                    + ", graph replayed with another routing",
                     shape(rows, hidden) + " " + experts + "x" + inter + " top" + routing.topK(), dt.toString(), err,
                     tolerance(dt), tw.median(graph::replay), "cpu"));
         } finally {
@@ -206,7 +211,7 @@ final class MoeChecks {
 
     /** CudaMoe's ways through the experts, each forced by a device view's MoE GEMM rows. */
     private enum Way {
-        CUDA_CORES("", Integer.MAX_VALUE), TILES("tiles", Integer.MAX_VALUE), CUBLAS("cuBLAS", 1);
+        CUDA_CORES("", Integer.MAX_VALUE), TILES("", Integer.MAX_VALUE), CUBLAS("cuBLAS", 1);
 
         final String label;
         final int gemmRows;
@@ -218,6 +223,14 @@ final class MoeChecks {
 
         CudaDevice device(CudaDevice gpu) {
             return gpu.withOptions(gpu.options().withMoeGemmRows(gemmRows));
+        }
+
+        /** The row name's tail: the way, and for the tiles whether the skinny tiles or the grouped GEMM served. */
+        String label(int rows, int topK, int experts) {
+            if (this == TILES) {
+                return MoeTiles.grouped(rows, topK, experts) ? " grouped GEMM" : " skinny tiles";
+            }
+            return label.isEmpty() ? "" : " " + label;
         }
     }
 
