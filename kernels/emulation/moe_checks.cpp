@@ -4,8 +4,10 @@
 // factor), with weights within fp32 rounding. The experts (sort by expert, grouped gate/up with SiLU·mul, grouped down
 // with the routing weights, combine) must match a double loop over the same stored inputs within fp32 summation error
 // plus, for bf16, the roundings of gate, up, the activation and the output; a row with an expert id outside the stack
-// must come out NaN. Each of CudaMoe's three ways through the products is checked so: the CUDA-core tiles (fp32 and bf16),
-// the tensor-core decode tiles of 8 and 16 assignments (skinny.cuh's walk; bf16, widths multiples of 64), and the
+// must come out NaN. Each of CudaMoe's four ways through the products is checked so: the CUDA-core tiles (fp32 and bf16),
+// the tensor-core decode tiles of 8 and 16 assignments (skinny.cuh's walk; bf16, widths multiples of 64), the grouped
+// tensor-core GEMM over tiles of 64 (partial tiles, an expert of more than a tile and one of none, Qwen3-30B-A3B's and
+// DeepSeek-V2-Lite's widths), and the
 // cuBLAS way's gather (runs back to back, or equal slots) and combine around the products, which a host loop stands in
 // for here. Shapes: one
 // row (decode), rows whose experts fill several tiles, widths that are not multiples of the tiles. It checks indexing and arithmetic where no GPU is at hand; it says nothing about speed.
@@ -270,6 +272,31 @@ static void check_experts(const char* name, int dt, int rows, int topK, int expe
     }
 }
 
+// The grouped GEMM's promise (CudaMoe's class comment): a row gets the same bits alone as among many rows routed to
+// the same experts, though its place in the tiles differs.
+static void check_grouped_bits(int rows, int few, int topK, int experts, int hidden, int inter) {
+    const int dt = DT_BF16;
+    Buffer x(dt, (size_t)rows * hidden, 1.f), gateUp(dt, (size_t)experts * 2 * inter * hidden, 0.15f),
+        down(dt, (size_t)experts * hidden * inter, 0.15f), all(dt, (size_t)rows * hidden, 0.f);
+    std::vector<int> ids((size_t)rows * topK);
+    std::vector<float> weights(ids.size());
+    for (size_t a = 0; a < ids.size(); a++) {
+        ids[a] = std::uniform_int_distribution<int>(0, experts - 1)(rng);
+        weights[a] = std::uniform_real_distribution<float>(0.05f, 1.f)(rng);
+    }
+    moe_experts(x, gateUp, down, ids, weights, all, rows, topK, experts, hidden, inter, GROUPED);
+    // the last `few` rows alone: first in their tiles now
+    Buffer xFew(dt, (size_t)few * hidden, 0.f), outFew(dt, (size_t)few * hidden, 0.f);
+    std::copy_n(x.bytes.begin() + (size_t)(rows - few) * hidden * 2, xFew.bytes.size(), xFew.bytes.begin());
+    const std::vector<int> idsFew(ids.end() - (size_t)few * topK, ids.end());
+    const std::vector<float> weightsFew(weights.end() - (size_t)few * topK, weights.end());
+    moe_experts(xFew, gateUp, down, idsFew, weightsFew, outFew, few, topK, experts, hidden, inter, GROUPED);
+    if (!std::equal(outFew.bytes.begin(), outFew.bytes.end(), all.bytes.begin() + (size_t)(rows - few) * hidden * 2)) {
+        std::printf("FAIL grouped bits: %d rows alone differ from the same rows among %d\n", few, rows);
+        fails++;
+    }
+}
+
 // Expert parallelism: each of two devices holds half the experts, renumbers the routed ids (moe_local_ids: -1 for the
 // other device's) and runs the experts of its half; the two outputs added give the output of all experts on one.
 static void check_split(const char* name, int rows, int topK, int experts, int hidden, int inter) {
@@ -346,6 +373,7 @@ int main() {
                   2, 3, 192, 128, -1, GROUPED);
     check_experts("grouped GEMM, skewed: an expert of more than a tile, one of none", DT_BF16, 90, 2, 5, 128, 64, -1,
                   GROUPED, true);
+    check_grouped_bits(150, 3, 2, 3, 128, 64);
     check_experts("grouped GEMM, an expert id outside the stack", DT_BF16, 33, 2, 4, 64, 64, 5, GROUPED);
     // the models' widths with few tiles: the emulation runs a block at a time
     check_experts("grouped GEMM at Qwen3-30B-A3B's widths 2048/768: 70 rows of one expert, none of the other",

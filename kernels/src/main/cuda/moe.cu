@@ -3,7 +3,7 @@
 //   moe_sort       one block: the row-choices ("assignments", a = row·k + j) sorted by expert, each expert's first
 //                  sorted position, and the list of row tiles (each up to tileRows assignments of one expert) the
 //                  tiled products run over
-// Then one of three ways through the experts' products (CudaMoe chooses):
+// Then one of four ways through the experts' products (CudaMoe chooses):
 //   fp32 and odd widths, on the CUDA cores:
 //     moe_gate_up  grouped GEMM: a tile of one expert's assignments × a tile of its gate and up rows, SiLU·mul in
 //                  the epilogue, into h [assignments, I] in sorted order
@@ -13,7 +13,10 @@
 //     moe_skinny_gate_up_m*, moe_skinny_down_m*  the same two products and epilogues, a block taking one tile of
 //                  8 or 16 assignments and 16 weight rows of its expert, so each chosen expert's weights are read once
 //                  for all the rows of a tile
-//   bf16 at many rows (prefill), on cuBLAS: moe_gather copies the assignments' rows of x into expert order (each
+//   bf16 at more than 16 assignments an expert (prefill), on the tensor cores as a grouped GEMM:
+//     moe_grouped_gate_up, moe_grouped_down  the same products and epilogues over tiles of up to 64 assignments of
+//                  an expert and 128 weight rows, x rows gathered and weights staged by cp.async, mma.sync
+//   bf16 at the most rows (large prefill chunks), on cuBLAS: moe_gather copies the assignments' rows of x into expert order (each
 //                  expert's run of rows in sorted order, or in equal slots), the host runs the gate/up and down GEMMs
 //                  over the runs (one strided batched GEMM over the slots, or one GEMM per expert; silu_mul between),
 //                  and moe_combine_sorted weighs and sums them back
@@ -21,7 +24,7 @@
 //   moe_local_ids  expert parallelism: the router's ids renumbered for one device's experts (-1 for another's)
 // The reduction over a row's k experts is a pass of its own rather than atomics in moe_down's epilogue, so that the
 // result does not depend on which tile finishes first (the engine's batch-invariance promise). Every launch size of
-// the first two ways is a function of the row count alone (empty tiles exit at once), so a recorded decode graph
+// the tiled ways is a function of the row count alone (empty tiles exit at once), so a recorded decode graph
 // serves any routing; the cuBLAS way reads the experts' row counts back to the host and never runs in a graph.
 // The CUDA-core GEMMs run in fp32 from shared-memory tiles; each output element is one thread's sum in index order.
 #include "common.cuh"
