@@ -16,8 +16,9 @@
 //   bf16 at more than 16 assignments an expert (prefill), on the tensor cores as a grouped GEMM:
 //     moe_grouped_gate_up, moe_grouped_down  the same products and epilogues over tiles of up to 64 assignments of
 //                  an expert and 128 weight rows, x rows gathered and weights staged by cp.async, mma.sync
-//   bf16 at the most rows (large prefill chunks), on cuBLAS: moe_gather copies the assignments' rows of x into expert order (each
-//                  expert's run of rows in sorted order, or in equal slots), the host runs the gate/up and down GEMMs
+//   bf16 at the most rows (large prefill chunks), on cuBLAS: moe_gather copies the assignments' rows of x into
+//                  expert order (each expert's run of rows in sorted order, or in equal slots), the host runs the
+//                  gate/up and down GEMMs
 //                  over the runs (one strided batched GEMM over the slots, or one GEMM per expert; silu_mul between),
 //                  and moe_combine_sorted weighs and sums them back
 //   moe_combine    out[row] = Σ_j y[row·k + j], in the order of the row's choices
@@ -337,9 +338,9 @@ __device__ __forceinline__ void moe_tile_columns(const __nv_bfloat16* x, int K, 
     }
 }
 
-// What a block of a skinny or grouped product serves, blockIdx.x = tile · colTiles + colTile: columns col0 .. col0 + cols - 1 of
-// the tile's `rows` assignments from sorted position `first`, and its expert's weights `w` (`expertSize` elements an
-// expert from `weights`).
+// What a block of a skinny or grouped product serves, blockIdx.x = tile · colTiles + colTile: columns col0 .. col0 +
+// cols - 1 of the tile's `rows` assignments from sorted position `first`, and its expert's weights `w` (`expertSize`
+// elements an expert from `weights`).
 struct MoeSkinnyTile {
     int col0, rows, first;
     const __nv_bfloat16* w;
@@ -549,7 +550,9 @@ __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict
         for (int ks = 0; ks < kMoeGroupChunk / 16; ++ks) {
             uint32_t a[2][4];
 #pragma unroll
-            for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(a[mi], stage + (xRow + 16 * mi) * kMoeGroupPitch + xCol + 32 * ks);
+            for (int mi = 0; mi < 2; ++mi) {
+                ldmatrix_x4(a[mi], stage + (xRow + 16 * mi) * kMoeGroupPitch + xCol + 32 * ks);
+            }
 #pragma unroll
             for (int jj = 0; jj < 4; ++jj) {
                 uint32_t b[4];

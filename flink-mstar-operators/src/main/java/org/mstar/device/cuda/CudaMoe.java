@@ -11,9 +11,9 @@ import org.mstar.device.MoeRouting;
  * (assignments grouped by expert, each expert's first sorted place, the tile list) and the two products (gate/up with
  * SiLU·mul, down with the routing weights) one of four ways:
  * <ul>
- *   <li>bf16 with the widths multiples of 64 and at most {@value MoeTiles#GROUPED_MEAN_ROWS} assignments an expert
- *       on average (decode): tensor-core tiles that stream each chosen expert's weights once per tile of 8 or 16 of
- *       its assignments ({@code moe_skinny_*}), then {@code moe_combine};</li>
+ *   <li>bf16 with the widths multiples of 64 and at most 16 assignments an expert on average
+ *       ({@link MoeTiles#grouped}; decode): tensor-core tiles that stream each chosen expert's weights once per tile
+ *       of 8 or 16 of its assignments ({@code moe_skinny_*}), then {@code moe_combine};</li>
  *   <li>the same bf16 shapes with more assignments an expert (prefill, large decode batches): the grouped
  *       tensor-core GEMM ({@code moe_grouped_gate_up}, {@code moe_grouped_down}) over tiles of up to 64 of an
  *       expert's assignments, reading its weights once per 64, then {@code moe_combine};</li>
