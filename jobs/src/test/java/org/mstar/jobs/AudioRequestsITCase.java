@@ -1,6 +1,7 @@
 package org.mstar.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.mstar.jobs.CancelledJobs.cancel;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -11,7 +12,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutionException;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -231,14 +231,6 @@ class AudioRequestsITCase {
         return Audio.newBuilder().setWav(ByteBuffer.wrap(wav)).build();
     }
 
-    private static void cancel(JobClient client) throws Exception {
-        client.cancel().get();
-        try {
-            client.getJobExecutionResult().get();
-        } catch (ExecutionException cancelled) {
-            // what a cancelled job's result is
-        }
-    }
 
     /** One test's topics, transactional ids and engine. */
     private final class Job {

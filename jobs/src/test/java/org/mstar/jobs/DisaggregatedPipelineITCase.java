@@ -1,6 +1,7 @@
 package org.mstar.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.mstar.jobs.CancelledJobs.cancel;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -89,7 +90,7 @@ class DisaggregatedPipelineITCase {
 
         JobClient client = job.start(job.config());
         TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= requests.size(), TIMEOUT);
-        client.cancel().get();
+        cancel(client);
 
         inIndexOrder(out).assertComplete(requests, expected);
         assertThat(out.errors).isEmpty();
@@ -141,7 +142,7 @@ class DisaggregatedPipelineITCase {
         KAFKA.kafka().produce(job.requests, fourth);
         job.decode.awaitFailures(2, TIMEOUT);
         TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses, c -> c.resultCount() >= all.size(), TIMEOUT);
-        client.cancel().get();
+        cancel(client);
 
         inIndexOrder(out).assertComplete(all, expected);
         assertThat(out.errors).isEmpty();

@@ -1,6 +1,7 @@
 package org.mstar.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.mstar.jobs.CancelledJobs.cancel;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.ExecutionException;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
@@ -293,15 +293,6 @@ class FramePipelineITCase {
         return c;
     }
 
-    /** Cancels the job and waits until it has ended. */
-    private static void cancel(JobClient client) throws Exception {
-        client.cancel().get();
-        try {
-            client.getJobExecutionResult().get();
-        } catch (ExecutionException cancelled) {
-            // what a cancelled job's result is
-        }
-    }
 
     /** One test's topics, transactional ids and engine factory (two rings per subtask, so some sessions wait). */
     private final class Job {

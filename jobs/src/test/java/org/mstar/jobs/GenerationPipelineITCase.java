@@ -1,6 +1,7 @@
 package org.mstar.jobs;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.mstar.jobs.CancelledJobs.cancel;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -14,7 +15,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
@@ -319,7 +319,7 @@ class GenerationPipelineITCase {
         TestRequests.Collected out = KAFKA.kafka().readUntil(job.responses,
                 c -> c.resultCount() >= 2 && !c.errors.isEmpty(), TIMEOUT);
         JobStatus status = client.getJobStatus().get();
-        client.cancel().get();
+        cancel(client);
 
         assertThat(status).isEqualTo(JobStatus.RUNNING);
         String text = out.results.get("json").get(0).getText();
@@ -477,15 +477,6 @@ class GenerationPipelineITCase {
         return client;
     }
 
-    /** Cancels the job and waits until it has ended, so that nothing writes into the test's folder any more. */
-    private static void cancel(JobClient client) throws Exception {
-        client.cancel().get();
-        try {
-            client.getJobExecutionResult().get();
-        } catch (ExecutionException cancelled) {
-            // what a cancelled job's result is
-        }
-    }
 
     /** The real engine on a small random Llama written under {@code folder}. */
     private LlamaEngineFactory llama(String folder) throws Exception {
