@@ -16,7 +16,8 @@
 #
 # Settings (environment): MSTAR_CLUSTER_DIR (conf, logs, pids; default target/flink-cluster in the checkout),
 # MSTAR_REST_PORT (8081), MSTAR_RPC_PORT (6123), MSTAR_TM_SLOTS (slots per TaskManager, 2),
-# MSTAR_TM_MEMORY (taskmanager.memory.process.size, 1600m), MSTAR_FLINK_CONF (extra config.yaml lines); with
+# MSTAR_TM_MEMORY (taskmanager.memory.process.size, 1600m), MSTAR_TM_JAVA_OPTS (extra TaskManager JVM flags, as
+# env.java.opts.taskmanager), MSTAR_FLINK_CONF (extra config.yaml lines); with
 # start-ha: MSTAR_ZOOKEEPER_PORT (2181) and MSTAR_REST_PORT_2 (JobManager 2's REST port, 8082).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -115,7 +116,7 @@ start_taskmanager() {
   dynamic="$(tail -n1 <<< "$params")"
   mkdir -p "$dir/tmp/taskmanager-$n"
   # shellcheck disable=SC2086  # dynamic holds several -D key=value pairs
-  launch "taskmanager-$n" org.apache.flink.runtime.taskexecutor.TaskManagerRunner "$jvm" $dynamic \
+  launch "taskmanager-$n" org.apache.flink.runtime.taskexecutor.TaskManagerRunner "$jvm ${MSTAR_TM_JAVA_OPTS:-}" $dynamic \
       -Dtaskmanager.resource-id="taskmanager-$n" -Dio.tmp.dirs="$dir/tmp/taskmanager-$n"
 }
 

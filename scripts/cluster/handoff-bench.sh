@@ -14,6 +14,9 @@ fi
 export MSTAR_CLUSTER_DIR="${MSTAR_CLUSTER_DIR:-$root/target/handoff-bench-cluster}"
 export MSTAR_TM_SLOTS=1 MSTAR_TM_MEMORY="${MSTAR_TM_MEMORY:-6g}"
 export MSTAR_FLINK_CONF="${MSTAR_FLINK_CONF:-taskmanager.memory.managed.size: 64m}"
+# the receiver's fresh arrays fault their pages in one by one (about 1 GB/s on a small host) unless the heap is
+# touched at start; docs/architecture/disaggregation.md has the numbers
+export MSTAR_TM_JAVA_OPTS="${MSTAR_TM_JAVA_OPTS--XX:+AlwaysPreTouch}"
 scripts/cluster/cluster.sh start 2
 trap 'scripts/cluster/cluster.sh stop' EXIT
 scripts/cluster/cluster.sh run jobs/target/mstar-jobs-*.jar bench-handoff "$@"

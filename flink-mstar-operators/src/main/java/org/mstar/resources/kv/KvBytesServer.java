@@ -50,6 +50,9 @@ public final class KvBytesServer implements AutoCloseable {
     private static final int SOCKET_BUFFER = 8 << 20;
     private static final int CONNECT_TIMEOUT_MS = 5_000;
     private static final int READ_TIMEOUT_MS = 30_000;
+    /** Each connection thread's chunk, the direct buffer that a socket write of a heap chunk would copy into. */
+    private static final ThreadLocal<ByteBuffer> CHUNKS =
+            ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(CHUNK));
 
     /** Pulls of this process that brought their bytes (over TCP or in-process), and those that failed. */
     private static final AtomicLong PULLED = new AtomicLong();
@@ -153,6 +156,7 @@ public final class KvBytesServer implements AutoCloseable {
 
     private void serve(SocketChannel c) {
         try (c) {
+            c.socket().setSendBufferSize(SOCKET_BUFFER);
             ByteBuffer ask = ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN);
             while (ask.hasRemaining()) {
                 if (c.read(ask) < 0) {
@@ -163,8 +167,7 @@ public final class KvBytesServer implements AutoCloseable {
             ByteBuffer bytes = take(new UUID(ask.getLong(), ask.getLong()), ask.getLong());
             writeFully(c, littleEndianInt(bytes == null ? -1 : bytes.remaining()));
             if (bytes != null) {
-                c.socket().setSendBufferSize(SOCKET_BUFFER);
-                ByteBuffer chunk = ByteBuffer.allocateDirect(Math.min(CHUNK, bytes.limit()));
+                ByteBuffer chunk = CHUNKS.get();
                 CRC32C crc = new CRC32C();
                 for (int at = 0; at < bytes.limit(); at += CHUNK) {
                     chunk.clear().put(bytes.slice(at, Math.min(CHUNK, bytes.limit() - at))).flip();
