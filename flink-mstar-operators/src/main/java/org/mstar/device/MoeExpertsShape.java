@@ -8,8 +8,10 @@ package org.mstar.device;
  * @param experts E, the routed experts of the stacks
  * @param hidden H
  * @param inter I, each expert's width
+ * @param routedExperts the router's experts, of which the stacks hold E (fewer under expert parallelism): a row's
+ *     topK choices spread over these, so an expert serves {@code rows * topK / routedExperts} rows on average
  */
-public record MoeExpertsShape(int rows, int topK, int experts, int hidden, int inter) {
+public record MoeExpertsShape(int rows, int topK, int experts, int hidden, int inter, int routedExperts) {
 
     /** @throws IllegalArgumentException naming the tensors whose shapes or dtypes disagree */
     public static MoeExpertsShape of(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out) {
@@ -26,6 +28,20 @@ public record MoeExpertsShape(int rows, int topK, int experts, int hidden, int i
             throw new IllegalArgumentException("moeExperts of x " + x + " into " + out + " needs I32 ids and F32 weights "
                     + "[n, k] of its rows, got " + ids + " and " + weights);
         }
-        return new MoeExpertsShape(Math.toIntExact(rows), k, (int) gateUp.dim(0), hidden, (int) down.dim(2));
+        return new MoeExpertsShape(Math.toIntExact(rows), k, (int) gateUp.dim(0), hidden, (int) down.dim(2),
+                (int) gateUp.dim(0));
+    }
+
+    /**
+     * This shape for stacks that hold a slice of the router's {@code routedExperts} experts.
+     *
+     * @throws IllegalArgumentException when that is fewer than the stacks hold
+     */
+    public MoeExpertsShape ofRouted(int routedExperts) {
+        if (routedExperts < experts) {
+            throw new IllegalArgumentException("stacks of " + experts + " experts cannot be a slice of "
+                    + routedExperts);
+        }
+        return new MoeExpertsShape(rows, topK, experts, hidden, inter, routedExperts);
     }
 }

@@ -27,6 +27,17 @@ public interface MoeOps {
     void moeExperts(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out);
 
     /**
+     * {@link #moeExperts} on a device whose stacks hold a slice of the router's {@code routedExperts} experts (expert
+     * parallelism, {@code localIds} from {@link #moeLocalIds}): the same sums. The count tells the device how many
+     * rows an expert serves on average, which picks how it computes them: each row's choices spread over all routed
+     * experts, not over this device's.
+     */
+    default void moeExpertsSlice(Tensor x, Tensor gateUp, Tensor down, Tensor localIds, Tensor weights,
+                                 int routedExperts, Tensor out) {
+        moeExperts(x, gateUp, down, localIds, weights, out);
+    }
+
+    /**
      * Expert parallelism: a device holding experts {@code [first, first + count)} of the router's numbering renumbers
      * {@code ids} I32 {@code [n, topK]} into {@code local} I32 {@code [n, topK]}: {@code ids - first} where the expert
      * is one of its own, -1 where another device holds it, so that {@link #moeExperts} over the device's slice of the

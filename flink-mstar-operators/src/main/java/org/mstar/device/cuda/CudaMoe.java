@@ -79,9 +79,10 @@ final class CudaMoe {
                         .f32(routing.routedScalingFactor()).tensor(ids).tensor(weights), "moeRoute");
     }
 
+    /** @param routedExperts the router's experts, of which {@code gateUp} holds all or a slice */
     void experts(CudaTensor x, CudaTensor gateUp, CudaTensor down, CudaTensor ids, CudaTensor weights,
-                 CudaTensor out) {
-        MoeExpertsShape shape = MoeExpertsShape.of(x, gateUp, down, ids, weights, out);
+                 int routedExperts, CudaTensor out) {
+        MoeExpertsShape shape = MoeExpertsShape.of(x, gateUp, down, ids, weights, out).ofRouted(routedExperts);
         requireExperts(shape.experts(), "moeExperts");
         if (shape.rows() == 0) {
             return;
@@ -89,7 +90,7 @@ final class CudaMoe {
         device.enter();
         Way way = way(shape, x, gateUp, down, out);
         int tileRows = switch (way) {
-            case SKINNY_TILES, GROUPED_GEMM -> MoeTiles.tileRows(shape.rows(), shape.topK(), shape.experts());
+            case SKINNY_TILES, GROUPED_GEMM -> MoeTiles.tileRows(shape.rows(), shape.topK(), shape.routedExperts());
             case CUDA_CORES, CUBLAS -> TILE_ROWS;
         };
         Sorted s = sort(shape, ids, tileRows);
@@ -126,7 +127,8 @@ final class CudaMoe {
         if (shape.rows() >= device.options().moeGemmRows() && !device.stream().capturing()) {
             return Way.CUBLAS;
         }
-        return MoeTiles.grouped(shape.rows(), shape.topK(), shape.experts()) ? Way.GROUPED_GEMM : Way.SKINNY_TILES;
+        return MoeTiles.grouped(shape.rows(), shape.topK(), shape.routedExperts()) ? Way.GROUPED_GEMM
+                : Way.SKINNY_TILES;
     }
 
     /** moe_sort's outputs. */
@@ -169,7 +171,7 @@ final class CudaMoe {
                              CudaTensor weights, CudaTensor y) {
         int hidden = shape.hidden();
         int inter = shape.inter();
-        String size = MoeTiles.tileRows(shape.rows(), shape.topK(), shape.experts()) == 8 ? "_m1" : "_m2";
+        String size = MoeTiles.tileRows(shape.rows(), shape.topK(), shape.routedExperts()) == 8 ? "_m1" : "_m2";
         CudaTensor h = device.scratch("moe.h", DType.BF16, s.assignments, inter);
         device.stream().counters().gemm();
         device.kernel("moe_skinny_gate_up" + size).launch(device.stream(), s.maxTiles * ((inter + 7) / 8), 1, 1,

@@ -639,7 +639,16 @@ public final class CudaOps implements ComputeOps {
     @Override
     public void moeExperts(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out) {
         moe.experts(t(x, "moeExperts x"), t(gateUp, "moeExperts gateUp"), t(down, "moeExperts down"),
-                t(ids, "moeExperts ids"), t(weights, "moeExperts weights"), t(out, "moeExperts out"));
+                t(ids, "moeExperts ids"), t(weights, "moeExperts weights"), (int) gateUp.dim(0),
+                t(out, "moeExperts out"));
+    }
+
+    @Override
+    public void moeExpertsSlice(Tensor x, Tensor gateUp, Tensor down, Tensor localIds, Tensor weights,
+                                int routedExperts, Tensor out) {
+        moe.experts(t(x, "moeExperts x"), t(gateUp, "moeExperts gateUp"), t(down, "moeExperts down"),
+                t(localIds, "moeExperts ids"), t(weights, "moeExperts weights"), routedExperts,
+                t(out, "moeExperts out"));
     }
 
     @Override

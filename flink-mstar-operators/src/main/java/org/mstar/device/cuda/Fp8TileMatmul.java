@@ -25,7 +25,10 @@ final class Fp8TileMatmul {
     static final int STAGES = 4;
     /** Bytes of a staged x row, kTileXPitch. */
     private static final int X_PITCH = 2 * CHUNK + 16;
-    /** Blocks an SM is given: at 64 rows three fit (144-156 registers a thread, 68 KiB of shared memory). */
+    /**
+     * Blocks an SM is given for the split: three would fit at 64 rows (144-156 registers a thread, 68 KiB of shared
+     * memory); two is the choice until a GPU run compares them (more slices add partial sums to reduce).
+     */
     private static final int BLOCKS_PER_SM = 2;
     /** Each slice beyond the first writes and reads back an fp32 [rows, N] partial: a few at most. */
     private static final int MAX_SPLITS = 8;

@@ -67,7 +67,7 @@ public final class MoeMlp {
             ops.moeExperts(x, w.gateUp(), w.down(), ids, weights, out);
         } else {
             ops.moeLocalIds(ids, firstExpert, (int) w.gateUp().dim(0), localIds);
-            ops.moeExperts(x, w.gateUp(), w.down(), localIds, weights, out);
+            ops.moeExpertsSlice(x, w.gateUp(), w.down(), localIds, weights, moe.numExperts(), out);
         }
         if (w.shared() != null) {
             long width = w.shared().down().dim(1);
