@@ -261,7 +261,7 @@ final class EngineCore implements GenerationEngine {
             pipeline.finish(out, stepNo); // launched by the previous step(), ahead of its accept
             return out.result();
         }
-        for (LiveRequest r : inbox.isEmpty() ? List.<LiveRequest>of() : inbox.importReady(out)) {
+        for (LiveRequest r : inbox.isEmpty() ? List.<LiveRequest>of() : inbox.importReady(out, live.isEmpty())) {
             counters.prefixHitTokens += r.cachedPromptTokens;
             enter(r);
         }
@@ -389,7 +389,7 @@ final class EngineCore implements GenerationEngine {
     @Override
     public void close() {
         RuntimeException failure = pipeline.drain(); // thrown once the rest is freed all the same
-        inbox.clear();
+        inbox.close();
         new ArrayList<>(live.keySet()).forEach(this::remove);
         if (graphs != null) {
             graphs.close();

@@ -23,8 +23,10 @@ import org.mstar.resources.runner.StepRunner;
 final class HandoffExchange {
     private final StepRunner runner;
     private final ModelRunner.ResourceKeys keys;
-    private Map<String, PublishedInfoCodec<?>> codecs;
+    /** Read by the inbox's pulling thread as well, hence replaced whole. */
+    private volatile Map<String, PublishedInfoCodec<?>> codecs;
     private final KVManager kv;
+    private boolean network;
 
     HandoffExchange(StepRunner runner, ModelRunner.ResourceKeys keys, Map<String, PublishedInfoCodec<?>> codecs,
                     KVManager kv) {
@@ -87,10 +89,19 @@ final class HandoffExchange {
         Map<String, PublishedInfoCodec<?>> with = new LinkedHashMap<>(codecs);
         with.replaceAll((key, codec) -> codec == kv.codec() ? kv.networkCodec(server, kv.codec()) : codec);
         codecs = Map.copyOf(with);
+        network = true;
+    }
+
+    /** Whether hand-offs go by ticket ({@link #handOffOverNetwork}): decoding one pulls its bytes. */
+    boolean pullsOverNetwork() {
+        return network;
     }
 
     /** Gives back what a hand-off that will not be imported holds (lent pages), decoding it for that. */
     void discard(PrefillHandoff h) {
+        if (network) {
+            return; // a ticket holds nothing here, and bytes never pulled are dropped by their server past its bound
+        }
         try {
             decode(h).values().forEach(PublishedInfo::release);
         } catch (LentPagesGone e) {
