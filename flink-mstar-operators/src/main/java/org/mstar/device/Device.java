@@ -111,6 +111,22 @@ public interface Device extends AutoCloseable {
     default void releaseCachedMemory() {
     }
 
+    /**
+     * Whether this device's ops take tensors of {@code other} as their own: {@code other} is this device or a view of
+     * it ({@link #withOptions}).
+     */
+    boolean sameDevice(Device other);
+
+    /**
+     * Copies {@code ranges} of {@code src}, a tensor of {@code from} (another device of this process, of this kind),
+     * into {@code dst} of this device, on this device's side (a GPU: peer copies on its stream); done when this
+     * returns. Nothing queued on {@code from} may still write those bytes: this does not wait for {@code from}, whose
+     * stream another thread may be driving.
+     *
+     * @throws IllegalArgumentException for a device of another kind, or ranges outside the tensors
+     */
+    void copyFrom(Device from, Tensor src, Tensor dst, ByteRanges ranges);
+
     /** Wait for all enqueued work. */
     default void synchronize() {
         stream().synchronize();

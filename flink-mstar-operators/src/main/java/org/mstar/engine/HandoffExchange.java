@@ -70,9 +70,9 @@ final class HandoffExchange {
     }
 
     /**
-     * Hand-offs with a cache on the same device go by handle from now on: the KV cache lends its pages through
+     * Hand-offs with a cache of this process go by handle from now on: the KV cache lends its pages through
      * {@code shelf} (prefill side) and claims lent pages from it (decode side), see {@link KVManager#lendingCodec}.
-     * Both sides must use the shelf of their (common) device; hand-offs carrying pages are still taken.
+     * Both sides must use their process's shelf; hand-offs carrying pages are still taken.
      */
     void lendOnDevice(KvShelf shelf) {
         Map<String, PublishedInfoCodec<?>> with = new LinkedHashMap<>(codecs);

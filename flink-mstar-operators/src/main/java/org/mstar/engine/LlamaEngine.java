@@ -58,10 +58,11 @@ public final class LlamaEngine extends CoreFacade {
     }
 
     /**
-     * Hand off by handle with the engines on this device: a prefill engine lends its pages through {@code shelf}
-     * and sends a ticket; a decode engine claims tickets and copies the pages pool to pool on the device (never
-     * through the host), recomputing a request whose pages were taken back. Prefill and decode engines must share
-     * the shelf of their common device and process; call before the first request.
+     * Hand off by handle with the engines of this process: a prefill engine lends its pages through {@code shelf}
+     * and sends a ticket; a decode engine claims tickets and copies the pages device to device (pool to pool on one
+     * device; onto its own from another device of the process, by that device alone), never through the host,
+     * recomputing a request whose pages were taken back. Prefill and decode engines must share the process's
+     * shelf; call before the first request.
      *
      * @throws UnsupportedOperationException for a colocated engine
      */

@@ -61,11 +61,12 @@ public final class DisaggregationOptions {
             ConfigOptions.key("mstar.disaggregation.same-device-handoff")
                     .booleanType()
                     .defaultValue(false)
-                    .withDescription("Hand KV off by handle between the prefill and decode engines of one device in"
-                            + " one TaskManager: the prefill engine lends its pages, a record carries a ticket, and"
-                            + " the decode engine copies the pages on the device; a hand-off that reaches another"
-                            + " TaskManager is recomputed there. Turn on only where both sides share TaskManagers"
-                            + " and devices.");
+                    .withDescription("Hand KV off by handle between the prefill and decode engines of one"
+                            + " TaskManager, on one device or on two of its devices: the prefill engine lends its"
+                            + " pages, a record carries a ticket, and the decode engine copies the pages device to"
+                            + " device (pool to pool on one device; a peer copy from the other GPU); a hand-off that"
+                            + " reaches another TaskManager is recomputed there. Turn on only where both sides share"
+                            + " TaskManagers.");
 
     public static final ConfigOption<Boolean> NETWORK_HANDOFF =
             ConfigOptions.key("mstar.disaggregation.network-handoff")

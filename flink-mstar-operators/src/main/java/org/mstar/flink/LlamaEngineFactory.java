@@ -166,7 +166,7 @@ public final class LlamaEngineFactory implements EngineFactory {
                             ? "decode graphs for 1 to " + s.largestDecodeGraph() + " rows" : "no decode graphs",
                     s.reason());
             if (sameDeviceHandoff && role != EngineRole.COLOCATED) {
-                sized.engine().lendOnDevice(SharedModels.shelf(device));
+                sized.engine().lendOnDevice(SharedModels.shelf());
             }
             if (networkHandoff && role != EngineRole.COLOCATED) {
                 sized.engine().handOffOverNetwork(SharedModels.kvBytesServer(networkHost(), networkRetained));

@@ -33,7 +33,8 @@ final class SharedModels {
     private static final Map<String, DeviceTurn> DEVICES = new HashMap<>();
     private static final Map<String, LlamaWeights> WEIGHTS = new HashMap<>();
     private static final Map<String, HybridWeights> HYBRID_WEIGHTS = new HashMap<>();
-    private static final Map<String, KvShelf> SHELVES = new HashMap<>();
+    /** Where the KV caches of this process lend pages to each other, on one device or across devices. */
+    private static final KvShelf SHELF = new KvShelf();
     private static KvBytesServer kvBytes;
     private static int loads;
 
@@ -76,9 +77,9 @@ final class SharedModels {
         return DEVICES.computeIfAbsent(deviceName, n -> new DeviceTurn(Devices.open(n)));
     }
 
-    /** Where the KV caches of device {@code deviceName} lend pages to each other (same-device hand-offs). */
-    static synchronized KvShelf shelf(String deviceName) {
-        return SHELVES.computeIfAbsent(deviceName, n -> new KvShelf());
+    /** Where the KV caches of this process lend pages to each other (hand-offs by handle). */
+    static KvShelf shelf() {
+        return SHELF;
     }
 
     /**

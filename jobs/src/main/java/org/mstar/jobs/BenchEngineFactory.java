@@ -72,7 +72,7 @@ final class BenchEngineFactory implements EngineFactory {
         this(modelDir, randomSeed, options, failAtSteps, null, false, batchInvariant, false);
     }
 
-    /** @param sameDeviceHandoff prefill or decode engines handing off by handle through their device's shelf */
+    /** @param sameDeviceHandoff prefill or decode engines handing off by handle through the process's shelf */
     BenchEngineFactory(Path modelDir, Long randomSeed, EngineOptions options, Set<Long> failAtSteps,
             boolean batchInvariant, boolean sameDeviceHandoff) {
         this(modelDir, randomSeed, options, failAtSteps, null, false, batchInvariant, sameDeviceHandoff);
@@ -152,7 +152,7 @@ final class BenchEngineFactory implements EngineFactory {
             engine = turn.call(() -> LlamaEngineLoader.load(Path.of(modelDir), shared.weights(), view, options));
         }
         if (sameDeviceHandoff) {
-            engine.lendOnDevice(BenchModels.shelf(device));
+            engine.lendOnDevice(BenchModels.shelf());
         }
         long after = turn.call(() -> BenchModels.memoryInUse(turn));
         EVENTS.add(String.format(Locale.ROOT,

@@ -26,7 +26,8 @@ final class BenchModels {
     record Loaded(DeviceTurn turn, LlamaWeights weights, long loadMillis) {}
 
     private static final Map<String, DeviceTurn> DEVICES = new HashMap<>();
-    private static final Map<String, KvShelf> SHELVES = new HashMap<>();
+    /** Where the KV caches of this process lend pages to each other, on one device or across devices. */
+    private static final KvShelf SHELF = new KvShelf();
     private static final Map<String, Loaded> MODELS = new HashMap<>();
     private static int loads;
 
@@ -57,9 +58,9 @@ final class BenchModels {
         return loaded;
     }
 
-    /** Where the KV caches of device {@code deviceName} lend pages to each other (same-device hand-offs). */
-    static synchronized KvShelf shelf(String deviceName) {
-        return SHELVES.computeIfAbsent(deviceName, n -> new KvShelf());
+    /** Where the KV caches of this process lend pages to each other (hand-offs by handle). */
+    static KvShelf shelf() {
+        return SHELF;
     }
 
     /** How many times weights were made or read in this process. */

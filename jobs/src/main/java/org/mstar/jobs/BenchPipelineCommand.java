@@ -118,9 +118,10 @@ final class BenchPipelineCommand implements Callable<Integer> {
     Integer prefillTokenBudget;
 
     @Option(names = "--same-device-handoff",
-            description = "With --disaggregation, prefill and decode on one device: hand off by handle"
+            description = "With --disaggregation, hand off by handle within the TaskManager"
                     + " (mstar.disaggregation.same-device-handoff): the prefill engine lends its KV pages, the records"
-                    + " carry a ticket, the decode engine copies the pages on the device.")
+                    + " carry a ticket, the decode engine copies the pages device to device (its own or, with two"
+                    + " devices, from the prefill one's).")
     boolean sameDeviceHandoff;
 
     @Option(names = "--handoff-record-size", paramLabel = "SIZE",

@@ -157,8 +157,8 @@ final class DisaggregationBench {
         }
         String prefillDevice = devices.get(0);
         String decodeDevice = devices.get(devices.size() - 1);
-        layouts.add(Layout.disaggregated(flags.sameDeviceHandoff && prefillDevice.equals(decodeDevice)
-                ? "disaggregated, by handle" : "disaggregated", prefillDevice, decodeDevice));
+        layouts.add(Layout.disaggregated(flags.sameDeviceHandoff ? "disaggregated, by handle" : "disaggregated",
+                prefillDevice, decodeDevice));
         Map<String, Measured> measured = new LinkedHashMap<>();
         Map<EngineRole, Long> disaggregatedSteps = Map.of();
         int eventsBefore;
@@ -301,7 +301,7 @@ final class DisaggregationBench {
                             : DeliveryGuarantee.AT_LEAST_ONCE);
             Map<EngineRole, Set<Long>> failAt = layout.failAt();
             if (layout.split()) {
-                boolean byHandle = flags.sameDeviceHandoff && layout.prefillDevice().equals(layout.decodeDevice());
+                boolean byHandle = flags.sameDeviceHandoff;
                 pipeline.disaggregated(true)
                         .set(DisaggregationOptions.PREFILL_PARALLELISM, 1)
                         .set(DisaggregationOptions.DECODE_PARALLELISM, 1)

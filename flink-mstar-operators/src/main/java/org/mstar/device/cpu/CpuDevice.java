@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Objects;
+import org.mstar.device.ByteRanges;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
@@ -165,6 +166,30 @@ public final class CpuDevice implements Device {
             throw new IllegalArgumentException("copy between " + s + " and " + d);
         }
         System.arraycopy(s.storage(), s.offset(), d.storage(), d.offset(), s.size());
+    }
+
+    @Override
+    public boolean sameDevice(Device other) {
+        return other instanceof CpuDevice c && c.ops == ops;
+    }
+
+    /** One array copy a range: another CPU device's tensors are heap arrays too. */
+    @Override
+    public void copyFrom(Device from, Tensor src, Tensor dst, ByteRanges ranges) {
+        if (!(from instanceof CpuDevice)) {
+            throw new IllegalArgumentException("a CPU device copies from another CPU device, not " + from.name());
+        }
+        CpuTensor s = CpuTensor.of(src);
+        CpuTensor d = CpuTensor.of(dst);
+        int element = s.dtype().bytes();
+        if (d.dtype().bytes() != element) {
+            throw new IllegalArgumentException("copy between " + s + " and " + d);
+        }
+        ranges.requireWithin(s, d, element);
+        for (int i = 0; i < ranges.size(); i++) {
+            System.arraycopy(s.storage(), s.offset() + (int) (ranges.sources()[i] / element), d.storage(),
+                    d.offset() + (int) (ranges.targets()[i] / element), (int) (ranges.lengths()[i] / element));
+        }
     }
 
     @Override

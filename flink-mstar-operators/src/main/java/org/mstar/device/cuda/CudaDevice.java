@@ -5,6 +5,7 @@ import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
+import static jcuda.driver.JCudaDriver.cuMemcpyPeerAsync;
 import static jcuda.driver.JCudaDriver.cuMemsetD8Async;
 import static org.mstar.device.cuda.CudaCheck.check;
 
@@ -14,6 +15,7 @@ import java.util.Arrays;
 import java.util.Objects;
 import java.util.Optional;
 import jcuda.Pointer;
+import org.mstar.device.ByteRanges;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.DeviceMemory;
@@ -327,6 +329,32 @@ public final class CudaDevice implements Device {
             throw new IllegalArgumentException("copy between " + s + " and " + d + " of different byte sizes");
         }
         check(cuMemcpyDtoDAsync(d.pointer(), s.pointer(), s.byteSize(), stream().handle()), "cuMemcpyDtoDAsync");
+    }
+
+    @Override
+    public boolean sameDevice(Device other) {
+        return other instanceof CudaDevice c && c.gpu == gpu;
+    }
+
+    /**
+     * Peer copies on this GPU's stream, one a range, read from {@code from}'s memory (staged by the driver where the
+     * two GPUs have no peer access); waits for them.
+     */
+    @Override
+    public void copyFrom(Device from, Tensor src, Tensor dst, ByteRanges ranges) {
+        if (!(from instanceof CudaDevice f)) {
+            throw new IllegalArgumentException("a GPU copies from another GPU, not " + from.name());
+        }
+        CudaTensor s = CudaTensor.of(src, "copyFrom source");
+        CudaTensor d = CudaTensor.of(dst, "copyFrom destination");
+        ranges.requireWithin(s, d, 1);
+        enter();
+        for (int i = 0; i < ranges.size(); i++) {
+            check(cuMemcpyPeerAsync(d.pointer().withByteOffset(ranges.targets()[i]), context().handle(),
+                    s.pointer().withByteOffset(ranges.sources()[i]), f.context().handle(), ranges.lengths()[i],
+                    stream().handle()), "cuMemcpyPeerAsync from " + f.name());
+        }
+        stream().synchronize();
     }
 
     /**

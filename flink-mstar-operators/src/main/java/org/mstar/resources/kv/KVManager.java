@@ -672,7 +672,7 @@ public final class KVManager implements Resource, Admission, Planning<KVPlanOutp
 
     /**
      * A codec that lends this cache's published pages through {@code shelf} rather than copying them into the bytes
-     * (a hand-off to a cache on the same device), and decodes both lent and carried publications.
+     * (a hand-off to a cache of this process), and decodes both lent and carried publications.
      */
     public PublishedInfoCodec<PublishedKVInfo> lendingCodec(KvShelf shelf) {
         return new LendingKVCodec(this, shelf, codec);

@@ -1,7 +1,10 @@
 package org.mstar.resources.kv;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import org.mstar.device.ByteRanges;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Tensor;
@@ -81,8 +84,11 @@ final class KvPool {
     static final int PAGES_PER_COPY = 64;
 
     /**
-     * Copies pages {@code src} of this pool onto pages {@code dst} of {@code into}, a pool of the same layout on the
-     * same device, through a device buffer of at most {@link #PAGES_PER_COPY} pages: nothing goes through the host.
+     * Copies pages {@code src} of this pool onto pages {@code dst} of {@code into}, a pool of the same layout on this
+     * device or another of this process, never through the host: on this device through a device buffer of at most
+     * {@link #PAGES_PER_COPY} pages; onto another, by the other device alone ({@link #copyPagesAcross}).
+     *
+     * @throws LentPagesGone when {@code into} is on a device of another kind, which cannot read this one's memory
      */
     void copyPagesTo(int[] src, KvPool into, int[] dst) {
         if (into.layers != layers || into.planes != planes || into.pageSize != pageSize || into.kvHeads != kvHeads
@@ -91,6 +97,10 @@ final class KvPool {
                     + planes + " planes, " + pageSize + ", " + kvHeads + "x" + headDim + " " + dtype + "] onto "
                     + dst.length + " pages of [" + into.layers + " layers, " + into.planes + " planes, "
                     + into.pageSize + ", " + into.kvHeads + "x" + into.headDim + " " + into.dtype + "]");
+        }
+        if (!into.device.sameDevice(device)) {
+            copyPagesAcross(src, into, dst);
+            return;
         }
         for (int from = 0; from < src.length; from += PAGES_PER_COPY) {
             int n = Math.min(PAGES_PER_COPY, src.length - from);
@@ -101,6 +111,46 @@ final class KvPool {
                 into.device.ops().scatterPages(into.pool, d, buf);
             }
         }
+    }
+
+    /**
+     * {@link #copyPagesTo} a pool of another device: the receiving device copies each layer's runs of consecutive
+     * pages (consecutive on both sides) straight from this pool's memory. This device's stream is not touched, so the
+     * caller need not drive it: the pages must be complete (lent pages are: their prefill step has ended).
+     */
+    private void copyPagesAcross(int[] src, KvPool into, int[] dst) {
+        if (into.device.isCuda() != device.isCuda()) {
+            throw new LentPagesGone("pages on " + device.name() + " cannot be copied onto " + into.device.name());
+        }
+        if (src.length == 0) {
+            return;
+        }
+        List<long[]> runs = new ArrayList<>(); // {first index, pages}
+        for (int i = 0, start = 0; i < src.length; i++) {
+            boolean ends = i + 1 == src.length || src[i + 1] != src[i] + 1 || dst[i + 1] != dst[i] + 1;
+            if (ends) {
+                runs.add(new long[] {start, i + 1 - start});
+                start = i + 1;
+            }
+        }
+        long chunk = layerPageBytes();
+        long[] sources = new long[layers * runs.size()];
+        long[] targets = new long[sources.length];
+        long[] lengths = new long[sources.length];
+        for (int layer = 0, r = 0; layer < layers; layer++) {
+            for (long[] run : runs) {
+                int first = (int) run[0];
+                sources[r] = ((long) layer * pages() + src[first]) * chunk;
+                targets[r] = ((long) layer * into.pages() + dst[first]) * chunk;
+                lengths[r++] = run[1] * chunk;
+            }
+        }
+        into.device.copyFrom(device, pool, into.pool, new ByteRanges(sources, targets, lengths));
+    }
+
+    /** Pages the pool holds. */
+    private int pages() {
+        return (int) pool.dim(1);
     }
 
     /** Bytes of one page in one layer, every plane. */

@@ -6,9 +6,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Where the KV caches of one device and process meet for a same-device hand-off: a prefill cache lends the pages of
- * a finished prompt under a ticket ({@link KVManager#lendingCodec}), only the ticket travels, and a decode cache on
- * the same device claims the ticket and copies the pages pool to pool on the device, never through the host.
+ * Where the KV caches of one process meet for a hand-off by handle: a prefill cache lends the pages of a finished
+ * prompt under a ticket ({@link KVManager#lendingCodec}), only the ticket travels, and a decode cache claims the
+ * ticket and copies the pages device to device, never through the host: pool to pool when both caches are on one
+ * device, by the decode cache's device from the other's memory when not ({@code KvPool.copyPagesTo}).
  *
  * <p>Lent pages stay owned by the lender (one owner more per page) until the claimer gives them back, so the lender
  * never reuses them under a copy. A ticket not yet claimed is the lender's to take back when it runs short of pages;

@@ -7,11 +7,12 @@ import org.mstar.resources.PublishedInfoCodec;
 import org.mstar.resources.WireFormat;
 
 /**
- * {@link PublishedKVInfo} as a handle for a same-device hand-off: the publishing cache lends the streams' pages under
- * a ticket of its device's {@link KvShelf} and the bytes carry the ticket and the streams' lengths, no page contents.
+ * {@link PublishedKVInfo} as a handle for a hand-off within a process: the publishing cache lends the streams' pages
+ * under a ticket of the process's {@link KvShelf} and the bytes carry the ticket and the streams' lengths, no page
+ * contents.
  * Decoding claims the ticket; the pages are copied pool to pool when the request is retrieved, then given back
  * ({@link PublishedKVInfo#release()}). It decodes the page-carrying encoding of {@link PublishedKVCodec} as well, so a
- * decode cache takes hand-offs from prefill caches on its device and elsewhere alike.
+ * decode cache takes hand-offs from prefill caches of its process and elsewhere alike.
  *
  * <p>Wire format, little-endian:
  * <pre>
@@ -73,7 +74,7 @@ final class LendingKVCodec implements PublishedInfoCodec<PublishedKVInfo> {
             KVManager lender = shelf.claim(shelfId, ticket);
             if (lender == null || !lender.claimLend(ticket)) {
                 throw new LentPagesGone("the pages of ticket " + ticket + " of shelf " + shelfId + " are not lent on"
-                        + " this device's shelf " + shelf.id() + " (taken back, or lent in another process)");
+                        + " this process's shelf " + shelf.id() + " (taken back, or lent in another process)");
             }
             PublishedKVInfo info = new PublishedKVInfo(h.worldSize());
             for (int i = 0; i < h.labels().length; i++) {

@@ -1,9 +1,11 @@
 package org.mstar.device.cpu;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.mstar.device.ByteRanges;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Devices;
@@ -25,6 +27,26 @@ class CpuDeviceViewTest {
             assertThat(parent.batchInvariant()).isTrue();
             assertThat(view.batchInvariant()).isTrue();
             assertThat(view.name()).isEqualTo(parent.name());
+        }
+    }
+
+    @Test
+    void aViewIsTheSameDeviceAnotherDeviceIsNotAndCopiesRangesOnlyWithinTheTensors() {
+        try (CpuDevice parent = new CpuDevice(1); CpuDevice other = new CpuDevice(1)) {
+            assertThat(parent.withOptions(INVARIANT).sameDevice(parent)).isTrue();
+            assertThat(parent.sameDevice(parent.withOptions(INVARIANT))).isTrue();
+            assertThat(other.sameDevice(parent)).isFalse();
+            try (Tensor src = parent.fromFloats(new float[] {1, 2, 3, 4, 5, 6}, DType.F32, 6);
+                 Tensor dst = other.zeros(DType.F32, 4)) {
+                other.copyFrom(parent, src, dst, new ByteRanges(new long[] {4, 20}, new long[] {0, 12},
+                        new long[] {8, 4}));
+                assertThat(other.toFloats(dst)).containsExactly(2, 3, 0, 6);
+                assertThatThrownBy(() -> other.copyFrom(parent, src, dst, new ByteRanges(new long[] {16},
+                        new long[] {8}, new long[] {12}))).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("does not fit");
+                assertThatThrownBy(() -> other.copyFrom(parent, src, dst, new ByteRanges(new long[] {2},
+                        new long[] {0}, new long[] {4}))).isInstanceOf(IllegalArgumentException.class);
+            }
         }
     }
 

@@ -10,7 +10,10 @@ import org.junit.jupiter.api.Test;
 import org.mstar.device.DType;
 import org.mstar.device.cpu.CpuDevice;
 
-/** Pool-to-pool page copies of a same-device hand-off, over more pages than one device buffer holds. */
+/**
+ * Pool-to-pool page copies of a hand-off by handle: on one device over more pages than one device buffer holds; onto
+ * a pool of another device by the receiving device alone, in runs of pages consecutive on both sides.
+ */
 class KvPoolCopyTest {
 
     @Test
@@ -33,6 +36,35 @@ class KvPoolCopyTest {
             from.copyPagesTo(src, into, dst);
 
             assertThat(into.gather(dst)).isEqualTo(from.gather(src));
+        }
+    }
+
+    @Test
+    void pagesArriveWholeOnAPoolOfAnotherDeviceInRunsAndShorterPiecesAlike() {
+        try (CpuDevice one = new CpuDevice(1); CpuDevice other = new CpuDevice(1)) {
+            KvPool from = new KvPool(one, DType.BF16, 3, 12, 2, 4, 2, 8);
+            KvPool into = new KvPool(other, DType.BF16, 3, 20, 2, 4, 2, 8);
+            int[] src = {3, 4, 5, 9, 2, 10, 11};
+            int[] dst = {0, 1, 7, 8, 19, 4, 5}; // runs: 3-4 onto 0-1; 5, 9, 2 alone; 10-11 onto 4-5
+            byte[] values = new byte[src.length * from.pageBytes()];
+            new Random(2).nextBytes(values);
+            from.scatter(src, ByteBuffer.wrap(values));
+            byte[] before = into.gather(IntStream.range(0, 20).toArray());
+
+            from.copyPagesTo(src, into, dst);
+
+            assertThat(into.gather(dst)).isEqualTo(from.gather(src));
+            int[] untouched = IntStream.range(0, 20).filter(p -> IntStream.of(dst).noneMatch(d -> d == p)).toArray();
+            byte[] after = into.gather(untouched);
+            int page = from.pageBytes() / 3; // one layer's page
+            for (int i = 0; i < untouched.length; i++) {
+                for (int layer = 0; layer < 3; layer++) {
+                    int at = (layer * untouched.length + i) * page;
+                    int was = (layer * 20 + untouched[i]) * page;
+                    assertThat(java.util.Arrays.copyOfRange(after, at, at + page)).as("page %d layer %d", untouched[i],
+                            layer).isEqualTo(java.util.Arrays.copyOfRange(before, was, was + page));
+                }
+            }
         }
     }
 
