@@ -2,6 +2,7 @@ package org.mstar.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.mstar.engine.SameDeviceHandoffTest.colocated;
+import static org.mstar.engine.SameDeviceHandoffTest.handOff;
 import static org.mstar.engine.SameDeviceHandoffTest.options;
 import static org.mstar.engine.SameDeviceHandoffTest.workload;
 
@@ -11,7 +12,6 @@ import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -85,24 +85,12 @@ class NetworkHandoffTest {
     private static Map<String, List<Integer>> disaggregated(List<GenerationRequest> requests, KvBytesServer prefillSide,
                                                             LlamaModel decodeModel, KvBytesServer decodeSide,
                                                             UnaryOperator<PrefillHandoff> onTheWay, long[] kvBytes) {
-        Map<String, GenerationRequest> byId = new HashMap<>();
-        requests.forEach(r -> byId.put(r.requestId(), r));
         try (LlamaEngine prefill = networked(prefillModel, options(8, 200, EngineRole.PREFILL), prefillSide);
              LlamaEngine decode = networked(decodeModel, options(64, 200, EngineRole.DECODE), decodeSide)) {
-            Tokens t = new Tokens();
-            requests.forEach(prefill::submit);
-            for (int i = 0; prefill.hasWork() || decode.hasWork(); i++) {
-                assertThat(i).isLessThan(2_000);
-                StepResult p = prefill.step();
-                t.add(p);
-                for (PrefillHandoff h : p.handoffs()) {
-                    assertThat(h.states().get(LlamaModel.KV).remaining()).as("a ticket, no pages").isLessThan(120);
-                    decode.receive(byId.get(h.requestId()), onTheWay.apply(h));
-                }
-                t.add(decode.step());
-                prefillModel.resources().kv().assertPagesConserved();
-                decodeModel.resources().kv().assertPagesConserved();
-            }
+            Tokens t = handOff(prefill, decode, requests, h -> {
+                assertThat(h.states().get(LlamaModel.KV).remaining()).as("a ticket, no pages").isLessThan(120);
+                return onTheWay.apply(h);
+            }, prefillModel, decodeModel);
             kvBytes[0] = decode.handoffBytesCopied();
             return t.sequences();
         }

@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -120,37 +121,50 @@ class SameDeviceHandoffTest {
         return e;
     }
 
+    /**
+     * Submits {@code requests} to {@code prefill} and steps both engines until both are done, each hand-off given to
+     * {@code decode} as {@code onTheWay} makes it, the pages of {@code models} conserved after every step.
+     */
+    static Tokens handOff(LlamaEngine prefill, LlamaEngine decode, List<GenerationRequest> requests,
+                          UnaryOperator<PrefillHandoff> onTheWay, LlamaModel... models) {
+        Map<String, GenerationRequest> byId = new HashMap<>();
+        requests.forEach(r -> byId.put(r.requestId(), r));
+        Tokens t = new Tokens();
+        requests.forEach(prefill::submit);
+        for (int i = 0; prefill.hasWork() || decode.hasWork(); i++) {
+            assertThat(i).isLessThan(2_000);
+            StepResult p = prefill.step();
+            t.add(p);
+            for (PrefillHandoff h : p.handoffs()) {
+                decode.receive(byId.get(h.requestId()), onTheWay.apply(h));
+            }
+            t.add(decode.step());
+            for (LlamaModel m : models) {
+                m.resources().kv().assertPagesConserved();
+            }
+        }
+        return t;
+    }
+
     @Test
     void aHandleHandOffCopiesNoKvThroughTheHostAndGeneratesTheColocatedTokens() {
         List<GenerationRequest> requests = workload(5, 9);
         Map<String, List<Integer>> expected = colocated(model, requests);
-        Map<String, GenerationRequest> byId = new HashMap<>();
-        requests.forEach(r -> byId.put(r.requestId(), r));
         KvShelf shelf = new KvShelf();
         try (LlamaEngine prefill = lending(prefillModel, options(8, 200, EngineRole.PREFILL), shelf);
              LlamaEngine decode = lending(decodeModel, options(64, 200, EngineRole.DECODE), shelf)) {
-            Tokens t = new Tokens();
-            requests.forEach(prefill::submit);
-            long stateBytes = 0;
-            int handoffs = 0;
-            for (int i = 0; prefill.hasWork() || decode.hasWork(); i++) {
-                assertThat(i).isLessThan(2_000);
-                StepResult p = prefill.step();
-                t.add(p);
-                for (PrefillHandoff h : p.handoffs()) {
-                    stateBytes = Math.max(stateBytes, h.states().get(LlamaModel.KV).remaining());
-                    handoffs++;
-                    decode.receive(byId.get(h.requestId()), h);
-                }
-                t.add(decode.step());
-                prefillModel.resources().kv().assertPagesConserved();
-                decodeModel.resources().kv().assertPagesConserved();
-            }
+            long[] stateBytes = {0};
+            int[] handoffs = {0};
+            Tokens t = handOff(prefill, decode, requests, h -> {
+                stateBytes[0] = Math.max(stateBytes[0], h.states().get(LlamaModel.KV).remaining());
+                handoffs[0]++;
+                return h;
+            }, prefillModel, decodeModel);
             assertThat(t.sequences()).isEqualTo(expected);
-            assertThat(handoffs).isEqualTo(requests.size());
+            assertThat(handoffs[0]).isEqualTo(requests.size());
             assertThat(decode.handoffBytesCopied()).as("KV bytes through the host").isZero();
             assertThat(decode.handoffLentBytesCopied()).as("KV bytes copied on the device").isPositive();
-            assertThat(stateBytes).as("largest KV state in a hand-off: a ticket, no pages").isLessThan(200);
+            assertThat(stateBytes[0]).as("largest KV state in a hand-off: a ticket, no pages").isLessThan(200);
             assertThat(prefillModel.resources().kv().lentHandoffs()).isZero();
             assertThat(shelf.outstanding()).isZero();
         }
@@ -184,21 +198,10 @@ class SameDeviceHandoffTest {
     void aDecodeEngineOfAnotherShelfRecomputesAndGeneratesTheColocatedTokens() {
         List<GenerationRequest> requests = workload(7, 5);
         Map<String, List<Integer>> expected = colocated(model, requests);
-        Map<String, GenerationRequest> byId = new HashMap<>();
-        requests.forEach(r -> byId.put(r.requestId(), r));
         KvShelf here = new KvShelf();
         try (LlamaEngine prefill = lending(prefillModel, options(8, 200, EngineRole.PREFILL), here);
              LlamaEngine decode = lending(decodeModel, options(64, 200, EngineRole.DECODE), new KvShelf())) {
-            Tokens t = new Tokens();
-            requests.forEach(prefill::submit);
-            for (int i = 0; prefill.hasWork() || decode.hasWork(); i++) {
-                assertThat(i).isLessThan(2_000);
-                StepResult p = prefill.step();
-                t.add(p);
-                p.handoffs().forEach(h -> decode.receive(byId.get(h.requestId()), h));
-                t.add(decode.step());
-            }
-            assertThat(t.sequences()).isEqualTo(expected);
+            assertThat(handOff(prefill, decode, requests, h -> h).sequences()).isEqualTo(expected);
             assertThat(decode.handoffLentBytesCopied() + decode.handoffBytesCopied()).isZero();
             // never claimed: the prefill side still lends them, until it runs short or closes
             assertThat(prefillModel.resources().kv().lentHandoffs()).isEqualTo(requests.size());

@@ -2,12 +2,12 @@ package org.mstar.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.mstar.engine.SameDeviceHandoffTest.colocated;
+import static org.mstar.engine.SameDeviceHandoffTest.handOff;
 import static org.mstar.engine.SameDeviceHandoffTest.lending;
 import static org.mstar.engine.SameDeviceHandoffTest.options;
 import static org.mstar.engine.SameDeviceHandoffTest.workload;
 
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -15,7 +15,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mstar.device.cpu.CpuDevice;
-import org.mstar.engine.SameDeviceHandoffTest.Tokens;
 import org.mstar.model.llama.LlamaModel;
 import org.mstar.resources.kv.KvShelf;
 
@@ -53,23 +52,10 @@ class TwoDeviceHandoffTest {
     void theDecodeDeviceCopiesTheLentPagesFromThePrefillDeviceAndGeneratesTheColocatedTokens() {
         List<GenerationRequest> requests = workload(23, 8);
         Map<String, List<Integer>> expected = colocated(onFirst, requests);
-        Map<String, GenerationRequest> byId = new HashMap<>();
-        requests.forEach(r -> byId.put(r.requestId(), r));
         KvShelf shelf = new KvShelf();
         try (LlamaEngine prefill = lending(onFirst, options(8, 200, EngineRole.PREFILL), shelf);
              LlamaEngine decode = lending(onSecond, options(64, 200, EngineRole.DECODE), shelf)) {
-            Tokens t = new Tokens();
-            requests.forEach(prefill::submit);
-            for (int i = 0; prefill.hasWork() || decode.hasWork(); i++) {
-                assertThat(i).isLessThan(2_000);
-                StepResult p = prefill.step();
-                t.add(p);
-                p.handoffs().forEach(h -> decode.receive(byId.get(h.requestId()), h));
-                t.add(decode.step());
-                onFirst.resources().kv().assertPagesConserved();
-                onSecond.resources().kv().assertPagesConserved();
-            }
-            assertThat(t.sequences()).isEqualTo(expected);
+            assertThat(handOff(prefill, decode, requests, h -> h, onFirst, onSecond).sequences()).isEqualTo(expected);
             assertThat(decode.handoffBytesCopied()).as("KV bytes through the host").isZero();
             assertThat(decode.handoffLentBytesCopied()).as("KV bytes copied device to device").isPositive();
             assertThat(onFirst.resources().kv().lentHandoffs()).as("lends given back").isZero();
