@@ -638,9 +638,7 @@ public final class CudaOps implements ComputeOps {
 
     @Override
     public void moeExperts(Tensor x, Tensor gateUp, Tensor down, Tensor ids, Tensor weights, Tensor out) {
-        moe.experts(t(x, "moeExperts x"), t(gateUp, "moeExperts gateUp"), t(down, "moeExperts down"),
-                t(ids, "moeExperts ids"), t(weights, "moeExperts weights"), (int) gateUp.dim(0),
-                t(out, "moeExperts out"));
+        moeExpertsSlice(x, gateUp, down, ids, weights, (int) gateUp.dim(0), out);
     }
 
     @Override
