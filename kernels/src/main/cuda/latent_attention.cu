@@ -4,9 +4,10 @@
 // up-projection (rows [0, Dn)) and the value up-projection (rows [Dn, Dn + Dv)): the first is absorbed into the query
 // (latent_query), the second applied to the attention's latent output (latent_values), so attention runs in the
 // latent space over the pool's rows as keys and their first R values as values. One block per token (append) or per
-// (token, head) (query, values, and attention in fp32 or over several query rows); bf16 decode rows at DeepSeek's
-// latent (R 512, Dr 64) run latent_decode_mma instead: 16 heads of a token share each latent row read, on the tensor
-// cores, split over keys with a merge pass.
+// (token, head) (query, values, and attention of fp32 rows); bf16 rows at DeepSeek's latent (R 512, Dr 64) attend in
+// latent_attention_mma instead: 16 heads of a query row share each latent row read, on the tensor cores, split over
+// keys with a merge pass. bf16 query absorption and value up-projection of many rows go to cuBLAS (latent_query then
+// rotates the rope part alone).
 #include "common.cuh"
 #include "attention.cuh"
 #include "mma.cuh"
@@ -43,6 +44,32 @@ __device__ __forceinline__ void rope_span(const void* src, int srcDt, long long 
     }
 }
 
+// The keys query row `row` of a plan sees, [from, to), and the sequence `seq` holding it: the last sequence starting
+// at or before the row (empty sequences before it share its start), PagedAttentionPlan's masks at the row's position.
+struct LatentRowKeys {
+    int seq, from, to;
+
+    __device__ __forceinline__ static LatentRowKeys of(int row, int seqs, const int* qoIndptr, const int* kvIndptr,
+                                                       const int* lastPageLen, int pageSize, int causal,
+                                                       int windowLeft, int contextOnly) {
+        int lo = 0, hi = seqs - 1;
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) / 2;
+            if (qoIndptr[mid] <= row) lo = mid; else hi = mid - 1;
+        }
+        LatentRowKeys k;
+        k.seq = lo;
+        const int qLen = qoIndptr[lo + 1] - qoIndptr[lo];
+        const int pages = kvIndptr[lo + 1] - kvIndptr[lo];
+        const int kvLen = pages == 0 ? 0 : (pages - 1) * pageSize + lastPageLen[lo];
+        const int pos = kvLen - qLen + (row - qoIndptr[lo]);
+        k.from = windowLeft >= 0 && pos - windowLeft > 0 ? pos - windowLeft : 0;
+        k.to = causal && pos + 1 < kvLen ? pos + 1 : kvLen;
+        if (contextOnly && kvLen - qLen < k.to) k.to = kvLen - qLen;
+        return k;
+    }
+};
+
 // One block per token i: its row of kvA [n, R + Dr] into pool[layer, pageIdx[i], 0, offsets[i]], the first R values
 // RMS-normalised (as rms_norm does) and weighted by norm, the last Dr rotated at posIds[i].
 extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_append(
@@ -72,23 +99,26 @@ extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_append(
 }
 
 // One block per (token, head) = blockIdx.x: out [n, H, R + Dr] gets q[:Dn] · W_UK[h] (thread c sums column c over
-// the nope dims, W_UK's rows read coalesced), then q's rope part rotated at the token's position.
+// the nope dims, W_UK's rows read coalesced; skipped when `absorbed`: a GEMM wrote it), then q's rope part rotated
+// at the token's position.
 extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_query(
         const void* q, int qDt, const void* kvB, int wDt, const int* posIds, const float* invFreq, void* out,
-        int outDt, int heads, int nopeDim, int ropeDim, int rank, int kvBRows, int interleave) {
+        int outDt, int heads, int nopeDim, int ropeDim, int rank, int kvBRows, int interleave, int absorbed) {
     await_previous_kernel();
     __shared__ float nope[kMaxNopeDim];
     const long long row = blockIdx.x;
     const int h = (int)(row % heads);
     const long long in = row * (nopeDim + ropeDim);
     const long long o = row * (rank + ropeDim);
-    for (int d = threadIdx.x; d < nopeDim; d += blockDim.x) nope[d] = load_f(q, qDt, in + d);
-    __syncthreads();
-    const long long w = (long long)h * kvBRows * rank;
-    for (int c = threadIdx.x; c < rank; c += blockDim.x) {
-        float acc = 0.f;
-        for (int d = 0; d < nopeDim; d++) acc += nope[d] * load_f(kvB, wDt, w + (long long)d * rank + c);
-        store_f(out, outDt, o + c, acc);
+    if (!absorbed) {
+        for (int d = threadIdx.x; d < nopeDim; d += blockDim.x) nope[d] = load_f(q, qDt, in + d);
+        __syncthreads();
+        const long long w = (long long)h * kvBRows * rank;
+        for (int c = threadIdx.x; c < rank; c += blockDim.x) {
+            float acc = 0.f;
+            for (int d = 0; d < nopeDim; d++) acc += nope[d] * load_f(kvB, wDt, w + (long long)d * rank + c);
+            store_f(out, outDt, o + c, acc);
+        }
     }
     rope_span(q, qDt, in + nopeDim, out, outDt, o + rank, ropeDim, interleave, (float)posIds[row / heads], invFreq);
 }
@@ -106,20 +136,9 @@ extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_attention(
     __shared__ float warpAcc[kLatentWarps][kMaxLatentWidth];
     const int row = (int)(blockIdx.x / heads);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    // the sequence holding the row: the last r with qoIndptr[r] <= row (empty sequences before it share its start)
-    int lo = 0, hi = rows - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (qoIndptr[mid] <= row) lo = mid; else hi = mid - 1;
-    }
-    const int r = lo;
-    const int qLen = qoIndptr[r + 1] - qoIndptr[r];
-    const int pages = kvIndptr[r + 1] - kvIndptr[r];
-    const int kvLen = pages == 0 ? 0 : (pages - 1) * pageSize + lastPageLen[r];
-    const int pos = kvLen - qLen + (row - qoIndptr[r]);
-    const int from = windowLeft >= 0 && pos - windowLeft > 0 ? pos - windowLeft : 0;
-    int to = causal && pos + 1 < kvLen ? pos + 1 : kvLen;
-    if (contextOnly && kvLen - qLen < to) to = kvLen - qLen;
+    const LatentRowKeys keys = LatentRowKeys::of(row, rows, qoIndptr, kvIndptr, lastPageLen, pageSize, causal,
+                                                 windowLeft, contextOnly);
+    const int r = keys.seq, from = keys.from, to = keys.to;
     for (int c = threadIdx.x; c < width; c += blockDim.x) qs[c] = load_f(q, qDt, (long long)blockIdx.x * width + c);
     __syncthreads();
     float m = -INFINITY, l = 0.f, acc[kLatentPerLane], vals[kLatentPerLane];
@@ -181,14 +200,16 @@ extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_values(
     }
 }
 
-// bf16 decode (one query row per sequence) at R = 512, Dr = 64 on the tensor cores. Attention with 16 heads over a
-// 576-value latent row is 17 k FMAs per key read (1152 bytes): more than the CUDA cores do at the memory's rate, so
-// the heads are the 16 rows of an mma tile and every latent row is read once for them. Block (x: slice, y: 16-head
-// tile, z: sequence) walks its slice in tiles of 32 keys staged by cp.async, two stages deep; per tile warp w scores
-// keys 8w..8w+7 against the 16 queries (S = Q·Kᵀ over 576), the scores meet in shared memory, every warp runs the
-// same online softmax over the tile, and warp w accumulates latent columns 128w..128w+127 of P·V (V = the rows'
-// first 512 values). A sequence with one slice writes out; otherwise each slice writes its normalised partial and
-// log2-sum-exp, and latent_decode_merge combines them.
+// bf16 query rows (decode rows, or every row of a prefill chunk with its causal keys) at R = 512, Dr = 64 on the
+// tensor cores. Attention with 16 heads over a 576-value latent row is 17 k FMAs per key read (1152 bytes): more than
+// the CUDA cores do at the memory's rate, so the heads are the 16 rows of an mma tile and every latent row is read once
+// for them. Block (x: slice, y: 16-head tile, z: query row) walks its slice of the row's keys (LatentRowKeys) in tiles
+// of 32 keys staged by cp.async, two stages deep; per tile warp w scores keys 8w..8w+7 against the 16 queries
+// (S = Q·Kᵀ over 576), the scores meet in shared memory, every warp runs the same online softmax over the tile, and
+// warp w accumulates latent columns 128w..128w+127 of P·V (V = the rows' first 512 values). A row with one slice
+// writes out; otherwise each slice writes its normalised partial and log2-sum-exp, and latent_attention_merge
+// combines them. The rows of a prefill chunk read their shared keys once each (from L2): a row per block keeps the
+// kernel one for decode and prefill.
 constexpr int kLdRank = 512;
 constexpr int kLdWidth = 576;
 constexpr int kLdHeads = 16;
@@ -196,24 +217,24 @@ constexpr int kLdWarps = 4;
 constexpr int kLdTileKeys = 32;
 constexpr int kLdStride = kLdWidth + 8;  // row stride in shared memory: rows 16 bytes off a bank period apart
 // Shortest slice (a multiple of the tile); CudaLatentAttention.DECODE_MIN_SLICE_KEYS must equal it.
-constexpr int kLdMinSliceKeys = 128;
+constexpr int kLdMinSliceKeys = 64;
 // Dynamic shared memory: Q [16][stride], two stages of [32][stride] latent rows (bf16), the tile's scores [16][32]
 // fp32. CudaLatentAttention.DECODE_SMEM_BYTES must equal it.
 constexpr int kLdSmemBytes = (kLdHeads + 2 * kLdTileKeys) * kLdStride * 2 + kLdHeads * kLdTileKeys * 4;
 
-// The visible keys [from, to) of sequence r's one query row (the masks of latent_attention) and its slicing.
-struct LatentDecodeSlices {
-    int from, to, keys, slices;
+// The visible keys of a query row (LatentRowKeys) and their slicing.
+struct LatentRowSlices {
+    int seq, from, to, keys, slices;
 
-    __device__ __forceinline__ static LatentDecodeSlices of(int r, const int* kvIndptr, const int* lastPageLen,
-                                                            int pageSize, int windowLeft, int contextOnly,
-                                                            int splits) {
-        LatentDecodeSlices d;
-        const int pages = kvIndptr[r + 1] - kvIndptr[r];
-        const int kvLen = pages == 0 ? 0 : (pages - 1) * pageSize + lastPageLen[r];
-        const int pos = kvLen - 1;  // causal or not, a decode row sees every key up to its own
-        d.from = windowLeft >= 0 && pos - windowLeft > 0 ? pos - windowLeft : 0;
-        d.to = contextOnly ? kvLen - 1 : kvLen;
+    __device__ __forceinline__ static LatentRowSlices of(int row, int seqs, const int* qoIndptr, const int* kvIndptr,
+                                                         const int* lastPageLen, int pageSize, int causal,
+                                                         int windowLeft, int contextOnly, int splits) {
+        const LatentRowKeys k = LatentRowKeys::of(row, seqs, qoIndptr, kvIndptr, lastPageLen, pageSize, causal,
+                                                  windowLeft, contextOnly);
+        LatentRowSlices d;
+        d.seq = k.seq;
+        d.from = k.from;
+        d.to = k.to;
         const int span = max(0, d.to - d.from);
         const int even = (span + splits - 1) / splits;
         d.keys = (max(kLdMinSliceKeys, even) + kLdTileKeys - 1) / kLdTileKeys * kLdTileKeys;
@@ -222,18 +243,16 @@ struct LatentDecodeSlices {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_decode_mma(
+extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_attention_mma(
         const __nv_bfloat16* q, const __nv_bfloat16* pool, const int* qoIndptr, const int* kvIndptr,
         const int* kvIndices, const int* lastPageLen, __nv_bfloat16* out, float* partialO, float* partialLse,
-        int heads, int pageSize, int numPages, int layer, float smScale, int windowLeft, int contextOnly,
-        int splits) {
+        int seqs, int heads, int pageSize, int numPages, int layer, float smScale, int causal, int windowLeft,
+        int contextOnly, int splits) {
     using T = __nv_bfloat16;
     await_previous_kernel();
-    const int r = blockIdx.z, h0 = blockIdx.y * kLdHeads, split = blockIdx.x;
-    const int qBegin = qoIndptr[r];
-    if (qoIndptr[r + 1] == qBegin) return;
-    const LatentDecodeSlices d = LatentDecodeSlices::of(r, kvIndptr, lastPageLen, pageSize, windowLeft, contextOnly,
-                                                        splits);
+    const int row = blockIdx.z, h0 = blockIdx.y * kLdHeads, split = blockIdx.x;
+    const LatentRowSlices d = LatentRowSlices::of(row, seqs, qoIndptr, kvIndptr, lastPageLen, pageSize, causal,
+                                                  windowLeft, contextOnly, splits);
     if (split >= d.slices) return;
     const int kBegin = d.from + split * d.keys, kEnd = min(d.to, kBegin + d.keys);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -244,10 +263,10 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_decode_mma(
     constexpr int CHUNKS = kLdWidth * 2 / 16;                                       // 16-byte copies per row
     for (int i = threadIdx.x; i < kLdHeads * CHUNKS; i += blockDim.x) {
         const int h = i / CHUNKS, c = i - h * CHUNKS;
-        cp_async16(qs + h * kLdStride + c * 8, q + ((long long)qBegin * heads + h0 + h) * kLdWidth + c * 8, true);
+        cp_async16(qs + h * kLdStride + c * 8, q + ((long long)row * heads + h0 + h) * kLdWidth + c * 8, true);
     }
     cp_async_commit();
-    const int* pageIds = kvIndices + kvIndptr[r];
+    const int* pageIds = kvIndices + kvIndptr[d.seq];
     const int tiles = kBegin < kEnd ? (kEnd - kBegin + kLdTileKeys - 1) / kLdTileKeys : 0;
     auto issue = [&](int tile) {
         T* stage = stages + (tile & 1) * kLdTileKeys * kLdStride;
@@ -280,17 +299,24 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_decode_mma(
         __syncthreads();
         const T* stage = stages + (tile & 1) * kLdTileKeys * kLdStride;
         const int k0 = kBegin + tile * kLdTileKeys;
-        {   // scores of keys 8 warp .. 8 warp + 7
-            float c[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 4
-            for (int kk = 0; kk < kLdWidth / 16; kk += 2) {
-                uint32_t a0[4], a1[4], b[4];
-                ldmatrix_x4(a0, smem_addr(qs + aRow * kLdStride + kk * 16 + aCol));
-                ldmatrix_x4(a1, smem_addr(qs + aRow * kLdStride + (kk + 1) * 16 + aCol));
-                ldmatrix_x4(b, smem_addr(stage + (warp * 8 + bRow) * kLdStride + kk * 16 + bCol));
-                mma_bf16(c, a0, b[0], b[1]);
-                mma_bf16(c, a1, b[2], b[3]);
+        {   // scores of keys 8 warp .. 8 warp + 7, over 576 values in four independent sums: one accumulator
+            // would chain 36 mma.sync, each waiting for the last
+            float cs[4][4] = {};
+#pragma unroll 3
+            for (int kk = 0; kk < kLdWidth / 16; kk += 4) {
+#pragma unroll
+                for (int h = 0; h < 4; h += 2) {
+                    uint32_t a0[4], a1[4], b[4];
+                    ldmatrix_x4(a0, smem_addr(qs + aRow * kLdStride + (kk + h) * 16 + aCol));
+                    ldmatrix_x4(a1, smem_addr(qs + aRow * kLdStride + (kk + h + 1) * 16 + aCol));
+                    ldmatrix_x4(b, smem_addr(stage + (warp * 8 + bRow) * kLdStride + (kk + h) * 16 + bCol));
+                    mma_bf16(cs[h], a0, b[0], b[1]);
+                    mma_bf16(cs[h + 1], a1, b[2], b[3]);
+                }
             }
+            float c[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) c[e] = (cs[0][e] + cs[1][e]) + (cs[2][e] + cs[3][e]);
             const int key = warp * 8 + 2 * t;
             ss[g * kLdTileKeys + key] = k0 + key < kEnd ? c[0] * scaleLog2 : -INFINITY;
             ss[g * kLdTileKeys + key + 1] = k0 + key + 1 < kEnd ? c[1] * scaleLog2 : -INFINITY;
@@ -359,13 +385,13 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_decode_mma(
     for (int i = 0; i < 2; ++i) {
         const int h = h0 + g + 8 * i;
         const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
-        const long long head = (long long)r * heads + h;
+        const long long head = (long long)row * heads + h;
 #pragma unroll
         for (int n = 0; n < 16; ++n) {
             const int col = warp * 128 + n * 8 + 2 * t;
             const float v0 = acc[n][2 * i] * inv, v1 = acc[n][2 * i + 1] * inv;
             if (whole) {
-                const long long at = ((long long)qBegin * heads + h) * kLdRank + col;
+                const long long at = head * kLdRank + col;
                 store_elem<T>(out, at, v0);
                 store_elem<T>(out, at + 1, v1);
             } else {
@@ -380,20 +406,18 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_decode_mma(
     }
 }
 
-// One block per (sequence, head) of latent_decode_mma's split launch: the slices' partials weighted by 2^(lse - max),
-// over their total. Sequences of one slice were written by the decode kernel.
-extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_decode_merge(
+// One block per (query row, head) of latent_attention_mma's split launch: the slices' partials weighted by
+// 2^(lse - max), over their total. Rows of one slice were written by the attention kernel.
+extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_attention_merge(
         const int* qoIndptr, const int* kvIndptr, const int* lastPageLen, const float* partialO,
-        const float* partialLse, __nv_bfloat16* out, int heads, int pageSize, int windowLeft, int contextOnly,
-        int splits) {
+        const float* partialLse, __nv_bfloat16* out, int seqs, int heads, int pageSize, int causal, int windowLeft,
+        int contextOnly, int splits) {
     await_previous_kernel();
-    const int r = blockIdx.x / heads, h = blockIdx.x - r * heads;
-    const int qBegin = qoIndptr[r];
-    if (qoIndptr[r + 1] == qBegin) return;
-    const int slices = LatentDecodeSlices::of(r, kvIndptr, lastPageLen, pageSize, windowLeft, contextOnly, splits)
-                           .slices;
+    const int row = blockIdx.x / heads, h = blockIdx.x - row * heads;
+    const int slices = LatentRowSlices::of(row, seqs, qoIndptr, kvIndptr, lastPageLen, pageSize, causal, windowLeft,
+                                           contextOnly, splits).slices;
     if (slices == 1) return;
-    const long long head = (long long)r * heads + h;
+    const long long head = (long long)row * heads + h;
     const float* lse = partialLse + head * splits;
     float mx = -INFINITY;
     for (int s = 0; s < slices; ++s) mx = fmaxf(mx, lse[s]);
@@ -407,6 +431,6 @@ extern "C" __global__ void __launch_bounds__(kLatentThreads) latent_decode_merge
         if (total > 0.f) {
             for (int s = 0; s < slices; ++s) o += exp2f(lse[s] - mx) * partialO[(head * splits + s) * kLdRank + c];
         }
-        store_elem<__nv_bfloat16>(out, ((long long)qBegin * heads + h) * kLdRank + c, o * inv);
+        store_elem<__nv_bfloat16>(out, head * kLdRank + c, o * inv);
     }
 }

@@ -17,10 +17,12 @@ package org.mstar.device;
  *                        same bits, one launch a layer fewer (docs/architecture/decode-fusions.md)
  * @param skinnyMatmulRows bf16 matmuls of at most this many rows (decode steps; 0 for none) run on the skinny-matmul
  *                         kernel instead of cuBLAS
- * @param moeGemmRows mixture-of-experts layers of at least this many rows run their experts' bf16 products on
- *                    cuBLAS GEMMs over each expert's rows (the experts' row counts read back to the host first), fewer
- *                    rows on tensor-core tiles (skinny tiles at few assignments an expert, the grouped GEMM at more)
- *                    that read nothing back; a step being recorded into a CUDA graph always takes the tiles
+ * @param moeGemmExpertRows mixture-of-experts layers whose experts get at least this many rows each on average
+ *                          (rows × top-k / the router's experts; 0 for every layer) run their experts' bf16 products on
+ *                          cuBLAS GEMMs over each expert's rows (the experts' row counts read back to the host first),
+ *                          fewer on tensor-core tiles (skinny tiles at few assignments an expert, the grouped GEMM at
+ *                          more) that read nothing back; a step being recorded into a CUDA graph always takes the
+ *                          tiles
  * @param batchInvariant a row's results are independent of the other rows of its step: on a GPU, matmuls through
  *                       split-free cuBLASLt algorithms and bf16 attention at the tensor-core head dims through one
  *                       kernel for prefill and decode rows alike. A request's tokens then do not depend on what it
@@ -31,66 +33,67 @@ package org.mstar.device;
  *                       invariant either way ({@link Device#batchInvariant()}).
  */
 public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunch, boolean qkvRopeInMatmul,
-                            int skinnyMatmulRows, int moeGemmRows, boolean batchInvariant) {
+                            int skinnyMatmulRows, int moeGemmExpertRows, boolean batchInvariant) {
     /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/results/perf.md). */
     public static final int DEFAULT_SKINNY_MATMUL_ROWS = 16;
     /** Most rows the skinny-matmul kernel serves: four 8-row tiles of x in its largest instantiation. */
     public static final int MAX_SKINNY_MATMUL_ROWS = 32;
 
     /**
-     * Rows from which mixture-of-experts layers run their experts on cuBLAS GEMMs by default: below it the grouped
-     * tensor-core GEMM serves prefill chunks with nothing read back; from it (256 rows an expert of Qwen3-30B-A3B)
-     * cuBLAS's GEMMs may gain more than the read-back costs. Not yet measured on a GPU; the GPU harness's
-     * {@code --moe-perf} sweeps it.
+     * Mean rows an expert from which mixture-of-experts layers run their experts on cuBLAS GEMMs by default. Measured
+     * on an H100 (GPU harness {@code --moe-perf}, 2026-12-07): one layer's experts alone were faster on cuBLAS from 96
+     * rows an expert (DeepSeek-V2-Lite at 1024 rows: 0.65 against 0.79 ms; at 2048, 192 an expert: 0.81 against 1.30),
+     * but in the engine's 2048-token Qwen3-30B-A3B prefill (128 an expert) cuBLAS's read-back cost more than its
+     * 0.13 ms a layer gain (22.2 against 20.6 ms for 12 layers): the wait empties the launch queue.
      */
-    public static final int DEFAULT_MOE_GEMM_ROWS = 4096;
+    public static final int DEFAULT_MOE_GEMM_EXPERT_ROWS = 160;
 
     private static final KernelOptions DEFAULTS = new KernelOptions(true, true, true, DEFAULT_SKINNY_MATMUL_ROWS,
-            DEFAULT_MOE_GEMM_ROWS, false);
+            DEFAULT_MOE_GEMM_EXPERT_ROWS, false);
 
     /**
      * @throws IllegalArgumentException when {@code skinnyMatmulRows} is outside 0..{@value #MAX_SKINNY_MATMUL_ROWS}
-     *     or {@code moeGemmRows} is below 1
+     *     or {@code moeGemmExpertRows} is negative
      */
     public KernelOptions {
         if (skinnyMatmulRows < 0 || skinnyMatmulRows > MAX_SKINNY_MATMUL_ROWS) {
             throw new IllegalArgumentException("skinny matmul rows must be 0.." + MAX_SKINNY_MATMUL_ROWS + ", got "
                     + skinnyMatmulRows);
         }
-        if (moeGemmRows < 1) {
-            throw new IllegalArgumentException("MoE GEMM rows must be at least 1, got " + moeGemmRows);
+        if (moeGemmExpertRows < 0) {
+            throw new IllegalArgumentException("MoE GEMM rows an expert must be at least 0, got " + moeGemmExpertRows);
         }
     }
 
     /** Every variant at its default: tensor-core prefill, programmatic launch, RoPE in the qkv matmul, skinny
      *  matmuls up to {@value #DEFAULT_SKINNY_MATMUL_ROWS} rows, MoE experts on cuBLAS from
-     *  {@value #DEFAULT_MOE_GEMM_ROWS} rows, batch invariance off. */
+     *  {@value #DEFAULT_MOE_GEMM_EXPERT_ROWS} rows an expert, batch invariance off. */
     public static KernelOptions defaults() {
         return DEFAULTS;
     }
 
     public KernelOptions withTensorCorePrefill(boolean on) {
-        return new KernelOptions(on, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmRows, batchInvariant);
+        return new KernelOptions(on, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows, batchInvariant);
     }
 
     public KernelOptions withProgrammaticLaunch(boolean on) {
-        return new KernelOptions(tensorCorePrefill, on, qkvRopeInMatmul, skinnyMatmulRows, moeGemmRows, batchInvariant);
+        return new KernelOptions(tensorCorePrefill, on, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows, batchInvariant);
     }
 
     public KernelOptions withQkvRopeInMatmul(boolean on) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, on, skinnyMatmulRows, moeGemmRows, batchInvariant);
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, on, skinnyMatmulRows, moeGemmExpertRows, batchInvariant);
     }
 
     public KernelOptions withSkinnyMatmulRows(int rows) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, rows, moeGemmRows, batchInvariant);
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, rows, moeGemmExpertRows, batchInvariant);
     }
 
-    public KernelOptions withMoeGemmRows(int rows) {
+    public KernelOptions withMoeGemmExpertRows(int rows) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, rows,
                 batchInvariant);
     }
 
     public KernelOptions withBatchInvariant(boolean on) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmRows, on);
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows, on);
     }
 }

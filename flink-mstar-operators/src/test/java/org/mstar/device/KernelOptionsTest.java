@@ -14,7 +14,7 @@ class KernelOptionsTest {
     @Test
     void defaultsAreTheVariantsDevicesAlwaysStartedWith() {
         assertThat(KernelOptions.defaults()).isEqualTo(new KernelOptions(true, true, true,
-                KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS, KernelOptions.DEFAULT_MOE_GEMM_ROWS, false));
+                KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS, KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS, false));
         assertThat(KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS).isEqualTo(16);
         assertThat(KernelOptions.MAX_SKINNY_MATMUL_ROWS).isEqualTo(32);
     }
@@ -33,10 +33,10 @@ class KernelOptionsTest {
     }
 
     @Property
-    void rejectsMoeGemmRowsBelowOne(@ForAll @IntRange(min = Integer.MIN_VALUE, max = 0) int rows) {
-        assertThatThrownBy(() -> KernelOptions.defaults().withMoeGemmRows(rows))
+    void rejectsNegativeMoeGemmExpertRows(@ForAll @IntRange(min = Integer.MIN_VALUE, max = -1) int rows) {
+        assertThatThrownBy(() -> KernelOptions.defaults().withMoeGemmExpertRows(rows))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("MoE GEMM rows must be at least 1, got " + rows);
+                .hasMessage("MoE GEMM rows an expert must be at least 0, got " + rows);
     }
 
     @Property
@@ -52,7 +52,7 @@ class KernelOptionsTest {
                 .isEqualTo(new KernelOptions(tensorCores, programmatic, !qkvRope, rows, moeRows, invariant));
         assertThat(o.withSkinnyMatmulRows(32 - rows))
                 .isEqualTo(new KernelOptions(tensorCores, programmatic, qkvRope, 32 - rows, moeRows, invariant));
-        assertThat(o.withMoeGemmRows(moeRows + 1))
+        assertThat(o.withMoeGemmExpertRows(moeRows + 1))
                 .isEqualTo(new KernelOptions(tensorCores, programmatic, qkvRope, rows, moeRows + 1, invariant));
         assertThat(o.withBatchInvariant(!invariant))
                 .isEqualTo(new KernelOptions(tensorCores, programmatic, qkvRope, rows, moeRows, !invariant));

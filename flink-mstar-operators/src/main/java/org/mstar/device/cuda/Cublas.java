@@ -58,6 +58,21 @@ final class Cublas implements AutoCloseable {
                 bType, k, bStride, a.pointer(), aType, k, aStride, 0f, c.pointer(), cType, cols, cStride, batches);
     }
 
+    /**
+     * Per head h below {@code heads}, row-major {@code c_h[rows, cols] = a_h[rows, k] · b_h}, with b_h {@code [k, cols]}
+     * or, {@code bTransposed}, {@code [cols, k]} used transposed; a_h, b_h and c_h start at element h times their
+     * stride (b_h after {@code bOffset} more), their rows {@code ld} elements apart. bf16 operands, fp32 sums, one
+     * strided batched call: cuBLAS sees {@code c_hᵀ = op(b_h)ᵀ · a_hᵀ} column-major, m = cols and n = rows.
+     */
+    void gemmPerHead(CudaTensor a, long lda, long strideA, CudaTensor b, long bOffset, long ldb, long strideB,
+                     boolean bTransposed, CudaTensor c, long ldc, long strideC, int rows, int cols, int k, int heads) {
+        int bf16 = CublasNative.R_16BF;
+        CublasNative.gemmStridedBatchedEx(handle, bTransposed ? CublasNative.OP_T : CublasNative.OP_N,
+                CublasNative.OP_N, cols, rows, k, 1f, b.pointer().withByteOffset(bOffset * 2), bf16,
+                Math.toIntExact(ldb), strideB, a.pointer(), bf16, Math.toIntExact(lda), strideA, 0f, c.pointer(), bf16,
+                Math.toIntExact(ldc), strideC, heads);
+    }
+
     @Override
     public void close() {
         CublasNative.destroy(handle);

@@ -8,10 +8,12 @@ import org.mstar.device.RopeParams;
 
 /**
  * Launchers of the latent (MLA) attention kernels (latent_attention.cu): one block per token for the append, one per
- * (token, head) for the query absorption, the value up-projection and the attention of fp32 or prefill rows. bf16 decode
- * rows at DeepSeek's latent (R 512, Dr 64, heads a multiple of 16) run latent_decode_mma: 16 heads share each latent
- * row read on the tensor cores, the keys split into slices that fill the GPU, the slices merged by
- * latent_decode_merge.
+ * (token, head) for the query absorption, the value up-projection and the attention of fp32 rows. bf16 rows at
+ * DeepSeek's latent (R 512, Dr 64, heads a multiple of 16), decode or prefill, run latent_attention_mma: 16 heads of a
+ * query row share each latent row read on the tensor cores, the keys split into slices that fill the GPU, the slices
+ * merged by latent_attention_merge. bf16 absorption and value up-projection are per-head GEMMs on cuBLAS (one strided
+ * batched call each) unless the device wants batch-invariant numerics: a block per (token, head) read the head's
+ * 128 KB of kv_b from L2 for every token.
  */
 final class CudaLatentAttention {
     /** Threads of every latent kernel's block (kLatentThreads in latent_attention.cu). */
@@ -20,21 +22,25 @@ final class CudaLatentAttention {
     static final int MAX_WIDTH = 1024;
     /** Longest query nope part the query kernel stages (kMaxNopeDim). */
     private static final int MAX_NOPE = 256;
-    /** The latent geometry latent_decode_mma is built for (kLdRank, kLdWidth) and its heads per block (kLdHeads). */
+    /** The latent geometry latent_attention_mma is built for (kLdRank, kLdWidth) and its heads per block (kLdHeads). */
     static final int DECODE_RANK = 512;
     static final int DECODE_WIDTH = 576;
     static final int DECODE_HEADS = 16;
-    /** latent_decode_mma's block (kLdWarps warps), shortest slice (kLdMinSliceKeys) and shared memory (kLdSmemBytes). */
+    /** latent_attention_mma's block (kLdWarps warps), shortest slice (kLdMinSliceKeys) and shared memory (kLdSmemBytes). */
     private static final int DECODE_THREADS = 128;
-    static final int DECODE_MIN_SLICE_KEYS = 128;
+    static final int DECODE_MIN_SLICE_KEYS = 64;
     static final int DECODE_SMEM_BYTES = (16 + 2 * 32) * (576 + 8) * 2 + 16 * 32 * 4;
+    /** The most query rows one launch of latent_attention_mma takes (its grid's z). */
+    private static final int MAX_MMA_ROWS = 65_535;
 
     private final CudaDevice device;
     private final RopeTables ropeTables;
+    private final SharedOpState shared;
 
-    CudaLatentAttention(CudaDevice device, RopeTables ropeTables) {
+    CudaLatentAttention(CudaDevice device, SharedOpState shared) {
         this.device = device;
-        this.ropeTables = ropeTables;
+        this.ropeTables = shared.ropeTables();
+        this.shared = shared;
     }
 
     void append(CudaTensor kvA, CudaTensor norm, float eps, CudaTensor pos, RopeParams rope, CudaTensor pool, int layer,
@@ -86,11 +92,23 @@ final class CudaLatentAttention {
             return;
         }
         device.enter();
+        boolean absorbed = onCublas(q, kvB, out);
+        if (absorbed) {
+            // per head: out[:, h, :R] = q[:, h, :Dn] · W_UK[h], W_UK[h] = kv_b[h, :Dn, :] ([Dn, R], not transposed)
+            shared.cublas().gemmPerHead(q, heads * (dn + dr), dn + dr, kvB, 0, rank, kvB.dim(1) * rank, false, out,
+                    heads * out.dim(2), out.dim(2), (int) q.dim(0), rank, dn, heads);
+        }
         CudaTensor inv = ropeTables.table(rope);
         device.kernel("latent_query").launch(device.stream(), Math.toIntExact(blocks), 1, 1, THREADS, 0,
                 new KernelArgs().tensor(q).i32(code(q)).tensor(kvB).i32(code(kvB)).tensor(pos).tensor(inv).tensor(out)
                         .i32(code(out)).i32(heads).i32(dn).i32(dr).i32(rank).i32((int) kvB.dim(1))
-                        .flag(rope.interleave()), "latentQuery");
+                        .flag(rope.interleave()).flag(absorbed), "latentQuery");
+    }
+
+    /** Whether the up-projections go to cuBLAS: bf16 throughout, and results that may depend on the row count. */
+    private boolean onCublas(CudaTensor x, CudaTensor kvB, CudaTensor out) {
+        return x.dtype() == DType.BF16 && kvB.dtype() == DType.BF16 && out.dtype() == DType.BF16
+                && !device.batchInvariant();
     }
 
     void attention(CudaTensor q, CudaTensor pool, int layer, PagedAttentionPlan plan, CudaTensor out) {
@@ -115,9 +133,10 @@ final class CudaLatentAttention {
             return;
         }
         device.enter();
-        if (plan.isDecode() && q.dtype() == DType.BF16 && pool.dtype() == DType.BF16 && out.dtype() == DType.BF16
-                && rank == DECODE_RANK && width == DECODE_WIDTH && heads % DECODE_HEADS == 0) {
-            decode(q, pool, layer, plan, out, heads);
+        if (q.dtype() == DType.BF16 && pool.dtype() == DType.BF16 && out.dtype() == DType.BF16
+                && rank == DECODE_RANK && width == DECODE_WIDTH && heads % DECODE_HEADS == 0
+                && plan.totalQo() <= MAX_MMA_ROWS) {
+            onTensorCores(q, pool, layer, plan, out, heads);
             return;
         }
         device.kernel("latent_attention").launch(device.stream(), Math.toIntExact(blocks), 1, 1, THREADS, 0,
@@ -132,44 +151,49 @@ final class CudaLatentAttention {
     }
 
     /**
-     * Decode rows on the tensor cores: {@link #decodeSplits} slices per sequence, each block a slice of 16 heads; with
-     * more than one, the partials (normalised outputs and log2-sum-exps, in the workspace) are merged per head.
+     * Query rows on the tensor cores: {@link #decodeSplits} slices per row, each block a slice of 16 heads; with more
+     * than one, the partials (normalised outputs and log2-sum-exps, in the workspace) are merged per head.
      */
-    private void decode(CudaTensor q, CudaTensor pool, int layer, PagedAttentionPlan plan, CudaTensor out, int heads) {
+    private void onTensorCores(CudaTensor q, CudaTensor pool, int layer, PagedAttentionPlan plan, CudaTensor out,
+                               int heads) {
         int span = plan.windowLeft() >= 0 ? Math.min(plan.maxKvLen(), plan.windowLeft() + 1) : plan.maxKvLen();
-        Kernel kernel = device.kernel("latent_decode_mma");
+        Kernel kernel = device.kernel("latent_attention_mma");
         int headTiles = heads / DECODE_HEADS;
-        int splits = decodeSplits(plan.rows() * headTiles, span, device.context().multiprocessors(),
+        int rows = plan.totalQo();
+        int splits = decodeSplits(rows * headTiles, span, device.context().multiprocessors(),
                 kernel.residentBlocksPerSm(DECODE_THREADS, DECODE_SMEM_BYTES));
         CudaTensor partialO = null;
         CudaTensor partialLse = null;
         if (splits > 1) {
-            long slots = (long) plan.rows() * heads * splits;
+            long slots = (long) rows * heads * splits;
             partialO = device.scratch("latent.partialO", DType.F32, slots * DECODE_RANK);
             partialLse = device.scratch("latent.partialLse", DType.F32, slots);
         }
         CudaTensor qoIndptr = CudaTensor.of(plan.qoIndptr(), "plan.qoIndptr");
         CudaTensor kvIndptr = CudaTensor.of(plan.kvIndptr(), "plan.kvIndptr");
         CudaTensor lastPageLen = CudaTensor.of(plan.lastPageLen(), "plan.lastPageLen");
-        kernel.launch(device.stream(), splits, headTiles, plan.rows(), DECODE_THREADS, DECODE_SMEM_BYTES,
+        kernel.launch(device.stream(), splits, headTiles, rows, DECODE_THREADS, DECODE_SMEM_BYTES,
                 new KernelArgs().tensor(q).tensor(pool).tensor(qoIndptr).tensor(kvIndptr)
                         .tensor(CudaTensor.of(plan.kvIndices(), "plan.kvIndices")).tensor(lastPageLen).tensor(out)
-                        .tensor(partialO).tensor(partialLse).i32(heads).i32(plan.pageSize()).i32((int) pool.dim(1))
-                        .i32(layer).f32(plan.smScale()).i32(plan.windowLeft()).flag(plan.contextOnly()).i32(splits),
-                "latentAttention decode (tensor cores)");
+                        .tensor(partialO).tensor(partialLse).i32(plan.rows()).i32(heads).i32(plan.pageSize())
+                        .i32((int) pool.dim(1)).i32(layer).f32(plan.smScale()).flag(plan.causal())
+                        .i32(plan.windowLeft()).flag(plan.contextOnly()).i32(splits),
+                "latentAttention (tensor cores)");
         if (splits > 1) {
-            device.kernel("latent_decode_merge").launch(device.stream(), plan.rows() * heads, 1, 1, THREADS, 0,
+            device.kernel("latent_attention_merge").launch(device.stream(), rows * heads, 1, 1, THREADS, 0,
                     new KernelArgs().tensor(qoIndptr).tensor(kvIndptr).tensor(lastPageLen).tensor(partialO)
-                            .tensor(partialLse).tensor(out).i32(heads).i32(plan.pageSize()).i32(plan.windowLeft())
-                            .flag(plan.contextOnly()).i32(splits), "latentAttention decode merge");
+                            .tensor(partialLse).tensor(out).i32(plan.rows()).i32(heads).i32(plan.pageSize())
+                            .flag(plan.causal()).i32(plan.windowLeft()).flag(plan.contextOnly()).i32(splits),
+                    "latentAttention merge");
         }
     }
 
     /**
-     * Slices per sequence of a decode launch of {@code blocks} (sequence, 16-head) blocks over at most {@code span}
-     * keys: enough that the blocks fill one wave of {@code sms} SMs holding {@code blocksPerSm} each, but no slice
-     * shorter than {@link #DECODE_MIN_SLICE_KEYS} (a slice's partial, 32 KB a tile of heads, is worth its keys' reads
-     * only past that). Batch 1 at 4096 keys on 132 SMs: 32 slices; batch 64 at 4096: 4.
+     * Slices per query row of a launch of {@code blocks} (row, 16-head) blocks over at most {@code span} keys: enough
+     * that the blocks fill one wave of {@code sms} SMs holding {@code blocksPerSm} each, but no slice shorter than
+     * {@link #DECODE_MIN_SLICE_KEYS} (two tiles: a block walks its tiles one after another, so a lone decode row is
+     * fastest in many short slices, while each slice's partial, 32 KB a tile of heads, costs about a third of its
+     * keys' reads). Batch 1 at 4096 keys on 132 SMs: 64 slices; batch 64 at 4096: 4.
      */
     static int decodeSplits(int blocks, int span, int sms, int blocksPerSm) {
         int forOccupancy = (int) Math.max(1, (long) blocksPerSm * sms / Math.max(1, blocks));
@@ -195,6 +219,12 @@ final class CudaLatentAttention {
             return;
         }
         device.enter();
+        if (onCublas(latent, kvB, out)) {
+            // per head: out[:, h, :] = latent[:, h, :] · W_UV[h]ᵀ, W_UV[h] = kv_b[h, Dn:, :] ([Dv, R], transposed)
+            shared.cublas().gemmPerHead(latent, heads * rank, rank, kvB, (long) dn * rank, rank, kvB.dim(1) * rank,
+                    true, out, (long) heads * dv, dv, (int) latent.dim(0), dv, rank, heads);
+            return;
+        }
         device.kernel("latent_values").launch(device.stream(), Math.toIntExact(blocks), 1, 1, THREADS, 0,
                 new KernelArgs().tensor(latent).i32(code(latent)).tensor(kvB).i32(code(kvB)).tensor(out).i32(code(out))
                         .i32(heads).i32(rank).i32(dv).i32(dn).i32((int) kvB.dim(1)), "latentValues");

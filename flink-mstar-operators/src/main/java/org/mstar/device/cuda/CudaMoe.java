@@ -17,12 +17,13 @@ import org.mstar.device.MoeRouting;
  *   <li>the same bf16 shapes with more assignments an expert (prefill, large decode batches): the grouped
  *       tensor-core GEMM ({@code moe_grouped_gate_up}, {@code moe_grouped_down}) over tiles of up to 64 of an
  *       expert's assignments, reading its weights once per 64, then {@code moe_combine};</li>
- *   <li>the same bf16 shapes at {@link org.mstar.device.KernelOptions#moeGemmRows()} rows or more, outside graph
- *       capture: the experts' row counts read back to the host (one wait for the stream, {@code E + 1} ints),
+ *   <li>the same bf16 shapes at {@link org.mstar.device.KernelOptions#moeGemmExpertRows()} rows an expert or more
+ *       on average, outside graph capture: the experts' row counts read back to the host (one wait for the stream,
+ *       {@code E + 1} ints),
  *       {@code moe_gather} into expert order, the gate/up GEMMs into bf16, {@code silu_mul}, the down GEMMs into fp32
  *       (cuBLAS: one strided batched GEMM over equal expert slots, or one GEMM per expert where the routing is
- *       uneven), then {@code moe_combine_sorted}. Kept for the largest prefill chunks, where cuBLAS's Hopper GEMMs
- *       may outrun the mma.sync tiles by more than the wait costs ({@code --moe-perf} measures where);</li>
+ *       uneven), then {@code moe_combine_sorted}. For prefill chunks, where cuBLAS's Hopper GEMMs outrun the mma.sync
+ *       tiles by more than the wait costs ({@code --moe-perf} measures where);</li>
  *   <li>otherwise (fp32, odd widths, batch-invariant numerics): the grouped CUDA-core GEMMs {@code moe_gate_up} and
  *       {@code moe_down} over tiles of 16, then {@code moe_combine}.</li>
  * </ul>
@@ -124,7 +125,8 @@ final class CudaMoe {
                 || shape.inter() % SKINNY_K_MULTIPLE != 0) {
             return Way.CUDA_CORES;
         }
-        if (shape.rows() >= device.options().moeGemmRows() && !device.stream().capturing()) {
+        if ((long) shape.rows() * shape.topK() >= (long) device.options().moeGemmExpertRows() * shape.routedExperts()
+                && !device.stream().capturing()) {
             return Way.CUBLAS;
         }
         return MoeTiles.grouped(shape.rows(), shape.topK(), shape.routedExperts()) ? Way.GROUPED_GEMM

@@ -1,6 +1,7 @@
 package org.mstar.device.cuda;
 
 import static org.mstar.device.cuda.Elementwise.code;
+import static org.mstar.device.cuda.Elementwise.poolCode;
 
 import java.util.Arrays;
 import java.util.List;
@@ -49,7 +50,7 @@ public final class CudaOps implements ComputeOps {
         this.ropeTables = shared.ropeTables();
         this.moe = new CudaMoe(device, elementwise, shared);
         this.stateSpace = new CudaStateSpace(device, elementwise);
-        this.latentAttention = new CudaLatentAttention(device, ropeTables);
+        this.latentAttention = new CudaLatentAttention(device, shared);
     }
 
     private static CudaTensor t(Tensor x, String what) {
@@ -475,7 +476,7 @@ public final class CudaOps implements ComputeOps {
             throw new IllegalArgumentException("kvAppend: layer " + layer + " outside pool of " + p.dim(0));
         }
         kernel("kv_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threadsFor(tokenElems, 4), 0,
-                new KernelArgs().tensor(p).i32(code(p)).tensor(ks).i32(code(ks)).tensor(vs).i32(code(vs)).tensor(pages)
+                new KernelArgs().tensor(p).i32(poolCode(p)).tensor(ks).i32(code(ks)).tensor(vs).i32(code(vs)).tensor(pages)
                         .tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3)).i32((int) tokenElems),
                 "kvAppend");
     }
@@ -517,7 +518,7 @@ public final class CudaOps implements ComputeOps {
         int threads = threadsFor((long) (qHeads + 2L * kvHeads) * headDim, 8);
         kernel("qkv_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threads, 0,
                 new KernelArgs().tensor(x).i32(code(x)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs)).tensor(p)
-                        .i32(code(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3))
+                        .i32(poolCode(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3))
                         .i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave())
                         .flag(n <= RELEASE_ATTENTION_ROWS), "qkvRopeAppend");
     }

@@ -1,5 +1,7 @@
 package org.mstar.device.cuda;
 
+import org.mstar.device.DType;
+
 /** Launchers of the elementwise kernels (elementwise.cu), shared by several ops. */
 final class Elementwise {
     private static final int THREADS = 256;
@@ -41,5 +43,13 @@ final class Elementwise {
             throw new IllegalArgumentException("expected a float tensor, got " + t);
         }
         return t.dtype().ordinal();
+    }
+
+    /** The dtype code of a KV pool the kernels write: a float type, or E4M3 codes quantised on write. */
+    static int poolCode(CudaTensor pool) {
+        if (pool.dtype() == DType.F8_E4M3) {
+            return pool.dtype().ordinal();
+        }
+        return code(pool);
     }
 }

@@ -7,18 +7,18 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
-/** How the latent (MLA) decode launcher cuts sequences into slices, and that it agrees with the kernel (no GPU needed). */
+/** How the latent (MLA) launcher cuts query rows' keys into slices, and that it agrees with the kernel (no GPU needed). */
 class LatentDecodeSplitsTest {
     private static final int SMS = 132;
-    /** Two blocks of latent_decode_mma's 95 KB of shared memory share an SM. */
+    /** Two blocks of latent_attention_mma's 95 KB of shared memory share an SM. */
     private static final int BLOCKS_PER_SM = 2;
 
     @Test
-    void oneSequenceSpreadsOverTheGpuInSlicesOfAtLeast128Keys() {
-        assertThat(CudaLatentAttention.decodeSplits(1, 4096, SMS, BLOCKS_PER_SM)).isEqualTo(32);
-        assertThat(CudaLatentAttention.decodeSplits(1, 16384, SMS, BLOCKS_PER_SM)).isEqualTo(128);
+    void oneSequenceSpreadsOverTheGpuInSlicesOfAtLeast64Keys() {
+        assertThat(CudaLatentAttention.decodeSplits(1, 4096, SMS, BLOCKS_PER_SM)).isEqualTo(64);
+        assertThat(CudaLatentAttention.decodeSplits(1, 16384, SMS, BLOCKS_PER_SM)).isEqualTo(256);
         assertThat(CudaLatentAttention.decodeSplits(1, 100_000, SMS, BLOCKS_PER_SM)).isEqualTo(264);
-        assertThat(CudaLatentAttention.decodeSplits(1, 129, SMS, BLOCKS_PER_SM)).isEqualTo(2);
+        assertThat(CudaLatentAttention.decodeSplits(1, 129, SMS, BLOCKS_PER_SM)).isEqualTo(3);
         assertThat(CudaLatentAttention.decodeSplits(1, 0, SMS, BLOCKS_PER_SM)).isEqualTo(1);
     }
 

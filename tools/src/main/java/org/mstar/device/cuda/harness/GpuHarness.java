@@ -61,7 +61,7 @@ import org.mstar.model.frame.FrameModelConfig;
  * {@code --moe-perf} replaces the tables by the mixture-of-experts ones ({@link MoePerf}): moeExperts alone on tiles and
  * on cuBLAS at a sweep of rows, and engine decode and prefill rows on Qwen3-30B-A3B and DeepSeek-V2-Lite geometry
  * (the first of {@code --engine-layers} cuts their layers), written as {@code perf-table.tsv} for
- * {@code torch_moe.py}; {@code --moe-gemm-rows} sets the rows from which the tables' MoE layers take cuBLAS.
+ * {@code torch_moe.py}; {@code --moe-gemm-expert-rows} sets the mean rows an expert from which the tables' MoE layers take cuBLAS.
  * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
  * the KV append in the skinny matmul's epilogue ({@link KernelOptions#qkvRopeInMatmul}). {@code --no-checks} skips
  * the checks. {@link GpuHarnessOptions} reads the switches ({@link PerfSwitch} those that replace the tables);
@@ -72,7 +72,7 @@ import org.mstar.model.frame.FrameModelConfig;
  *     --invariance-perf | --skinny-perf] [--attention-only | --moe-only | --state-space-only] [--frame-perf]
  *     [--preplan-perf] [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...]
  *     [--lora-perf [--lora-adapters 8,64]] [--latent-perf] [--hybrid-perf [--hybrid-layers 32]]
- *     [--moe-perf] [--moe-gemm-rows N] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
+ *     [--moe-perf] [--moe-gemm-expert-rows N] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -83,6 +83,8 @@ public final class GpuHarness {
     private static final int[][] PREFILL_CASES = {{512, 16}, {2048, 4}, {16384, 1}};
     /** Decode steps a {@code --profile-decode} case runs after its warm-up. */
     private static final int PROFILED_DECODE_STEPS = 2;
+    /** Layers of the mixture-of-experts models a {@code --profile-decode} case runs (those of the --moe-perf rows). */
+    private static final int PROFILED_MOE_LAYERS = 12;
     /** Prompt tokens of the --lora-perf rows' requests. */
     private static final int LORA_CONTEXT = 512;
     /** {batch, context} of the launch table's rows, on both geometries. */
@@ -198,7 +200,7 @@ public final class GpuHarness {
 
             // the checks compare the fused qkv epilogue with the pair themselves; this choice is for the tables
             CudaDevice tablesGpu = gpu.withOptions(gpu.options().withQkvRopeInMatmul(!options.noQkvRopeInMatmul)
-                    .withMoeGemmRows(options.moeGemmRows));
+                    .withMoeGemmExpertRows(options.moeGemmExpertRows));
             Twin tablesTwin = twin.on(tablesGpu);
             StringBuilder tables = new StringBuilder(header);
             if (options.noQkvRopeInMatmul) {
@@ -466,7 +468,7 @@ public final class GpuHarness {
                     return t.toString();
                 }));
         sb.append(section("MoE engine rows (bf16, random weights; MoE experts on cuBLAS from "
-                + gpu.options().moeGemmRows() + " rows; joined with the PyTorch peer by torch_moe.py)", () -> {
+                + gpu.options().moeGemmExpertRows() + " rows an expert; joined with the PyTorch peer by torch_moe.py)", () -> {
                     String rows = MoePerf.measure(gpu, seed, geometries);
                     try {
                         Files.writeString(out.resolve("perf-table.tsv"), rows);
@@ -547,7 +549,12 @@ public final class GpuHarness {
      * step is what follows its last gather).
      */
     private static void profileDecode(CudaDevice gpu, long seed, GpuHarnessOptions.ProfiledDecode profiled) {
-        ModelConfig config = profiled.model().equals("8B") ? EngineBench.llama3_8b() : DecodeBench.llama32_1b();
+        ModelConfig config = switch (profiled.model()) {
+            case "8B" -> EngineBench.llama3_8b();
+            case "QWEN3MOE" -> MoePerf.qwen3_30b_a3b(PROFILED_MOE_LAYERS);
+            case "DSV2L" -> MoePerf.deepseekV2Lite(PROFILED_MOE_LAYERS);
+            default -> DecodeBench.llama32_1b();
+        };
         DecodeBench.Case c = new DecodeBench.Case(profiled.batch(), profiled.context(), true);
         DecodeBench.Row row = new DecodeBench(gpu, seed, PROFILED_DECODE_STEPS).run(profiled.model(), config, List.of(c))
                 .get(0);

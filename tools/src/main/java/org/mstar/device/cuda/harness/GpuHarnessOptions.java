@@ -57,10 +57,10 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "layers of the --hybrid-perf model, its first N of Bamba-9B's 32 (default: ${DEFAULT-VALUE})")
     int hybridLayers;
 
-    @Option(names = "--moe-gemm-rows", paramLabel = "ROWS",
-            description = "rows from which MoE experts run on cuBLAS GEMMs instead of tensor-core tiles (default: "
-                    + KernelOptions.DEFAULT_MOE_GEMM_ROWS + ")")
-    int moeGemmRows = KernelOptions.DEFAULT_MOE_GEMM_ROWS;
+    @Option(names = "--moe-gemm-expert-rows", paramLabel = "ROWS",
+            description = "mean rows an expert from which MoE experts run on cuBLAS GEMMs instead of tensor-core tiles (default: "
+                    + KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS + ")")
+    int moeGemmExpertRows = KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS;
 
     @Option(names = "--fp8-only", description = "the FP8-weight and FP8-KV checks alone, no performance table")
     boolean fp8Only;
@@ -89,7 +89,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     boolean launchPerf;
 
     @Option(names = "--profile-decode", paramLabel = "CASE", split = ",", converter = ProfiledDecode.Converter.class,
-            description = "a few decode steps of each CASE, MODEL:BATCH:CONTEXT with MODEL 8B or 1B, for a kernel profiler")
+            description = "decode steps of each CASE, MODEL:BATCH:CONTEXT (8B, 1B, QWEN3MOE, DSV2L), for a profiler")
     List<ProfiledDecode> profiled = List.of();
 
     @Option(names = "--no-qkv-rope-in-matmul",
@@ -189,8 +189,8 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             throw new ParameterException(line, "--parallel-perf compares one GPU with --tensor-parallel N >= 2, got "
                     + tensorParallel);
         }
-        if (moeGemmRows < 1) {
-            throw new ParameterException(line, "--moe-gemm-rows must be at least 1, got " + moeGemmRows);
+        if (moeGemmExpertRows < 0) {
+            throw new ParameterException(line, "--moe-gemm-expert-rows must be at least 0, got " + moeGemmExpertRows);
         }
         for (int n : engineLayers) {
             if (n < 1) {
@@ -214,13 +214,13 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
         /** Reads {@code MODEL:BATCH:CONTEXT}. */
         static final class Converter implements ITypeConverter<ProfiledDecode> {
-            private static final Pattern SPEC = Pattern.compile("(8B|1B):(\\d+):(\\d+)");
+            private static final Pattern SPEC = Pattern.compile("(8B|1B|QWEN3MOE|DSV2L):(\\d+):(\\d+)");
 
             @Override
             public ProfiledDecode convert(String spec) {
                 Matcher m = SPEC.matcher(spec);
                 if (!m.matches()) {
-                    throw new TypeConversionException("MODEL:BATCH:CONTEXT with MODEL 8B or 1B, got " + spec);
+                    throw new TypeConversionException("MODEL:BATCH:CONTEXT with MODEL 8B, 1B, QWEN3MOE or DSV2L, got " + spec);
                 }
                 return new ProfiledDecode(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)));
             }

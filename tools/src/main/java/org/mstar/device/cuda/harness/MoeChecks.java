@@ -23,7 +23,7 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * half of the experts sees them ({@code moeLocalIds}, then the experts over its half). The experts run on the same ids
  * and weights on both devices (routed once on the CPU), so a near tie in the router cannot make their outputs differ.
  * The bf16 experts run each of CudaMoe's bf16 ways at every row count: the tensor-core tiles (a device whose
- * {@link org.mstar.device.KernelOptions#moeGemmRows()} no row count reaches; the skinny tiles up to 16 assignments an
+ * {@link org.mstar.device.KernelOptions#moeGemmExpertRows()} no row count reaches; the skinny tiles up to 16 assignments an
  * expert on average, the grouped GEMM above, as each row's name says) and the cuBLAS GEMMs (one from which every row
  * count takes them); fp32 runs the CUDA-core GEMMs. The tiles are also recorded into a CUDA graph at 64 rows (skinny)
  * and 512 rows (grouped) and replayed with another routing, which must give that routing's result (nothing about the
@@ -211,7 +211,7 @@ final class MoeChecks {
 
     /** CudaMoe's ways through the experts, each forced by a device view's MoE GEMM rows. */
     private enum Way {
-        CUDA_CORES("", Integer.MAX_VALUE), TILES("", Integer.MAX_VALUE), CUBLAS("cuBLAS", 1);
+        CUDA_CORES("", Integer.MAX_VALUE), TILES("", Integer.MAX_VALUE), CUBLAS("cuBLAS", 0);
 
         final String label;
         final int gemmRows;
@@ -222,7 +222,7 @@ final class MoeChecks {
         }
 
         CudaDevice device(CudaDevice gpu) {
-            return gpu.withOptions(gpu.options().withMoeGemmRows(gemmRows));
+            return gpu.withOptions(gpu.options().withMoeGemmExpertRows(gemmRows));
         }
 
         /** The row name's tail: the way, and for the tiles whether the skinny tiles or the grouped GEMM served. */

@@ -19,7 +19,7 @@ import org.mstar.model.llama.RandomWeights;
 /**
  * The mixture-of-experts performance rows ({@code --moe-perf}): the routed experts alone ({@code moeExperts}) at a
  * sweep of row counts on tensor-core tiles (the skinny tiles, or the grouped GEMM above 16 assignments an expert)
- * and on cuBLAS GEMMs (where the two ways cross, for {@link org.mstar.device.KernelOptions#moeGemmRows()}), and the
+ * and on cuBLAS GEMMs (where the two ways cross, for {@link org.mstar.device.KernelOptions#moeGemmExpertRows()}), and the
  * engine on Qwen3-30B-A3B's and DeepSeek-V2-Lite's geometry (bf16, random weights): decode steps at batch 1 and 64
  * (512-token prompts, decode graphs on) and a prefill of one 2048-token prompt, written as {@link PerfTable} lines for
  * {@code torch_moe.py}, which joins them with its PyTorch peer and the bounds. A decode row's bytes are the weights
@@ -102,8 +102,8 @@ final class MoePerf {
         int hidden = c.hiddenSize();
         int inter = m.expertIntermediateSize();
         int k = m.routing().topK();
-        CudaDevice tiles = gpu.withOptions(gpu.options().withMoeGemmRows(Integer.MAX_VALUE));
-        CudaDevice cublas = gpu.withOptions(gpu.options().withMoeGemmRows(1));
+        CudaDevice tiles = gpu.withOptions(gpu.options().withMoeGemmExpertRows(Integer.MAX_VALUE));
+        CudaDevice cublas = gpu.withOptions(gpu.options().withMoeGemmExpertRows(0));
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%s: %d experts of width %d, top %d, hidden "
                 + "%d%n%n| rows | experts read | tiles ms | of bound (%.2f TB/s) | cuBLAS ms | faster |%n"
                 + "|---|---|---|---|---|---|%n", model, experts, inter, k, hidden, terabytesPerSecond));

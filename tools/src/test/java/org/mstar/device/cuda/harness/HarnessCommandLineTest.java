@@ -28,7 +28,7 @@ class HarnessCommandLineTest {
         assertThat(options.engineLayers()).containsExactly(8, 32);
         assertThat(options.moeLayers()).isZero();
         assertThat(options.tables()).isEmpty();
-        assertThat(options.moeGemmRows).isEqualTo(KernelOptions.DEFAULT_MOE_GEMM_ROWS);
+        assertThat(options.moeGemmExpertRows).isEqualTo(KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS);
         assertThat(options.decodeModels).containsExactly("8B", "1B");
         assertThat(options.profiled).isEmpty();
         assertThat(options.parallelGeometries()).isEmpty();
@@ -120,7 +120,7 @@ class HarnessCommandLineTest {
         assertRefused(new GpuHarnessOptions(), "Unknown option: '--bogus'", "--bogus");
         assertRefused(new GpuHarnessOptions(), "Missing required parameter for option '--out'", "--out");
         assertRefused(new GpuHarnessOptions(), "'x'", "--seed", "x");
-        assertRefused(new GpuHarnessOptions(), "MODEL:BATCH:CONTEXT with MODEL 8B or 1B, got 70B:1:512",
+        assertRefused(new GpuHarnessOptions(), "MODEL:BATCH:CONTEXT with MODEL 8B, 1B, QWEN3MOE or DSV2L, got 70B:1:512",
                 "--profile-decode", "70B:1:512");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--prefill-perf");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--attention-only", "--skinny-perf");
@@ -189,13 +189,13 @@ class HarnessCommandLineTest {
     @Test
     void moePerfReplacesTheTablesAndTakesItsThreshold() {
         GpuHarnessOptions options = new GpuHarnessOptions();
-        HarnessCommandLine.parse(options, "--moe-perf", "--moe-gemm-rows", "1024", "--engine-layers", "24");
+        HarnessCommandLine.parse(options, "--moe-perf", "--moe-gemm-expert-rows", "1024", "--engine-layers", "24");
         assertThat(options.tables()).contains(PerfSwitch.MOE);
         assertThat(options.replacesTables()).isTrue();
-        assertThat(options.moeGemmRows).isEqualTo(1024);
+        assertThat(options.moeGemmExpertRows).isEqualTo(1024);
         assertThat(options.moeLayers()).isEqualTo(24);
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--moe-perf");
-        assertRefused(new GpuHarnessOptions(), "--moe-gemm-rows must be at least 1, got 0", "--moe-gemm-rows", "0");
+        assertRefused(new GpuHarnessOptions(), "--moe-gemm-expert-rows must be at least 0, got -1", "--moe-gemm-expert-rows", "-1");
         assertRefused(new GpuHarnessOptions(), "--engine-layers counts must be at least 1, got 0", "--engine-layers", "0");
     }
 
@@ -207,7 +207,7 @@ class HarnessCommandLineTest {
                 "--out", "--seed", "--no-perf", "--no-kernel-perf", "--engine-layers", "--prefill-perf", "--decode-perf",
                 "--decode-models", "--invariance-perf", "--skinny-perf", "--fp8-perf", "--fp8-gemm-perf",
                 "--parallel-perf", "--tensor-parallel", "--parallel-layers", "--latent-perf", "--hybrid-perf",
-                "--hybrid-layers", "--moe-perf", "--moe-gemm-rows", "--fp8-only", "--attention-only",
+                "--hybrid-layers", "--moe-perf", "--moe-gemm-expert-rows", "--fp8-only", "--attention-only",
                 "--moe-only", "--state-space-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
                 "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
                 "--help");
