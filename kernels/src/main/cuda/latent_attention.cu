@@ -268,16 +268,27 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_attention_mma
     cp_async_commit();
     const int* pageIds = kvIndices + kvIndptr[d.seq];
     const int tiles = kBegin < kEnd ? (kEnd - kBegin + kLdTileKeys - 1) / kLdTileKeys : 0;
+    // A tile's rows in the pool, looked up by warp 0 one tile ahead: a page id read beside each cp.async (whose
+    // asm keeps loads from moving past it) cost every thread 18 dependent global reads a tile.
+    __shared__ long long rowAt[kLdTileKeys];
+    auto pageOf = [&](int tile) {
+        const int j = kBegin + tile * kLdTileKeys + lane;
+        return j < kEnd ? pageIds[j / pageSize] : 0;
+    };
+    int nextPage = warp == 0 && tiles > 0 ? pageOf(0) : 0;
     auto issue = [&](int tile) {
         T* stage = stages + (tile & 1) * kLdTileKeys * kLdStride;
         const int k0 = kBegin + tile * kLdTileKeys;
+        if (warp == 0) {
+            const int j = k0 + lane;
+            rowAt[lane] = j < kEnd ? latent_row(layer, numPages, nextPage, pageSize, j % pageSize, kLdWidth) : -1;
+            if (tile + 1 < tiles) nextPage = pageOf(tile + 1);
+        }
+        __syncthreads();
         for (int i = threadIdx.x; i < kLdTileKeys * CHUNKS; i += blockDim.x) {
-            const int key = i / CHUNKS, c = i - key * CHUNKS, j = k0 + key;
-            const bool valid = j < kEnd;
-            const T* src = pool;
-            if (valid) src = pool + latent_row(layer, numPages, pageIds[j / pageSize], pageSize, j % pageSize,
-                                               kLdWidth) + c * 8;
-            cp_async16(stage + key * kLdStride + c * 8, src, valid);
+            const int key = i / CHUNKS, c = i - key * CHUNKS;
+            const long long row = rowAt[key];
+            cp_async16(stage + key * kLdStride + c * 8, row >= 0 ? pool + row + c * 8 : pool, row >= 0);
         }
         cp_async_commit();
     };

@@ -30,6 +30,8 @@ final class CudaLatentAttention {
     private static final int DECODE_THREADS = 128;
     static final int DECODE_MIN_SLICE_KEYS = 64;
     static final int DECODE_SMEM_BYTES = (16 + 2 * 32) * (576 + 8) * 2 + 16 * 32 * 4;
+    /** The most slices a query row's keys are cut into (decodeSplits). */
+    private static final int MAX_SPLITS = 64;
     /** The most query rows one launch of latent_attention_mma takes (its grid's z). */
     private static final int MAX_MMA_ROWS = 65_535;
 
@@ -191,13 +193,15 @@ final class CudaLatentAttention {
     /**
      * Slices per query row of a launch of {@code blocks} (row, 16-head) blocks over at most {@code span} keys: enough
      * that the blocks fill one wave of {@code sms} SMs holding {@code blocksPerSm} each, but no slice shorter than
-     * {@link #DECODE_MIN_SLICE_KEYS} (two tiles: a block walks its tiles one after another, so a lone decode row is
-     * fastest in many short slices, while each slice's partial, 32 KB a tile of heads, costs about a third of its
-     * keys' reads). Batch 1 at 4096 keys on 132 SMs: 64 slices; batch 64 at 4096: 4.
+     * {@link #DECODE_MIN_SLICE_KEYS} keys (two tiles) and no more than {@link #MAX_SPLITS} slices: each slice's
+     * partial, 32 KB a tile of heads, is read again by the merge. On an H100 a lone row at 512 keys ran faster in 8
+     * slices than in 4, at 8192 keys slower in 128 than in 64, at 16384 slower in 256 than in 128 (2026-12-07).
+     * Batch 1 at 4096 keys on 132 SMs: 64 slices; batch 64 at 4096: 4.
      */
     static int decodeSplits(int blocks, int span, int sms, int blocksPerSm) {
         int forOccupancy = (int) Math.max(1, (long) blocksPerSm * sms / Math.max(1, blocks));
-        return Math.max(1, Math.min(forOccupancy, (span + DECODE_MIN_SLICE_KEYS - 1) / DECODE_MIN_SLICE_KEYS));
+        int bySpan = (span + DECODE_MIN_SLICE_KEYS - 1) / DECODE_MIN_SLICE_KEYS;
+        return Math.max(1, Math.min(MAX_SPLITS, Math.min(forOccupancy, bySpan)));
     }
 
     void values(CudaTensor latent, CudaTensor kvB, CudaTensor out) {

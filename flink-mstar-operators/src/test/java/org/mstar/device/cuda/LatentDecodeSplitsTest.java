@@ -14,10 +14,11 @@ class LatentDecodeSplitsTest {
     private static final int BLOCKS_PER_SM = 2;
 
     @Test
-    void oneSequenceSpreadsOverTheGpuInSlicesOfAtLeast64Keys() {
+    void oneSequenceSpreadsOverTheGpuInAtMost64SlicesOfAtLeast64Keys() {
+        assertThat(CudaLatentAttention.decodeSplits(1, 512, SMS, BLOCKS_PER_SM)).isEqualTo(8);
         assertThat(CudaLatentAttention.decodeSplits(1, 4096, SMS, BLOCKS_PER_SM)).isEqualTo(64);
-        assertThat(CudaLatentAttention.decodeSplits(1, 16384, SMS, BLOCKS_PER_SM)).isEqualTo(256);
-        assertThat(CudaLatentAttention.decodeSplits(1, 100_000, SMS, BLOCKS_PER_SM)).isEqualTo(264);
+        assertThat(CudaLatentAttention.decodeSplits(1, 16384, SMS, BLOCKS_PER_SM)).isEqualTo(64);
+        assertThat(CudaLatentAttention.decodeSplits(1, 100_000, SMS, BLOCKS_PER_SM)).isEqualTo(64);
         assertThat(CudaLatentAttention.decodeSplits(1, 129, SMS, BLOCKS_PER_SM)).isEqualTo(3);
         assertThat(CudaLatentAttention.decodeSplits(1, 0, SMS, BLOCKS_PER_SM)).isEqualTo(1);
     }
