@@ -4,8 +4,9 @@
 // rotated), latent_attention over a paged latent pool (a decode row, an empty sequence, a prefill chunk causal over a
 // cached prefix, a window and a context-only mask) and latent_values. Each against a double-precision loop over the
 // same stored inputs, within fp32 summation error (plus one rounding for bf16 outputs); at a tiny geometry and at
-// DeepSeek-V2-Lite's (R 512, Dr 64, Dn 128, Dv 128); and the tensor-core decode latent_decode_mma with its merge
-// (bf16, 16 and 32 heads, sequences of 0 to 700 keys cut into one slice or several, a window, a context-only mask).
+// DeepSeek-V2-Lite's (R 512, Dr 64, Dn 128, Dv 128); and the tensor-core latent_attention_mma with its merge (bf16,
+// 16 and 32 heads, decode rows over 0 to 700 keys and prefill chunks over cached prefixes, each row's keys in one
+// slice or several, a window, a context-only mask).
 // It checks fragment layouts, indexing and arithmetic where no GPU is at hand; it says nothing about speed.
 // Run: ./run.sh latent_attention_checks
 #define MSTAR_HOST_EMULATION
@@ -104,7 +105,7 @@ static void query(int dt, int n, int heads, int nope, int ropeDim, int rank, int
     const auto inv = inv_freq(ropeDim);
     launch(n * heads, kLatentThreads, [&] {
         latent_query(q.data(), dt, kvB.data(), dt, pos.data(), inv.data(), out.data(), dt, heads, nope, ropeDim, rank,
-                     kvBRows, 1);
+                     kvBRows, 1, 0);
     });
     double worst = 0, scale = 0;
     for (int t = 0; t < n * heads; t++) {
@@ -125,7 +126,7 @@ static void query(int dt, int n, int heads, int nope, int ropeDim, int rank, int
 }
 
 // Sequences of qLens[r] query rows over kvLens[r] keys on pages of pageSize, pages handed out in a shuffled order.
-// With splits > 0 (bf16 decode rows at R 512, Dr 64): latent_decode_mma over that many slices, then the merge, as
+// With splits > 0 (bf16 rows at R 512, Dr 64): latent_attention_mma over that many slices, then the merge, as
 // CudaLatentAttention launches them.
 static void attention(const char* name, int dt, int heads, int rank, int ropeDim, int pageSize,
                       const std::vector<int>& qLens, const std::vector<int>& kvLens, int causal, int windowLeft,
@@ -150,17 +151,20 @@ static void attention(const char* name, int dt, int heads, int rank, int ropeDim
     const float smScale = 1.f / std::sqrt(192.f);
     if (splits > 0) {
         using bf16 = __nv_bfloat16;
-        std::vector<float> partialO((size_t)rows * heads * splits * rank, NAN), partialLse((size_t)rows * heads * splits, NAN);
+        std::vector<float> partialO((size_t)totalQo * heads * splits * rank, NAN),
+            partialLse((size_t)totalQo * heads * splits, NAN);
         for (size_t i = 0; i < out.bytes.size() / 2; i++) store_f(out.data(), dt, (long long)i, NAN);
-        launch3(Dim3{(unsigned)splits, (unsigned)(heads / kLdHeads), (unsigned)rows}, kLdWarps * 32, [&] {
-            latent_decode_mma((const bf16*)q.data(), (const bf16*)pool.data(), qoIndptr.data(), kvIndptr.data(),
-                              indices.data(), last.data(), (bf16*)out.data(), partialO.data(), partialLse.data(), heads,
-                              pageSize, numPages, layer, smScale, windowLeft, contextOnly, splits);
+        launch3(Dim3{(unsigned)splits, (unsigned)(heads / kLdHeads), (unsigned)totalQo}, kLdWarps * 32, [&] {
+            latent_attention_mma((const bf16*)q.data(), (const bf16*)pool.data(), qoIndptr.data(), kvIndptr.data(),
+                                 indices.data(), last.data(), (bf16*)out.data(), partialO.data(), partialLse.data(),
+                                 rows, heads, pageSize, numPages, layer, smScale, causal, windowLeft, contextOnly,
+                                 splits);
         });
         if (splits > 1) {
-            launch(rows * heads, kLatentThreads, [&] {
-                latent_decode_merge(qoIndptr.data(), kvIndptr.data(), last.data(), partialO.data(), partialLse.data(),
-                                    (bf16*)out.data(), heads, pageSize, windowLeft, contextOnly, splits);
+            launch(totalQo * heads, kLatentThreads, [&] {
+                latent_attention_merge(qoIndptr.data(), kvIndptr.data(), last.data(), partialO.data(),
+                                       partialLse.data(), (bf16*)out.data(), rows, heads, pageSize, causal, windowLeft,
+                                       contextOnly, splits);
             });
         }
     } else {
@@ -245,13 +249,19 @@ int main() {
         values(dt, 3, 2, 64, 8, 24);
         values(dt, 1, 2, 512, 128, 128);
     }
-    // the tensor-core decode: one slice per sequence, then cut (128-key slices: 700 keys in 6, 33 in 1), 32 heads
+    // the tensor cores, decode rows: one slice per row, then cut (64-key slices: 700 keys in 8, 33 in 1), 32 heads
     const std::vector<int> ones(5, 1), lens{0, 33, 129, 700, 260};
-    attention("latent_decode_mma one slice", DT_BF16, 16, 512, 64, 64, ones, lens, 1, -1, 0, 1);
-    attention("latent_decode_mma split", DT_BF16, 16, 512, 64, 64, ones, lens, 1, -1, 0, 8);
-    attention("latent_decode_mma 32 heads, page 16", DT_BF16, 32, 512, 64, 16, {1, 1}, {300, 45}, 1, -1, 0, 3);
-    attention("latent_decode_mma window 200", DT_BF16, 16, 512, 64, 64, {1, 1}, {700, 150}, 1, 200, 0, 4);
-    attention("latent_decode_mma context only", DT_BF16, 16, 512, 64, 64, {1, 1}, {300, 1}, 1, -1, 1, 2);
+    attention("latent_attention_mma decode one slice", DT_BF16, 16, 512, 64, 64, ones, lens, 1, -1, 0, 1);
+    attention("latent_attention_mma decode split", DT_BF16, 16, 512, 64, 64, ones, lens, 1, -1, 0, 8);
+    attention("latent_attention_mma 32 heads, page 16", DT_BF16, 32, 512, 64, 16, {1, 1}, {300, 45}, 1, -1, 0, 3);
+    attention("latent_attention_mma window 200", DT_BF16, 16, 512, 64, 64, {1, 1}, {700, 150}, 1, 200, 0, 4);
+    attention("latent_attention_mma context only", DT_BF16, 16, 512, 64, 64, {1, 1}, {300, 1}, 1, -1, 1, 2);
+    // prefill chunks: 40 over a prefix of 90 (causal) beside a decode row and an empty sequence, in one slice and cut
+    attention("latent_attention_mma prefill", DT_BF16, 16, 512, 64, 16, {40, 1, 0, 7}, {130, 200, 9, 7}, 1, -1, 0, 1);
+    attention("latent_attention_mma prefill split", DT_BF16, 16, 512, 64, 16, {40, 1, 0, 7}, {130, 200, 9, 7}, 1, -1,
+              0, 3);
+    attention("latent_attention_mma prefill window 50", DT_BF16, 16, 512, 64, 64, {20, 12}, {150, 12}, 1, 50, 0, 2);
+    attention("latent_attention_mma prefill context only", DT_BF16, 16, 512, 64, 64, {5, 3}, {100, 3}, 1, -1, 1, 2);
     std::printf(fails ? "latent_attention_checks: %d emulated checks failed\n" : "latent_attention_checks: all passed\n",
                 fails);
     return fails != 0;

@@ -269,8 +269,9 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_attention_mma
     const int* pageIds = kvIndices + kvIndptr[d.seq];
     const int tiles = kBegin < kEnd ? (kEnd - kBegin + kLdTileKeys - 1) / kLdTileKeys : 0;
     // A tile's rows in the pool, looked up by warp 0 one tile ahead: a page id read beside each cp.async (whose
-    // asm keeps loads from moving past it) cost every thread 18 dependent global reads a tile.
-    __shared__ long long rowAt[kLdTileKeys];
+    // asm keeps loads from moving past it) cost every thread 18 dependent global reads a tile. Two buffers: warp 0
+    // writes tile 1's while the others may still read tile 0's (no barrier between the first two issues).
+    __shared__ long long rowAt[2][kLdTileKeys];
     auto pageOf = [&](int tile) {
         const int j = kBegin + tile * kLdTileKeys + lane;
         return j < kEnd ? pageIds[j / pageSize] : 0;
@@ -281,13 +282,14 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_attention_mma
         const int k0 = kBegin + tile * kLdTileKeys;
         if (warp == 0) {
             const int j = k0 + lane;
-            rowAt[lane] = j < kEnd ? latent_row(layer, numPages, nextPage, pageSize, j % pageSize, kLdWidth) : -1;
+            rowAt[tile & 1][lane] = j < kEnd ? latent_row(layer, numPages, nextPage, pageSize, j % pageSize, kLdWidth)
+                                             : -1;
             if (tile + 1 < tiles) nextPage = pageOf(tile + 1);
         }
         __syncthreads();
         for (int i = threadIdx.x; i < kLdTileKeys * CHUNKS; i += blockDim.x) {
             const int key = i / CHUNKS, c = i - key * CHUNKS;
-            const long long row = rowAt[key];
+            const long long row = rowAt[tile & 1][key];
             cp_async16(stage + key * kLdStride + c * 8, row >= 0 ? pool + row + c * 8 : pool, row >= 0);
         }
         cp_async_commit();
