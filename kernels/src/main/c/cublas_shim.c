@@ -479,11 +479,12 @@ static void lt_fp8_plan_free(lt_fp8_plan *p) {
 
 /*
  * A plan for column-major d[m, n] = aScale[m] · bScale[n] · (a[k, m]ᵀ · b[k, n]), a and b E4M3, d of dType, in the
- * mapping above (m the weight's rows, n the tokens). Returns 0 after throwing when cuBLASLt has no algorithm.
+ * mapping above (m the weight's rows, n the tokens); without outerScales the bare product a[k, m]ᵀ · b[k, n], whose
+ * scales the caller applies. Returns 0 after throwing when cuBLASLt has no algorithm.
  */
 JNIEXPORT jlong JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8Plan(JNIEnv *env, jclass cls, jlong handle,
                                                                           jint dType, jint m, jint n, jint k,
-                                                                          jlong workspaceBytes) {
+                                                                          jlong workspaceBytes, jboolean outerScales) {
     (void)cls;
     lt_fp8_plan *p = calloc(1, sizeof *p);
     if (p == NULL) {
@@ -496,10 +497,10 @@ JNIEXPORT jlong JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8Plan(JNIEnv
     if (check(env, lt_desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F_CODE), "cublasLtMatmulDescCreate")
         || check(env, lt_desc_set(p->desc, LT_DESC_TRANSA, &opT, sizeof opT), "cublasLtMatmulDescSetAttribute")
         || check(env, lt_desc_set(p->desc, LT_DESC_TRANSB, &opN, sizeof opN), "cublasLtMatmulDescSetAttribute")
-        || check(env, lt_desc_set(p->desc, LT_DESC_A_SCALE_MODE, &outer, sizeof outer),
-                 "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)")
-        || check(env, lt_desc_set(p->desc, LT_DESC_B_SCALE_MODE, &outer, sizeof outer),
-                 "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)")
+        || (outerScales && check(env, lt_desc_set(p->desc, LT_DESC_A_SCALE_MODE, &outer, sizeof outer),
+                                 "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)"))
+        || (outerScales && check(env, lt_desc_set(p->desc, LT_DESC_B_SCALE_MODE, &outer, sizeof outer),
+                                 "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)"))
         || check(env, lt_layout_create(&p->a, CUDA_R_8F_E4M3_CODE, k, m, k), "cublasLtMatrixLayoutCreate")
         || check(env, lt_layout_create(&p->b, CUDA_R_8F_E4M3_CODE, k, n, k), "cublasLtMatrixLayoutCreate")
         || check(env, lt_layout_create(&p->d, dType, m, n, m), "cublasLtMatrixLayoutCreate")
@@ -514,14 +515,14 @@ JNIEXPORT jlong JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8Plan(JNIEnv
     int returned = 0;
     int status = lt_heuristic_query((void *)handle, p->desc, p->a, p->b, p->d, p->d, pref, 1, &result, &returned);
     lt_pref_destroy(pref);
-    if (check(env, status, "cublasLtMatmulAlgoGetHeuristic (FP8, outer-vector scales)")) {
+    if (check(env, status, "cublasLtMatmulAlgoGetHeuristic (FP8)")) {
         lt_fp8_plan_free(p);
         return 0;
     }
     if (returned < 1 || result.state != 0) {
         char msg[200];
-        snprintf(msg, sizeof msg, "cuBLASLt offers no FP8 algorithm with outer-vector scales for m=%d n=%d k=%d", m, n,
-                 k);
+        snprintf(msg, sizeof msg, "cuBLASLt offers no FP8 algorithm %s for m=%d n=%d k=%d",
+                 outerScales ? "with outer-vector scales" : "without scales", m, n, k);
         throw_new(env, "java/lang/IllegalStateException", msg);
         lt_fp8_plan_free(p);
         return 0;
@@ -537,7 +538,8 @@ JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8PlanFree(JNI
     lt_fp8_plan_free((lt_fp8_plan *)plan);
 }
 
-/* Runs an FP8 plan: a (the weight's codes) scaled by aScale[m], b (the tokens' codes) by bScale[n], into d. */
+/* Runs an FP8 plan: a (the weight's codes) scaled by aScale[m], b (the tokens' codes) by bScale[n], into d; a plan
+ * without outer-vector scales takes null scale pointers (scale 1). */
 JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8Matmul(JNIEnv *env, jclass cls, jlong handle,
                                                                            jlong plan, jobject a, jobject aScale,
                                                                            jobject b, jobject bScale, jobject d,

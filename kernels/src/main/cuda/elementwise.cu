@@ -104,13 +104,17 @@ extern "C" __global__ void convert_elements(const void* in, int inDt, void* out,
     MSTAR_GRID_LOOP(i, n) { store_f(out, outDt, i, load_f(in, inDt, i)); }
 }
 
-// out[r, c] = acc[r, c] + bias[c], rounding once: the GEMM accumulated into fp32 scratch first.
-extern "C" __global__ void bias_add_cast(const float* acc, const void* bias, int biasDt, void* out, int outDt,
-                                         long long rows, int cols) {
+// out[r, c] = acc[r, c] · rowScales[r] · colScales[c] + bias[c] (each left out where null), rounding once: the GEMM
+// accumulated into fp32 scratch first (an FP8 product without its scales, say).
+extern "C" __global__ void bias_add_cast(const float* acc, const float* rowScales, const float* colScales,
+                                         const void* bias, int biasDt, void* out, int outDt, long long rows, int cols) {
     mstar::await_previous_kernel();
     MSTAR_GRID_LOOP(i, rows * cols) {
         const int c = (int)(i % cols);
+        float v = acc[i];
+        if (rowScales != nullptr) v *= rowScales[i / cols];
+        if (colScales != nullptr) v *= colScales[c];
         const float b = bias != nullptr ? load_f(bias, biasDt, c) : 0.f;
-        store_f(out, outDt, i, acc[i] + b);
+        store_f(out, outDt, i, v + b);
     }
 }

@@ -40,8 +40,8 @@ final class CublasLt implements AutoCloseable {
         }
     }
 
-    /** An FP8 product's shape: its output dtype, tokens, weight rows and depth. */
-    private record Fp8Shape(DType result, int rows, int cols, int k) {}
+    /** An FP8 product's shape: its output dtype, tokens, weight rows and depth, and whether cuBLASLt scales it. */
+    private record Fp8Shape(DType result, int rows, int cols, int k, boolean outerScales) {}
 
     private final CudaDevice device;
     private final CudaTensor workspace;
@@ -89,29 +89,45 @@ final class CublasLt implements AutoCloseable {
      */
     void fp8GemmRowsByWeightT(CudaTensor x, CudaTensor xScales, CudaTensor w, CudaTensor wScales, CudaTensor out,
                               int rows, int cols, int k) {
-        long plan = fp8Plan(out.dtype(), rows, cols, k);
-        if (plan == 0) {
-            throw new IllegalStateException("cuBLASLt has no FP8 GEMM with outer-vector scales for " + rows + "x" + cols
-                    + "x" + k + " into " + out.dtype());
-        }
-        CublasNative.ltFp8Matmul(handle, plan, w.pointer(), wScales.pointer(), x.pointer(), xScales.pointer(),
-                out.pointer(), workspace.pointer(), workspace.byteSize(), device.stream().handle());
+        fp8Gemm(x, xScales, w, wScales, out, rows, cols, k);
     }
 
     /**
-     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} for this shape and output dtype: not before cuBLASLt 12.9
-     * (no outer-vector scales), nor on a GPU without FP8 tensor cores. Asked once a shape.
+     * {@link #fp8GemmRowsByWeightT} without the scales, {@code out[rows, cols] = Σ_k x[r, k] · w[c, k]} into an fp32
+     * {@code out}: cuBLASLt's plain FP8 product, its scales left to the caller's epilogue.
      */
-    boolean fp8GemmTakes(DType result, int rows, int cols, int k) {
-        return fp8Plan(result, rows, cols, k) != 0;
+    void fp8GemmUnscaledRowsByWeightT(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int cols, int k) {
+        fp8Gemm(x, null, w, null, out, rows, cols, k);
+    }
+
+    private void fp8Gemm(CudaTensor x, CudaTensor xScales, CudaTensor w, CudaTensor wScales, CudaTensor out, int rows,
+                         int cols, int k) {
+        boolean outer = xScales != null;
+        long plan = fp8Plan(out.dtype(), rows, cols, k, outer);
+        if (plan == 0) {
+            throw new IllegalStateException("cuBLASLt has no FP8 GEMM" + (outer ? " with outer-vector scales" : "")
+                    + " for " + rows + "x" + cols + "x" + k + " into " + out.dtype());
+        }
+        CublasNative.ltFp8Matmul(handle, plan, w.pointer(), outer ? wScales.pointer() : null, x.pointer(),
+                outer ? xScales.pointer() : null, out.pointer(), workspace.pointer(), workspace.byteSize(),
+                device.stream().handle());
+    }
+
+    /**
+     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} (with {@code outerScales}) or
+     * {@link #fp8GemmUnscaledRowsByWeightT} for this shape and output dtype: outer-vector scales not before cuBLASLt
+     * 12.9, neither on a GPU without FP8 tensor cores. Asked once a shape.
+     */
+    boolean fp8GemmTakes(DType result, int rows, int cols, int k, boolean outerScales) {
+        return fp8Plan(result, rows, cols, k, outerScales) != 0;
     }
 
     /** The shape's FP8 plan, or 0 when cuBLASLt refused it (kept, so that it is asked once). */
-    private long fp8Plan(DType result, int rows, int cols, int k) {
-        return fp8Plans.computeIfAbsent(new Fp8Shape(result, rows, cols, k), s -> {
+    private long fp8Plan(DType result, int rows, int cols, int k, boolean outerScales) {
+        return fp8Plans.computeIfAbsent(new Fp8Shape(result, rows, cols, k, outerScales), s -> {
             try {
                 return CublasNative.ltFp8Plan(handle, CudaMatmul.cudaType(s.result()), s.cols(), s.rows(), s.k(),
-                        workspace.byteSize());
+                        workspace.byteSize(), s.outerScales());
             } catch (IllegalStateException refused) {
                 return 0L;
             }

@@ -19,7 +19,11 @@ import org.mstar.device.Tensor;
  * <p>A W8A8 weight ({@link Fp8Weight#quantisesActivations()}) multiplies its input quantised per row ({@link Fp8Rows},
  * given or quantised here by {@link CudaFp8Rows}). Above {@link #SKINNY_ROWS} rows its product is an FP8 × FP8 GEMM on
  * the tensor cores (twice bf16's rate on Hopper) through {@link CublasLt}, both scales applied to the fp32 sums as
- * outer vectors, when the weight has one scale a row or one a tensor (repeated a row here); a 128 × 128 block-scaled
+ * outer vectors, when the weight has one scale a row or one a tensor (repeated a row here); for an fp32 output, or
+ * with {@link org.mstar.device.KernelOptions#fp8ScalesInEpilogue()}, cuBLASLt's plain FP8 product goes into an fp32
+ * scratch (at most {@value #EPILOGUE_SCRATCH_FLOATS} floats, the rows in slices) and the scales, bias and rounding are
+ * an epilogue kernel's (on an H100 the outer-vector algorithm was 2e-3 off the exact product where PyTorch's
+ * row-wise FP8 product is 1.3e-4, and ran an 8192³ product below bf16's rate); a 128 × 128 block-scaled
  * weight, a shape cuBLASLt's FP8 GEMM does not take (K or N not a multiple of 16, or no algorithm offered: a cuBLASLt
  * before 12.9), few rows, or batch-invariant numerics multiply the input's rows dequantised to bf16 (its FP8 values,
  * rounded once) on the weight-only paths above.
@@ -34,6 +38,8 @@ final class CudaFp8Matmul {
     private static final int CHUNK = 64;
     /** cuBLASLt's FP8 GEMM wants K, and the output's leading dimension, in multiples of 16. */
     private static final int FP8_GEMM_ALIGN = 16;
+    /** The fp32 scratch of the epilogue path: 256 MiB, 2336 rows of Llama-3.1-8B's gate/up, 512 of its LM head. */
+    static final int EPILOGUE_SCRATCH_FLOATS = 64 << 20;
 
     private final CudaDevice device;
     private final CudaMatmul dense;
@@ -151,12 +157,35 @@ final class CudaFp8Matmul {
             rows.broadcastScale(wScales, perRow);
             wScales = perRow;
         }
-        CudaTensor c = bias == null ? out : device.scratch("matmul.acc", DType.F32, m, n);
         device.stream().counters().gemm();
+        if (scalesInEpilogue(out)) {
+            int slice = epilogueRows(m, n);
+            for (int r = 0; r < m; r += slice) {
+                int rowsHere = Math.min(slice, m - r);
+                CudaTensor acc = device.scratch("matmul.fp8.acc", DType.F32, rowsHere, n);
+                shared.cublasLt().fp8GemmUnscaledRowsByWeightT(CudaTensor.of(xCodes.rows(r, rowsHere), "x codes"),
+                        (CudaTensor) w.codes(), acc, rowsHere, n, k);
+                elementwise.scaleBiasCast(acc, CudaTensor.of(xScales.rows(r, rowsHere), "x scales"), wScales, bias,
+                        CudaTensor.of(out.rows(r, rowsHere), "matmul out"), rowsHere, n);
+            }
+            return;
+        }
+        CudaTensor c = bias == null ? out : device.scratch("matmul.acc", DType.F32, m, n);
         shared.cublasLt().fp8GemmRowsByWeightT(xCodes, xScales, (CudaTensor) w.codes(), wScales, c, m, n, k);
         if (bias != null) {
             elementwise.biasAddCast(c, bias, out, m, n);
         }
+    }
+
+    /** Whether this W8A8 product's scales go to the epilogue kernel rather than to cuBLASLt (the class comment). */
+    private boolean scalesInEpilogue(CudaTensor out) {
+        return out.dtype() == DType.F32 || device.options().fp8ScalesInEpilogue();
+    }
+
+    /** Rows of one slice of the epilogue path: as many of the m rows as the fp32 scratch holds, a multiple of 16. */
+    static int epilogueRows(int m, int n) {
+        int fit = Math.max(16, EPILOGUE_SCRATCH_FLOATS / n / 16 * 16);
+        return Math.min(m, fit);
     }
 
     /**
@@ -170,9 +199,20 @@ final class CudaFp8Matmul {
         return m > SKINNY_ROWS && !device.batchInvariant() && (w.scalesPerRow() || w.scalePerTensor())
                 && w.dim(1) % FP8_GEMM_ALIGN == 0 && w.dim(0) % FP8_GEMM_ALIGN == 0
                 && (out.dtype() == DType.BF16 || out.dtype() == DType.F32) && xAligned
-                && ((CudaTensor) w.codes()).alignedTo(16) && out.alignedTo(16)
-                && shared.cublasLt().fp8GemmTakes(out.dtype(), m, Math.toIntExact(w.dim(0)),
-                        Math.toIntExact(w.dim(1)));
+                && ((CudaTensor) w.codes()).alignedTo(16) && out.alignedTo(16) && cublasLtTakes(out, m, w);
+    }
+
+    /** Whether cuBLASLt offers the FP8 product of every slice this product is cut into. */
+    private boolean cublasLtTakes(CudaTensor out, int m, Fp8Weight w) {
+        int n = Math.toIntExact(w.dim(0));
+        int k = Math.toIntExact(w.dim(1));
+        CublasLt lt = shared.cublasLt();
+        if (!scalesInEpilogue(out)) {
+            return lt.fp8GemmTakes(out.dtype(), m, n, k, true);
+        }
+        int slice = epilogueRows(m, n);
+        return lt.fp8GemmTakes(DType.F32, slice, n, k, false)
+                && (m % slice == 0 || lt.fp8GemmTakes(DType.F32, m % slice, n, k, false));
     }
 
     /**

@@ -32,7 +32,16 @@ final class Elementwise {
     }
 
     void biasAddCast(CudaTensor acc, CudaTensor bias, CudaTensor out, long rows, long cols) {
-        launch("bias_add_cast", rows * cols, new KernelArgs().tensor(acc).tensor(bias)
+        scaleBiasCast(acc, null, null, bias, out, rows, cols);
+    }
+
+    /**
+     * {@code out[r, c] = acc[r, c] · rowScales[r] · colScales[c] + bias[c]} rounded once to out's dtype, each of the
+     * scales and the bias left out where null: an fp32 accumulator's epilogue.
+     */
+    void scaleBiasCast(CudaTensor acc, CudaTensor rowScales, CudaTensor colScales, CudaTensor bias, CudaTensor out,
+                       long rows, long cols) {
+        launch("bias_add_cast", rows * cols, new KernelArgs().tensor(acc).tensor(rowScales).tensor(colScales).tensor(bias)
                 .i32(bias == null ? 0 : code(bias)).tensor(out).i32(code(out)).i64(rows).i32(Math.toIntExact(cols)),
                 "matmul bias");
     }

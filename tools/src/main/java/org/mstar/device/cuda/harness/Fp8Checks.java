@@ -83,6 +83,16 @@ final class Fp8Checks {
         // an LM head's fp32 logits (a vocabulary of 32768 keeps the host's reference small)
         attempt("w8a8 matmul lm_head, channels, fp32 out",
                 () -> w8a8(128, 32768, HIDDEN, channels, DType.F32, false, false));
+        // bf16 outputs with the scales in our epilogue instead of cuBLASLt's outer-vector algorithm
+        Twin epilogue = tw.on(tw.gpu.withOptions(tw.gpu.options().withFp8ScalesInEpilogue(true)));
+        for (int rows : new int[] {128, 2048}) {
+            attempt("w8a8 matmul qkv, channels, scales in epilogue",
+                    () -> w8a8(epilogue, rows, QKV, HIDDEN, channels, DType.BF16, false, false));
+        }
+        attempt("w8a8 matmul down, tensor, scales in epilogue",
+                () -> w8a8(epilogue, 512, HIDDEN, INTER, tensor, DType.BF16, false, false));
+        attempt("w8a8 matmul+bias, channels, FP8 rows in, scales in epilogue",
+                () -> w8a8(epilogue, 100, 1024, 576, channels, DType.BF16, true, true));
         return results;
     }
 
@@ -221,6 +231,12 @@ final class Fp8Checks {
      * {@code rowsIn}) given as FP8 rows quantised on each device.
      */
     private void w8a8(int rows, int n, int k, Fp8Quantization layout, DType outType, boolean bias, boolean rowsIn) {
+        w8a8(tw, rows, n, k, layout, outType, bias, rowsIn);
+    }
+
+    /** {@link #w8a8} on {@code tw}'s GPU (a view of the harness's with other kernel options). */
+    private void w8a8(Twin tw, int rows, int n, int k, Fp8Quantization layout, DType outType, boolean bias,
+                      boolean rowsIn) {
         Fp8Weight[] w = weight(n, k, layout);
         Fp8Weight cpuW = w[0].quantisingActivations();
         Fp8Weight gpuW = w[1].quantisingActivations();
@@ -241,8 +257,9 @@ final class Fp8Checks {
             gpuOp.run();
             double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
             double ms = tw.median(gpuOp);
+            boolean epilogue = outType == DType.F32 || tw.gpu.options().fp8ScalesInEpilogue();
             String path = rows <= 64 ? "bf16 rows, " + weightOnlyPath(rows) : layout.layout() == Fp8Quantization.Layout.BLOCK
-                    ? "bf16 fallback" : "FP8 GEMM";
+                    ? "bf16 fallback" : epilogue ? "FP8 GEMM, scales in epilogue" : "FP8 GEMM";
             results.add(new CheckResult("w8a8 matmul" + (bias ? "+bias" : ""), shape(rows, k) + "·" + shape(n, k)
                     + "ᵀ " + layout.layout().name().toLowerCase(Locale.ROOT) + (rowsIn ? ", FP8 rows in" : "") + ", "
                     + path + ", " + tflops(rows, n, k, ms), outType.name(), err,
