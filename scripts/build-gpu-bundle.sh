@@ -5,6 +5,8 @@
 # the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
 # `bash gpu-bundle/run-harness.sh` there (docs/guides/gpu-harness.md). Needs nothing installed in ~/.m2 beforehand.
 #
+# PACK_JRE=1 packs the runtime into jre.tar.xz (see the end).
+#
 # --baseline REV also builds the project's three jars of git revision REV (in a temporary worktree, installing
 # nothing) into gpu-bundle/baseline/, for gpu-bundle/ab-harness.sh: both builds measured on one machine.
 set -euo pipefail
@@ -32,7 +34,7 @@ jlink --add-modules java.base,java.logging,jdk.unsupported,java.management --str
 cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels/target/mstar-kernels-*.jar \
     tools/target/mstar-tools-0.1.0-SNAPSHOT.jar "$BUNDLE/lib/"
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
-cp scripts/gpu/run-harness.sh scripts/gpu/ab-harness.sh scripts/gpu/cublas-path.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_timing.py scripts/gpu/torch_gemm.py scripts/gpu/torch_fp8.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/torch_latent.py scripts/gpu/torch_hybrid.py scripts/gpu/perf_table.py scripts/gpu/torch_moe.py \
+cp scripts/gpu/run-harness.sh scripts/gpu/run-many.sh scripts/gpu/ab-harness.sh scripts/gpu/cublas-path.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_timing.py scripts/gpu/torch_gemm.py scripts/gpu/torch_fp8.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/torch_latent.py scripts/gpu/torch_hybrid.py scripts/gpu/perf_table.py scripts/gpu/torch_moe.py \
     scripts/gpu/whisper_reference.py scripts/gpu/run-whisper.sh scripts/fixtures/write_whisper_fixtures.py "$BUNDLE/"
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
@@ -57,6 +59,12 @@ if [ -n "$BASELINE" ]; then
         "$tree/$harness/target/mstar-$harness-0.1.0-SNAPSHOT.jar" "$BUNDLE/baseline/"
     echo "$BASELINE" > "$BUNDLE/baseline/REVISION"
     git worktree remove --force "$tree"
+fi
+
+# PACK_JRE=1 packs the runtime as jre.tar.xz (35 MB down to about 16): room for a larger working tree beside it;
+# run-many.sh unpacks it on the GPU machine
+if [ -n "${PACK_JRE:-}" ]; then
+    tar cJf "$BUNDLE/jre.tar.xz" -C "$BUNDLE/jre" . && rm -r "$BUNDLE/jre"
 fi
 
 size=$(du -sm "$BUNDLE" | cut -f1)
