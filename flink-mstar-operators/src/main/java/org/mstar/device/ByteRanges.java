@@ -28,8 +28,8 @@ public record ByteRanges(long[] sources, long[] targets, long[] lengths) {
      *     does not start and end on an element of both
      */
     public void requireWithin(Tensor src, Tensor dst, int elementBytes) {
-        long srcBytes = src.numel() * src.dtype().bytes();
-        long dstBytes = dst.numel() * dst.dtype().bytes();
+        long srcBytes = src.byteSize();
+        long dstBytes = dst.byteSize();
         for (int i = 0; i < size(); i++) {
             if (sources[i] < 0 || targets[i] < 0 || sources[i] + lengths[i] > srcBytes
                     || targets[i] + lengths[i] > dstBytes || (sources[i] | targets[i] | lengths[i]) % elementBytes != 0) {
