@@ -34,7 +34,9 @@ package org.mstar.device;
  *                       the lost run would have. Off (the default), decode rows use the split-KV decode kernel and
  *                       cuBLAS picks its algorithms freely: faster decode, with tokens that can change when the
  *                       batching does. fp32 and head dim 32 have no invariant attention path. The CPU reference is
- *                       invariant either way ({@link Device#batchInvariant()}).
+ *                       invariant either way ({@link Device#batchInvariant()}), but for latent (MLA) attention, whose step
+ *                       takes its prefill form (up-projected keys) or the latent one by its keys per query row unless
+ *                       this is on, on the CPU too.
  */
 public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunch, boolean qkvRopeInMatmul,
                             int skinnyMatmulRows, int moeGemmExpertRows, boolean fp8ScalesInEpilogue,

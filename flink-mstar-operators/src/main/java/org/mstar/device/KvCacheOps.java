@@ -7,7 +7,7 @@ package org.mstar.device;
 public interface KvCacheOps {
 
     /**
-     * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} in place at positions
+     * Rotate {@code q [n, qHeads, headDim]} and {@code k [n, kHeads, headDim]} (or q alone, k null) in place at positions
      * {@code posIds} (I32 {@code [n]}), as {@link RopeParams} defines. Angles are computed as
      * {@code pos · invFreq} in fp32 from the fp32-rounded table.
      */

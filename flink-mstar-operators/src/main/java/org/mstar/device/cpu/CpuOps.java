@@ -409,7 +409,7 @@ final class CpuOps implements ComputeOps, AutoCloseable {
 
     @Override
     public void rope(Tensor q, Tensor k, Tensor posIds, RopeParams params) {
-        CpuRope.run(loop, CpuTensor.of(q), CpuTensor.of(k), CpuTensor.of(posIds), params);
+        CpuRope.run(loop, CpuTensor.of(q), k == null ? null : CpuTensor.of(k), CpuTensor.of(posIds), params);
     }
 
     @Override

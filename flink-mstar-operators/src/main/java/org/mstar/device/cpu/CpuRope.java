@@ -27,7 +27,7 @@ final class CpuRope {
     }
 
     static void run(ParallelLoop loop, CpuTensor q, CpuTensor k, CpuTensor posIds, RopeParams params) {
-        if (q.rank() != 3 || k.rank() != 3 || q.dim(0) != k.dim(0) || q.dim(2) != k.dim(2)) {
+        if (q.rank() != 3 || k != null && (k.rank() != 3 || q.dim(0) != k.dim(0) || q.dim(2) != k.dim(2))) {
             throw new IllegalArgumentException("rope needs q [n, qHeads, headDim] and k [n, kHeads, headDim], got "
                     + q + " and " + k);
         }
@@ -37,7 +37,7 @@ final class CpuRope {
         }
         int headDim = (int) q.dim(2);
         int qHeads = (int) q.dim(1);
-        int kHeads = (int) k.dim(1);
+        int kHeads = k == null ? 0 : (int) k.dim(1);
         CpuRope rope = new CpuRope(params, headDim);
         loop.forChunks(n, (long) (qHeads + kHeads) * rope.rotaryDim * 8, (from, to) -> {
             int half = rope.rotaryDim / 2;
@@ -52,7 +52,9 @@ final class CpuRope {
                     sin[i] = (float) Math.sin(angle);
                 }
                 rope.rotateHeads(q, t, qHeads, headDim, cos, sin, head);
-                rope.rotateHeads(k, t, kHeads, headDim, cos, sin, head);
+                if (k != null) {
+                    rope.rotateHeads(k, t, kHeads, headDim, cos, sin, head);
+                }
             }
         });
     }

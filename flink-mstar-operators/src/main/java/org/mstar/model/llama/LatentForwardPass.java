@@ -6,6 +6,7 @@ import org.mstar.device.Tensor;
 import org.mstar.model.LatentAttention;
 import org.mstar.model.ModelConfig;
 import org.mstar.model.moe.MoeMlp;
+import org.mstar.resources.attn.LatentPrefillPlan;
 import org.mstar.resources.kv.KVManager;
 
 /**
@@ -15,7 +16,10 @@ import org.mstar.resources.kv.KVManager;
  * by {@code kv_a_layernorm}, the rope part rotated) to the latent KV cache, absorbs {@code kv_b_proj}'s key
  * up-projection into the query, attends in the latent space, and applies the value up-projection and {@code o_proj}:
  * prefill chunks and decode rows alike, so a chunk over a cached prefix reads the prefix's latent rows as they are.
- * Temporaries are released when the pass ends.
+ * A step whose keys are few against its query rows (a prompt's chunks, {@link LatentPrefillPlan}) attends per head
+ * instead, over its keys' latent rows up-projected through {@link LatentPrefillWeights}, unless the device wants
+ * batch-invariant numerics (a request's rows must then take one form whatever it is batched with). Temporaries are
+ * released when the pass ends.
  */
 final class LatentForwardPass extends DecoderPass {
     /** DeepseekV2RMSNorm's default epsilon, which q_a_layernorm and kv_a_layernorm keep whatever rms_norm_eps says. */
@@ -74,25 +78,19 @@ final class LatentForwardPass extends DecoderPass {
 
     /** The latent attention of one layer: {@code x [n, H]} in, {@code out [n, H]} (after o_proj) out. */
     private void attend(LatentAttentionWeights lw, int layer, Tensor x, LlamaResources res, Tensor out) {
+        LatentPrefillWeights prefill = device.options().batchInvariant() ? null : model.weights().latentPrefill(layer);
+        LatentPrefillPlan plan = prefill == null ? null : res.attention().latentPrefill(LABEL);
+        if (plan != null) {
+            attendUpProjected(lw, prefill, plan, layer, x, res, out);
+            return;
+        }
         int n = (int) x.dim(0);
         int heads = cfg.numHeads();
         int r = mla.kvLoraRank();
-        Tensor q = temp(act, n, (long) heads * mla.qkHeadDim());
-        if (lw.qProj() != null) {
-            ops.matmul(x, lw.qProj(), null, q);
-        } else {
-            Tensor qA = temp(act, n, mla.qLoraRank());
-            ops.matmul(x, lw.qAProj(), null, qA);
-            ops.rmsNorm(qA, null, lw.qANorm(), LATENT_NORM_EPS, qA);
-            ops.matmul(qA, lw.qBProj(), null, q);
-        }
-        Tensor kvA = temp(act, n, mla.latentDim());
-        ops.matmul(x, lw.kvAProj(), null, kvA);
+        Tensor q = query(lw, lw.qProj() != null ? lw.qProj() : lw.qBProj(), x, (long) heads * mla.qkHeadDim());
         Tensor pos = res.rope().firstIds(LABEL, n);
         RopeParams rope = res.rope().ropeParams();
-        KVManager cache = res.kv();
-        cache.writeKv(layer, LABEL, n, (pool, l, pages, offsets) -> ops.latentAppend(kvA, lw.kvANorm(),
-                LATENT_NORM_EPS, pos, rope, pool, l, pages, offsets));
+        KVManager cache = appendLatent(lw, layer, x, pos, rope, res);
         Tensor qLatent = temp(act, n, heads, mla.latentDim());
         ops.latentQuery(q.reshape(n, heads, mla.qkHeadDim()), lw.kvBProj(), pos, rope, qLatent);
         Tensor latent = temp(act, n, heads, r);
@@ -100,5 +98,63 @@ final class LatentForwardPass extends DecoderPass {
         Tensor values = temp(act, n, heads, mla.vHeadDim());
         ops.latentValues(latent, lw.kvBProj(), values);
         ops.matmul(values.reshape(n, (long) heads * mla.vHeadDim()), lw.oProj(), null, out);
+    }
+
+    /** {@code x [n, H]} through the query's projection, its last ({@code weight}) into {@code width} columns. */
+    private Tensor query(LatentAttentionWeights lw, Tensor weight, Tensor x, long width) {
+        int n = (int) x.dim(0);
+        Tensor q = temp(act, n, width);
+        if (lw.qProj() != null) {
+            ops.matmul(x, weight, null, q);
+        } else {
+            Tensor qA = temp(act, n, mla.qLoraRank());
+            ops.matmul(x, lw.qAProj(), null, qA);
+            ops.rmsNorm(qA, null, lw.qANorm(), LATENT_NORM_EPS, qA);
+            ops.matmul(qA, weight, null, q);
+        }
+        return q;
+    }
+
+    /** Writes each token's latent row (kv_a_proj_with_mqa, normalised, rope part rotated) to the cache; returns it. */
+    private KVManager appendLatent(LatentAttentionWeights lw, int layer, Tensor x, Tensor pos, RopeParams rope,
+                                   LlamaResources res) {
+        int n = (int) x.dim(0);
+        Tensor kvA = temp(act, n, mla.latentDim());
+        ops.matmul(x, lw.kvAProj(), null, kvA);
+        KVManager cache = res.kv();
+        cache.writeKv(layer, LABEL, n, (pool, l, pages, offsets) -> ops.latentAppend(kvA, lw.kvANorm(),
+                LATENT_NORM_EPS, pos, rope, pool, l, pages, offsets));
+        return cache;
+    }
+
+    /**
+     * {@link #attend} over up-projected keys: the chunk's latent rows appended as there, then per head q (rope part
+     * first, rotated), the keys and values of every latent row the step's sequences see (gathered from the pool,
+     * through {@link LatentPrefillWeights}), one causal ragged attention, and o_proj over the padded heads.
+     */
+    private void attendUpProjected(LatentAttentionWeights lw, LatentPrefillWeights pw, LatentPrefillPlan plan,
+                                   int layer, Tensor x, LlamaResources res, Tensor out) {
+        int n = (int) x.dim(0);
+        int heads = cfg.numHeads();
+        int d = pw.headDim();
+        Tensor q = query(lw, pw.q(), x, (long) heads * d);
+        Tensor pos = res.rope().firstIds(LABEL, n);
+        RopeParams rope = res.rope().ropeParams();
+        KVManager cache = appendLatent(lw, layer, x, pos, rope, res);
+        Tensor qHeads = q.reshape(n, heads, d);
+        ops.rope(qHeads, null, pos, rope);
+        Tensor pool = cache.pool();
+        Tensor layerRows = pool.rows(layer, 1).reshape(pool.dim(1) * pool.dim(3), mla.latentDim());
+        int keys = plan.keys();
+        Tensor latentKeys = temp(pool.dtype(), keys, mla.latentDim());
+        ops.gatherRows(layerRows, plan.keyRows(), latentKeys);
+        Tensor k = temp(act, keys, (long) heads * d);
+        Tensor v = temp(act, keys, (long) heads * d);
+        ops.matmul(latentKeys, pw.k(), null, k);
+        ops.matmul(latentKeys, pw.v(), null, v);
+        Tensor attended = temp(act, n, (long) heads * d);
+        ops.raggedAttention(qHeads, k.reshape(keys, heads, d), v.reshape(keys, heads, d), plan.attention(),
+                attended.reshape(n, heads, d));
+        ops.matmul(attended, pw.o(), null, out);
     }
 }

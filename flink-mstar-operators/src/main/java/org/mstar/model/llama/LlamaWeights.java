@@ -41,9 +41,11 @@ public final class LlamaWeights implements AutoCloseable {
     private final Tensor finalNorm;
     private final Tensor lmHead;
     private final List<Tensor> owned;
+    /** Each latent attention layer's weights for prefill chunks, or null (not latent, or not derivable). */
+    private final LatentPrefillWeights[] latentPrefill;
 
     private LlamaWeights(ModelConfig config, DType dtype, Tensor embedding, List<LlamaLayerWeights> layers,
-                         Tensor finalNorm, Tensor lmHead, List<Tensor> owned) {
+                         Tensor finalNorm, Tensor lmHead, List<Tensor> owned, LatentPrefillWeights[] latentPrefill) {
         this.config = config;
         this.dtype = dtype;
         this.embedding = embedding;
@@ -51,6 +53,7 @@ public final class LlamaWeights implements AutoCloseable {
         this.finalNorm = finalNorm;
         this.lmHead = lmHead;
         this.owned = owned;
+        this.latentPrefill = latentPrefill;
     }
 
     /**
@@ -58,7 +61,7 @@ public final class LlamaWeights implements AutoCloseable {
      */
     static LlamaWeights of(ModelConfig config, DType dtype, Tensor embedding, List<LlamaLayerWeights> layers,
                            Tensor finalNorm, Tensor lmHead, List<Tensor> owned) {
-        return new LlamaWeights(config, dtype, embedding, layers, finalNorm, lmHead, owned);
+        return new LlamaWeights(config, dtype, embedding, layers, finalNorm, lmHead, owned, null);
     }
 
     /**
@@ -144,11 +147,29 @@ public final class LlamaWeights implements AutoCloseable {
                 loaded += e.getValue().byteSize();
                 progress.loaded(loaded, total);
             }
-            return weights;
+            return config.latentAttention().isPresent() ? weights.withLatentPrefill(device) : weights;
         } catch (IOException | RuntimeException e) {
             weights.close();
             throw e;
         }
+    }
+
+    /**
+     * These weights with each latent layer's prefill form ({@link LatentPrefillWeights}) derived from the loaded ones,
+     * allocated now so that the engine's memory sizing counts them.
+     */
+    private LlamaWeights withLatentPrefill(Device device) {
+        LatentPrefillWeights[] derived = new LatentPrefillWeights[layers.size()];
+        for (int l = 0; l < derived.length; l++) {
+            derived[l] = LatentPrefillWeights.derive(layers.get(l).latentAttention(), config.latentAttention().orElseThrow(),
+                    config.numHeads(), device, dtype, owned);
+        }
+        return new LlamaWeights(config, dtype, embedding, layers, finalNorm, lmHead, owned, derived);
+    }
+
+    /** Layer {@code layer}'s latent attention weights for prefill chunks, or null where there are none. */
+    public LatentPrefillWeights latentPrefill(int layer) {
+        return latentPrefill == null ? null : latentPrefill[layer];
     }
 
     /** Whether the Hugging Face tensor {@code hfName} is an RMSNorm weight (whose storage may be offset, see below). */
@@ -223,7 +244,7 @@ public final class LlamaWeights implements AutoCloseable {
             }
             Tensor finalNorm = allocate(owned, device, norms, h);
             Tensor lmHead = c.tieWordEmbeddings() ? embedding : p.of(h, "lm_head", c.vocabSize());
-            return new LlamaWeights(c, dtype, embedding, layers, finalNorm, lmHead, owned);
+            return new LlamaWeights(c, dtype, embedding, layers, finalNorm, lmHead, owned, null);
         } catch (RuntimeException e) {
             owned.forEach(Tensor::close);
             throw e;

@@ -165,6 +165,14 @@ public final class AttentionManager implements Resource, Planning<AttentionPlan>
     }
 
     /**
+     * The last real plan's step of {@code planLabel} as a latent prefill ({@link LatentPrefillPlan}: the keys' pool
+     * rows and a ragged causal plan over them), or null when the step is not one for it; built once a step.
+     */
+    public LatentPrefillPlan latentPrefill(String planLabel) {
+        return currentPlan().latentPrefill(planLabel, device);
+    }
+
+    /**
      * The device plan of {@code planLabel} in the last real plan: what {@link #run} attends with, for a forward that
      * copies it to the other devices of a tensor-parallel group.
      */

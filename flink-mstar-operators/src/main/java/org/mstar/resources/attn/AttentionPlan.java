@@ -1,8 +1,10 @@
 package org.mstar.resources.attn;
 
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.mstar.device.Device;
 import org.mstar.device.PagedAttentionPlan;
@@ -21,6 +23,8 @@ import org.mstar.resources.kv.PagedIndptrs;
  */
 public final class AttentionPlan {
     private final Map<String, LabelPlan> byLabel;
+    /** Each label's {@link LatentPrefillPlan} once asked for (empty: the step is not one for it). */
+    private final Map<String, Optional<LatentPrefillPlan>> latentPrefill = new HashMap<>();
 
     private AttentionPlan(Map<String, LabelPlan> byLabel) {
         this.byLabel = Collections.unmodifiableMap(byLabel);
@@ -75,13 +79,30 @@ public final class AttentionPlan {
         return p;
     }
 
+    /**
+     * {@code planLabel}'s step attended over up-projected keys, built on first use and freed with this plan; null when
+     * the step is not one for it ({@link LatentPrefillPlan#of}) or its tables are a captured graph's.
+     */
+    LatentPrefillPlan latentPrefill(String planLabel, Device device) {
+        return latentPrefill.computeIfAbsent(planLabel, l -> {
+            LabelPlan p = label(l);
+            return Optional.ofNullable(p.fresh() ? LatentPrefillPlan.of(p.paged(), p.host(), device) : null);
+        }).orElse(null);
+    }
+
     /** Returns the step's device tensors; call once no enqueued layer reads them any more. */
     void close() {
         byLabel.values().forEach(LabelPlan::close);
+        latentPrefill.values().forEach(p -> p.ifPresent(LatentPrefillPlan::close));
+        latentPrefill.clear();
     }
 
-    /** @param fresh whether the tensors are this plan's own (freed with it) rather than static buffers */
-    record LabelPlan(PagedAttentionPlan paged, int[] lastRows, Tensor lastRowsDevice, boolean fresh) {
+    /**
+     * @param host  the page tables the device tensors were uploaded from
+     * @param fresh whether the tensors are this plan's own (freed with it) rather than static buffers
+     */
+    record LabelPlan(PagedAttentionPlan paged, PagedIndptrs host, int[] lastRows, Tensor lastRowsDevice,
+                     boolean fresh) {
         static LabelPlan build(KVPlanOutput out, AttentionStep step, int windowLeft, float smScale, PlanUpload upload,
                                boolean fresh, int maxSeqLen) {
             PagedIndptrs ip = out.indptrs();
@@ -111,7 +132,7 @@ public final class AttentionPlan {
                     out.pageSize(), ip.totalQo(), maxQoLen, maxKvLen, step.causal(), windowLeft, step.contextOnly(),
                     smScale);
             Tensor lastRowsDevice = everyRowComputes ? upload.apply("lastRows", rows, lastRows) : null;
-            return new LabelPlan(paged, lastRows, lastRowsDevice, fresh);
+            return new LabelPlan(paged, ip, lastRows, lastRowsDevice, fresh);
         }
 
         void close() {
