@@ -85,6 +85,8 @@ public final class GpuHarness {
     private static final int PROFILED_DECODE_STEPS = 2;
     /** Layers of the mixture-of-experts models a {@code --profile-decode} case runs (those of the --moe-perf rows). */
     private static final int PROFILED_MOE_LAYERS = 12;
+    /** Layers of the Bamba-9B geometry a {@code --profile-decode BAMBA:...} case runs (those of the H100 rows). */
+    private static final int PROFILED_HYBRID_LAYERS = 8;
     /** Prompt tokens of the --lora-perf rows' requests. */
     private static final int LORA_CONTEXT = 512;
     /** {batch, context} of the launch table's rows, on both geometries. */
@@ -549,6 +551,14 @@ public final class GpuHarness {
      * step is what follows its last gather).
      */
     private static void profileDecode(CudaDevice gpu, long seed, GpuHarnessOptions.ProfiledDecode profiled) {
+        if (profiled.model().equals("BAMBA")) {
+            // the hybrid bench's own steps and context (HybridBench.CONTEXT), the harness's --hybrid-perf geometry
+            HybridBench.DecodeRow row = new HybridBench(gpu, seed).decodeOnly(HybridBench.bamba9b(PROFILED_HYBRID_LAYERS),
+                    profiled.batch());
+            System.out.printf(java.util.Locale.ROOT, "profiled decode %s (context %d): %.2f ms/step%n", profiled,
+                    HybridBench.CONTEXT, row.millisPerStep());
+            return;
+        }
         ModelConfig config = switch (profiled.model()) {
             case "8B" -> EngineBench.llama3_8b();
             case "QWEN3MOE" -> MoePerf.qwen3_30b_a3b(PROFILED_MOE_LAYERS);

@@ -89,7 +89,7 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     boolean launchPerf;
 
     @Option(names = "--profile-decode", paramLabel = "CASE", split = ",", converter = ProfiledDecode.Converter.class,
-            description = "decode steps of each CASE, MODEL:BATCH:CONTEXT (8B, 1B, QWEN3MOE, DSV2L), for a profiler")
+            description = "decode steps of each CASE, MODEL:BATCH:CONTEXT (8B, 1B, QWEN3MOE, DSV2L, BAMBA), for a profiler")
     List<ProfiledDecode> profiled = List.of();
 
     @Option(names = "--no-qkv-rope-in-matmul",
@@ -214,13 +214,13 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
         /** Reads {@code MODEL:BATCH:CONTEXT}. */
         static final class Converter implements ITypeConverter<ProfiledDecode> {
-            private static final Pattern SPEC = Pattern.compile("(8B|1B|QWEN3MOE|DSV2L):(\\d+):(\\d+)");
+            private static final Pattern SPEC = Pattern.compile("(8B|1B|QWEN3MOE|DSV2L|BAMBA):(\\d+):(\\d+)");
 
             @Override
             public ProfiledDecode convert(String spec) {
                 Matcher m = SPEC.matcher(spec);
                 if (!m.matches()) {
-                    throw new TypeConversionException("MODEL:BATCH:CONTEXT with MODEL 8B, 1B, QWEN3MOE or DSV2L, got " + spec);
+                    throw new TypeConversionException("MODEL:BATCH:CONTEXT with MODEL 8B, 1B, QWEN3MOE, DSV2L or BAMBA, got " + spec);
                 }
                 return new ProfiledDecode(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)));
             }

@@ -7,6 +7,7 @@ import java.util.Locale;
 import java.util.OptionalInt;
 import java.util.Random;
 import java.util.Set;
+import java.util.function.BiConsumer;
 import org.mstar.device.DType;
 import org.mstar.device.Device;
 import org.mstar.device.Mamba2Shape;
@@ -77,6 +78,30 @@ final class HybridBench {
         for (int b : batches) {
             maxBatch = Math.max(maxBatch, b);
         }
+        withEngine(config, maxBatch, (engine, streamed) -> {
+            for (int b : batches) {
+                DecodeRow row = decode(engine, config, b, streamed);
+                System.out.printf(Locale.ROOT, "hybrid bench: %d layers, decode batch %d: %.2f ms/step%n",
+                        config.numLayers(), b, row.millisPerStep());
+                decode.add(row);
+            }
+            prefill(engine, config);
+            PrefillRow row = prefill(engine, config);
+            System.out.printf(Locale.ROOT, "hybrid bench: %d layers, prefill %d tokens: %.1f ms%n", config.numLayers(),
+                    PREFILL_TOKENS, row.millis());
+            prefill.add(row);
+        });
+    }
+
+    /** Decode steps at {@code batch} alone (for a kernel profiler: the run's last step is a decode step). */
+    DecodeRow decodeOnly(HybridConfig config, int batch) {
+        DecodeRow[] row = new DecodeRow[1];
+        withEngine(config, batch, (engine, streamed) -> row[0] = decode(engine, config, batch, streamed));
+        return row[0];
+    }
+
+    /** Runs {@code body} with a decode-graph engine for up to {@code maxBatch} rows and the weights' streamed bytes. */
+    private void withEngine(HybridConfig config, int maxBatch, BiConsumer<HybridEngine, Long> body) {
         int maxSeqLen = Math.max(CONTEXT + 64 + WARMUP_STEPS + DECODE_STEPS, PREFILL_TOKENS + 2);
         int pages = maxBatch * ((CONTEXT + 64 + WARMUP_STEPS + DECODE_STEPS + PAGE - 1) / PAGE)
                 + (PREFILL_TOKENS + PAGE) / PAGE + PAGE;
@@ -89,17 +114,7 @@ final class HybridBench {
                      new GenerationConfig(OptionalInt.empty(), List.of()), options, DType.BF16)) {
             long streamed = weights.hfTensors().values().stream().mapToLong(Tensor::byteSize).sum()
                     - weights.embedding().byteSize();
-            for (int b : batches) {
-                DecodeRow row = decode(engine, config, b, streamed);
-                System.out.printf(Locale.ROOT, "hybrid bench: %d layers, decode batch %d: %.2f ms/step%n",
-                        config.numLayers(), b, row.millisPerStep());
-                decode.add(row);
-            }
-            prefill(engine, config);
-            PrefillRow row = prefill(engine, config);
-            System.out.printf(Locale.ROOT, "hybrid bench: %d layers, prefill %d tokens: %.1f ms%n", config.numLayers(),
-                    PREFILL_TOKENS, row.millis());
-            prefill.add(row);
+            body.accept(engine, streamed);
         }
     }
 

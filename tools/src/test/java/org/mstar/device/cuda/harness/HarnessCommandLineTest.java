@@ -120,7 +120,7 @@ class HarnessCommandLineTest {
         assertRefused(new GpuHarnessOptions(), "Unknown option: '--bogus'", "--bogus");
         assertRefused(new GpuHarnessOptions(), "Missing required parameter for option '--out'", "--out");
         assertRefused(new GpuHarnessOptions(), "'x'", "--seed", "x");
-        assertRefused(new GpuHarnessOptions(), "MODEL:BATCH:CONTEXT with MODEL 8B, 1B, QWEN3MOE or DSV2L, got 70B:1:512",
+        assertRefused(new GpuHarnessOptions(), "MODEL:BATCH:CONTEXT with MODEL 8B, 1B, QWEN3MOE, DSV2L or BAMBA, got 70B:1:512",
                 "--profile-decode", "70B:1:512");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--prefill-perf");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--attention-only", "--skinny-perf");

@@ -40,9 +40,7 @@ class HybridBenchTest {
 
     @Test
     void measuresDecodeAtEachBatchAndThePrefill() {
-        Mamba2Shape mixer = new Mamba2Shape(4, 16, 1, 16, 4, 64, 0f, Float.POSITIVE_INFINITY);
-        HybridConfig tiny = new HybridConfig(HybridConfig.Family.BAMBA, 64, 3, 512, 1e-5, false, OptionalInt.empty(),
-                List.of(), mixer, true, List.of(1), 4, 2, 8, 10_000, 128, 4096);
+        HybridConfig tiny = tinyBamba();
         List<HybridBench.DecodeRow> decode = new ArrayList<>();
         List<HybridBench.PrefillRow> prefill = new ArrayList<>();
         try (CpuDevice cpu = new CpuDevice(2)) {
@@ -62,5 +60,24 @@ class HybridBenchTest {
         });
         assertThat(HybridBench.decodeTable(decode, 3.0).lines()).hasSize(4);
         assertThat(HybridBench.prefillTable(prefill, 500).lines()).hasSize(3);
+    }
+
+    /** Three layers, the middle one attention; mixers of 4 heads of 16, state 16. */
+    private static HybridConfig tinyBamba() {
+        Mamba2Shape mixer = new Mamba2Shape(4, 16, 1, 16, 4, 64, 0f, Float.POSITIVE_INFINITY);
+        return new HybridConfig(HybridConfig.Family.BAMBA, 64, 3, 512, 1e-5, false, OptionalInt.empty(),
+                List.of(), mixer, true, List.of(1), 4, 2, 8, 10_000, 128, 4096);
+    }
+
+    @Test
+    void decodesAloneForAProfilerWithTheSameStateBytes() {
+        HybridConfig tiny = tinyBamba();
+        HybridBench.DecodeRow row;
+        try (CpuDevice cpu = new CpuDevice(2)) {
+            row = new HybridBench(cpu, 1).decodeOnly(tiny, 3);
+        }
+        assertThat(row.batch()).isEqualTo(3);
+        assertThat(row.millisPerStep()).isPositive();
+        assertThat(row.stateBytes()).isEqualTo(3L * 2 * 2 * (4 * 16 * 16 + 96 * 3) * 4);
     }
 }
