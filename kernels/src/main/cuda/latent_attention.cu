@@ -216,11 +216,13 @@ constexpr int kLdHeads = 16;
 constexpr int kLdWarps = 4;
 constexpr int kLdTileKeys = 32;
 constexpr int kLdStride = kLdWidth + 8;  // row stride in shared memory: rows 16 bytes off a bank period apart
+// Row stride of the scores: the 8 rows a softmax read spans (g = 0..7) land on 2-way-shared banks, not one (stride 32)
+constexpr int kLdScoreStride = kLdTileKeys + 8;
 // Shortest slice (a multiple of the tile); CudaLatentAttention.DECODE_MIN_SLICE_KEYS must equal it.
 constexpr int kLdMinSliceKeys = 64;
-// Dynamic shared memory: Q [16][stride], two stages of [32][stride] latent rows (bf16), the tile's scores [16][32]
+// Dynamic shared memory: Q [16][stride], two stages of [32][stride] latent rows (bf16), the tile's scores [16][40]
 // fp32. CudaLatentAttention.DECODE_SMEM_BYTES must equal it.
-constexpr int kLdSmemBytes = (kLdHeads + 2 * kLdTileKeys) * kLdStride * 2 + kLdHeads * kLdTileKeys * 4;
+constexpr int kLdSmemBytes = (kLdHeads + 2 * kLdTileKeys) * kLdStride * 2 + kLdHeads * kLdScoreStride * 4;
 
 // The visible keys of a query row (LatentRowKeys) and their slicing.
 struct LatentRowSlices {
@@ -259,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_attention_mma
 
     T* qs = reinterpret_cast<T*>(dynamic_smem());
     T* stages = qs + kLdHeads * kLdStride;
-    float* ss = reinterpret_cast<float*>(stages + 2 * kLdTileKeys * kLdStride);  // [16][32] scores, log2 units
+    float* ss = reinterpret_cast<float*>(stages + 2 * kLdTileKeys * kLdStride);  // [16][40] scores, log2 units
     constexpr int CHUNKS = kLdWidth * 2 / 16;                                       // 16-byte copies per row
     for (int i = threadIdx.x; i < kLdHeads * CHUNKS; i += blockDim.x) {
         const int h = i / CHUNKS, c = i - h * CHUNKS;
@@ -331,10 +333,10 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_attention_mma
 #pragma unroll
             for (int e = 0; e < 4; ++e) c[e] = (cs[0][e] + cs[1][e]) + (cs[2][e] + cs[3][e]);
             const int key = warp * 8 + 2 * t;
-            ss[g * kLdTileKeys + key] = k0 + key < kEnd ? c[0] * scaleLog2 : -INFINITY;
-            ss[g * kLdTileKeys + key + 1] = k0 + key + 1 < kEnd ? c[1] * scaleLog2 : -INFINITY;
-            ss[(g + 8) * kLdTileKeys + key] = k0 + key < kEnd ? c[2] * scaleLog2 : -INFINITY;
-            ss[(g + 8) * kLdTileKeys + key + 1] = k0 + key + 1 < kEnd ? c[3] * scaleLog2 : -INFINITY;
+            ss[g * kLdScoreStride + key] = k0 + key < kEnd ? c[0] * scaleLog2 : -INFINITY;
+            ss[g * kLdScoreStride + key + 1] = k0 + key + 1 < kEnd ? c[1] * scaleLog2 : -INFINITY;
+            ss[(g + 8) * kLdScoreStride + key] = k0 + key < kEnd ? c[2] * scaleLog2 : -INFINITY;
+            ss[(g + 8) * kLdScoreStride + key + 1] = k0 + key + 1 < kEnd ? c[3] * scaleLog2 : -INFINITY;
         }
         __syncthreads();
         // P's A fragments for keys 16 kk2 .. + 15: (g, 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..)
@@ -345,7 +347,7 @@ extern "C" __global__ void __launch_bounds__(kLdWarps * 32) latent_attention_mma
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
                 const int row = g + 8 * ((e >> 1) & 1), key = kk2 * 16 + 2 * t + (e & 1) + 8 * (e >> 2);
-                s[kk2][e] = ss[row * kLdTileKeys + key];
+                s[kk2][e] = ss[row * kLdScoreStride + key];
                 tileMax[(e >> 1) & 1] = fmaxf(tileMax[(e >> 1) & 1], s[kk2][e]);
             }
         }

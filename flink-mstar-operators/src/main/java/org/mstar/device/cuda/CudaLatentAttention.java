@@ -29,7 +29,7 @@ final class CudaLatentAttention {
     /** latent_attention_mma's block (kLdWarps warps), shortest slice (kLdMinSliceKeys) and shared memory (kLdSmemBytes). */
     private static final int DECODE_THREADS = 128;
     static final int DECODE_MIN_SLICE_KEYS = 64;
-    static final int DECODE_SMEM_BYTES = (16 + 2 * 32) * (576 + 8) * 2 + 16 * 32 * 4;
+    static final int DECODE_SMEM_BYTES = (16 + 2 * 32) * (576 + 8) * 2 + 16 * 40 * 4;
     /** The most slices a query row's keys are cut into (decodeSplits). */
     private static final int MAX_SPLITS = 64;
     /** The most query rows one launch of latent_attention_mma takes (its grid's z). */

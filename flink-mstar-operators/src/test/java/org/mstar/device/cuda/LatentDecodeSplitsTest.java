@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 /** How the latent (MLA) launcher cuts query rows' keys into slices, and that it agrees with the kernel (no GPU needed). */
 class LatentDecodeSplitsTest {
     private static final int SMS = 132;
-    /** Two blocks of latent_attention_mma's 95 KB of shared memory share an SM. */
+    /** Two blocks of latent_attention_mma's 96 KB of shared memory share an SM. */
     private static final int BLOCKS_PER_SM = 2;
 
     @Test
@@ -38,8 +38,9 @@ class LatentDecodeSplitsTest {
                 .contains("constexpr int kLdWidth = " + CudaLatentAttention.DECODE_WIDTH + ";")
                 .contains("constexpr int kLdHeads = " + CudaLatentAttention.DECODE_HEADS + ";")
                 .contains("constexpr int kLdMinSliceKeys = " + CudaLatentAttention.DECODE_MIN_SLICE_KEYS + ";")
-                .contains("constexpr int kLdWarps = 4;").contains("constexpr int kLdTileKeys = 32;");
-        // (16 query rows + 2 stages of 32 latent rows) of 584 bf16, then 16 x 32 fp32 scores
-        assertThat(CudaLatentAttention.DECODE_SMEM_BYTES).isEqualTo(95_488);
+                .contains("constexpr int kLdWarps = 4;").contains("constexpr int kLdTileKeys = 32;")
+                .contains("constexpr int kLdScoreStride = kLdTileKeys + 8;");
+        // (16 query rows + 2 stages of 32 latent rows) of 584 bf16, then 16 rows of 40 fp32 scores
+        assertThat(CudaLatentAttention.DECODE_SMEM_BYTES).isEqualTo(96_000);
     }
 }
