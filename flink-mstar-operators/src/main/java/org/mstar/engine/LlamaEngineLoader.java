@@ -123,7 +123,7 @@ public final class LlamaEngineLoader {
         DType storage = storageType(group.device(0));
         ShardedWeights shards;
         try (Device host = Devices.open("cpu");
-             LlamaWeights full = LlamaWeights.load(modelDir, host, storage, WeightQuantization.NONE, progress)) {
+             LlamaWeights full = LlamaWeights.loadToSplit(modelDir, host, storage, progress)) {
             shards = ShardedWeights.split(full, ShardLayout.of(full.config(), group.size()), group);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot load the weights in " + modelDir, e);

@@ -85,23 +85,11 @@ final class CublasLt implements AutoCloseable {
     /**
      * Row-major {@code out[rows, cols] = xScales[r] · wScales[c] · Σ_k x[r, k] · w[c, k]} with x and w E4M3 codes,
      * accumulated in fp32 and rounded once to out's dtype (BF16 or F32); xScales has {@code rows} elements, wScales
-     * {@code cols}. The mapping onto cuBLASLt's column-major TN product is written down in cublas_shim.c.
+     * {@code cols}; both null: the bare product ({@code outerScales} false in {@link #fp8GemmTakes}), whose scales the
+     * caller's epilogue applies. The mapping onto cuBLASLt's column-major TN product is written down in cublas_shim.c.
      */
     void fp8GemmRowsByWeightT(CudaTensor x, CudaTensor xScales, CudaTensor w, CudaTensor wScales, CudaTensor out,
                               int rows, int cols, int k) {
-        fp8Gemm(x, xScales, w, wScales, out, rows, cols, k);
-    }
-
-    /**
-     * {@link #fp8GemmRowsByWeightT} without the scales, {@code out[rows, cols] = Σ_k x[r, k] · w[c, k]} into an fp32
-     * {@code out}: cuBLASLt's plain FP8 product, its scales left to the caller's epilogue.
-     */
-    void fp8GemmUnscaledRowsByWeightT(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int cols, int k) {
-        fp8Gemm(x, null, w, null, out, rows, cols, k);
-    }
-
-    private void fp8Gemm(CudaTensor x, CudaTensor xScales, CudaTensor w, CudaTensor wScales, CudaTensor out, int rows,
-                         int cols, int k) {
         boolean outer = xScales != null;
         long plan = fp8Plan(out.dtype(), rows, cols, k, outer);
         if (plan == 0) {
@@ -114,8 +102,8 @@ final class CublasLt implements AutoCloseable {
     }
 
     /**
-     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} (with {@code outerScales}) or
-     * {@link #fp8GemmUnscaledRowsByWeightT} for this shape and output dtype: outer-vector scales not before cuBLASLt
+     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} with scales ({@code outerScales}) or without for this shape
+     * and output dtype: outer-vector scales not before cuBLASLt
      * 12.9, neither on a GPU without FP8 tensor cores. Asked once a shape.
      */
     boolean fp8GemmTakes(DType result, int rows, int cols, int k, boolean outerScales) {

@@ -163,8 +163,8 @@ final class CudaFp8Matmul {
             for (int r = 0; r < m; r += slice) {
                 int rowsHere = Math.min(slice, m - r);
                 CudaTensor acc = device.scratch("matmul.fp8.acc", DType.F32, rowsHere, n);
-                shared.cublasLt().fp8GemmUnscaledRowsByWeightT(CudaTensor.of(xCodes.rows(r, rowsHere), "x codes"),
-                        (CudaTensor) w.codes(), acc, rowsHere, n, k);
+                shared.cublasLt().fp8GemmRowsByWeightT(CudaTensor.of(xCodes.rows(r, rowsHere), "x codes"), null,
+                        (CudaTensor) w.codes(), null, acc, rowsHere, n, k);
                 elementwise.scaleBiasCast(acc, CudaTensor.of(xScales.rows(r, rowsHere), "x scales"), wScales, bias,
                         CudaTensor.of(out.rows(r, rowsHere), "matmul out"), rowsHere, n);
             }

@@ -87,10 +87,26 @@ public final class LlamaWeights implements AutoCloseable {
      */
     public static LlamaWeights load(Path folder, Device device, DType dtype, WeightQuantization quantization,
                                     LoadProgress progress) throws IOException {
+        return load(folder, device, dtype, quantization, progress, true);
+    }
+
+    /**
+     * The whole model in {@code dtype} on {@code host}, to be split over devices ({@link ShardedWeights#split}): as
+     * {@link #load(Path, Device, DType, LoadProgress)} without the forms only a single-device model computes with
+     * ({@link #latentPrefill}), which would be derived on the host for nothing.
+     */
+    public static LlamaWeights loadToSplit(Path folder, Device host, DType dtype, LoadProgress progress)
+            throws IOException {
+        return load(folder, host, dtype, WeightQuantization.NONE, progress, false);
+    }
+
+    private static LlamaWeights load(Path folder, Device device, DType dtype, WeightQuantization quantization,
+                                     LoadProgress progress, boolean latentPrefill) throws IOException {
         ModelConfig config = ModelConfig.load(folder);
         try (Checkpoint checkpoint = Checkpoint.open(folder)) {
             Fp8Residency fp8 = quantization.fp8Weights() ? Fp8Residency.of(config, checkpoint, quantization) : null;
-            return fill(config, device, dtype, fp8, source(checkpoint, config), progress, fusedExperts(checkpoint));
+            return fill(config, device, dtype, fp8, source(checkpoint, config), progress, fusedExperts(checkpoint),
+                    latentPrefill);
         }
     }
 
@@ -102,7 +118,8 @@ public final class LlamaWeights implements AutoCloseable {
      */
     public static LlamaWeights load(Checkpoint checkpoint, ModelConfig config, Device device, DType dtype)
             throws IOException {
-        return fill(config, device, dtype, null, source(checkpoint, config), LoadProgress.NONE, fusedExperts(checkpoint));
+        return fill(config, device, dtype, null, source(checkpoint, config), LoadProgress.NONE, fusedExperts(checkpoint),
+                true);
     }
 
     /** Whether the checkpoint holds its routed experts stacked, as transformers 5 does in memory, not one by one. */
@@ -118,18 +135,19 @@ public final class LlamaWeights implements AutoCloseable {
 
     /** Allocates every tensor, then fills each Hugging Face view from {@code source}; frees all on failure. */
     static LlamaWeights fill(ModelConfig config, Device device, DType dtype, TensorSource source) throws IOException {
-        return fill(config, device, dtype, null, source, LoadProgress.NONE, false);
+        return fill(config, device, dtype, null, source, LoadProgress.NONE, false, true);
     }
 
     /** As {@link #fill(ModelConfig, Device, DType, TensorSource)}, the projections {@code fp8} names kept in FP8. */
     static LlamaWeights fill(ModelConfig config, Device device, DType dtype, Fp8Residency fp8, TensorSource source)
             throws IOException {
-        return fill(config, device, dtype, fp8, source, LoadProgress.NONE, false);
+        return fill(config, device, dtype, fp8, source, LoadProgress.NONE, false, true);
     }
 
+    /** @param latentPrefill whether a latent attention model gets its prefill form ({@link #latentPrefill}) */
     private static LlamaWeights fill(ModelConfig config, Device device, DType dtype, Fp8Residency fp8,
-                                     TensorSource source, LoadProgress progress, boolean fusedExperts)
-            throws IOException {
+                                     TensorSource source, LoadProgress progress, boolean fusedExperts,
+                                     boolean latentPrefill) throws IOException {
         LlamaWeights weights = allocate(config, device, dtype, fp8);
         try {
             Map<String, Tensor> tensors = weights.hfTensors(fusedExperts);
@@ -147,7 +165,7 @@ public final class LlamaWeights implements AutoCloseable {
                 loaded += e.getValue().byteSize();
                 progress.loaded(loaded, total);
             }
-            return config.latentAttention().isPresent() ? weights.withLatentPrefill(device) : weights;
+            return latentPrefill && config.latentAttention().isPresent() ? weights.withLatentPrefill(device) : weights;
         } catch (IOException | RuntimeException e) {
             weights.close();
             throw e;
