@@ -7,8 +7,11 @@ launch overlaps.
 
 Usage: python3 kernel_profile.py OUT.csv [STEP_MS [GATHERS]]   (profile-decode.sh runs Nsight Compute with the flags
 this needs and then this script; STEP_MS, a step's time measured without the profiler, adds the time outside kernels;
-GATHERS, default 1, is how many embedding gathers a step begins with: 2 for Whisper, token and position)"""
+GATHERS, default 1, is how many embedding gathers a step begins with: 2 for Whisper, token and position)
+With MSTAR_PROFILE_STEP=first it prints the run's first step instead: the prefill of a --profile-decode case whose
+context fits one step's token budget (MODEL:1:2048 is one 2048-token prompt)."""
 import csv
+import os
 import re
 import sys
 from collections import OrderedDict
@@ -46,7 +49,10 @@ def main():
     starts = [i for i, (n, _) in enumerate(rows) if n.startswith(STEP_START)]
     if len(starts) < gathers:
         sys.exit("fewer than " + str(gathers) + " " + STEP_START + " kernels in the profile")
-    step = rows[starts[-gathers]:]
+    if os.environ.get("MSTAR_PROFILE_STEP") == "first":
+        step = rows[starts[0]:starts[gathers]] if len(starts) > gathers else rows[starts[0]:]
+    else:
+        step = rows[starts[-gathers]:]
     by_name = OrderedDict()
     for name, ns in step:
         count, total = by_name.get(short(name), (0, 0.0))

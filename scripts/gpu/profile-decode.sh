@@ -2,7 +2,8 @@
 # Runs on the GPU machine as gpu-bundle/profile-decode.sh SPEC... (SPEC = MODEL:BATCH:CONTEXT, e.g. 8B:1:512):
 # each case's decode steps under Nsight Compute, every kernel of the decode graph profiled as its own node with
 # its duration only (clocks and caches left alone), then kernel_profile.py's table of the last step. Output
-# under $OUT (default /tmp/mstar-gpu): profile-SPEC.csv and profile-SPEC.md.
+# under $OUT (default /tmp/mstar-gpu): profile-SPEC.csv and profile-SPEC.md. With MSTAR_PROFILE_STEP=first the table is
+# of the first step, the prompt's prefill, instead.
 set -uo pipefail
 OUT=${OUT:-/tmp/mstar-gpu}
 mkdir -p "$OUT"

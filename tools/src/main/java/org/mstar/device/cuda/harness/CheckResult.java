@@ -17,15 +17,25 @@ record CheckResult(String op, String shape, String dtype, double error, double t
 
     /**
      * Runs one check; an exception, or a class missing from the bundle, becomes a failed row that carries its
-     * message instead of ending the run.
+     * message instead of ending the run. Its failed rows are printed at once, so a run cut by a time limit before
+     * its table still shows them.
      */
     static void attempt(List<CheckResult> results, String name, Runnable check) {
         System.out.println("check " + name); // progress, so a hang or crash shows where it happened
+        int before = results.size();
         try {
             check.run();
         } catch (RuntimeException | LinkageError e) {
             results.add(new CheckResult(name, "-", "-", Double.POSITIVE_INFINITY, 0, 0,
                     "threw " + e.getClass().getSimpleName() + ": " + e.getMessage()));
+        }
+        List<CheckResult> added = results.subList(before, results.size());
+        long failed = added.stream().filter(r -> !r.passed()).count();
+        System.out.println("  " + (added.size() - failed) + " of " + added.size() + " passed");
+        for (CheckResult r : added) {
+            if (!r.passed()) {
+                System.out.print(row(r));
+            }
         }
     }
 
@@ -38,9 +48,13 @@ record CheckResult(String op, String shape, String dtype, double error, double t
         sb.append("| op | shape | dtype | error | tolerance | pass | GPU ms | reference |\n");
         sb.append("|---|---|---|---|---|---|---|---|\n");
         for (CheckResult r : results) {
-            sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %.3e | %.0e | %s | %.4f | %s |%n", r.op, r.shape,
-                    r.dtype, r.error, r.tolerance, r.passed() ? "PASS" : "FAIL", r.millis, r.reference));
+            sb.append(row(r));
         }
         return sb.toString();
+    }
+
+    private static String row(CheckResult r) {
+        return String.format(Locale.ROOT, "| %s | %s | %s | %.3e | %.0e | %s | %.4f | %s |%n", r.op, r.shape,
+                r.dtype, r.error, r.tolerance, r.passed() ? "PASS" : "FAIL", r.millis, r.reference);
     }
 }

@@ -186,6 +186,8 @@ public final class GpuHarness {
             if (options.runs(false)) {
                 checks.addAll(new SamplingChecks(twin).run());
                 checks.addAll(new FrameChecks(twin).run());
+            }
+            if (options.runs(options.engineOnly)) {
                 engineNotes = engineChecks(gpu, cpu, seed, checks);
                 engineNotes += loraChecks(gpu, cpu, seed, checks);
                 InvarianceChecks invariance = new InvarianceChecks(twin, seed);

@@ -74,6 +74,11 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--state-space-only", description = "the Mamba2 op and engine checks alone, no performance table")
     boolean stateSpaceOnly;
 
+    @Option(names = "--engine-only",
+            description = "the engine checks (every model family against the CPU engine, adapters, batch invariance) alone, "
+                    + "no performance table")
+    boolean engineOnly;
+
     @Option(names = "--frame-perf", description = "adds the frame-stream throughput")
     boolean framePerf;
 
@@ -153,9 +158,12 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
         return geometries == null ? List.of() : geometries;
     }
 
-    /** Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only or --fp8-only. */
+    /**
+     * Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only, --fp8-only or
+     * --engine-only.
+     */
     boolean oneFamily() {
-        return attentionOnly || moeOnly || stateSpaceOnly || fp8Only;
+        return attentionOnly || moeOnly || stateSpaceOnly || fp8Only || engineOnly;
     }
 
     /** Whether the checks of a family run: checks are on, and the family is the one alone or none is. */
@@ -165,14 +173,16 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
 
     @Override
     public void check(CommandLine line) {
-        if ((attentionOnly ? 1 : 0) + (moeOnly ? 1 : 0) + (stateSpaceOnly ? 1 : 0) + (fp8Only ? 1 : 0) > 1) {
-            throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only and --fp8-only each run "
+        if ((attentionOnly ? 1 : 0) + (moeOnly ? 1 : 0) + (stateSpaceOnly ? 1 : 0) + (fp8Only ? 1 : 0)
+                + (engineOnly ? 1 : 0) > 1) {
+            throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only, --fp8-only and "
+                    + "--engine-only each run "
                     + "one family of checks alone: give one of them");
         }
         if (!perf() && tables().isPresent()) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, PerfSwitch.flags() + " are performance tables: drop --no-perf (and "
-                    + "--attention-only, --moe-only, --state-space-only, --fp8-only) to run them");
+                    + "--attention-only, --moe-only, --state-space-only, --fp8-only, --engine-only) to run them");
         }
         if (hybridLayers < 1 || hybridLayers > HybridBench.BAMBA_9B_LAYERS) {
             throw new ParameterException(line, "--hybrid-layers must be 1.." + HybridBench.BAMBA_9B_LAYERS + ", got "
