@@ -102,7 +102,7 @@ static void check_route(const char* name, int rows, int experts, Routing r) {
 }
 
 // CudaMoe's ways through the expert products.
-enum Way { CUDA_CORES, SKINNY_M1, SKINNY_M2, GROUPED, GATHER, GATHER_SLOTS };
+enum Way { CUDA_CORES, SKINNY_M1, SKINNY_M2, GROUPED, GROUPED_LARGE, GATHER, GATHER_SLOTS };
 
 static double round_dt(int dt, double v) { return dt == DT_BF16 ? (double)__bfloat162float(__float2bfloat16_rn((float)v)) : (float)v; }
 
@@ -114,7 +114,10 @@ static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vect
                         const std::vector<float>& weights, Buffer& out, int rows, int topK, int experts, int hidden,
                         int inter, Way way = CUDA_CORES) {
     const int assignments = rows * topK;
-    const int tileRows = way == SKINNY_M1 ? 8 : way == GROUPED ? kMoeGroupRows : kMoeTileRows;
+    const int tileRows = way == SKINNY_M1        ? 8
+                         : way == GROUPED       ? kMoeGroupRows
+                         : way == GROUPED_LARGE ? kMoeGroupLargeRows
+                                                : kMoeTileRows;
     const int maxTiles = std::min(assignments, (assignments + tileRows - 1) / tileRows + std::min(experts, assignments));
     std::vector<int> sorted(assignments, -1), expertStart(experts + 1, -1), tileStart(maxTiles, -1),
         tileExpert(maxTiles, -1), tiles(2, -1);
@@ -159,6 +162,15 @@ static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vect
         launch(maxTiles * ((hidden + 127) / 128), kMoeGroupThreads, [&] {
             moe_grouped_down(hb, db, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(), weights.data(),
                              y.data(), hidden, inter);
+        });
+    } else if (way == GROUPED_LARGE) {
+        launch(maxTiles * ((inter + 63) / 64), kMoeGroupLargeThreads, [&] {
+            moe_grouped_gate_up_m128(xb, gub, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(), hb,
+                                     topK, hidden, inter);
+        });
+        launch(maxTiles * ((hidden + 127) / 128), kMoeGroupLargeThreads, [&] {
+            moe_grouped_down_m128(hb, db, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(),
+                                  weights.data(), y.data(), hidden, inter);
         });
     }
     if (way != GATHER && way != GATHER_SLOTS) {
@@ -273,8 +285,9 @@ static void check_experts(const char* name, int dt, int rows, int topK, int expe
 }
 
 // The grouped GEMM's promise (CudaMoe's class comment): a row gets the same bits alone as among many rows routed to
-// the same experts, though its place in the tiles differs.
-static void check_grouped_bits(int rows, int few, int topK, int experts, int hidden, int inter) {
+// the same experts, though its place in the tiles differs, and the same from the 64-row tiles (the few rows alone) as
+// from the 128-row tiles (among many, with `large`).
+static void check_grouped_bits(int rows, int few, int topK, int experts, int hidden, int inter, bool large = false) {
     const int dt = DT_BF16;
     Buffer x(dt, (size_t)rows * hidden, 1.f), gateUp(dt, (size_t)experts * 2 * inter * hidden, 0.15f),
         down(dt, (size_t)experts * hidden * inter, 0.15f), all(dt, (size_t)rows * hidden, 0.f);
@@ -284,7 +297,7 @@ static void check_grouped_bits(int rows, int few, int topK, int experts, int hid
         ids[a] = std::uniform_int_distribution<int>(0, experts - 1)(rng);
         weights[a] = std::uniform_real_distribution<float>(0.05f, 1.f)(rng);
     }
-    moe_experts(x, gateUp, down, ids, weights, all, rows, topK, experts, hidden, inter, GROUPED);
+    moe_experts(x, gateUp, down, ids, weights, all, rows, topK, experts, hidden, inter, large ? GROUPED_LARGE : GROUPED);
     // the last `few` rows alone: first in their tiles now
     Buffer xFew(dt, (size_t)few * hidden, 0.f), outFew(dt, (size_t)few * hidden, 0.f);
     std::copy_n(x.bytes.begin() + (size_t)(rows - few) * hidden * 2, xFew.bytes.size(), xFew.bytes.begin());
@@ -374,12 +387,21 @@ int main() {
     check_experts("grouped GEMM, skewed: an expert of more than a tile, one of none", DT_BF16, 90, 2, 5, 128, 64, -1,
                   GROUPED, true);
     check_grouped_bits(150, 3, 2, 3, 128, 64);
+    check_experts("128-row grouped GEMM: partial tiles of 3 experts, output columns past a 128-column block",
+                  DT_BF16, 140, 2, 3, 192, 128, -1, GROUPED_LARGE);
+    check_experts("128-row grouped GEMM, skewed: an expert of more than a tile, one of none", DT_BF16, 150, 2, 5,
+                  128, 64, -1, GROUPED_LARGE, true);
+    check_experts("128-row grouped GEMM, an expert id outside the stack", DT_BF16, 33, 2, 4, 64, 64, 5,
+                  GROUPED_LARGE);
+    check_grouped_bits(300, 3, 2, 3, 128, 64, true);
     check_experts("grouped GEMM, an expert id outside the stack", DT_BF16, 33, 2, 4, 64, 64, 5, GROUPED);
     // the models' widths with few tiles: the emulation runs a block at a time
     check_experts("grouped GEMM at Qwen3-30B-A3B's widths 2048/768: 70 rows of one expert, none of the other",
                   DT_BF16, 70, 1, 2, 2048, 768, -1, GROUPED, true);
     check_experts("grouped GEMM at DeepSeek-V2-Lite's widths 2048/1408: 6 rows", DT_BF16, 6, 1, 1, 2048, 1408, -1,
                   GROUPED);
+    check_experts("128-row grouped GEMM at Qwen3-30B-A3B's widths 2048/768: 140 rows of one expert", DT_BF16, 140,
+                  1, 2, 2048, 768, -1, GROUPED_LARGE, true);
     check_experts("cuBLAS way: gather and sorted combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER);
     check_experts("cuBLAS way, an expert id outside the stack", DT_BF16, 5, 2, 4, 64, 32, 1, GATHER);
     check_experts("cuBLAS way in equal slots: gather and combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER_SLOTS);

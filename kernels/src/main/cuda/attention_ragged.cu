@@ -190,4 +190,6 @@ MSTAR_RAGGED_MMA(64)
 MSTAR_RAGGED_MMA(80)
 MSTAR_RAGGED_MMA(96)
 MSTAR_RAGGED_MMA(128)
+// DeepSeek-V2's up-projected prefill: 192-wide query and key heads (128 nope + 64 rope), values padded to 192
+MSTAR_RAGGED_MMA(192)
 MSTAR_RAGGED_MMA(256)

@@ -14,8 +14,9 @@
 //                  8 or 16 assignments and 16 weight rows of its expert, so each chosen expert's weights are read once
 //                  for all the rows of a tile
 //   bf16 at more than 16 assignments an expert (prefill), on the tensor cores as a grouped GEMM:
-//     moe_grouped_gate_up, moe_grouped_down  the same products and epilogues over tiles of up to 64 assignments of
-//                  an expert and 128 weight rows, x rows gathered and weights staged by cp.async, mma.sync
+//     moe_grouped_gate_up[_m128], moe_grouped_down[_m128]  the same products and epilogues over tiles of up to 64
+//                  (128) assignments of an expert and 128 weight rows, x rows gathered and weights staged by
+//                  cp.async, mma.sync
 //   bf16 at the most rows (large prefill chunks), on cuBLAS: moe_gather copies the assignments' rows of x into
 //                  expert order (each expert's run of rows in sorted order, or in equal slots), the host runs the
 //                  gate/up and down GEMMs
@@ -444,65 +445,72 @@ __device__ __forceinline__ void moe_skinny_down_body(const __nv_bfloat16* h, con
 MSTAR_MOE_SKINNY_KERNELS(m1, 1, 2)
 MSTAR_MOE_SKINNY_KERNELS(m2, 2, 1)
 
-// The prefill products on the tensor cores, a grouped GEMM over moe_sort's tiles of up to kMoeGroupRows assignments
-// of one expert (tileRows = kMoeGroupRows): a block of 4 warps multiplies a tile's gathered rows by kMoeGroupCols
-// rows of its expert's weight, so an expert's weights cross L2 once per 64 of its assignments instead of once per 16
+// The prefill products on the tensor cores, a grouped GEMM over moe_sort's tiles of up to Rows assignments of one
+// expert (tileRows = Rows, 64 or 128): a block of Rows / 16 warps multiplies a tile's gathered rows by kMoeGroupCols
+// rows of its expert's weight, so an expert's weights cross L2 once per Rows of its assignments instead of once per 16
 // (the skinny tiles). Each 64-element chunk of K is a stage: the tile's rows and the weight rows are copied to shared
-// memory with cp.async, kMoeGroupStages - 1 stages in flight while one is multiplied; the warps (2 × 2) each take 32
-// rows × 64 weight rows as mma.sync m16n8k16 tiles fed by ldmatrix. The tile list lives on the device and the grid is
-// sized for the most tiles a row count can have (blocks past the list exit), so nothing is read back and the launch
-// can be captured into a graph. bf16 x, weights and h; hidden and inter multiples of 64; 16-byte aligned.
+// memory with cp.async, kMoeGroupStages - 1 stages in flight while one is multiplied; the warps (Rows / 32 × 2) each
+// take 32 rows × 64 weight rows as mma.sync m16n8k16 tiles fed by ldmatrix. 128-row tiles move a third less through
+// L2 for each product (a 64 × 128 block's stage feeds 1 MFLOP with 24 KB, a 128 × 128 block's 2 MFLOP with 32 KB),
+// which is what bounds the 64-row blocks at prefill sizes; 64-row tiles waste less on experts with few rows. The tile
+// list lives on the device and the grid is sized for the most tiles a row count can have (blocks past the list exit),
+// so nothing is read back and the launch can be captured into a graph. bf16 x, weights and h; hidden and inter
+// multiples of 64; 16-byte aligned.
 //
 // A sum visits K in chunks in increasing order, each chunk as four mma k-steps: every output element is the same
-// sequence of fp32 operations whatever the tile's other rows, the row's place in its tile, or the row count, so a row
-// gets the same bits from any routing of the other rows and any batch it is part of. The epilogues are moe_gate_up's
-// (gate and up rounded to bf16 before SiLU·mul) and moe_down's (the routing weight times the fp32 sum into y).
+// sequence of fp32 operations whatever the tile's other rows, the row's place in its tile, the tile size or the row
+// count, so a row gets the same bits from any routing of the other rows and any batch it is part of. The epilogues
+// are moe_gate_up's (gate and up rounded to bf16 before SiLU·mul) and moe_down's (the routing weight times the fp32
+// sum into y).
 constexpr int kMoeGroupRows = 64;
+constexpr int kMoeGroupLargeRows = 128;
 constexpr int kMoeGroupCols = 128;
 constexpr int kMoeGroupChunk = 64;
 constexpr int kMoeGroupStages = 3;
-constexpr int kMoeGroupThreads = 128;
+// Two threads a tile row: warps of 32 rows × 64 weight rows, two warp columns.
+constexpr int kMoeGroupThreads = 2 * kMoeGroupRows;
+constexpr int kMoeGroupLargeThreads = 2 * kMoeGroupLargeRows;
 // Bytes of a staged row: its 128 plus 16, so that the 8 rows an ldmatrix reads start in different banks.
 constexpr int kMoeGroupPitch = 2 * kMoeGroupChunk + 16;
-constexpr int kMoeGroupStageBytes = (kMoeGroupRows + kMoeGroupCols) * kMoeGroupPitch;
-// The rows and weight rows each thread copies of a stage (8 16-byte pieces a row).
-constexpr int kMoeGroupXCopies = kMoeGroupRows * 8 / kMoeGroupThreads;
-constexpr int kMoeGroupWCopies = kMoeGroupCols * 8 / kMoeGroupThreads;
+__host__ __device__ constexpr int moe_group_stage_bytes(int rows) { return (rows + kMoeGroupCols) * kMoeGroupPitch; }
 
 // gate/up (GateUp): a block takes 64 intermediate columns col0 .. col0 + 63; warp column wn's 64 weight rows are the
 // gate rows of columns col0 + 32·wn .. + 31 then the up rows of the same columns, so a lane holds a column's gate and
 // up sums side by side (n-tiles j and j + 4). down: 128 output columns, warp column wn's the 64 from col0 + 64·wn.
-template <bool GateUp>
+template <bool GateUp, int Rows>
 __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict__ x,
                                                  const __nv_bfloat16* __restrict__ weightStack, const int* sorted,
                                                  const int* tileStart, const int* tileExpert, const int* tiles,
                                                  int topK, const float* weights, __nv_bfloat16* h, float* y, int hidden,
                                                  int inter) {
+    constexpr int rowsPerPass = 2 * Rows / 8, warpRows = Rows / 32;
+    constexpr int xCopies = Rows / rowsPerPass, wCopies = kMoeGroupCols / rowsPerPass;
+    constexpr int stageBytes = moe_group_stage_bytes(Rows);
     await_previous_kernel();
     const int k = GateUp ? hidden : inter, width = GateUp ? inter : hidden;
-    const auto tile = MoeSkinnyTile::of<kMoeGroupRows / 8>(tileStart, tileExpert, tiles, width,
-                                                           GateUp ? kMoeGroupCols / 2 : kMoeGroupCols, weightStack,
-                                                           (GateUp ? 2LL * inter : hidden) * k);
+    const auto tile = MoeSkinnyTile::of<Rows / 8>(tileStart, tileExpert, tiles, width,
+                                                  GateUp ? kMoeGroupCols / 2 : kMoeGroupCols, weightStack,
+                                                  (GateUp ? 2LL * inter : hidden) * k);
     if (!tile.live) return;
     unsigned char* smem = dynamic_smem();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int wm = warp & 1, wn = warp >> 1;
+    const int wm = warp % warpRows, wn = warp / warpRows;
     const int piece = threadIdx.x & 7;
     // the sources of this thread's copies: rows past the tile or the width read a valid row and are zero-filled
-    const __nv_bfloat16* xSrc[kMoeGroupXCopies];
-    bool xLive[kMoeGroupXCopies];
+    const __nv_bfloat16* xSrc[xCopies];
+    bool xLive[xCopies];
 #pragma unroll
-    for (int i = 0; i < kMoeGroupXCopies; ++i) {
-        const int r = (threadIdx.x >> 3) + 16 * i;
+    for (int i = 0; i < xCopies; ++i) {
+        const int r = (threadIdx.x >> 3) + rowsPerPass * i;
         const int p = tile.first + min(r, tile.rows - 1);
         xSrc[i] = x + (GateUp ? (long long)(sorted[p] / topK) : (long long)p) * k + 8 * piece;
         xLive[i] = r < tile.rows;
     }
-    const __nv_bfloat16* wSrc[kMoeGroupWCopies];
-    bool wLive[kMoeGroupWCopies];
+    const __nv_bfloat16* wSrc[wCopies];
+    bool wLive[wCopies];
 #pragma unroll
-    for (int i = 0; i < kMoeGroupWCopies; ++i) {
-        const int r = (threadIdx.x >> 3) + 16 * i;
+    for (int i = 0; i < wCopies; ++i) {
+        const int r = (threadIdx.x >> 3) + rowsPerPass * i;
         const int q = r & 63;
         const int col = GateUp ? tile.col0 + 32 * (r >> 6) + (q & 31) : tile.col0 + r;
         const int row = GateUp && q >= 32 ? inter + col : col;
@@ -510,15 +518,15 @@ __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict
         wSrc[i] = tile.w + (long long)(wLive[i] ? row : 0) * k + 8 * piece;
     }
     auto load = [&](int c) {
-        unsigned char* stage = smem + (c % kMoeGroupStages) * kMoeGroupStageBytes;
+        unsigned char* stage = smem + (c % kMoeGroupStages) * stageBytes;
 #pragma unroll
-        for (int i = 0; i < kMoeGroupXCopies; ++i) {
-            const int r = (threadIdx.x >> 3) + 16 * i;
+        for (int i = 0; i < xCopies; ++i) {
+            const int r = (threadIdx.x >> 3) + rowsPerPass * i;
             cp_async16(stage + r * kMoeGroupPitch + 16 * piece, xSrc[i] + c * kMoeGroupChunk, xLive[i]);
         }
 #pragma unroll
-        for (int i = 0; i < kMoeGroupWCopies; ++i) {
-            const int r = kMoeGroupRows + (threadIdx.x >> 3) + 16 * i;
+        for (int i = 0; i < wCopies; ++i) {
+            const int r = Rows + (threadIdx.x >> 3) + rowsPerPass * i;
             cp_async16(stage + r * kMoeGroupPitch + 16 * piece, wSrc[i] + c * kMoeGroupChunk, wLive[i]);
         }
     };
@@ -539,13 +547,13 @@ __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict
     // ldmatrix rows: lane l addresses x row 16·mi + l % 16 at k 8·(l / 16) (the a fragment's four 8 × 8 matrices)
     // and weight row 16·jj + l % 8 + 8·(l / 16) at k 8·(l / 8 % 2) (the b fragments of n-tiles 2·jj and 2·jj + 1)
     const int xRow = 32 * wm + (lane & 15), xCol = 16 * (lane >> 4);
-    const int wRow = kMoeGroupRows + 64 * wn + (lane & 7) + ((lane >> 4) << 3), wCol = 16 * ((lane >> 3) & 1);
+    const int wRow = Rows + 64 * wn + (lane & 7) + ((lane >> 4) << 3), wCol = 16 * ((lane >> 3) & 1);
     for (int c = 0; c < chunks; ++c) {
         cp_async_wait<kMoeGroupStages - 2>();
         __syncthreads();  // chunk c landed for every thread; the stage refilled next was read last iteration
         if (c + kMoeGroupStages - 1 < chunks) load(c + kMoeGroupStages - 1);
         cp_async_commit();
-        const uint32_t stage = smem_addr(smem + (c % kMoeGroupStages) * kMoeGroupStageBytes);
+        const uint32_t stage = smem_addr(smem + (c % kMoeGroupStages) * stageBytes);
 #pragma unroll
         for (int ks = 0; ks < kMoeGroupChunk / 16; ++ks) {
             uint32_t a[2][4];
@@ -595,21 +603,27 @@ __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict
     }
 }
 
-// Grid: maxTiles · ceil(inter / 64) blocks (gate/up) or maxTiles · ceil(hidden / 128) (down) of kMoeGroupThreads
-// threads, kMoeGroupStages · kMoeGroupStageBytes bytes of dynamic shared memory; the tiles of moe_sort with
-// tileRows = kMoeGroupRows. h [assignments, inter] in sorted order; y fp32 [assignments, hidden] at each assignment's
-// place, for moe_combine.
-extern "C" __global__ void __launch_bounds__(kMoeGroupThreads) moe_grouped_gate_up(
-    const __nv_bfloat16* x, const __nv_bfloat16* gateUp, const int* sorted, const int* tileStart,
-    const int* tileExpert, const int* tiles, __nv_bfloat16* h, int topK, int hidden, int inter) {
-    moe_grouped_body<true>(x, gateUp, sorted, tileStart, tileExpert, tiles, topK, nullptr, h, nullptr, hidden, inter);
-}
-
-extern "C" __global__ void __launch_bounds__(kMoeGroupThreads) moe_grouped_down(
-    const __nv_bfloat16* h, const __nv_bfloat16* down, const int* sorted, const int* tileStart, const int* tileExpert,
-    const int* tiles, const float* weights, float* y, int hidden, int inter) {
-    moe_grouped_body<false>(h, down, sorted, tileStart, tileExpert, tiles, 0, weights, nullptr, y, hidden, inter);
-}
+// Grid: maxTiles · ceil(inter / 64) blocks (gate/up) or maxTiles · ceil(hidden / 128) (down) of 2 · Rows threads,
+// kMoeGroupStages · moe_group_stage_bytes(Rows) bytes of dynamic shared memory; the tiles of moe_sort with
+// tileRows = Rows (64, or 128 for the _m128 kernels). h [assignments, inter] in sorted order; y fp32
+// [assignments, hidden] at each assignment's place, for moe_combine. The 128-row kernels ask for two blocks an SM,
+// which their shared memory allows, so that one block's epilogue and first loads overlap the other's products.
+#define MSTAR_MOE_GROUPED_KERNELS(SUFFIX, ROWS, THREADS, MIN_BLOCKS)                                                 \
+    static_assert(THREADS == 2 * ROWS, "two threads a tile row");                                                  \
+    extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) moe_grouped_gate_up##SUFFIX(                \
+        const __nv_bfloat16* x, const __nv_bfloat16* gateUp, const int* sorted, const int* tileStart,             \
+        const int* tileExpert, const int* tiles, __nv_bfloat16* h, int topK, int hidden, int inter) {             \
+        moe_grouped_body<true, ROWS>(x, gateUp, sorted, tileStart, tileExpert, tiles, topK, nullptr, h, nullptr,  \
+                                     hidden, inter);                                                               \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) moe_grouped_down##SUFFIX(                   \
+        const __nv_bfloat16* h, const __nv_bfloat16* down, const int* sorted, const int* tileStart,               \
+        const int* tileExpert, const int* tiles, const float* weights, float* y, int hidden, int inter) {         \
+        moe_grouped_body<false, ROWS>(h, down, sorted, tileStart, tileExpert, tiles, 0, weights, nullptr, y,      \
+                                      hidden, inter);                                                              \
+    }
+MSTAR_MOE_GROUPED_KERNELS(, kMoeGroupRows, kMoeGroupThreads, 1)
+MSTAR_MOE_GROUPED_KERNELS(_m128, kMoeGroupLargeRows, kMoeGroupLargeThreads, 2)
 
 // The cuBLAS way's gather: the p < tiles[1] sorted assignments' rows of x into xs, and pos[a], the row of xs that
 // assignment a went to, for moe_combine_sorted. With slotRows = 0 the rows stay in sorted order (xs row p: each

@@ -16,7 +16,8 @@ import org.mstar.device.MoeRouting;
  *       of 8 or 16 of its assignments ({@code moe_skinny_*}), then {@code moe_combine};</li>
  *   <li>the same bf16 shapes with more assignments an expert (prefill, large decode batches): the grouped
  *       tensor-core GEMM ({@code moe_grouped_gate_up}, {@code moe_grouped_down}) over tiles of up to 64 of an
- *       expert's assignments, reading its weights once per 64, then {@code moe_combine};</li>
+ *       expert's assignments, or 128 above 64 an expert on average ({@code _m128}), reading its weights once a
+ *       tile, then {@code moe_combine};</li>
  *   <li>the same bf16 shapes at {@link org.mstar.device.KernelOptions#moeGemmExpertRows()} rows an expert or more
  *       on average, outside graph capture: the experts' row counts read back to the host (one wait for the stream,
  *       {@code E + 1} ints),
@@ -191,17 +192,21 @@ final class CudaMoe {
                              CudaTensor weights, CudaTensor y) {
         int hidden = shape.hidden();
         int inter = shape.inter();
+        boolean large = MoeTiles.tileRows(shape.rows(), shape.topK(), shape.routedExperts()) == MoeTiles.GROUP_LARGE_ROWS;
+        String size = large ? "_m128" : "";
+        int threads = large ? MoeTiles.GROUP_LARGE_THREADS : MoeTiles.GROUP_THREADS;
+        int smem = large ? MoeTiles.GROUP_LARGE_SMEM_BYTES : MoeTiles.GROUP_SMEM_BYTES;
         CudaTensor h = device.scratch("moe.h", DType.BF16, s.assignments, inter);
         device.stream().counters().gemm();
-        device.kernel("moe_grouped_gate_up").launch(device.stream(), MoeTiles.groupedGateUpBlocks(s.maxTiles, inter),
-                1, 1, MoeTiles.GROUP_THREADS, MoeTiles.GROUP_SMEM_BYTES, new KernelArgs().tensor(x).tensor(gateUp)
-                        .tensor(s.sorted).tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles).tensor(h)
-                        .i32(shape.topK()).i32(hidden).i32(inter), "moeExperts gate/up");
+        device.kernel("moe_grouped_gate_up" + size).launch(device.stream(),
+                MoeTiles.groupedGateUpBlocks(s.maxTiles, inter), 1, 1, threads, smem, new KernelArgs().tensor(x)
+                        .tensor(gateUp).tensor(s.sorted).tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles)
+                        .tensor(h).i32(shape.topK()).i32(hidden).i32(inter), "moeExperts gate/up");
         device.stream().counters().gemm();
-        device.kernel("moe_grouped_down").launch(device.stream(), MoeTiles.groupedDownBlocks(s.maxTiles, hidden), 1, 1,
-                MoeTiles.GROUP_THREADS, MoeTiles.GROUP_SMEM_BYTES, new KernelArgs().tensor(h).tensor(down)
-                        .tensor(s.sorted).tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles).tensor(weights)
-                        .tensor(y).i32(hidden).i32(inter), "moeExperts down");
+        device.kernel("moe_grouped_down" + size).launch(device.stream(), MoeTiles.groupedDownBlocks(s.maxTiles, hidden),
+                1, 1, threads, smem, new KernelArgs().tensor(h).tensor(down).tensor(s.sorted).tensor(s.tileStart)
+                        .tensor(s.tileExpert).tensor(s.tiles).tensor(weights).tensor(y).i32(hidden).i32(inter),
+                "moeExperts down");
     }
 
     /**

@@ -20,8 +20,8 @@ final class CudaRaggedAttention {
     private static final int KEY_TILE = 32;
     /** Head dims of the CUDA-core kernel, fp32 and bf16 (MSTAR_RAGGED). */
     static final List<Integer> HEAD_DIMS = List.of(32, 64, 128, 256);
-    /** Head dims of the bf16 tensor-core kernel (MSTAR_RAGGED_MMA); 80 and 96 run only there. */
-    static final List<Integer> MMA_HEAD_DIMS = List.of(64, 80, 96, 128, 256);
+    /** Head dims of the bf16 tensor-core kernel (MSTAR_RAGGED_MMA); 80, 96 and 192 run only there. */
+    static final List<Integer> MMA_HEAD_DIMS = List.of(64, 80, 96, 128, 192, 256);
 
     private final CudaDevice device;
 

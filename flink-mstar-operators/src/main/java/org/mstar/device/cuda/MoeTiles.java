@@ -9,17 +9,28 @@ public final class MoeTiles {
     /** kMoeGroupRows, kMoeGroupThreads in moe.cu: the grouped GEMM's assignments a tile and threads a block. */
     static final int GROUP_ROWS = 64;
     static final int GROUP_THREADS = 128;
+    /** kMoeGroupLargeRows, kMoeGroupLargeThreads: the same for the 128-row tiles (moe_grouped_*_m128). */
+    static final int GROUP_LARGE_ROWS = 128;
+    static final int GROUP_LARGE_THREADS = 256;
     /** Output columns of a grouped block: gate/up 64 intermediate columns (128 weight rows), down 128. */
     static final int GROUP_GATE_UP_COLS = 64;
     static final int GROUP_DOWN_COLS = 128;
     /** kMoeGroupStages · kMoeGroupStageBytes: stages of 64 + 128 staged rows of 64 bf16 padded to 144 bytes. */
     static final int GROUP_SMEM_BYTES = 3 * (64 + 128) * (2 * 64 + 16);
+    /** The same with 128 staged tile rows. */
+    static final int GROUP_LARGE_SMEM_BYTES = 3 * (128 + 128) * (2 * 64 + 16);
     /**
      * Mean assignments per expert above which the grouped GEMM serves instead of the skinny tiles: the skinny tiles
      * read an expert's weights once per 16 of its assignments, the grouped GEMM once per 64, with mma work that only
      * pays off once an expert has more rows than one skinny tile holds.
      */
     static final double GROUPED_MEAN_ROWS = 16;
+    /**
+     * Mean assignments per expert above which the grouped GEMM's tiles hold 128 of them instead of 64: a 128-row
+     * block moves a third less through L2 for its products, which bounds the 64-row blocks at prefill sizes, and
+     * once an expert fills more than one 64-row tile on average the larger tiles waste no more rows than they save.
+     */
+    static final double LARGE_TILE_MEAN_ROWS = 64;
     /** Mean assignments per expert up to which the skinny tiles hold 8 of them (moe_skinny_*_m1), above it 16. */
     static final double SMALL_TILE_MEAN_ROWS = 2;
 
@@ -30,10 +41,10 @@ public final class MoeTiles {
         return meanRows(rows, topK, experts) > GROUPED_MEAN_ROWS;
     }
 
-    /** Assignments a tile of the tensor-core way these rows take: 64 grouped, else 8 or 16 (skinny). */
+    /** Assignments a tile of the tensor-core way these rows take: 64 or 128 grouped, else 8 or 16 (skinny). */
     static int tileRows(int rows, int topK, int experts) {
         if (grouped(rows, topK, experts)) {
-            return GROUP_ROWS;
+            return meanRows(rows, topK, experts) > LARGE_TILE_MEAN_ROWS ? GROUP_LARGE_ROWS : GROUP_ROWS;
         }
         return meanRows(rows, topK, experts) <= SMALL_TILE_MEAN_ROWS ? 8 : 16;
     }

@@ -30,7 +30,7 @@ import org.mstar.model.LatentAttention;
  */
 public record LatentPrefillWeights(Tensor q, Tensor k, Tensor v, Tensor o, int headDim) {
     /** Head dims tried, smallest first, when the device's ragged attention refuses the exact one. */
-    private static final int[] PADDED_HEAD_DIMS = {64, 80, 96, 128, 256};
+    private static final int[] PADDED_HEAD_DIMS = {64, 80, 96, 128, 192, 256};
 
     /**
      * The rearranged weights of {@code w}, or null when the device runs no ragged attention wide enough or a weight is

@@ -37,7 +37,7 @@ class AttentionHeadDimsTest {
             assertThatCode(() -> CudaRaggedAttention.requireHeadDim(d, DType.F32)).doesNotThrowAnyException();
             assertThatCode(() -> CudaRaggedAttention.requireHeadDim(d, DType.BF16)).doesNotThrowAnyException();
         }
-        for (int d : new int[] {80, 96}) {
+        for (int d : new int[] {80, 96, 192}) {
             assertThatCode(() -> CudaRaggedAttention.requireHeadDim(d, DType.BF16)).doesNotThrowAnyException();
             assertThatThrownBy(() -> CudaRaggedAttention.requireHeadDim(d, DType.F32))
                     .isInstanceOf(UnsupportedOnDeviceException.class)

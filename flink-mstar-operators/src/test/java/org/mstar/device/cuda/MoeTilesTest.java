@@ -19,7 +19,11 @@ class MoeTilesTest {
         assertThat(MoeTiles.grouped(257, 8, 128)).isTrue();
         assertThat(MoeTiles.tileRows(1, 8, 128)).isEqualTo(8);
         assertThat(MoeTiles.tileRows(64, 8, 128)).isEqualTo(16);
-        assertThat(MoeTiles.tileRows(2048, 8, 128)).isEqualTo(MoeTiles.GROUP_ROWS);
+        assertThat(MoeTiles.tileRows(512, 8, 128)).isEqualTo(MoeTiles.GROUP_ROWS);
+        assertThat(MoeTiles.tileRows(1024, 8, 128)).isEqualTo(MoeTiles.GROUP_ROWS);
+        // past 64 assignments an expert the tiles hold 128
+        assertThat(MoeTiles.tileRows(1025, 8, 128)).isEqualTo(MoeTiles.GROUP_LARGE_ROWS);
+        assertThat(MoeTiles.tileRows(2048, 8, 128)).isEqualTo(MoeTiles.GROUP_LARGE_ROWS);
     }
 
     @Test
@@ -34,6 +38,7 @@ class MoeTilesTest {
         // 16384 assignments: 256 full tiles, plus at most one partial tile an expert
         int tiles = MoeTiles.maxTiles(2048 * 8, 128, MoeTiles.GROUP_ROWS);
         assertThat(tiles).isEqualTo(256 + 128);
+        assertThat(MoeTiles.maxTiles(2048 * 8, 128, MoeTiles.GROUP_LARGE_ROWS)).isEqualTo(128 + 128);
         assertThat(MoeTiles.groupedGateUpBlocks(tiles, 768)).isEqualTo(tiles * 12);
         assertThat(MoeTiles.groupedDownBlocks(tiles, 2048)).isEqualTo(tiles * 16);
         // DeepSeek-V2-Lite's width 1408: 22 blocks of 64 columns; a hidden size not a multiple of 128 rounds up
@@ -54,7 +59,7 @@ class MoeTilesTest {
             left -= counts[e];
         }
         counts[experts - 1] += left;
-        for (int tileRows : new int[] {8, 16, MoeTiles.GROUP_ROWS}) {
+        for (int tileRows : new int[] {8, 16, MoeTiles.GROUP_ROWS, MoeTiles.GROUP_LARGE_ROWS}) {
             int tiles = 0;
             for (int n : counts) {
                 tiles += (n + tileRows - 1) / tileRows;
@@ -70,10 +75,16 @@ class MoeTilesTest {
                 .contains("constexpr int kMoeGroupCols = " + MoeTiles.GROUP_DOWN_COLS + ";")
                 .contains("constexpr int kMoeGroupChunk = 64;")
                 .contains("constexpr int kMoeGroupStages = 3;")
-                .contains("constexpr int kMoeGroupThreads = " + MoeTiles.GROUP_THREADS + ";")
+                .contains("constexpr int kMoeGroupLargeRows = " + MoeTiles.GROUP_LARGE_ROWS + ";")
+                .contains("constexpr int kMoeGroupThreads = 2 * kMoeGroupRows;")
+                .contains("constexpr int kMoeGroupLargeThreads = 2 * kMoeGroupLargeRows;")
+                .contains("MSTAR_MOE_GROUPED_KERNELS(_m128, kMoeGroupLargeRows, kMoeGroupLargeThreads, 2)")
                 .contains("constexpr int kMoeGroupPitch = 2 * kMoeGroupChunk + 16;")
                 .contains("GateUp ? kMoeGroupCols / 2 : kMoeGroupCols");
         assertThat(MoeTiles.GROUP_GATE_UP_COLS).isEqualTo(MoeTiles.GROUP_DOWN_COLS / 2);
+        assertThat(MoeTiles.GROUP_THREADS).isEqualTo(2 * MoeTiles.GROUP_ROWS);
+        assertThat(MoeTiles.GROUP_LARGE_THREADS).isEqualTo(2 * MoeTiles.GROUP_LARGE_ROWS);
         assertThat(MoeTiles.GROUP_SMEM_BYTES).isEqualTo(3 * (64 + 128) * (2 * 64 + 16));
+        assertThat(MoeTiles.GROUP_LARGE_SMEM_BYTES).isEqualTo(3 * (128 + 128) * (2 * 64 + 16));
     }
 }

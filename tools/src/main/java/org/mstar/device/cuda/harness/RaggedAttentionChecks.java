@@ -64,6 +64,8 @@ final class RaggedAttentionChecks {
                 RaggedAttentionPlan.FULL, 0);
         ragged("tc causal d80", DType.BF16, new Geometry(32, 8, 80), odd, odd, RaggedAttentionPlan.CAUSAL, 0);
         ragged("tc block-causal B=5 d96 group6", DType.BF16, new Geometry(24, 4, 96), odd, odd, 5, 0);
+        ragged("tc causal d192 (DeepSeek-V2's up-projected prefill)", DType.BF16, new Geometry(16, 16, 192), odd, odd,
+                RaggedAttentionPlan.CAUSAL, 0);
         RaggedAttentionChecks cudaCores = on(tw.gpu.options().withTensorCorePrefill(false));
         cudaCores.ragged("cuda-core (bf16, switched) encoder full", DType.BF16, new Geometry(12, 12, 64), whisper,
                 whisper, RaggedAttentionPlan.FULL, 0);
