@@ -438,26 +438,17 @@ JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_ltMatmul(JNIEnv *
 }
 
 /*
- * FP8 × FP8 (W8A8) products through cuBLASLt, with a scale a weight row and one a token applied to the fp32 sums
- * (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F on both operands, cuBLASLt 12.9 and later).
+ * FP8 × FP8 (W8A8) products through cuBLASLt, unscaled into fp32: the caller's epilogue applies the weight rows' and
+ * the tokens' scales (exact there, and faster on an H100 than cuBLASLt's outer-vector-scaled algorithm).
  *
  * The caller's product is row-major out[M tokens, N] = x[M, K] · w[N, K]ᵀ, x and w E4M3 codes. cuBLAS is
  * column-major, so it sees each row-major buffer transposed: w's buffer is a column-major [K, N] matrix (ld K), x's
  * a [K, M] (ld K) and out's an [N, M] (ld N). cuBLAS then computes D[N, M] = op(A) · op(B) with A = w's buffer,
  * op(A) = Aᵀ ([N, K]), and B = x's buffer, op(B) = B ([K, M]): D[n, m] = Σ_k w[n, k] · x[m, k], which is out's row-major
  * [M, N]. That is the "TN" layout (A transposed, B not), the only one Hopper's FP8 tensor cores take. cuBLAS's m is
- * therefore N and its n is M: A's outer-vector scale has N elements (the weight's per-row scales) and B's has M
- * (the tokens' scales); D[n, m] = aScale[n] · bScale[m] · Σ_k decode(A) · decode(B), accumulated in fp32, then
- * rounded once to D's type (bf16, or fp32 for logits).
+ * therefore N and its n is M: D[n, m] = Σ_k decode(A) · decode(B), accumulated and stored in fp32.
  */
-enum {
-    LT_DESC_A_SCALE_POINTER = 17,
-    LT_DESC_B_SCALE_POINTER = 18,
-    LT_DESC_A_SCALE_MODE = 31,
-    LT_DESC_B_SCALE_MODE = 32,
-    LT_MATRIX_SCALE_OUTER_VEC_32F = 3,
-    CUDA_R_8F_E4M3_CODE = 28
-};
+enum { CUDA_R_8F_E4M3_CODE = 28 };
 
 /* An FP8 plan: its descriptors and the algorithm cuBLASLt's heuristic ranks first for the shape. */
 typedef struct {
@@ -478,32 +469,26 @@ static void lt_fp8_plan_free(lt_fp8_plan *p) {
 }
 
 /*
- * A plan for column-major d[m, n] = aScale[m] · bScale[n] · (a[k, m]ᵀ · b[k, n]), a and b E4M3, d of dType, in the
- * mapping above (m the weight's rows, n the tokens); without outerScales the bare product a[k, m]ᵀ · b[k, n], whose
- * scales the caller applies. Returns 0 after throwing when cuBLASLt has no algorithm.
+ * A plan for column-major d[m, n] = a[k, m]ᵀ · b[k, n], a and b E4M3, d fp32, in the mapping above (m the weight's
+ * rows, n the tokens). Returns 0 after throwing when cuBLASLt has no algorithm.
  */
 JNIEXPORT jlong JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8Plan(JNIEnv *env, jclass cls, jlong handle,
-                                                                          jint dType, jint m, jint n, jint k,
-                                                                          jlong workspaceBytes, jboolean outerScales) {
+                                                                          jint m, jint n, jint k, jlong workspaceBytes) {
     (void)cls;
     lt_fp8_plan *p = calloc(1, sizeof *p);
     if (p == NULL) {
         throw_new(env, "java/lang/OutOfMemoryError", "cuBLASLt FP8 plan");
         return 0;
     }
-    int opT = CUBLAS_OP_T_CODE, opN = CUBLAS_OP_N_CODE, outer = LT_MATRIX_SCALE_OUTER_VEC_32F;
+    int opT = CUBLAS_OP_T_CODE, opN = CUBLAS_OP_N_CODE;
     unsigned long long ws = (unsigned long long)workspaceBytes;
     void *pref = NULL;
     if (check(env, lt_desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F_CODE), "cublasLtMatmulDescCreate")
         || check(env, lt_desc_set(p->desc, LT_DESC_TRANSA, &opT, sizeof opT), "cublasLtMatmulDescSetAttribute")
         || check(env, lt_desc_set(p->desc, LT_DESC_TRANSB, &opN, sizeof opN), "cublasLtMatmulDescSetAttribute")
-        || (outerScales && check(env, lt_desc_set(p->desc, LT_DESC_A_SCALE_MODE, &outer, sizeof outer),
-                                 "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)"))
-        || (outerScales && check(env, lt_desc_set(p->desc, LT_DESC_B_SCALE_MODE, &outer, sizeof outer),
-                                 "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)"))
         || check(env, lt_layout_create(&p->a, CUDA_R_8F_E4M3_CODE, k, m, k), "cublasLtMatrixLayoutCreate")
         || check(env, lt_layout_create(&p->b, CUDA_R_8F_E4M3_CODE, k, n, k), "cublasLtMatrixLayoutCreate")
-        || check(env, lt_layout_create(&p->d, dType, m, n, m), "cublasLtMatrixLayoutCreate")
+        || check(env, lt_layout_create(&p->d, CUDA_R_32F_CODE, m, n, m), "cublasLtMatrixLayoutCreate")
         || check(env, lt_pref_create(&pref), "cublasLtMatmulPreferenceCreate")
         || check(env, lt_pref_set(pref, LT_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
                  "cublasLtMatmulPreferenceSetAttribute")) {
@@ -521,8 +506,7 @@ JNIEXPORT jlong JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8Plan(JNIEnv
     }
     if (returned < 1 || result.state != 0) {
         char msg[200];
-        snprintf(msg, sizeof msg, "cuBLASLt offers no FP8 algorithm %s for m=%d n=%d k=%d",
-                 outerScales ? "with outer-vector scales" : "without scales", m, n, k);
+        snprintf(msg, sizeof msg, "cuBLASLt offers no FP8 algorithm for m=%d n=%d k=%d", m, n, k);
         throw_new(env, "java/lang/IllegalStateException", msg);
         lt_fp8_plan_free(p);
         return 0;
@@ -538,24 +522,15 @@ JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8PlanFree(JNI
     lt_fp8_plan_free((lt_fp8_plan *)plan);
 }
 
-/* Runs an FP8 plan: a (the weight's codes) scaled by aScale[m], b (the tokens' codes) by bScale[n], into d; a plan
- * without outer-vector scales takes null scale pointers (scale 1). */
+/* Runs an FP8 plan: a (the weight's codes) times b (the tokens' codes) into d. */
 JNIEXPORT void JNICALL Java_org_mstar_device_cuda_CublasNative_ltFp8Matmul(JNIEnv *env, jclass cls, jlong handle,
-                                                                           jlong plan, jobject a, jobject aScale,
-                                                                           jobject b, jobject bScale, jobject d,
+                                                                           jlong plan, jobject a, jobject b, jobject d,
                                                                            jobject workspace, jlong workspaceBytes,
                                                                            jobject stream) {
     (void)cls;
     const lt_fp8_plan *p = (const lt_fp8_plan *)plan;
     if ((size_t)workspaceBytes < p->workspace_size) {
         throw_new(env, "java/lang/IllegalStateException", "cuBLASLt FP8 plan needs a larger workspace");
-        return;
-    }
-    const void *as = address(env, aScale), *bs = address(env, bScale);
-    if (check(env, lt_desc_set(p->desc, LT_DESC_A_SCALE_POINTER, &as, sizeof as),
-              "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)")
-        || check(env, lt_desc_set(p->desc, LT_DESC_B_SCALE_POINTER, &bs, sizeof bs),
-                 "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)")) {
         return;
     }
     float alpha = 1.f, beta = 0.f;

@@ -120,7 +120,7 @@ extern "C" __global__ void fp8_rows_dequantize_bf16(const unsigned char* codes, 
     MSTAR_GRID_LOOP(e, rows * k) { out[e] = __float2bfloat16_rn(e4m3_to_float(codes[e]) * scales[e / k]); }
 }
 
-// out[i] = scale[0] for i < n: a per-tensor weight scale as the per-row vector cuBLASLt's outer-vector mode reads.
+// out[i] = scale[0] for i < n: a per-tensor weight scale as the per-row vector the W8A8 GEMM's epilogue reads.
 extern "C" __global__ void fp8_broadcast_scale(const float* scale, float* out, int n) {
     await_previous_kernel();
     MSTAR_GRID_LOOP(i, (long long)n) { out[i] = scale[0]; }

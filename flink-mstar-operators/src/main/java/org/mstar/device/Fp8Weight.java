@@ -58,7 +58,7 @@ public final class Fp8Weight implements Fp8Tensor {
         return quantisesActivations;
     }
 
-    /** One scale a weight row over the full width (per channel), the layout cuBLASLt's outer-vector scaling takes. */
+    /** One scale a weight row over the full width (per channel), the layout the W8A8 GEMM's epilogue takes. */
     public boolean scalesPerRow() {
         return blockRows == 1 && blockCols >= codes.dim(1);
     }

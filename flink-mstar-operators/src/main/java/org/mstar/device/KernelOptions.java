@@ -23,10 +23,6 @@ package org.mstar.device;
  *                          fewer on tensor-core tiles (skinny tiles at few assignments an expert, the grouped GEMM at
  *                          more) that read nothing back; a step being recorded into a CUDA graph always takes the
  *                          tiles
- * @param fp8ScalesInEpilogue W8A8 products on the FP8 GEMM take cuBLASLt's plain FP8 product into fp32 and apply the
- *                            token and weight scales in an epilogue kernel of ours, instead of cuBLASLt's
- *                            outer-vector-scaled algorithm (the default, for bf16 outputs; fp32 outputs always take
- *                            the epilogue, which is exact where the outer-vector algorithm is not)
  * @param batchInvariant a row's results are independent of the other rows of its step: on a GPU, matmuls through
  *                       split-free cuBLASLt algorithms and bf16 attention at the tensor-core head dims through one
  *                       kernel for prefill and decode rows alike. A request's tokens then do not depend on what it
@@ -39,8 +35,7 @@ package org.mstar.device;
  *                       this is on, on the CPU too.
  */
 public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunch, boolean qkvRopeInMatmul,
-                            int skinnyMatmulRows, int moeGemmExpertRows, boolean fp8ScalesInEpilogue,
-                            boolean batchInvariant) {
+                            int skinnyMatmulRows, int moeGemmExpertRows, boolean batchInvariant) {
     /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/results/perf.md). */
     public static final int DEFAULT_SKINNY_MATMUL_ROWS = 16;
     /** Most rows the skinny-matmul kernel serves: four 8-row tiles of x in its largest instantiation. */
@@ -56,7 +51,7 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
     public static final int DEFAULT_MOE_GEMM_EXPERT_ROWS = 160;
 
     private static final KernelOptions DEFAULTS = new KernelOptions(true, true, true, DEFAULT_SKINNY_MATMUL_ROWS,
-            DEFAULT_MOE_GEMM_EXPERT_ROWS, false, false);
+            DEFAULT_MOE_GEMM_EXPERT_ROWS, false);
 
     /**
      * @throws IllegalArgumentException when {@code skinnyMatmulRows} is outside 0..{@value #MAX_SKINNY_MATMUL_ROWS}
@@ -74,43 +69,38 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
 
     /** Every variant at its default: tensor-core prefill, programmatic launch, RoPE in the qkv matmul, skinny
      *  matmuls up to {@value #DEFAULT_SKINNY_MATMUL_ROWS} rows, MoE experts on cuBLAS from
-     *  {@value #DEFAULT_MOE_GEMM_EXPERT_ROWS} rows an expert, W8A8 scales by cuBLASLt, batch invariance off. */
+     *  {@value #DEFAULT_MOE_GEMM_EXPERT_ROWS} rows an expert, batch invariance off. */
     public static KernelOptions defaults() {
         return DEFAULTS;
     }
 
     public KernelOptions withTensorCorePrefill(boolean on) {
         return new KernelOptions(on, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                fp8ScalesInEpilogue, batchInvariant);
+                batchInvariant);
     }
 
     public KernelOptions withProgrammaticLaunch(boolean on) {
         return new KernelOptions(tensorCorePrefill, on, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                fp8ScalesInEpilogue, batchInvariant);
+                batchInvariant);
     }
 
     public KernelOptions withQkvRopeInMatmul(boolean on) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, on, skinnyMatmulRows, moeGemmExpertRows,
-                fp8ScalesInEpilogue, batchInvariant);
+                batchInvariant);
     }
 
     public KernelOptions withSkinnyMatmulRows(int rows) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, rows, moeGemmExpertRows,
-                fp8ScalesInEpilogue, batchInvariant);
+                batchInvariant);
     }
 
     public KernelOptions withMoeGemmExpertRows(int rows) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, rows,
-                fp8ScalesInEpilogue, batchInvariant);
-    }
-
-    public KernelOptions withFp8ScalesInEpilogue(boolean on) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                on, batchInvariant);
+                batchInvariant);
     }
 
     public KernelOptions withBatchInvariant(boolean on) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                fp8ScalesInEpilogue, on);
+                on);
     }
 }

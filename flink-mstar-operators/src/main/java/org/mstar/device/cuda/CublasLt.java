@@ -23,9 +23,9 @@ import org.mstar.device.DType;
  * row count up to it; above, Lt's first choice is as fast as cuBLAS. Nothing can be timed while a CUDA graph
  * is captured: a shape first met there with no tuned bucket uses Lt's first choice and is not kept.
  *
- * <p>It also runs the FP8 × FP8 products of W8A8 weights ({@link #fp8GemmRowsByWeightT}), cuBLAS's only FP8 path:
- * their algorithm is Lt's first choice for each shape, kept per shape, as is a refusal (the caller then takes
- * another path).
+ * <p>It also runs the FP8 × FP8 products of W8A8 weights ({@link #fp8GemmRowsByWeightT}, unscaled into fp32),
+ * cuBLAS's only FP8 path: their algorithm is Lt's first choice for each shape, kept per shape, as is a refusal (the
+ * caller then takes another path).
  */
 final class CublasLt implements AutoCloseable {
     private static final String[] LIBRARIES = {"libcublasLt.so.13", "libcublasLt.so.12"};
@@ -40,8 +40,8 @@ final class CublasLt implements AutoCloseable {
         }
     }
 
-    /** An FP8 product's shape: its output dtype, tokens, weight rows and depth, and whether cuBLASLt scales it. */
-    private record Fp8Shape(DType result, int rows, int cols, int k, boolean outerScales) {}
+    /** An FP8 product's shape: its tokens, weight rows and depth. */
+    private record Fp8Shape(int rows, int cols, int k) {}
 
     private final CudaDevice device;
     private final CudaTensor workspace;
@@ -83,39 +83,35 @@ final class CublasLt implements AutoCloseable {
     }
 
     /**
-     * Row-major {@code out[rows, cols] = xScales[r] · wScales[c] · Σ_k x[r, k] · w[c, k]} with x and w E4M3 codes,
-     * accumulated in fp32 and rounded once to out's dtype (BF16 or F32); xScales has {@code rows} elements, wScales
-     * {@code cols}; both null: the bare product ({@code outerScales} false in {@link #fp8GemmTakes}), whose scales the
-     * caller's epilogue applies. The mapping onto cuBLASLt's column-major TN product is written down in cublas_shim.c.
+     * Row-major {@code out[rows, cols] = Σ_k x[r, k] · w[c, k]} with x and w E4M3 codes, accumulated in fp32 into an
+     * F32 {@code out}: cuBLASLt's bare FP8 product, whose scales the caller's epilogue applies. The mapping onto
+     * cuBLASLt's column-major TN product is written down in cublas_shim.c.
      */
-    void fp8GemmRowsByWeightT(CudaTensor x, CudaTensor xScales, CudaTensor w, CudaTensor wScales, CudaTensor out,
-                              int rows, int cols, int k) {
-        boolean outer = xScales != null;
-        long plan = fp8Plan(out.dtype(), rows, cols, k, outer);
-        if (plan == 0) {
-            throw new IllegalStateException("cuBLASLt has no FP8 GEMM" + (outer ? " with outer-vector scales" : "")
-                    + " for " + rows + "x" + cols + "x" + k + " into " + out.dtype());
+    void fp8GemmRowsByWeightT(CudaTensor x, CudaTensor w, CudaTensor out, int rows, int cols, int k) {
+        if (out.dtype() != DType.F32) {
+            throw new IllegalArgumentException("the FP8 GEMM writes fp32 sums, got " + out);
         }
-        CublasNative.ltFp8Matmul(handle, plan, w.pointer(), outer ? wScales.pointer() : null, x.pointer(),
-                outer ? xScales.pointer() : null, out.pointer(), workspace.pointer(), workspace.byteSize(),
-                device.stream().handle());
+        long plan = fp8Plan(rows, cols, k);
+        if (plan == 0) {
+            throw new IllegalStateException("cuBLASLt has no FP8 GEMM for " + rows + "x" + cols + "x" + k);
+        }
+        CublasNative.ltFp8Matmul(handle, plan, w.pointer(), x.pointer(), out.pointer(), workspace.pointer(),
+                workspace.byteSize(), device.stream().handle());
     }
 
     /**
-     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} with scales ({@code outerScales}) or without for this shape
-     * and output dtype: outer-vector scales not before cuBLASLt
-     * 12.9, neither on a GPU without FP8 tensor cores. Asked once a shape.
+     * Whether cuBLASLt offers {@link #fp8GemmRowsByWeightT} for this shape: not on a GPU without FP8 tensor cores.
+     * Asked once a shape.
      */
-    boolean fp8GemmTakes(DType result, int rows, int cols, int k, boolean outerScales) {
-        return fp8Plan(result, rows, cols, k, outerScales) != 0;
+    boolean fp8GemmTakes(int rows, int cols, int k) {
+        return fp8Plan(rows, cols, k) != 0;
     }
 
     /** The shape's FP8 plan, or 0 when cuBLASLt refused it (kept, so that it is asked once). */
-    private long fp8Plan(DType result, int rows, int cols, int k, boolean outerScales) {
-        return fp8Plans.computeIfAbsent(new Fp8Shape(result, rows, cols, k, outerScales), s -> {
+    private long fp8Plan(int rows, int cols, int k) {
+        return fp8Plans.computeIfAbsent(new Fp8Shape(rows, cols, k), s -> {
             try {
-                return CublasNative.ltFp8Plan(handle, CudaMatmul.cudaType(s.result()), s.cols(), s.rows(), s.k(),
-                        workspace.byteSize(), s.outerScales());
+                return CublasNative.ltFp8Plan(handle, s.cols(), s.rows(), s.k(), workspace.byteSize());
             } catch (IllegalStateException refused) {
                 return 0L;
             }

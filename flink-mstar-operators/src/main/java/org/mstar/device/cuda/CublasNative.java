@@ -68,18 +68,17 @@ final class CublasNative {
     static native void ltPlanFree(long plan);
 
     /**
-     * A plan for the FP8 product {@code d[m, n] = aScale[m] · bScale[n] · Σ_k a[k, m] · b[k, n]} (column-major; a and
-     * b E4M3, d of {@code dType}, fp32 accumulation), the scales outer vectors, or without {@code outerScales} the
-     * bare product; the algorithm is cuBLASLt's first choice for the shape. Throws when cuBLASLt has none (a cuBLASLt
-     * before 12.9 for outer-vector scales, or a GPU without FP8).
+     * A plan for the FP8 product {@code d[m, n] = Σ_k a[k, m] · b[k, n]} (column-major; a and b E4M3, d fp32, fp32
+     * accumulation), unscaled; the algorithm is cuBLASLt's first choice for the shape. Throws when cuBLASLt has none
+     * (a GPU without FP8).
      */
-    static native long ltFp8Plan(long handle, int dType, int m, int n, int k, long workspaceBytes, boolean outerScales);
+    static native long ltFp8Plan(long handle, int m, int n, int k, long workspaceBytes);
 
     static native void ltFp8PlanFree(long plan);
 
-    /** Runs an {@link #ltFp8Plan} with its scale vectors (null for a plan without them). */
-    static native void ltFp8Matmul(long handle, long plan, Pointer a, Pointer aScale, Pointer b, Pointer bScale,
-                                   Pointer d, Pointer workspace, long workspaceBytes, NativePointerObject stream);
+    /** Runs an {@link #ltFp8Plan}. */
+    static native void ltFp8Matmul(long handle, long plan, Pointer a, Pointer b, Pointer d, Pointer workspace,
+                                   long workspaceBytes, NativePointerObject stream);
 
     static native void ltMatmul(long handle, long plan, Pointer a, Pointer b, Pointer c, Pointer workspace,
                                 long workspaceBytes, NativePointerObject stream);

@@ -18,15 +18,14 @@ import org.mstar.device.Tensor;
  *
  * <p>A W8A8 weight ({@link Fp8Weight#quantisesActivations()}) multiplies its input quantised per row ({@link Fp8Rows},
  * given or quantised here by {@link CudaFp8Rows}). Above {@link #SKINNY_ROWS} rows its product is an FP8 × FP8 GEMM on
- * the tensor cores (twice bf16's rate on Hopper) through {@link CublasLt}, both scales applied to the fp32 sums as
- * outer vectors, when the weight has one scale a row or one a tensor (repeated a row here); for an fp32 output, or
- * with {@link org.mstar.device.KernelOptions#fp8ScalesInEpilogue()}, cuBLASLt's plain FP8 product goes into an fp32
- * scratch (at most {@value #EPILOGUE_SCRATCH_FLOATS} floats, the rows in slices) and the scales, bias and rounding are
- * an epilogue kernel's (on an H100 the outer-vector algorithm was 2e-3 off the exact product where PyTorch's
- * row-wise FP8 product is 1.3e-4, and ran an 8192³ product below bf16's rate); a 128 × 128 block-scaled
- * weight, a shape cuBLASLt's FP8 GEMM does not take (K or N not a multiple of 16, or no algorithm offered: a cuBLASLt
- * before 12.9), few rows, or batch-invariant numerics multiply the input's rows dequantised to bf16 (its FP8 values,
- * rounded once) on the weight-only paths above.
+ * the tensor cores (twice bf16's rate on Hopper) through {@link CublasLt}, when the weight has one scale a row or one a
+ * tensor (repeated a row here): cuBLASLt's plain FP8 product goes into an fp32 scratch (at most
+ * {@value #EPILOGUE_SCRATCH_FLOATS} floats, the rows in slices) and an epilogue kernel applies the token and weight
+ * scales and the bias and rounds once. On an H100 (2026-12-07) cuBLASLt's own outer-vector-scaled algorithm was 2e-3
+ * off the exact product and slower than bf16 at Llama-3.1-8B's prefill shapes, where this form is exact and 1.0-1.6
+ * times as fast as bf16. A 128 × 128 block-scaled weight, a shape cuBLASLt's FP8 GEMM does not take (K or N not a
+ * multiple of 16, or no algorithm offered: a GPU without FP8), few rows, or batch-invariant numerics multiply the
+ * input's rows dequantised to bf16 (its FP8 values, rounded once) on the weight-only paths above.
  */
 final class CudaFp8Matmul {
     /** The most rows the decode kernels take; more go through the bf16 scratch and cuBLAS, or the FP8 GEMM. */
@@ -38,7 +37,7 @@ final class CudaFp8Matmul {
     private static final int CHUNK = 64;
     /** cuBLASLt's FP8 GEMM wants K, and the output's leading dimension, in multiples of 16. */
     private static final int FP8_GEMM_ALIGN = 16;
-    /** The fp32 scratch of the epilogue path: 256 MiB, 2336 rows of Llama-3.1-8B's gate/up, 512 of its LM head. */
+    /** The fp32 scratch of the FP8 GEMM's sums: 256 MiB, 2336 rows of Llama-3.1-8B's gate/up, 512 of its LM head. */
     static final int EPILOGUE_SCRATCH_FLOATS = 64 << 20;
 
     private final CudaDevice device;
@@ -137,7 +136,10 @@ final class CudaFp8Matmul {
         return bf16;
     }
 
-    /** out = the FP8 × FP8 product through cuBLASLt, x quantised here unless it came as FP8 rows. */
+    /**
+     * out = the FP8 × FP8 product through cuBLASLt into fp32, then scaled, biased and rounded by the epilogue, x
+     * quantised here unless it came as FP8 rows.
+     */
     private void fp8Gemm(Tensor x, Fp8Weight w, CudaTensor bias, CudaTensor out, int m) {
         int n = Math.toIntExact(w.dim(0));
         int k = Math.toIntExact(w.dim(1));
@@ -158,31 +160,18 @@ final class CudaFp8Matmul {
             wScales = perRow;
         }
         device.stream().counters().gemm();
-        if (scalesInEpilogue(out)) {
-            int slice = epilogueRows(m, n);
-            for (int r = 0; r < m; r += slice) {
-                int rowsHere = Math.min(slice, m - r);
-                CudaTensor acc = device.scratch("matmul.fp8.acc", DType.F32, rowsHere, n);
-                shared.cublasLt().fp8GemmRowsByWeightT(CudaTensor.of(xCodes.rows(r, rowsHere), "x codes"), null,
-                        (CudaTensor) w.codes(), null, acc, rowsHere, n, k);
-                elementwise.scaleBiasCast(acc, CudaTensor.of(xScales.rows(r, rowsHere), "x scales"), wScales, bias,
-                        CudaTensor.of(out.rows(r, rowsHere), "matmul out"), rowsHere, n);
-            }
-            return;
-        }
-        CudaTensor c = bias == null ? out : device.scratch("matmul.acc", DType.F32, m, n);
-        shared.cublasLt().fp8GemmRowsByWeightT(xCodes, xScales, (CudaTensor) w.codes(), wScales, c, m, n, k);
-        if (bias != null) {
-            elementwise.biasAddCast(c, bias, out, m, n);
+        int slice = epilogueRows(m, n);
+        for (int r = 0; r < m; r += slice) {
+            int rowsHere = Math.min(slice, m - r);
+            CudaTensor acc = device.scratch("matmul.fp8.acc", DType.F32, rowsHere, n);
+            shared.cublasLt().fp8GemmRowsByWeightT(CudaTensor.of(xCodes.rows(r, rowsHere), "x codes"),
+                    (CudaTensor) w.codes(), acc, rowsHere, n, k);
+            elementwise.scaleBiasCast(acc, CudaTensor.of(xScales.rows(r, rowsHere), "x scales"), wScales, bias,
+                    CudaTensor.of(out.rows(r, rowsHere), "matmul out"), rowsHere, n);
         }
     }
 
-    /** Whether this W8A8 product's scales go to the epilogue kernel rather than to cuBLASLt (the class comment). */
-    private boolean scalesInEpilogue(CudaTensor out) {
-        return out.dtype() == DType.F32 || device.options().fp8ScalesInEpilogue();
-    }
-
-    /** Rows of one slice of the epilogue path: as many of the m rows as the fp32 scratch holds, a multiple of 16. */
+    /** Rows of one slice of the FP8 GEMM: as many of the m rows as the fp32 scratch holds, a multiple of 16. */
     static int epilogueRows(int m, int n) {
         int fit = Math.max(16, EPILOGUE_SCRATCH_FLOATS / n / 16 * 16);
         return Math.min(m, fit);
@@ -192,27 +181,23 @@ final class CudaFp8Matmul {
      * Whether the FP8 GEMM computes this W8A8 product: more than {@link #SKINNY_ROWS} rows, no batch-invariant
      * numerics (cuBLASLt's FP8 algorithm is chosen per shape), one scale a weight row or one a tensor, K and N
      * multiples of 16, a BF16 or F32 output, 16-byte aligned codes and output, and cuBLASLt offering an algorithm
-     * for the shape (cuBLASLt 12.9 or later).
+     * for the shape (a GPU with FP8 tensor cores).
      */
     private boolean gemmTakes(Tensor x, Fp8Weight w, CudaTensor out, int m) {
         boolean xAligned = !(x instanceof Fp8Rows q) || CudaTensor.of(q.codes(), "matmul x codes").alignedTo(16);
         return m > SKINNY_ROWS && !device.batchInvariant() && (w.scalesPerRow() || w.scalePerTensor())
                 && w.dim(1) % FP8_GEMM_ALIGN == 0 && w.dim(0) % FP8_GEMM_ALIGN == 0
                 && (out.dtype() == DType.BF16 || out.dtype() == DType.F32) && xAligned
-                && ((CudaTensor) w.codes()).alignedTo(16) && out.alignedTo(16) && cublasLtTakes(out, m, w);
+                && ((CudaTensor) w.codes()).alignedTo(16) && out.alignedTo(16) && cublasLtTakes(m, w);
     }
 
     /** Whether cuBLASLt offers the FP8 product of every slice this product is cut into. */
-    private boolean cublasLtTakes(CudaTensor out, int m, Fp8Weight w) {
+    private boolean cublasLtTakes(int m, Fp8Weight w) {
         int n = Math.toIntExact(w.dim(0));
         int k = Math.toIntExact(w.dim(1));
         CublasLt lt = shared.cublasLt();
-        if (!scalesInEpilogue(out)) {
-            return lt.fp8GemmTakes(out.dtype(), m, n, k, true);
-        }
         int slice = epilogueRows(m, n);
-        return lt.fp8GemmTakes(DType.F32, slice, n, k, false)
-                && (m % slice == 0 || lt.fp8GemmTakes(DType.F32, m % slice, n, k, false));
+        return lt.fp8GemmTakes(slice, n, k) && (m % slice == 0 || lt.fp8GemmTakes(m % slice, n, k));
     }
 
     /**

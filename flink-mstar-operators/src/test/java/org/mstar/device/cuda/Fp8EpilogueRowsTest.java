@@ -7,7 +7,7 @@ import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
 import org.junit.jupiter.api.Test;
 
-/** How the W8A8 epilogue path slices a product's rows to fit its fp32 scratch (no GPU needed). */
+/** How the W8A8 FP8 GEMM slices a product's rows to fit its fp32 scratch (no GPU needed). */
 class Fp8EpilogueRowsTest {
 
     @Test

@@ -32,9 +32,9 @@ import org.mstar.model.Fp8Quantizer;
  * scale a row, amax / 448): rows quantised alone (codes and scales must equal the CPU's bit for bit), by RMSNorm
  * (with the residual add) and by SiLU·mul (their dequantised rows within 2e-2 of the CPU's: a block reduction may
  * move a code one step where a value lies on a rounding boundary); and the products: at 1, 33 and 64 rows the input's
- * rows dequantised to bf16 into the skinny or the tile kernel, above 64 the FP8 × FP8 cuBLASLt GEMM with outer-vector scales
- * (per-channel and per-tensor weights, bf16 out, fp32 out for the LM head, a bias, the input given as FP8 rows), and
- * a 128 × 128 block-scaled weight on its bf16 fallback.
+ * rows dequantised to bf16 into the skinny or the tile kernel, above 64 the FP8 × FP8 cuBLASLt GEMM into fp32 with
+ * the scales in our epilogue (per-channel and per-tensor weights, bf16 out, fp32 out for the LM head, a bias, the input
+ * given as FP8 rows), and a 128 × 128 block-scaled weight on its bf16 fallback.
  */
 final class Fp8Checks {
     private static final int QKV = 6144;
@@ -80,19 +80,11 @@ final class Fp8Checks {
         attempt("w8a8 matmul qkv, 128x128 blocks (bf16 fallback)",
                 () -> w8a8(512, QKV, HIDDEN, blocks, DType.BF16, false, false));
         attempt("w8a8 matmul+bias, channels", () -> w8a8(100, 1024, 576, channels, DType.BF16, true, false));
+        attempt("w8a8 matmul+bias, channels, FP8 rows in",
+                () -> w8a8(100, 1024, 576, channels, DType.BF16, true, true));
         // an LM head's fp32 logits (a vocabulary of 32768 keeps the host's reference small)
         attempt("w8a8 matmul lm_head, channels, fp32 out",
                 () -> w8a8(128, 32768, HIDDEN, channels, DType.F32, false, false));
-        // bf16 outputs with the scales in our epilogue instead of cuBLASLt's outer-vector algorithm
-        Twin epilogue = tw.on(tw.gpu.withOptions(tw.gpu.options().withFp8ScalesInEpilogue(true)));
-        for (int rows : new int[] {128, 2048}) {
-            attempt("w8a8 matmul qkv, channels, scales in epilogue",
-                    () -> w8a8(epilogue, rows, QKV, HIDDEN, channels, DType.BF16, false, false));
-        }
-        attempt("w8a8 matmul down, tensor, scales in epilogue",
-                () -> w8a8(epilogue, 512, HIDDEN, INTER, tensor, DType.BF16, false, false));
-        attempt("w8a8 matmul+bias, channels, FP8 rows in, scales in epilogue",
-                () -> w8a8(epilogue, 100, 1024, 576, channels, DType.BF16, true, true));
         return results;
     }
 
@@ -231,12 +223,6 @@ final class Fp8Checks {
      * {@code rowsIn}) given as FP8 rows quantised on each device.
      */
     private void w8a8(int rows, int n, int k, Fp8Quantization layout, DType outType, boolean bias, boolean rowsIn) {
-        w8a8(tw, rows, n, k, layout, outType, bias, rowsIn);
-    }
-
-    /** {@link #w8a8} on {@code tw}'s GPU (a view of the harness's with other kernel options). */
-    private void w8a8(Twin tw, int rows, int n, int k, Fp8Quantization layout, DType outType, boolean bias,
-                      boolean rowsIn) {
         Fp8Weight[] w = weight(n, k, layout);
         Fp8Weight cpuW = w[0].quantisingActivations();
         Fp8Weight gpuW = w[1].quantisingActivations();
@@ -257,9 +243,8 @@ final class Fp8Checks {
             gpuOp.run();
             double err = relErr(tw.cpu.toFloats(out.cpu()), tw.gpu.toFloats(out.gpu()));
             double ms = tw.median(gpuOp);
-            boolean epilogue = outType == DType.F32 || tw.gpu.options().fp8ScalesInEpilogue();
             String path = rows <= 64 ? "bf16 rows, " + weightOnlyPath(rows) : layout.layout() == Fp8Quantization.Layout.BLOCK
-                    ? "bf16 fallback" : epilogue ? "FP8 GEMM, scales in epilogue" : "FP8 GEMM";
+                    ? "bf16 fallback" : "FP8 GEMM, scales in epilogue";
             results.add(new CheckResult("w8a8 matmul" + (bias ? "+bias" : ""), shape(rows, k) + "·" + shape(n, k)
                     + "ᵀ " + layout.layout().name().toLowerCase(Locale.ROOT) + (rowsIn ? ", FP8 rows in" : "") + ", "
                     + path + ", " + tflops(rows, n, k, ms), outType.name(), err,

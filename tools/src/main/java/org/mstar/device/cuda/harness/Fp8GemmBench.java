@@ -14,14 +14,13 @@ import org.mstar.device.cuda.CudaDevice;
 
 /**
  * W8A8 GEMMs at prefill rows: the projections of a Llama-3.1-8B layer and its LM head (fp32 logits, as the engine
- * writes them) through CudaOps.matmul, four ways: bf16 weights (cuBLAS), an FP8 weight with one scale a row
- * multiplying FP8 rows (the cuBLASLt FP8 GEMM alone, as when a norm or SiLU·mul hands it FP8 rows), the same with the
- * scales in our epilogue ({@link org.mstar.device.KernelOptions#fp8ScalesInEpilogue()}: cuBLASLt's plain FP8 product
- * into fp32, then the epilogue kernel), and the FP8 weight multiplying bf16 rows (fp8_quantize_rows, then the GEMM).
- * The LM head's fp32 logits take the epilogue in the second and third ways alike. The FP8 dense rate is measured in the same run, on
- * one square product of {@value #SQUARE} (FP8 rows times a per-row-scaled weight), and each row is given as a
- * fraction of it. Calls are timed from a replayed CUDA graph; at these row counts the products are bound by their
- * FLOPs, so one copy of each weight serves (no rotation past L2).
+ * writes them) through CudaOps.matmul, three ways: bf16 weights (cuBLAS), an FP8 weight with one scale a row
+ * multiplying FP8 rows (the FP8 GEMM alone, as when a norm or SiLU·mul hands it FP8 rows: cuBLASLt's plain FP8 product
+ * into fp32, then the epilogue kernel applying the scales), and the same weight multiplying bf16 rows
+ * (fp8_quantize_rows, then the GEMM). The FP8 dense rate is measured in the same run, on one square product of
+ * {@value #SQUARE} (FP8 rows times a per-row-scaled weight), and each row is given as a fraction of it. Calls are timed
+ * from a replayed CUDA graph; at these row counts the products are bound by their FLOPs, so one copy of each weight
+ * serves (no rotation past L2).
  */
 final class Fp8GemmBench {
     /** name, N, K: Llama-3.1-8B's projections and LM head. */
@@ -39,8 +38,7 @@ final class Fp8GemmBench {
         this.rnd = new Random(seed);
     }
 
-    record Row(String name, int m, int n, int k, double bf16Micros, double fp8Micros, double epilogueMicros,
-               double quantiseFp8Micros) {
+    record Row(String name, int m, int n, int k, double bf16Micros, double fp8Micros, double quantiseFp8Micros) {
         double tflops(double micros) {
             return 2.0 * m * n * k / (micros * 1e-6) / 1e12;
         }
@@ -61,7 +59,6 @@ final class Fp8GemmBench {
 
     List<Row> run(int[] rowCounts) {
         CudaDevice gpu = tw.gpu;
-        CudaDevice epilogue = gpu.withOptions(gpu.options().withFp8ScalesInEpilogue(true));
         List<Row> rows = new ArrayList<>();
         for (Object[] s : SHAPES) {
             String name = (String) s[0];
@@ -76,10 +73,8 @@ final class Fp8GemmBench {
                         gpu.ops().quantizeRows(x, q);
                         double bf16 = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().matmul(x, dense, null, out));
                         double fp8 = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().matmul(q, w, null, out));
-                        double inEpilogue = Timing.graphedMillisPerCall(epilogue,
-                                i -> epilogue.ops().matmul(q, w, null, out));
                         double quantised = Timing.graphedMillisPerCall(gpu, i -> gpu.ops().matmul(x, w, null, out));
-                        rows.add(new Row(name, m, n, k, bf16 * 1e3, fp8 * 1e3, inEpilogue * 1e3, quantised * 1e3));
+                        rows.add(new Row(name, m, n, k, bf16 * 1e3, fp8 * 1e3, quantised * 1e3));
                     }
                 }
             }
@@ -117,15 +112,12 @@ final class Fp8GemmBench {
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT,
                 "FP8 dense rate measured in this run: %.0f TFLOP/s (%d³, FP8 rows × FP8 weight, bf16 out)%n%n",
                 squareTflops, SQUARE, SQUARE));
-        sb.append("| proj | M | N | K | bf16 µs | bf16 TFLOP/s | FP8 µs | FP8 TFLOP/s | of FP8 rate | FP8, scales in "
-                + "epilogue µs | its TFLOP/s | quantise+FP8 µs | bf16 / FP8 time | bf16 / FP8 epilogue time |\n"
-                + "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        sb.append("| proj | M | N | K | bf16 µs | bf16 TFLOP/s | FP8 µs | FP8 TFLOP/s | of FP8 rate | quantise+FP8 µs "
+                + "| bf16 / FP8 time |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (Row r : rows) {
-            sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %.1f | %.0f | %.1f | %.0f | %.0f%% | %.1f | %.0f "
-                    + "| %.1f | %.2f | %.2f |%n", r.name, r.m, r.n, r.k, r.bf16Micros, r.tflops(r.bf16Micros),
-                    r.fp8Micros, r.tflops(r.fp8Micros), 100 * r.tflops(r.fp8Micros) / squareTflops, r.epilogueMicros,
-                    r.tflops(r.epilogueMicros), r.quantiseFp8Micros, r.bf16Micros / r.fp8Micros,
-                    r.bf16Micros / r.epilogueMicros));
+            sb.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %.1f | %.0f | %.1f | %.0f | %.0f%% | %.1f | %.2f |%n",
+                    r.name, r.m, r.n, r.k, r.bf16Micros, r.tflops(r.bf16Micros), r.fp8Micros, r.tflops(r.fp8Micros),
+                    100 * r.tflops(r.fp8Micros) / squareTflops, r.quantiseFp8Micros, r.bf16Micros / r.fp8Micros));
         }
         return sb.toString();
     }
