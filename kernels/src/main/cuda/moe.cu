@@ -295,19 +295,56 @@ extern "C" __global__ void __launch_bounds__(kMoeThreads) moe_down(const void* h
 
 // out[row, o] = Σ_j y[row·k + j, o] in choice order, rounded once to out's dtype. An id of -1 (an expert on another
 // device, moe_local_ids) adds nothing; any other id outside [0, experts) makes the row NaN, so a bad id shows
-// downstream instead of reading another expert's rows.
+// downstream instead of reading another expert's rows. A thread takes kMoeCombineRun outputs with 16-byte loads where
+// hidden is a multiple of it (the combine reads topK fp32 rows an output row: it is a pass over memory), one
+// otherwise; each output is the same sum either way. Launched over rows · hidden / moe_combine_run(hidden) items.
+constexpr int kMoeCombineRun = 4;
+__host__ __device__ constexpr int moe_combine_run(int hidden) { return hidden % kMoeCombineRun == 0 ? kMoeCombineRun : 1; }
+
+template <class Source>
+__device__ __forceinline__ void moe_combine_run_into(long long item, int hidden, int topK, const int* ids, int experts,
+                                                     void* out, int outDt, Source source) {
+    const int run = moe_combine_run(hidden);
+    const long long e0 = item * run;
+    const long long row = e0 / hidden;
+    const int o = (int)(e0 - row * hidden);
+    float acc[kMoeCombineRun] = {0.f, 0.f, 0.f, 0.f};
+    for (int j = 0; j < topK; j++) {
+        const long long a = row * topK + j;
+        const int id = ids[a];
+        if (id == -1) continue;
+        if (id < 0 || id >= experts) {
+            for (int i = 0; i < kMoeCombineRun; i++) acc[i] = NAN;
+            continue;
+        }
+        float v[kMoeCombineRun];
+        source(a, o, run, v);
+        for (int i = 0; i < run; i++) acc[i] += v[i];
+    }
+    for (int i = 0; i < run; i++) store_f(out, outDt, e0 + i, acc[i]);
+}
+
+// y's `run` values of assignment a from column o (16 bytes at once for a run of 4), times `scale`.
+__device__ __forceinline__ void moe_combine_load(const float* y, long long rowStart, int o, int run, float scale,
+                                                 float* v) {
+    if (run == kMoeCombineRun) {
+        const float4 q = *reinterpret_cast<const float4*>(y + rowStart + o);
+        // the products rounded on their own (no fused multiply-add into the sum), as the one-output form
+        v[0] = __fmul_rn(scale, q.x), v[1] = __fmul_rn(scale, q.y), v[2] = __fmul_rn(scale, q.z);
+        v[3] = __fmul_rn(scale, q.w);
+    } else {
+        v[0] = __fmul_rn(scale, y[rowStart + o]);
+    }
+}
+
 extern "C" __global__ void moe_combine(const float* y, const int* ids, int experts, void* out, int outDt,
                                        long long rows, int hidden, int topK) {
     await_previous_kernel();
-    MSTAR_GRID_LOOP(e, rows * hidden) {
-        const long long row = e / hidden;
-        const int o = (int)(e - row * hidden);
-        float acc = 0.f;
-        for (int j = 0; j < topK; j++) {
-            const int id = ids[row * topK + j];
-            acc += id == -1 ? 0.f : id >= 0 && id < experts ? y[(row * topK + j) * hidden + o] : NAN;
-        }
-        store_f(out, outDt, e, acc);
+    MSTAR_GRID_LOOP(item, rows * hidden / moe_combine_run(hidden)) {
+        // y already holds the routing weight's product: a multiplication by 1 leaves it as it was
+        moe_combine_run_into(item, hidden, topK, ids, experts, out, outDt, [&](long long a, int o, int run, float* v) {
+            moe_combine_load(y, a * hidden, o, run, 1.f, v);
+        });
     }
 }
 
@@ -628,22 +665,36 @@ MSTAR_MOE_GROUPED_KERNELS(_m128, kMoeGroupLargeRows, kMoeGroupLargeThreads, 2)
 // The cuBLAS way's gather: the p < tiles[1] sorted assignments' rows of x into xs, and pos[a], the row of xs that
 // assignment a went to, for moe_combine_sorted. With slotRows = 0 the rows stay in sorted order (xs row p: each
 // expert's run from expertStart[e] on); with slotRows > 0 expert e's run starts at row e·slotRows (equal slots, for one
-// strided batched GEMM over all experts; the rows past a run are left as they were). Launched over all assignments'
-// elements.
+// strided batched GEMM over all experts; the rows past a run are left as they were). Copied in 16-byte pieces where
+// a row of x is made of them (moe_gather_piece), element by element otherwise; launched over
+// assignments · hidden / moe_gather_piece(xDt, hidden) items.
+__host__ __device__ constexpr int moe_gather_piece(int xDt, int hidden) {
+    return (xDt == DT_BF16 || xDt == DT_F16) && hidden % 8 == 0 ? 8 : xDt == DT_F32 && hidden % 4 == 0 ? 4 : 1;
+}
+
 extern "C" __global__ void moe_gather(const void* x, int xDt, const int* ids, const int* sorted,
                                       const int* expertStart, const int* tiles, void* xs, int* pos,
                                       long long assignments, int hidden, int topK, int slotRows) {
     await_previous_kernel();
     const long long count = tiles[1];
-    MSTAR_GRID_LOOP(i, assignments * hidden) {
-        const long long p = i / hidden;
+    const int piece = moe_gather_piece(xDt, hidden);
+    const long long pieces = hidden / piece;
+    MSTAR_GRID_LOOP(i, assignments * pieces) {
+        const long long p = i / pieces;
         if (p >= count) continue;
-        const int o = (int)(i - p * hidden);
+        const int o = (int)(i - p * pieces) * piece;
         const int a = sorted[p];
         const int e = ids[a];
         const long long row = slotRows > 0 ? (long long)e * slotRows + (p - expertStart[e]) : p;
         if (o == 0) pos[a] = (int)row;
-        store_f(xs, xDt, row * hidden + o, load_f(x, xDt, (long long)(a / topK) * hidden + o));
+        const long long from = (long long)(a / topK) * hidden + o, to = row * hidden + o;
+        if (piece > 1) {
+            const int bytes = piece == 8 ? 2 : 4;
+            *reinterpret_cast<uint4*>(static_cast<unsigned char*>(xs) + to * bytes) =
+                *reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x) + from * bytes);
+        } else {
+            store_f(xs, xDt, to, load_f(x, xDt, from));
+        }
     }
 }
 
@@ -655,15 +706,9 @@ extern "C" __global__ void moe_combine_sorted(const float* ys, const int* pos, c
                                               int experts, void* out, int outDt, long long rows, int hidden,
                                               int topK) {
     await_previous_kernel();
-    MSTAR_GRID_LOOP(e, rows * hidden) {
-        const long long row = e / hidden;
-        const int o = (int)(e - row * hidden);
-        float acc = 0.f;
-        for (int j = 0; j < topK; j++) {
-            const long long a = row * topK + j;
-            const int id = ids[a];
-            acc += id == -1 ? 0.f : id >= 0 && id < experts ? weights[a] * ys[(long long)pos[a] * hidden + o] : NAN;
-        }
-        store_f(out, outDt, e, acc);
+    MSTAR_GRID_LOOP(item, rows * hidden / moe_combine_run(hidden)) {
+        moe_combine_run_into(item, hidden, topK, ids, experts, out, outDt, [&](long long a, int o, int run, float* v) {
+            moe_combine_load(ys, (long long)pos[a] * hidden, o, run, weights[a], v);
+        });
     }
 }

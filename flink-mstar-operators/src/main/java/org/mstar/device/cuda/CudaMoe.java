@@ -109,9 +109,9 @@ final class CudaMoe {
         } else {
             cudaCores(shape, s, x, gateUp, down, weights, y, out.dtype());
         }
-        elementwise.launch("moe_combine", (long) shape.rows() * shape.hidden(), new KernelArgs().tensor(y)
-                .tensor(ids).i32(shape.experts()).tensor(out).i32(code(out)).i64(shape.rows()).i32(shape.hidden())
-                .i32(shape.topK()), "moeExperts combine");
+        elementwise.launch("moe_combine", (long) shape.rows() * shape.hidden() / combineRun(shape.hidden()),
+                new KernelArgs().tensor(y).tensor(ids).i32(shape.experts()).tensor(out).i32(code(out))
+                        .i64(shape.rows()).i32(shape.hidden()).i32(shape.topK()), "moeExperts combine");
     }
 
     /** How moeExperts computes the products (the class comment says when each applies). */
@@ -236,9 +236,10 @@ final class CudaMoe {
         CudaTensor gu = device.scratch("moe.gateUp", DType.BF16, rows, 2L * inter);
         CudaTensor h = device.scratch("moe.h", DType.BF16, rows, inter);
         CudaTensor ys = device.scratch("moe.ys", DType.F32, rows, hidden);
-        elementwise.launch("moe_gather", (long) s.assignments * hidden, new KernelArgs().tensor(x).i32(code(x))
-                .tensor(ids).tensor(s.sorted).tensor(s.expertStart).tensor(s.tiles).tensor(xs).tensor(pos)
-                .i64(s.assignments).i32(hidden).i32(shape.topK()).i32(slots ? slotRows : 0), "moeExperts gather");
+        elementwise.launch("moe_gather", (long) s.assignments * hidden / gatherPiece(x.dtype(), hidden),
+                new KernelArgs().tensor(x).i32(code(x)).tensor(ids).tensor(s.sorted).tensor(s.expertStart)
+                        .tensor(s.tiles).tensor(xs).tensor(pos).i64(s.assignments).i32(hidden).i32(shape.topK())
+                        .i32(slots ? slotRows : 0), "moeExperts gather");
         Cublas cublas = shared.cublas();
         if (slots) {
             device.stream().counters().gemm();
@@ -271,9 +272,23 @@ final class CudaMoe {
                 }
             }
         }
-        elementwise.launch("moe_combine_sorted", (long) shape.rows() * hidden, new KernelArgs().tensor(ys)
-                .tensor(pos).tensor(ids).tensor(weights).i32(experts).tensor(out).i32(code(out))
-                .i64(shape.rows()).i32(hidden).i32(shape.topK()), "moeExperts combine");
+        elementwise.launch("moe_combine_sorted", (long) shape.rows() * hidden / combineRun(hidden),
+                new KernelArgs().tensor(ys).tensor(pos).tensor(ids).tensor(weights).i32(experts).tensor(out)
+                        .i32(code(out)).i64(shape.rows()).i32(hidden).i32(shape.topK()), "moeExperts combine");
+    }
+
+    /** moe_combine_run: outputs a thread of moe_combine and moe_combine_sorted (16-byte loads of fp32 rows). */
+    static int combineRun(int hidden) {
+        return hidden % 4 == 0 ? 4 : 1;
+    }
+
+    /** moe_gather_piece: elements a thread of moe_gather copies (16 bytes where the rows are made of them). */
+    static int gatherPiece(DType dtype, int hidden) {
+        return switch (dtype) {
+            case BF16, F16 -> hidden % 8 == 0 ? 8 : 1;
+            case F32 -> hidden % 4 == 0 ? 4 : 1;
+            default -> 1;
+        };
     }
 
     private static CudaTensor rowsOf(CudaTensor t, int first, int rows) {

@@ -9,6 +9,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
 import org.junit.jupiter.api.Test;
+import org.mstar.device.DType;
 
 /** Which tensor-core way a MoE call takes and how many tiles its grids are sized for (no GPU needed to check). */
 class MoeTilesTest {
@@ -82,6 +83,15 @@ class MoeTilesTest {
                 .contains("constexpr int kMoeGroupPitch = 2 * kMoeGroupChunk + 16;")
                 .contains("GateUp ? kMoeGroupCols / 2 : kMoeGroupCols");
         assertThat(MoeTiles.GROUP_GATE_UP_COLS).isEqualTo(MoeTiles.GROUP_DOWN_COLS / 2);
+        // the elementwise passes' items: a thread's run of outputs (combines) and piece of a row (gather)
+        assertThat(kernel).contains("constexpr int kMoeCombineRun = 4;")
+                .contains("return hidden % kMoeCombineRun == 0 ? kMoeCombineRun : 1;")
+                .contains("return (xDt == DT_BF16 || xDt == DT_F16) && hidden % 8 == 0 ? 8 : xDt == DT_F32 && hidden % 4 == 0 ? 4 : 1;");
+        assertThat(CudaMoe.combineRun(2048)).isEqualTo(4);
+        assertThat(CudaMoe.combineRun(65)).isEqualTo(1);
+        assertThat(CudaMoe.gatherPiece(DType.BF16, 2048)).isEqualTo(8);
+        assertThat(CudaMoe.gatherPiece(DType.BF16, 1412)).isEqualTo(1);
+        assertThat(CudaMoe.gatherPiece(DType.F32, 1412)).isEqualTo(4);
         assertThat(MoeTiles.GROUP_THREADS).isEqualTo(2 * MoeTiles.GROUP_ROWS);
         assertThat(MoeTiles.GROUP_LARGE_THREADS).isEqualTo(2 * MoeTiles.GROUP_LARGE_ROWS);
         assertThat(MoeTiles.GROUP_SMEM_BYTES).isEqualTo(3 * (64 + 128) * (2 * 64 + 16));
