@@ -78,8 +78,13 @@ final class LoraChecks {
                 a32.tokensDiffering(), 0, f32.millis / f32.steps, "cpu engine"));
         results.add(new CheckResult("engine with adapters: logits (worst row)", shape, "F32", a32.worstError(),
                 EngineChecks.F32_TOLERANCE, f32.millis / f32.steps, "cpu engine"));
+        // the adapters' bf16 products round once more than the base model's: the band is the CPU bf16 engine's own
+        // distance from fp32 (the same roundings) with half again as margin, where that is wider than the base band
+        EngineTranscript cpuBf16 = transcript(model, adapters, reference, DType.BF16, requests, false);
+        double bf16Band = Math.max(EngineChecks.BF16_TOLERANCE,
+                1.5 * EngineChecks.compare(requests, ref, cpuBf16).worstError());
         results.add(new CheckResult("engine with adapters: logits, shared contexts (worst row)", shape, "BF16",
-                a16.worstError(), EngineChecks.BF16_TOLERANCE, bf16.millis / bf16.steps, "cpu engine fp32"));
+                a16.worstError(), bf16Band, bf16.millis / bf16.steps, "cpu engine fp32"));
         results.add(new CheckResult("engine with adapters, decode graphs: greedy tokens (differing)", shape, "BF16",
                 graphs.tokensDiffering(), 0, bf16Graphs.millis / bf16Graphs.steps, "same engine eager"));
         results.add(new CheckResult("engine with adapters, decode graphs: logits (worst row)", shape, "BF16",
