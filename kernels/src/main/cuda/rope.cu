@@ -1,6 +1,7 @@
 // Rotary position embedding, in place on q and k.
 #include "common.cuh"
 #include "rotary.cuh"
+#include "vec8.cuh"
 
 using namespace mstar;
 
@@ -143,4 +144,77 @@ extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int*
     for (int e = threadIdx.x; e < tokenElems; e += blockDim.x) {
         store_f(pool, poolDt, vOut + e, load_f(qkv, inDt, in + (long long)(qHeads + kvHeads) * headDim + e));
     }
+}
+
+// splitQkv → RMSNorm of each q and k head (Qwen3's and Gemma 3's q_norm, k_norm: one weight of headDim) → rope_inplace
+// → kv_append of one layer in one pass, bf16 throughout; one block per token, a warp per q or k head, lane l holding
+// the head's elements 8l .. 8l + 7 (headDim at most 256). Matches the unfused sequence bit for bit: the sum of squares
+// is rms_norm's (a lane's eight squares in order, then the warp's butterfly; rms_norm's second stage over one warp adds
+// zeros), the normalised head is rounded to bf16 as rms_norm stores it, and each RoPE pair is rotated from those bf16
+// values as rope_inplace does (a NeoX partner half a rotary span away is in the lane rotaryDim / 16 over). v is
+// copied. The launcher takes this path for rotaryDim a multiple of 16; dims past rotaryDim pass through normalised.
+extern "C" __global__ void qk_norm_rope_append(const __nv_bfloat16* qkv, const __nv_bfloat16* qNorm,
+                                               const __nv_bfloat16* kNorm, float eps, const int* posIds,
+                                               const float* invFreq, __nv_bfloat16* q, __nv_bfloat16* pool,
+                                               const int* pageIdx, const int* offsets, int layer, int numPages,
+                                               int pageSize, int qHeads, int kvHeads, int headDim, int rotaryDim,
+                                               int interleave, int releaseAttention) {
+    mstar::await_previous_kernel();
+    if (releaseAttention) mstar::release_dependents();
+    const long long tok = blockIdx.x;
+    const float pos = (float)posIds[tok];
+    const int headVecs = headDim / 8, half = rotaryDim / 2;
+    const int tokenVecs = kvHeads * headVecs;
+    const long long in = tok * (long long)(qHeads + 2 * kvHeads) * headVecs;
+    const long long kOut = pool_slot(layer, numPages, pageIdx[tok], 0, pageSize, offsets[tok], tokenVecs * 8) / 8;
+    const long long vOut = pool_slot(layer, numPages, pageIdx[tok], 1, pageSize, offsets[tok], tokenVecs * 8) / 8;
+    __shared__ float sinT[kMaxRotaryDim / 2], cosT[kMaxRotaryDim / 2];
+    for (int i = threadIdx.x; i < half; i += blockDim.x) sincosf(pos * invFreq[i], &sinT[i], &cosT[i]);
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const int e = 8 * lane;
+    const bool live = lane < headVecs;
+    // the lane holding this lane's NeoX partners (any lane where there are none: every lane takes part in a shuffle)
+    const int partner = interleave || e >= rotaryDim ? lane : e < half ? lane + half / 8 : lane - half / 8;
+    for (int h = threadIdx.x >> 5; h < qHeads + kvHeads; h += warps) {
+        float a[8] = {}, w[8] = {};
+        if (live) {
+            load8(qkv, in + (long long)h * headVecs + lane, a);
+            load8(h < qHeads ? qNorm : kNorm, lane, w);
+        }
+        float ss = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) ss += a[j] * a[j];
+        ss = warp_sum(ss);
+        const float inv = (float)(1.0 / sqrt((double)(ss / (float)headDim + eps)));
+#pragma unroll
+        for (int j = 0; j < 8; ++j) a[j] = __bfloat162float(__float2bfloat16_rn(a[j] * inv * w[j]));
+        float p[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) p[j] = __shfl_sync(0xffffffffu, a[j], partner);
+        float r[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            if (e >= rotaryDim) {
+                r[j] = a[j];
+                continue;
+            }
+            // x1 is the pair's first element, x2 its second; this lane writes element e + j
+            const bool low = interleave || e < half;
+            const bool first = interleave ? (j % 2 == 0) : low;
+            const int i = interleave ? e / 2 + j / 2 : (low ? e : e - half) + j;
+            const float x1 = interleave ? a[j & ~1] : (low ? a[j] : p[j]);
+            const float x2 = interleave ? a[j | 1] : (low ? p[j] : a[j]);
+            r[j] = rope_rotate(x1, x2, cosT[i], sinT[i], first);
+        }
+        if (live) {
+            if (h < qHeads) {
+                store8(q, (tok * qHeads + h) * headVecs + lane, r);
+            } else {
+                store8(pool, kOut + (long long)(h - qHeads) * headVecs + lane, r);
+            }
+        }
+    }
+    const uint4* v = reinterpret_cast<const uint4*>(qkv) + in + (long long)(qHeads + kvHeads) * headVecs;
+    for (int i = threadIdx.x; i < tokenVecs; i += blockDim.x) reinterpret_cast<uint4*>(pool)[vOut + i] = v[i];
 }

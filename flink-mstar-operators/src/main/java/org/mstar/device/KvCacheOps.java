@@ -30,6 +30,16 @@ public interface KvCacheOps {
     void qkvRopeAppend(Tensor qkv, Tensor posIds, RopeParams params, Tensor pool, int layer, Tensor pageIdx,
             Tensor offsets, Tensor q);
 
+    /**
+     * {@link #qkvRopeAppend} with an RMSNorm of every q and k head between the split and the rotation (q_norm and
+     * k_norm of Qwen3, Qwen3-MoE and Gemma 3: one weight {@code [headDim]} each, shared by the heads). Equal, element
+     * for element, to splitting {@code qkv} into {@code q} and into k and v of qkv's dtype, {@link NormOps#rmsNorm} of
+     * each q head with {@code qNorm} and each k head with {@code kNorm} in place (each head a row), rotating q and k at
+     * {@code posIds} and appending k and v.
+     */
+    void qkNormRopeAppend(Tensor qkv, Tensor qNorm, Tensor kNorm, float eps, Tensor posIds, RopeParams params,
+            Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q);
+
     /** Copy whole pages {@code src[i] → dst[i]} in every layer and plane (I32 index tensors). */
     void copyPages(Tensor pool, Tensor src, Tensor dst);
 

@@ -452,6 +452,26 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         kvAppend(p, layer, k, v, pageIdx, offsets);
     }
 
+    /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
+    @Override
+    public void qkNormRopeAppend(Tensor qkv, Tensor qNorm, Tensor kNorm, float eps, Tensor posIds, RopeParams params,
+            Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        CpuTensor x = CpuTensor.of(qkv);
+        CpuTensor p = CpuTensor.of(pool);
+        long n = x.dim(0);
+        long kvHeads = p.dim(4);
+        long headDim = p.dim(5);
+        CpuTensor k = (CpuTensor) x.device().allocate(x.dtype(), n, kvHeads, headDim);
+        CpuTensor v = (CpuTensor) x.device().allocate(x.dtype(), n, kvHeads, headDim);
+        splitQkv(x, q, k, v);
+        Tensor qRows = q.reshape(q.numel() / headDim, headDim);
+        Tensor kRows = k.reshape(n * kvHeads, headDim);
+        rmsNorm(qRows, null, qNorm, eps, qRows);
+        rmsNorm(kRows, null, kNorm, eps, kRows);
+        rope(q, k, posIds, params);
+        kvAppend(p, layer, k, v, pageIdx, offsets);
+    }
+
     @Override
     public void pagedAttention(Tensor q, Tensor pool, int layer, PagedAttentionPlan plan, Tensor out) {
         CpuPagedAttention.run(loop, CpuTensor.of(q), CpuTensor.of(pool), layer, plan, CpuTensor.of(out));

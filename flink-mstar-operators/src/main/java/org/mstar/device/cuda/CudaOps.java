@@ -5,6 +5,7 @@ import static org.mstar.device.cuda.Elementwise.poolCode;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.stream.Stream;
 import org.mstar.device.ComputeOps;
 import org.mstar.device.ProjectionOps;
 import org.mstar.device.DType;
@@ -78,6 +79,8 @@ public final class CudaOps implements ComputeOps {
      * at exit.
      */
     private static final long RELEASE_ATTENTION_ROWS = 16;
+    /** qk_norm_rope_append's block: a warp a q or k head, eight of them looping over a token's heads. */
+    private static final int QK_NORM_THREADS = 256;
 
     /** argmax_rows' block and chunk of a row (kArgmaxThreads and kArgmaxThreads · kArgmaxPerThread in sampling.cu). */
     private static final int ARGMAX_THREADS = 256;
@@ -454,6 +457,65 @@ public final class CudaOps implements ComputeOps {
                 new KernelArgs().tensor(qs).i32(code(qs)).tensor(ks).i32(ks == null ? 0 : code(ks)).tensor(pos)
                         .tensor(inv).i32(qHeads).i32(kHeads).i32((int) headDim).i32(params.rotaryDim())
                         .flag(params.interleave()), "rope");
+    }
+
+    /**
+     * One kernel ({@code qk_norm_rope_append}: a warp a head, its elements in registers from load to pool) where
+     * every tensor is bf16, 16-byte aligned, the head dim a multiple of 8 up to 256 and the rotary span a multiple of
+     * 16; otherwise the unfused sequence over scratch k and v.
+     */
+    @Override
+    public void qkNormRopeAppend(Tensor qkv, Tensor qNorm, Tensor kNorm, float eps, Tensor posIds, RopeParams params,
+            Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        CudaTensor x = t(qkv, "qkNormRopeAppend qkv");
+        CudaTensor qw = t(qNorm, "qkNormRopeAppend qNorm");
+        CudaTensor kw = t(kNorm, "qkNormRopeAppend kNorm");
+        CudaTensor pos = t(posIds, "qkNormRopeAppend posIds");
+        CudaTensor p = t(pool, "qkNormRopeAppend pool");
+        CudaTensor pages = t(pageIdx, "qkNormRopeAppend pageIdx");
+        CudaTensor offs = t(offsets, "qkNormRopeAppend offsets");
+        CudaTensor qs = t(q, "qkNormRopeAppend q");
+        requirePool(p, "qkNormRopeAppend");
+        long n = pages.numel();
+        int kvHeads = (int) p.dim(4);
+        int headDim = (int) p.dim(5);
+        if (qw.numel() != headDim || kw.numel() != headDim) {
+            throw new IllegalArgumentException("qkNormRopeAppend: qNorm " + qw + " and kNorm " + kw + " must hold "
+                    + headDim + " weights, one a head dim");
+        }
+        if (n == 0) {
+            return;
+        }
+        int qHeads = rowsOf(qs, n * headDim, "qkNormRopeAppend q");
+        boolean bf16 = Stream.of(x, qw, kw, p, qs).allMatch(tensor -> tensor.dtype() == DType.BF16 && tensor.alignedTo(16));
+        if (!bf16 || headDim % 8 != 0 || headDim > 256 || params.rotaryDim() % 16 != 0
+                || params.rotaryDim() > headDim) {
+            CudaTensor k = device.scratch("qkNormRopeAppend.k", x.dtype(), n, kvHeads, headDim);
+            CudaTensor v = device.scratch("qkNormRopeAppend.v", x.dtype(), n, kvHeads, headDim);
+            splitQkv(x, qs, k, v);
+            rmsNorm(qs.reshape(n * qHeads, headDim), null, qw, eps, qs.reshape(n * qHeads, headDim));
+            rmsNorm(k.reshape(n * kvHeads, headDim), null, kw, eps, k.reshape(n * kvHeads, headDim));
+            rope(qs, k, pos, params);
+            kvAppend(p, layer, k, v, pages, offs);
+            return;
+        }
+        requireType(pos, DType.I32, "qkNormRopeAppend posIds");
+        requireType(pages, DType.I32, "qkNormRopeAppend pageIdx");
+        requireType(offs, DType.I32, "qkNormRopeAppend offsets");
+        if (layer < 0 || layer >= p.dim(0)) {
+            throw new IllegalArgumentException("qkNormRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
+        }
+        if (x.numel() != n * (qHeads + 2L * kvHeads) * headDim || pos.numel() != n || offs.numel() != n) {
+            throw new IllegalArgumentException("qkNormRopeAppend: qkv " + x + " must be [" + n + ", "
+                    + (qHeads + 2L * kvHeads) * headDim + "] with " + n + " positions and offsets");
+        }
+        device.enter();
+        CudaTensor inv = ropeTables.table(params);
+        kernel("qk_norm_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, QK_NORM_THREADS, 0,
+                new KernelArgs().tensor(x).tensor(qw).tensor(kw).f32(eps).tensor(pos).tensor(inv).tensor(qs).tensor(p)
+                        .tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3)).i32(qHeads)
+                        .i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave())
+                        .flag(n <= RELEASE_ATTENTION_ROWS), "qkNormRopeAppend");
     }
 
     @Override

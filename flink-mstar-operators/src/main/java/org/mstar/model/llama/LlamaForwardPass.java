@@ -81,8 +81,10 @@ final class LlamaForwardPass extends DecoderPass {
         MoeMlp moe = cfg.moe().map(m -> new MoeMlp(device, m, n, act, temporaries,
                 shard.expertFirst(rank.rank()), shard.experts())).orElse(null);
         Tensor projNormed = cfg.sandwichNorms() ? temp(act, n, hidden) : null;
-        Tensor kT = cfg.qkNorm() ? temp(act, n, kv) : null;
-        Tensor vT = cfg.qkNorm() ? temp(act, n, kv) : null;
+        // k and v of their own only for norms over each row's whole q and k (per-head norms are in qkNormRopeAppend)
+        boolean rowNorms = cfg.qkNorm() && (cfg.qNormSize() != d || cfg.kNormSize() != d);
+        Tensor kT = rowNorms ? temp(act, n, kv) : null;
+        Tensor vT = rowNorms ? temp(act, n, kv) : null;
         Tensor tensorsToAdd = null;
         float eps = (float) cfg.rmsNormEps();
         AdapterManager adapters = model.adaptersActive() ? res.adapters() : null;
@@ -105,15 +107,22 @@ final class LlamaForwardPass extends DecoderPass {
                     : res.rope().ropeParams();
             KVManager cache = res.kvFor(model, l);
             int poolLayer = res.poolLayers()[l];
-            if (lw.qNorm() != null) {
-                // q/k norms sit between the projection and RoPE, so the fused split-RoPE-append cannot be used;
-                // one GEMM over the fused weight (the k and v slices alone are too small to reach full bandwidth)
+            if (lw.qNorm() != null && cfg.qNormSize() == d && cfg.kNormSize() == d) {
+                // per-head q/k norms sit between the projection and RoPE: the split, both norms, RoPE and the append
+                // in one op after the projection
+                ops.matmul(qkvIn, lw.qkvWeight(), lw.qkvBias(), qkvT);
+                addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
+                rank.inputs().writeKv(cache, poolLayer, n, (pool, layer, pages, offsets) -> ops.qkNormRopeAppend(qkvT,
+                        lw.qNorm(), lw.kNorm(), eps, pos, rope, pool, layer, pages, offsets, q3));
+            } else if (lw.qNorm() != null) {
+                // norms over each row's whole q and k (OLMoE) sit between the projection and RoPE, so the fused
+                // split-RoPE-append cannot be used; one GEMM over the fused weight (the k and v slices alone are too
+                // small to reach full bandwidth)
                 ops.matmul(qkvIn, lw.qkvWeight(), lw.qkvBias(), qkvT);
                 addLora(adapters, slots, LoraModule.Fused.QKV, l, normed, qkvT);
                 Tensor k3 = kT.reshape(n, kvHeads, d);
                 Tensor v3 = vT.reshape(n, kvHeads, d);
                 ops.splitQkv(qkvT, q3, k3, v3);
-                // per head, or (OLMoE) over each row's whole q and k
                 long qRows = (long) n * q / cfg.qNormSize();
                 long kRows = (long) n * kv / cfg.kNormSize();
                 ops.rmsNorm(qT.reshape(qRows, cfg.qNormSize()), null, lw.qNorm(), eps, qT.reshape(qRows, cfg.qNormSize()));

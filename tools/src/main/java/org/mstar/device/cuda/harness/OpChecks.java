@@ -55,6 +55,7 @@ final class OpChecks {
                     "llama31"));
             attempt("kvAppend", () -> kvAppend(dt));
             attempt("qkvRopeAppend", () -> qkvRopeAppend(dt));
+            attempt("qkNormRopeAppend", () -> qkNormRopeAppend(dt));
             attempt("gatherRows", () -> gatherRows(dt));
             attempt("pages", () -> pages(dt));
             attempt("layerNorm", () -> layerNorm(dt, 7, 768, false));
@@ -512,6 +513,42 @@ final class OpChecks {
         String s = shape(n, width) + " n=" + n;
         results.add(new CheckResult("qkvRopeAppend q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
         results.add(new CheckResult("qkvRopeAppend pool", s, dt.toString(), poolErr, tolerance(dt), ms, "cpu"));
+    }
+
+    /**
+     * Qwen3-30B-A3B's heads (32 query, 4 KV of 128, RoPE base 1e6) with per-head q and k norms; q and the whole pool
+     * compared. bf16 runs the fused kernel, fp32 the unfused sequence it falls back to.
+     */
+    private void qkNormRopeAppend(DType dt) {
+        int n = 13;
+        int qHeads = 32;
+        int kvHeads = 4;
+        int headDim = 128;
+        int pages = 4;
+        int pageSize = 16;
+        RopeParams params = RopeParams.standard(128, 1000000.0);
+        int width = (qHeads + 2 * kvHeads) * headDim;
+        Pair qkv = tw.floats(tw.randomFloats(n * width, 2f, dt), dt, n, width);
+        Pair qNorm = tw.floats(tw.randomFloats(headDim, 1f, dt), dt, headDim);
+        Pair kNorm = tw.floats(tw.randomFloats(headDim, 1f, dt), dt, headDim);
+        Pair pool = pool(dt, 2, pages, pageSize, kvHeads, headDim);
+        AppendRows rows = appendRows(n, pages, pageSize);
+        Pair p = rows.positions();
+        Pair pi = rows.pages();
+        Pair of = rows.offsets();
+        Pair q = tw.poisoned(dt, n, qHeads, headDim);
+        float eps = 1e-6f;
+        tw.cpu.ops().qkNormRopeAppend(qkv.cpu(), qNorm.cpu(), kNorm.cpu(), eps, p.cpu(), params, pool.cpu(), 1,
+                pi.cpu(), of.cpu(), q.cpu());
+        Runnable gpuOp = () -> tw.gpu.ops().qkNormRopeAppend(qkv.gpu(), qNorm.gpu(), kNorm.gpu(), eps, p.gpu(), params,
+                pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+        gpuOp.run();
+        double qErr = err(q);
+        double poolErr = err(pool);
+        double ms = tw.median(gpuOp);
+        String s = shape(n, width) + " n=" + n + (dt == DType.BF16 ? " (fused kernel)" : " (unfused)");
+        results.add(new CheckResult("qkNormRopeAppend q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
+        results.add(new CheckResult("qkNormRopeAppend pool", s, dt.toString(), poolErr, tolerance(dt), ms, "cpu"));
     }
 
     private void gatherRows(DType dt) {
