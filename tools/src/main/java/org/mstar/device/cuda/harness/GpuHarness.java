@@ -164,7 +164,7 @@ public final class GpuHarness {
 
             List<CheckResult> checks = new ArrayList<>();
             String engineNotes = "";
-            if (options.runs(false)) {
+            if (options.runs(options.opsOnly)) {
                 checks.addAll(new OpChecks(twin).run());
             }
             if (options.runs(options.fp8Only)) {

@@ -74,6 +74,10 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Option(names = "--state-space-only", description = "the Mamba2 op and engine checks alone, no performance table")
     boolean stateSpaceOnly;
 
+    @Option(names = "--ops-only",
+            description = "the op checks (matmuls, norms, RoPE and KV appends, elementwise ops) alone, no performance table")
+    boolean opsOnly;
+
     @Option(names = "--engine-only",
             description = "the engine checks (every model family against the CPU engine, adapters, batch invariance) alone, "
                     + "no performance table")
@@ -159,11 +163,11 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     }
 
     /**
-     * Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only, --fp8-only or
-     * --engine-only.
+     * Whether one family of checks runs alone: --attention-only, --moe-only, --state-space-only, --fp8-only,
+     * --ops-only or --engine-only.
      */
     boolean oneFamily() {
-        return attentionOnly || moeOnly || stateSpaceOnly || fp8Only || engineOnly;
+        return attentionOnly || moeOnly || stateSpaceOnly || fp8Only || opsOnly || engineOnly;
     }
 
     /** Whether the checks of a family run: checks are on, and the family is the one alone or none is. */
@@ -174,15 +178,15 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
     @Override
     public void check(CommandLine line) {
         if ((attentionOnly ? 1 : 0) + (moeOnly ? 1 : 0) + (stateSpaceOnly ? 1 : 0) + (fp8Only ? 1 : 0)
-                + (engineOnly ? 1 : 0) > 1) {
-            throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only, --fp8-only and "
-                    + "--engine-only each run "
+                + (opsOnly ? 1 : 0) + (engineOnly ? 1 : 0) > 1) {
+            throw new ParameterException(line, "--attention-only, --moe-only, --state-space-only, --fp8-only, "
+                    + "--ops-only and --engine-only each run "
                     + "one family of checks alone: give one of them");
         }
         if (!perf() && tables().isPresent()) {
             // these replace the performance tables, so --no-perf would leave them out without a word
             throw new ParameterException(line, PerfSwitch.flags() + " are performance tables: drop --no-perf (and "
-                    + "--attention-only, --moe-only, --state-space-only, --fp8-only, --engine-only) to run them");
+                    + "--attention-only, --moe-only, --state-space-only, --fp8-only, --ops-only, --engine-only) to run them");
         }
         if (hybridLayers < 1 || hybridLayers > HybridBench.BAMBA_9B_LAYERS) {
             throw new ParameterException(line, "--hybrid-layers must be 1.." + HybridBench.BAMBA_9B_LAYERS + ", got "

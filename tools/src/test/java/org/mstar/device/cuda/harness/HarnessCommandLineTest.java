@@ -118,6 +118,10 @@ class HarnessCommandLineTest {
         assertThat(engine.perf()).isFalse();
         assertThat(engine.runs(engine.engineOnly)).isTrue();
         assertThat(engine.runs(engine.fp8Only)).isFalse();
+        GpuHarnessOptions ops = new GpuHarnessOptions();
+        HarnessCommandLine.parse(ops, "--ops-only");
+        assertThat(ops.runs(ops.opsOnly)).isTrue();
+        assertThat(ops.runs(ops.engineOnly)).isFalse();
     }
 
     @Test
@@ -137,6 +141,7 @@ class HarnessCommandLineTest {
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--fp8-only", "--fp8-gemm-perf");
         assertRefused(new GpuHarnessOptions(), "give one of them", "--moe-only", "--fp8-only");
         assertRefused(new GpuHarnessOptions(), "give one of them", "--engine-only", "--fp8-only");
+        assertRefused(new GpuHarnessOptions(), "give one of them", "--ops-only", "--engine-only");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--parallel-perf", "8B");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--no-perf", "--latent-perf");
         assertRefused(new GpuHarnessOptions(), "drop --no-perf", "--state-space-only", "--hybrid-perf");
@@ -154,11 +159,11 @@ class HarnessCommandLineTest {
             assertThat(options.given(s)).as(s.flag).isTrue();
             assertThat(options.replacesTables()).as(s.flag).isTrue();
             for (String alone : new String[] {"--no-perf", "--attention-only", "--moe-only", "--state-space-only",
-                "--fp8-only", "--engine-only"}) {
+                "--fp8-only", "--ops-only", "--engine-only"}) {
                 String[] refused = Stream.concat(Stream.of(alone), Arrays.stream(given)).toArray(String[]::new);
                 assertRefused(new GpuHarnessOptions(), s.flag, refused);
                 assertRefused(new GpuHarnessOptions(), "are performance tables: drop --no-perf (and --attention-only, "
-                        + "--moe-only, --state-space-only, --fp8-only, --engine-only) to run them", refused);
+                        + "--moe-only, --state-space-only, --fp8-only, --ops-only, --engine-only) to run them", refused);
             }
         }
         GpuHarnessOptions perfTable = new GpuHarnessOptions();
@@ -214,7 +219,7 @@ class HarnessCommandLineTest {
                 "--decode-models", "--invariance-perf", "--skinny-perf", "--fp8-perf", "--fp8-gemm-perf",
                 "--parallel-perf", "--tensor-parallel", "--parallel-layers", "--latent-perf", "--hybrid-perf",
                 "--hybrid-layers", "--moe-perf", "--moe-gemm-expert-rows", "--fp8-only", "--attention-only",
-                "--moe-only", "--state-space-only", "--engine-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
+                "--moe-only", "--state-space-only", "--ops-only", "--engine-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
                 "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
                 "--help");
         assertEveryOptionOnOneUsageLine(line);
