@@ -36,6 +36,27 @@ extern "C" __global__ void rope_inplace(void* q, int qDt, void* k, int kDt, cons
 // Longest rotary span qkv_rope_append's bf16 path takes (its angle table is in shared memory): head dim 256.
 constexpr int kMaxRotaryDim = 256;
 
+// Elements e .. e + 7 of a head rotated: own holds them, partner (NeoX) the eight half a rotary span away, the angles
+// of the token's pair indices in sinT / cosT. Elements at or past rotaryDim pass through.
+__device__ __forceinline__ void rotate8(const float (&own)[8], const float (&partner)[8], int e, int rotaryDim,
+                                        int interleave, const float* sinT, const float* cosT, float (&r)[8]) {
+    const int half = rotaryDim / 2;
+    const bool low = interleave || e < half;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        if (e >= rotaryDim) {
+            r[j] = own[j];
+            continue;
+        }
+        // x1 is the pair's first element, x2 its second; this thread writes element e + j
+        const bool first = interleave ? (j % 2 == 0) : low;
+        const int i = interleave ? e / 2 + j / 2 : (low ? e : e - half) + j;
+        const float x1 = interleave ? own[j & ~1] : (low ? own[j] : partner[j]);
+        const float x2 = interleave ? own[j | 1] : (low ? partner[j] : own[j]);
+        r[j] = rope_rotate(x1, x2, cosT[i], sinT[i], first);
+    }
+}
+
 // qkv_rope_append's bf16 path: each thread writes 8 consecutive elements of one head of q, k or v with a 16-byte
 // store, from one 16-byte load of its own elements and, for a NeoX rotation, one of their partners half a rotary
 // span away (read by the partner's thread too, from L1). The token's angles are computed once into shared
@@ -54,24 +75,15 @@ __device__ __forceinline__ void qkv_rope_append_bf16(const uint4* qkv, const flo
     __syncthreads();
     for (int v = threadIdx.x; v < vecs; v += blockDim.x) {
         const int h = v / headVecs, e = (v - h * headVecs) * 8;
-        const uint4 own = qkv[in + v];
-        uint4 res = own;
+        uint4 res = qkv[in + v];
         if (h < qHeads + kvHeads && e < rotaryDim) {
+            const __nv_bfloat16* elements = reinterpret_cast<const __nv_bfloat16*>(qkv);
             const bool low = interleave || e < half;
-            const uint4 partner = interleave ? own : qkv[in + v + (low ? half : -half) / 8];
-            const __nv_bfloat16* o = reinterpret_cast<const __nv_bfloat16*>(&own);
-            const __nv_bfloat16* p = reinterpret_cast<const __nv_bfloat16*>(&partner);
-            __nv_bfloat16* r = reinterpret_cast<__nv_bfloat16*>(&res);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                // x1 is the pair's first element, x2 its second; this thread writes element j of its own vector
-                const bool first = interleave ? (j % 2 == 0) : low;
-                const int i = interleave ? e / 2 + j / 2 : (low ? e : e - half) + j;
-                const float x1 = __bfloat162float(interleave ? o[j & ~1] : (low ? o[j] : p[j]));
-                const float x2 = __bfloat162float(interleave ? o[j | 1] : (low ? p[j] : o[j]));
-                const float sn = sinT[i], cs = cosT[i];
-                r[j] = __float2bfloat16_rn(rope_rotate(x1, x2, cs, sn, first));
-            }
+            float a[8], p[8], r[8];
+            load8(elements, in + v, a);
+            if (!interleave) load8(elements, in + v + (low ? half : -half) / 8, p);
+            rotate8(a, p, e, rotaryDim, interleave, sinT, cosT, r);
+            store8(reinterpret_cast<__nv_bfloat16*>(&res), 0, r);
         }
         if (h < qHeads) {
             q[qOut + v] = res;
@@ -193,20 +205,7 @@ extern "C" __global__ void qk_norm_rope_append(const __nv_bfloat16* qkv, const _
 #pragma unroll
         for (int j = 0; j < 8; ++j) p[j] = __shfl_sync(0xffffffffu, a[j], partner);
         float r[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            if (e >= rotaryDim) {
-                r[j] = a[j];
-                continue;
-            }
-            // x1 is the pair's first element, x2 its second; this lane writes element e + j
-            const bool low = interleave || e < half;
-            const bool first = interleave ? (j % 2 == 0) : low;
-            const int i = interleave ? e / 2 + j / 2 : (low ? e : e - half) + j;
-            const float x1 = interleave ? a[j & ~1] : (low ? a[j] : p[j]);
-            const float x2 = interleave ? a[j | 1] : (low ? p[j] : a[j]);
-            r[j] = rope_rotate(x1, x2, cosT[i], sinT[i], first);
-        }
+        rotate8(a, p, e, rotaryDim, interleave, sinT, cosT, r);
         if (live) {
             if (h < qHeads) {
                 store8(q, (tok * qHeads + h) * headVecs + lane, r);

@@ -440,22 +440,19 @@ final class CpuOps implements ComputeOps, AutoCloseable {
     @Override
     public void qkvRopeAppend(Tensor qkv, Tensor posIds, RopeParams params, Tensor pool, int layer, Tensor pageIdx,
             Tensor offsets, Tensor q) {
-        CpuTensor x = CpuTensor.of(qkv);
-        CpuTensor p = CpuTensor.of(pool);
-        long n = x.dim(0);
-        long kvHeads = p.dim(4);
-        long headDim = p.dim(5);
-        CpuTensor k = (CpuTensor) x.device().allocate(x.dtype(), n, kvHeads, headDim);
-        CpuTensor v = (CpuTensor) x.device().allocate(x.dtype(), n, kvHeads, headDim);
-        splitQkv(x, q, k, v);
-        rope(q, k, posIds, params);
-        kvAppend(p, layer, k, v, pageIdx, offsets);
+        splitNormRopeAppend(qkv, null, null, 0f, posIds, params, pool, layer, pageIdx, offsets, q);
     }
 
     /** The unfused sequence itself: the reference the fused CUDA kernel must match. */
     @Override
     public void qkNormRopeAppend(Tensor qkv, Tensor qNorm, Tensor kNorm, float eps, Tensor posIds, RopeParams params,
             Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
+        splitNormRopeAppend(qkv, qNorm, kNorm, eps, posIds, params, pool, layer, pageIdx, offsets, q);
+    }
+
+    /** splitQkv, the per-head q and k norms when given (qNorm null: none), rope, kvAppend. */
+    private void splitNormRopeAppend(Tensor qkv, Tensor qNorm, Tensor kNorm, float eps, Tensor posIds,
+            RopeParams params, Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
         CpuTensor x = CpuTensor.of(qkv);
         CpuTensor p = CpuTensor.of(pool);
         long n = x.dim(0);
@@ -464,10 +461,12 @@ final class CpuOps implements ComputeOps, AutoCloseable {
         CpuTensor k = (CpuTensor) x.device().allocate(x.dtype(), n, kvHeads, headDim);
         CpuTensor v = (CpuTensor) x.device().allocate(x.dtype(), n, kvHeads, headDim);
         splitQkv(x, q, k, v);
-        Tensor qRows = q.reshape(q.numel() / headDim, headDim);
-        Tensor kRows = k.reshape(n * kvHeads, headDim);
-        rmsNorm(qRows, null, qNorm, eps, qRows);
-        rmsNorm(kRows, null, kNorm, eps, kRows);
+        if (qNorm != null) {
+            Tensor qRows = q.reshape(q.numel() / headDim, headDim);
+            Tensor kRows = k.reshape(n * kvHeads, headDim);
+            rmsNorm(qRows, null, qNorm, eps, qRows);
+            rmsNorm(kRows, null, kNorm, eps, kRows);
+        }
         rope(q, k, posIds, params);
         kvAppend(p, layer, k, v, pageIdx, offsets);
     }

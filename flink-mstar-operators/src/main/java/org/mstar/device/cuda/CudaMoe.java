@@ -134,15 +134,15 @@ final class CudaMoe {
                 : Way.SKINNY_TILES;
     }
 
-    /** moe_sort's outputs. */
-    private record Sorted(int assignments, int maxTiles, CudaTensor sorted, CudaTensor expertStart,
+    /** moe_sort's outputs, and the tile size it listed them for. */
+    private record Sorted(int tileRows, int assignments, int maxTiles, CudaTensor sorted, CudaTensor expertStart,
                           CudaTensor tileStart, CudaTensor tileExpert, CudaTensor tiles) {}
 
     private Sorted sort(MoeExpertsShape shape, CudaTensor ids, int tileRows) {
         int experts = shape.experts();
         int assignments = Math.toIntExact((long) shape.rows() * shape.topK());
         int maxTiles = MoeTiles.maxTiles(assignments, experts, tileRows);
-        Sorted s = new Sorted(assignments, maxTiles, device.scratch("moe.sorted", DType.I32, assignments),
+        Sorted s = new Sorted(tileRows, assignments, maxTiles, device.scratch("moe.sorted", DType.I32, assignments),
                 device.scratch("moe.expertStart", DType.I32, experts + 1L),
                 device.scratch("moe.tileStart", DType.I32, maxTiles), device.scratch("moe.tileExpert", DType.I32, maxTiles),
                 device.scratch("moe.tiles", DType.I32, 2));
@@ -174,7 +174,7 @@ final class CudaMoe {
                              CudaTensor weights, CudaTensor y) {
         int hidden = shape.hidden();
         int inter = shape.inter();
-        String size = MoeTiles.tileRows(shape.rows(), shape.topK(), shape.routedExperts()) == 8 ? "_m1" : "_m2";
+        String size = s.tileRows == 8 ? "_m1" : "_m2";
         CudaTensor h = device.scratch("moe.h", DType.BF16, s.assignments, inter);
         device.stream().counters().gemm();
         device.kernel("moe_skinny_gate_up" + size).launch(device.stream(), s.maxTiles * ((inter + 7) / 8), 1, 1,
@@ -192,7 +192,7 @@ final class CudaMoe {
                              CudaTensor weights, CudaTensor y) {
         int hidden = shape.hidden();
         int inter = shape.inter();
-        boolean large = MoeTiles.tileRows(shape.rows(), shape.topK(), shape.routedExperts()) == MoeTiles.GROUP_LARGE_ROWS;
+        boolean large = s.tileRows == MoeTiles.GROUP_LARGE_ROWS;
         String size = large ? "_m128" : "";
         int threads = large ? MoeTiles.GROUP_LARGE_THREADS : MoeTiles.GROUP_THREADS;
         int smem = large ? MoeTiles.GROUP_LARGE_SMEM_BYTES : MoeTiles.GROUP_SMEM_BYTES;

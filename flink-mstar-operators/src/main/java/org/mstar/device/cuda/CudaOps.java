@@ -467,55 +467,37 @@ public final class CudaOps implements ComputeOps {
     @Override
     public void qkNormRopeAppend(Tensor qkv, Tensor qNorm, Tensor kNorm, float eps, Tensor posIds, RopeParams params,
             Tensor pool, int layer, Tensor pageIdx, Tensor offsets, Tensor q) {
-        CudaTensor x = t(qkv, "qkNormRopeAppend qkv");
         CudaTensor qw = t(qNorm, "qkNormRopeAppend qNorm");
         CudaTensor kw = t(kNorm, "qkNormRopeAppend kNorm");
-        CudaTensor pos = t(posIds, "qkNormRopeAppend posIds");
-        CudaTensor p = t(pool, "qkNormRopeAppend pool");
-        CudaTensor pages = t(pageIdx, "qkNormRopeAppend pageIdx");
-        CudaTensor offs = t(offsets, "qkNormRopeAppend offsets");
-        CudaTensor qs = t(q, "qkNormRopeAppend q");
-        requirePool(p, "qkNormRopeAppend");
-        long n = pages.numel();
-        int kvHeads = (int) p.dim(4);
-        int headDim = (int) p.dim(5);
-        if (qw.numel() != headDim || kw.numel() != headDim) {
+        FusedAppend a = FusedAppend.of("qkNormRopeAppend", qkv, posIds, params, pool, layer, pageIdx, offsets, q);
+        int d = a.headDim();
+        if (qw.numel() != d || kw.numel() != d) {
             throw new IllegalArgumentException("qkNormRopeAppend: qNorm " + qw + " and kNorm " + kw + " must hold "
-                    + headDim + " weights, one a head dim");
+                    + d + " weights, one a head dim");
         }
-        if (n == 0) {
+        if (a.n() == 0) {
             return;
         }
-        int qHeads = rowsOf(qs, n * headDim, "qkNormRopeAppend q");
-        boolean bf16 = Stream.of(x, qw, kw, p, qs).allMatch(tensor -> tensor.dtype() == DType.BF16 && tensor.alignedTo(16));
-        if (!bf16 || headDim % 8 != 0 || headDim > 256 || params.rotaryDim() % 16 != 0
-                || params.rotaryDim() > headDim) {
-            CudaTensor k = device.scratch("qkNormRopeAppend.k", x.dtype(), n, kvHeads, headDim);
-            CudaTensor v = device.scratch("qkNormRopeAppend.v", x.dtype(), n, kvHeads, headDim);
-            splitQkv(x, qs, k, v);
-            rmsNorm(qs.reshape(n * qHeads, headDim), null, qw, eps, qs.reshape(n * qHeads, headDim));
-            rmsNorm(k.reshape(n * kvHeads, headDim), null, kw, eps, k.reshape(n * kvHeads, headDim));
-            rope(qs, k, pos, params);
-            kvAppend(p, layer, k, v, pages, offs);
+        boolean bf16 = Stream.of(a.qkv(), qw, kw, a.pool(), a.q())
+                .allMatch(tensor -> tensor.dtype() == DType.BF16 && tensor.alignedTo(16));
+        if (!bf16 || d % 8 != 0 || d > 256 || params.rotaryDim() % 16 != 0) {
+            CudaTensor k = device.scratch("qkNormRopeAppend.k", a.qkv().dtype(), a.n(), a.kvHeads(), d);
+            CudaTensor v = device.scratch("qkNormRopeAppend.v", a.qkv().dtype(), a.n(), a.kvHeads(), d);
+            splitQkv(a.qkv(), a.q(), k, v);
+            rmsNorm(a.q().reshape(a.n() * a.qHeads(), d), null, qw, eps, a.q().reshape(a.n() * a.qHeads(), d));
+            rmsNorm(k.reshape(a.n() * a.kvHeads(), d), null, kw, eps, k.reshape(a.n() * a.kvHeads(), d));
+            rope(a.q(), k, a.pos(), params);
+            kvAppend(a.pool(), layer, k, v, a.pages(), a.offsets());
             return;
-        }
-        requireType(pos, DType.I32, "qkNormRopeAppend posIds");
-        requireType(pages, DType.I32, "qkNormRopeAppend pageIdx");
-        requireType(offs, DType.I32, "qkNormRopeAppend offsets");
-        if (layer < 0 || layer >= p.dim(0)) {
-            throw new IllegalArgumentException("qkNormRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
-        }
-        if (x.numel() != n * (qHeads + 2L * kvHeads) * headDim || pos.numel() != n || offs.numel() != n) {
-            throw new IllegalArgumentException("qkNormRopeAppend: qkv " + x + " must be [" + n + ", "
-                    + (qHeads + 2L * kvHeads) * headDim + "] with " + n + " positions and offsets");
         }
         device.enter();
         CudaTensor inv = ropeTables.table(params);
-        kernel("qk_norm_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, QK_NORM_THREADS, 0,
-                new KernelArgs().tensor(x).tensor(qw).tensor(kw).f32(eps).tensor(pos).tensor(inv).tensor(qs).tensor(p)
-                        .tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3)).i32(qHeads)
-                        .i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave())
-                        .flag(n <= RELEASE_ATTENTION_ROWS), "qkNormRopeAppend");
+        kernel("qk_norm_rope_append").launch(device.stream(), Math.toIntExact(a.n()), 1, 1, QK_NORM_THREADS, 0,
+                new KernelArgs().tensor(a.qkv()).tensor(qw).tensor(kw).f32(eps).tensor(a.pos()).tensor(inv)
+                        .tensor(a.q()).tensor(a.pool()).tensor(a.pages()).tensor(a.offsets()).i32(layer)
+                        .i32((int) a.pool().dim(1)).i32((int) a.pool().dim(3)).i32(a.qHeads()).i32(a.kvHeads()).i32(d)
+                        .i32(params.rotaryDim()).flag(params.interleave()).flag(a.n() <= RELEASE_ATTENTION_ROWS),
+                "qkNormRopeAppend");
     }
 
     @Override
@@ -546,43 +528,61 @@ public final class CudaOps implements ComputeOps {
     @Override
     public void qkvRopeAppend(Tensor qkv, Tensor posIds, RopeParams params, Tensor pool, int layer, Tensor pageIdx,
             Tensor offsets, Tensor q) {
-        CudaTensor x = t(qkv, "qkvRopeAppend qkv");
-        CudaTensor pos = t(posIds, "qkvRopeAppend posIds");
-        CudaTensor p = t(pool, "qkvRopeAppend pool");
-        CudaTensor pages = t(pageIdx, "qkvRopeAppend pageIdx");
-        CudaTensor offs = t(offsets, "qkvRopeAppend offsets");
-        CudaTensor qs = t(q, "qkvRopeAppend q");
-        requireType(pos, DType.I32, "qkvRopeAppend posIds");
-        requireType(pages, DType.I32, "qkvRopeAppend pageIdx");
-        requireType(offs, DType.I32, "qkvRopeAppend offsets");
-        requirePool(p, "qkvRopeAppend");
-        long n = pages.numel();
-        int kvHeads = (int) p.dim(4);
-        int headDim = (int) p.dim(5);
-        if (params.rotaryDim() % 2 != 0 || params.rotaryDim() > headDim || params.rotaryDim() <= 0) {
-            throw new IllegalArgumentException("qkvRopeAppend: rotaryDim " + params.rotaryDim()
-                    + " must be even and in (0, " + headDim + "]");
-        }
-        if (layer < 0 || layer >= p.dim(0)) {
-            throw new IllegalArgumentException("qkvRopeAppend: layer " + layer + " outside pool of " + p.dim(0));
-        }
-        if (n == 0) {
+        FusedAppend a = FusedAppend.of("qkvRopeAppend", qkv, posIds, params, pool, layer, pageIdx, offsets, q);
+        if (a.n() == 0) {
             return;
-        }
-        int qHeads = rowsOf(qs, n * headDim, "qkvRopeAppend q");
-        if (x.numel() != n * (qHeads + 2L * kvHeads) * headDim || pos.numel() != n || offs.numel() != n) {
-            throw new IllegalArgumentException("qkvRopeAppend: qkv " + x + " must be [" + n + ", "
-                    + (qHeads + 2L * kvHeads) * headDim + "] with " + n + " positions and offsets");
         }
         device.enter();
         CudaTensor inv = ropeTables.table(params);
         // a thread per 8 elements of the token's q, k and v: the bf16 path's unit (the general one loops over pairs)
-        int threads = threadsFor((long) (qHeads + 2L * kvHeads) * headDim, 8);
-        kernel("qkv_rope_append").launch(device.stream(), Math.toIntExact(n), 1, 1, threads, 0,
-                new KernelArgs().tensor(x).i32(code(x)).tensor(pos).tensor(inv).tensor(qs).i32(code(qs)).tensor(p)
-                        .i32(poolCode(p)).tensor(pages).tensor(offs).i32(layer).i32((int) p.dim(1)).i32((int) p.dim(3))
-                        .i32(qHeads).i32(kvHeads).i32(headDim).i32(params.rotaryDim()).flag(params.interleave())
-                        .flag(n <= RELEASE_ATTENTION_ROWS), "qkvRopeAppend");
+        int threads = threadsFor((long) (a.qHeads() + 2L * a.kvHeads()) * a.headDim(), 8);
+        kernel("qkv_rope_append").launch(device.stream(), Math.toIntExact(a.n()), 1, 1, threads, 0,
+                new KernelArgs().tensor(a.qkv()).i32(code(a.qkv())).tensor(a.pos()).tensor(inv).tensor(a.q())
+                        .i32(code(a.q())).tensor(a.pool()).i32(poolCode(a.pool())).tensor(a.pages())
+                        .tensor(a.offsets()).i32(layer).i32((int) a.pool().dim(1)).i32((int) a.pool().dim(3))
+                        .i32(a.qHeads()).i32(a.kvHeads()).i32(a.headDim()).i32(params.rotaryDim())
+                        .flag(params.interleave()).flag(a.n() <= RELEASE_ATTENTION_ROWS), "qkvRopeAppend");
+    }
+
+    /**
+     * The checked operands of an op that splits a fused qkv projection, rotates q and k and appends k and v
+     * ({@link #qkvRopeAppend}, {@link #qkNormRopeAppend}): {@code n} tokens, kvHeads and headDim from the pool,
+     * qHeads from q (0 when there are no tokens).
+     */
+    private record FusedAppend(CudaTensor qkv, CudaTensor pos, CudaTensor pool, CudaTensor pages, CudaTensor offsets,
+                               CudaTensor q, long n, int qHeads, int kvHeads, int headDim) {
+        static FusedAppend of(String op, Tensor qkv, Tensor posIds, RopeParams params, Tensor pool, int layer,
+                              Tensor pageIdx, Tensor offsets, Tensor q) {
+            CudaTensor x = t(qkv, op + " qkv");
+            CudaTensor pos = t(posIds, op + " posIds");
+            CudaTensor p = t(pool, op + " pool");
+            CudaTensor pages = t(pageIdx, op + " pageIdx");
+            CudaTensor offs = t(offsets, op + " offsets");
+            CudaTensor qs = t(q, op + " q");
+            requireType(pos, DType.I32, op + " posIds");
+            requireType(pages, DType.I32, op + " pageIdx");
+            requireType(offs, DType.I32, op + " offsets");
+            requirePool(p, op);
+            long n = pages.numel();
+            int kvHeads = (int) p.dim(4);
+            int headDim = (int) p.dim(5);
+            if (params.rotaryDim() % 2 != 0 || params.rotaryDim() > headDim || params.rotaryDim() <= 0) {
+                throw new IllegalArgumentException(op + ": rotaryDim " + params.rotaryDim()
+                        + " must be even and in (0, " + headDim + "]");
+            }
+            if (layer < 0 || layer >= p.dim(0)) {
+                throw new IllegalArgumentException(op + ": layer " + layer + " outside pool of " + p.dim(0));
+            }
+            if (n == 0) {
+                return new FusedAppend(x, pos, p, pages, offs, qs, 0, 0, kvHeads, headDim);
+            }
+            int qHeads = rowsOf(qs, n * headDim, op + " q");
+            if (x.numel() != n * (qHeads + 2L * kvHeads) * headDim || pos.numel() != n || offs.numel() != n) {
+                throw new IllegalArgumentException(op + ": qkv " + x + " must be [" + n + ", "
+                        + (qHeads + 2L * kvHeads) * headDim + "] with " + n + " positions and offsets");
+            }
+            return new FusedAppend(x, pos, p, pages, offs, qs, n, qHeads, kvHeads, headDim);
+        }
     }
 
     private static void requirePool(CudaTensor p, String op) {

@@ -488,31 +488,8 @@ final class OpChecks {
 
     /** Llama-3-8B heads (32 query, 8 KV of 128) with Llama-3.1 RoPE; q and the whole pool compared. */
     private void qkvRopeAppend(DType dt) {
-        int n = 13;
-        int qHeads = 32;
-        int kvHeads = 8;
-        int headDim = 128;
-        int pages = 4;
-        int pageSize = 16;
-        RopeParams params = new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0);
-        int width = (qHeads + 2 * kvHeads) * headDim;
-        Pair qkv = tw.floats(tw.randomFloats(n * width, 2f, dt), dt, n, width);
-        Pair pool = pool(dt, 2, pages, pageSize, kvHeads, headDim);
-        AppendRows rows = appendRows(n, pages, pageSize);
-        Pair p = rows.positions();
-        Pair pi = rows.pages();
-        Pair of = rows.offsets();
-        Pair q = tw.poisoned(dt, n, qHeads, headDim);
-        tw.cpu.ops().qkvRopeAppend(qkv.cpu(), p.cpu(), params, pool.cpu(), 1, pi.cpu(), of.cpu(), q.cpu());
-        Runnable gpuOp = () -> tw.gpu.ops().qkvRopeAppend(qkv.gpu(), p.gpu(), params, pool.gpu(), 1, pi.gpu(), of.gpu(),
-                q.gpu());
-        gpuOp.run();
-        double qErr = err(q);
-        double poolErr = err(pool);
-        double ms = tw.median(gpuOp);
-        String s = shape(n, width) + " n=" + n;
-        results.add(new CheckResult("qkvRopeAppend q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
-        results.add(new CheckResult("qkvRopeAppend pool", s, dt.toString(), poolErr, tolerance(dt), ms, "cpu"));
+        fusedAppend("qkvRopeAppend", dt, 32, 8, new RopeParams(128, false, 500000.0, 8.0, true, 1.0, 4.0, 8192.0),
+                false);
     }
 
     /**
@@ -520,17 +497,19 @@ final class OpChecks {
      * compared. bf16 runs the fused kernel, fp32 the unfused sequence it falls back to.
      */
     private void qkNormRopeAppend(DType dt) {
+        fusedAppend("qkNormRopeAppend", dt, 32, 4, RopeParams.standard(128, 1000000.0), true);
+    }
+
+    /** 13 tokens of heads of 128 through qkvRopeAppend, or with {@code norms} qkNormRopeAppend, on both devices. */
+    private void fusedAppend(String op, DType dt, int qHeads, int kvHeads, RopeParams params, boolean norms) {
         int n = 13;
-        int qHeads = 32;
-        int kvHeads = 4;
         int headDim = 128;
         int pages = 4;
         int pageSize = 16;
-        RopeParams params = RopeParams.standard(128, 1000000.0);
         int width = (qHeads + 2 * kvHeads) * headDim;
         Pair qkv = tw.floats(tw.randomFloats(n * width, 2f, dt), dt, n, width);
-        Pair qNorm = tw.floats(tw.randomFloats(headDim, 1f, dt), dt, headDim);
-        Pair kNorm = tw.floats(tw.randomFloats(headDim, 1f, dt), dt, headDim);
+        Pair qNorm = norms ? tw.floats(tw.randomFloats(headDim, 1f, dt), dt, headDim) : null;
+        Pair kNorm = norms ? tw.floats(tw.randomFloats(headDim, 1f, dt), dt, headDim) : null;
         Pair pool = pool(dt, 2, pages, pageSize, kvHeads, headDim);
         AppendRows rows = appendRows(n, pages, pageSize);
         Pair p = rows.positions();
@@ -538,17 +517,24 @@ final class OpChecks {
         Pair of = rows.offsets();
         Pair q = tw.poisoned(dt, n, qHeads, headDim);
         float eps = 1e-6f;
-        tw.cpu.ops().qkNormRopeAppend(qkv.cpu(), qNorm.cpu(), kNorm.cpu(), eps, p.cpu(), params, pool.cpu(), 1,
-                pi.cpu(), of.cpu(), q.cpu());
-        Runnable gpuOp = () -> tw.gpu.ops().qkNormRopeAppend(qkv.gpu(), qNorm.gpu(), kNorm.gpu(), eps, p.gpu(), params,
-                pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu());
+        if (norms) {
+            tw.cpu.ops().qkNormRopeAppend(qkv.cpu(), qNorm.cpu(), kNorm.cpu(), eps, p.cpu(), params, pool.cpu(), 1,
+                    pi.cpu(), of.cpu(), q.cpu());
+        } else {
+            tw.cpu.ops().qkvRopeAppend(qkv.cpu(), p.cpu(), params, pool.cpu(), 1, pi.cpu(), of.cpu(), q.cpu());
+        }
+        Runnable gpuOp = norms
+                ? () -> tw.gpu.ops().qkNormRopeAppend(qkv.gpu(), qNorm.gpu(), kNorm.gpu(), eps, p.gpu(), params,
+                        pool.gpu(), 1, pi.gpu(), of.gpu(), q.gpu())
+                : () -> tw.gpu.ops().qkvRopeAppend(qkv.gpu(), p.gpu(), params, pool.gpu(), 1, pi.gpu(), of.gpu(),
+                        q.gpu());
         gpuOp.run();
         double qErr = err(q);
         double poolErr = err(pool);
         double ms = tw.median(gpuOp);
-        String s = shape(n, width) + " n=" + n + (dt == DType.BF16 ? " (fused kernel)" : " (unfused)");
-        results.add(new CheckResult("qkNormRopeAppend q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
-        results.add(new CheckResult("qkNormRopeAppend pool", s, dt.toString(), poolErr, tolerance(dt), ms, "cpu"));
+        String s = shape(n, width) + " n=" + n + (!norms ? "" : dt == DType.BF16 ? " (fused kernel)" : " (unfused)");
+        results.add(new CheckResult(op + " q", s, dt.toString(), qErr, tolerance(dt), ms, "cpu"));
+        results.add(new CheckResult(op + " pool", s, dt.toString(), poolErr, tolerance(dt), ms, "cpu"));
     }
 
     private void gatherRows(DType dt) {
