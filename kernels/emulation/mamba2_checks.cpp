@@ -218,6 +218,10 @@ int main() {
     scan_check("scan, a state of 256 (chunks of 16)", DT_BF16, Shape{2, 40, 2, 256, 4}, {40}, {1}, 2, false, inf);
     scan_check("step, Bamba-9B head and state", DT_F32, Shape{4, 64, 1, 128, 4}, {1, 1, 1}, {2, 0, 3}, 4, true, inf);
     scan_check("step fp32 rows", DT_F32, small, {1, 1, 1, 1}, {4, 2, 6, 1}, 7, true, inf);
+    scan_check("step, a state of 256 (every lane's 8 values)", DT_BF16, Shape{2, 8, 2, 256, 4}, {1, 1}, {1, 0}, 2, true,
+               inf);
+    scan_check("step, a state of 48 (lanes past it idle on the second value)", DT_F32, Shape{2, 8, 1, 48, 4}, {1, 1},
+               {0, 1}, 2, true, inf);
     scan_check("step bf16 rows, clamp", DT_BF16, Shape{6, 4, 3, 8, 4}, {1, 1}, {2, 1}, 3, true, 0.2f);
     norm_check("gated norm fp32, one group", DT_F32, 3, 128, 1, 328);
     norm_check("gated norm fp32, two groups", DT_F32, 2, 128, 2, 328);

@@ -256,7 +256,10 @@ MSTAR_SSD_SCAN(128)
 MSTAR_SSD_SCAN(256)
 
 // The decode step: one warp per (row, head, channel), its lanes striding the channel's state row (coalesced, each
-// value read and written once): h = h·exp(dt·A) + dt·B·x, y = h·C + D·x.
+// value read and written once): h = h·exp(dt·A) + dt·B·x, y = h·C + D·x. A lane loads all its values (every 32nd of
+// the row, kStepPerLane at most) before its first store, so a warp has the whole row in flight at once: the step is
+// bound by the state's bytes, and one 128-byte load at a time left most of the bandwidth idle.
+constexpr int kStepPerLane = 256 / 32;  // CudaStateSpace.MAX_STATE over a warp
 extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* proj, int projDt, const void* aLog,
                                           int aDt, const void* dtBias, int dtbDt, const void* dSkip, int dDt,
                                           void* states, int stDt, const int* slots, void* y, int yDt, int rows,
@@ -278,11 +281,25 @@ extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* 
         const long long bBase = xBase + inner + head / (heads / groups) * stateDim, cBase = bBase + groupStates;
         const float x = load_f(xbc, xDt, xBase + channel);
         const long long stateBase = (((long long)slots[row] * heads + head) * headDim + p) * stateDim;
+        float h[kStepPerLane], b[kStepPerLane], c[kStepPerLane];
+#pragma unroll
+        for (int i = 0; i < kStepPerLane; i++) {
+            const int n = lane + 32 * i;
+            if (n < stateDim) {
+                h[i] = load_f(states, stDt, stateBase + n);
+                b[i] = load_f(xbc, xDt, bBase + n);
+                c[i] = load_f(xbc, xDt, cBase + n);
+            }
+        }
         float acc = 0.f;
-        for (int n = lane; n < stateDim; n += 32) {
-            const float h = load_f(states, stDt, stateBase + n) * decay + dt * load_f(xbc, xDt, bBase + n) * x;
-            store_f(states, stDt, stateBase + n, h);
-            acc += h * load_f(xbc, xDt, cBase + n);
+#pragma unroll
+        for (int i = 0; i < kStepPerLane; i++) {
+            const int n = lane + 32 * i;
+            if (n < stateDim) {
+                h[i] = h[i] * decay + dt * b[i] * x;
+                store_f(states, stDt, stateBase + n, h[i]);
+                acc += h[i] * c[i];
+            }
         }
         acc = warp_sum(acc);
         if (lane == 0) store_f(y, yDt, e, acc + load_f(dSkip, dDt, head) * x);

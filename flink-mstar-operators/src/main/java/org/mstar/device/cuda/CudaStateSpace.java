@@ -15,7 +15,10 @@ final class CudaStateSpace {
     /** kConvThreads and kConvRuns: a conv block, and the runs of tokens it cuts a prefill segment into. */
     static final int CONV_THREADS = 256;
     static final int CONV_RUNS = 8;
-    /** The largest state the scan kernels hold (mamba_ssd_scan_n256), its block and channels per block (kSsdChannels). */
+    /**
+     * The largest state the scan kernels hold (mamba_ssd_scan_n256) and the decode step keeps in a warp's registers
+     * (kStepPerLane), the scan's block and channels per block (kSsdChannels).
+     */
     static final int MAX_STATE = 256;
     static final int SCAN_THREADS = 256;
     static final int SCAN_CHANNELS = 64;
@@ -91,6 +94,10 @@ final class CudaStateSpace {
         requireI32(slots, "ssmStep slots");
         checkScan(xbc, proj, aLog, dtBias, d, states, s, y, "ssmStep");
         long rows = slots.numel();
+        if (s.stateDim() > MAX_STATE) {
+            throw new IllegalArgumentException("ssmStep: states of " + s.stateDim() + "; mamba_ssm_step takes at most "
+                    + MAX_STATE);
+        }
         if (proj.numel() != rows * s.projWidth()) {
             throw new IllegalArgumentException("ssmStep: proj " + proj + " is not " + rows + " rows of " + s);
         }
