@@ -105,7 +105,8 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
     const float dtMin = 0.f;
     if (decode) {
         launch(3, 256, [&] {
-            mamba_ssm_step(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(),
+            const auto step = s.state <= 64 ? mamba_ssm_step_n64 : s.state <= 128 ? mamba_ssm_step_n128 : mamba_ssm_step_n256;
+            step(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(),
                            DT_F32, states.data(), DT_F32, slots.data(), y.data(), dt, segs, s.heads, s.headDim,
                            s.groups, s.state, dtMin, dtMax);
         });

@@ -27,6 +27,9 @@ constexpr int kSsdPerThread = kSsdChannels * kSsdLanes / kSsdThreads;
 constexpr int kSsdChannelStride = kSsdThreads / kSsdLanes;
 constexpr int kSsdMaxChunk = 32;
 constexpr int kSsdBcFloats = 4096 + kSsdMaxChunk;  // a chunk's B (or C) rows, padded by one float each
+// A chunk's x rows in shared memory, padded so the 8 lanes of a channel reading tokens s, s + 1, ... of it (the
+// chunk's own part of an output) hit 8 different banks.
+constexpr int kSsdXsStride = kSsdChannels + 4;
 
 __device__ __forceinline__ float silu_f(float v) { return v / (1.f + expf(-v)); }
 
@@ -95,8 +98,9 @@ extern "C" __global__ void __launch_bounds__(kConvThreads) mamba_causal_conv1d(
 // state before:
 //   y_t = exp(cum_t)·(C_t·h) + Σ_{s≤t} W[t][s]·x_s + D·x_t,   W[t][s] = (C_t·B_s)·exp(cum_t − cum_s)·dt_s
 //   h  ← exp(cum_L)·h + Σ_s exp(cum_L − cum_s)·dt_s·x_s·B_s
-// W is computed once per block and chunk (the matmul-shaped part, shared by the block's channels); C_t·h is a sum
-// over the 8 lanes of a channel.
+// W is computed once per block and chunk (the matmul-shaped part, shared by the block's channels); C_t·h and the
+// chunk's own part are each spread over the 8 lanes of a channel (lane q takes tokens s = q, q + 8, ...) and summed
+// by shuffles, so no lane runs the t + 1 terms alone while the others wait.
 template <int NMAX>
 __device__ __forceinline__ void ssd_scan_body(
     const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias, int dtbDt,
@@ -106,7 +110,7 @@ __device__ __forceinline__ void ssd_scan_body(
     constexpr int PER = NMAX / kSsdLanes;  // state values per thread and channel
     constexpr int CPT = kSsdPerThread;
     __shared__ float bs[kSsdBcFloats], cs[kSsdBcFloats];  // [L][N + 1]
-    __shared__ float xs[L * kSsdChannels];                 // [L][64]
+    __shared__ float xs[L * kSsdXsStride];                 // [L][64 + pad]
     __shared__ float w[L * L];                             // W[t][s]
     __shared__ float dts[L], cum[L], tail[L];              // tail[s] = exp(cum_L − cum_s)·dt_s
     await_previous_kernel();
@@ -145,7 +149,8 @@ __device__ __forceinline__ void ssd_scan_body(
         }
         for (int i = threadIdx.x; i < len * kSsdChannels; i += blockDim.x) {
             const int s = i / kSsdChannels, cc = i - s * kSsdChannels;
-            xs[i] = p0 + cc < headDim ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + head * headDim + p0 + cc) : 0.f;
+            xs[s * kSsdXsStride + cc] =
+                p0 + cc < headDim ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + head * headDim + p0 + cc) : 0.f;
         }
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -176,7 +181,8 @@ __device__ __forceinline__ void ssd_scan_body(
             w[t * L + s] = acc;
         }
         __syncthreads();
-        // outputs: C_t·h summed over a channel's lanes, then lane t % 8 adds the chunk's own tokens
+        // outputs: exp(cum_t)·C_t·h plus the chunk's own tokens, each lane's share summed over the channel's lanes;
+        // lane t % 8 adds the skip and stores
         for (int t = 0; t < len; t++) {
             float part[CPT];
 #pragma unroll
@@ -190,6 +196,14 @@ __device__ __forceinline__ void ssd_scan_body(
                     for (int j = 0; j < CPT; j++) part[j] += cn * h[j][i];
                 }
             }
+            const float scale = expf(cum[t]);
+#pragma unroll
+            for (int j = 0; j < CPT; j++) part[j] *= scale;
+            for (int s = q; s <= t; s += kSsdLanes) {
+                const float ws = w[t * L + s];
+#pragma unroll
+                for (int j = 0; j < CPT; j++) part[j] += ws * xs[s * kSsdXsStride + c + kSsdChannelStride * j];
+            }
 #pragma unroll
             for (int j = 0; j < CPT; j++) {
                 part[j] += __shfl_xor_sync(0xffffffffu, part[j], 1);
@@ -201,10 +215,8 @@ __device__ __forceinline__ void ssd_scan_body(
                 for (int j = 0; j < CPT; j++) {
                     const int cc = c + kSsdChannelStride * j, p = p0 + cc;
                     if (p >= headDim) continue;
-                    float acc = expf(cum[t]) * part[j];
-                    for (int s = 0; s <= t; s++) acc += w[t * L + s] * xs[s * kSsdChannels + cc];
-                    acc += skip * xs[t * kSsdChannels + cc];
-                    store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p, acc);
+                    store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p,
+                            part[j] + skip * xs[t * kSsdXsStride + cc]);
                 }
             }
         }
@@ -217,7 +229,7 @@ __device__ __forceinline__ void ssd_scan_body(
         for (int s = 0; s < len; s++) {
             float coef[CPT];
 #pragma unroll
-            for (int j = 0; j < CPT; j++) coef[j] = tail[s] * xs[s * kSsdChannels + c + kSsdChannelStride * j];
+            for (int j = 0; j < CPT; j++) coef[j] = tail[s] * xs[s * kSsdXsStride + c + kSsdChannelStride * j];
 #pragma unroll
             for (int i = 0; i < PER; i++) {
                 const int n = q + kSsdLanes * i;
@@ -257,13 +269,16 @@ MSTAR_SSD_SCAN(256)
 
 // The decode step: one warp per (row, head, channel), its lanes striding the channel's state row (coalesced, each
 // value read and written once): h = h·exp(dt·A) + dt·B·x, y = h·C + D·x. A lane loads all its values (every 32nd of
-// the row, kStepPerLane at most) before its first store, so a warp has the whole row in flight at once: the step is
-// bound by the state's bytes, and one 128-byte load at a time left most of the bandwidth idle.
-constexpr int kStepPerLane = 256 / 32;  // CudaStateSpace.MAX_STATE over a warp
-extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* proj, int projDt, const void* aLog,
-                                          int aDt, const void* dtBias, int dtbDt, const void* dSkip, int dDt,
-                                          void* states, int stDt, const int* slots, void* y, int yDt, int rows,
-                                          int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {
+// the row, NMAX / 32 at most) before its first store, so a warp has the whole row in flight at once: the step is
+// bound by the state's bytes, and one 128-byte load at a time left most of the bandwidth idle. One instantiation per
+// state size keeps the registers (and so the warps an SM holds) to what the size needs.
+template <int NMAX>
+__device__ __forceinline__ void ssm_step_body(const void* xbc, int xDt, const void* proj, int projDt, const void* aLog,
+                                              int aDt, const void* dtBias, int dtbDt, const void* dSkip, int dDt,
+                                              void* states, int stDt, const int* slots, void* y, int yDt, int rows,
+                                              int heads, int headDim, int groups, int stateDim, float dtMin,
+                                              float dtMax) {
+    constexpr int PER = NMAX / 32;
     await_previous_kernel();
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
@@ -281,9 +296,9 @@ extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* 
         const long long bBase = xBase + inner + head / (heads / groups) * stateDim, cBase = bBase + groupStates;
         const float x = load_f(xbc, xDt, xBase + channel);
         const long long stateBase = (((long long)slots[row] * heads + head) * headDim + p) * stateDim;
-        float h[kStepPerLane], b[kStepPerLane], c[kStepPerLane];
+        float h[PER], b[PER], c[PER];
 #pragma unroll
-        for (int i = 0; i < kStepPerLane; i++) {
+        for (int i = 0; i < PER; i++) {
             const int n = lane + 32 * i;
             if (n < stateDim) {
                 h[i] = load_f(states, stDt, stateBase + n);
@@ -293,7 +308,7 @@ extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* 
         }
         float acc = 0.f;
 #pragma unroll
-        for (int i = 0; i < kStepPerLane; i++) {
+        for (int i = 0; i < PER; i++) {
             const int n = lane + 32 * i;
             if (n < stateDim) {
                 h[i] = h[i] * decay + dt * b[i] * x;
@@ -305,6 +320,20 @@ extern "C" __global__ void mamba_ssm_step(const void* xbc, int xDt, const void* 
         if (lane == 0) store_f(y, yDt, e, acc + load_f(dSkip, dDt, head) * x);
     }
 }
+
+// The step at states of up to 64, 128 and 256 values (CudaStateSpace.stepKernel picks the smallest that holds one),
+// with as many blocks an SM as fit the registers a lane's values need without spilling.
+#define MSTAR_SSM_STEP(NMAX, BLOCKS)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(256, BLOCKS) mamba_ssm_step_n##NMAX(                                  \
+        const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
+        int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, void* y, int yDt, int rows,   \
+        int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {                                  \
+        ssm_step_body<NMAX>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, dSkip, dDt, states, stDt, slots, y,     \
+                            yDt, rows, heads, headDim, groups, stateDim, dtMin, dtMax);                                \
+    }
+MSTAR_SSM_STEP(64, 4)
+MSTAR_SSM_STEP(128, 4)
+MSTAR_SSM_STEP(256, 3)
 
 // One block per (row, group): v = y·silu(z) over the group's columns, normalised by its root mean square, times the
 // weight. Two passes over the row (sum of squares, then the store), so out may be y.

@@ -95,14 +95,14 @@ final class CudaStateSpace {
         checkScan(xbc, proj, aLog, dtBias, d, states, s, y, "ssmStep");
         long rows = slots.numel();
         if (s.stateDim() > MAX_STATE) {
-            throw new IllegalArgumentException("ssmStep: states of " + s.stateDim() + "; mamba_ssm_step takes at most "
+            throw new IllegalArgumentException("ssmStep: states of " + s.stateDim() + "; mamba_ssm_step_n256 takes at most "
                     + MAX_STATE);
         }
         if (proj.numel() != rows * s.projWidth()) {
             throw new IllegalArgumentException("ssmStep: proj " + proj + " is not " + rows + " rows of " + s);
         }
         device.enter();
-        elementwise.launch("mamba_ssm_step", rows * s.inner() * WARP, scanArgs(xbc, proj, aLog, dtBias, d, states, slots)
+        elementwise.launch(stepKernel(s.stateDim()), rows * s.inner() * WARP, scanArgs(xbc, proj, aLog, dtBias, d, states, slots)
                 .tensor(y).i32(code(y)).i32((int) rows).i32(s.heads()).i32(s.headDim()).i32(s.groups())
                 .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssmStep");
     }
@@ -127,7 +127,16 @@ final class CudaStateSpace {
 
     /** The scan instantiation for states of {@code stateDim}: the smallest of 64, 128 and 256 that holds one. */
     static String scanKernel(int stateDim) {
-        return "mamba_ssd_scan_n" + (stateDim <= 64 ? 64 : stateDim <= 128 ? 128 : MAX_STATE);
+        return "mamba_ssd_scan_n" + stateSize(stateDim);
+    }
+
+    /** The decode step's instantiation for states of {@code stateDim}, sized as {@link #scanKernel}'s. */
+    static String stepKernel(int stateDim) {
+        return "mamba_ssm_step_n" + stateSize(stateDim);
+    }
+
+    private static int stateSize(int stateDim) {
+        return stateDim <= 64 ? 64 : stateDim <= 128 ? 128 : MAX_STATE;
     }
 
     private Kernel kernel(String name) {

@@ -7,7 +7,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
-/** The Mamba2 launchers agree with mamba2.cu's blocks and pick the scan that holds the state (no GPU needed). */
+/**
+ * The Mamba2 launchers agree with mamba2.cu's blocks and pick the scan and the step that hold the state (no GPU
+ * needed).
+ */
 class StateSpaceKernelsTest {
     @Test
     void theLauncherAndTheKernelsAgreeOnTheirBlocks() throws IOException {
@@ -17,7 +20,7 @@ class StateSpaceKernelsTest {
                 .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
                 .contains("constexpr int kSsdThreads = " + CudaStateSpace.SCAN_THREADS + ";");
         for (int n : new int[] {64, 128, 256}) {
-            assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ")");
+            assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ")").contains("MSTAR_SSM_STEP(" + n + ",");
         }
     }
 
@@ -30,11 +33,14 @@ class StateSpaceKernelsTest {
     }
 
     @Test
-    void theScanIsTheSmallestInstantiationHoldingTheState() {
+    void theScanAndTheStepAreTheSmallestInstantiationsHoldingTheState() {
         assertThat(CudaStateSpace.scanKernel(16)).isEqualTo("mamba_ssd_scan_n64");
         assertThat(CudaStateSpace.scanKernel(64)).isEqualTo("mamba_ssd_scan_n64");
         assertThat(CudaStateSpace.scanKernel(65)).isEqualTo("mamba_ssd_scan_n128");
         assertThat(CudaStateSpace.scanKernel(128)).isEqualTo("mamba_ssd_scan_n128");
         assertThat(CudaStateSpace.scanKernel(256)).isEqualTo("mamba_ssd_scan_n256");
+        assertThat(CudaStateSpace.stepKernel(48)).isEqualTo("mamba_ssm_step_n64");
+        assertThat(CudaStateSpace.stepKernel(128)).isEqualTo("mamba_ssm_step_n128");
+        assertThat(CudaStateSpace.stepKernel(200)).isEqualTo("mamba_ssm_step_n256");
     }
 }
