@@ -111,11 +111,31 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
                            s.groups, s.state, dtMin, dtMax);
         });
     } else {
+        // as CudaStateSpace.ssdScan: the piece table, then (when a segment may span pieces) the pieces' own states
+        // and their chaining, then the scan of every piece
+        const int tiles = (s.headDim + kSsdChannels - 1) / kSsdChannels;
+        const int cap = (tokens + kSsdPieceTokens - 1) / kSsdPieceTokens + segs;
+        const int inners = tokens > 0 ? (tokens - 1) / kSsdPieceTokens : 0, multis = tokens / (kSsdPieceTokens + 1);
+        std::vector<int> table(4 + 8 * cap, -7);
+        std::vector<float> work((size_t)(inners + multis) * stateSize, NAN), decays((size_t)(inners + multis) * s.heads);
+        launch(1, 32, [&] { mamba_ssd_pieces(starts.data(), segs, cap, table.data()); });
+        if (inners > 0) {
+            const auto pieceState = s.state <= 64 ? mamba_ssd_piece_state_n64
+                                  : s.state <= 128 ? mamba_ssd_piece_state_n128 : mamba_ssd_piece_state_n256;
+            launch(inners * s.heads * tiles, kSsdThreads, [&] {
+                pieceState(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, table.data(),
+                           cap, work.data(), decays.data(), s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);
+            });
+            launch(3, 256, [&] {
+                mamba_ssd_pass(states.data(), DT_F32, slots.data(), table.data(), cap, work.data(), decays.data(),
+                               s.heads, s.headDim, s.state);
+            });
+        }
         const auto scan = s.state <= 64 ? mamba_ssd_scan_n64 : s.state <= 128 ? mamba_ssd_scan_n128 : mamba_ssd_scan_n256;
-        launch(segs * s.heads * ((s.headDim + kSsdChannels - 1) / kSsdChannels), kSsdThreads, [&] {
-            scan(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(),
-                           DT_F32, states.data(), DT_F32, slots.data(), starts.data(), y.data(), dt, s.heads,
-                           s.headDim, s.groups, s.state, dtMin, dtMax);
+        launch(cap * s.heads * tiles, kSsdThreads, [&] {
+            scan(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(), DT_F32,
+                 states.data(), DT_F32, slots.data(), starts.data(), table.data(), cap, work.data(), y.data(), dt,
+                 s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);
         });
     }
     int wrong = 0;
@@ -217,6 +237,10 @@ int main() {
     scan_check("scan, heads of 80 (a second channel tile, mostly empty)", DT_F32, Shape{2, 80, 1, 64, 4}, {40, 2},
                {1, 2}, 3, false, inf);
     scan_check("scan, a state of 256 (chunks of 16)", DT_BF16, Shape{2, 40, 2, 256, 4}, {40}, {1}, 2, false, inf);
+    scan_check("scan, segments of one to four pieces beside decode rows", DT_F32, Shape{2, 16, 1, 128, 4},
+               {600, 1, 257, 256, 0, 1, 1000}, {3, 0, 5, 1, 2, 6, 4}, 7, false, inf);
+    scan_check("scan, pieces of a bf16 prompt with two groups and a clamp", DT_BF16, Shape{4, 8, 2, 64, 4}, {700, 3},
+               {1, 0}, 2, false, 0.4f);
     scan_check("step, Bamba-9B head and state", DT_F32, Shape{4, 64, 1, 128, 4}, {1, 1, 1}, {2, 0, 3}, 4, true, inf);
     scan_check("step fp32 rows", DT_F32, small, {1, 1, 1, 1}, {4, 2, 6, 1}, 7, true, inf);
     scan_check("step, a state of 256 (every lane's 8 values)", DT_BF16, Shape{2, 8, 2, 256, 4}, {1, 1}, {1, 0}, 2, true,

@@ -92,50 +92,106 @@ extern "C" __global__ void __launch_bounds__(kConvThreads) mamba_causal_conv1d(
     }
 }
 
-// Chunked SSD scan. Block ((segment, head), channel tile) = blockIdx.x: channels p0 .. p0 + 63 of the head, thread
-// (c, lane q) holding state values n = q, q + 8, ... of channels p0 + c and p0 + c + 32 in registers from the
-// segment's start to its end. Per chunk of L tokens, with cum the inclusive prefix sum of dt·A over the chunk and h the
-// state before:
+// Chunked SSD scan over pieces. A segment's tokens are cut into pieces of kSsdPieceTokens, each scanned by its own
+// blocks from the state entering it, so a long prompt fills the GPU instead of one block a head walking every chunk in
+// turn: mamba_ssd_pieces lays out the pieces, mamba_ssd_piece_state scans every piece but a segment's last from a zero
+// state (the state it adds, and its decay), mamba_ssd_pass chains those into each piece's entering state, and
+// mamba_ssd_scan scans each piece from its entering state, writing the outputs and, at the segment's last piece, the
+// state. When no segment is longer than a piece only mamba_ssd_pieces and mamba_ssd_scan run.
+//
+// Within a piece, block (piece, head, channel tile): channels p0 .. p0 + 63 of the head, thread (c, lane q) holding
+// state values n = q, q + 8, ... of channels p0 + c and p0 + c + 32 in registers. Per chunk of L tokens, with cum the
+// inclusive prefix sum of dt·A over the chunk and h the state before:
 //   y_t = exp(cum_t)·(C_t·h) + Σ_{s≤t} W[t][s]·x_s + D·x_t,   W[t][s] = (C_t·B_s)·exp(cum_t − cum_s)·dt_s
 //   h  ← exp(cum_L)·h + Σ_s exp(cum_L − cum_s)·dt_s·x_s·B_s
 // W is computed once per block and chunk (the matmul-shaped part, shared by the block's channels); C_t·h and the
 // chunk's own part are each spread over the 8 lanes of a channel (lane q takes tokens s = q, q + 8, ...) and summed
 // by shuffles, so no lane runs the t + 1 terms alone while the others wait.
-template <int NMAX>
-__device__ __forceinline__ void ssd_scan_body(
-    const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias, int dtbDt,
-    const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts, void* y, int yDt,
-    int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {
+constexpr int kSsdPieceTokens = 256;
+
+// The piece table, ints: [0] pieces, [1] segments of more than one piece ("multi"), [2] their pieces (each has a
+// slot of the entering-state workspace), [3] those pieces that are not their segment's last; then arrays of
+// `cap` ints: per piece its segment, first token and workspace slot (−1 for a segment's only piece); per slot its
+// piece; per multi segment its segment, first slot and piece count; per non-last piece its slot.
+template <class I>  // int where the table is written, const int where it is read
+struct SsdPieces {
+    I* head;
+    I *pieceSeg, *pieceStart, *pieceSlot, *slotPiece, *multiSeg, *multiSlot, *multiCount, *innerSlot;
+    __device__ SsdPieces(I* table, int cap)
+        : head(table), pieceSeg(table + 4), pieceStart(pieceSeg + cap), pieceSlot(pieceStart + cap),
+          slotPiece(pieceSlot + cap), multiSeg(slotPiece + cap), multiSlot(multiSeg + cap),
+          multiCount(multiSlot + cap), innerSlot(multiCount + cap) {}
+};
+
+// One warp: segments 32 at a time, each lane one segment, offsets by warp prefix sums.
+extern "C" __global__ void mamba_ssd_pieces(const int* starts, int segments, int cap, int* table) {
+    await_previous_kernel();
+    const SsdPieces<int> t(table, cap);
+    const int lane = threadIdx.x;
+    int pieces = 0, multis = 0, slots = 0, inners = 0;
+    for (int s0 = 0; s0 < segments; s0 += 32) {
+        const int seg = s0 + lane;
+        const int len = seg < segments ? starts[seg + 1] - starts[seg] : 0;
+        const int count = (len + kSsdPieceTokens - 1) / kSsdPieceTokens;
+        const int multi = count > 1, mySlots = multi ? count : 0, myInner = multi ? count - 1 : 0;
+        int pc = count, mc = multi, sc = mySlots, ic = myInner;  // inclusive prefix sums over the lanes
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int a = __shfl_up_sync(0xffffffffu, pc, o), b = __shfl_up_sync(0xffffffffu, mc, o);
+            const int c = __shfl_up_sync(0xffffffffu, sc, o), d = __shfl_up_sync(0xffffffffu, ic, o);
+            if (lane >= o) {
+                pc += a;
+                mc += b;
+                sc += c;
+                ic += d;
+            }
+        }
+        const int piece0 = pieces + pc - count, slot0 = slots + sc - mySlots, inner0 = inners + ic - myInner;
+        for (int i = 0; i < count; i++) {
+            t.pieceSeg[piece0 + i] = seg;
+            t.pieceStart[piece0 + i] = starts[seg] + i * kSsdPieceTokens;
+            t.pieceSlot[piece0 + i] = multi ? slot0 + i : -1;
+            if (multi) t.slotPiece[slot0 + i] = piece0 + i;
+            if (i < myInner) t.innerSlot[inner0 + i] = slot0 + i;
+        }
+        if (multi) {
+            const int m = multis + mc - 1;
+            t.multiSeg[m] = seg;
+            t.multiSlot[m] = slot0;
+            t.multiCount[m] = count;
+        }
+        pieces += __shfl_sync(0xffffffffu, pc, 31);
+        multis += __shfl_sync(0xffffffffu, mc, 31);
+        slots += __shfl_sync(0xffffffffu, sc, 31);
+        inners += __shfl_sync(0xffffffffu, ic, 31);
+    }
+    if (lane == 0) {
+        t.head[0] = pieces;
+        t.head[1] = multis;
+        t.head[2] = slots;
+        t.head[3] = inners;
+    }
+}
+
+// Scans tokens [first, end) of one head's channel tile from the state h in registers, chunk by chunk; with OUTPUTS
+// it writes y, without it only advances h and multiplies `decay` by each chunk's exp(cum_L).
+template <int NMAX, bool OUTPUTS>
+__device__ __forceinline__ void ssd_chunks(
+    const void* xbc, int xDt, const void* proj, int projDt, float a, float bias, float skip, void* y, int yDt,
+    int head, int p0, int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax, int first, int end,
+    float (&h)[kSsdPerThread][NMAX / kSsdLanes], float& decayProduct) {
     constexpr int L = 4096 / NMAX < kSsdMaxChunk ? 4096 / NMAX : kSsdMaxChunk;
     constexpr int PER = NMAX / kSsdLanes;  // state values per thread and channel
     constexpr int CPT = kSsdPerThread;
     __shared__ float bs[kSsdBcFloats], cs[kSsdBcFloats];  // [L][N + 1]
     __shared__ float xs[L * kSsdXsStride];                 // [L][64 + pad]
-    __shared__ float w[L * L];                             // W[t][s]
+    __shared__ float w[OUTPUTS ? L * L : 1];               // W[t][s]
     __shared__ float dts[L], cum[L], tail[L];              // tail[s] = exp(cum_L − cum_s)·dt_s
-    await_previous_kernel();
-    const int pTiles = (headDim + kSsdChannels - 1) / kSsdChannels;
-    const int sh = blockIdx.x / pTiles, p0 = (blockIdx.x - sh * pTiles) * kSsdChannels;
-    const int seg = sh / heads, head = sh - seg * heads;
     const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes;
     const int N = stateDim, stride = N + 1;
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
     const int bCol = inner + head / (heads / groups) * stateDim, cCol = bCol + groupStates;
-    const float a = -expf(load_f(aLog, aDt, head));
-    const float bias = load_f(dtBias, dtbDt, head), skip = load_f(dSkip, dDt, head);
-    const long long headBase = ((long long)slots[seg] * heads + head) * headDim;
-    float h[CPT][PER];
-#pragma unroll
-    for (int j = 0; j < CPT; j++) {
-        const int p = p0 + c + kSsdChannelStride * j;
-#pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int n = q + kSsdLanes * i;
-            h[j][i] = p < headDim && n < N ? load_f(states, stDt, (headBase + p) * stateDim + n) : 0.f;
-        }
-    }
-    const int first = starts[seg], end = starts[seg + 1];
     for (int t0 = first; t0 < end; t0 += L) {
         const int len = min(L, end - t0);
         if (threadIdx.x < len) {
@@ -145,7 +201,7 @@ __device__ __forceinline__ void ssd_scan_body(
         for (int i = threadIdx.x; i < len * N; i += blockDim.x) {
             const int s = i / N, n = i - s * N;
             bs[s * stride + n] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + bCol + n);
-            cs[s * stride + n] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + cCol + n);
+            if (OUTPUTS) cs[s * stride + n] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + cCol + n);
         }
         for (int i = threadIdx.x; i < len * kSsdChannels; i += blockDim.x) {
             const int s = i / kSsdChannels, cc = i - s * kSsdChannels;
@@ -162,65 +218,70 @@ __device__ __forceinline__ void ssd_scan_body(
             const int s = threadIdx.x;
             tail[s] = expf(cum[len - 1] - cum[s]) * dts[s];
         }
-        for (int i = threadIdx.x; i < len * len; i += blockDim.x) {
-            const int t = i / len, s = i - t * len;  // consecutive threads: consecutive B rows, one C row
-            float acc = 0.f;
-            if (s <= t) {
-                const float* ct = cs + t * stride;
-                const float* bt = bs + s * stride;
-                float part[4] = {0.f, 0.f, 0.f, 0.f};  // four chains, not one 128-long dependency
-                int n = 0;
-                for (; n + 3 < N; n += 4) {
+        if (OUTPUTS) {
+            for (int i = threadIdx.x; i < len * len; i += blockDim.x) {
+                const int t = i / len, s = i - t * len;  // consecutive threads: consecutive B rows, one C row
+                float acc = 0.f;
+                if (s <= t) {
+                    const float* ct = cs + t * stride;
+                    const float* bt = bs + s * stride;
+                    float part[4] = {0.f, 0.f, 0.f, 0.f};  // four chains, not one 128-long dependency
+                    int n = 0;
+                    for (; n + 3 < N; n += 4) {
 #pragma unroll
-                    for (int u = 0; u < 4; u++) part[u] += ct[n + u] * bt[n + u];
+                        for (int u = 0; u < 4; u++) part[u] += ct[n + u] * bt[n + u];
+                    }
+                    for (; n < N; n++) part[0] += ct[n] * bt[n];
+                    acc = (part[0] + part[1]) + (part[2] + part[3]);
+                    acc *= expf(cum[t] - cum[s]) * dts[s];
                 }
-                for (; n < N; n++) part[0] += ct[n] * bt[n];
-                acc = (part[0] + part[1]) + (part[2] + part[3]);
-                acc *= expf(cum[t] - cum[s]) * dts[s];
+                w[t * L + s] = acc;
             }
-            w[t * L + s] = acc;
         }
         __syncthreads();
-        // outputs: exp(cum_t)·C_t·h plus the chunk's own tokens, each lane's share summed over the channel's lanes;
-        // lane t % 8 adds the skip and stores
-        for (int t = 0; t < len; t++) {
-            float part[CPT];
+        if (OUTPUTS) {
+            // outputs: exp(cum_t)·C_t·h plus the chunk's own tokens, each lane's share summed over the channel's
+            // lanes; lane t % 8 adds the skip and stores
+            for (int t = 0; t < len; t++) {
+                float part[CPT];
 #pragma unroll
-            for (int j = 0; j < CPT; j++) part[j] = 0.f;
+                for (int j = 0; j < CPT; j++) part[j] = 0.f;
 #pragma unroll
-            for (int i = 0; i < PER; i++) {
-                const int n = q + kSsdLanes * i;
-                if (n < N) {
-                    const float cn = cs[t * stride + n];
+                for (int i = 0; i < PER; i++) {
+                    const int n = q + kSsdLanes * i;
+                    if (n < N) {
+                        const float cn = cs[t * stride + n];
 #pragma unroll
-                    for (int j = 0; j < CPT; j++) part[j] += cn * h[j][i];
+                        for (int j = 0; j < CPT; j++) part[j] += cn * h[j][i];
+                    }
                 }
-            }
-            const float scale = expf(cum[t]);
+                const float scale = expf(cum[t]);
 #pragma unroll
-            for (int j = 0; j < CPT; j++) part[j] *= scale;
-            for (int s = q; s <= t; s += kSsdLanes) {
-                const float ws = w[t * L + s];
+                for (int j = 0; j < CPT; j++) part[j] *= scale;
+                for (int s = q; s <= t; s += kSsdLanes) {
+                    const float ws = w[t * L + s];
 #pragma unroll
-                for (int j = 0; j < CPT; j++) part[j] += ws * xs[s * kSsdXsStride + c + kSsdChannelStride * j];
-            }
-#pragma unroll
-            for (int j = 0; j < CPT; j++) {
-                part[j] += __shfl_xor_sync(0xffffffffu, part[j], 1);
-                part[j] += __shfl_xor_sync(0xffffffffu, part[j], 2);
-                part[j] += __shfl_xor_sync(0xffffffffu, part[j], 4);
-            }
-            if (t % kSsdLanes == q) {
+                    for (int j = 0; j < CPT; j++) part[j] += ws * xs[s * kSsdXsStride + c + kSsdChannelStride * j];
+                }
 #pragma unroll
                 for (int j = 0; j < CPT; j++) {
-                    const int cc = c + kSsdChannelStride * j, p = p0 + cc;
-                    if (p >= headDim) continue;
-                    store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p,
-                            part[j] + skip * xs[t * kSsdXsStride + cc]);
+                    part[j] += __shfl_xor_sync(0xffffffffu, part[j], 1);
+                    part[j] += __shfl_xor_sync(0xffffffffu, part[j], 2);
+                    part[j] += __shfl_xor_sync(0xffffffffu, part[j], 4);
+                }
+                if (t % kSsdLanes == q) {
+#pragma unroll
+                    for (int j = 0; j < CPT; j++) {
+                        const int cc = c + kSsdChannelStride * j, p = p0 + cc;
+                        if (p >= headDim) continue;
+                        store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p,
+                                part[j] + skip * xs[t * kSsdXsStride + cc]);
+                    }
                 }
             }
         }
         const float decay = expf(cum[len - 1]);
+        decayProduct *= decay;
 #pragma unroll
         for (int j = 0; j < CPT; j++) {
 #pragma unroll
@@ -242,30 +303,140 @@ __device__ __forceinline__ void ssd_scan_body(
         }
         __syncthreads();  // the chunk's shared memory is free for the next
     }
+}
+
+// Loads (from != nullptr) or zeroes a block's h, or stores it: `base` is the head's first channel row of a
+// [.., headDim, stateDim] layout, fp32 in the workspace and stDt in the states.
+template <int NMAX>
+__device__ __forceinline__ void ssd_load_h(const void* from, int dt, long long base, int p0, int headDim, int N,
+                                           float (&h)[kSsdPerThread][NMAX / kSsdLanes]) {
+    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes;
 #pragma unroll
-    for (int j = 0; j < CPT; j++) {
+    for (int j = 0; j < kSsdPerThread; j++) {
         const int p = p0 + c + kSsdChannelStride * j;
-        if (p >= headDim) continue;
 #pragma unroll
-        for (int i = 0; i < PER; i++) {
+        for (int i = 0; i < NMAX / kSsdLanes; i++) {
             const int n = q + kSsdLanes * i;
-            if (n < N) store_f(states, stDt, (headBase + p) * stateDim + n, h[j][i]);
+            h[j][i] = from != nullptr && p < headDim && n < N ? load_f(from, dt, (base + p) * N + n) : 0.f;
         }
     }
 }
 
-// The scan at states of up to 64, 128 and 256 values (CudaStateSpace.scanKernel picks the smallest that holds one).
-#define MSTAR_SSD_SCAN(NMAX)                                                                                           \
-    extern "C" __global__ void __launch_bounds__(kSsdThreads) mamba_ssd_scan_n##NMAX(                                 \
-        const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
-        int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts, void* y,   \
-        int yDt, int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {                         \
-        ssd_scan_body<NMAX>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, dSkip, dDt, states, stDt, slots, starts, \
-                            y, yDt, heads, headDim, groups, stateDim, dtMin, dtMax);                                   \
+template <int NMAX>
+__device__ __forceinline__ void ssd_store_h(void* to, int dt, long long base, int p0, int headDim, int N,
+                                            const float (&h)[kSsdPerThread][NMAX / kSsdLanes]) {
+    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes;
+#pragma unroll
+    for (int j = 0; j < kSsdPerThread; j++) {
+        const int p = p0 + c + kSsdChannelStride * j;
+        if (p >= headDim) continue;
+#pragma unroll
+        for (int i = 0; i < NMAX / kSsdLanes; i++) {
+            const int n = q + kSsdLanes * i;
+            if (n < N) store_f(to, dt, (base + p) * N + n, h[j][i]);
+        }
     }
-MSTAR_SSD_SCAN(64)
-MSTAR_SSD_SCAN(128)
-MSTAR_SSD_SCAN(256)
+}
+
+// Block (non-last piece k, head, channel tile): the piece scanned from a zero state; the state it adds goes to the
+// next piece's workspace slot and its decay (the product of its chunks') beside it, for mamba_ssd_pass.
+template <int NMAX>
+__device__ __forceinline__ void ssd_piece_state_body(
+    const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias, int dtbDt,
+    const int* table, int cap, float* work, float* decays, int heads, int headDim, int groups, int stateDim,
+    float dtMin, float dtMax) {
+    await_previous_kernel();
+    const SsdPieces<const int> t(table, cap);
+    const int pTiles = (headDim + kSsdChannels - 1) / kSsdChannels;
+    const int kh = blockIdx.x / pTiles, p0 = (blockIdx.x - kh * pTiles) * kSsdChannels;
+    const int k = kh / heads, head = kh - k * heads;
+    if (k >= t.head[3]) return;
+    const int slot = t.innerSlot[k], piece = t.slotPiece[slot], first = t.pieceStart[piece];
+    const int end = first + kSsdPieceTokens;  // not the segment's last piece: a whole one
+    float h[kSsdPerThread][NMAX / kSsdLanes];
+    ssd_load_h<NMAX>(nullptr, DT_F32, 0, p0, headDim, stateDim, h);
+    float decay = 1.f;
+    ssd_chunks<NMAX, false>(xbc, xDt, proj, projDt, -expf(load_f(aLog, aDt, head)), load_f(dtBias, dtbDt, head), 0.f,
+                            nullptr, 0, head, p0, heads, headDim, groups, stateDim, dtMin, dtMax, first, end, h,
+                            decay);
+    ssd_store_h<NMAX>(work, DT_F32, ((long long)(slot + 1) * heads + head) * headDim, p0, headDim, stateDim, h);
+    if (threadIdx.x == 0 && p0 == 0) decays[(long long)(slot + 1) * heads + head] = decay;
+}
+
+// Thread per (multi segment, state value), grid-stride: the entering state of each of the segment's pieces, from
+// the slot's state through each earlier piece's decay and added state; the slot's state itself is not written.
+extern "C" __global__ void mamba_ssd_pass(const void* states, int stDt, const int* slots, const int* table, int cap,
+                                          float* work, const float* decays, int heads, int headDim, int stateDim) {
+    await_previous_kernel();
+    const SsdPieces<const int> t(table, cap);
+    const long long values = (long long)heads * headDim * stateDim;
+    const long long total = t.head[1] * values;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x) {
+        const int m = (int)(e / values);
+        const long long v = e - m * values;
+        const int head = (int)(v / ((long long)headDim * stateDim));
+        const int slot0 = t.multiSlot[m], count = t.multiCount[m];
+        float h = load_f(states, stDt, (long long)slots[t.multiSeg[m]] * values + v);
+        work[slot0 * values + v] = h;
+        for (int i = 1; i < count; i++) {
+            const long long at = (slot0 + i) * values + v;
+            h = decays[(long long)(slot0 + i) * heads + head] * h + work[at];
+            work[at] = h;
+        }
+    }
+}
+
+// Block (piece, head, channel tile): the piece scanned from its entering state (the slot's state for a segment's
+// only piece, else the workspace's), outputs written; the segment's last piece writes the state back.
+template <int NMAX>
+__device__ __forceinline__ void ssd_scan_body(
+    const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias, int dtbDt,
+    const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts, const int* table, int cap,
+    const float* work, void* y, int yDt, int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {
+    await_previous_kernel();
+    const SsdPieces<const int> t(table, cap);
+    const int pTiles = (headDim + kSsdChannels - 1) / kSsdChannels;
+    const int ph = blockIdx.x / pTiles, p0 = (blockIdx.x - ph * pTiles) * kSsdChannels;
+    const int piece = ph / heads, head = ph - piece * heads;
+    if (piece >= t.head[0]) return;
+    const int seg = t.pieceSeg[piece], slot = t.pieceSlot[piece], first = t.pieceStart[piece];
+    const int segEnd = starts[seg + 1], end = min(first + kSsdPieceTokens, segEnd);
+    const long long stateBase = ((long long)slots[seg] * heads + head) * headDim;
+    float h[kSsdPerThread][NMAX / kSsdLanes];
+    if (slot < 0) {
+        ssd_load_h<NMAX>(states, stDt, stateBase, p0, headDim, stateDim, h);
+    } else {
+        ssd_load_h<NMAX>(work, DT_F32, ((long long)slot * heads + head) * headDim, p0, headDim, stateDim, h);
+    }
+    float decay = 1.f;
+    ssd_chunks<NMAX, true>(xbc, xDt, proj, projDt, -expf(load_f(aLog, aDt, head)), load_f(dtBias, dtbDt, head),
+                           load_f(dSkip, dDt, head), y, yDt, head, p0, heads, headDim, groups, stateDim, dtMin, dtMax,
+                           first, end, h, decay);
+    if (end == segEnd) ssd_store_h<NMAX>(states, stDt, stateBase, p0, headDim, stateDim, h);
+}
+
+// The piece kernels at states of up to 64, 128 and 256 values (CudaStateSpace.scanKernel picks the smallest that
+// holds one); the scan with as many blocks an SM as fit its registers without spilling.
+#define MSTAR_SSD_SCAN(NMAX, BLOCKS)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(kSsdThreads) mamba_ssd_piece_state_n##NMAX(                          \
+        const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
+        int dtbDt, const int* table, int cap, float* work, float* decays, int heads, int headDim, int groups,          \
+        int stateDim, float dtMin, float dtMax) {                                                                      \
+        ssd_piece_state_body<NMAX>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, table, cap, work, decays, heads,  \
+                                   headDim, groups, stateDim, dtMin, dtMax);                                           \
+    }                                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(kSsdThreads, BLOCKS) mamba_ssd_scan_n##NMAX(                          \
+        const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
+        int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts,            \
+        const int* table, int cap, const float* work, void* y, int yDt, int heads, int headDim, int groups,            \
+        int stateDim, float dtMin, float dtMax) {                                                                      \
+        ssd_scan_body<NMAX>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, dSkip, dDt, states, stDt, slots, starts, \
+                            table, cap, work, y, yDt, heads, headDim, groups, stateDim, dtMin, dtMax);                 \
+    }
+MSTAR_SSD_SCAN(64, 3)
+MSTAR_SSD_SCAN(128, 3)
+MSTAR_SSD_SCAN(256, 2)
 
 // The decode step: one warp per (row, head, channel), its lanes striding the channel's state row (coalesced, each
 // value read and written once): h = h·exp(dt·A) + dt·B·x, y = h·C + D·x. A lane loads all its values (every 32nd of

@@ -22,7 +22,12 @@ final class CudaStateSpace {
     static final int MAX_STATE = 256;
     static final int SCAN_THREADS = 256;
     static final int SCAN_CHANNELS = 64;
-    /** Threads per warp: the decode step gives each channel a warp. */
+    /** kSsdPieceTokens: the tokens of a segment one scan block walks; longer segments are cut into such pieces. */
+    static final int PIECE_TOKENS = 256;
+    /** The piece table's head ints and per-piece arrays (SsdPieces in mamba2.cu). */
+    private static final int TABLE_HEAD = 4;
+    private static final int TABLE_ARRAYS = 8;
+    /** Threads per warp: the decode step gives each channel a warp, the piece table is laid out by one. */
     private static final int WARP = 32;
     private static final int NORM_THREADS = 256;
 
@@ -81,12 +86,49 @@ final class CudaStateSpace {
         if (segments == 0) {
             return;
         }
+        long tokens = proj.numel() / s.projWidth();
         long tiles = (s.headDim() + SCAN_CHANNELS - 1) / SCAN_CHANNELS;
-        kernel(scanKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(segments * s.heads() * tiles), 1, 1,
-                SCAN_THREADS, 0,
-                scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(starts).tensor(y).i32(code(y))
-                        .i32(s.heads()).i32(s.headDim()).i32(s.groups()).i32(s.stateDim()).f32(s.dtMin())
-                        .f32(s.dtMax()), "ssdScan");
+        ScanPieces bounds = ScanPieces.of(tokens, segments);
+        CudaTensor table = device.scratch("ssd.pieces", DType.I32, TABLE_HEAD + TABLE_ARRAYS * bounds.pieces());
+        kernel("mamba_ssd_pieces").launch(device.stream(), 1, 1, 1, WARP, 0, new KernelArgs().tensor(starts)
+                .i32((int) segments).i32(bounds.pieces()).tensor(table), "ssdScan");
+        CudaTensor work = null;
+        if (bounds.innerPieces() > 0) {
+            long values = (long) s.heads() * s.headDim() * s.stateDim();
+            work = device.scratch("ssd.work", DType.F32, bounds.workSlots(), values);
+            CudaTensor decays = device.scratch("ssd.decays", DType.F32, bounds.workSlots(), s.heads());
+            kernel(pieceStateKernel(s.stateDim())).launch(device.stream(),
+                    Math.toIntExact(bounds.innerPieces() * s.heads() * tiles), 1, 1, SCAN_THREADS, 0,
+                    new KernelArgs().tensor(xbc).i32(code(xbc)).tensor(proj).i32(code(proj)).tensor(aLog)
+                            .i32(code(aLog)).tensor(dtBias).i32(code(dtBias)).tensor(table).i32(bounds.pieces())
+                            .tensor(work).tensor(decays).i32(s.heads()).i32(s.headDim()).i32(s.groups())
+                            .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssdScan");
+            elementwise.launch("mamba_ssd_pass", bounds.multiPieceSegments() * values, new KernelArgs().tensor(states)
+                    .i32(code(states)).tensor(slots).tensor(table).i32(bounds.pieces()).tensor(work).tensor(decays)
+                    .i32(s.heads()).i32(s.headDim()).i32(s.stateDim()), "ssdScan");
+        }
+        kernel(scanKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(bounds.pieces() * s.heads() * tiles),
+                1, 1, SCAN_THREADS, 0,
+                scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(starts).tensor(table).i32(bounds.pieces())
+                        .tensor(work).tensor(y).i32(code(y)).i32(s.heads()).i32(s.headDim()).i32(s.groups())
+                        .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssdScan");
+    }
+
+    /**
+     * Upper bounds, from the step's token and segment counts alone (the segments' lengths stay on the device), on
+     * what mamba_ssd_pieces lays out: every piece; the pieces that are not their segment's last (each a whole
+     * piece: at most tokens − 1 over a piece); the segments longer than a piece; and the workspace slots, one per
+     * piece of those segments.
+     */
+    record ScanPieces(int pieces, long innerPieces, long multiPieceSegments) {
+        static ScanPieces of(long tokens, long segments) {
+            return new ScanPieces(Math.toIntExact((tokens + PIECE_TOKENS - 1) / PIECE_TOKENS + segments),
+                    tokens > 0 ? (tokens - 1) / PIECE_TOKENS : 0, tokens / (PIECE_TOKENS + 1));
+        }
+
+        long workSlots() {
+            return innerPieces + multiPieceSegments;
+        }
     }
 
     void ssmStep(CudaTensor xbc, CudaTensor proj, CudaTensor aLog, CudaTensor dtBias, CudaTensor d, CudaTensor states,
@@ -128,6 +170,11 @@ final class CudaStateSpace {
     /** The scan instantiation for states of {@code stateDim}: the smallest of 64, 128 and 256 that holds one. */
     static String scanKernel(int stateDim) {
         return "mamba_ssd_scan_n" + stateSize(stateDim);
+    }
+
+    /** The instantiation that scans a piece's own state, sized as {@link #scanKernel}'s. */
+    static String pieceStateKernel(int stateDim) {
+        return "mamba_ssd_piece_state_n" + stateSize(stateDim);
     }
 
     /** The decode step's instantiation for states of {@code stateDim}, sized as {@link #scanKernel}'s. */

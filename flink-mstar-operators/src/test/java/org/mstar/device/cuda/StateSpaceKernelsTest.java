@@ -18,9 +18,10 @@ class StateSpaceKernelsTest {
         assertThat(kernels).contains("constexpr int kConvThreads = " + CudaStateSpace.CONV_THREADS + ";")
                 .contains("constexpr int kConvRuns = " + CudaStateSpace.CONV_RUNS + ";")
                 .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
-                .contains("constexpr int kSsdThreads = " + CudaStateSpace.SCAN_THREADS + ";");
+                .contains("constexpr int kSsdThreads = " + CudaStateSpace.SCAN_THREADS + ";")
+                .contains("constexpr int kSsdPieceTokens = " + CudaStateSpace.PIECE_TOKENS + ";");
         for (int n : new int[] {64, 128, 256}) {
-            assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ")").contains("MSTAR_SSM_STEP(" + n + ",");
+            assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ",").contains("MSTAR_SSM_STEP(" + n + ",");
         }
     }
 
@@ -42,5 +43,16 @@ class StateSpaceKernelsTest {
         assertThat(CudaStateSpace.stepKernel(48)).isEqualTo("mamba_ssm_step_n64");
         assertThat(CudaStateSpace.stepKernel(128)).isEqualTo("mamba_ssm_step_n128");
         assertThat(CudaStateSpace.stepKernel(200)).isEqualTo("mamba_ssm_step_n256");
+    }
+
+    @Test
+    void thePieceBoundsOfOnePromptAndOfDecodeRows() {
+        // one prompt of 2048: eight pieces, seven of them not last, one segment longer than a piece
+        assertThat(CudaStateSpace.ScanPieces.of(2048, 1)).isEqualTo(new CudaStateSpace.ScanPieces(9, 7, 7));
+        // 64 decode rows: a piece each, none spans two
+        assertThat(CudaStateSpace.ScanPieces.of(64, 64)).isEqualTo(new CudaStateSpace.ScanPieces(65, 0, 0));
+        // a prompt of exactly one piece spans no second
+        assertThat(CudaStateSpace.ScanPieces.of(256, 1).innerPieces()).isZero();
+        assertThat(CudaStateSpace.ScanPieces.of(257, 1).workSlots()).isEqualTo(2);
     }
 }

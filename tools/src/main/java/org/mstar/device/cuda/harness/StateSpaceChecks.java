@@ -33,7 +33,7 @@ final class StateSpaceChecks {
 
     List<CheckResult> run() {
         for (DType dt : List.of(DType.F32, DType.BF16)) {
-            for (int[] lengths : new int[][] {{1}, ones(64), {512}, {200, 1, 1, 37, 1, 130}}) {
+            for (int[] lengths : new int[][] {{1}, ones(64), {512}, {200, 1, 1, 37, 1, 130}, {1000, 1, 700}}) {
                 String name = lengths.length + " segments of " + sum(lengths) + " tokens";
                 CheckResult.attempt(results, "causalConv1d " + name, () -> conv(dt, lengths));
                 CheckResult.attempt(results, "ssdScan " + name, () -> scan(BAMBA_9B, dt, lengths, false));
