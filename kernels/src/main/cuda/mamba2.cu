@@ -3,8 +3,9 @@
 // back (segment i is tokens [starts[i], starts[i+1]) of a request whose state is row slots[i]), read from device
 // memory, so a recorded decode graph serves whatever slots a later step's rows hold. The input projection's row is
 // [z (inner) | xBC (convDim) | dt (heads)]; xBC is [x (inner) | B (groups·N) | C (groups·N)]. fp32 arithmetic on the
-// CUDA cores: the scan keeps each channel's state in registers across its chunks (chunked SSD, the chunk's C·Bᵀ once
-// per block), the decode step reads and writes each state row once, coalesced.
+// CUDA cores: the scan cuts segments into pieces scanned in parallel, each keeping its channels' state in registers
+// across its chunks (chunked SSD, the chunk's C·Bᵀ once per block); the decode step reads and writes each state row
+// once, coalesced.
 #include "common.cuh"
 
 using namespace mstar;
