@@ -16,22 +16,21 @@ final class CudaStateSpace {
     static final int CONV_THREADS = 256;
     static final int CONV_RUNS = 8;
     /**
-     * The largest state the scan kernels hold (mamba_ssd_scan_n256) and the decode step keeps in a warp's registers
-     * (kStepPerLane), the scan's block and channels per block (kSsdChannels).
+     * The largest state the scan and the decode step hold (mamba_ssd_scan_n256, mamba_ssm_step_n256), the scan's
+     * block and channels per block (kSsdChannels).
      */
     static final int MAX_STATE = 256;
     static final int SCAN_THREADS = 256;
     static final int SCAN_CHANNELS = 64;
-    /** Threads per warp: the decode step gives each channel a warp. */
-    private static final int WARP = 32;
-    private static final int NORM_THREADS = 256;
+    /** kStepThreads: the decode step's block, one per (row, head). */
+    static final int STEP_THREADS = 256;
+    /** kNormThreads: the gated norm's block, one per (row, group). */
+    static final int NORM_THREADS = 1024;
 
     private final CudaDevice device;
-    private final Elementwise elementwise;
 
-    CudaStateSpace(CudaDevice device, Elementwise elementwise) {
+    CudaStateSpace(CudaDevice device) {
         this.device = device;
-        this.elementwise = elementwise;
     }
 
     void causalConv1d(CudaTensor proj, CudaTensor weight, CudaTensor bias, CudaTensor states, CudaTensor slots,
@@ -95,16 +94,22 @@ final class CudaStateSpace {
         checkScan(xbc, proj, aLog, dtBias, d, states, s, y, "ssmStep");
         long rows = slots.numel();
         if (s.stateDim() > MAX_STATE) {
-            throw new IllegalArgumentException("ssmStep: states of " + s.stateDim() + "; mamba_ssm_step_n256 takes at most "
-                    + MAX_STATE);
+            throw new IllegalArgumentException("ssmStep: states of " + s.stateDim()
+                    + "; mamba_ssm_step_n256 takes at most " + MAX_STATE);
+        }
+        if (states.dtype() != DType.F32 && states.dtype() != DType.BF16 && states.dtype() != DType.F16) {
+            throw new IllegalArgumentException("ssmStep: states " + states + "; mamba_ssm_step takes F32, BF16 or F16");
         }
         if (proj.numel() != rows * s.projWidth()) {
             throw new IllegalArgumentException("ssmStep: proj " + proj + " is not " + rows + " rows of " + s);
         }
-        device.enter();
-        elementwise.launch(stepKernel(s.stateDim()), rows * s.inner() * WARP, scanArgs(xbc, proj, aLog, dtBias, d, states, slots)
-                .tensor(y).i32(code(y)).i32((int) rows).i32(s.heads()).i32(s.headDim()).i32(s.groups())
-                .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssmStep");
+        if (rows == 0) {
+            return;
+        }
+        kernel(stepKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(rows * s.heads()), 1, 1,
+                STEP_THREADS, 0, scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(y).i32(code(y))
+                        .i32(s.heads()).i32(s.headDim()).i32(s.groups()).i32(s.stateDim()).f32(s.dtMin())
+                        .f32(s.dtMax()), "ssmStep");
     }
 
     void gatedRmsNorm(CudaTensor y, CudaTensor gate, CudaTensor weight, int groups, float eps, CudaTensor out) {
