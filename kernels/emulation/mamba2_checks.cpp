@@ -2,10 +2,10 @@
 // cuda_host_shim.h, against a token-by-token recurrence in double: the causal conv1d continuing from stored windows
 // (segments of 1 to 37 tokens, one of none), the chunked scan over segments shorter and longer than its chunk (16 or
 // 32 tokens) with heads of one and two channel tiles and states of 8 to 256, continuing from stored states, the decode
-// step, and the gated RMSNorm of one and of several groups. Outputs and the
-// states left in the slots must match within fp32 summation error (plus one rounding for bf16 tensors); slots no
-// segment names must be left bit for bit. It checks indexing and arithmetic where no GPU is at hand; it says nothing
-// about speed. Run: ./run.sh mamba2_checks
+// step (heads of 4 to 70 channels, one or two passes of a warp's channels, fp32 and bf16 states), and the gated RMSNorm
+// of one and of several groups. Outputs and the states left in the slots must match within fp32 summation error (plus
+// one rounding for bf16 tensors); slots no segment names must be left bit for bit. It checks indexing and arithmetic
+// where no GPU is at hand; it says nothing about speed. Run: ./run.sh mamba2_checks
 #include "cuda_host_shim.h"
 #include <algorithm>
 using std::min;
@@ -93,22 +93,23 @@ static void conv_check(const char* name, int dt, Shape s, std::vector<int> lengt
 
 // The scan (or, with decode, the step: every segment one token) against the recurrence in double.
 static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengths, std::vector<int> slots,
-                       int slotCount, bool decode, float dtMax) {
+                       int slotCount, bool decode, float dtMax, int stDt = DT_F32) {
     std::vector<int> starts{0};
     for (int n : lengths) starts.push_back(starts.back() + n);
     const int tokens = starts.back(), segs = (int)slots.size(), conv = s.conv(), inner = s.inner();
     const size_t stateSize = (size_t)s.heads * s.headDim * s.state;
     Buffer xbc(dt, (size_t)tokens * conv, 1.f), proj(dt, (size_t)tokens * s.width(), 1.f);
     Buffer aLog(DT_F32, s.heads, 0.5f), dtBias(DT_F32, s.heads, 0.5f), d(DT_F32, s.heads, 1.f);
-    Buffer states(DT_F32, slotCount * stateSize, 1.f), y(dt, (size_t)tokens * inner, 1.f);
+    Buffer states(stDt, slotCount * stateSize, 1.f), y(dt, (size_t)tokens * inner, 1.f);
     const Buffer before = states;
     const float dtMin = 0.f;
     if (decode) {
-        launch(3, 256, [&] {
-            const auto step = s.state <= 64 ? mamba_ssm_step_n64 : s.state <= 128 ? mamba_ssm_step_n128 : mamba_ssm_step_n256;
-            step(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(),
-                           DT_F32, states.data(), DT_F32, slots.data(), y.data(), dt, segs, s.heads, s.headDim,
-                           s.groups, s.state, dtMin, dtMax);
+        const auto step = s.state <= 64    ? mamba_ssm_step_n64
+                          : s.state <= 128 ? mamba_ssm_step_n128
+                                           : mamba_ssm_step_n256;
+        launch(segs * s.heads, kStepThreads, [&] {
+            step(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(), DT_F32,
+                 states.data(), stDt, slots.data(), y.data(), dt, s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);
         });
     } else {
         // as CudaStateSpace.ssdScan: the piece table, then (when a segment may span pieces) the pieces' own states
@@ -127,14 +128,14 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
                            cap, work.data(), decays.data(), s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);
             });
             launch(3, 256, [&] {
-                mamba_ssd_pass(states.data(), DT_F32, slots.data(), table.data(), cap, work.data(), decays.data(),
+                mamba_ssd_pass(states.data(), stDt, slots.data(), table.data(), cap, work.data(), decays.data(),
                                s.heads, s.headDim, s.state);
             });
         }
         const auto scan = s.state <= 64 ? mamba_ssd_scan_n64 : s.state <= 128 ? mamba_ssd_scan_n128 : mamba_ssd_scan_n256;
         launch(cap * s.heads * tiles, kSsdThreads, [&] {
             scan(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(), DT_F32,
-                 states.data(), DT_F32, slots.data(), starts.data(), table.data(), cap, work.data(), y.data(), dt,
+                 states.data(), stDt, slots.data(), starts.data(), table.data(), cap, work.data(), y.data(), dt,
                  s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);
         });
     }
@@ -174,7 +175,7 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
             for (size_t e = 0; e < st.size(); e++) {
                 const double got = states.at(base + e);
                 worst = std::max(worst, std::fabs(got - st[e]));
-                if (!close(got, st[e], 4 * mag[e], DT_F32)) wrong++;
+                if (!close(got, st[e], 4 * mag[e], stDt)) wrong++;
             }
         }
     }
@@ -191,8 +192,7 @@ static void norm_check(const char* name, int dt, int rows, int inner, int groups
     Buffer y(dt, (size_t)rows * inner, 1.f), gate(dt, (size_t)rows * gateWidth, 1.f), w(dt, inner, 1.f);
     Buffer out(dt, (size_t)rows * inner, 1.f);
     const float eps = 1e-6f;
-    const int threads = 128;
-    launch(rows * groups, threads, [&] {
+    launch(rows * groups, kNormThreads, [&] {
         mamba_gated_rms_norm(y.data(), dt, gate.data(), dt, w.data(), dt, out.data(), dt, inner, gateWidth, groups,
                              eps);
     });
@@ -248,6 +248,13 @@ int main() {
     scan_check("step, a state of 48 (lanes past it idle on the second value)", DT_F32, Shape{2, 8, 1, 48, 4}, {1, 1},
                {0, 1}, 2, true, inf);
     scan_check("step bf16 rows, clamp", DT_BF16, Shape{6, 4, 3, 8, 4}, {1, 1}, {2, 1}, 3, true, 0.2f);
+    scan_check("step, heads of 70 (a second pass of channels, warps past the head idle)", DT_F32,
+               Shape{2, 70, 2, 128, 4}, {1, 1, 1}, {1, 3, 0}, 4, true, inf);
+    scan_check("step, heads of 36 at a state of 200 (two passes of 32 channels, lanes past the state idle)", DT_BF16,
+               Shape{2, 36, 1, 200, 4}, {1, 1}, {0, 2}, 3, true, inf);
+    scan_check("step, heads of 5 (warps past the head return)", DT_F32, Shape{3, 5, 1, 64, 4}, {1, 1}, {1, 0}, 2, true,
+               inf);
+    scan_check("step, bf16 states", DT_BF16, Shape{2, 64, 1, 128, 4}, {1, 1}, {2, 0}, 3, true, inf, DT_BF16);
     norm_check("gated norm fp32, one group", DT_F32, 3, 128, 1, 328);
     norm_check("gated norm fp32, two groups", DT_F32, 2, 128, 2, 328);
     norm_check("gated norm bf16, eight groups", DT_BF16, 3, 512, 8, 512);

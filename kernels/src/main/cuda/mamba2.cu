@@ -31,6 +31,12 @@ constexpr int kSsdBcFloats = 4096 + kSsdMaxChunk;  // a chunk's B (or C) rows, p
 // A chunk's x rows in shared memory, padded so the 8 lanes of a channel reading tokens s, s + 1, ... of it (the
 // chunk's own part of an output) hit 8 different banks.
 constexpr int kSsdXsStride = kSsdChannels + 4;
+// The decode step's block, one per (row, head): kStepWarps warps over the head's channels.
+constexpr int kStepThreads = 256;
+constexpr int kStepWarps = kStepThreads / 32;
+// The gated norm's block, one per (row, group): a group is thousands of values (8192 in Bamba-9B) and a decode
+// batch has few (row, group) pairs, so the block is the largest CUDA allows.
+constexpr int kNormThreads = 1024;
 
 __device__ __forceinline__ float silu_f(float v) { return v / (1.f + expf(-v)); }
 
@@ -439,79 +445,122 @@ MSTAR_SSD_SCAN(64, 3)
 MSTAR_SSD_SCAN(128, 3)
 MSTAR_SSD_SCAN(256, 2)
 
-// The decode step: one warp per (row, head, channel), its lanes striding the channel's state row (coalesced, each
-// value read and written once): h = h·exp(dt·A) + dt·B·x, y = h·C + D·x. A lane loads all its values (every 32nd of
-// the row, NMAX / 32 at most) before its first store, so a warp has the whole row in flight at once: the step is
-// bound by the state's bytes, and one 128-byte load at a time left most of the bandwidth idle. One instantiation per
-// state size keeps the registers (and so the warps an SM holds) to what the size needs.
-template <int NMAX>
+// v[i] = p[base + lane + 32·i] for i < PER (0 at and past count) with the dtype known at compile time, so the
+// loads need no branch between them and are in flight together.
+template <int DT, int PER>
+__device__ __forceinline__ void load_lane_values_as(const void* p, long long base, int lane, int count,
+                                                    float (&v)[PER]) {
+#pragma unroll
+    for (int i = 0; i < PER; i++) v[i] = lane + 32 * i < count ? load_f(p, DT, base + lane + 32 * i) : 0.f;
+}
+
+// load_lane_values_as for a dtype known at run time: one branch for all PER values.
+template <int PER>
+__device__ __forceinline__ void load_lane_values(const void* p, int dt, long long base, int lane, int count,
+                                                 float (&v)[PER]) {
+    switch (dt) {
+        case DT_BF16: load_lane_values_as<DT_BF16>(p, base, lane, count, v); break;
+        case DT_F16: load_lane_values_as<DT_F16>(p, base, lane, count, v); break;
+        case DT_F8_E4M3: load_lane_values_as<DT_F8_E4M3>(p, base, lane, count, v); break;
+        default: load_lane_values_as<DT_F32>(p, base, lane, count, v); break;
+    }
+}
+
+// The decode step. Block (row, head) = blockIdx.x, kStepThreads threads: h = h·exp(dt·A) + dt·B·x, y = h·C + D·x
+// for each channel of the head. Warp w takes channels w, w + kStepWarps, ..., CPW of them at a time, its lanes
+// striding each channel's state row (coalesced, each value read and written once), and issues all CPW rows' loads
+// (about 32 values a lane) before the first update: the step is bound by the state's bytes, so a warp needs many of
+// them in flight. The first rows' loads go out right after the slot's, ahead of the block's dt, decay and D and the
+// lane's B and C values (n = lane, lane + 32, ...), which are loaded once for all the head's channels. Lane j loads
+// x and stores y of the pass's j-th channel (x reaches the other lanes by shuffle). The state's dtype ST is a
+// template argument, so no dtype branch holds registers among the loads in flight.
+template <int NMAX, int ST>
 __device__ __forceinline__ void ssm_step_body(const void* xbc, int xDt, const void* proj, int projDt, const void* aLog,
                                               int aDt, const void* dtBias, int dtbDt, const void* dSkip, int dDt,
-                                              void* states, int stDt, const int* slots, void* y, int yDt, int rows,
-                                              int heads, int headDim, int groups, int stateDim, float dtMin,
-                                              float dtMax) {
+                                              void* states, const int* slots, void* y, int yDt, int heads,
+                                              int headDim, int groups, int stateDim, float dtMin, float dtMax) {
     constexpr int PER = NMAX / 32;
+    constexpr int CPW = NMAX <= 128 ? 8 : 4;
     await_previous_kernel();
+    const int row = blockIdx.x / heads, head = blockIdx.x - row * heads;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp >= headDim) return;
+    const long long stateBase = ((long long)slots[row] * heads + head) * headDim * stateDim;
+    float h[CPW][PER];
+    // channels p0, p0 + kStepWarps, ...; past the head the last row is read again, and not stored
+    const auto loadRows = [&](int p0) {
+#pragma unroll
+        for (int j = 0; j < CPW; j++) {
+            const int p = min(p0 + kStepWarps * j, headDim - 1);
+            load_lane_values_as<ST>(states, stateBase + (long long)p * stateDim, lane, stateDim, h[j]);
+        }
+    };
+    loadRows(warp);
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
-    const int lane = threadIdx.x & 31;
-    const long long warps = (long long)gridDim.x * blockDim.x / 32;
-    for (long long e = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; e < (long long)rows * inner;
-         e += warps) {
-        const int row = (int)(e / inner);
-        const int channel = (int)(e - (long long)row * inner);
-        const int head = channel / headDim, p = channel - head * headDim;
-        const float dt = step_size(load_f(proj, projDt, (long long)row * width + inner + convDim + head),
-                                   load_f(dtBias, dtbDt, head), dtMin, dtMax);
-        const float decay = expf(dt * -expf(load_f(aLog, aDt, head)));
-        const long long xBase = (long long)row * convDim;
-        const long long bBase = xBase + inner + head / (heads / groups) * stateDim, cBase = bBase + groupStates;
-        const float x = load_f(xbc, xDt, xBase + channel);
-        const long long stateBase = (((long long)slots[row] * heads + head) * headDim + p) * stateDim;
-        float h[PER], b[PER], c[PER];
+    const long long xBase = (long long)row * convDim + head * headDim, yBase = (long long)row * inner + head * headDim;
+    const long long bBase = (long long)row * convDim + inner + head / (heads / groups) * stateDim;
+    float b[PER], c[PER];
+    load_lane_values(xbc, xDt, bBase, lane, stateDim, b);
+    load_lane_values(xbc, xDt, bBase + groupStates, lane, stateDim, c);
+    const float dt = step_size(load_f(proj, projDt, (long long)row * width + inner + convDim + head),
+                               load_f(dtBias, dtbDt, head), dtMin, dtMax);
+    const float decay = expf(dt * -expf(load_f(aLog, aDt, head)));
+    const float skip = load_f(dSkip, dDt, head);
+    for (int p0 = warp; p0 < headDim; p0 += kStepWarps * CPW) {
+        if (p0 != warp) loadRows(p0);
+        const int own = p0 + kStepWarps * lane;  // the channel whose x and y this lane handles, when lane < CPW
+        const bool owns = lane < CPW && own < headDim;
+        const float ownX = owns ? load_f(xbc, xDt, xBase + own) : 0.f;
+        float ownY = 0.f;
 #pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int n = lane + 32 * i;
-            if (n < stateDim) {
-                h[i] = load_f(states, stDt, stateBase + n);
-                b[i] = load_f(xbc, xDt, bBase + n);
-                c[i] = load_f(xbc, xDt, cBase + n);
-            }
-        }
-        float acc = 0.f;
+        for (int j = 0; j < CPW; j++) {
+            const int p = p0 + kStepWarps * j;
+            if (p >= headDim) break;  // so are the warp's remaining channels
+            const long long at = stateBase + (long long)p * stateDim + lane;  // the lane's value i at at + 32·i
+            const float x = __shfl_sync(0xffffffffu, ownX, j);
+            float acc = 0.f;
 #pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int n = lane + 32 * i;
-            if (n < stateDim) {
-                h[i] = h[i] * decay + dt * b[i] * x;
-                store_f(states, stDt, stateBase + n, h[i]);
-                acc += h[i] * c[i];
+            for (int i = 0; i < PER; i++) {
+                if (lane + 32 * i < stateDim) {
+                    h[j][i] = h[j][i] * decay + dt * b[i] * x;
+                    store_f(states, ST, at + 32 * i, h[j][i]);
+                    acc += h[j][i] * c[i];
+                }
             }
+            acc = warp_sum(acc);
+            if (lane == j) ownY = acc;
         }
-        acc = warp_sum(acc);
-        if (lane == 0) store_f(y, yDt, e, acc + load_f(dSkip, dDt, head) * x);
+        if (owns) store_f(y, yDt, yBase + own, ownY + skip * ownX);
     }
 }
 
 // The step at states of up to 64, 128 and 256 values (CudaStateSpace.stepKernel picks the smallest that holds one),
-// with as many blocks an SM as fit the registers a lane's values need without spilling.
+// with as many blocks an SM as fit the registers a lane's values need without spilling. States are F32, BF16 or F16
+// (CudaStateSpace.ssmStep refuses others).
 #define MSTAR_SSM_STEP(NMAX, BLOCKS)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256, BLOCKS) mamba_ssm_step_n##NMAX(                                  \
+    extern "C" __global__ void __launch_bounds__(kStepThreads, BLOCKS) mamba_ssm_step_n##NMAX(                         \
         const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
-        int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, void* y, int yDt, int rows,   \
-        int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {                                  \
-        ssm_step_body<NMAX>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, dSkip, dDt, states, stDt, slots, y,     \
-                            yDt, rows, heads, headDim, groups, stateDim, dtMin, dtMax);                                \
+        int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, void* y, int yDt, int heads,  \
+        int headDim, int groups, int stateDim, float dtMin, float dtMax) {                                             \
+        switch (stDt) {                                                                                                \
+            case DT_BF16: MSTAR_SSM_STEP_AS(NMAX, DT_BF16); break;                                                     \
+            case DT_F16: MSTAR_SSM_STEP_AS(NMAX, DT_F16); break;                                                       \
+            default: MSTAR_SSM_STEP_AS(NMAX, DT_F32); break;                                                           \
+        }                                                                                                              \
     }
+#define MSTAR_SSM_STEP_AS(NMAX, ST)                                                                                    \
+    ssm_step_body<NMAX, ST>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, dSkip, dDt, states, slots, y, yDt,       \
+                            heads, headDim, groups, stateDim, dtMin, dtMax)
 MSTAR_SSM_STEP(64, 4)
-MSTAR_SSM_STEP(128, 4)
-MSTAR_SSM_STEP(256, 3)
+MSTAR_SSM_STEP(128, 3)
+MSTAR_SSM_STEP(256, 2)
 
-// One block per (row, group): v = y·silu(z) over the group's columns, normalised by its root mean square, times the
-// weight. Two passes over the row (sum of squares, then the store), so out may be y.
-extern "C" __global__ void mamba_gated_rms_norm(const void* y, int yDt, const void* gate, int gDt, const void* weight,
-                                                int wDt, void* out, int outDt, int inner, int gateWidth, int groups,
-                                                float eps) {
+// One block per (row, group), up to kNormThreads threads: v = y·silu(z) over the group's columns, normalised by its
+// root mean square, times the weight. Two passes over the row (sum of squares, then the store), so out may be y.
+extern "C" __global__ void __launch_bounds__(kNormThreads)
+    mamba_gated_rms_norm(const void* y, int yDt, const void* gate, int gDt, const void* weight, int wDt, void* out,
+                         int outDt, int inner, int gateWidth, int groups, float eps) {
     __shared__ float scratch[32];
     await_previous_kernel();
     const int row = blockIdx.x / groups, group = blockIdx.x - row * groups, size = inner / groups;

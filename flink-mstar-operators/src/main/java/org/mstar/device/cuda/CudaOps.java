@@ -50,7 +50,7 @@ public final class CudaOps implements ComputeOps {
         this.raggedAttention = new CudaRaggedAttention(device);
         this.ropeTables = shared.ropeTables();
         this.moe = new CudaMoe(device, elementwise, shared);
-        this.stateSpace = new CudaStateSpace(device, elementwise);
+        this.stateSpace = new CudaStateSpace(device);
         this.latentAttention = new CudaLatentAttention(device, shared);
     }
 

@@ -16,8 +16,8 @@ final class CudaStateSpace {
     static final int CONV_THREADS = 256;
     static final int CONV_RUNS = 8;
     /**
-     * The largest state the scan kernels hold (mamba_ssd_scan_n256) and the decode step keeps in a warp's registers
-     * (kStepPerLane), the scan's block and channels per block (kSsdChannels).
+     * The largest state the scan and the decode step hold (mamba_ssd_scan_n256, mamba_ssm_step_n256), the scan's
+     * block and channels per block (kSsdChannels).
      */
     static final int MAX_STATE = 256;
     static final int SCAN_THREADS = 256;
@@ -27,16 +27,20 @@ final class CudaStateSpace {
     /** The piece table's head ints and per-piece arrays (SsdPieces in mamba2.cu). */
     private static final int TABLE_HEAD = 4;
     private static final int TABLE_ARRAYS = 8;
-    /** Threads per warp: the decode step gives each channel a warp, the piece table is laid out by one. */
+    /** The piece table is laid out by one warp. */
     private static final int WARP = 32;
-    private static final int NORM_THREADS = 256;
+    /** The pass's grid-stride blocks: enough to fill every SM, each thread one state value of a long segment. */
+    private static final int PASS_THREADS = 256;
+    private static final int PASS_BLOCKS_PER_SM = 8;
+    /** kStepThreads: the decode step's block, one per (row, head). */
+    static final int STEP_THREADS = 256;
+    /** kNormThreads: the gated norm's block, one per (row, group). */
+    static final int NORM_THREADS = 1024;
 
     private final CudaDevice device;
-    private final Elementwise elementwise;
 
-    CudaStateSpace(CudaDevice device, Elementwise elementwise) {
+    CudaStateSpace(CudaDevice device) {
         this.device = device;
-        this.elementwise = elementwise;
     }
 
     void causalConv1d(CudaTensor proj, CudaTensor weight, CudaTensor bias, CudaTensor states, CudaTensor slots,
@@ -103,9 +107,12 @@ final class CudaStateSpace {
                             .i32(code(aLog)).tensor(dtBias).i32(code(dtBias)).tensor(table).i32(bounds.pieces())
                             .tensor(work).tensor(decays).i32(s.heads()).i32(s.headDim()).i32(s.groups())
                             .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssdScan");
-            elementwise.launch("mamba_ssd_pass", bounds.multiPieceSegments() * values, new KernelArgs().tensor(states)
-                    .i32(code(states)).tensor(slots).tensor(table).i32(bounds.pieces()).tensor(work).tensor(decays)
-                    .i32(s.heads()).i32(s.headDim()).i32(s.stateDim()), "ssdScan");
+            long passValues = bounds.multiPieceSegments() * values;
+            int passBlocks = (int) Math.min((long) device.context().multiprocessors() * PASS_BLOCKS_PER_SM,
+                    (passValues + PASS_THREADS - 1) / PASS_THREADS);
+            kernel("mamba_ssd_pass").launch(device.stream(), passBlocks, 1, 1, PASS_THREADS, 0, new KernelArgs()
+                    .tensor(states).i32(code(states)).tensor(slots).tensor(table).i32(bounds.pieces()).tensor(work)
+                    .tensor(decays).i32(s.heads()).i32(s.headDim()).i32(s.stateDim()), "ssdScan");
         }
         kernel(scanKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(bounds.pieces() * s.heads() * tiles),
                 1, 1, SCAN_THREADS, 0,
@@ -137,16 +144,22 @@ final class CudaStateSpace {
         checkScan(xbc, proj, aLog, dtBias, d, states, s, y, "ssmStep");
         long rows = slots.numel();
         if (s.stateDim() > MAX_STATE) {
-            throw new IllegalArgumentException("ssmStep: states of " + s.stateDim() + "; mamba_ssm_step_n256 takes at most "
-                    + MAX_STATE);
+            throw new IllegalArgumentException("ssmStep: states of " + s.stateDim()
+                    + "; mamba_ssm_step_n256 takes at most " + MAX_STATE);
+        }
+        if (states.dtype() != DType.F32 && states.dtype() != DType.BF16 && states.dtype() != DType.F16) {
+            throw new IllegalArgumentException("ssmStep: states " + states + "; mamba_ssm_step takes F32, BF16 or F16");
         }
         if (proj.numel() != rows * s.projWidth()) {
             throw new IllegalArgumentException("ssmStep: proj " + proj + " is not " + rows + " rows of " + s);
         }
-        device.enter();
-        elementwise.launch(stepKernel(s.stateDim()), rows * s.inner() * WARP, scanArgs(xbc, proj, aLog, dtBias, d, states, slots)
-                .tensor(y).i32(code(y)).i32((int) rows).i32(s.heads()).i32(s.headDim()).i32(s.groups())
-                .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssmStep");
+        if (rows == 0) {
+            return;
+        }
+        kernel(stepKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(rows * s.heads()), 1, 1,
+                STEP_THREADS, 0, scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(y).i32(code(y))
+                        .i32(s.heads()).i32(s.headDim()).i32(s.groups()).i32(s.stateDim()).f32(s.dtMin())
+                        .f32(s.dtMax()), "ssmStep");
     }
 
     void gatedRmsNorm(CudaTensor y, CudaTensor gate, CudaTensor weight, int groups, float eps, CudaTensor out) {

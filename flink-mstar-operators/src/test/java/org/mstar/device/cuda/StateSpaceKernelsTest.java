@@ -19,7 +19,9 @@ class StateSpaceKernelsTest {
                 .contains("constexpr int kConvRuns = " + CudaStateSpace.CONV_RUNS + ";")
                 .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
                 .contains("constexpr int kSsdThreads = " + CudaStateSpace.SCAN_THREADS + ";")
-                .contains("constexpr int kSsdPieceTokens = " + CudaStateSpace.PIECE_TOKENS + ";");
+                .contains("constexpr int kSsdPieceTokens = " + CudaStateSpace.PIECE_TOKENS + ";")
+                .contains("constexpr int kStepThreads = " + CudaStateSpace.STEP_THREADS + ";")
+                .contains("constexpr int kNormThreads = " + CudaStateSpace.NORM_THREADS + ";");
         for (int n : new int[] {64, 128, 256}) {
             assertThat(kernels).contains("MSTAR_SSD_SCAN(" + n + ",").contains("MSTAR_SSM_STEP(" + n + ",");
         }
