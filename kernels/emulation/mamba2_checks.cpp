@@ -93,7 +93,7 @@ static void conv_check(const char* name, int dt, Shape s, std::vector<int> lengt
 
 // The scan (or, with decode, the step: every segment one token) against the recurrence in double.
 static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengths, std::vector<int> slots,
-                       int slotCount, bool decode, float dtMax, int stDt = DT_F32) {
+                       int slotCount, bool decode, float dtMax, int stDt = DT_F32, int splits = 1) {
     std::vector<int> starts{0};
     for (int n : lengths) starts.push_back(starts.back() + n);
     const int tokens = starts.back(), segs = (int)slots.size(), conv = s.conv(), inner = s.inner();
@@ -107,9 +107,10 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
         const auto step = s.state <= 64    ? mamba_ssm_step_n64
                           : s.state <= 128 ? mamba_ssm_step_n128
                                            : mamba_ssm_step_n256;
-        launch(segs * s.heads, kStepThreads, [&] {
+        launch(segs * s.heads * splits, kStepThreads, [&] {
             step(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(), DT_F32,
-                 states.data(), stDt, slots.data(), y.data(), dt, s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);
+                 states.data(), stDt, slots.data(), y.data(), dt, s.heads, s.headDim, s.groups, s.state, dtMin, dtMax,
+                 splits);
         });
     } else {
         // as CudaStateSpace.ssdScan: the piece table, then (when a segment may span pieces) the pieces' own states
@@ -255,6 +256,10 @@ int main() {
     scan_check("step, heads of 5 (warps past the head return)", DT_F32, Shape{3, 5, 1, 64, 4}, {1, 1}, {1, 0}, 2, true,
                inf);
     scan_check("step, bf16 states", DT_BF16, Shape{2, 64, 1, 128, 4}, {1, 1}, {2, 0}, 3, true, inf, DT_BF16);
+    scan_check("step, one row, heads split in 8 (a channel a warp)", DT_F32, Shape{3, 64, 1, 128, 4}, {1}, {1}, 2,
+               true, inf, DT_F32, 8);
+    scan_check("step, heads of 70 split in 3 (shares of 24, 24 and 22)", DT_BF16, Shape{2, 70, 2, 128, 4}, {1, 1},
+               {1, 0}, 3, true, inf, DT_F32, 3);
     norm_check("gated norm fp32, one group", DT_F32, 3, 128, 1, 328);
     norm_check("gated norm fp32, two groups", DT_F32, 2, 128, 2, 328);
     norm_check("gated norm bf16, eight groups", DT_BF16, 3, 512, 8, 512);

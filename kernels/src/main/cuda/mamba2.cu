@@ -466,36 +466,42 @@ __device__ __forceinline__ void load_lane_values(const void* p, int dt, long lon
     }
 }
 
-// The decode step. Block (row, head) = blockIdx.x, kStepThreads threads: h = h·exp(dt·A) + dt·B·x, y = h·C + D·x
-// for each channel of the head. Warp w takes channels w, w + kStepWarps, ..., CPW of them at a time, its lanes
-// striding each channel's state row (coalesced, each value read and written once), and issues all CPW rows' loads
-// (about 32 values a lane) before the first update: the step is bound by the state's bytes, so a warp needs many of
-// them in flight. The first rows' loads go out right after the slot's, ahead of the block's dt, decay and D and the
-// lane's B and C values (n = lane, lane + 32, ...), which are loaded once for all the head's channels. Lane j loads
+// The decode step. Block (row, head, split) = blockIdx.x, kStepThreads threads: h = h·exp(dt·A) + dt·B·x,
+// y = h·C + D·x for each channel of the split's share of the head (a head is split where rows × heads blocks would
+// leave SMs idle: at one row, Bamba-9B's 128 heads are 128 blocks). Warp w takes the share's channels w,
+// w + kStepWarps, ..., CPW of them at a time, its lanes striding each channel's state row (coalesced, each value read
+// and written once), and issues all CPW rows' loads (about 32 values a lane) before the first update: the step is
+// bound by the state's bytes, so a warp needs many of them in flight. The first rows' loads go out right after the
+// slot's, ahead of the block's dt, decay and D and the lane's B and C values (n = lane, lane + 32, ...), which are
+// loaded once for all the block's channels. Lane j loads
 // x and stores y of the pass's j-th channel (x reaches the other lanes by shuffle). The state's dtype ST is a
 // template argument, so no dtype branch holds registers among the loads in flight.
 template <int NMAX, int ST>
 __device__ __forceinline__ void ssm_step_body(const void* xbc, int xDt, const void* proj, int projDt, const void* aLog,
                                               int aDt, const void* dtBias, int dtbDt, const void* dSkip, int dDt,
                                               void* states, const int* slots, void* y, int yDt, int heads,
-                                              int headDim, int groups, int stateDim, float dtMin, float dtMax) {
+                                              int headDim, int groups, int stateDim, float dtMin, float dtMax,
+                                              int splits) {
     constexpr int PER = NMAX / 32;
     constexpr int CPW = NMAX <= 128 ? 8 : 4;
     await_previous_kernel();
-    const int row = blockIdx.x / heads, head = blockIdx.x - row * heads;
+    const int rowHead = blockIdx.x / splits, split = blockIdx.x - rowHead * splits;
+    const int row = rowHead / heads, head = rowHead - row * heads;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (warp >= headDim) return;
+    const int perSplit = (headDim + splits - 1) / splits;
+    const int first = split * perSplit, last = min(headDim, first + perSplit);  // the block's channels
+    if (first + warp >= last) return;
     const long long stateBase = ((long long)slots[row] * heads + head) * headDim * stateDim;
     float h[CPW][PER];
-    // channels p0, p0 + kStepWarps, ...; past the head the last row is read again, and not stored
+    // channels p0, p0 + kStepWarps, ...; past the block's last the last row is read again, and not stored
     const auto loadRows = [&](int p0) {
 #pragma unroll
         for (int j = 0; j < CPW; j++) {
-            const int p = min(p0 + kStepWarps * j, headDim - 1);
+            const int p = min(p0 + kStepWarps * j, last - 1);
             load_lane_values_as<ST>(states, stateBase + (long long)p * stateDim, lane, stateDim, h[j]);
         }
     };
-    loadRows(warp);
+    loadRows(first + warp);
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
     const long long xBase = (long long)row * convDim + head * headDim, yBase = (long long)row * inner + head * headDim;
@@ -507,16 +513,16 @@ __device__ __forceinline__ void ssm_step_body(const void* xbc, int xDt, const vo
                                load_f(dtBias, dtbDt, head), dtMin, dtMax);
     const float decay = expf(dt * -expf(load_f(aLog, aDt, head)));
     const float skip = load_f(dSkip, dDt, head);
-    for (int p0 = warp; p0 < headDim; p0 += kStepWarps * CPW) {
-        if (p0 != warp) loadRows(p0);
+    for (int p0 = first + warp; p0 < last; p0 += kStepWarps * CPW) {
+        if (p0 != first + warp) loadRows(p0);
         const int own = p0 + kStepWarps * lane;  // the channel whose x and y this lane handles, when lane < CPW
-        const bool owns = lane < CPW && own < headDim;
+        const bool owns = lane < CPW && own < last;
         const float ownX = owns ? load_f(xbc, xDt, xBase + own) : 0.f;
         float ownY = 0.f;
 #pragma unroll
         for (int j = 0; j < CPW; j++) {
             const int p = p0 + kStepWarps * j;
-            if (p >= headDim) break;  // so are the warp's remaining channels
+            if (p >= last) break;  // so are the warp's remaining channels
             const long long at = stateBase + (long long)p * stateDim + lane;  // the lane's value i at at + 32·i
             const float x = __shfl_sync(0xffffffffu, ownX, j);
             float acc = 0.f;
@@ -542,7 +548,7 @@ __device__ __forceinline__ void ssm_step_body(const void* xbc, int xDt, const vo
     extern "C" __global__ void __launch_bounds__(kStepThreads, BLOCKS) mamba_ssm_step_n##NMAX(                         \
         const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
         int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, void* y, int yDt, int heads,  \
-        int headDim, int groups, int stateDim, float dtMin, float dtMax) {                                             \
+        int headDim, int groups, int stateDim, float dtMin, float dtMax, int splits) {                                 \
         switch (stDt) {                                                                                                \
             case DT_BF16: MSTAR_SSM_STEP_AS(NMAX, DT_BF16); break;                                                     \
             case DT_F16: MSTAR_SSM_STEP_AS(NMAX, DT_F16); break;                                                       \
@@ -551,7 +557,7 @@ __device__ __forceinline__ void ssm_step_body(const void* xbc, int xDt, const vo
     }
 #define MSTAR_SSM_STEP_AS(NMAX, ST)                                                                                    \
     ssm_step_body<NMAX, ST>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, dSkip, dDt, states, slots, y, yDt,       \
-                            heads, headDim, groups, stateDim, dtMin, dtMax)
+                            heads, headDim, groups, stateDim, dtMin, dtMax, splits)
 MSTAR_SSM_STEP(64, 4)
 MSTAR_SSM_STEP(128, 3)
 MSTAR_SSM_STEP(256, 2)

@@ -34,6 +34,9 @@ final class CudaStateSpace {
     private static final int PASS_BLOCKS_PER_SM = 8;
     /** kStepThreads: the decode step's block, one per (row, head). */
     static final int STEP_THREADS = 256;
+    private static final int STEP_WARPS = STEP_THREADS / WARP;
+    /** Blocks an SM the decode step's grid is made to fill where a batch is small: all its state loads at once. */
+    private static final int STEP_BLOCKS_PER_SM = 8;
     /** kNormThreads: the gated norm's block, one per (row, group). */
     static final int NORM_THREADS = 1024;
 
@@ -156,10 +159,20 @@ final class CudaStateSpace {
         if (rows == 0) {
             return;
         }
-        kernel(stepKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(rows * s.heads()), 1, 1,
+        int splits = stepSplits(rows * s.heads(), s.headDim(), device.context().multiprocessors());
+        kernel(stepKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(rows * s.heads() * splits), 1, 1,
                 STEP_THREADS, 0, scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(y).i32(code(y))
                         .i32(s.heads()).i32(s.headDim()).i32(s.groups()).i32(s.stateDim()).f32(s.dtMin())
-                        .f32(s.dtMax()), "ssmStep");
+                        .f32(s.dtMax()).i32(splits), "ssmStep");
+    }
+
+    /**
+     * Blocks each (row, head) of the decode step is split into: enough for {@link #STEP_BLOCKS_PER_SM} blocks an SM
+     * when rows × heads are fewer (one row of Bamba-9B: 128 heads), at most one channel a warp.
+     */
+    static int stepSplits(long rowHeads, int headDim, int sms) {
+        long wanted = ((long) sms * STEP_BLOCKS_PER_SM + rowHeads - 1) / rowHeads;
+        return (int) Math.max(1, Math.min(wanted, (headDim + STEP_WARPS - 1) / STEP_WARPS));
     }
 
     void gatedRmsNorm(CudaTensor y, CudaTensor gate, CudaTensor weight, int groups, float eps, CudaTensor out) {

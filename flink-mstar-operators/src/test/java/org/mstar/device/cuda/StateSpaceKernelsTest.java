@@ -48,6 +48,14 @@ class StateSpaceKernelsTest {
     }
 
     @Test
+    void aSmallDecodeBatchSplitsItsHeadsUntilTheSmsAreFull() {
+        assertThat(CudaStateSpace.stepSplits(128, 64, 132)).isEqualTo(8); // one row of Bamba-9B: a channel a warp
+        assertThat(CudaStateSpace.stepSplits(512, 64, 132)).isEqualTo(3);
+        assertThat(CudaStateSpace.stepSplits(64 * 128, 64, 132)).isEqualTo(1);
+        assertThat(CudaStateSpace.stepSplits(4, 16, 132)).isEqualTo(2); // never past a channel a warp
+    }
+
+    @Test
     void thePieceBoundsOfOnePromptAndOfDecodeRows() {
         // one prompt of 2048: eight pieces, seven of them not last, one segment longer than a piece
         assertThat(CudaStateSpace.ScanPieces.of(2048, 1)).isEqualTo(new CudaStateSpace.ScanPieces(9, 7, 7));
