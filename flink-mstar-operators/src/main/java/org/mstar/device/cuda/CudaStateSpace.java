@@ -32,7 +32,7 @@ final class CudaStateSpace {
     /** The pass's grid-stride blocks: enough to fill every SM, each thread one state value of a long segment. */
     private static final int PASS_THREADS = 256;
     private static final int PASS_BLOCKS_PER_SM = 8;
-    /** kStepThreads: the decode step's block, one per (row, head). */
+    /** kStepThreads: the decode step's block, one per (row, head) or per share of one ({@link #stepSplits}). */
     static final int STEP_THREADS = 256;
     private static final int STEP_WARPS = STEP_THREADS / WARP;
     /** Blocks an SM the decode step's grid is made to fill where a batch is small: all its state loads at once. */
