@@ -50,6 +50,10 @@ inline int __shfl_up_sync(unsigned, int v, unsigned delta) {
     const int lane = threadIdx.x % 32;
     return exchange_in_warp(v, lane >= (int)delta ? lane - (int)delta : lane);
 }
+inline float __shfl_up_sync(unsigned, float v, unsigned delta) {
+    const int lane = threadIdx.x % 32;
+    return exchange_in_warp(v, lane >= (int)delta ? lane - (int)delta : lane);
+}
 inline float __shfl_sync(unsigned, float v, int srcLane) { return exchange_in_warp(v, srcLane); }
 inline unsigned __ballot_sync(unsigned, bool pred) {
     const int t = threadIdx.x, w = t / 32;

@@ -1,12 +1,13 @@
 // Host emulation checks of the Mamba2 kernels (mamba2.cu), launched as CudaOps launches them, on the CPU under
-// cuda_host_shim.h, against a token-by-token recurrence in double: the causal conv1d continuing from stored windows
+// warp_mma_shim.h, against a token-by-token recurrence in double: the causal conv1d continuing from stored windows
 // (segments of 1 to 37 tokens, one of none), the chunked scan over segments shorter and longer than its chunk (16 or
 // 32 tokens) with heads of one and two channel tiles and states of 8 to 256, continuing from stored states, the decode
 // step (heads of 4 to 70 channels, one or two passes of a warp's channels, fp32 and bf16 states), and the gated RMSNorm
 // of one and of several groups. Outputs and the states left in the slots must match within fp32 summation error (plus
 // one rounding for bf16 tensors); slots no segment names must be left bit for bit. It checks indexing and arithmetic
 // where no GPU is at hand; it says nothing about speed. Run: ./run.sh mamba2_checks
-#include "cuda_host_shim.h"
+#define MSTAR_HOST_EMULATION
+#include "warp_mma_shim.h"
 #include <algorithm>
 using std::min;
 #include "common.cuh"
@@ -116,6 +117,7 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
         // as CudaStateSpace.ssdScan: the piece table, then (when a segment may span pieces) the pieces' own states
         // and their chaining, then the scan of every piece
         const int tiles = (s.headDim + kSsdChannels - 1) / kSsdChannels;
+        const int nmax = s.state <= 64 ? 64 : s.state <= 128 ? 128 : 256;  // as CudaStateSpace picks it
         const int cap = (tokens + kSsdPieceTokens - 1) / kSsdPieceTokens + segs;
         const int inners = tokens > 0 ? (tokens - 1) / kSsdPieceTokens : 0, multis = tokens / (kSsdPieceTokens + 1);
         std::vector<int> table(4 + 8 * cap, -7);
@@ -124,7 +126,7 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
         if (inners > 0) {
             const auto pieceState = s.state <= 64 ? mamba_ssd_piece_state_n64
                                   : s.state <= 128 ? mamba_ssd_piece_state_n128 : mamba_ssd_piece_state_n256;
-            launch(inners * s.heads * tiles, kSsdThreads, [&] {
+            launch(inners * s.heads * tiles, ssd_threads(nmax), [&] {
                 pieceState(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, table.data(),
                            cap, work.data(), decays.data(), s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);
             });
@@ -134,7 +136,7 @@ static void scan_check(const char* name, int dt, Shape s, std::vector<int> lengt
             });
         }
         const auto scan = s.state <= 64 ? mamba_ssd_scan_n64 : s.state <= 128 ? mamba_ssd_scan_n128 : mamba_ssd_scan_n256;
-        launch(cap * s.heads * tiles, kSsdThreads, [&] {
+        launch(cap * s.heads * tiles, ssd_threads(nmax), [&] {
             scan(xbc.data(), dt, proj.data(), dt, aLog.data(), DT_F32, dtBias.data(), DT_F32, d.data(), DT_F32,
                  states.data(), stDt, slots.data(), starts.data(), table.data(), cap, work.data(), y.data(), dt,
                  s.heads, s.headDim, s.groups, s.state, dtMin, dtMax);

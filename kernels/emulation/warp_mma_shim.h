@@ -1,8 +1,8 @@
 // Host emulation of what the attention kernels add to cuda_host_shim.h: cp.async (copies at once, so commit and
 // wait have nothing to do), the block's dynamic shared memory, and the warp-collective matrix operations
-// (ldmatrix, mma.sync m16n8k16 bf16, movmatrix), each lane publishing its operands through a buffer between two
-// barriers over the warp, as __shfl_xor_sync does there. Grids are 3-D. Include before the kernels, with
-// MSTAR_HOST_EMULATION defined.
+// (ldmatrix, mma.sync m16n8k16 bf16 and m16n8k8 tf32, movmatrix), each lane publishing its operands through a
+// buffer between two barriers over the warp, as __shfl_xor_sync does there. Grids are 3-D. Include before the
+// kernels, with MSTAR_HOST_EMULATION defined.
 #pragma once
 #include <array>
 #include <atomic>
@@ -88,29 +88,54 @@ inline void ldmatrix(uint32_t (&r)[4], uint32_t addr, bool trans) {
 inline void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) { emu::ldmatrix(r, addr, false); }
 inline void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) { emu::ldmatrix(r, addr, true); }
 
-// PTX fragments: A (16x16) a0 = (g, 2q..), a1 = (g + 8, 2q..), a2 = (g, 2q + 8..), a3 = (g + 8, 2q + 8..);
-// B (16x8) b0 = (2q.., g), b1 = (2q + 8.., g); C c0, c1 = (g, 2q..), c2, c3 = (g + 8, 2q..).
-inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+namespace emu {
+// Publishes the lane's operands to the warp, then c += A·B over K for the lane's four accumulator entries;
+// A(w0, row, k) and B(w0, k, col) read the published words of warp w0.
+template <int K, class FA, class FB>
+inline void warp_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, FA A, FB B) {
     const int t = threadIdx.x, w0 = t & ~31, g = (t & 31) / 4, q = t % 4;
     for (int i = 0; i < 4; ++i) g_warp_operands[t][i] = a[i];
     g_warp_operands[t][4] = b0;
     g_warp_operands[t][5] = b1;
-    emu::warp_barrier();
-    auto A = [&](int row, int k) {
-        return emu::bf16_half(g_warp_operands[w0 + 4 * (row % 8) + (k % 8) / 2][(row >= 8) + 2 * (k >= 8)], k % 2);
-    };
-    auto B = [&](int k, int n) {
-        return emu::bf16_half(g_warp_operands[w0 + 4 * n + (k % 8) / 2][4 + (k >= 8)], k % 2);
-    };
+    warp_barrier();
     float d[4];
     for (int e = 0; e < 4; ++e) {
         const int row = g + 8 * (e >= 2), col = 2 * q + e % 2;
         float s = c[e];
-        for (int k = 0; k < 16; ++k) s += A(row, k) * B(k, col);
+        for (int k = 0; k < K; ++k) s += A(w0, row, k) * B(w0, k, col);
         d[e] = s;
     }
-    emu::warp_barrier();
+    warp_barrier();
     for (int e = 0; e < 4; ++e) c[e] = d[e];
+}
+}  // namespace emu
+
+// PTX fragments: A (16x16) a0 = (g, 2q..), a1 = (g + 8, 2q..), a2 = (g, 2q + 8..), a3 = (g + 8, 2q + 8..);
+// B (16x8) b0 = (2q.., g), b1 = (2q + 8.., g); C c0, c1 = (g, 2q..), c2, c3 = (g + 8, 2q..).
+inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    emu::warp_mma<16>(
+        c, a, b0, b1,
+        [](int w0, int row, int k) {
+            return emu::bf16_half(g_warp_operands[w0 + 4 * (row % 8) + (k % 8) / 2][(row >= 8) + 2 * (k >= 8)], k % 2);
+        },
+        [](int w0, int k, int n) {
+            return emu::bf16_half(g_warp_operands[w0 + 4 * n + (k % 8) / 2][4 + (k >= 8)], k % 2);
+        });
+}
+
+// Rounds to nearest, ties away from zero, keeping 10 mantissa bits (finite values; the kernels see no others).
+inline uint32_t to_tf32(float a) { return (__float_as_uint(a) + 0x1000u) & 0xffffe000u; }
+
+// PTX fragments: A (16x8) a0 = (g, q), a1 = (g + 8, q), a2 = (g, q + 4), a3 = (g + 8, q + 4); B (8x8) b0 = (q, g),
+// b1 = (q + 4, g); C as mma_bf16's. The low 13 bits of every operand are ignored, as the device does.
+inline void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    auto tf = [](uint32_t r) { return __uint_as_float(r & 0xffffe000u); };
+    emu::warp_mma<8>(
+        c, a, b0, b1,
+        [&](int w0, int row, int k) {
+            return tf(g_warp_operands[w0 + 4 * (row % 8) + k % 4][(row >= 8) + 2 * (k >= 4)]);
+        },
+        [&](int w0, int k, int n) { return tf(g_warp_operands[w0 + 4 * n + k % 4][4 + (k >= 4)]); });
 }
 
 inline uint32_t movmatrix_trans(uint32_t a) {

@@ -2,11 +2,12 @@
 // prefill chunks, the decode step of the state, and the gated RMSNorm. A batch is segments of tokens lying back to
 // back (segment i is tokens [starts[i], starts[i+1]) of a request whose state is row slots[i]), read from device
 // memory, so a recorded decode graph serves whatever slots a later step's rows hold. The input projection's row is
-// [z (inner) | xBC (convDim) | dt (heads)]; xBC is [x (inner) | B (groups·N) | C (groups·N)]. fp32 arithmetic on the
-// CUDA cores: the scan cuts segments into pieces scanned in parallel, each keeping its channels' state in registers
-// across its chunks (chunked SSD, the chunk's C·Bᵀ once per block); the decode step reads and writes each state row
-// once, coalesced.
+// [z (inner) | xBC (convDim) | dt (heads)]; xBC is [x (inner) | B (groups·N) | C (groups·N)]. The scan cuts
+// segments into pieces scanned in parallel, each keeping its channels' state in mma accumulators across its chunks
+// and doing a chunk's products on the tensor cores, in TF32 halves that carry fp32 accuracy; the decode step reads and
+// writes each state row once, coalesced, in fp32 on the CUDA cores.
 #include "common.cuh"
+#include "mma.cuh"
 
 using namespace mstar;
 
@@ -16,21 +17,18 @@ constexpr int kMaxConvKernel = 8;
 // every segment is a decode row), each thread one channel over one run.
 constexpr int kConvThreads = 256;
 constexpr int kConvRuns = 8;
-// The scan block: kSsdThreads threads over kSsdChannels channels of a head, kSsdLanes threads a channel (a thread
-// holds every kSsdLanes-th state value of kSsdPerThread channels 32 apart, so each B or C value it reads from shared
-// memory feeds that many FMAs). The largest state (CudaStateSpace.MAX_STATE) and the chunk's B and C share memory:
-// a chunk is 4096 / NMAX tokens, at most kSsdMaxChunk. Any chunk length gives the same result in exact arithmetic,
-// so this need not be the checkpoint's chunk_size.
+// The scan block: kSsdChannels channels of a head by the state's NMAX values, a warp holding 16 channels by
+// kSsdWarpStates values (ssd_threads(NMAX) threads). The largest state (CudaStateSpace.MAX_STATE) and the chunk's B
+// and C share memory: a chunk is 4096 / NMAX tokens, at most kSsdMaxChunk. Any chunk length gives the same result in
+// exact arithmetic, so this need not be the checkpoint's chunk_size.
 constexpr int kSsdChannels = 64;
-constexpr int kSsdLanes = 8;
-constexpr int kSsdThreads = 256;
-constexpr int kSsdPerThread = kSsdChannels * kSsdLanes / kSsdThreads;
-constexpr int kSsdChannelStride = kSsdThreads / kSsdLanes;
+constexpr int kSsdWarpStates = 64;
 constexpr int kSsdMaxChunk = 32;
-constexpr int kSsdBcFloats = 4096 + kSsdMaxChunk;  // a chunk's B (or C) rows, padded by one float each
-// A chunk's x rows in shared memory, padded so the 8 lanes of a channel reading tokens s, s + 1, ... of it (the
-// chunk's own part of an output) hit 8 different banks.
-constexpr int kSsdXsStride = kSsdChannels + 4;
+constexpr int ssd_threads(int nmax) { return 32 * (kSsdChannels / 16) * (nmax / kSsdWarpStates); }
+// Row strides in shared memory that put the fragment loads of one mma on 32 different banks: B and C rows NMAX + 8,
+// x rows kSsdXsStride, W rows L + 4, the outputs' partial sums kSsdYsStride.
+constexpr int kSsdXsStride = kSsdChannels + 8;
+constexpr int kSsdYsStride = kSsdChannels + 4;
 // The decode step's block, one per (row, head): kStepWarps warps over the head's channels.
 constexpr int kStepThreads = 256;
 constexpr int kStepWarps = kStepThreads / 32;
@@ -106,14 +104,14 @@ extern "C" __global__ void __launch_bounds__(kConvThreads) mamba_causal_conv1d(
 // mamba_ssd_scan scans each piece from its entering state, writing the outputs and, at the segment's last piece, the
 // state. When no segment is longer than a piece only mamba_ssd_pieces and mamba_ssd_scan run.
 //
-// Within a piece, block (piece, head, channel tile): channels p0 .. p0 + 63 of the head, thread (c, lane q) holding
-// state values n = q, q + 8, ... of channels p0 + c and p0 + c + 32 in registers. Per chunk of L tokens, with cum the
-// inclusive prefix sum of dt·A over the chunk and h the state before:
+// Within a piece, block (piece, head, channel tile): channels p0 .. p0 + 63 of the head, the state h of those
+// channels (64 x NMAX) held in the warps' mma accumulators. Per chunk of L tokens, with cum the inclusive prefix sum
+// of dt·A over the chunk and h the state before:
 //   y_t = exp(cum_t)·(C_t·h) + Σ_{s≤t} W[t][s]·x_s + D·x_t,   W[t][s] = (C_t·B_s)·exp(cum_t − cum_s)·dt_s
 //   h  ← exp(cum_L)·h + Σ_s exp(cum_L − cum_s)·dt_s·x_s·B_s
-// W is computed once per block and chunk (the matmul-shaped part, shared by the block's channels); C_t·h and the
-// chunk's own part are each spread over the 8 lanes of a channel (lane q takes tokens s = q, q + 8, ...) and summed
-// by shuffles, so no lane runs the t + 1 terms alone while the others wait.
+// Each is a matrix product: C·Bᵀ (L x L over the state), h·Cᵀ (channels x L over the state; each warp's share over
+// its state values, summed across warps), Xᵀ·Wᵀ (channels x L over the chunk) and (tail·X)ᵀ·B (the state's update
+// over the chunk).
 constexpr int kSsdPieceTokens = 256;
 
 // The piece table, ints: [0] pieces, [1] segments of more than one piece ("multi"), [2] their pieces (each has a
@@ -180,132 +178,201 @@ extern "C" __global__ void mamba_ssd_pieces(const int* starts, int segments, int
     }
 }
 
-// Scans tokens [first, end) of one head's channel tile from the state h in registers, chunk by chunk; with OUTPUTS
-// it writes y, without it only advances h and multiplies `decay` by each chunk's exp(cum_L).
+// c += a·b on the tensor cores to about fp32 accuracy: a in TF32 halves (hi, lo), b as floats split the same way;
+// hi·hi + hi·lo + lo·hi, the small terms first. An exact operand (a value of a 16-bit type is exactly a TF32) has no
+// lo term.
+__device__ __forceinline__ void mma_tf32x3(float (&c)[4], const uint32_t (&aHi)[4], const uint32_t (&aLo)[4],
+                                           bool aExact, float b0, float b1, bool bExact) {
+    const uint32_t h0 = to_tf32(b0), h1 = to_tf32(b1);
+    if (!bExact) mma_tf32(c, aHi, to_tf32(b0 - __uint_as_float(h0)), to_tf32(b1 - __uint_as_float(h1)));
+    if (!aExact) mma_tf32(c, aLo, h0, h1);
+    mma_tf32(c, aHi, h0, h1);
+}
+
+__device__ __forceinline__ void split_tf32(const float (&v)[4], uint32_t (&hi)[4], uint32_t (&lo)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        hi[i] = to_tf32(v[i]);
+        lo[i] = to_tf32(v[i] - __uint_as_float(hi[i]));
+    }
+}
+
+// The fragment coordinates of a scan thread: warp (wp, wn) holds channels 16·wp + g and + 8 of the tile and state
+// values 64·wn + 8j + 2q and + 1 (h[j][e]: channel row g + 8·(e / 2), value 2q + e % 2 of n-tile j).
+struct SsdLane {
+    int wn, g, q, row, n0;
+    __device__ SsdLane() {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        wn = warp / (kSsdChannels / 16);
+        g = lane / 4;
+        q = lane % 4;
+        row = 16 * (warp % (kSsdChannels / 16)) + g;
+        n0 = kSsdWarpStates * wn + 2 * q;
+    }
+};
+
+// Scans tokens [first, end) of one head's channel tile from the state h in the mma accumulators, chunk by chunk; with
+// OUTPUTS it writes y, without it only advances h and multiplies `decay` by each chunk's exp(cum_L). `exact`: the
+// xBC values are of a 16-bit type.
 template <int NMAX, bool OUTPUTS>
 __device__ __forceinline__ void ssd_chunks(
     const void* xbc, int xDt, const void* proj, int projDt, float a, float bias, float skip, void* y, int yDt,
     int head, int p0, int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax, int first, int end,
-    float (&h)[kSsdPerThread][NMAX / kSsdLanes], float& decayProduct) {
+    float (&h)[8][4], float& decayProduct) {
     constexpr int L = 4096 / NMAX < kSsdMaxChunk ? 4096 / NMAX : kSsdMaxChunk;
-    constexpr int PER = NMAX / kSsdLanes;  // state values per thread and channel
-    constexpr int CPT = kSsdPerThread;
-    __shared__ float bs[kSsdBcFloats], cs[kSsdBcFloats];  // [L][N + 1]
-    __shared__ float xs[L * kSsdXsStride];                 // [L][64 + pad]
-    __shared__ float w[OUTPUTS ? L * L : 1];               // W[t][s]
-    __shared__ float dts[L], cum[L], tail[L];              // tail[s] = exp(cum_L − cum_s)·dt_s
-    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes;
-    const int N = stateDim, stride = N + 1;
+    constexpr int SB = NMAX + 8, SW = L + 4, TT = L / 8, WN = NMAX / kSsdWarpStates;
+    static_assert(WN * L * kSsdYsStride <= 2 * L * SB, "the outputs' partial sums fit where B and C were");
+    __shared__ __align__(16) float bc[(OUTPUTS ? 2 : 1) * L * SB];  // B rows, then C rows; then the partial outputs
+    __shared__ float xs[L * kSsdXsStride];
+    __shared__ float w[OUTPUTS ? L * SW : 1];  // W[t][s]
+    __shared__ float dts[L], cum[L], tail[L];  // tail[s] = exp(cum_L − cum_s)·dt_s
+    float* bs = bc;
+    float* cs = bc + L * SB;
+    const SsdLane ln;
+    const bool exact = xDt != DT_F32;
+    const int N = stateDim;
     const int inner = heads * headDim, groupStates = groups * stateDim, convDim = inner + 2 * groupStates;
     const int width = inner + convDim + heads;
     const int bCol = inner + head / (heads / groups) * stateDim, cCol = bCol + groupStates;
     for (int t0 = first; t0 < end; t0 += L) {
+        // rows past the chunk's end (and values past the state) are zeros, with dt 0: they add nothing
         const int len = min(L, end - t0);
-        if (threadIdx.x < len) {
-            dts[threadIdx.x] = step_size(load_f(proj, projDt, (long long)(t0 + threadIdx.x) * width + inner + convDim
-                                                + head), bias, dtMin, dtMax);
+        if (threadIdx.x < L) {
+            dts[threadIdx.x] = threadIdx.x < len ? step_size(load_f(proj, projDt, (long long)(t0 + threadIdx.x) * width
+                                                                    + inner + convDim + head), bias, dtMin, dtMax)
+                                                 : 0.f;
         }
-        for (int i = threadIdx.x; i < len * N; i += blockDim.x) {
-            const int s = i / N, n = i - s * N;
-            bs[s * stride + n] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + bCol + n);
-            if (OUTPUTS) cs[s * stride + n] = load_f(xbc, xDt, (long long)(t0 + s) * convDim + cCol + n);
+        for (int i = threadIdx.x; i < L * NMAX; i += blockDim.x) {
+            const int s = i / NMAX, n = i - s * NMAX;
+            const bool in = s < len && n < N;
+            bs[s * SB + n] = in ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + bCol + n) : 0.f;
+            if (OUTPUTS) cs[s * SB + n] = in ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + cCol + n) : 0.f;
         }
-        for (int i = threadIdx.x; i < len * kSsdChannels; i += blockDim.x) {
+        for (int i = threadIdx.x; i < L * kSsdChannels; i += blockDim.x) {
             const int s = i / kSsdChannels, cc = i - s * kSsdChannels;
-            xs[s * kSsdXsStride + cc] =
-                p0 + cc < headDim ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + head * headDim + p0 + cc) : 0.f;
+            xs[s * kSsdXsStride + cc] = s < len && p0 + cc < headDim
+                                            ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + head * headDim + p0 + cc)
+                                            : 0.f;
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
-            float sum = 0.f;
-            for (int s = 0; s < len; s++) cum[s] = sum += a * dts[s];
-        }
-        __syncthreads();
-        if (threadIdx.x < len) {
+        if (threadIdx.x < 32) {  // cum by a warp's prefix sum; past len it stays cum_L
             const int s = threadIdx.x;
-            tail[s] = expf(cum[len - 1] - cum[s]) * dts[s];
-        }
-        if (OUTPUTS) {
-            for (int i = threadIdx.x; i < len * len; i += blockDim.x) {
-                const int t = i / len, s = i - t * len;  // consecutive threads: consecutive B rows, one C row
-                float acc = 0.f;
-                if (s <= t) {
-                    const float* ct = cs + t * stride;
-                    const float* bt = bs + s * stride;
-                    float part[4] = {0.f, 0.f, 0.f, 0.f};  // four chains, not one 128-long dependency
-                    int n = 0;
-                    for (; n + 3 < N; n += 4) {
+            float v = s < L ? a * dts[s] : 0.f;
 #pragma unroll
-                        for (int u = 0; u < 4; u++) part[u] += ct[n + u] * bt[n + u];
-                    }
-                    for (; n < N; n++) part[0] += ct[n] * bt[n];
-                    acc = (part[0] + part[1]) + (part[2] + part[3]);
-                    acc *= expf(cum[t] - cum[s]) * dts[s];
-                }
-                w[t * L + s] = acc;
+            for (int o = 1; o < 32; o *= 2) {
+                const float u = __shfl_up_sync(0xffffffffu, v, o);
+                if (s >= o) v += u;
+            }
+            const float total = __shfl_sync(0xffffffffu, v, L - 1);
+            if (s < L) {
+                cum[s] = v;
+                tail[s] = expf(total - v) * dts[s];
             }
         }
         __syncthreads();
+        float acc[TT][4];
         if (OUTPUTS) {
-            // outputs: exp(cum_t)·C_t·h plus the chunk's own tokens, each lane's share summed over the channel's
-            // lanes; lane t % 8 adds the skip and stores
-            for (int t = 0; t < len; t++) {
-                float part[CPT];
-#pragma unroll
-                for (int j = 0; j < CPT; j++) part[j] = 0.f;
-#pragma unroll
-                for (int i = 0; i < PER; i++) {
-                    const int n = q + kSsdLanes * i;
-                    if (n < N) {
-                        const float cn = cs[t * stride + n];
-#pragma unroll
-                        for (int j = 0; j < CPT; j++) part[j] += cn * h[j][i];
+            // W: tiles of 16 t by 8 s, those above the diagonal zero; A = C rows, B = Bᵀ, the state values of a k-step
+            // taken in pairs (slot q ↔ value 2q, slot q + 4 ↔ 2q + 1) so each operand pair is one 8-byte load
+            for (int tile = threadIdx.x / 32; tile < L / 16 * TT; tile += blockDim.x / 32) {
+                const int t = tile / TT * 16 + ln.g, s = tile % TT * 8 + 2 * ln.q;
+                float c[4] = {0.f, 0.f, 0.f, 0.f};
+                if (tile % TT * 8 <= tile / TT * 16 + 15) {
+                    for (int k = 0; k < NMAX; k += 8) {
+                        const float2 c0 = *reinterpret_cast<const float2*>(cs + t * SB + k + 2 * ln.q);
+                        const float2 c1 = *reinterpret_cast<const float2*>(cs + (t + 8) * SB + k + 2 * ln.q);
+                        const float2 b = *reinterpret_cast<const float2*>(bs + (tile % TT * 8 + ln.g) * SB + k
+                                                                          + 2 * ln.q);
+                        uint32_t hi[4], lo[4];
+                        split_tf32({c0.x, c1.x, c0.y, c1.y}, hi, lo);
+                        mma_tf32x3(c, hi, lo, exact, b.x, b.y, exact);
                     }
                 }
-                const float scale = expf(cum[t]);
 #pragma unroll
-                for (int j = 0; j < CPT; j++) part[j] *= scale;
-                for (int s = q; s <= t; s += kSsdLanes) {
-                    const float ws = w[t * L + s];
-#pragma unroll
-                    for (int j = 0; j < CPT; j++) part[j] += ws * xs[s * kSsdXsStride + c + kSsdChannelStride * j];
+                for (int e = 0; e < 4; e++) {
+                    const int te = t + 8 * (e / 2), se = s + e % 2;
+                    w[te * SW + se] = se <= te ? c[e] * expf(cum[te] - cum[se]) * dts[se] : 0.f;
                 }
+            }
+            __syncthreads();
+            // Yᵀ = exp(cum_t)·h·Cᵀ + Xᵀ·Wᵀ: h's accumulator read as A with the same pairing of state values
 #pragma unroll
-                for (int j = 0; j < CPT; j++) {
-                    part[j] += __shfl_xor_sync(0xffffffffu, part[j], 1);
-                    part[j] += __shfl_xor_sync(0xffffffffu, part[j], 2);
-                    part[j] += __shfl_xor_sync(0xffffffffu, part[j], 4);
+            for (int tt = 0; tt < TT; tt++) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[tt][e] = 0.f;
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                uint32_t hi[4], lo[4];
+                split_tf32({h[j][0], h[j][2], h[j][1], h[j][3]}, hi, lo);
+#pragma unroll
+                for (int tt = 0; tt < TT; tt++) {
+                    const float2 c = *reinterpret_cast<const float2*>(cs + (8 * tt + ln.g) * SB + ln.n0 + 8 * j);
+                    mma_tf32x3(acc[tt], hi, lo, false, c.x, c.y, exact);
                 }
-                if (t % kSsdLanes == q) {
+            }
 #pragma unroll
-                    for (int j = 0; j < CPT; j++) {
-                        const int cc = c + kSsdChannelStride * j, p = p0 + cc;
-                        if (p >= headDim) continue;
-                        store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p,
-                                part[j] + skip * xs[t * kSsdXsStride + cc]);
+            for (int tt = 0; tt < TT; tt++) {
+                const float e0 = expf(cum[8 * tt + 2 * ln.q]), e1 = expf(cum[8 * tt + 2 * ln.q + 1]);
+                acc[tt][0] *= e0;
+                acc[tt][1] *= e1;
+                acc[tt][2] *= e0;
+                acc[tt][3] *= e1;
+            }
+            if (ln.wn == 0) {  // the chunk's own tokens, once per channel
+#pragma unroll
+                for (int k = 0; k < L; k += 8) {
+                    const float* x0 = xs + (k + ln.q) * kSsdXsStride + ln.row;
+                    const float* x1 = x0 + 4 * kSsdXsStride;
+                    uint32_t hi[4], lo[4];
+                    split_tf32({x0[0], x0[8], x1[0], x1[8]}, hi, lo);
+#pragma unroll
+                    for (int tt = 0; tt < TT; tt++) {
+                        const float* wt = w + (8 * tt + ln.g) * SW + k + ln.q;
+                        mma_tf32x3(acc[tt], hi, lo, exact, wt[0], wt[4], false);
                     }
                 }
             }
         }
-        const float decay = expf(cum[len - 1]);
+        // the state: h ← exp(cum_L)·h + (tail·X)ᵀ·B
+        const float decay = expf(cum[L - 1]);
         decayProduct *= decay;
 #pragma unroll
-        for (int j = 0; j < CPT; j++) {
+        for (int j = 0; j < 8; j++) {
 #pragma unroll
-            for (int i = 0; i < PER; i++) h[j][i] *= decay;
+            for (int e = 0; e < 4; e++) h[j][e] *= decay;
         }
-        for (int s = 0; s < len; s++) {
-            float coef[CPT];
 #pragma unroll
-            for (int j = 0; j < CPT; j++) coef[j] = tail[s] * xs[s * kSsdXsStride + c + kSsdChannelStride * j];
+        for (int k = 0; k < L; k += 8) {
+            const float* x0 = xs + (k + ln.q) * kSsdXsStride + ln.row;
+            const float* x1 = x0 + 4 * kSsdXsStride;
+            const float t0v = tail[k + ln.q], t1v = tail[k + ln.q + 4];
+            uint32_t hi[4], lo[4];
+            split_tf32({t0v * x0[0], t0v * x0[8], t1v * x1[0], t1v * x1[8]}, hi, lo);
+            const float* b = bs + (k + ln.q) * SB + ln.n0 - 2 * ln.q + ln.g;
 #pragma unroll
-            for (int i = 0; i < PER; i++) {
-                const int n = q + kSsdLanes * i;
-                if (n < N) {
-                    const float bn = bs[s * stride + n];
+            for (int j = 0; j < 8; j++) mma_tf32x3(h[j], hi, lo, false, b[8 * j], b[8 * j + 4 * SB], exact);
+        }
+        if (OUTPUTS) {
+            __syncthreads();  // B and C read: their memory takes the warps' partial outputs
+            float* ys = bc;   // [WN][L][kSsdYsStride]
 #pragma unroll
-                    for (int j = 0; j < CPT; j++) h[j][i] += coef[j] * bn;
+            for (int tt = 0; tt < TT; tt++) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int t = 8 * tt + 2 * ln.q + e % 2;
+                    ys[(ln.wn * L + t) * kSsdYsStride + ln.row + 8 * (e / 2)] = acc[tt][e];
                 }
+            }
+            __syncthreads();
+            for (int i = threadIdx.x; i < len * kSsdChannels; i += blockDim.x) {
+                const int t = i / kSsdChannels, cc = i - t * kSsdChannels;
+                if (p0 + cc >= headDim) continue;
+                float v = 0.f;
+#pragma unroll
+                for (int u = 0; u < WN; u++) v += ys[(u * L + t) * kSsdYsStride + cc];
+                store_f(y, yDt, (long long)(t0 + t) * inner + head * headDim + p0 + cc,
+                        v + skip * xs[t * kSsdXsStride + cc]);
             }
         }
         __syncthreads();  // the chunk's shared memory is free for the next
@@ -314,33 +381,28 @@ __device__ __forceinline__ void ssd_chunks(
 
 // Loads (from != nullptr) or zeroes a block's h, or stores it: `base` is the head's first channel row of a
 // [.., headDim, stateDim] layout, fp32 in the workspace and stDt in the states.
-template <int NMAX>
 __device__ __forceinline__ void ssd_load_h(const void* from, int dt, long long base, int p0, int headDim, int N,
-                                           float (&h)[kSsdPerThread][NMAX / kSsdLanes]) {
-    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes;
+                                           float (&h)[8][4]) {
+    const SsdLane ln;
 #pragma unroll
-    for (int j = 0; j < kSsdPerThread; j++) {
-        const int p = p0 + c + kSsdChannelStride * j;
+    for (int j = 0; j < 8; j++) {
 #pragma unroll
-        for (int i = 0; i < NMAX / kSsdLanes; i++) {
-            const int n = q + kSsdLanes * i;
-            h[j][i] = from != nullptr && p < headDim && n < N ? load_f(from, dt, (base + p) * N + n) : 0.f;
+        for (int e = 0; e < 4; e++) {
+            const int p = p0 + ln.row + 8 * (e / 2), n = ln.n0 + 8 * j + e % 2;
+            h[j][e] = from != nullptr && p < headDim && n < N ? load_f(from, dt, (base + p) * N + n) : 0.f;
         }
     }
 }
 
-template <int NMAX>
 __device__ __forceinline__ void ssd_store_h(void* to, int dt, long long base, int p0, int headDim, int N,
-                                            const float (&h)[kSsdPerThread][NMAX / kSsdLanes]) {
-    const int c = threadIdx.x / kSsdLanes, q = threadIdx.x % kSsdLanes;
+                                            const float (&h)[8][4]) {
+    const SsdLane ln;
 #pragma unroll
-    for (int j = 0; j < kSsdPerThread; j++) {
-        const int p = p0 + c + kSsdChannelStride * j;
-        if (p >= headDim) continue;
+    for (int j = 0; j < 8; j++) {
 #pragma unroll
-        for (int i = 0; i < NMAX / kSsdLanes; i++) {
-            const int n = q + kSsdLanes * i;
-            if (n < N) store_f(to, dt, (base + p) * N + n, h[j][i]);
+        for (int e = 0; e < 4; e++) {
+            const int p = p0 + ln.row + 8 * (e / 2), n = ln.n0 + 8 * j + e % 2;
+            if (p < headDim && n < N) store_f(to, dt, (base + p) * N + n, h[j][e]);
         }
     }
 }
@@ -360,13 +422,13 @@ __device__ __forceinline__ void ssd_piece_state_body(
     if (k >= t.head[3]) return;
     const int slot = t.innerSlot[k], piece = t.slotPiece[slot], first = t.pieceStart[piece];
     const int end = first + kSsdPieceTokens;  // not the segment's last piece: a whole one
-    float h[kSsdPerThread][NMAX / kSsdLanes];
-    ssd_load_h<NMAX>(nullptr, DT_F32, 0, p0, headDim, stateDim, h);
+    float h[8][4];
+    ssd_load_h(nullptr, DT_F32, 0, p0, headDim, stateDim, h);
     float decay = 1.f;
     ssd_chunks<NMAX, false>(xbc, xDt, proj, projDt, -expf(load_f(aLog, aDt, head)), load_f(dtBias, dtbDt, head), 0.f,
                             nullptr, 0, head, p0, heads, headDim, groups, stateDim, dtMin, dtMax, first, end, h,
                             decay);
-    ssd_store_h<NMAX>(work, DT_F32, ((long long)(slot + 1) * heads + head) * headDim, p0, headDim, stateDim, h);
+    ssd_store_h(work, DT_F32, ((long long)(slot + 1) * heads + head) * headDim, p0, headDim, stateDim, h);
     if (threadIdx.x == 0 && p0 == 0) decays[(long long)(slot + 1) * heads + head] = decay;
 }
 
@@ -410,30 +472,30 @@ __device__ __forceinline__ void ssd_scan_body(
     const int seg = t.pieceSeg[piece], slot = t.pieceSlot[piece], first = t.pieceStart[piece];
     const int segEnd = starts[seg + 1], end = min(first + kSsdPieceTokens, segEnd);
     const long long stateBase = ((long long)slots[seg] * heads + head) * headDim;
-    float h[kSsdPerThread][NMAX / kSsdLanes];
+    float h[8][4];
     if (slot < 0) {
-        ssd_load_h<NMAX>(states, stDt, stateBase, p0, headDim, stateDim, h);
+        ssd_load_h(states, stDt, stateBase, p0, headDim, stateDim, h);
     } else {
-        ssd_load_h<NMAX>(work, DT_F32, ((long long)slot * heads + head) * headDim, p0, headDim, stateDim, h);
+        ssd_load_h(work, DT_F32, ((long long)slot * heads + head) * headDim, p0, headDim, stateDim, h);
     }
     float decay = 1.f;
     ssd_chunks<NMAX, true>(xbc, xDt, proj, projDt, -expf(load_f(aLog, aDt, head)), load_f(dtBias, dtbDt, head),
                            load_f(dSkip, dDt, head), y, yDt, head, p0, heads, headDim, groups, stateDim, dtMin, dtMax,
                            first, end, h, decay);
-    if (end == segEnd) ssd_store_h<NMAX>(states, stDt, stateBase, p0, headDim, stateDim, h);
+    if (end == segEnd) ssd_store_h(states, stDt, stateBase, p0, headDim, stateDim, h);
 }
 
 // The piece kernels at states of up to 64, 128 and 256 values (CudaStateSpace.scanKernel picks the smallest that
 // holds one); the scan with as many blocks an SM as fit its registers without spilling.
 #define MSTAR_SSD_SCAN(NMAX, BLOCKS)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(kSsdThreads) mamba_ssd_piece_state_n##NMAX(                          \
+    extern "C" __global__ void __launch_bounds__(ssd_threads(NMAX)) mamba_ssd_piece_state_n##NMAX(                     \
         const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
         int dtbDt, const int* table, int cap, float* work, float* decays, int heads, int headDim, int groups,          \
         int stateDim, float dtMin, float dtMax) {                                                                      \
         ssd_piece_state_body<NMAX>(xbc, xDt, proj, projDt, aLog, aDt, dtBias, dtbDt, table, cap, work, decays, heads,  \
                                    headDim, groups, stateDim, dtMin, dtMax);                                           \
     }                                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(kSsdThreads, BLOCKS) mamba_ssd_scan_n##NMAX(                          \
+    extern "C" __global__ void __launch_bounds__(ssd_threads(NMAX), BLOCKS) mamba_ssd_scan_n##NMAX(                    \
         const void* xbc, int xDt, const void* proj, int projDt, const void* aLog, int aDt, const void* dtBias,         \
         int dtbDt, const void* dSkip, int dDt, void* states, int stDt, const int* slots, const int* starts,            \
         const int* table, int cap, const float* work, void* y, int yDt, int heads, int headDim, int groups,            \
@@ -443,7 +505,7 @@ __device__ __forceinline__ void ssd_scan_body(
     }
 MSTAR_SSD_SCAN(64, 3)
 MSTAR_SSD_SCAN(128, 3)
-MSTAR_SSD_SCAN(256, 2)
+MSTAR_SSD_SCAN(256, 1)
 
 // v[i] = p[base + lane + 32·i] for i < PER (0 at and past count) with the dtype known at compile time, so the
 // loads need no branch between them and are in flight together.

@@ -17,11 +17,11 @@ final class CudaStateSpace {
     static final int CONV_RUNS = 8;
     /**
      * The largest state the scan and the decode step hold (mamba_ssd_scan_n256, mamba_ssm_step_n256), the scan's
-     * block and channels per block (kSsdChannels).
+     * channels per block (kSsdChannels) and the state values one of its warps holds (kSsdWarpStates).
      */
     static final int MAX_STATE = 256;
-    static final int SCAN_THREADS = 256;
     static final int SCAN_CHANNELS = 64;
+    static final int SCAN_WARP_STATES = 64;
     /** kSsdPieceTokens: the tokens of a segment one scan block walks; longer segments are cut into such pieces. */
     static final int PIECE_TOKENS = 256;
     /** The piece table's head ints and per-piece arrays (SsdPieces in mamba2.cu). */
@@ -105,7 +105,7 @@ final class CudaStateSpace {
             work = device.scratch("ssd.work", DType.F32, bounds.workSlots(), values);
             CudaTensor decays = device.scratch("ssd.decays", DType.F32, bounds.workSlots(), s.heads());
             kernel(pieceStateKernel(s.stateDim())).launch(device.stream(),
-                    Math.toIntExact(bounds.innerPieces() * s.heads() * tiles), 1, 1, SCAN_THREADS, 0,
+                    Math.toIntExact(bounds.innerPieces() * s.heads() * tiles), 1, 1, scanThreads(s.stateDim()), 0,
                     new KernelArgs().tensor(xbc).i32(code(xbc)).tensor(proj).i32(code(proj)).tensor(aLog)
                             .i32(code(aLog)).tensor(dtBias).i32(code(dtBias)).tensor(table).i32(bounds.pieces())
                             .tensor(work).tensor(decays).i32(s.heads()).i32(s.headDim()).i32(s.groups())
@@ -118,7 +118,7 @@ final class CudaStateSpace {
                     .tensor(decays).i32(s.heads()).i32(s.headDim()).i32(s.stateDim()), "ssdScan");
         }
         kernel(scanKernel(s.stateDim())).launch(device.stream(), Math.toIntExact(bounds.pieces() * s.heads() * tiles),
-                1, 1, SCAN_THREADS, 0,
+                1, 1, scanThreads(s.stateDim()), 0,
                 scanArgs(xbc, proj, aLog, dtBias, d, states, slots).tensor(starts).tensor(table).i32(bounds.pieces())
                         .tensor(work).tensor(y).i32(code(y)).i32(s.heads()).i32(s.headDim()).i32(s.groups())
                         .i32(s.stateDim()).f32(s.dtMin()).f32(s.dtMax()), "ssdScan");
@@ -201,6 +201,14 @@ final class CudaStateSpace {
     /** The instantiation that scans a piece's own state, sized as {@link #scanKernel}'s. */
     static String pieceStateKernel(int stateDim) {
         return "mamba_ssd_piece_state_n" + stateSize(stateDim);
+    }
+
+    /**
+     * ssd_threads: a scan block of 16-channel warps over the tile's channels by the state, each warp
+     * {@link #SCAN_WARP_STATES} of its values.
+     */
+    static int scanThreads(int stateDim) {
+        return WARP * (SCAN_CHANNELS / 16) * (stateSize(stateDim) / SCAN_WARP_STATES);
     }
 
     /** The decode step's instantiation for states of {@code stateDim}, sized as {@link #scanKernel}'s. */

@@ -18,7 +18,9 @@ class StateSpaceKernelsTest {
         assertThat(kernels).contains("constexpr int kConvThreads = " + CudaStateSpace.CONV_THREADS + ";")
                 .contains("constexpr int kConvRuns = " + CudaStateSpace.CONV_RUNS + ";")
                 .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
-                .contains("constexpr int kSsdThreads = " + CudaStateSpace.SCAN_THREADS + ";")
+                .contains("constexpr int kSsdWarpStates = " + CudaStateSpace.SCAN_WARP_STATES + ";")
+                .contains("constexpr int ssd_threads(int nmax) { return 32 * (kSsdChannels / 16) * (nmax / "
+                        + "kSsdWarpStates); }")
                 .contains("constexpr int kSsdPieceTokens = " + CudaStateSpace.PIECE_TOKENS + ";")
                 .contains("constexpr int kStepThreads = " + CudaStateSpace.STEP_THREADS + ";")
                 .contains("constexpr int kNormThreads = " + CudaStateSpace.NORM_THREADS + ";");
@@ -42,6 +44,9 @@ class StateSpaceKernelsTest {
         assertThat(CudaStateSpace.scanKernel(65)).isEqualTo("mamba_ssd_scan_n128");
         assertThat(CudaStateSpace.scanKernel(128)).isEqualTo("mamba_ssd_scan_n128");
         assertThat(CudaStateSpace.scanKernel(256)).isEqualTo("mamba_ssd_scan_n256");
+        assertThat(CudaStateSpace.scanThreads(48)).isEqualTo(128);
+        assertThat(CudaStateSpace.scanThreads(128)).isEqualTo(256);
+        assertThat(CudaStateSpace.scanThreads(200)).isEqualTo(512);
         assertThat(CudaStateSpace.stepKernel(48)).isEqualTo("mamba_ssm_step_n64");
         assertThat(CudaStateSpace.stepKernel(128)).isEqualTo("mamba_ssm_step_n128");
         assertThat(CudaStateSpace.stepKernel(200)).isEqualTo("mamba_ssm_step_n256");
