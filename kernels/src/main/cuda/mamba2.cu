@@ -407,6 +407,18 @@ __device__ __forceinline__ void ssd_store_h(void* to, int dt, long long base, in
     }
 }
 
+// A piece kernel's block (item, head, channel tile), item the piece (or the non-last piece) it scans.
+struct SsdBlock {
+    int item, head, p0;
+    __device__ SsdBlock(int heads, int headDim) {
+        const int tiles = (headDim + kSsdChannels - 1) / kSsdChannels;
+        const int ih = blockIdx.x / tiles;
+        p0 = (blockIdx.x - ih * tiles) * kSsdChannels;
+        item = ih / heads;
+        head = ih - item * heads;
+    }
+};
+
 // Block (non-last piece k, head, channel tile): the piece scanned from a zero state; the state it adds goes to the
 // next piece's workspace slot and its decay (the product of its chunks') beside it, for mamba_ssd_pass.
 template <int NMAX>
@@ -416,11 +428,10 @@ __device__ __forceinline__ void ssd_piece_state_body(
     float dtMin, float dtMax) {
     await_previous_kernel();
     const SsdPieces<const int> t(table, cap);
-    const int pTiles = (headDim + kSsdChannels - 1) / kSsdChannels;
-    const int kh = blockIdx.x / pTiles, p0 = (blockIdx.x - kh * pTiles) * kSsdChannels;
-    const int k = kh / heads, head = kh - k * heads;
-    if (k >= t.head[3]) return;
-    const int slot = t.innerSlot[k], piece = t.slotPiece[slot], first = t.pieceStart[piece];
+    const SsdBlock b(heads, headDim);
+    const int head = b.head, p0 = b.p0;
+    if (b.item >= t.head[3]) return;
+    const int slot = t.innerSlot[b.item], piece = t.slotPiece[slot], first = t.pieceStart[piece];
     const int end = first + kSsdPieceTokens;  // not the segment's last piece: a whole one
     float h[8][4];
     ssd_load_h(nullptr, DT_F32, 0, p0, headDim, stateDim, h);
@@ -465,9 +476,8 @@ __device__ __forceinline__ void ssd_scan_body(
     const float* work, void* y, int yDt, int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax) {
     await_previous_kernel();
     const SsdPieces<const int> t(table, cap);
-    const int pTiles = (headDim + kSsdChannels - 1) / kSsdChannels;
-    const int ph = blockIdx.x / pTiles, p0 = (blockIdx.x - ph * pTiles) * kSsdChannels;
-    const int piece = ph / heads, head = ph - piece * heads;
+    const SsdBlock b(heads, headDim);
+    const int piece = b.item, head = b.head, p0 = b.p0;
     if (piece >= t.head[0]) return;
     const int seg = t.pieceSeg[piece], slot = t.pieceSlot[piece], first = t.pieceStart[piece];
     const int segEnd = starts[seg + 1], end = min(first + kSsdPieceTokens, segEnd);
