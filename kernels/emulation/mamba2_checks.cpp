@@ -239,6 +239,8 @@ int main() {
                {70, 33}, {2, 0}, 3, false, inf);
     scan_check("scan, heads of 80 (a second channel tile, mostly empty)", DT_F32, Shape{2, 80, 1, 64, 4}, {40, 2},
                {1, 2}, 3, false, inf);
+    scan_check("scan, heads of 12 and a state of 20 (staged a value at a time)", DT_BF16, Shape{2, 12, 1, 20, 4},
+               {45, 7}, {1, 0}, 2, false, inf);
     scan_check("scan, a state of 256 (chunks of 16)", DT_BF16, Shape{2, 40, 2, 256, 4}, {40}, {1}, 2, false, inf);
     scan_check("scan, segments of one to four pieces beside decode rows", DT_F32, Shape{2, 16, 1, 128, 4},
                {600, 1, 257, 256, 0, 1, 1000}, {3, 0, 5, 1, 2, 6, 4}, 7, false, inf);

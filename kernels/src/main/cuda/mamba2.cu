@@ -8,6 +8,7 @@
 // writes each state row once, coalesced, in fp32 on the CUDA cores.
 #include "common.cuh"
 #include "mma.cuh"
+#include "vec8.cuh"
 
 using namespace mstar;
 
@@ -24,7 +25,9 @@ constexpr int kConvRuns = 8;
 constexpr int kSsdChannels = 64;
 constexpr int kSsdWarpStates = 64;
 constexpr int kSsdMaxChunk = 32;
-constexpr int ssd_threads(int nmax) { return 32 * (kSsdChannels / 16) * (nmax / kSsdWarpStates); }
+__host__ __device__ constexpr int ssd_threads(int nmax) {
+    return 32 * (kSsdChannels / 16) * (nmax / kSsdWarpStates);
+}
 // Row strides in shared memory that put the fragment loads of one mma on 32 different banks: B and C rows NMAX + 8,
 // x rows kSsdXsStride, W rows L + 4, the outputs' partial sums kSsdYsStride.
 constexpr int kSsdXsStride = kSsdChannels + 8;
@@ -211,6 +214,47 @@ struct SsdLane {
     }
 };
 
+// Stages ROWS rows of COLS values (a chunk's B, C or x) into shared rows of `stride` floats: row s from tensor row
+// row0 + s of rowLen values at column col0, zeros past `len` rows and `valid` values. Where the rows allow, bf16 and
+// fp32 values come 8 at a time (16 or 32 bytes) with all of a thread's loads in flight before its first store: a
+// chunk then costs a few L2 round trips, not one per value.
+template <int ROWS, int COLS, int THREADS>
+__device__ __forceinline__ void ssd_stage(float* dst, int stride, const void* src, int dt, long long row0, int rowLen,
+                                          int col0, int len, int valid) {
+    const bool vectors = (dt == DT_BF16 || dt == DT_F32) && rowLen % 8 == 0 && col0 % 8 == 0 && valid % 8 == 0
+                         && reinterpret_cast<uintptr_t>(src) % 16 == 0;
+    if (vectors) {
+        constexpr int V = COLS / 8, TOTAL = ROWS * V, PER = (TOTAL + THREADS - 1) / THREADS;
+        float a[PER][8];
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int v = threadIdx.x + i * THREADS, s = v / V, c = (v - s * V) * 8;
+            if (v < TOTAL && s < len && c < valid) {
+                const long long e8 = ((row0 + s) * rowLen + col0 + c) / 8;
+                if (dt == DT_BF16) load8(static_cast<const __nv_bfloat16*>(src), e8, a[i]);
+                else load8(static_cast<const float*>(src), e8, a[i]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 8; j++) a[i][j] = 0.f;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int v = threadIdx.x + i * THREADS, s = v / V, c = (v - s * V) * 8;
+            if (v < TOTAL) {
+                float4* d = reinterpret_cast<float4*>(dst + s * stride + c);
+                d[0] = make_float4(a[i][0], a[i][1], a[i][2], a[i][3]);
+                d[1] = make_float4(a[i][4], a[i][5], a[i][6], a[i][7]);
+            }
+        }
+    } else {
+        for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
+            const int s = i / COLS, c = i - s * COLS;
+            dst[s * stride + c] = s < len && c < valid ? load_f(src, dt, (row0 + s) * rowLen + col0 + c) : 0.f;
+        }
+    }
+}
+
 // Scans tokens [first, end) of one head's channel tile from the state h in the mma accumulators, chunk by chunk; with
 // OUTPUTS it writes y, without it only advances h and multiplies `decay` by each chunk's exp(cum_L). `exact`: the
 // xBC values are of a 16-bit type.
@@ -220,10 +264,10 @@ __device__ __forceinline__ void ssd_chunks(
     int head, int p0, int heads, int headDim, int groups, int stateDim, float dtMin, float dtMax, int first, int end,
     float (&h)[8][4], float& decayProduct) {
     constexpr int L = 4096 / NMAX < kSsdMaxChunk ? 4096 / NMAX : kSsdMaxChunk;
-    constexpr int SB = NMAX + 8, SW = L + 4, TT = L / 8, WN = NMAX / kSsdWarpStates;
+    constexpr int SB = NMAX + 8, SW = L + 4, TT = L / 8, WN = NMAX / kSsdWarpStates, THREADS = ssd_threads(NMAX);
     static_assert(WN * L * kSsdYsStride <= 2 * L * SB, "the outputs' partial sums fit where B and C were");
     __shared__ __align__(16) float bc[(OUTPUTS ? 2 : 1) * L * SB];  // B rows, then C rows; then the partial outputs
-    __shared__ float xs[L * kSsdXsStride];
+    __shared__ __align__(16) float xs[L * kSsdXsStride];
     __shared__ float w[OUTPUTS ? L * SW : 1];  // W[t][s]
     __shared__ float dts[L], cum[L], tail[L];  // tail[s] = exp(cum_L − cum_s)·dt_s
     float* bs = bc;
@@ -242,18 +286,10 @@ __device__ __forceinline__ void ssd_chunks(
                                                                     + inner + convDim + head), bias, dtMin, dtMax)
                                                  : 0.f;
         }
-        for (int i = threadIdx.x; i < L * NMAX; i += blockDim.x) {
-            const int s = i / NMAX, n = i - s * NMAX;
-            const bool in = s < len && n < N;
-            bs[s * SB + n] = in ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + bCol + n) : 0.f;
-            if (OUTPUTS) cs[s * SB + n] = in ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + cCol + n) : 0.f;
-        }
-        for (int i = threadIdx.x; i < L * kSsdChannels; i += blockDim.x) {
-            const int s = i / kSsdChannels, cc = i - s * kSsdChannels;
-            xs[s * kSsdXsStride + cc] = s < len && p0 + cc < headDim
-                                            ? load_f(xbc, xDt, (long long)(t0 + s) * convDim + head * headDim + p0 + cc)
-                                            : 0.f;
-        }
+        ssd_stage<L, NMAX, THREADS>(bs, SB, xbc, xDt, t0, convDim, bCol, len, N);
+        if (OUTPUTS) ssd_stage<L, NMAX, THREADS>(cs, SB, xbc, xDt, t0, convDim, cCol, len, N);
+        ssd_stage<L, kSsdChannels, THREADS>(xs, kSsdXsStride, xbc, xDt, t0, convDim, head * headDim + p0, len,
+                                            min(kSsdChannels, headDim - p0));
         __syncthreads();
         if (threadIdx.x < 32) {  // cum by a warp's prefix sum; past len it stays cum_L
             const int s = threadIdx.x;

@@ -19,8 +19,7 @@ class StateSpaceKernelsTest {
                 .contains("constexpr int kConvRuns = " + CudaStateSpace.CONV_RUNS + ";")
                 .contains("constexpr int kSsdChannels = " + CudaStateSpace.SCAN_CHANNELS + ";")
                 .contains("constexpr int kSsdWarpStates = " + CudaStateSpace.SCAN_WARP_STATES + ";")
-                .contains("constexpr int ssd_threads(int nmax) { return 32 * (kSsdChannels / 16) * (nmax / "
-                        + "kSsdWarpStates); }")
+                .contains("return 32 * (kSsdChannels / 16) * (nmax / kSsdWarpStates);")
                 .contains("constexpr int kSsdPieceTokens = " + CudaStateSpace.PIECE_TOKENS + ";")
                 .contains("constexpr int kStepThreads = " + CudaStateSpace.STEP_THREADS + ";")
                 .contains("constexpr int kNormThreads = " + CudaStateSpace.NORM_THREADS + ";");
