@@ -18,6 +18,7 @@ constexpr int kMaxConvKernel = 8;
 // every segment is a decode row), each thread one channel over one run.
 constexpr int kConvThreads = 256;
 constexpr int kConvRuns = 8;
+constexpr int kConvTokens = 8;  // a run's inputs a thread reads at once
 // The scan block: kSsdChannels channels of a head by the state's NMAX values, a warp holding 16 channels by
 // kSsdWarpStates values (ssd_threads(NMAX) threads). The largest state (CudaStateSpace.MAX_STATE) and the chunk's B
 // and C share memory: a chunk is 4096 / NMAX tokens, at most kSsdMaxChunk. Any chunk length gives the same result in
@@ -51,7 +52,9 @@ __device__ __forceinline__ float step_size(float raw, float bias, float dtMin, f
 // Block (segment, kConvThreads / runs channels) = blockIdx.x, thread (run g, channel c): run g of the segment's tokens
 // cut in `runs`. A run's window (the channel's k - 1 inputs before its first token, oldest first) comes from the
 // projection or, before the segment, from the state; after every run has read it, run 0 writes the segment's last
-// k - 1 inputs back to the state.
+// k - 1 inputs back to the state. The weights and the window are registers (every index into them is unrolled up to
+// kMaxConvKernel, masked by k), and a run's inputs are read kConvTokens at a time, all in flight before the first
+// output, so a thread is not one memory round trip a token.
 extern "C" __global__ void __launch_bounds__(kConvThreads) mamba_causal_conv1d(
         const void* proj, int projDt, const void* weight, int wDt, const void* bias, int biasDt, void* states,
         int stDt, const int* slots, const int* starts, void* xbc, int outDt, int segments, int convDim, int k,
@@ -70,25 +73,40 @@ extern "C" __global__ void __launch_bounds__(kConvThreads) mamba_causal_conv1d(
     float w[kMaxConvKernel], win[kMaxConvKernel], old[kMaxConvKernel];
     float b = 0.f;
     if (active) {
-        for (int j = 0; j < k; j++) w[j] = load_f(weight, wDt, (long long)c * k + j);
+#pragma unroll
+        for (int j = 0; j < kMaxConvKernel; j++) w[j] = j < k ? load_f(weight, wDt, (long long)c * k + j) : 0.f;
         b = bias == nullptr ? 0.f : load_f(bias, biasDt, c);
-        for (int j = 0; j < k - 1; j++) {
+#pragma unroll
+        for (int j = 0; j < kMaxConvKernel - 1; j++) {
             const int u = first - (k - 1) + j;
-            win[j] = u >= start ? load_f(proj, projDt, (long long)u * width + xbcCol + c)
-                                : load_f(states, stDt, stateBase + (u - start) + (k - 1));
-            if (g == 0) old[j] = win[j];
+            win[j] = j >= k - 1 ? 0.f
+                     : u >= start ? load_f(proj, projDt, (long long)u * width + xbcCol + c)
+                                  : load_f(states, stDt, stateBase + (u - start) + (k - 1));
+            old[j] = win[j];
         }
     }
     __syncthreads();  // every run has read the state before run 0 rewrites it
     if (!active) return;
-    for (int t = first; t < last; t++) {
-        const float in = load_f(proj, projDt, (long long)t * width + xbcCol + c);
-        float acc = b;
-        for (int j = 0; j < k - 1; j++) acc += w[j] * win[j];
-        acc += w[k - 1] * in;
-        store_f(xbc, outDt, (long long)t * convDim + c, silu_f(acc));
-        for (int j = 0; j < k - 2; j++) win[j] = win[j + 1];
-        win[k - 2] = in;
+    for (int t0 = first; t0 < last; t0 += kConvTokens) {
+        float in[kConvTokens];
+#pragma unroll
+        for (int i = 0; i < kConvTokens; i++) {
+            in[i] = t0 + i < last ? load_f(proj, projDt, (long long)(t0 + i) * width + xbcCol + c) : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < kConvTokens; i++) {
+            if (t0 + i >= last) break;
+            float acc = b;
+#pragma unroll
+            for (int j = 0; j < kMaxConvKernel - 1; j++) acc += w[j] * win[j];  // the window is zero past k - 2
+#pragma unroll
+            for (int j = 0; j < kMaxConvKernel; j++) {
+                if (j == k - 1) acc += w[j] * in[i];
+            }
+            store_f(xbc, outDt, (long long)(t0 + i) * convDim + c, silu_f(acc));
+#pragma unroll
+            for (int j = 0; j < kMaxConvKernel - 1; j++) win[j] = j < k - 2 ? win[j + 1] : j == k - 2 ? in[i] : 0.f;
+        }
     }
     if (g == 0) {
         // the new window: the segment's last k - 1 inputs, the older ones from the old window when it is short
