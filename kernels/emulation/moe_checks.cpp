@@ -6,14 +6,15 @@
 // plus, for bf16, the roundings of gate, up, the activation and the output; a row with an expert id outside the stack
 // must come out NaN. Each of CudaMoe's four ways through the products is checked so: the CUDA-core tiles (fp32 and bf16),
 // the tensor-core decode tiles of 8 and 16 assignments (skinny.cuh's walk; bf16, widths multiples of 64), the grouped
-// tensor-core GEMM over tiles of 64 (partial tiles, an expert of more than a tile and one of none, Qwen3-30B-A3B's and
-// DeepSeek-V2-Lite's widths), and the
+// tensor-core GEMM over tiles of 64 and 128 and its warpgroup form (wgmma.cuh; partial tiles, an expert of more than
+// a tile and one of none, Qwen3-30B-A3B's and DeepSeek-V2-Lite's widths), and the
 // cuBLAS way's gather (runs back to back, or equal slots) and combine around the products, which a host loop stands in
 // for here. Shapes: one
 // row (decode), rows whose experts fill several tiles, widths that are not multiples of the tiles. It checks indexing and arithmetic where no GPU is at hand; it says nothing about speed.
 // Run: ./run.sh moe_checks
 #define MSTAR_HOST_EMULATION
 #include "warp_mma_shim.h"
+#include "wgmma_shim.h"
 #include <algorithm>
 using std::max;
 using std::min;  // the device min of ints
@@ -102,7 +103,7 @@ static void check_route(const char* name, int rows, int experts, Routing r) {
 }
 
 // CudaMoe's ways through the expert products.
-enum Way { CUDA_CORES, SKINNY_M1, SKINNY_M2, GROUPED, GROUPED_LARGE, GATHER, GATHER_SLOTS };
+enum Way { CUDA_CORES, SKINNY_M1, SKINNY_M2, GROUPED, GROUPED_LARGE, WARPGROUP, GATHER, GATHER_SLOTS };
 
 static double round_dt(int dt, double v) { return dt == DT_BF16 ? (double)__bfloat162float(__float2bfloat16_rn((float)v)) : (float)v; }
 
@@ -117,6 +118,7 @@ static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vect
     const int tileRows = way == SKINNY_M1        ? 8
                          : way == GROUPED       ? kMoeGroupRows
                          : way == GROUPED_LARGE ? kMoeGroupLargeRows
+                         : way == WARPGROUP     ? kMoeWgRows
                                                 : kMoeTileRows;
     const int maxTiles = std::min(assignments, (assignments + tileRows - 1) / tileRows + std::min(experts, assignments));
     std::vector<int> sorted(assignments, -1), expertStart(experts + 1, -1), tileStart(maxTiles, -1),
@@ -171,6 +173,15 @@ static void moe_experts(Buffer& x, Buffer& gateUp, Buffer& down, const std::vect
         launch(maxTiles * ((hidden + 127) / 128), kMoeGroupLargeThreads, [&] {
             moe_grouped_down_m128(hb, db, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(),
                                   weights.data(), y.data(), hidden, inter);
+        });
+    } else if (way == WARPGROUP) {
+        launch(maxTiles * ((inter + kMoeWgCols / 2 - 1) / (kMoeWgCols / 2)), kMoeWgThreads, [&] {
+            moe_wgmma_gate_up(xb, gub, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(), hb, topK,
+                              hidden, inter);
+        });
+        launch(maxTiles * ((hidden + kMoeWgCols - 1) / kMoeWgCols), kMoeWgThreads, [&] {
+            moe_wgmma_down(hb, db, sorted.data(), tileStart.data(), tileExpert.data(), tiles.data(), weights.data(),
+                           y.data(), hidden, inter);
         });
     }
     if (way != GATHER && way != GATHER_SLOTS) {
@@ -285,9 +296,10 @@ static void check_experts(const char* name, int dt, int rows, int topK, int expe
 }
 
 // The grouped GEMM's promise (CudaMoe's class comment): a row gets the same bits alone as among many rows routed to
-// the same experts, though its place in the tiles differs, and the same from the 64-row tiles (the few rows alone) as
-// from the 128-row tiles (among many, with `large`).
-static void check_grouped_bits(int rows, int few, int topK, int experts, int hidden, int inter, bool large = false) {
+// the same experts, though its place in the tiles differs: the few rows alone through `fewWay`, all of them through
+// `manyWay` (the 64-row tiles alone give the 128-row tiles' bits; the warpgroup products their own).
+static void check_grouped_bits(int rows, int few, int topK, int experts, int hidden, int inter, Way manyWay = GROUPED,
+                               Way fewWay = GROUPED) {
     const int dt = DT_BF16;
     Buffer x(dt, (size_t)rows * hidden, 1.f), gateUp(dt, (size_t)experts * 2 * inter * hidden, 0.15f),
         down(dt, (size_t)experts * hidden * inter, 0.15f), all(dt, (size_t)rows * hidden, 0.f);
@@ -297,13 +309,13 @@ static void check_grouped_bits(int rows, int few, int topK, int experts, int hid
         ids[a] = std::uniform_int_distribution<int>(0, experts - 1)(rng);
         weights[a] = std::uniform_real_distribution<float>(0.05f, 1.f)(rng);
     }
-    moe_experts(x, gateUp, down, ids, weights, all, rows, topK, experts, hidden, inter, large ? GROUPED_LARGE : GROUPED);
+    moe_experts(x, gateUp, down, ids, weights, all, rows, topK, experts, hidden, inter, manyWay);
     // the last `few` rows alone: first in their tiles now
     Buffer xFew(dt, (size_t)few * hidden, 0.f), outFew(dt, (size_t)few * hidden, 0.f);
     std::copy_n(x.bytes.begin() + (size_t)(rows - few) * hidden * 2, xFew.bytes.size(), xFew.bytes.begin());
     const std::vector<int> idsFew(ids.end() - (size_t)few * topK, ids.end());
     const std::vector<float> weightsFew(weights.end() - (size_t)few * topK, weights.end());
-    moe_experts(xFew, gateUp, down, idsFew, weightsFew, outFew, few, topK, experts, hidden, inter, GROUPED);
+    moe_experts(xFew, gateUp, down, idsFew, weightsFew, outFew, few, topK, experts, hidden, inter, fewWay);
     if (!std::equal(outFew.bytes.begin(), outFew.bytes.end(), all.bytes.begin() + (size_t)(rows - few) * hidden * 2)) {
         std::printf("FAIL grouped bits: %d rows alone differ from the same rows among %d\n", few, rows);
         fails++;
@@ -393,7 +405,7 @@ int main() {
                   128, 64, -1, GROUPED_LARGE, true);
     check_experts("128-row grouped GEMM, an expert id outside the stack", DT_BF16, 33, 2, 4, 64, 64, 5,
                   GROUPED_LARGE);
-    check_grouped_bits(300, 3, 2, 3, 128, 64, true);
+    check_grouped_bits(300, 3, 2, 3, 128, 64, GROUPED_LARGE);
     check_experts("grouped GEMM, an expert id outside the stack", DT_BF16, 33, 2, 4, 64, 64, 5, GROUPED);
     // the models' widths with few tiles: the emulation runs a block at a time
     check_experts("grouped GEMM at Qwen3-30B-A3B's widths 2048/768: 70 rows of one expert, none of the other",
@@ -402,6 +414,18 @@ int main() {
                   GROUPED);
     check_experts("128-row grouped GEMM at Qwen3-30B-A3B's widths 2048/768: 140 rows of one expert", DT_BF16, 140,
                   1, 2, 2048, 768, -1, GROUPED_LARGE, true);
+    check_experts("warpgroup GEMM: partial tiles of 3 experts, output columns past a 256-column block", DT_BF16, 140,
+                  2, 3, 320, 192, -1, WARPGROUP);
+    check_experts("warpgroup GEMM, skewed: an expert of more than a tile, one of none", DT_BF16, 150, 2, 5, 128, 64,
+                  -1, WARPGROUP, true);
+    check_experts("warpgroup GEMM, tiles of at most 64 rows (the second warpgroup idle)", DT_BF16, 40, 2, 3, 64, 128,
+                  -1, WARPGROUP);
+    check_experts("warpgroup GEMM, an expert id outside the stack", DT_BF16, 33, 2, 4, 64, 64, 5, WARPGROUP);
+    check_grouped_bits(300, 3, 2, 3, 128, 64, WARPGROUP, WARPGROUP);
+    check_experts("warpgroup GEMM at Qwen3-30B-A3B's widths 2048/768: 140 rows of one expert", DT_BF16, 140, 1, 2,
+                  2048, 768, -1, WARPGROUP, true);
+    check_experts("warpgroup GEMM at DeepSeek-V2-Lite's widths 2048/1408: 70 rows", DT_BF16, 70, 1, 1, 2048, 1408, -1,
+                  WARPGROUP);
     check_experts("cuBLAS way: gather and sorted combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER);
     check_experts("cuBLAS way, an expert id outside the stack", DT_BF16, 5, 2, 4, 64, 32, 1, GATHER);
     check_experts("cuBLAS way in equal slots: gather and combine", DT_BF16, 10, 3, 6, 72, 40, -1, GATHER_SLOTS);

@@ -17,6 +17,9 @@
 //     moe_grouped_gate_up[_m128], moe_grouped_down[_m128]  the same products and epilogues over tiles of up to 64
 //                  (128) assignments of an expert and 128 weight rows, x rows gathered and weights staged by
 //                  cp.async, mma.sync
+//   bf16 at more than 64 assignments an expert on Hopper (sm_90a), the same grouped GEMM on the warpgroup products:
+//     moe_wgmma_gate_up, moe_wgmma_down  tiles of up to 128 assignments and 256 weight rows, wgmma.mma_async from
+//                  swizzled shared memory (wgmma.cuh) while the copies of the chunks ahead go on
 //   bf16 at the most rows (large prefill chunks), on cuBLAS: moe_gather copies the assignments' rows of x into
 //                  expert order (each expert's run of rows in sorted order, or in equal slots), the host runs the
 //                  gate/up and down GEMMs
@@ -34,6 +37,9 @@
 #include "attention.cuh"
 #include "mma.cuh"
 #include "skinny.cuh"
+#include "wgmma.cuh"
+
+#include <type_traits>
 
 using namespace mstar;
 
@@ -511,6 +517,22 @@ constexpr int kMoeGroupLargeThreads = 2 * kMoeGroupLargeRows;
 constexpr int kMoeGroupPitch = 2 * kMoeGroupChunk + 16;
 __host__ __device__ constexpr int moe_group_stage_bytes(int rows) { return (rows + kMoeGroupCols) * kMoeGroupPitch; }
 
+// The sources of a thread's copies of a grouped tile's rows: rows threadIdx.x / 8 + step·i, 16-byte piece
+// threadIdx.x % 8 of each K chunk; the row of x an assignment reads (gate/up, through sorted) or the assignment's own
+// row of h (down). Rows past the tile read its last row and are zero-filled (live false).
+template <bool GateUp, int Copies>
+__device__ __forceinline__ void moe_tile_row_sources(const __nv_bfloat16* x, const int* sorted, int topK,
+                                                     const MoeSkinnyTile& tile, int k, int step,
+                                                     const __nv_bfloat16* (&src)[Copies], bool (&live)[Copies]) {
+#pragma unroll
+    for (int i = 0; i < Copies; ++i) {
+        const int r = (threadIdx.x >> 3) + step * i;
+        const int p = tile.first + min(r, tile.rows - 1);
+        src[i] = x + (GateUp ? (long long)(sorted[p] / topK) : (long long)p) * k + 8 * (threadIdx.x & 7);
+        live[i] = r < tile.rows;
+    }
+}
+
 // gate/up (GateUp): a block takes 64 intermediate columns col0 .. col0 + 63; warp column wn's 64 weight rows are the
 // gate rows of columns col0 + 32·wn .. + 31 then the up rows of the same columns, so a lane holds a column's gate and
 // up sums side by side (n-tiles j and j + 4). down: 128 output columns, warp column wn's the 64 from col0 + 64·wn.
@@ -536,13 +558,7 @@ __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict
     // the sources of this thread's copies: rows past the tile or the width read a valid row and are zero-filled
     const __nv_bfloat16* xSrc[xCopies];
     bool xLive[xCopies];
-#pragma unroll
-    for (int i = 0; i < xCopies; ++i) {
-        const int r = (threadIdx.x >> 3) + rowsPerPass * i;
-        const int p = tile.first + min(r, tile.rows - 1);
-        xSrc[i] = x + (GateUp ? (long long)(sorted[p] / topK) : (long long)p) * k + 8 * piece;
-        xLive[i] = r < tile.rows;
-    }
+    moe_tile_row_sources<GateUp>(x, sorted, topK, tile, k, rowsPerPass, xSrc, xLive);
     const __nv_bfloat16* wSrc[wCopies];
     bool wLive[wCopies];
 #pragma unroll
@@ -661,6 +677,166 @@ __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict
     }
 MSTAR_MOE_GROUPED_KERNELS(, kMoeGroupRows, kMoeGroupThreads, 1)
 MSTAR_MOE_GROUPED_KERNELS(_m128, kMoeGroupLargeRows, kMoeGroupLargeThreads, 2)
+
+// The prefill products on Hopper's warpgroup products (wgmma.cuh): the grouped GEMM over moe_sort's tiles of up to
+// 128 assignments of an expert, a block of two warpgroups multiplying a tile's rows by 256 weight rows (gate/up: the
+// gate rows of 128 intermediate columns, then their up rows; down: 256 output columns). A block stage feeds 4 MFLOP
+// with 48 KB (the mma.sync tiles above: 2 MFLOP with 32 KB), so it asks half as much of L2 per product, and the
+// products run asynchronously while the warps issue the copies of the stages ahead. Each 64-element chunk of K is a
+// stage: the tile's rows (gathered through `sorted`) and the weight rows are copied with cp.async into the 128-byte
+// swizzled layout, kMoeWgAhead chunks ahead of the one being multiplied; warpgroup w takes tile rows 64w .. 64w + 63,
+// and the second sits out a tile of at most 64 rows (an expert's last, usually), so such a tile costs half the
+// products. Launch sizes depend on the row count only, as the tiles' above. bf16 x, weights and h; hidden and inter
+// multiples of 64; 16-byte aligned. Epilogues as the grouped GEMM's: gate and up rounded to bf16 before SiLU·mul into
+// h; the routing weight times the fp32 sum into y.
+//
+// A sum visits K in chunks in increasing order, each chunk as four k16 products of the same warpgroup, whatever the
+// row's place in its tile: a row gets the same bits from any routing of the other rows and any batch it is part of.
+// These bits are not the mma.sync tiles' (the tensor cores sum a k16 product in their own order).
+constexpr int kMoeWgRows = 128;
+constexpr int kMoeWgCols = 256;
+constexpr int kMoeWgThreads = 256;
+constexpr int kMoeWgStages = 4;
+// Chunks copied ahead of the one multiplied: a stage is refilled two chunks after its products were issued, when the
+// wait after the next chunk's issue has seen them finish.
+constexpr int kMoeWgAhead = kMoeWgStages - 2;
+constexpr int kMoeWgStageBytes = (kMoeWgRows + kMoeWgCols) * 128;
+// the stages, and room to start them on 1024 bytes
+constexpr int kMoeWgSmemBytes = kMoeWgStages * kMoeWgStageBytes + 1024;
+
+template <bool GateUp>
+__device__ __forceinline__ void moe_wgmma_body(const __nv_bfloat16* __restrict__ x,
+                                               const __nv_bfloat16* __restrict__ weightStack, const int* sorted,
+                                               const int* tileStart, const int* tileExpert, const int* tiles, int topK,
+                                               const float* weights, __nv_bfloat16* h, float* y, int hidden,
+                                               int inter) {
+    constexpr int passRows = kMoeWgThreads / 8, xCopies = kMoeWgRows / passRows, wCopies = kMoeWgCols / passRows;
+    await_previous_kernel();
+    const int k = GateUp ? hidden : inter, width = GateUp ? inter : hidden;
+    const auto tile = MoeSkinnyTile::of<kMoeWgRows / 8>(tileStart, tileExpert, tiles, width,
+                                                        GateUp ? kMoeWgCols / 2 : kMoeWgCols, weightStack,
+                                                        (GateUp ? 2LL * inter : hidden) * k);
+    if (!tile.live) return;
+    unsigned char* raw = dynamic_smem();
+    unsigned char* smem = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
+    const uint32_t base = smem_addr(smem);
+    // thread t copies piece t % 8 of rows t / 8 + 32i: rows of one residue mod 8, so one swizzled offset plus 4 KB a copy
+    const int piece = threadIdx.x & 7, row0 = threadIdx.x >> 3;
+    const uint32_t dst = wgmma_swizzled(row0, piece);
+    const __nv_bfloat16* xSrc[xCopies];
+    bool xLive[xCopies];
+    moe_tile_row_sources<GateUp>(x, sorted, topK, tile, k, passRows, xSrc, xLive);
+    const __nv_bfloat16* wSrc[wCopies];
+    bool wLive[wCopies];
+#pragma unroll
+    for (int i = 0; i < wCopies; ++i) {
+        const int r = row0 + passRows * i;
+        const int col = tile.col0 + (GateUp ? r % (kMoeWgCols / 2) : r);
+        const int row = GateUp && r >= kMoeWgCols / 2 ? inter + col : col;
+        wLive[i] = col < width;
+        wSrc[i] = tile.w + (long long)(wLive[i] ? row : 0) * k + 8 * piece;
+    }
+    auto load = [&](int c) {
+        unsigned char* stage = smem + (c % kMoeWgStages) * kMoeWgStageBytes;
+#pragma unroll
+        for (int i = 0; i < xCopies; ++i) {
+            cp_async16(stage + dst + passRows * 128 * i, xSrc[i] + c * 64, xLive[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < wCopies; ++i) {
+            cp_async16(stage + kMoeWgRows * 128 + dst + passRows * 128 * i, wSrc[i] + c * 64, wLive[i]);
+        }
+    };
+    // uniform over the warpgroup, as its products must be; a value broadcast from lane 0 lets the compiler see that
+    // each warp takes one side, so it keeps the products asynchronous
+    const int wg = threadIdx.x >> 7;
+    const bool active = __shfl_sync(0xffffffffu, 64 * wg < tile.rows, 0);
+    const int chunks = k / 64;
+    // every iteration commits one group of copies (empty past the end), so all but the newest kMoeWgAhead - 1
+    // groups landed means chunk c has
+#pragma unroll
+    for (int i = 0; i < kMoeWgAhead; ++i) {
+        if (i < chunks) load(i);
+        cp_async_commit();
+    }
+    float d[128];
+    // the loop of one side of the warpgroups, with its products or without: a branch around the products inside the
+    // loop would make the compiler wait for each product before going on
+    auto mainLoop = [&](auto withProducts) {
+        for (int c = 0; c < chunks; ++c) {
+            cp_async_wait<kMoeWgAhead - 1>();
+            fence_async_shared();
+            __syncthreads();  // chunk c landed for every thread; every product of chunk c - 2 has finished
+            if constexpr (decltype(withProducts)::value) {
+                const uint32_t stage = base + (c % kMoeWgStages) * kMoeWgStageBytes;
+                const uint64_t a = wgmma_desc(stage + 64 * 128 * wg), b = wgmma_desc(stage + kMoeWgRows * 128);
+                wgmma_fence();
+#pragma unroll
+                for (int ks = 0; ks < 4; ++ks) wgmma_m64n256k16_bf16(d, a + 2 * ks, b + 2 * ks, c > 0 || ks > 0);
+                wgmma_commit();
+            }
+            if (c + kMoeWgAhead < chunks) load(c + kMoeWgAhead);
+            cp_async_commit();
+            if constexpr (decltype(withProducts)::value) wgmma_wait<1>();
+        }
+    };
+    if (!active) {
+        mainLoop(std::false_type{});
+        return;
+    }
+    mainLoop(std::true_type{});
+    wgmma_wait<0>();
+    wgmma_hold(d);
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    const int mBase = 64 * wg + 16 * ((threadIdx.x >> 5) & 3) + g;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int m = mBase + 8 * half;
+        if (m >= tile.rows) continue;
+        if (GateUp) {
+            __nv_bfloat16* hRow = h + (long long)(tile.first + m) * inter;
+#pragma unroll
+            for (int j = 0; j < kMoeWgCols / 16; ++j) {
+                const int col = tile.col0 + 8 * j + 2 * q;
+                if (col >= inter) continue;
+                float v[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float gate = round_to(DT_BF16, d[4 * j + 2 * half + e]);
+                    const float up = round_to(DT_BF16, d[4 * (j + kMoeWgCols / 16) + 2 * half + e]);
+                    v[e] = silu_times(gate, up);
+                }
+                *reinterpret_cast<__nv_bfloat162*>(hRow + col) = __floats2bfloat162_rn(v[0], v[1]);
+            }
+        } else {
+            const int a = sorted[tile.first + m];
+            const float rw = weights[a];
+            float* yRow = y + (long long)a * hidden;
+#pragma unroll
+            for (int j = 0; j < kMoeWgCols / 8; ++j) {
+                const int col = tile.col0 + 8 * j + 2 * q;
+                if (col < hidden) {
+                    *reinterpret_cast<float2*>(yRow + col) =
+                        make_float2(rw * d[4 * j + 2 * half], rw * d[4 * j + 2 * half + 1]);
+                }
+            }
+        }
+    }
+}
+
+// Grid: maxTiles · ceil(inter / 128) blocks (gate/up) or maxTiles · ceil(hidden / 256) (down) of kMoeWgThreads
+// threads, kMoeWgSmemBytes of dynamic shared memory; moe_sort's tiles with tileRows = kMoeWgRows. h and y as the
+// grouped GEMM's.
+extern "C" __global__ void __launch_bounds__(kMoeWgThreads, 1)
+    moe_wgmma_gate_up(const __nv_bfloat16* x, const __nv_bfloat16* gateUp, const int* sorted, const int* tileStart,
+                      const int* tileExpert, const int* tiles, __nv_bfloat16* h, int topK, int hidden, int inter) {
+    moe_wgmma_body<true>(x, gateUp, sorted, tileStart, tileExpert, tiles, topK, nullptr, h, nullptr, hidden, inter);
+}
+extern "C" __global__ void __launch_bounds__(kMoeWgThreads, 1)
+    moe_wgmma_down(const __nv_bfloat16* h, const __nv_bfloat16* down, const int* sorted, const int* tileStart,
+                   const int* tileExpert, const int* tiles, const float* weights, float* y, int hidden, int inter) {
+    moe_wgmma_body<false>(h, down, sorted, tileStart, tileExpert, tiles, 0, weights, nullptr, y, hidden, inter);
+}
 
 // The cuBLAS way's gather: the p < tiles[1] sorted assignments' rows of x into xs, and pos[a], the row of xs that
 // assignment a went to, for moe_combine_sorted. With slotRows = 0 the rows stay in sorted order (xs row p: each

@@ -18,6 +18,9 @@ import org.mstar.device.MoeRouting;
  *       tensor-core GEMM ({@code moe_grouped_gate_up}, {@code moe_grouped_down}) over tiles of up to 64 of an
  *       expert's assignments, or 128 above 64 an expert on average ({@code _m128}), reading its weights once a
  *       tile, then {@code moe_combine};</li>
+ *   <li>on Hopper ({@link org.mstar.device.KernelOptions#warpgroupMoe()}), the same bf16 shapes at more than 64
+ *       assignments an expert on average: the grouped GEMM on the warpgroup products ({@code moe_wgmma_gate_up},
+ *       {@code moe_wgmma_down}) over tiles of up to 128 assignments and 256 weight rows, then {@code moe_combine};</li>
  *   <li>the same bf16 shapes at {@link org.mstar.device.KernelOptions#moeGemmExpertRows()} rows an expert or more
  *       on average, outside graph capture: the experts' row counts read back to the host (one wait for the stream,
  *       {@code E + 1} ints),
@@ -55,6 +58,8 @@ final class CudaMoe {
      * largest run a little above the mean; a few crowded experts would make every slot that large.
      */
     private static final int SLOT_PADDING = 2;
+    /** The compute capability whose machine code (sm_90a) holds the warpgroup products. */
+    private static final int HOPPER = 90;
 
     private final CudaDevice device;
     private final Elementwise elementwise;
@@ -93,6 +98,7 @@ final class CudaMoe {
         Way way = way(shape, x, gateUp, down, out);
         int tileRows = switch (way) {
             case SKINNY_TILES, GROUPED_GEMM -> MoeTiles.tileRows(shape.rows(), shape.topK(), shape.routedExperts());
+            case WARPGROUP -> MoeTiles.WARPGROUP_ROWS;
             case CUDA_CORES, CUBLAS -> TILE_ROWS;
         };
         Sorted s = sort(shape, ids, tileRows);
@@ -106,6 +112,8 @@ final class CudaMoe {
             skinnyTiles(shape, s, x, gateUp, down, weights, y);
         } else if (way == Way.GROUPED_GEMM) {
             groupedGemm(shape, s, x, gateUp, down, weights, y);
+        } else if (way == Way.WARPGROUP) {
+            warpgroupGemm(shape, s, x, gateUp, down, weights, y);
         } else {
             cudaCores(shape, s, x, gateUp, down, weights, y, out.dtype());
         }
@@ -116,7 +124,7 @@ final class CudaMoe {
 
     /** How moeExperts computes the products (the class comment says when each applies). */
     enum Way {
-        CUDA_CORES, SKINNY_TILES, GROUPED_GEMM, CUBLAS
+        CUDA_CORES, SKINNY_TILES, GROUPED_GEMM, WARPGROUP, CUBLAS
     }
 
     Way way(MoeExpertsShape shape, CudaTensor x, CudaTensor gateUp, CudaTensor down, CudaTensor out) {
@@ -125,6 +133,10 @@ final class CudaMoe {
         if (device.batchInvariant() || !bf16 || shape.hidden() % SKINNY_K_MULTIPLE != 0
                 || shape.inter() % SKINNY_K_MULTIPLE != 0) {
             return Way.CUDA_CORES;
+        }
+        if (device.options().warpgroupMoe() && device.context().computeCapability() == HOPPER
+                && MoeTiles.warpgroup(shape.rows(), shape.topK(), shape.routedExperts())) {
+            return Way.WARPGROUP;
         }
         if ((long) shape.rows() * shape.topK() >= (long) device.options().moeGemmExpertRows() * shape.routedExperts()
                 && !device.stream().capturing()) {
@@ -207,6 +219,23 @@ final class CudaMoe {
                 1, 1, threads, smem, new KernelArgs().tensor(h).tensor(down).tensor(s.sorted).tensor(s.tileStart)
                         .tensor(s.tileExpert).tensor(s.tiles).tensor(weights).tensor(y).i32(hidden).i32(inter),
                 "moeExperts down");
+    }
+
+    private void warpgroupGemm(MoeExpertsShape shape, Sorted s, CudaTensor x, CudaTensor gateUp, CudaTensor down,
+                               CudaTensor weights, CudaTensor y) {
+        int hidden = shape.hidden();
+        int inter = shape.inter();
+        CudaTensor h = device.scratch("moe.h", DType.BF16, s.assignments, inter);
+        device.stream().counters().gemm();
+        device.kernel("moe_wgmma_gate_up").launch(device.stream(), MoeTiles.warpgroupGateUpBlocks(s.maxTiles, inter),
+                1, 1, MoeTiles.WARPGROUP_THREADS, MoeTiles.WARPGROUP_SMEM_BYTES, new KernelArgs().tensor(x)
+                        .tensor(gateUp).tensor(s.sorted).tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles)
+                        .tensor(h).i32(shape.topK()).i32(hidden).i32(inter), "moeExperts gate/up");
+        device.stream().counters().gemm();
+        device.kernel("moe_wgmma_down").launch(device.stream(), MoeTiles.warpgroupDownBlocks(s.maxTiles, hidden), 1, 1,
+                MoeTiles.WARPGROUP_THREADS, MoeTiles.WARPGROUP_SMEM_BYTES, new KernelArgs().tensor(h).tensor(down)
+                        .tensor(s.sorted).tensor(s.tileStart).tensor(s.tileExpert).tensor(s.tiles).tensor(weights)
+                        .tensor(y).i32(hidden).i32(inter), "moeExperts down");
     }
 
     /**

@@ -12,6 +12,15 @@ public final class MoeTiles {
     /** kMoeGroupLargeRows, kMoeGroupLargeThreads: the same for the 128-row tiles (moe_grouped_*_m128). */
     static final int GROUP_LARGE_ROWS = 128;
     static final int GROUP_LARGE_THREADS = 256;
+    /**
+     * kMoeWgRows, kMoeWgCols, kMoeWgThreads and kMoeWgSmemBytes: the warpgroup GEMM's assignments a tile, weight rows
+     * a block (gate/up: 128 intermediate columns), threads a block and its shared memory (4 stages of 128 + 256 rows
+     * of 128 bytes, and 1 KB to align them).
+     */
+    static final int WARPGROUP_ROWS = 128;
+    static final int WARPGROUP_COLS = 256;
+    static final int WARPGROUP_THREADS = 256;
+    static final int WARPGROUP_SMEM_BYTES = 4 * (128 + 256) * 128 + 1024;
     /** Output columns of a grouped block: gate/up 64 intermediate columns (128 weight rows), down 128. */
     static final int GROUP_GATE_UP_COLS = 64;
     static final int GROUP_DOWN_COLS = 128;
@@ -47,6 +56,25 @@ public final class MoeTiles {
             return meanRows(rows, topK, experts) > LARGE_TILE_MEAN_ROWS ? GROUP_LARGE_ROWS : GROUP_ROWS;
         }
         return meanRows(rows, topK, experts) <= SMALL_TILE_MEAN_ROWS ? 8 : 16;
+    }
+
+    /**
+     * Whether these rows fill the warpgroup GEMM's tiles of 128 well enough for it to serve (where the 128-row
+     * grouped tiles would): more than 64 assignments an expert on average, so that an expert's last tile, of at most
+     * 64 rows more often than not, costs half a tile's products.
+     */
+    public static boolean warpgroup(int rows, int topK, int experts) {
+        return meanRows(rows, topK, experts) > LARGE_TILE_MEAN_ROWS;
+    }
+
+    /** Blocks of moe_wgmma_gate_up: a block per tile and 128 intermediate columns. */
+    static int warpgroupGateUpBlocks(int maxTiles, int inter) {
+        return maxTiles * ((inter + WARPGROUP_COLS / 2 - 1) / (WARPGROUP_COLS / 2));
+    }
+
+    /** Blocks of moe_wgmma_down: a block per tile and 256 output columns. */
+    static int warpgroupDownBlocks(int maxTiles, int hidden) {
+        return maxTiles * ((hidden + WARPGROUP_COLS - 1) / WARPGROUP_COLS);
     }
 
     /**

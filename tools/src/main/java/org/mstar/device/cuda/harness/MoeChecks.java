@@ -23,8 +23,9 @@ import org.mstar.device.cuda.harness.Twin.Pair;
  * half of the experts sees them ({@code moeLocalIds}, then the experts over its half). The experts run on the same ids
  * and weights on both devices (routed once on the CPU), so a near tie in the router cannot make their outputs differ.
  * The bf16 experts run each of CudaMoe's bf16 ways at every row count: the tensor-core tiles (a device whose
- * {@link org.mstar.device.KernelOptions#moeGemmExpertRows()} no row count reaches; the skinny tiles up to 16 assignments an
- * expert on average, the grouped GEMM above, as each row's name says) and the cuBLAS GEMMs (one from which every row
+ * {@link org.mstar.device.KernelOptions#moeGemmExpertRows()} no row count reaches, with the warpgroup GEMM off; the
+ * skinny tiles up to 16 assignments an expert on average, the grouped GEMM above, as each row's name says), the
+ * warpgroup GEMM where it serves (above 64 assignments an expert), and the cuBLAS GEMMs (one from which every row
  * count takes them); fp32 runs the CUDA-core GEMMs. The tiles are also recorded into a CUDA graph at 64 rows (skinny)
  * and 512 rows (grouped) and replayed with another routing, which must give that routing's result (nothing about the
  * routing is fixed at capture). Each op runs once on poisoned outputs and is compared, then timed (the times are not
@@ -51,7 +52,7 @@ final class MoeChecks {
         attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64, 512, 2048}, 128, 2048, 768, qwen3,
                 new int[] {64, 512}));
         attempt("moeExperts", () -> experts(DType.BF16, new int[] {64}, 16, 2048, 768, qwen3, new int[] {64}));
-        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64, 512}, 64, 2048, 1408,
+        attempt("moeExperts", () -> experts(DType.BF16, new int[] {1, 64, 512, 2048}, 64, 2048, 1408,
                 new MoeRouting(MoeRouting.Scoring.SOFTMAX, 6, false, 1, 1, 1f), new int[0]));
         attempt("moeExperts", () -> experts(DType.F32, new int[] {33}, 16, 520, 200, MoeRouting.softmaxTopK(4, false),
                 new int[0]));
@@ -114,7 +115,7 @@ final class MoeChecks {
         tw.cpu.ops().moeExperts(x.cpu(), gateUp.cpu(), down.cpu(), ids.cpu(), weights.cpu(), out.cpu());
         float[] want = tw.cpu.toFloats(out.cpu());
         String shape = shape(rows, hidden) + " " + experts + "x" + inter + " top" + k;
-        for (Way way : dt == DType.BF16 ? List.of(Way.TILES, Way.CUBLAS) : List.of(Way.CUDA_CORES)) {
+        for (Way way : Way.of(dt, rows, k, experts)) {
             CudaDevice gpu = way.device(tw.gpu);
             Pair poisoned = tw.poisoned(dt, rows, hidden);
             Runnable gpuOp = () -> gpu.ops().moeExperts(x.gpu(), gateUp.gpu(), down.gpu(), ids.gpu(), weights.gpu(),
@@ -211,18 +212,29 @@ final class MoeChecks {
 
     /** CudaMoe's ways through the experts, each forced by a device view's MoE GEMM rows. */
     private enum Way {
-        CUDA_CORES("", Integer.MAX_VALUE), TILES("", Integer.MAX_VALUE), CUBLAS("cuBLAS", 0);
+        CUDA_CORES("", Integer.MAX_VALUE, false), TILES("", Integer.MAX_VALUE, false),
+        WARPGROUP("warpgroup GEMM", Integer.MAX_VALUE, true), CUBLAS("cuBLAS", 0, false);
 
         final String label;
         final int gemmRows;
+        final boolean warpgroup;
 
-        Way(String label, int gemmRows) {
+        Way(String label, int gemmRows, boolean warpgroup) {
             this.label = label;
             this.gemmRows = gemmRows;
+            this.warpgroup = warpgroup;
         }
 
         CudaDevice device(CudaDevice gpu) {
-            return gpu.withOptions(gpu.options().withMoeGemmExpertRows(gemmRows));
+            return gpu.withOptions(gpu.options().withMoeGemmExpertRows(gemmRows).withWarpgroupMoe(warpgroup));
+        }
+
+        /** The ways of a dtype at a row count: the warpgroup GEMM only where it serves (else it is the tiles). */
+        static List<Way> of(DType dt, int rows, int topK, int experts) {
+            if (dt != DType.BF16) {
+                return List.of(CUDA_CORES);
+            }
+            return MoeTiles.warpgroup(rows, topK, experts) ? List.of(TILES, WARPGROUP, CUBLAS) : List.of(TILES, CUBLAS);
         }
 
         /** The row name's tail: the way, and for the tiles whether the skinny tiles or the grouped GEMM served. */

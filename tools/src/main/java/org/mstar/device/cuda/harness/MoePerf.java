@@ -9,6 +9,7 @@ import org.mstar.device.Device;
 import org.mstar.device.MoeRouting;
 import org.mstar.device.Tensor;
 import org.mstar.device.cuda.CudaDevice;
+import org.mstar.device.cuda.MoeTiles;
 import org.mstar.model.Architecture;
 import org.mstar.model.LatentAttention;
 import org.mstar.model.ModelConfig;
@@ -18,8 +19,8 @@ import org.mstar.model.llama.RandomWeights;
 
 /**
  * The mixture-of-experts performance rows ({@code --moe-perf}): the routed experts alone ({@code moeExperts}) at a
- * sweep of row counts on tensor-core tiles (the skinny tiles, or the grouped GEMM above 16 assignments an expert)
- * and on cuBLAS GEMMs (where the two ways cross, for {@link org.mstar.device.KernelOptions#moeGemmExpertRows()}), and the
+ * sweep of row counts on tensor-core tiles (the skinny tiles, or the grouped GEMM above 16 assignments an expert),
+ * on the warpgroup GEMM (above 64 assignments an expert) and on cuBLAS GEMMs (where the two ways cross, for {@link org.mstar.device.KernelOptions#moeGemmExpertRows()}), and the
  * engine on Qwen3-30B-A3B's and DeepSeek-V2-Lite's geometry (bf16, random weights): decode steps at batch 1 and 64
  * (512-token prompts, decode graphs on) and a prefill of one 2048-token prompt, written as {@link PerfTable} lines for
  * {@code torch_moe.py}, which joins them with its PyTorch peer and the bounds. A decode row's bytes are the weights
@@ -102,11 +103,15 @@ final class MoePerf {
         int hidden = c.hiddenSize();
         int inter = m.expertIntermediateSize();
         int k = m.routing().topK();
-        CudaDevice tiles = gpu.withOptions(gpu.options().withMoeGemmExpertRows(Integer.MAX_VALUE));
-        CudaDevice cublas = gpu.withOptions(gpu.options().withMoeGemmExpertRows(0));
+        CudaDevice tiles = gpu.withOptions(gpu.options().withMoeGemmExpertRows(Integer.MAX_VALUE)
+                .withWarpgroupMoe(false));
+        CudaDevice warpgroup = gpu.withOptions(gpu.options().withMoeGemmExpertRows(Integer.MAX_VALUE)
+                .withWarpgroupMoe(true));
+        CudaDevice cublas = gpu.withOptions(gpu.options().withMoeGemmExpertRows(0).withWarpgroupMoe(false));
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%s: %d experts of width %d, top %d, hidden "
-                + "%d%n%n| rows | experts read | tiles ms | of bound (%.2f TB/s) | cuBLAS ms | faster |%n"
-                + "|---|---|---|---|---|---|%n", model, experts, inter, k, hidden, terabytesPerSecond));
+                + "%d%n%n| rows | experts read | tiles ms | of bound (%.2f TB/s) | warpgroup GEMM ms | its TFLOP/s "
+                + "| cuBLAS ms | fastest |%n|---|---|---|---|---|---|---|---|%n", model, experts, inter, k, hidden,
+                terabytesPerSecond));
         try (Tensor gateUp = gpu.allocate(DType.BF16, experts, 2L * inter, hidden);
              Tensor down = gpu.allocate(DType.BF16, experts, hidden, inter)) {
             RandomWeights.fill(gateUp, seed, "gate_up", 0, 0.02);
@@ -124,10 +129,18 @@ final class MoePerf {
                             weights, out), 2, 9);
                     double cublasMs = Timing.medianMillis(cublas, () -> cublas.ops().moeExperts(x, gateUp, down, ids,
                             weights, out), 2, 9);
+                    boolean serves = MoeTiles.warpgroup(rows, k, experts);
+                    double warpgroupMs = serves ? Timing.medianMillis(warpgroup, () -> warpgroup.ops().moeExperts(x,
+                            gateUp, down, ids, weights, out), 2, 9) : Double.NaN;
                     double read = experts * (1 - Math.pow(1 - (double) k / experts, rows));
                     double boundMs = read * 3.0 * hidden * inter * DType.BF16.bytes() / (terabytesPerSecond * 1e9);
-                    sb.append(String.format(Locale.ROOT, "| %d | %.1f | %.3f | %.0f%% | %.3f | %s |%n", rows, read,
-                            tilesMs, 100 * boundMs / tilesMs, cublasMs, tilesMs <= cublasMs ? "tiles" : "cuBLAS"));
+                    double teraflops = 6.0 * rows * k * hidden * inter / (warpgroupMs * 1e9);
+                    double best = Math.min(tilesMs, Math.min(cublasMs, serves ? warpgroupMs : Double.MAX_VALUE));
+                    String fastest = best == tilesMs ? "tiles" : best == cublasMs ? "cuBLAS" : "warpgroup";
+                    sb.append(String.format(Locale.ROOT, "| %d | %.1f | %.3f | %.0f%% | %s | %s | %.3f | %s |%n", rows,
+                            read, tilesMs, 100 * boundMs / tilesMs, serves ? String.format(Locale.ROOT, "%.3f",
+                                    warpgroupMs) : "-", serves ? String.format(Locale.ROOT, "%.0f", teraflops) : "-",
+                            cublasMs, fastest));
                 }
             }
         }
