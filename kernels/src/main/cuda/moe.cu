@@ -307,33 +307,49 @@ extern "C" __global__ void __launch_bounds__(kMoeThreads) moe_down(const void* h
 constexpr int kMoeCombineRun = 4;
 __host__ __device__ constexpr int moe_combine_run(int hidden) { return hidden % kMoeCombineRun == 0 ? kMoeCombineRun : 1; }
 
-template <class Source>
+// Choices a thread of the combines loads before it adds the first: the loads of a batch are in flight together (one
+// after another, each a trip to memory, they bounded the combine), and the sum still runs in choice order.
+constexpr int kMoeCombineBatch = 8;
+
+template <int Run, class Source>
 __device__ __forceinline__ void moe_combine_run_into(long long item, int hidden, int topK, const int* ids, int experts,
                                                      void* out, int outDt, Source source) {
-    const int run = moe_combine_run(hidden);
-    const long long e0 = item * run;
+    const long long e0 = item * Run;
     const long long row = e0 / hidden;
     const int o = (int)(e0 - row * hidden);
-    float acc[kMoeCombineRun] = {0.f, 0.f, 0.f, 0.f};
-    for (int j = 0; j < topK; j++) {
-        const long long a = row * topK + j;
-        const int id = ids[a];
-        if (id == -1) continue;
-        if (id < 0 || id >= experts) {
-            for (int i = 0; i < kMoeCombineRun; i++) acc[i] = NAN;
-            continue;
+    float acc[Run];
+#pragma unroll
+    for (int i = 0; i < Run; i++) acc[i] = 0.f;
+    for (int j0 = 0; j0 < topK; j0 += kMoeCombineBatch) {
+        int id[kMoeCombineBatch];
+        float v[kMoeCombineBatch][Run];
+#pragma unroll
+        for (int b = 0; b < kMoeCombineBatch; b++) {
+            const long long a = row * topK + j0 + b;
+            id[b] = j0 + b < topK ? ids[a] : -1;
+            if (id[b] >= 0 && id[b] < experts) {
+                source(a, o, v[b]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < Run; i++) v[b][i] = 0.f;
+            }
         }
-        float v[kMoeCombineRun];
-        source(a, o, run, v);
-        for (int i = 0; i < run; i++) acc[i] += v[i];
+#pragma unroll
+        for (int b = 0; b < kMoeCombineBatch; b++) {
+            if (id[b] == -1) continue;
+#pragma unroll
+            for (int i = 0; i < Run; i++) acc[i] = id[b] < 0 || id[b] >= experts ? NAN : acc[i] + v[b][i];
+        }
     }
-    for (int i = 0; i < run; i++) store_f(out, outDt, e0 + i, acc[i]);
+#pragma unroll
+    for (int i = 0; i < Run; i++) store_f(out, outDt, e0 + i, acc[i]);
 }
 
-// y's `run` values of assignment a from column o (16 bytes at once for a run of 4), times `scale`.
-__device__ __forceinline__ void moe_combine_load(const float* y, long long rowStart, int o, int run, float scale,
-                                                 float* v) {
-    if (run == kMoeCombineRun) {
+// y's Run values of assignment a from column o (16 bytes at once for a run of 4), times `scale`.
+template <int Run>
+__device__ __forceinline__ void moe_combine_load(const float* y, long long rowStart, int o, float scale,
+                                                 float (&v)[Run]) {
+    if constexpr (Run == kMoeCombineRun) {
         const float4 q = *reinterpret_cast<const float4*>(y + rowStart + o);
         // the products rounded on their own (no fused multiply-add into the sum), as the one-output form
         v[0] = __fmul_rn(scale, q.x), v[1] = __fmul_rn(scale, q.y), v[2] = __fmul_rn(scale, q.z);
@@ -343,13 +359,26 @@ __device__ __forceinline__ void moe_combine_load(const float* y, long long rowSt
     }
 }
 
+// The combine of item `item` in runs of 4 outputs where hidden allows, else of one.
+template <class Source>
+__device__ __forceinline__ void moe_combine_item(long long item, int hidden, int topK, const int* ids, int experts,
+                                                 void* out, int outDt, Source source) {
+    if (moe_combine_run(hidden) == kMoeCombineRun) {
+        moe_combine_run_into<kMoeCombineRun>(item, hidden, topK, ids, experts, out, outDt,
+                                             [&](long long a, int o, float(&v)[kMoeCombineRun]) { source(a, o, v); });
+    } else {
+        moe_combine_run_into<1>(item, hidden, topK, ids, experts, out, outDt,
+                                [&](long long a, int o, float(&v)[1]) { source(a, o, v); });
+    }
+}
+
 extern "C" __global__ void moe_combine(const float* y, const int* ids, int experts, void* out, int outDt,
                                        long long rows, int hidden, int topK) {
     await_previous_kernel();
     MSTAR_GRID_LOOP(item, rows * hidden / moe_combine_run(hidden)) {
         // y already holds the routing weight's product: a multiplication by 1 leaves it as it was
-        moe_combine_run_into(item, hidden, topK, ids, experts, out, outDt, [&](long long a, int o, int run, float* v) {
-            moe_combine_load(y, a * hidden, o, run, 1.f, v);
+        moe_combine_item(item, hidden, topK, ids, experts, out, outDt, [&](long long a, int o, auto& v) {
+            moe_combine_load(y, a * hidden, o, 1.f, v);
         });
     }
 }
@@ -883,8 +912,8 @@ extern "C" __global__ void moe_combine_sorted(const float* ys, const int* pos, c
                                               int topK) {
     await_previous_kernel();
     MSTAR_GRID_LOOP(item, rows * hidden / moe_combine_run(hidden)) {
-        moe_combine_run_into(item, hidden, topK, ids, experts, out, outDt, [&](long long a, int o, int run, float* v) {
-            moe_combine_load(ys, (long long)pos[a] * hidden, o, run, weights[a], v);
+        moe_combine_item(item, hidden, topK, ids, experts, out, outDt, [&](long long a, int o, auto& v) {
+            moe_combine_load(ys, (long long)pos[a] * hidden, o, weights[a], v);
         });
     }
 }
