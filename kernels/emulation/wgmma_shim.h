@@ -1,8 +1,8 @@
-// Host emulation of wgmma.cuh's warpgroup products, for kernels/emulation: each thread computes its own accumulators
-// at once from the operands in the block's shared memory, reading them through the descriptors as the tensor cores
-// do (start address, the stride between 8-row groups, the 128-byte swizzle of address bits 4-6 by bits 7-9), so a
-// wrong layout or descriptor shows up as wrong sums. Fences and waits have nothing to do. Include after
-// warp_mma_shim.h, with MSTAR_HOST_EMULATION defined.
+// Host emulation of wgmma.cuh's warpgroup products and bulk stores, for kernels/emulation: each thread computes its
+// own accumulators at once from the operands in the block's shared memory, reading them through the descriptors as
+// the tensor cores do (start address, the stride between 8-row groups, the 128-byte swizzle of address bits 4-6 by
+// bits 7-9), so a wrong layout or descriptor shows up as wrong sums; a bulk store copies at once. Fences and waits
+// have nothing to do. Include after warp_mma_shim.h, with MSTAR_HOST_EMULATION defined.
 #pragma once
 #include "warp_mma_shim.h"
 
@@ -15,6 +15,9 @@ inline void wgmma_wait() {}
 inline void fence_async_shared() {}
 template <int N>
 inline void wgmma_hold(float (&)[N]) {}
+inline void bulk_store(void* dst, uint32_t src, int bytes) { std::memcpy(dst, g_dynamic_smem + src, bytes); }
+inline void bulk_commit() {}
+inline void bulk_wait_read() {}
 
 namespace emu {
 // Element (row, k) of a K-major bf16 operand of a 128-byte swizzled descriptor.

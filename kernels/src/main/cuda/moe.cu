@@ -146,18 +146,48 @@ extern "C" __global__ void moe_route(const float* logits, int experts, int sigmo
     }
 }
 
+// The exclusive prefix sum of v over the block's threads in thread order (every thread of the block calls it; sums
+// holds a value per warp). Warp sums by shuffles, then the warps' totals by warp 0.
+__device__ __forceinline__ int block_exclusive_sum(int v, int* sums) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int x = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < (int)(blockDim.x >> 5) ? sums[lane] : 0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        sums[lane] = w;
+    }
+    __syncthreads();
+    return x - v + (warp > 0 ? sums[warp - 1] : 0);
+}
+
 // One block of kMoeSortThreads. sorted[p] = the assignment at sorted position p, grouped by expert in expert order
 // (within an expert in any order: each output row's sums do not depend on its neighbours in a tile), and
 // expertStart[e] the sorted position of expert e's first assignment (expertStart[experts]: the number sorted).
 // tileStart[t] is the sorted position of tile t's first row (tiles of up to tileRows rows) and tileExpert[t] its
 // expert; tiles[0] is their number and tiles[1] the number of sorted assignments. Ids outside [0, experts) are left
-// out (the combines make their rows NaN).
+// out (the combines make their rows NaN). Thread e counts expert e's places and tiles, and two block-wide prefix
+// sums give every expert its first place and first tile at once (one thread walking the experts cost a decode
+// step about 10 µs a sparse layer).
 extern "C" __global__ void __launch_bounds__(kMoeSortThreads) moe_sort(const int* ids, int assignments, int experts,
                                                                        int tileRows, int* sorted, int* expertStart,
                                                                        int* tileStart, int* tileExpert, int* tiles) {
     await_previous_kernel();
+    static_assert(kMoeMaxExperts <= kMoeSortThreads, "a thread per expert");
     __shared__ int count[kMoeMaxExperts];
     __shared__ int cursor[kMoeMaxExperts];
+    __shared__ int placeSums[kMoeSortThreads / 32];
+    __shared__ int tileSums[kMoeSortThreads / 32];
     for (int e = threadIdx.x; e < experts; e += blockDim.x) count[e] = 0;
     __syncthreads();
     for (int a = threadIdx.x; a < assignments; a += blockDim.x) {
@@ -165,20 +195,23 @@ extern "C" __global__ void __launch_bounds__(kMoeSortThreads) moe_sort(const int
         if (e >= 0 && e < experts) atomicAdd(&count[e], 1);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        int start = 0, t = 0;
-        for (int e = 0; e < experts; e++) {
-            cursor[e] = start;
-            expertStart[e] = start;
-            for (int r = 0; r < count[e]; r += tileRows, t++) {
-                tileStart[t] = start + r;
-                tileExpert[t] = e;
-            }
-            start += count[e];
+    const int e = threadIdx.x;
+    const int n = e < experts ? count[e] : 0;
+    const int expertTiles = (n + tileRows - 1) / tileRows;
+    const int first = block_exclusive_sum(n, placeSums);
+    const int firstTile = block_exclusive_sum(expertTiles, tileSums);
+    if (e < experts) {
+        cursor[e] = first;
+        expertStart[e] = first;
+        for (int r = 0, t = firstTile; r < n; r += tileRows, t++) {
+            tileStart[t] = first + r;
+            tileExpert[t] = e;
         }
-        expertStart[experts] = start;
-        tiles[0] = t;
-        tiles[1] = start;
+        if (e == experts - 1) {
+            expertStart[experts] = first + n;
+            tiles[0] = firstTile + expertTiles;
+            tiles[1] = first + n;
+        }
     }
     __syncthreads();
     for (int a = threadIdx.x; a < assignments; a += blockDim.x) {
@@ -809,47 +842,60 @@ __device__ __forceinline__ void moe_wgmma_body(const __nv_bfloat16* __restrict__
             if constexpr (decltype(withProducts)::value) wgmma_wait<1>();
         }
     };
-    if (!active) {
+    if (active) {
+        mainLoop(std::true_type{});
+        wgmma_wait<0>();
+        wgmma_hold(d);
+    } else {
         mainLoop(std::false_type{});
-        return;
     }
-    mainLoop(std::true_type{});
-    wgmma_wait<0>();
-    wgmma_hold(d);
-    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    const int mBase = 64 * wg + 16 * ((threadIdx.x >> 5) & 3) + g;
+    // The epilogue goes through shared memory: each thread puts its results in their tile row, then a thread per row
+    // hands the row to the copy engine, so the block's global writes (down: 1 KB of fp32 a row, 128 KB a block) go on
+    // while the next block on this SM runs its products, where stores from registers held the block until they left.
+    constexpr int rowBytes = GateUp ? kMoeWgCols / 2 * 2 : kMoeWgCols * 4;
+    constexpr int pitch = rowBytes + 16;  // consecutive rows start in different banks
+    static_assert(kMoeWgRows * pitch <= kMoeWgStages * kMoeWgStageBytes, "the tile fits in the stages");
+    __syncthreads();  // every product of the block has read its stage
+    if (active) {
+        const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+        const int mBase = 64 * wg + 16 * ((threadIdx.x >> 5) & 3) + g;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int m = mBase + 8 * half;
-        if (m >= tile.rows) continue;
-        if (GateUp) {
-            __nv_bfloat16* hRow = h + (long long)(tile.first + m) * inter;
+        for (int half = 0; half < 2; ++half) {
+            const int m = mBase + 8 * half;
+            unsigned char* row = smem + m * pitch;
+            if (GateUp) {
 #pragma unroll
-            for (int j = 0; j < kMoeWgCols / 16; ++j) {
-                const int col = tile.col0 + 8 * j + 2 * q;
-                if (col >= inter) continue;
-                float v[2];
+                for (int j = 0; j < kMoeWgCols / 16; ++j) {
+                    float v[2];
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float gate = round_to(DT_BF16, d[4 * j + 2 * half + e]);
-                    const float up = round_to(DT_BF16, d[4 * (j + kMoeWgCols / 16) + 2 * half + e]);
-                    v[e] = silu_times(gate, up);
+                    for (int e = 0; e < 2; ++e) {
+                        const float gate = round_to(DT_BF16, d[4 * j + 2 * half + e]);
+                        const float up = round_to(DT_BF16, d[4 * (j + kMoeWgCols / 16) + 2 * half + e]);
+                        v[e] = silu_times(gate, up);
+                    }
+                    *reinterpret_cast<__nv_bfloat162*>(row + 2 * (8 * j + 2 * q)) = __floats2bfloat162_rn(v[0], v[1]);
                 }
-                *reinterpret_cast<__nv_bfloat162*>(hRow + col) = __floats2bfloat162_rn(v[0], v[1]);
-            }
-        } else {
-            const int a = sorted[tile.first + m];
-            const float rw = weights[a];
-            float* yRow = y + (long long)a * hidden;
+            } else {
+                const float rw = m < tile.rows ? weights[sorted[tile.first + m]] : 0.f;
 #pragma unroll
-            for (int j = 0; j < kMoeWgCols / 8; ++j) {
-                const int col = tile.col0 + 8 * j + 2 * q;
-                if (col < hidden) {
-                    *reinterpret_cast<float2*>(yRow + col) =
+                for (int j = 0; j < kMoeWgCols / 8; ++j) {
+                    *reinterpret_cast<float2*>(row + 4 * (8 * j + 2 * q)) =
                         make_float2(rw * d[4 * j + 2 * half], rw * d[4 * j + 2 * half + 1]);
                 }
             }
         }
+    }
+    fence_async_shared();
+    __syncthreads();
+    const int m = threadIdx.x;
+    if (m < tile.rows) {
+        // widths are multiples of 64, so a row's part inside them is too (whole 16-byte pieces)
+        const int cols = min(GateUp ? kMoeWgCols / 2 : kMoeWgCols, width - tile.col0);
+        void* dst = GateUp ? static_cast<void*>(h + (long long)(tile.first + m) * inter + tile.col0)
+                           : static_cast<void*>(y + (long long)sorted[tile.first + m] * hidden + tile.col0);
+        bulk_store(dst, base + m * pitch, cols * (GateUp ? 2 : 4));
+        bulk_commit();
+        bulk_wait_read();
     }
 }
 

@@ -80,6 +80,17 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t 
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(a), "l"(b), "r"(accumulate));
 }
+
+// Asynchronous bulk copy of `bytes` (a multiple of 16, both ends 16-byte aligned) from shared address `src` to global
+// `dst`, by the copy engine: the thread goes on at once. Its shared-memory source must have been made visible with
+// fence_async_shared; bulk_wait_read waits until the sources of this thread's committed copies have been read, after
+// which the shared memory may be reused or the block may exit (the global writes complete with the grid).
+__device__ __forceinline__ void bulk_store(void* dst, uint32_t src, int bytes) {
+    MSTAR_WGMMA("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes)
+                : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { MSTAR_WGMMA("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read() { MSTAR_WGMMA("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 #undef MSTAR_WGMMA
 #endif
 
