@@ -165,6 +165,8 @@ extern "C" __global__ void qkv_rope_append(const void* qkv, int inDt, const int*
 // zeros), the normalised head is rounded to bf16 as rms_norm stores it, and each RoPE pair is rotated from those bf16
 // values as rope_inplace does (a NeoX partner half a rotary span away is in the lane rotaryDim / 16 over). v is
 // copied. The launcher takes this path for rotaryDim a multiple of 16; dims past rotaryDim pass through normalised.
+constexpr int kQkHeadsInFlight = 4;
+
 extern "C" __global__ void qk_norm_rope_append(const __nv_bfloat16* qkv, const __nv_bfloat16* qNorm,
                                                const __nv_bfloat16* kNorm, float eps, const int* posIds,
                                                const float* invFreq, __nv_bfloat16* q, __nv_bfloat16* pool,
@@ -188,29 +190,47 @@ extern "C" __global__ void qk_norm_rope_append(const __nv_bfloat16* qkv, const _
     const bool live = lane < headVecs;
     // the lane holding this lane's NeoX partners (any lane where there are none: every lane takes part in a shuffle)
     const int partner = interleave || e >= rotaryDim ? lane : e < half ? lane + half / 8 : lane - half / 8;
-    for (int h = threadIdx.x >> 5; h < qHeads + kvHeads; h += warps) {
-        float a[8] = {}, w[8] = {};
-        if (live) {
-            load8(qkv, in + (long long)h * headVecs + lane, a);
-            load8(h < qHeads ? qNorm : kNorm, lane, w);
+    // the norms' weights once; a warp's heads kQkHeadsInFlight at a time, their loads issued before the first is
+    // normalised (one head after another, each waited for its load)
+    float wq[8] = {}, wk[8] = {};
+    if (live) {
+        load8(qNorm, lane, wq);
+        load8(kNorm, lane, wk);
+    }
+    const int heads = qHeads + kvHeads;
+    for (int h0 = threadIdx.x >> 5; h0 < heads; h0 += warps * kQkHeadsInFlight) {
+        float a[kQkHeadsInFlight][8] = {};
+#pragma unroll
+        for (int b = 0; b < kQkHeadsInFlight; ++b) {
+            const int h = h0 + b * warps;
+            if (live && h < heads) load8(qkv, in + (long long)h * headVecs + lane, a[b]);
         }
-        float ss = 0.f;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) ss += a[j] * a[j];
-        ss = warp_sum(ss);
-        const float inv = (float)(1.0 / sqrt((double)(ss / (float)headDim + eps)));
+        for (int b = 0; b < kQkHeadsInFlight; ++b) {
+            const int h = h0 + b * warps;
+            if (h >= heads) break;  // the same for the whole warp
+            const bool isQ = h < qHeads;
+            float ss = 0.f;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) a[j] = __bfloat162float(__float2bfloat16_rn(a[j] * inv * w[j]));
-        float p[8];
+            for (int j = 0; j < 8; ++j) ss += a[b][j] * a[b][j];
+            ss = warp_sum(ss);
+            const float inv = (float)(1.0 / sqrt((double)(ss / (float)headDim + eps)));
+            float n[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) p[j] = __shfl_sync(0xffffffffu, a[j], partner);
-        float r[8];
-        rotate8(a, p, e, rotaryDim, interleave, sinT, cosT, r);
-        if (live) {
-            if (h < qHeads) {
-                store8(q, (tok * qHeads + h) * headVecs + lane, r);
-            } else {
-                store8(pool, kOut + (long long)(h - qHeads) * headVecs + lane, r);
+            for (int j = 0; j < 8; ++j) {
+                n[j] = __bfloat162float(__float2bfloat16_rn(a[b][j] * inv * (isQ ? wq[j] : wk[j])));
+            }
+            float p[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) p[j] = __shfl_sync(0xffffffffu, n[j], partner);
+            float r[8];
+            rotate8(n, p, e, rotaryDim, interleave, sinT, cosT, r);
+            if (live) {
+                if (isQ) {
+                    store8(q, (tok * qHeads + h) * headVecs + lane, r);
+                } else {
+                    store8(pool, kOut + (long long)(h - qHeads) * headVecs + lane, r);
+                }
             }
         }
     }
