@@ -9,7 +9,7 @@ import org.mstar.device.MoeRouting;
 /**
  * Launchers of the mixture-of-experts kernels (moe.cu): {@code moe_route}, then for the experts {@code moe_sort}
  * (assignments grouped by expert, each expert's first sorted place, the tile list) and the two products (gate/up with
- * SiLU·mul, down with the routing weights) one of four ways:
+ * SiLU·mul, down with the routing weights) one of five ways:
  * <ul>
  *   <li>bf16 with the widths multiples of 64 and at most 16 assignments an expert on average
  *       ({@link MoeTiles#grouped}; decode): tensor-core tiles that stream each chosen expert's weights once per tile
@@ -33,9 +33,9 @@ import org.mstar.device.MoeRouting;
  * </ul>
  * Under expert parallelism {@code moe_local_ids} renumbers the router's ids for the device's experts first.
  * The tiled ways' launch sizes depend on the row count only, never on the routing, so they can be captured into a
- * graph. Every way rounds as {@link org.mstar.device.MoeOps#moeExperts} states. Bits: the grouped GEMM gives a row
- * the same bits whatever the other rows and their routing, at any row count (each output element is the same
- * sequence of fp32 mma steps over K); the skinny tiles, cuBLAS and the CUDA-core GEMMs each visit K in another order,
+ * graph. Every way rounds as {@link org.mstar.device.MoeOps#moeExperts} states. Bits: the grouped GEMM, in either
+ * form, gives a row the same bits whatever the other rows and their routing, at any row count (each output element is
+ * the same sequence of fp32 products over K); the warpgroup form's bits are not the mma.sync tiles'; the skinny tiles, cuBLAS and the CUDA-core GEMMs each visit K in another order,
  * so the ways' bits differ from one another within bf16 rounding, and a row crossing from one way to another (the
  * batch growing past a threshold) may change in its last bits.
  */
