@@ -47,6 +47,22 @@ class MoeTilesTest {
         assertThat(MoeTiles.groupedDownBlocks(1, 192)).isEqualTo(2);
     }
 
+    @Test
+    void theWarpgroupGemmServesAbove64RowChoicesAnExpert() {
+        // Qwen3-30B-A3B: 128 experts, top 8; DeepSeek-V2-Lite: 64, top 6
+        assertThat(MoeTiles.warpgroup(1024, 8, 128)).isFalse();
+        assertThat(MoeTiles.warpgroup(1025, 8, 128)).isTrue();
+        assertThat(MoeTiles.warpgroup(682, 6, 64)).isFalse();
+        assertThat(MoeTiles.warpgroup(683, 6, 64)).isTrue();
+        // its blocks: 128 intermediate columns (256 weight rows) for gate/up, 256 output columns for down, rounded up
+        int tiles = MoeTiles.maxTiles(2048 * 8, 128, MoeTiles.WARPGROUP_ROWS);
+        assertThat(tiles).isEqualTo(128 + 128);
+        assertThat(MoeTiles.warpgroupGateUpBlocks(tiles, 768)).isEqualTo(tiles * 6);
+        assertThat(MoeTiles.warpgroupDownBlocks(tiles, 2048)).isEqualTo(tiles * 8);
+        assertThat(MoeTiles.warpgroupGateUpBlocks(1, 1408)).isEqualTo(11);
+        assertThat(MoeTiles.warpgroupDownBlocks(1, 320)).isEqualTo(2);
+    }
+
     /** However the assignments fall on the experts, moe_sort lists no more tiles than the grid holds. */
     @Property
     void noRoutingListsMoreTilesThanTheBound(@ForAll @IntRange(min = 1, max = 3000) int assignments,
@@ -96,5 +112,13 @@ class MoeTilesTest {
         assertThat(MoeTiles.GROUP_LARGE_THREADS).isEqualTo(2 * MoeTiles.GROUP_LARGE_ROWS);
         assertThat(MoeTiles.GROUP_SMEM_BYTES).isEqualTo(3 * (64 + 128) * (2 * 64 + 16));
         assertThat(MoeTiles.GROUP_LARGE_SMEM_BYTES).isEqualTo(3 * (128 + 128) * (2 * 64 + 16));
+        // the warpgroup GEMM: tile rows, weight rows, threads and shared memory as moe_wgmma_* take them
+        assertThat(kernel).contains("constexpr int kMoeWgRows = " + MoeTiles.WARPGROUP_ROWS + ";")
+                .contains("constexpr int kMoeWgCols = " + MoeTiles.WARPGROUP_COLS + ";")
+                .contains("constexpr int kMoeWgThreads = " + MoeTiles.WARPGROUP_THREADS + ";")
+                .contains("constexpr int kMoeWgStages = 4;")
+                .contains("constexpr int kMoeWgStageBytes = (kMoeWgRows + kMoeWgCols) * 128;")
+                .contains("constexpr int kMoeWgSmemBytes = kMoeWgStages * kMoeWgStageBytes + 1024;");
+        assertThat(MoeTiles.WARPGROUP_SMEM_BYTES).isEqualTo(4 * (128 + 256) * 128 + 1024);
     }
 }
