@@ -397,11 +397,9 @@ template <class Source>
 __device__ __forceinline__ void moe_combine_item(long long item, int hidden, int topK, const int* ids, int experts,
                                                  void* out, int outDt, Source source) {
     if (moe_combine_run(hidden) == kMoeCombineRun) {
-        moe_combine_run_into<kMoeCombineRun>(item, hidden, topK, ids, experts, out, outDt,
-                                             [&](long long a, int o, float(&v)[kMoeCombineRun]) { source(a, o, v); });
+        moe_combine_run_into<kMoeCombineRun>(item, hidden, topK, ids, experts, out, outDt, source);
     } else {
-        moe_combine_run_into<1>(item, hidden, topK, ids, experts, out, outDt,
-                                [&](long long a, int o, float(&v)[1]) { source(a, o, v); });
+        moe_combine_run_into<1>(item, hidden, topK, ids, experts, out, outDt, source);
     }
 }
 
@@ -595,6 +593,22 @@ __device__ __forceinline__ void moe_tile_row_sources(const __nv_bfloat16* x, con
     }
 }
 
+// The sources of a thread's copies of a grouped block's weight rows (rows threadIdx.x / 8 + step·i, piece
+// threadIdx.x % 8): block row r is column col0 + place(r).x of the output, its gate row (or the down row) when
+// place(r).y is 0, its up row (inter further on) when 1. Columns past the width read row 0 and are zero-filled.
+template <int Copies, class Place>
+__device__ __forceinline__ void moe_tile_weight_sources(const MoeSkinnyTile& tile, int width, int inter, int k, int step,
+                                                        Place place, const __nv_bfloat16* (&src)[Copies],
+                                                        bool (&live)[Copies]) {
+#pragma unroll
+    for (int i = 0; i < Copies; ++i) {
+        const int2 at = place((threadIdx.x >> 3) + step * i);
+        const int col = tile.col0 + at.x;
+        live[i] = col < width;
+        src[i] = tile.w + (long long)(live[i] ? (at.y ? inter + col : col) : 0) * k + 8 * (threadIdx.x & 7);
+    }
+}
+
 // gate/up (GateUp): a block takes 64 intermediate columns col0 .. col0 + 63; warp column wn's 64 weight rows are the
 // gate rows of columns col0 + 32·wn .. + 31 then the up rows of the same columns, so a lane holds a column's gate and
 // up sums side by side (n-tiles j and j + 4). down: 128 output columns, warp column wn's the 64 from col0 + 64·wn.
@@ -623,15 +637,9 @@ __device__ __forceinline__ void moe_grouped_body(const __nv_bfloat16* __restrict
     moe_tile_row_sources<GateUp>(x, sorted, topK, tile, k, rowsPerPass, xSrc, xLive);
     const __nv_bfloat16* wSrc[wCopies];
     bool wLive[wCopies];
-#pragma unroll
-    for (int i = 0; i < wCopies; ++i) {
-        const int r = (threadIdx.x >> 3) + rowsPerPass * i;
-        const int q = r & 63;
-        const int col = GateUp ? tile.col0 + 32 * (r >> 6) + (q & 31) : tile.col0 + r;
-        const int row = GateUp && q >= 32 ? inter + col : col;
-        wLive[i] = col < width;
-        wSrc[i] = tile.w + (long long)(wLive[i] ? row : 0) * k + 8 * piece;
-    }
+    moe_tile_weight_sources(tile, width, inter, k, rowsPerPass, [](int r) {
+        return GateUp ? make_int2(32 * (r >> 6) + (r & 31), (r & 63) >= 32) : make_int2(r, 0);
+    }, wSrc, wLive);
     auto load = [&](int c) {
         unsigned char* stage = smem + (c % kMoeGroupStages) * stageBytes;
 #pragma unroll
@@ -773,6 +781,7 @@ __device__ __forceinline__ void moe_wgmma_body(const __nv_bfloat16* __restrict__
                                                const float* weights, __nv_bfloat16* h, float* y, int hidden,
                                                int inter) {
     constexpr int passRows = kMoeWgThreads / 8, xCopies = kMoeWgRows / passRows, wCopies = kMoeWgCols / passRows;
+    static_assert(kMoeWgSmemBytes <= 227 * 1024, "the launch's shared memory fits an SM");
     await_previous_kernel();
     const int k = GateUp ? hidden : inter, width = GateUp ? inter : hidden;
     const auto tile = MoeSkinnyTile::of<kMoeWgRows / 8>(tileStart, tileExpert, tiles, width,
@@ -790,14 +799,9 @@ __device__ __forceinline__ void moe_wgmma_body(const __nv_bfloat16* __restrict__
     moe_tile_row_sources<GateUp>(x, sorted, topK, tile, k, passRows, xSrc, xLive);
     const __nv_bfloat16* wSrc[wCopies];
     bool wLive[wCopies];
-#pragma unroll
-    for (int i = 0; i < wCopies; ++i) {
-        const int r = row0 + passRows * i;
-        const int col = tile.col0 + (GateUp ? r % (kMoeWgCols / 2) : r);
-        const int row = GateUp && r >= kMoeWgCols / 2 ? inter + col : col;
-        wLive[i] = col < width;
-        wSrc[i] = tile.w + (long long)(wLive[i] ? row : 0) * k + 8 * piece;
-    }
+    moe_tile_weight_sources(tile, width, inter, k, passRows, [](int r) {
+        return GateUp ? make_int2(r % (kMoeWgCols / 2), r >= kMoeWgCols / 2) : make_int2(r, 0);
+    }, wSrc, wLive);
     auto load = [&](int c) {
         unsigned char* stage = smem + (c % kMoeWgStages) * kMoeWgStageBytes;
 #pragma unroll

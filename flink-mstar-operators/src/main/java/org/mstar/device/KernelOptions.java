@@ -105,8 +105,8 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
     }
 
     public KernelOptions withWarpgroupMoe(boolean on) {
-        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                on, batchInvariant);
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows,
+                moeGemmExpertRows, on, batchInvariant);
     }
 
     public KernelOptions withBatchInvariant(boolean on) {

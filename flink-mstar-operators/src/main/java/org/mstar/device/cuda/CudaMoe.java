@@ -33,11 +33,12 @@ import org.mstar.device.MoeRouting;
  * </ul>
  * Under expert parallelism {@code moe_local_ids} renumbers the router's ids for the device's experts first.
  * The tiled ways' launch sizes depend on the row count only, never on the routing, so they can be captured into a
- * graph. Every way rounds as {@link org.mstar.device.MoeOps#moeExperts} states. Bits: the grouped GEMM, in either
- * form, gives a row the same bits whatever the other rows and their routing, at any row count (each output element is
- * the same sequence of fp32 products over K); the warpgroup form's bits are not the mma.sync tiles'; the skinny tiles, cuBLAS and the CUDA-core GEMMs each visit K in another order,
- * so the ways' bits differ from one another within bf16 rounding, and a row crossing from one way to another (the
- * batch growing past a threshold) may change in its last bits.
+ * graph. Every way rounds as {@link org.mstar.device.MoeOps#moeExperts} states. Bits: the grouped GEMM, in either form,
+ * gives a row the same bits whatever the other rows and their routing, at any row count (each output element is the
+ * same sequence of fp32 products over K); the warpgroup form's bits are not the mma.sync tiles'; the skinny tiles,
+ * cuBLAS and the CUDA-core GEMMs each visit K in another order, so the ways' bits differ from one another within bf16
+ * rounding, and a row crossing from one way to another (the batch growing past a threshold) may change in its last
+ * bits.
  */
 final class CudaMoe {
     /** kMoeMaxExperts, kMoeTileRows, kMoeGateUpCols, kMoeDownCols, kMoeThreads and kMoeSortThreads in moe.cu. */

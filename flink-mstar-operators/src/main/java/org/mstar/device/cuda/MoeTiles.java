@@ -20,7 +20,7 @@ public final class MoeTiles {
     static final int WARPGROUP_ROWS = 128;
     static final int WARPGROUP_COLS = 256;
     static final int WARPGROUP_THREADS = 256;
-    static final int WARPGROUP_SMEM_BYTES = 4 * (128 + 256) * 128 + 1024;
+    static final int WARPGROUP_SMEM_BYTES = 4 * (WARPGROUP_ROWS + WARPGROUP_COLS) * 128 + 1024;
     /** Output columns of a grouped block: gate/up 64 intermediate columns (128 weight rows), down 128. */
     static final int GROUP_GATE_UP_COLS = 64;
     static final int GROUP_DOWN_COLS = 128;

@@ -19,13 +19,13 @@ import org.mstar.model.llama.RandomWeights;
 
 /**
  * The mixture-of-experts performance rows ({@code --moe-perf}): the routed experts alone ({@code moeExperts}) at a
- * sweep of row counts on tensor-core tiles (the skinny tiles, or the grouped GEMM above 16 assignments an expert),
- * on the warpgroup GEMM (above 64 assignments an expert) and on cuBLAS GEMMs (where the two ways cross, for {@link org.mstar.device.KernelOptions#moeGemmExpertRows()}), and the
- * engine on Qwen3-30B-A3B's and DeepSeek-V2-Lite's geometry (bf16, random weights): decode steps at batch 1 and 64
- * (512-token prompts, decode graphs on) and a prefill of one 2048-token prompt, written as {@link PerfTable} lines for
- * {@code torch_moe.py}, which joins them with its PyTorch peer and the bounds. A decode row's bytes are the weights
- * its rows read (each sparse layer the expected distinct experts of its rows, {@link ModelCost#weightBytesRead}) and
- * its K/V (latent rows for DeepSeek-V2).
+ * sweep of row counts on tensor-core tiles (the skinny tiles, or the grouped GEMM above 16 assignments an expert), on
+ * the warpgroup GEMM (above 64 assignments an expert) and on cuBLAS GEMMs (where the ways cross, for {@link
+ * org.mstar.device.KernelOptions#moeGemmExpertRows()}), and the engine on Qwen3-30B-A3B's and DeepSeek-V2-Lite's
+ * geometry (bf16, random weights): decode steps at batch 1 and 64 (512-token prompts, decode graphs on) and a prefill
+ * of one 2048-token prompt, written as {@link PerfTable} lines for {@code torch_moe.py}, which joins them with its
+ * PyTorch peer and the bounds. A decode row's bytes are the weights its rows read (each sparse layer the expected
+ * distinct experts of its rows, {@link ModelCost#weightBytesRead}) and its K/V (latent rows for DeepSeek-V2).
  */
 final class MoePerf {
     /** {prompt tokens, prompts} of the prefill row. */
