@@ -84,6 +84,14 @@ struct PagedKeys {
     }
 };
 
+// Where packed row `packed` of KV head g (query i = packed / group, its head j = packed % group of the group) of a
+// sequence whose queries start at qBegin lies in q [tokens, qoHeads, D], and so in out.
+template <int D>
+__device__ __forceinline__ long long packed_row(int packed, int group, int g, int qBegin, int qoHeads) {
+    const int qi = packed / group, h = g * group + (packed - qi * group);
+    return ((long long)(qBegin + qi) * qoHeads + h) * D;
+}
+
 // Body of the tensor-core kernels. Keys is where the keys live (PagedKeys here, contiguous ragged spans in
 // attention_ragged.cu); M the mask, whose visible(kvLen, qLen, qpos, lo, hi) gives a query's keys [lo, hi),
 // moving right as the query advances.
@@ -91,8 +99,7 @@ template <int D, class S, class Keys, class M>
 __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, Keys kv, M mask, const int* qoIndptr,
                                                  int qoHeads, float smScale, __nv_bfloat16* out) {
     constexpr int MT = S::MT, ROWS = S::ROWS, KEYS = S::KEYS, STRIDE = S::STRIDE, CHUNKS = S::CHUNKS;
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
+    __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(dynamic_smem());
     __nv_bfloat16* kvs = qs + ROWS * STRIDE;  // stage s: K at (2s) * KEYS rows, V at (2s + 1) * KEYS
 
     const int r = blockIdx.z, g = blockIdx.y;
@@ -115,8 +122,7 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, Keys kv
         const int row = idx / CHUNKS, c = idx - row * CHUNKS;
         const int packed = rowBegin + row;
         const bool valid = packed < packedRows;
-        const int qi = packed / group, h = g * group + (packed - qi * group);
-        const __nv_bfloat16* src = valid ? q + ((long long)(qBegin + qi) * qoHeads + h) * D + c * 8 : q;
+        const __nv_bfloat16* src = valid ? q + packed_row<D>(packed, group, g, qBegin, qoHeads) + c * 8 : q;
         cp_async16(qs + row * STRIDE + c * 8, src, valid);
     }
     cp_async_commit();
@@ -296,10 +302,9 @@ __device__ __forceinline__ void prefill_mma_body(const __nv_bfloat16* q, Keys kv
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
             const int packed = rowBegin + warpRow + mt * 16 + (lane >> 2) + half * 8;
             if (packed >= packedRows) continue;
-            const int qi = packed / group, h = g * group + (packed - qi * group);
             const float inv = sum > 0.f ? 1.f / sum : 0.f;
-            uint32_t* dst =
-                reinterpret_cast<uint32_t*>(out + ((long long)(qBegin + qi) * qoHeads + h) * D + 2 * (lane & 3));
+            uint32_t* dst = reinterpret_cast<uint32_t*>(out + packed_row<D>(packed, group, g, qBegin, qoHeads) +
+                                                        2 * (lane & 3));
 #pragma unroll
             for (int n = 0; n < D / 8; ++n) dst[n * 4] = pack_bf16(o[mt][n][2 * half] * inv, o[mt][n][2 * half + 1] * inv);
         }

@@ -70,7 +70,7 @@ __device__ __forceinline__ void ragged_body(const T* q, const T* k, const T* v, 
                                             float smScale, T* out) {
     constexpr int OPT = D / 4;  // output columns per thread: part, part + 4, ...
     // Dynamic shared memory, ((32 + 2 * 32) * (D + 1) + 32 * 33) floats: the launcher raises the 48 KB default.
-    extern __shared__ float smem[];
+    float* smem = reinterpret_cast<float*>(dynamic_smem());
     float (*qs)[D + 1] = reinterpret_cast<float (*)[D + 1]>(smem);
     float (*ks)[D + 1] = reinterpret_cast<float (*)[D + 1]>(smem + kRaggedQ * (D + 1));
     float (*vs)[D + 1] = reinterpret_cast<float (*)[D + 1]>(smem + (kRaggedQ + kRaggedK) * (D + 1));

@@ -8,6 +8,7 @@
 #include "attention_prefill.cu"
 #include "attention_prefill_mma.cu"
 #include "attention_ragged.cu"
+#include "attention_prefill_wgmma.cu"
 #include "sampling.cu"
 #include "skinny_matmul.cu"
 #include "ring_attention.cu"

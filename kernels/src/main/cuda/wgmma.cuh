@@ -24,6 +24,15 @@ __host__ __device__ constexpr uint64_t wgmma_desc(uint32_t addr) {
     return (uint64_t)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
+// Descriptor of an MN-major operand at `addr`: B of d = A · B stored as K rows of N elements (as V is stored [key][d]),
+// in the same layout: row k of a block holds 64 N elements (128 bytes), 8-row groups of K lie 1024 bytes apart (the
+// stride field) and the next 64 N elements `blockBytes` on (the leading field). Adding 128 to a descriptor moves it
+// 2048 bytes on: the next 16 K rows.
+__host__ __device__ constexpr uint64_t wgmma_desc_mn(uint32_t addr, uint32_t blockBytes) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((blockBytes >> 4) & 0x3FFF) << 16) | (64ull << 32) |
+           (1ull << 62);
+}
+
 #ifndef MSTAR_HOST_EMULATION  // kernels/emulation/wgmma_shim.h provides host versions of what follows
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define MSTAR_WGMMA(...) asm volatile(__VA_ARGS__)
@@ -48,6 +57,11 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[N]) {
     for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The asm output operands of 32 accumulators d[i .. i + 31], in order.
+#define MSTAR_WG_ACC2(i) "+f"(d[i]), "+f"(d[i + 1])
+#define MSTAR_WG_ACC8(i) MSTAR_WG_ACC2(i), MSTAR_WG_ACC2(i + 2), MSTAR_WG_ACC2(i + 4), MSTAR_WG_ACC2(i + 6)
+#define MSTAR_WG_ACC32(i) MSTAR_WG_ACC8(i), MSTAR_WG_ACC8(i + 8), MSTAR_WG_ACC8(i + 16), MSTAR_WG_ACC8(i + 24)
+
 // d (64 x 256) = A (64 x 16) · B (256 x 16)ᵀ, plus d when `accumulate`; A and B K-major bf16 (wgmma_desc).
 __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t a, uint64_t b, int accumulate) {
     MSTAR_WGMMA(
@@ -62,23 +76,70 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t 
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
         "%128, %129, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : MSTAR_WG_ACC32(0), MSTAR_WG_ACC32(32), MSTAR_WG_ACC32(64), MSTAR_WG_ACC32(96)
         : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// d (64 x 64) = A (64 x 16) · B (64 x 16)ᵀ, plus d when `accumulate`; A and B K-major bf16 (wgmma_desc).
+__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
+    MSTAR_WGMMA(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : MSTAR_WG_ACC32(0)
+        : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// d (64 x 128) = A (64 x 16) · B (128 x 16)ᵀ, plus d when `accumulate`; A and B K-major bf16 (wgmma_desc).
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
+    MSTAR_WGMMA(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : MSTAR_WG_ACC32(0), MSTAR_WG_ACC32(32)
+        : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// d (64 x 128) = A (64 x 16) · B (16 x 128), plus d when `accumulate`; A from registers, B MN-major bf16
+// (wgmma_desc_mn). Warp w's A fragment is mma.sync's m16n8k16 one for rows 16w .. 16w + 15: a[0] rows g, K columns
+// 2q and 2q + 1, a[1] row g + 8, a[2] and a[3] the same rows at K 2q + 8, 2q + 9 (bf16 pairs). Accumulators
+// d[4j + v] of j = 2kk and 2kk + 1 are exactly that for columns 16kk .. 16kk + 15: a product's result feeds the next
+// one's A in place, as flash attention's P does.
+__device__ __forceinline__ void wgmma_m64n128k16_bf16_rt(float (&d)[64], const uint32_t (&a)[4], uint64_t b,
+                                                        int accumulate) {
+    MSTAR_WGMMA(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : MSTAR_WG_ACC32(0), MSTAR_WG_ACC32(32)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+// d (64 x 192) = A (64 x 16) · B (16 x 192), plus d when `accumulate`; as wgmma_m64n128k16_bf16_rt.
+__device__ __forceinline__ void wgmma_m64n192k16_bf16_rt(float (&d)[96], const uint32_t (&a)[4], uint64_t b,
+                                                        int accumulate) {
+    MSTAR_WGMMA(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, {%96, %97, %98, %99}, %100, p, 1, 1, 1;\n}\n"
+        : MSTAR_WG_ACC32(0), MSTAR_WG_ACC32(32), MSTAR_WG_ACC32(64)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
 // Asynchronous bulk copy of `bytes` (a multiple of 16, both ends 16-byte aligned) from shared address `src` to global
@@ -91,6 +152,9 @@ __device__ __forceinline__ void bulk_store(void* dst, uint32_t src, int bytes) {
 }
 __device__ __forceinline__ void bulk_commit() { MSTAR_WGMMA("cp.async.bulk.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void bulk_wait_read() { MSTAR_WGMMA("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+#undef MSTAR_WG_ACC32
+#undef MSTAR_WG_ACC8
+#undef MSTAR_WG_ACC2
 #undef MSTAR_WGMMA
 #endif
 

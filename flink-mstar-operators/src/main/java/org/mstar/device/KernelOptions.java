@@ -27,6 +27,10 @@ package org.mstar.device;
  *                     average) runs on Hopper's asynchronous warpgroup products (the default, on sm_90 devices; it then
  *                     also serves where {@code moeGemmExpertRows} would take cuBLAS) instead of the mma.sync tiles;
  *                     the GPU harness switches it off to measure the one against the other
+ * @param warpgroupAttention bf16 prefill attention at head dims 128 and 192 (paged and ragged) runs on Hopper's
+ *                           warpgroup products (the default, on sm_90 devices, unless {@code batchInvariant}: its key
+ *                           tiles are wider than the decode kernel's, so a row's sums differ in order) instead of the
+ *                           mma.sync kernel; the GPU harness switches it off to measure the one against the other
  * @param batchInvariant a row's results are independent of the other rows of its step: on a GPU, matmuls through
  *                       split-free cuBLASLt algorithms and bf16 attention at the tensor-core head dims through one
  *                       kernel for prefill and decode rows alike. A request's tokens then do not depend on what it
@@ -40,7 +44,7 @@ package org.mstar.device;
  */
 public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunch, boolean qkvRopeInMatmul,
                             int skinnyMatmulRows, int moeGemmExpertRows, boolean warpgroupMoe,
-                            boolean batchInvariant) {
+                            boolean warpgroupAttention, boolean batchInvariant) {
     /** Rows up to which bf16 matmuls take the skinny kernel by default (measured, docs/results/perf.md). */
     public static final int DEFAULT_SKINNY_MATMUL_ROWS = 16;
     /** Most rows the skinny-matmul kernel serves: four 8-row tiles of x in its largest instantiation. */
@@ -56,7 +60,7 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
     public static final int DEFAULT_MOE_GEMM_EXPERT_ROWS = 160;
 
     private static final KernelOptions DEFAULTS = new KernelOptions(true, true, true, DEFAULT_SKINNY_MATMUL_ROWS,
-            DEFAULT_MOE_GEMM_EXPERT_ROWS, true, false);
+            DEFAULT_MOE_GEMM_EXPERT_ROWS, true, true, false);
 
     /**
      * @throws IllegalArgumentException when {@code skinnyMatmulRows} is outside 0..{@value #MAX_SKINNY_MATMUL_ROWS}
@@ -74,43 +78,49 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
 
     /** Every variant at its default: tensor-core prefill, programmatic launch, RoPE in the qkv matmul, skinny
      *  matmuls up to {@value #DEFAULT_SKINNY_MATMUL_ROWS} rows, MoE experts on cuBLAS from
-     *  {@value #DEFAULT_MOE_GEMM_EXPERT_ROWS} rows an expert unless the warpgroup GEMM serves, batch invariance off. */
+     *  {@value #DEFAULT_MOE_GEMM_EXPERT_ROWS} rows an expert unless the warpgroup GEMM serves, warpgroup prefill
+     *  attention, batch invariance off. */
     public static KernelOptions defaults() {
         return DEFAULTS;
     }
 
     public KernelOptions withTensorCorePrefill(boolean on) {
         return new KernelOptions(on, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                warpgroupMoe, batchInvariant);
+                warpgroupMoe, warpgroupAttention, batchInvariant);
     }
 
     public KernelOptions withProgrammaticLaunch(boolean on) {
         return new KernelOptions(tensorCorePrefill, on, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                warpgroupMoe, batchInvariant);
+                warpgroupMoe, warpgroupAttention, batchInvariant);
     }
 
     public KernelOptions withQkvRopeInMatmul(boolean on) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, on, skinnyMatmulRows, moeGemmExpertRows,
-                warpgroupMoe, batchInvariant);
+                warpgroupMoe, warpgroupAttention, batchInvariant);
     }
 
     public KernelOptions withSkinnyMatmulRows(int rows) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, rows, moeGemmExpertRows,
-                warpgroupMoe, batchInvariant);
+                warpgroupMoe, warpgroupAttention, batchInvariant);
     }
 
     public KernelOptions withMoeGemmExpertRows(int rows) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, rows,
-                warpgroupMoe, batchInvariant);
+                warpgroupMoe, warpgroupAttention, batchInvariant);
     }
 
     public KernelOptions withWarpgroupMoe(boolean on) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows,
-                moeGemmExpertRows, on, batchInvariant);
+                moeGemmExpertRows, on, warpgroupAttention, batchInvariant);
     }
 
     public KernelOptions withBatchInvariant(boolean on) {
         return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows, moeGemmExpertRows,
-                warpgroupMoe, on);
+                warpgroupMoe, warpgroupAttention, on);
+    }
+
+    public KernelOptions withWarpgroupAttention(boolean on) {
+        return new KernelOptions(tensorCorePrefill, programmaticLaunch, qkvRopeInMatmul, skinnyMatmulRows,
+                moeGemmExpertRows, warpgroupMoe, on, batchInvariant);
     }
 }

@@ -14,7 +14,8 @@ class KernelOptionsTest {
     @Test
     void defaultsAreTheVariantsDevicesAlwaysStartedWith() {
         assertThat(KernelOptions.defaults()).isEqualTo(new KernelOptions(true, true, true,
-                KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS, KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS, true, false));
+                KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS, KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS, true, true,
+                false));
         assertThat(KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS).isEqualTo(16);
         assertThat(KernelOptions.MAX_SKINNY_MATMUL_ROWS).isEqualTo(32);
     }
@@ -43,21 +44,24 @@ class KernelOptionsTest {
     void eachCopyChangesOneSettingOnly(@ForAll boolean tensorCores, @ForAll boolean programmatic,
                                        @ForAll boolean qkvRope, @ForAll @IntRange(min = 0, max = 32) int rows,
                                        @ForAll @IntRange(min = 1, max = 4096) int moeRows, @ForAll boolean warpgroup,
-                                       @ForAll boolean invariant) {
-        KernelOptions o = new KernelOptions(tensorCores, programmatic, qkvRope, rows, moeRows, warpgroup, invariant);
-        assertThat(o.withTensorCorePrefill(!tensorCores))
-                .isEqualTo(new KernelOptions(!tensorCores, programmatic, qkvRope, rows, moeRows, warpgroup, invariant));
-        assertThat(o.withProgrammaticLaunch(!programmatic))
-                .isEqualTo(new KernelOptions(tensorCores, !programmatic, qkvRope, rows, moeRows, warpgroup, invariant));
-        assertThat(o.withQkvRopeInMatmul(!qkvRope))
-                .isEqualTo(new KernelOptions(tensorCores, programmatic, !qkvRope, rows, moeRows, warpgroup, invariant));
-        assertThat(o.withSkinnyMatmulRows(32 - rows))
-                .isEqualTo(new KernelOptions(tensorCores, programmatic, qkvRope, 32 - rows, moeRows, warpgroup, invariant));
-        assertThat(o.withMoeGemmExpertRows(moeRows + 1))
-                .isEqualTo(new KernelOptions(tensorCores, programmatic, qkvRope, rows, moeRows + 1, warpgroup, invariant));
-        assertThat(o.withWarpgroupMoe(!warpgroup))
-                .isEqualTo(new KernelOptions(tensorCores, programmatic, qkvRope, rows, moeRows, !warpgroup, invariant));
-        assertThat(o.withBatchInvariant(!invariant))
-                .isEqualTo(new KernelOptions(tensorCores, programmatic, qkvRope, rows, moeRows, warpgroup, !invariant));
+                                       @ForAll boolean attention, @ForAll boolean invariant) {
+        KernelOptions o = new KernelOptions(tensorCores, programmatic, qkvRope, rows, moeRows, warpgroup, attention,
+                invariant);
+        assertThat(o.withTensorCorePrefill(!tensorCores)).isEqualTo(new KernelOptions(!tensorCores, programmatic,
+                qkvRope, rows, moeRows, warpgroup, attention, invariant));
+        assertThat(o.withProgrammaticLaunch(!programmatic)).isEqualTo(new KernelOptions(tensorCores, !programmatic,
+                qkvRope, rows, moeRows, warpgroup, attention, invariant));
+        assertThat(o.withQkvRopeInMatmul(!qkvRope)).isEqualTo(new KernelOptions(tensorCores, programmatic,
+                !qkvRope, rows, moeRows, warpgroup, attention, invariant));
+        assertThat(o.withSkinnyMatmulRows(32 - rows)).isEqualTo(new KernelOptions(tensorCores, programmatic,
+                qkvRope, 32 - rows, moeRows, warpgroup, attention, invariant));
+        assertThat(o.withMoeGemmExpertRows(moeRows + 1)).isEqualTo(new KernelOptions(tensorCores, programmatic,
+                qkvRope, rows, moeRows + 1, warpgroup, attention, invariant));
+        assertThat(o.withWarpgroupMoe(!warpgroup)).isEqualTo(new KernelOptions(tensorCores, programmatic,
+                qkvRope, rows, moeRows, !warpgroup, attention, invariant));
+        assertThat(o.withWarpgroupAttention(!attention)).isEqualTo(new KernelOptions(tensorCores, programmatic,
+                qkvRope, rows, moeRows, warpgroup, !attention, invariant));
+        assertThat(o.withBatchInvariant(!invariant)).isEqualTo(new KernelOptions(tensorCores, programmatic,
+                qkvRope, rows, moeRows, warpgroup, attention, !invariant));
     }
 }

@@ -12,7 +12,7 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * head) rows, KV head, span); off on a device whose options have {@code tensorCorePrefill} off). fp32, the other bf16
  * head dims and the switched-off case run the CUDA-core kernel: block (query tile, query head, span) walks the
  * keys its tile's queries may see in tiles staged through shared memory, with an online softmax per query row
- * in fp32. The grid's x extent comes from the plan's {@code maxQLen}, which must bound every span's query count.
+ * in fp32. On Hopper, bf16 at head dims 128 and 192 runs the warpgroup kernel instead ({@link WarpgroupAttention}). The grid's x extent comes from the plan's {@code maxQLen}, which must bound every span's query count.
  */
 final class CudaRaggedAttention {
     private static final int THREADS = 128;
@@ -67,7 +67,12 @@ final class CudaRaggedAttention {
                 .i32(kvHeads).i32(plan.causalBlock()).f32(plan.smScale()).tensor(out);
         boolean mma = q.dtype() == DType.BF16 && MMA_HEAD_DIMS.contains(headDim)
                 && (device.options().tensorCorePrefill() || !HEAD_DIMS.contains(headDim));
-        if (mma) {
+        if (mma && WarpgroupAttention.serves(device, WarpgroupAttention.RAGGED_HEAD_DIMS, headDim)) {
+            device.kernel("attn_ragged_wgmma_bf16_d" + headDim).launch(device.stream(),
+                    WarpgroupAttention.tiles(plan.maxQLen(), qoHeads / kvHeads), kvHeads, plan.rows(),
+                    WarpgroupAttention.THREADS, WarpgroupAttention.smemBytes(headDim), args,
+                    "raggedAttention (warpgroup products)");
+        } else if (mma) {
             int rows = CudaAttention.mmaRows(headDim);
             int tiles = (plan.maxQLen() * (qoHeads / kvHeads) + rows - 1) / rows;
             device.kernel("attn_ragged_mma_bf16_d" + headDim).launch(device.stream(), tiles, kvHeads, plan.rows(),

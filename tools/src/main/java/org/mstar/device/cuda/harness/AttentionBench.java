@@ -88,14 +88,32 @@ final class AttentionBench {
         }
     }
 
-    record PrefillRow(int tokens, int batch, boolean tensorCores, double millis, double tflops) {}
+    /** The prefill kernels a row can time: Hopper's warpgroup one, the mma.sync tensor-core one, the CUDA-core one. */
+    enum PrefillKernel {
+        WARPGROUP("warpgroup (wgmma)"), TENSOR_CORES("tensor cores (mma.sync)"), CUDA_CORES("CUDA cores");
+
+        final String label;
+
+        PrefillKernel(String label) {
+            this.label = label;
+        }
+
+        /** The kernels this GPU has: the warpgroup one on sm_90 only. */
+        static List<PrefillKernel> on(CudaDevice gpu) {
+            return gpu.context().computeCapability() == 90 ? List.of(values())
+                    : List.of(TENSOR_CORES, CUDA_CORES);
+        }
+    }
+
+    record PrefillRow(int tokens, int batch, PrefillKernel kernel, double millis, double tflops) {}
 
     /**
-     * {@code batch} causal prompts of {@code tokens} each in one plan, on the tensor-core kernel or the
-     * CUDA-core one; FLOPs count the visible score and value products only (causal tiles skipped by both).
+     * {@code batch} causal prompts of {@code tokens} each in one plan, on the given kernel; FLOPs count the visible
+     * score and value products only (causal tiles skipped by every kernel).
      */
-    PrefillRow prefill(int tokens, int batch, boolean tensorCores) {
-        CudaDevice gpu = tw.gpu.withOptions(tw.gpu.options().withTensorCorePrefill(tensorCores));
+    PrefillRow prefill(int tokens, int batch, PrefillKernel kernel) {
+        CudaDevice gpu = tw.gpu.withOptions(tw.gpu.options().withTensorCorePrefill(kernel != PrefillKernel.CUDA_CORES)
+                .withWarpgroupAttention(kernel == PrefillKernel.WARPGROUP));
         int perSeq = (tokens + PAGE - 1) / PAGE;
         int pages = perSeq * batch;
         int[] indices = Twin.permutation(tw.rnd, pages);
@@ -118,7 +136,7 @@ final class AttentionBench {
                     tokens, true, -1, false, (float) (1 / Math.sqrt(HEAD_DIM)));
             double ms = Timing.medianMillis(gpu, () -> gpu.ops().pagedAttention(q, pool, 0, plan, out), 1, 5);
             double flops = batch * 4.0 * QO_HEADS * HEAD_DIM * ((double) tokens * (tokens + 1) / 2);
-            return new PrefillRow(tokens, batch, tensorCores, ms, flops / (ms * 1e-3) / 1e12);
+            return new PrefillRow(tokens, batch, kernel, ms, flops / (ms * 1e-3) / 1e12);
         }
     }
 
@@ -127,7 +145,7 @@ final class AttentionBench {
                 + "|---|---|---|---|---|\n");
         for (PrefillRow r : rows) {
             sb.append(String.format(Locale.ROOT, "| %d | %d | %s | %.3f | %.1f |%n", r.tokens, r.batch,
-                    r.tensorCores ? "tensor cores" : "CUDA cores", r.millis, r.tflops));
+                    r.kernel.label, r.millis, r.tflops));
         }
         return sb.toString();
     }

@@ -88,8 +88,8 @@ final class AttentionChecks {
      * and key counts cross its 64-row and key tiles, chunks appended to a cached prefix (fewer queries than
      * keys), grouped-query heads whose group does not divide the row tile, windows, full and context-only
      * masks; decode at the head dims the decode kernel lacks and at every head dim under batch-invariant numerics;
-     * and the CUDA-core kernel it replaced for bf16,
-     * which stays reachable.
+     * the CUDA-core kernel it replaced for bf16, which stays reachable; on Hopper, where d128 prefill takes the
+     * warpgroup kernel, the mma.sync kernel at d128 with that switched off.
      */
     private void tensorCorePrefill() {
         Batch ragged = new Batch(new int[] {300, 1, 77, 513, 0, 16}, new int[] {300, 2000, 1077, 513, 40, 16});
@@ -118,6 +118,11 @@ final class AttentionChecks {
                 decode, true, 100, false);
         on(tw.gpu.options().withTensorCorePrefill(false)).check("cuda-core prefill (bf16, switched)", DType.BF16,
                 llama, ragged, true, -1, false);
+        // on Hopper the d128 rows above ran the warpgroup kernel: the mma.sync one at d128 too
+        AttentionChecks mmaSync = on(tw.gpu.options().withWarpgroupAttention(false));
+        mmaSync.check("tc prefill (mma.sync, warpgroup off) causal d128", DType.BF16, llama, ragged, true, -1, false);
+        mmaSync.check("tc prefill (mma.sync, warpgroup off) chunk window=300", DType.BF16, llama, chunks, true, 300,
+                false);
     }
 
     /** Host arrays of one batch laid out in a pool with its pages in random order. */

@@ -230,8 +230,9 @@ public final class GpuHarness {
                                     {1024, 1}, {1024, 64}, {8192, 1}, {8192, 8}, {32768, 1}, {32768, 2}}),
                                         PEAK_TB_PER_S)))
                         .append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () ->
-                                AttentionBench.prefillTable(List.of(attention.prefill(1024, 1, true),
-                                        attention.prefill(4096, 1, true)))))
+                                AttentionBench.prefillTable(List.of(
+                                        attention.prefill(1024, 1, AttentionBench.PrefillKernel.on(tablesGpu).get(0)),
+                                        attention.prefill(4096, 1, AttentionBench.PrefillKernel.on(tablesGpu).get(0))))))
                         .append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                                 GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096}))))
                         .append(section("GEMM batch invariance (row r at batch M vs alone)", () ->
@@ -317,14 +318,18 @@ public final class GpuHarness {
         return sb.toString();
     }
 
-    /** The paged prefill attention kernel on tensor and CUDA cores, and engine prefill, at {@link #PREFILL_CASES}. */
+    /**
+     * The paged prefill attention kernels (warpgroup where the GPU has it, mma.sync, CUDA cores), and engine prefill,
+     * at {@link #PREFILL_CASES}.
+     */
     private static String prefillTables(Twin twin, CudaDevice gpu, long seed) {
         AttentionBench attention = new AttentionBench(twin);
         return section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () -> {
             List<AttentionBench.PrefillRow> rows = new ArrayList<>();
             for (int[] c : PREFILL_CASES) {
-                rows.add(attention.prefill(c[0], c[1], true));
-                rows.add(attention.prefill(c[0], c[1], false));
+                for (AttentionBench.PrefillKernel kernel : AttentionBench.PrefillKernel.on(gpu)) {
+                    rows.add(attention.prefill(c[0], c[1], kernel));
+                }
             }
             return AttentionBench.prefillTable(rows);
         }) + section("Engine prefill (bf16, Llama-3-8B geometry, 32 layers, random weights, "
