@@ -2,7 +2,7 @@
 // with S = Q Kᵀ and O += P V both on wgmma. Each of a block's two warpgroups owns 64 packed (query, grouped head)
 // rows; S comes from Q and K in shared memory, P stays in registers (S's accumulators rounded to bf16 are the A
 // fragments of the second product) and V is read MN-major from the same swizzled tile layout as K, so a key tile is
-// staged once for both products with no transpose. Key tiles of KEYS keys stream through two stages by cp.async
+// staged once for both products with no transpose. Key tiles of KEYS keys stream through STAGES stages by cp.async
 // straight from the pages (or ragged spans), as the mma.sync kernel's; the masks and the walk over only the visible
 // key tiles are that kernel's. Key tiles are wider than the mma.sync kernel's, so a row's sums are taken in another
 // order: the engine keeps that kernel where decode and prefill rows must give the same bits (batch-invariant mode).
@@ -15,23 +15,24 @@ using namespace mstar;
 namespace {
 
 // A tile of R rows of D bf16 lies as D / 64 column blocks of R rows x 128 bytes in wgmma's swizzled layout.
-template <int D, int KEYS_>
+template <int D, int KEYS_, int STAGES_>
 struct WgmmaShape {
     static_assert(D % 64 == 0, "head dim must be a multiple of 64 (one swizzled column block)");
     static constexpr int THREADS = 256;  // two warpgroups
     static constexpr int ROWS = 128;     // packed rows per block, 64 per warpgroup
     static constexpr int KEYS = KEYS_;
+    static constexpr int STAGES = STAGES_;
     static constexpr int CHUNKS = D / 8;  // 16-byte pieces per row
     static constexpr int Q_BYTES = ROWS * D * 2;
     static constexpr int TILE_BYTES = KEYS * D * 2;  // K or V of one stage
-    // Q, then K and V of two stages; 1 KB to align the start on the swizzle's 1024 bytes.
-    static constexpr int SMEM_BYTES = Q_BYTES + 4 * TILE_BYTES + 1024;
+    // Q, then K and V of each stage; 1 KB to align the start on the swizzle's 1024 bytes.
+    static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * TILE_BYTES + 1024;
 };
 
 // d128: S (64 regs) + O (64) + P (32) fit a thread's registers with 128-key tiles; d192's O takes 96, so its tiles
 // are of 64 keys.
 template <int D>
-using WgmmaPrefillShape = WgmmaShape<D, D <= 128 ? 128 : 64>;
+using WgmmaPrefillShape = WgmmaShape<D, D <= 128 ? 128 : 64, 2>;
 
 // Byte offset of 16-byte piece c of row `row` in a tile of `rows` rows.
 __device__ __forceinline__ uint32_t tile_offset(int rows, int row, int c) {
@@ -123,19 +124,23 @@ __device__ __forceinline__ void prefill_wgmma_body(const __nv_bfloat16* q, Keys 
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
+    // The first STAGES - 1 tiles in flight, a commit group each (empty past the last tile).
     const int tiles = hi > lo ? (hi - lo + KEYS - 1) / KEYS : 0;
-    if (tiles > 0) loadTile(lo, 0);
-    cp_async_commit();
+#pragma unroll
+    for (int st = 0; st < S::STAGES - 1; ++st) {
+        if (st < tiles) loadTile(lo + st * KEYS, st);
+        cp_async_commit();
+    }
 
     const uint32_t qBase = smem_addr(qs) + 64 * wg * 128;
     for (int t = 0; t < tiles; ++t) {
         const int kt = lo + t * KEYS;
-        if (t + 1 < tiles) loadTile(kt + KEYS, (t + 1) & 1);
+        if (t + S::STAGES - 1 < tiles) loadTile(kt + (S::STAGES - 1) * KEYS, (t + S::STAGES - 1) % S::STAGES);
         cp_async_commit();
-        cp_async_wait<1>();
+        cp_async_wait<S::STAGES - 1>();  // Q and tile t are in
         fence_async_shared();
         __syncthreads();
-        const uint32_t kBase = smem_addr(kvs + (2 * (t & 1)) * S::TILE_BYTES);
+        const uint32_t kBase = smem_addr(kvs + (2 * (t % S::STAGES)) * S::TILE_BYTES);
         const uint32_t vBase = kBase + S::TILE_BYTES;
 
         float s[KEYS / 2];

@@ -19,8 +19,8 @@ class WarpgroupAttentionTest {
         String kernel = Files.readString(Path.of("../kernels/src/main/cuda/attention_prefill_wgmma.cu"));
         assertThat(kernel).contains("static constexpr int THREADS = " + WarpgroupAttention.THREADS + ";")
                 .contains("static constexpr int ROWS = " + WarpgroupAttention.ROWS + ";")
-                .contains("using WgmmaPrefillShape = WgmmaShape<D, D <= 128 ? 128 : 64>;")
-                .contains("static constexpr int SMEM_BYTES = Q_BYTES + 4 * TILE_BYTES + 1024;")
+                .contains("using WgmmaPrefillShape = WgmmaShape<D, D <= 128 ? 128 : 64, 2>;")
+                .contains("static constexpr int SMEM_BYTES = Q_BYTES + 2 * STAGES * TILE_BYTES + 1024;")
                 .contains("__launch_bounds__(256, 1) attn_prefill_wgmma_bf16_d128(");
         for (int d : WarpgroupAttention.RAGGED_HEAD_DIMS) {
             assertThat(kernel).contains("MSTAR_RAGGED_WGMMA(" + d + ")");
