@@ -1,6 +1,7 @@
 // Times the bf16 prefill attention kernels alone, without Java, so that their variants can be compared in one GPU
 // call: the mma.sync kernel (attention_prefill_mma.cu, attention_ragged.cu) and the warpgroup one
-// (attention_prefill_wgmma.cu) with the key tile and stage count it ships with and others. Geometries: Qwen3-30B-A3B's
+// (attention_prefill_wgmma.cu) with the key tile and stage count it ships with and others, and with each tile's value
+// product issued beside the next tile's scores. Geometries: Qwen3-30B-A3B's
 // attention (32 query / 4 KV heads of 128, paged, 16-token pages in random order) on one 2048-token causal prompt,
 // Llama-3-8B's (32 / 8) on one of 16384, and DeepSeek-V2-Lite's up-projected prefill (16 heads of 192, ragged) on
 // 2048. Each variant's output is checked against the mma.sync kernel's (max |diff| / max |ref| over 1e-2 fails), and
@@ -35,21 +36,21 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 // The warpgroup body with other key tiles and stage counts than the shipped kernels'.
-template <int D, int KEYS, int STAGES>
+template <int D, int KEYS, int STAGES, bool OVERLAP = false>
 __global__ void __launch_bounds__(256, 1) paged_variant(const bf16* q, const void* pool, const int* qoIndptr,
                                                         const int* kvIndptr, const int* kvIndices,
                                                         const int* lastPageLen, int numPages, int pageSize,
                                                         int qoHeads, int kvHeads, float smScale, bf16* out) {
-    prefill_wgmma_body<D, WgmmaShape<D, KEYS, STAGES>>(
+    prefill_wgmma_body<D, WgmmaShape<D, KEYS, STAGES, OVERLAP>>(
         q, PagedKeys{PagedKv{pool, kvIndptr, kvIndices, lastPageLen, 0, numPages, pageSize, kvHeads}},
         Mask{1, -1, 0}, qoIndptr, qoHeads, smScale, out);
 }
 
-template <int D, int KEYS, int STAGES>
+template <int D, int KEYS, int STAGES, bool OVERLAP = false>
 __global__ void __launch_bounds__(256, 1) ragged_variant(const bf16* q, const bf16* k, const bf16* v,
                                                          const int* qIndptr, const int* kvIndptr, int qoHeads,
                                                          int kvHeads, float smScale, bf16* out) {
-    prefill_wgmma_body<D, WgmmaShape<D, KEYS, STAGES>>(q, RaggedKeys{k, v, kvIndptr, kvHeads}, BlockMask{1},
+    prefill_wgmma_body<D, WgmmaShape<D, KEYS, STAGES, OVERLAP>>(q, RaggedKeys{k, v, kvIndptr, kvHeads}, BlockMask{1},
                                                        qIndptr, qoHeads, smScale, out);
 }
 
@@ -172,6 +173,8 @@ void paged(const char* geometry, int heads, int kvHeads, int tokens, std::mt1993
     variant(paged_variant<D, 128, 3>, 128, 3, "wgmma 128 keys, 3 stages");
     variant(paged_variant<D, 64, 3>, 64, 3, "wgmma 64 keys, 3 stages");
     variant(paged_variant<D, 64, 4>, 64, 4, "wgmma 64 keys, 4 stages");
+    variant(paged_variant<D, 64, 3, true>, 64, 3, "wgmma 64 keys, 3 stages, values beside next scores");
+    variant(paged_variant<D, 128, 3, true>, 128, 3, "wgmma 128 keys, 3 stages, values beside next scores");
     for (void* p : {(void*)pool, (void*)q, (void*)out, (void*)dQo, (void*)dKv, (void*)dIdx, (void*)dLast}) cudaFree(p);
 }
 
@@ -213,6 +216,7 @@ void ragged(const char* geometry, int heads, int tokens, std::mt19937& rng) {
     };
     variant(ragged_variant<D, 64, 2>, 64, 2, "wgmma 64 keys, 2 stages (shipped)");
     variant(ragged_variant<D, 64, 3>, 64, 3, "wgmma 64 keys, 3 stages");
+    variant(ragged_variant<D, 64, 3, true>, 64, 3, "wgmma 64 keys, 3 stages, values beside next scores");
     for (void* p : {(void*)q, (void*)k, (void*)v, (void*)out, (void*)dIndptr}) cudaFree(p);
 }
 

@@ -15,13 +15,14 @@ using namespace mstar;
 namespace {
 
 // A tile of R rows of D bf16 lies as D / 64 column blocks of R rows x 128 bytes in wgmma's swizzled layout.
-template <int D, int KEYS_, int STAGES_>
+template <int D, int KEYS_, int STAGES_, bool OVERLAP_ = false>
 struct WgmmaShape {
     static_assert(D % 64 == 0, "head dim must be a multiple of 64 (one swizzled column block)");
     static constexpr int THREADS = 256;  // two warpgroups
     static constexpr int ROWS = 128;     // packed rows per block, 64 per warpgroup
     static constexpr int KEYS = KEYS_;
     static constexpr int STAGES = STAGES_;
+    static constexpr bool OVERLAP = OVERLAP_;  // a tile's values multiplied beside the next tile's scores
     static constexpr int CHUNKS = D / 8;  // 16-byte pieces per row
     static constexpr int Q_BYTES = ROWS * D * 2;
     static constexpr int TILE_BYTES = KEYS * D * 2;  // K or V of one stage
@@ -123,40 +124,32 @@ __device__ __forceinline__ void prefill_wgmma_body(const __nv_bfloat16* q, Keys 
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-
-    // The first STAGES - 1 tiles in flight, a commit group each (empty past the last tile).
-    const int tiles = hi > lo ? (hi - lo + KEYS - 1) / KEYS : 0;
-#pragma unroll
-    for (int st = 0; st < S::STAGES - 1; ++st) {
-        if (st < tiles) loadTile(lo + st * KEYS, st);
-        cp_async_commit();
-    }
-
     const uint32_t qBase = smem_addr(qs) + 64 * wg * 128;
-    for (int t = 0; t < tiles; ++t) {
-        const int kt = lo + t * KEYS;
-        if (t + S::STAGES - 1 < tiles) loadTile(kt + (S::STAGES - 1) * KEYS, (t + S::STAGES - 1) % S::STAGES);
-        cp_async_commit();
-        cp_async_wait<S::STAGES - 1>();  // Q and tile t are in
-        fence_async_shared();
-        __syncthreads();
-        const uint32_t kBase = smem_addr(kvs + (2 * (t % S::STAGES)) * S::TILE_BYTES);
-        const uint32_t vBase = kBase + S::TILE_BYTES;
+    auto stageBase = [&](int stage) { return smem_addr(kvs + (2 * stage) * S::TILE_BYTES); };
 
-        float s[KEYS / 2];
-        wgmma_fence();
+    // S = Q Kᵀ of the tile in `stage`, issued (the caller fences before and commits after).
+    auto issueScores = [&](float (&sc)[KEYS / 2], int stage) {
+        const uint32_t kBase = stageBase(stage);
 #pragma unroll
         for (int ks = 0; ks < D / 16; ++ks) {
             const uint32_t col = (ks & 3) * 32;  // 16 elements into a 64-column block
-            wgmma_scores<KEYS>(s, wgmma_desc(qBase + (ks >> 2) * ROWS * 128 + col),
+            wgmma_scores<KEYS>(sc, wgmma_desc(qBase + (ks >> 2) * ROWS * 128 + col),
                                wgmma_desc(kBase + (ks >> 2) * KEYS * 128 + col), ks > 0);
         }
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold(s);
-
-        // s[4j + v]: row 16 warp + g8 + 8 (v / 2), key kt + 8j + 2 q4 + v % 2. Scores stay unscaled: the max is
-        // taken on raw scores and the scale folds into one FMA per exp.
+    };
+    // O += P V of the tile in `stage`, issued likewise.
+    auto issueValues = [&](const uint32_t (&pf)[KEYS / 16][4], int stage) {
+        const uint32_t vBase = stageBase(stage) + S::TILE_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < KEYS / 16; ++kk)
+            wgmma_values<D>(o, pf[kk], wgmma_desc_mn(vBase + kk * 2048, KEYS * 128));
+    };
+    // The online softmax of the scores of keys kt ..: masks them, moves each row's maximum and sum on, and packs P's A
+    // fragments (all of them before the next product: a register write between products makes the compiler wait);
+    // alpha is what O must be scaled by before this tile's values are added. sc[4j + v]: row 16 warp + g8 + 8 (v / 2),
+    // key kt + 8j + 2 q4 + v % 2. Scores stay unscaled: the max is taken on raw scores and the scale folds into one
+    // FMA per exp.
+    auto softmax = [&](float (&sc)[KEYS / 2], int kt, uint32_t (&pf)[KEYS / 16][4], float (&alpha)[2]) {
         if (kt < allLo || kt + KEYS > allHi) {
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
@@ -167,7 +160,7 @@ __device__ __forceinline__ void prefill_wgmma_body(const __nv_bfloat16* q, Keys 
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
                         const int key = kt + 8 * j + 2 * q4 + e;
-                        if (key < rowLo || key >= rowHi) s[4 * j + 2 * half + e] = -INFINITY;
+                        if (key < rowLo || key >= rowHi) sc[4 * j + 2 * half + e] = -INFINITY;
                     }
                 }
             }
@@ -176,46 +169,132 @@ __device__ __forceinline__ void prefill_wgmma_body(const __nv_bfloat16* q, Keys 
         for (int half = 0; half < 2; ++half) {
             float mx = -INFINITY;
 #pragma unroll
-            for (int j = 0; j < KEYS / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * half], s[4 * j + 2 * half + 1]));
+            for (int j = 0; j < KEYS / 8; ++j) mx = fmaxf(mx, fmaxf(sc[4 * j + 2 * half], sc[4 * j + 2 * half + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float mNew = fmaxf(m[half], mx);
             const float base = mNew == -INFINITY ? 0.f : mNew * scaleLog2;
             // exactly 1 when the maximum did not move (see attention_prefill_mma.cu)
-            const float alpha = mNew == m[half] ? 1.f : fast_exp2(m[half] * scaleLog2 - base);
+            alpha[half] = mNew == m[half] ? 1.f : fast_exp2(m[half] * scaleLog2 - base);
             m[half] = mNew;
             float sum = 0.f;
 #pragma unroll
             for (int j = 0; j < KEYS / 8; ++j) {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    float& p = s[4 * j + 2 * half + e];
-                    p = fast_exp2(fmaf(p, scaleLog2, -base));
-                    sum += p;
+                    float& x = sc[4 * j + 2 * half + e];
+                    x = fast_exp2(fmaf(x, scaleLog2, -base));
+                    sum += x;
                 }
             }
-            l[half] = l[half] * alpha + sum;  // this lane's share; the row's lanes are summed at the end
-#pragma unroll
-            for (int j = 0; j < D / 8; ++j) {
-                o[4 * j + 2 * half] *= alpha;
-                o[4 * j + 2 * half + 1] *= alpha;
-            }
+            l[half] = l[half] * alpha[half] + sum;  // this lane's share; the row's lanes are summed at the end
         }
-
-        // P's A fragments for all key steps first: register writes between products would make the compiler insert
-        // a wait before each.
-        uint32_t p[KEYS / 16][4];
 #pragma unroll
         for (int kk = 0; kk < KEYS / 16; ++kk)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) p[kk][i] = pack_bf16(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
-        wgmma_fence();
+            for (int i = 0; i < 4; ++i) pf[kk][i] = pack_bf16(sc[8 * kk + 2 * i], sc[8 * kk + 2 * i + 1]);
+    };
+    auto rescale = [&](const float (&alpha)[2]) {
 #pragma unroll
-        for (int kk = 0; kk < KEYS / 16; ++kk) wgmma_values<D>(o, p[kk], wgmma_desc_mn(vBase + kk * 2048, KEYS * 128));
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_hold(o);
-        __syncthreads();  // both warpgroups are done with this stage before it is refilled
+        for (int j = 0; j < D / 8; ++j) {
+#pragma unroll
+            for (int v = 0; v < 4; ++v) o[4 * j + v] *= alpha[v >> 1];
+        }
+    };
+
+    const int tiles = hi > lo ? (hi - lo + KEYS - 1) / KEYS : 0;
+    if constexpr (!S::OVERLAP) {
+        // The first STAGES - 1 tiles in flight, a commit group each (empty past the last tile); then per tile the
+        // scores, the softmax and the values one after the other, the two warpgroups side by side.
+#pragma unroll
+        for (int st = 0; st < S::STAGES - 1; ++st) {
+            if (st < tiles) loadTile(lo + st * KEYS, st);
+            cp_async_commit();
+        }
+        for (int t = 0; t < tiles; ++t) {
+            const int kt = lo + t * KEYS;
+            if (t + S::STAGES - 1 < tiles) loadTile(kt + (S::STAGES - 1) * KEYS, (t + S::STAGES - 1) % S::STAGES);
+            cp_async_commit();
+            cp_async_wait<S::STAGES - 1>();  // Q and tile t are in
+            fence_async_shared();
+            __syncthreads();
+            float sc[KEYS / 2], alpha[2];
+            uint32_t pf[KEYS / 16][4];
+            wgmma_fence();
+            issueScores(sc, t % S::STAGES);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_hold(sc);
+            softmax(sc, kt, pf, alpha);
+            rescale(alpha);
+            wgmma_fence();
+            issueValues(pf, t % S::STAGES);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_hold(o);
+            __syncthreads();  // both warpgroups are done with this stage before it is refilled
+        }
+    } else {
+        // Tile t's values are multiplied while tile t + 1's scores are and then go through the softmax: the tensor
+        // cores work while the warps exponentiate. Three stages: t's values, t + 1's keys, t + 2 arriving.
+        static_assert(S::STAGES == 3, "the overlapped loop keeps three tiles in shared memory");
+        float sc[KEYS / 2], alpha[2];
+        uint32_t pf[KEYS / 16][4], pfNext[KEYS / 16][4];
+        if (tiles > 0) loadTile(lo, 0);
+        cp_async_commit();
+        if (tiles > 1) loadTile(lo + KEYS, 1);
+        cp_async_commit();
+        cp_async_wait<1>();  // Q and tile 0
+        fence_async_shared();
+        __syncthreads();
+        if (tiles > 0) {
+            wgmma_fence();
+            issueScores(sc, 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_hold(sc);
+            softmax(sc, lo, pf, alpha);  // O is still zero: nothing to rescale
+        }
+        // Tile t's values from one set of P fragments while the softmax fills the other: the two swap roles each
+        // tile (a copy between them would count as defining a product's inputs while products run). Every tile but
+        // the last: no product under a branch, which would make the compiler serialise them.
+        auto step = [&](int t, uint32_t (&cur)[KEYS / 16][4], uint32_t (&nxt)[KEYS / 16][4]) {
+            cp_async_wait<0>();  // tile t + 1
+            fence_async_shared();
+            __syncthreads();  // tile t + 1 is visible, and every warpgroup is done with tile t - 1's stage
+            if (t + 2 < tiles) loadTile(lo + (t + 2) * KEYS, (t + 2) % 3);
+            cp_async_commit();
+            wgmma_fence();
+            issueScores(sc, (t + 1) % 3);
+            wgmma_commit();
+            issueValues(cur, t % 3);
+            wgmma_commit();
+            wgmma_wait<1>();  // the scores, committed first
+            wgmma_hold(sc);
+            softmax(sc, lo + (t + 1) * KEYS, nxt, alpha);
+            wgmma_wait<0>();
+            wgmma_hold(o);
+            rescale(alpha);
+        };
+        int t = 0;
+        for (; t + 2 < tiles; t += 2) {
+            step(t, pf, pfNext);
+            step(t + 1, pfNext, pf);
+        }
+        if (t + 1 < tiles) {
+            step(t, pf, pfNext);
+            ++t;
+        }
+        // the last tile's values, from whichever set its softmax filled
+        auto last = [&](const uint32_t (&cur)[KEYS / 16][4]) {
+            wgmma_fence();
+            issueValues(cur, (tiles - 1) % 3);
+            wgmma_commit();
+            wgmma_wait<0>();
+            wgmma_hold(o);
+        };
+        if (tiles > 0 && t % 2 == 0) last(pf);
+        if (tiles > 0 && t % 2 == 1) last(pfNext);
     }
     cp_async_wait<0>();
 
