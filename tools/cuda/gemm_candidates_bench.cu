@@ -20,14 +20,7 @@
 #include <functional>
 #include <vector>
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t err_ = (x);                                                                    \
-        if (err_ != cudaSuccess) {                                                                 \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "bench_check.cuh"
 #define CHECK_BLAS(x)                                                                   \
     do {                                                                                \
         int s = (int)(x);                                                               \

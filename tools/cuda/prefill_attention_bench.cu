@@ -22,14 +22,7 @@
 #include "attention_ragged.cu"
 #include "attention_prefill_wgmma.cu"
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e = (x);                                                                       \
-        if (e != cudaSuccess) {                                                                    \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "bench_check.cuh"
 
 namespace {
 

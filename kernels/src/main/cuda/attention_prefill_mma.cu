@@ -20,7 +20,7 @@ namespace {
 // warp means less shared-memory traffic per mma; head dim 256 keeps one (its O takes the registers). Eight
 // warps share each K/V tile, halving the tile loads per row against four. At d128 on an H200 (16k-token
 // causal prompt, 2026-12-02) 8 warps x 2 mma tiles x 64 keys ran 304 TFLOP/s, 4 x 2 x 64 295, 4 x 2 x 32
-// 275, 4 x 1 x 64 165 (scripts/gpu/prefill_kernel_bench.cu); the 64-key tile spills a few registers at
+// 275, 4 x 1 x 64 165 (the prefill kernel bench of that day); the 64-key tile spills a few registers at
 // d96 and d128, which costs less than the smaller tile.
 template <int D, int WARPS, int MT_>
 struct MmaShape {
