@@ -28,9 +28,10 @@ package org.mstar.device;
  *                     also serves where {@code moeGemmExpertRows} would take cuBLAS) instead of the mma.sync tiles;
  *                     the GPU harness switches it off to measure the one against the other
  * @param warpgroupAttention bf16 prefill attention at head dims 128 and 192 (paged and ragged) runs on Hopper's
- *                           warpgroup products (the default, on sm_90 devices, unless {@code batchInvariant}: its key
- *                           tiles are wider than the decode kernel's, so a row's sums differ in order) instead of the
- *                           mma.sync kernel; the GPU harness switches it off to measure the one against the other
+ *                           warpgroup products (on sm_90 devices, unless {@code batchInvariant}: its key tiles are
+ *                           wider than the decode kernel's, so a row's sums differ in order) instead of the mma.sync
+ *                           kernel. Off by default until the kernel has been checked and timed on a GPU (it has run
+ *                           only under the host emulation so far); the GPU harness turns it on to check and measure it
  * @param batchInvariant a row's results are independent of the other rows of its step: on a GPU, matmuls through
  *                       split-free cuBLASLt algorithms and bf16 attention at the tensor-core head dims through one
  *                       kernel for prefill and decode rows alike. A request's tokens then do not depend on what it
@@ -60,7 +61,7 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
     public static final int DEFAULT_MOE_GEMM_EXPERT_ROWS = 160;
 
     private static final KernelOptions DEFAULTS = new KernelOptions(true, true, true, DEFAULT_SKINNY_MATMUL_ROWS,
-            DEFAULT_MOE_GEMM_EXPERT_ROWS, true, true, false);
+            DEFAULT_MOE_GEMM_EXPERT_ROWS, true, false, false);
 
     /**
      * @throws IllegalArgumentException when {@code skinnyMatmulRows} is outside 0..{@value #MAX_SKINNY_MATMUL_ROWS}
@@ -78,7 +79,7 @@ public record KernelOptions(boolean tensorCorePrefill, boolean programmaticLaunc
 
     /** Every variant at its default: tensor-core prefill, programmatic launch, RoPE in the qkv matmul, skinny
      *  matmuls up to {@value #DEFAULT_SKINNY_MATMUL_ROWS} rows, MoE experts on cuBLAS from
-     *  {@value #DEFAULT_MOE_GEMM_EXPERT_ROWS} rows an expert unless the warpgroup GEMM serves, warpgroup prefill
+     *  {@value #DEFAULT_MOE_GEMM_EXPERT_ROWS} rows an expert unless the warpgroup GEMM serves, mma.sync prefill
      *  attention, batch invariance off. */
     public static KernelOptions defaults() {
         return DEFAULTS;

@@ -14,7 +14,7 @@ class KernelOptionsTest {
     @Test
     void defaultsAreTheVariantsDevicesAlwaysStartedWith() {
         assertThat(KernelOptions.defaults()).isEqualTo(new KernelOptions(true, true, true,
-                KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS, KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS, true, true,
+                KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS, KernelOptions.DEFAULT_MOE_GEMM_EXPERT_ROWS, true, false,
                 false));
         assertThat(KernelOptions.DEFAULT_SKINNY_MATMUL_ROWS).isEqualTo(16);
         assertThat(KernelOptions.MAX_SKINNY_MATMUL_ROWS).isEqualTo(32);

@@ -20,8 +20,8 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * lacks (80, 96), and every decode row when the device's numerics are batch-invariant (in a decode shape of
  * fewer rows per block): the kernel's result for a row depends only on that row's query and keys (its key
  * tiles start at multiples of the tile size), so a token computed as a decode row and recomputed inside a
- * prefill chunk gets the same bits. On Hopper, bf16 prefill at head dim 128 runs on the warpgroup products instead
- * ({@link WarpgroupAttention}) unless the numerics are batch-invariant. fp32
+ * prefill chunk gets the same bits. On Hopper, with {@code warpgroupAttention} on, bf16 prefill at head dim 128 runs on
+ * the warpgroup products instead ({@link WarpgroupAttention}) unless the numerics are batch-invariant. fp32
  * plans use the CUDA-core prefill kernel (32 queries of one head per block). FP8 (E4M3) pools, read by bf16 queries,
  * take the CUDA-core kernels of both kinds, with the codes staged as bytes and widened where they are used (kernels
  * {@code attn_decode_e4m3_*}, {@code attn_prefill_e4m3_*}): half the bytes a key of a bf16 pool moves. Their decode

@@ -12,7 +12,8 @@ import org.mstar.device.UnsupportedOnDeviceException;
  * head) rows, KV head, span); off on a device whose options have {@code tensorCorePrefill} off). fp32, the other bf16
  * head dims and the switched-off case run the CUDA-core kernel: block (query tile, query head, span) walks the
  * keys its tile's queries may see in tiles staged through shared memory, with an online softmax per query row
- * in fp32. On Hopper, bf16 at head dims 128 and 192 runs the warpgroup kernel instead ({@link WarpgroupAttention}). The grid's x extent comes from the plan's {@code maxQLen}, which must bound every span's query count.
+ * in fp32. On Hopper, with {@code warpgroupAttention} on, bf16 at head dims 128 and 192 runs the warpgroup kernel
+ * instead ({@link WarpgroupAttention}). The grid's x extent comes from the plan's {@code maxQLen}, which must bound every span's query count.
  */
 final class CudaRaggedAttention {
     private static final int THREADS = 128;

@@ -88,8 +88,8 @@ final class AttentionChecks {
      * and key counts cross its 64-row and key tiles, chunks appended to a cached prefix (fewer queries than
      * keys), grouped-query heads whose group does not divide the row tile, windows, full and context-only
      * masks; decode at the head dims the decode kernel lacks and at every head dim under batch-invariant numerics;
-     * the CUDA-core kernel it replaced for bf16, which stays reachable; on Hopper, where d128 prefill takes the
-     * warpgroup kernel, the mma.sync kernel at d128 with that switched off.
+     * the CUDA-core kernel it replaced for bf16, which stays reachable; on Hopper, the warpgroup kernel at d128 through
+     * its switch (causal, chunks after a prefix, a window, full and context-only masks, ungrouped heads).
      */
     private void tensorCorePrefill() {
         Batch ragged = new Batch(new int[] {300, 1, 77, 513, 0, 16}, new int[] {300, 2000, 1077, 513, 40, 16});
@@ -118,10 +118,14 @@ final class AttentionChecks {
                 decode, true, 100, false);
         on(tw.gpu.options().withTensorCorePrefill(false)).check("cuda-core prefill (bf16, switched)", DType.BF16,
                 llama, ragged, true, -1, false);
-        // on Hopper the d128 rows above ran the warpgroup kernel: the mma.sync one at d128 too
-        AttentionChecks mmaSync = on(tw.gpu.options().withWarpgroupAttention(false));
-        mmaSync.check("tc prefill (mma.sync, warpgroup off) causal d128", DType.BF16, llama, ragged, true, -1, false);
-        mmaSync.check("tc prefill (mma.sync, warpgroup off) chunk window=300", DType.BF16, llama, chunks, true, 300,
+        // the warpgroup kernel (on Hopper; elsewhere these rows run the mma.sync kernel again)
+        AttentionChecks warpgroup = on(tw.gpu.options().withWarpgroupAttention(true));
+        warpgroup.check("tc prefill (warpgroup) causal d128", DType.BF16, llama, ragged, true, -1, false);
+        warpgroup.check("tc prefill (warpgroup) chunk after prefix d128", DType.BF16, llama, chunks, true, -1, false);
+        warpgroup.check("tc prefill (warpgroup) chunk window=300", DType.BF16, llama, chunks, true, 300, false);
+        warpgroup.check("tc prefill (warpgroup) full", DType.BF16, llama, ragged, false, -1, false);
+        warpgroup.check("tc prefill (warpgroup) contextOnly", DType.BF16, llama, chunks, true, -1, true);
+        warpgroup.check("tc prefill (warpgroup) group1", DType.BF16, new Geometry(8, 8, 128, 16), ragged, true, -1,
                 false);
     }
 

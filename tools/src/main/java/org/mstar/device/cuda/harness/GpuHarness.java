@@ -62,7 +62,9 @@ import org.mstar.model.frame.FrameModelConfig;
  * on cuBLAS at a sweep of rows, and engine decode and prefill rows on Qwen3-30B-A3B and DeepSeek-V2-Lite geometry
  * (the first of {@code --engine-layers} cuts their layers), written as {@code perf-table.tsv} for
  * {@code torch_moe.py}; {@code --moe-gemm-expert-rows} sets the mean rows an expert from which the tables' MoE layers take cuBLAS.
- * {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append after the qkv projection instead of RoPE and
+ * {@code --warpgroup-attention} runs the tables with bf16 prefill attention on Hopper's warpgroup kernel
+ * ({@link KernelOptions#warpgroupAttention}). {@code --no-qkv-rope-in-matmul} runs the tables with qkv_rope_append
+ * after the qkv projection instead of RoPE and
  * the KV append in the skinny matmul's epilogue ({@link KernelOptions#qkvRopeInMatmul}). {@code --no-checks} skips
  * the checks. {@link GpuHarnessOptions} reads the switches ({@link PerfSwitch} those that replace the tables);
  * {@code --help} lists them.
@@ -72,7 +74,7 @@ import org.mstar.model.frame.FrameModelConfig;
  *     --invariance-perf | --skinny-perf] [--attention-only | --moe-only | --state-space-only] [--frame-perf]
  *     [--preplan-perf] [--perf-table] [--launch-perf] [--profile-decode 8B:1:512,...]
  *     [--lora-perf [--lora-adapters 8,64]] [--latent-perf] [--hybrid-perf [--hybrid-layers 32]]
- *     [--moe-perf] [--moe-gemm-expert-rows N] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
+ *     [--moe-perf] [--moe-gemm-expert-rows N] [--warpgroup-attention] [--no-qkv-rope-in-matmul] [--no-checks]</pre>
  */
 public final class GpuHarness {
     /** The copy bandwidth measured on this workplace's H200s (read + write), the decode roofline. */
@@ -204,11 +206,15 @@ public final class GpuHarness {
 
             // the checks compare the fused qkv epilogue with the pair themselves; this choice is for the tables
             CudaDevice tablesGpu = gpu.withOptions(gpu.options().withQkvRopeInMatmul(!options.noQkvRopeInMatmul)
-                    .withMoeGemmExpertRows(options.moeGemmExpertRows));
+                    .withMoeGemmExpertRows(options.moeGemmExpertRows)
+                    .withWarpgroupAttention(options.warpgroupAttention));
             Twin tablesTwin = twin.on(tablesGpu);
             StringBuilder tables = new StringBuilder(header);
             if (options.noQkvRopeInMatmul) {
                 tables.append("qkv_rope_append after the qkv projection (RoPE and KV append not in its epilogue)\n");
+            }
+            if (options.warpgroupAttention) {
+                tables.append("bf16 prefill attention on the warpgroup kernel (where the GPU has it)\n");
             }
             if (options.perfTable) {
                 tables.append(decodeParts(tablesTwin));
@@ -231,8 +237,8 @@ public final class GpuHarness {
                                         PEAK_TB_PER_S)))
                         .append(section("Paged prefill attention (bf16, 32/8 heads, d128, page 16)", () ->
                                 AttentionBench.prefillTable(List.of(
-                                        attention.prefill(1024, 1, AttentionBench.PrefillKernel.on(tablesGpu).get(0)),
-                                        attention.prefill(4096, 1, AttentionBench.PrefillKernel.on(tablesGpu).get(0))))))
+                                        attention.prefill(1024, 1, AttentionBench.PrefillKernel.chosenBy(tablesGpu)),
+                                        attention.prefill(4096, 1, AttentionBench.PrefillKernel.chosenBy(tablesGpu))))))
                         .append(section("Llama-3-8B layer GEMMs (bf16, cuBLAS through CudaOps.matmul)", () ->
                                 GemmBench.table(gemm.run(new int[] {1, 16, 128, 1024, 4096}))))
                         .append(section("GEMM batch invariance (row r at batch M vs alone)", () ->

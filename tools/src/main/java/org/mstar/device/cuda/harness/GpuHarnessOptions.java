@@ -101,6 +101,10 @@ final class GpuHarnessOptions implements HarnessCommandLine.Options {
             description = "decode steps of each CASE, MODEL:BATCH:CONTEXT (8B, 1B, QWEN3MOE, DSV2L, BAMBA), for a profiler")
     List<ProfiledDecode> profiled = List.of();
 
+    @Option(names = "--warpgroup-attention",
+            description = "tables with bf16 prefill attention on Hopper's warpgroup kernel (off by default)")
+    boolean warpgroupAttention;
+
     @Option(names = "--no-qkv-rope-in-matmul",
             description = "tables with qkv_rope_append after the qkv projection, not in the skinny matmul's epilogue")
     boolean noQkvRopeInMatmul;

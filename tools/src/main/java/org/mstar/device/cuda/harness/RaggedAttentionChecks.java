@@ -66,12 +66,13 @@ final class RaggedAttentionChecks {
         ragged("tc block-causal B=5 d96 group6", DType.BF16, new Geometry(24, 4, 96), odd, odd, 5, 0);
         ragged("tc causal d192 (DeepSeek-V2's up-projected prefill)", DType.BF16, new Geometry(16, 16, 192), odd, odd,
                 RaggedAttentionPlan.CAUSAL, 0);
-        // on Hopper the bf16 d128 and d192 rows above ran the warpgroup kernel: the mma.sync one too
-        RaggedAttentionChecks mmaSync = on(tw.gpu.options().withWarpgroupAttention(false));
-        mmaSync.ragged("tc (mma.sync, warpgroup off) causal d192", DType.BF16, new Geometry(16, 16, 192), odd, odd,
+        // the warpgroup kernel (on Hopper; elsewhere these rows run the mma.sync kernel again)
+        RaggedAttentionChecks warpgroup = on(tw.gpu.options().withWarpgroupAttention(true));
+        warpgroup.ragged("tc (warpgroup) causal d192", DType.BF16, new Geometry(16, 16, 192), odd, odd,
                 RaggedAttentionPlan.CAUSAL, 0);
-        mmaSync.ragged("tc (mma.sync, warpgroup off) block-causal B=16 d128", DType.BF16, new Geometry(16, 4, 128), odd,
-                odd, 16, 0);
+        warpgroup.ragged("tc (warpgroup) block-causal B=16 d128", DType.BF16, new Geometry(16, 4, 128), odd, odd, 16, 0);
+        warpgroup.ragged("tc (warpgroup) cross d128", DType.BF16, new Geometry(16, 4, 128), new int[] {4, 1, 30, 0, 200},
+                new int[] {1500, 7, 20, 9, 333}, RaggedAttentionPlan.FULL, 0);
         RaggedAttentionChecks cudaCores = on(tw.gpu.options().withTensorCorePrefill(false));
         cudaCores.ragged("cuda-core (bf16, switched) encoder full", DType.BF16, new Geometry(12, 12, 64), whisper,
                 whisper, RaggedAttentionPlan.FULL, 0);

@@ -220,7 +220,7 @@ class HarnessCommandLineTest {
                 "--parallel-perf", "--tensor-parallel", "--parallel-layers", "--latent-perf", "--hybrid-perf",
                 "--hybrid-layers", "--moe-perf", "--moe-gemm-expert-rows", "--fp8-only", "--attention-only",
                 "--moe-only", "--state-space-only", "--ops-only", "--engine-only", "--frame-perf", "--preplan-perf", "--perf-table", "--launch-perf",
-                "--profile-decode", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
+                "--profile-decode", "--warpgroup-attention", "--no-qkv-rope-in-matmul", "--lora-perf", "--lora-adapters", "--no-checks",
                 "--help");
         assertEveryOptionOnOneUsageLine(line);
     }
