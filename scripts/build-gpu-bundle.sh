@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds, on a machine with a JDK 17, Maven and nvcc, everything the GPU machine needs to run the GPU
 # harness without build tools, into the git-ignored folder gpu-bundle/: a jlinked Java runtime and the
-# jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, picocli, JCuda and its driver-API native library) and
-# the scripts that run there. Then copy gpu-bundle to the GPU machine (with the working tree) and run
+# jars (harness, operators, kernels with the fatbin and CUDA JNI shim, Jackson, picocli, JCuda and its driver-API native library),
+# the scripts that run there and two standalone CUDA programs (bin/). Then copy gpu-bundle to the GPU machine (with the working tree) and run
 # `bash gpu-bundle/run-harness.sh` there (docs/guides/gpu-harness.md). Needs nothing installed in ~/.m2 beforehand.
 #
 # PACK_JRE=1 packs the runtime into jre.tar.xz (see the end).
@@ -36,6 +36,14 @@ cp flink-mstar-operators/target/flink-mstar-operators-0.1.0-SNAPSHOT.jar kernels
 cp "$M2/org/jcuda/jcuda/$JCUDA_VERSION/jcuda-$JCUDA_VERSION.jar" "$BUNDLE/lib/"
 cp scripts/gpu/run-harness.sh scripts/gpu/run-many.sh scripts/gpu/ab-harness.sh scripts/gpu/cublas-path.sh scripts/gpu/profile-decode.sh scripts/gpu/kernel_profile.py scripts/gpu/torch_timing.py scripts/gpu/torch_gemm.py scripts/gpu/torch_fp8.py scripts/gpu/torch_prefill.py scripts/gpu/torch_decode.py scripts/gpu/torch_latent.py scripts/gpu/torch_hybrid.py scripts/gpu/perf_table.py scripts/gpu/torch_moe.py \
     scripts/gpu/whisper_reference.py scripts/gpu/run-whisper.sh scripts/fixtures/write_whisper_fixtures.py "$BUNDLE/"
+
+# The standalone CUDA programs, built here so that the GPU machine's time goes to running them: the warpgroup
+# products' layout probe and the prefill attention bench (gpu-bundle/bin/wgmma_probe, gpu-bundle/bin/prefill_attention_bench)
+mkdir -p "$BUNDLE/bin"
+nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikernels/src/main/cuda -o "$BUNDLE/bin/wgmma_probe" \
+    kernels/src/test/cuda/wgmma_probe.cu
+nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Ikernels/src/main/cuda \
+    -o "$BUNDLE/bin/prefill_attention_bench" tools/cuda/prefill_attention_bench.cu
 
 # JCuda's natives jar also carries NVRTC and PTX-compiler bindings (24 MB) that link CUDA 12 libraries the
 # GPU machine lacks and this project never loads; keep only the driver-API library.

@@ -73,12 +73,11 @@ __global__ void attention_probe(const __nv_bfloat16* q, const __nv_bfloat16* k, 
         const uint64_t lead = (dv >> 16) & 0x3FFF, stride = (dv >> 32) & 0x3FFF;
         dv = (dv & ~((0x3FFFull << 16) | (0x3FFFull << 32))) | (stride << 16) | (lead << 32);
     }
+    uint32_t a[8][4];  // every A fragment before the products, as the kernels do
+    for (int kk = 0; kk < 8; ++kk)
+        for (int i = 0; i < 4; ++i) a[kk][i] = pack_bf16(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
     wgmma_fence();
-    for (int kk = 0; kk < 8; ++kk) {
-        uint32_t a[4];
-        for (int i = 0; i < 4; ++i) a[i] = pack_bf16(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
-        wgmma_m64n128k16_bf16_rt(out, a, dv + 128 * kk, kk > 0);
-    }
+    for (int kk = 0; kk < 8; ++kk) wgmma_m64n128k16_bf16_rt(out, a[kk], dv + 128 * kk, kk > 0);
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_hold(out);
