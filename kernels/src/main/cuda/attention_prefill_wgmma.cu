@@ -66,7 +66,7 @@ __device__ __forceinline__ void prefill_wgmma_body(const __nv_bfloat16* q, Keys 
                                                    int qoHeads, float smScale, __nv_bfloat16* out) {
     constexpr int ROWS = S::ROWS, KEYS = S::KEYS, CHUNKS = S::CHUNKS;
     unsigned char* raw = dynamic_smem();
-    unsigned char* smem = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
+    unsigned char* smem = wgmma_tiles(raw);
     unsigned char* qs = smem;
     unsigned char* kvs = smem + S::Q_BYTES;  // stage s: K at 2s tiles, V at 2s + 1
 

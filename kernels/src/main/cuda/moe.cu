@@ -789,7 +789,7 @@ __device__ __forceinline__ void moe_wgmma_body(const __nv_bfloat16* __restrict__
                                                         (GateUp ? 2LL * inter : hidden) * k);
     if (!tile.live) return;
     unsigned char* raw = dynamic_smem();
-    unsigned char* smem = raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
+    unsigned char* smem = wgmma_tiles(raw);
     const uint32_t base = smem_addr(smem);
     // thread t copies piece t % 8 of rows t / 8 + 32i: rows of one residue mod 8, so one swizzled offset plus 4 KB a copy
     const int piece = threadIdx.x & 7, row0 = threadIdx.x >> 3;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "mma.cuh"
 
 namespace mstar {
 
@@ -15,6 +16,12 @@ namespace mstar {
 // reads at one K offset lie in different banks. Tiles start on 1024 bytes (the swizzle is of address bits).
 __host__ __device__ constexpr uint32_t wgmma_swizzled(int row, int piece) {
     return (uint32_t)row * 128 + ((uint32_t)(piece ^ (row & 7)) << 4);
+}
+
+// The block's dynamic shared memory from its first 1024-byte boundary on (the swizzle is of address bits 7-9), for
+// tiles in the layout below; a launch asks for 1024 bytes more than its tiles take.
+__device__ __forceinline__ unsigned char* wgmma_tiles(unsigned char* raw) {
+    return raw + ((1024 - (smem_addr(raw) & 1023)) & 1023);
 }
 
 // Descriptor of a K-major operand at shared address `addr` in that layout: 8-row groups 1024 bytes apart (the stride

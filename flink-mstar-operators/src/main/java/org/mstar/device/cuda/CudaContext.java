@@ -107,6 +107,14 @@ public final class CudaContext implements AutoCloseable {
         return computeCapability;
     }
 
+    /**
+     * Whether the fatbin's sm_90a machine code, the only code with Hopper's warpgroup products (wgmma), runs here:
+     * compute capability 9.0 exactly (elsewhere the compute_90 PTX runs, in which those kernels compile to nothing).
+     */
+    public boolean hasWarpgroupProducts() {
+        return computeCapability == 90;
+    }
+
     public long totalMemory() {
         return totalMemory;
     }

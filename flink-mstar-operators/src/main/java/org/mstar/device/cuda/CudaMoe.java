@@ -59,8 +59,6 @@ final class CudaMoe {
      * largest run a little above the mean; a few crowded experts would make every slot that large.
      */
     private static final int SLOT_PADDING = 2;
-    /** The compute capability whose machine code (sm_90a) holds the warpgroup products. */
-    private static final int HOPPER = 90;
 
     private final CudaDevice device;
     private final Elementwise elementwise;
@@ -135,7 +133,7 @@ final class CudaMoe {
                 || shape.inter() % SKINNY_K_MULTIPLE != 0) {
             return Way.CUDA_CORES;
         }
-        if (device.options().warpgroupMoe() && device.context().computeCapability() == HOPPER
+        if (device.options().warpgroupMoe() && device.context().hasWarpgroupProducts()
                 && MoeTiles.warpgroup(shape.rows(), shape.topK(), shape.routedExperts())) {
             return Way.WARPGROUP;
         }

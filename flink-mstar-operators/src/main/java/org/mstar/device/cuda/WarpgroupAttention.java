@@ -15,14 +15,13 @@ final class WarpgroupAttention {
     /** Head dims of the paged kernel (attn_prefill_wgmma_bf16_d*) and of the ragged one (attn_ragged_wgmma_bf16_d*). */
     static final List<Integer> PAGED_HEAD_DIMS = List.of(128);
     static final List<Integer> RAGGED_HEAD_DIMS = List.of(128, 192);
-    private static final int HOPPER = 90;
 
     private WarpgroupAttention() {
     }
 
     static boolean serves(CudaDevice device, List<Integer> headDims, int headDim) {
         return device.options().warpgroupAttention() && !device.batchInvariant()
-                && device.context().computeCapability() == HOPPER && headDims.contains(headDim);
+                && device.context().hasWarpgroupProducts() && headDims.contains(headDim);
     }
 
     /** WgmmaPrefillShape's key tile: d192's output accumulators leave room for 64-key scores only. */

@@ -100,16 +100,13 @@ final class AttentionBench {
 
         /** The kernels this GPU has: the warpgroup one on sm_90 only. */
         static List<PrefillKernel> on(CudaDevice gpu) {
-            return hopper(gpu) ? List.of(values()) : List.of(TENSOR_CORES, CUDA_CORES);
+            return gpu.context().hasWarpgroupProducts() ? List.of(values()) : List.of(TENSOR_CORES, CUDA_CORES);
         }
 
         /** The tensor-core kernel the device's options choose. */
         static PrefillKernel chosenBy(CudaDevice gpu) {
-            return hopper(gpu) && gpu.options().warpgroupAttention() ? WARPGROUP : TENSOR_CORES;
-        }
-
-        private static boolean hopper(CudaDevice gpu) {
-            return gpu.context().computeCapability() == 90;
+            return gpu.context().hasWarpgroupProducts() && gpu.options().warpgroupAttention() ? WARPGROUP
+                    : TENSOR_CORES;
         }
     }
 
